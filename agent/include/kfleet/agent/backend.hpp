@@ -1,0 +1,88 @@
+#pragma once
+// A GPU backend runs a job's stages on this host: cuda (nvcc, ptxas, NVML), hip (hipcc or
+// clang-19, AMDGPU metadata) or simulated (tests and the no-GPU demo; every result it makes is
+// marked simulated). Backends never link a GPU runtime into the agent: they run compilers and
+// the harness as child processes, so a kernel that crashes or hangs only kills its child.
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/jobspec.hpp"
+#include "kfleet/common/model.hpp"
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::agent {
+
+// Where a stage reports what it sees; the pipeline numbers and uploads it.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void emit(const std::string& type, nlohmann::json data) = 0;
+  void log(const std::string& stage, const std::string& text) {
+    emit("log", {{"stage", stage}, {"text", text}});
+  }
+};
+
+// Set by the pipeline when the run must stop (cancelled, lease lost, agent shutting down).
+// Long stages poll it and kill their children.
+struct StopFlag {
+  std::atomic<bool> stop{false};
+  bool requested() const { return stop.load(); }
+};
+
+// The baseline a job's performance is compared with, resolved by kfleetd at lease time.
+struct Comparison {
+  std::string kind;                   // parent | job | value | baseline | reference | ""
+  std::string label;                  // "parent fa-s512-v3/baseline (run 12)", "torch.compile"
+  double median_us = 0;
+  std::vector<double> samples_us;     // when known: enables a CI on the ratio
+  bool simulated = false;
+  static Comparison from_json(const nlohmann::json& j);
+};
+
+struct StageContext {
+  const JobSpec& spec;
+  std::string bundle_dir;             // the job's sources, unpacked
+  std::string work_dir;               // scratch for this run (build outputs, logs)
+  GpuInfo gpu;
+  Comparison compare;
+  EventSink& sink;
+  const StopFlag& stop;
+};
+
+struct StageResult {
+  bool ok = false;
+  std::string reason;                 // one line when !ok: "register count 144 > budget 128"
+  bool infra_error = false;           // the stage could not run (tool missing, GPU busy): error,
+                                      // not a rejection of the kernel
+  nlohmann::json data = nlohmann::json::object();
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual bool simulated() const = 0;
+  virtual Result<std::vector<GpuInfo>> discover() = 0;
+  virtual StageResult build(StageContext& c) = 0;
+  virtual StageResult resources(StageContext& c) = 0;
+  virtual StageResult correctness(StageContext& c) = 0;
+  // Times the kernel (and, for interleaved comparisons, the baseline) and fills
+  // data with bench.result fields: median_us, mean_us, stdev_us, min_us, p10_us, p90_us,
+  // samples_us, and the perf verdict fields when a comparison was made.
+  virtual StageResult benchmark(StageContext& c) = 0;
+  virtual StageResult profile(StageContext& c) = 0;
+};
+using BackendPtr = std::unique_ptr<Backend>;
+
+struct SimulatedGpuOptions {
+  std::string gpu_class = "L4";
+  std::string arch = "sm_89";
+};
+BackendPtr make_simulated_backend(const SimulatedGpuOptions& o);
+
+}  // namespace kfleet::agent

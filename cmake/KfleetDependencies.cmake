@@ -1,0 +1,34 @@
+# Finds kfleet's third-party libraries, tolerating the version spread between Debian 12 and
+# Ubuntu 24.04 (yaml-cpp 0.7 exports `yaml-cpp`, 0.8 exports `yaml-cpp::yaml-cpp`).
+find_package(Threads REQUIRED)
+find_package(Boost 1.81 REQUIRED)            # header-only parts: Asio, Beast
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CURL REQUIRED)
+find_package(yaml-cpp REQUIRED)
+if(TARGET yaml-cpp::yaml-cpp)
+  set(KFLEET_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(KFLEET_YAML_TARGET yaml-cpp)
+endif()
+find_package(CLI11 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
+endif()
+
+if(KFLEET_BUILD_ORCHESTRATOR)
+  find_package(SQLite3 QUIET)
+  if(NOT SQLite3_FOUND)
+    message(FATAL_ERROR "kfleetd needs SQLite 3 headers (apt install libsqlite3-dev), "
+                        "or configure with -DKFLEET_BUILD_ORCHESTRATOR=OFF for agent-only builds")
+  endif()
+endif()
+
+if(KFLEET_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()
+if(KFLEET_BUILD_BENCH)
+  find_package(benchmark QUIET)
+endif()

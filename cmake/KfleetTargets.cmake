@@ -1,0 +1,12 @@
+# Shared compile settings and a helper for gtest binaries (named *_gtest, registered with ctest).
+add_library(kfleet_warnings INTERFACE)
+target_compile_options(kfleet_warnings INTERFACE -Wall -Wextra -Wno-missing-field-initializers)
+
+# kfleet_add_gtest(NAME SOURCES... LIBS ...)
+function(kfleet_add_gtest name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main kfleet_warnings)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+                       PROPERTIES ENVIRONMENT "KFLEET_BUILD_DIR=${CMAKE_BINARY_DIR};KFLEET_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+endfunction()

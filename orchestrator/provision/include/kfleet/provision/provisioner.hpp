@@ -1,0 +1,60 @@
+#pragma once
+// Where agents come from. `static`: they enrol themselves, nothing to ask for. `simulated`: a
+// fake cloud with per-region capacity and scripted stockouts that starts real kfleet-agent
+// processes on the simulated GPU backend. `terraform`: applies terraform/ per region.
+// Calls come from the control-plane thread; completions are posted back to it.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kfleet/common/clock.hpp"
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::provision {
+
+enum class Outcome {
+  ok,           // capacity is coming: an agent will enrol
+  stockout,     // the cloud has none now (InsufficientInstanceCapacity): block with cool-down
+  unsupported,  // the zone does not offer the type: block for a long time
+  quota,        // vCPU / instance limits: block and tell the user
+  fatal,        // auth or configuration: stop provisioning, tell the user
+  transient,    // throttling, 5xx: retry soon
+};
+const char* to_string(Outcome o);
+
+struct CapacityRequest {
+  std::int64_t job_id = 0;
+  std::string region;
+  std::string gpu;  // class, e.g. "L4"
+};
+
+struct CapacityResult {
+  Outcome outcome = Outcome::fatal;
+  std::string message;                    // the cloud's own words, shortened
+  std::vector<std::string> instance_ids;  // on ok
+  double seconds = 0;                     // how long the attempt took
+};
+
+class Provisioner {
+ public:
+  virtual ~Provisioner() = default;
+  virtual std::string name() const = 0;
+  virtual bool can_grow() const = 0;
+  virtual int capacity_budget() const = 0;
+  virtual std::vector<std::string> regions() const = 0;
+  virtual std::vector<std::string> gpu_classes() const = 0;
+  // Asks for one agent in one region; `done` runs on the control-plane executor.
+  virtual void request(const CapacityRequest& r, std::function<void(CapacityResult)> done) = 0;
+  // Gives an instance back (idle past its TTL, or never enrolled).
+  virtual void release(const std::string& instance_id, std::function<void(Result<void>)> done) = 0;
+  // Stops whatever it started (simulated agents) on orchestrator shutdown.
+  virtual void shutdown() {}
+};
+using ProvisionerPtr = std::unique_ptr<Provisioner>;
+
+// Agents enrol themselves; the fleet never grows on demand.
+ProvisionerPtr make_static_provisioner();
+
+}  // namespace kfleet::provision

@@ -1,0 +1,96 @@
+#pragma once
+// Scheduling as pure policy: (queue, fleet view, blocks, now) -> decisions. No I/O, no clock:
+// the control plane takes a snapshot, calls plan(), and carries the decisions out.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kfleet/common/clock.hpp"
+#include "kfleet/common/model.hpp"
+#include "kfleet/store/store.hpp"
+
+namespace kfleet::sched {
+
+struct PendingJob {
+  std::int64_t id = 0;
+  int priority = 0;
+  std::string gpu;                   // class or arch
+  std::vector<std::string> regions;  // preference order; empty = any
+};
+
+struct AgentSlot {
+  std::int64_t id = 0;
+  std::string region;
+  std::vector<GpuInfo> gpus;
+  bool idle = false;                 // enrolled, alive, holding no run
+};
+
+struct ProvisionerView {
+  std::string name;                  // matches RegionBlock::provider
+  bool can_grow = false;
+  int capacity_budget = 0;           // instances it may still start now
+  std::vector<std::string> regions;  // where it can provision (used when a job says "any")
+  std::vector<std::string> gpu_classes;
+};
+
+struct InFlight {                    // a capacity request under way
+  std::int64_t job_id = 0;
+  std::string region;
+  std::string gpu;
+};
+
+struct Snapshot {
+  std::vector<PendingJob> queue;     // any order; plan() orders by priority desc, id asc
+  std::vector<AgentSlot> agents;
+  std::vector<store::RegionBlock> blocks;
+  std::optional<ProvisionerView> provisioner;
+  std::vector<InFlight> in_flight;
+  TimeMs now = 0;
+};
+
+struct Assign {
+  std::int64_t job_id = 0, agent_id = 0;
+  std::string region;
+  std::string reason;                // "idle L4 agent 3 in us-west1-b (2nd choice)"
+};
+struct RequestCapacity {
+  std::int64_t job_id = 0;
+  std::string region, gpu;
+  std::string reason;                // "no idle L4; us-central1-a blocked (stockout) until ..."
+};
+struct Wait {
+  std::int64_t job_id = 0;
+  bool capacity = false;             // true: show waiting_capacity (every region out)
+  std::string reason;
+  TimeMs retry_at_ms = 0;            // earliest block expiry that could help; 0 = on any change
+};
+struct Plan {
+  std::vector<Assign> assign;
+  std::vector<RequestCapacity> provision;
+  std::vector<Wait> wait;
+};
+
+Plan plan(const Snapshot& s);
+
+// Does an agent in `have` serve a job that lists `want`? Exact, or `have` is a zone of the
+// region `want` ("us-east-1a" in "us-east-1", "us-central1-a" in "us-central1").
+bool region_matches(const std::string& want, const std::string& have);
+
+// Cool-downs after a failed capacity request. Stockouts grow (base * 2^(strikes-1), capped),
+// each with +-jitter; jitter_unit in [0,1) comes from the caller's RNG (pure here).
+struct BlockPolicy {
+  TimeMs stockout_base_ms = 60'000;
+  TimeMs stockout_max_ms = 30 * 60'000;
+  TimeMs unsupported_ms = 24 * 3600'000;
+  TimeMs quota_ms = 30 * 60'000;
+  double jitter = 0.2;
+};
+// kind: stockout | unsupported | quota | fatal. `prev` is the current block for the same key
+// (expired or not); its strikes carry over when the last block ended recently.
+store::RegionBlock next_block(const BlockPolicy& p, const std::optional<store::RegionBlock>& prev,
+                              const std::string& provider, const std::string& region,
+                              const std::string& gpu_class, const std::string& kind,
+                              const std::string& reason, TimeMs now, double jitter_unit);
+
+}  // namespace kfleet::sched

@@ -1,0 +1,206 @@
+#pragma once
+// The orchestrator's durable state, behind one interface. Every backend passes the contract
+// suite in tests/store_contract.cpp. Calls are synchronous and made from the control-plane
+// thread only (no locks needed). Each mutating call is one transaction: when it returns ok the
+// change is committed (and survives kill -9 of the process); the events it implies are
+// written in the same transaction, so state and history never disagree.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/clock.hpp"
+#include "kfleet/common/event.hpp"
+#include "kfleet/common/model.hpp"
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::store {
+
+struct NewJob {
+  std::string name, campaign, parent;
+  int priority = 0;
+  std::string gpu;                   // the target's class or arch
+  std::vector<std::string> regions;  // preference order; empty = any
+  nlohmann::json spec;               // to_json(JobSpec)
+  std::string spec_yaml;             // as submitted
+  std::string source_name;           // the YAML's file name, for messages
+  std::string bundle_hash;
+  std::string content_hash;          // job_content_hash(): the no-repeat map's key
+  int max_attempts = 3;
+  std::string submitted_by;
+};
+
+struct JobRecord {
+  std::int64_t id = 0;
+  std::string name, campaign, parent;
+  int priority = 0;
+  std::string gpu;
+  std::vector<std::string> regions;
+  nlohmann::json spec;
+  std::string spec_yaml, source_name, bundle_hash, content_hash;
+  JobState state = JobState::queued;
+  std::string state_reason;          // e.g. "waiting_capacity: us-east-1 stockout until ..."
+  int attempts = 0;                  // runs started so far
+  int max_attempts = 3;
+  std::int64_t current_run_id = 0;   // 0 unless an agent holds it
+  std::string submitted_by;
+  TimeMs created_ms = 0, updated_ms = 0;
+  std::optional<Verdict> verdict;    // set when terminal via a run
+  bool simulated = false;            // its result came from the simulated GPU backend
+};
+
+struct JobFilter {
+  std::vector<JobState> states;      // empty = all
+  std::string campaign;              // "" = all
+  std::string name;                  // "" = all
+  std::int64_t before_id = 0;        // paging: ids < before_id (0 = from the newest)
+  int limit = 100;
+};
+
+struct RunRecord {
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t agent_id = 0;
+  int attempt = 0;                   // 1-based
+  std::int64_t fencing_token = 0;    // strictly increasing across all leases ever granted
+  RunOutcome outcome = RunOutcome::running;
+  std::string stage;                 // last stage started
+  TimeMs started_ms = 0, lease_expires_ms = 0, finished_ms = 0;
+  std::optional<Verdict> verdict;
+  bool simulated = false;
+  std::int64_t events_contiguous = 0;  // highest seq with every seq in 1..n stored
+};
+
+struct Lease {
+  std::int64_t run_id = 0, job_id = 0, agent_id = 0, fencing_token = 0;
+  TimeMs expires_ms = 0;
+};
+
+enum class AgentState { idle, busy, lost, retired };
+const char* to_string(AgentState s);
+
+struct NewAgent {
+  std::string name;
+  std::string region;
+  std::string backend;               // cuda | hip | simulated
+  std::vector<GpuInfo> gpus;         // what it runs jobs on (one job at a time, whatever the count)
+  std::string token_hash;            // sha256 of the agent's bearer token
+  std::string provider;              // static | simulated | terraform
+  std::string instance_id;           // the provisioner's id for it, if it made it
+  nlohmann::json info = nlohmann::json::object();  // host, versions, clocks ...
+};
+
+struct AgentRecord {
+  std::int64_t id = 0;
+  std::string name, region, backend;
+  std::vector<GpuInfo> gpus;
+  std::string token_hash, provider, instance_id;
+  nlohmann::json info;
+  AgentState state = AgentState::idle;
+  std::int64_t current_run_id = 0;
+  TimeMs enrolled_ms = 0, last_seen_ms = 0;
+  bool simulated() const;
+};
+
+// A region (or zone) the provisioner must not ask for now.
+struct RegionBlock {
+  std::string provider;              // simulated | terraform | ...
+  std::string region;                // region or AZ
+  std::string gpu_class;             // "" = every class
+  std::string kind;                  // stockout | unsupported | quota | fatal
+  std::string reason;                // the cloud's message, shortened
+  int strikes = 1;                   // consecutive failures: grows the cool-down
+  TimeMs since_ms = 0, until_ms = 0;
+};
+
+struct IngestResult {
+  int accepted = 0;                  // newly stored
+  int duplicates = 0;                // already had (retries, spool replays)
+  std::int64_t contiguous = 0;       // highest seq n with 1..n all stored
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // --- jobs
+  virtual Result<JobRecord> create_job(const NewJob& j, TimeMs now) = 0;  // + job.submitted event
+  virtual std::optional<JobRecord> get_job(std::int64_t id) = 0;
+  virtual std::vector<JobRecord> list_jobs(const JobFilter& f) = 0;   // newest first
+  // queued and waiting_capacity jobs: priority desc, then id asc (FIFO)
+  virtual std::vector<JobRecord> pending_jobs() = 0;
+  // Moves a non-terminal job to `s` (+ job.state event). conflict if already terminal.
+  // Moving to a terminal state also ends its running run (outcome cancelled/error) and frees
+  // the agent, so a cancelled job's agent can take the next one.
+  virtual Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
+                                          TimeMs now) = 0;
+  virtual std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) = 0;
+
+  // --- leases and runs
+  // Atomically: new run (attempt+1, next fencing token), job -> leased, agent -> busy,
+  // lease.granted event. conflict if the job is not pending or the agent is not idle: an
+  // agent holds at most one run, ever.
+  virtual Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
+                                    TimeMs now) = 0;
+  // Extends the lease of the agent's current run. conflict if the token is stale.
+  virtual Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token,
+                                    TimeMs ttl_ms, TimeMs now) = 0;
+  // Stores agent events idempotently on (run_id, seq). conflict if the token is not the run's
+  // or the run is no longer running (late results of a lost agent are refused).
+  // stage.started events move the job to building / gating / benchmarking.
+  virtual Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
+                                                 const std::vector<Event>& events, TimeMs now) = 0;
+  // Ends the run with the agent's verdict; the job takes the verdict's outcome; agent -> idle.
+  virtual Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token,
+                                       const Verdict& v, TimeMs now) = 0;
+  // The lease expired: run -> lost, agent -> lost, job -> queued again (attempts < max) or
+  // error "agent lost" (+ lease.lost and job.state events).
+  virtual Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,
+                                       TimeMs now) = 0;
+  virtual std::vector<RunRecord> expired_runs(TimeMs now) = 0;  // running, lease_expires <= now
+  virtual std::optional<RunRecord> get_run(std::int64_t id) = 0;
+  virtual std::vector<RunRecord> runs_for_job(std::int64_t job_id) = 0;
+  virtual std::vector<RunRecord> running_runs() = 0;
+  // Finished runs with a verdict, newest first (the results table).
+  virtual std::vector<RunRecord> finished_runs(int limit, std::int64_t before_id = 0) = 0;
+
+  // --- agents
+  virtual Result<AgentRecord> enrol_agent(const NewAgent& a, TimeMs now) = 0;
+  virtual std::optional<AgentRecord> get_agent(std::int64_t id) = 0;
+  virtual std::vector<AgentRecord> list_agents() = 0;
+  // Heartbeat: last_seen = now; a lost agent that speaks again becomes idle (if it holds no run).
+  virtual Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) = 0;
+  virtual Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) = 0;
+
+  // --- region blocks
+  virtual void put_region_block(const RegionBlock& b) = 0;  // upsert on (provider, region, gpu_class)
+  virtual std::vector<RegionBlock> region_blocks() = 0;     // all, including expired ones
+  virtual void clear_region_block(const std::string& provider, const std::string& region,
+                                  const std::string& gpu_class) = 0;
+
+  // --- events
+  // An orchestrator event about a job (run_id 0); seq is assigned per job.
+  virtual Event append_job_event(std::int64_t job_id, const std::string& type,
+                                 const nlohmann::json& data, TimeMs now) = 0;
+  // Events of a job (its own and its runs'), in id order, id > after_id.
+  virtual std::vector<Event> job_events(std::int64_t job_id, std::int64_t after_id, int limit) = 0;
+  virtual std::vector<Event> run_events(std::int64_t run_id, std::int64_t after_seq, int limit) = 0;
+  virtual std::vector<Event> events_after(std::int64_t after_id, int limit) = 0;  // all jobs
+
+  // --- bundles (content-addressed; put is idempotent)
+  virtual Result<void> put_bundle(const std::string& hash, const std::string& body) = 0;
+  virtual std::optional<std::string> get_bundle(const std::string& hash) = 0;
+};
+
+using StorePtr = std::unique_ptr<Store>;
+
+struct SqliteOptions {
+  std::string path;                  // a file; ":memory:" for tests
+  bool synchronous_full = false;     // fsync the WAL on every commit (power-loss durable)
+};
+Result<StorePtr> open_sqlite_store(const SqliteOptions& o);
+
+}  // namespace kfleet::store

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs everything kfleet needs to build, test and demo on Debian 12, idempotently,
+# through apt and npm only. Safe to run again: installed packages are skipped.
+#   scripts/install-deps.sh          build + test dependencies (CI uses this)
+#   scripts/install-deps.sh --no-browser   skip chromium + playwright-core
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_browser=1
+for a in "$@"; do
+  case "$a" in
+    --no-browser) want_browser=0 ;;
+    -h|--help) sed -n 2,5p "$0"; exit 0 ;;
+    *) echo "install-deps: unknown option '$a' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+pkgs=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  libboost1.81-all-dev          # Beast + C++20 coroutines (1.74 lacks awaitable operators)
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libcurl4-openssl-dev libsqlite3-dev sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-19 lld-19 llvm-19       # HIP for gfx1151 without ROCm; resource remarks + readelf notes
+)
+# Node.js: any distribution that provides node + npm will do (nodesource's nodejs bundles npm
+# and conflicts with Debian's npm package), so only install Debian's when they are missing.
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+if [ "$want_browser" = 1 ]; then pkgs+=(chromium); fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: apt packages already installed"
+fi
+
+# Dashboard build tooling (chart library, bundler) and the browser driver for the UI test.
+if [ -f dashboards/package.json ]; then
+  if [ ! -d dashboards/node_modules ] || [ dashboards/package.json -nt dashboards/node_modules ]; then
+    (cd dashboards && npm install --no-audit --no-fund --loglevel=error && touch node_modules)
+  fi
+fi
+
+# Tools that apt cannot provide must already be on the machine; say so loudly, never skip.
+for t in nvcc terraform; do
+  if ! command -v "$t" >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ] ; then
+    echo "install-deps: warning: '$t' not found; tests that need it will FAIL (not skip)" >&2
+  fi
+done
+echo "install-deps: done"
