@@ -1,0 +1,127 @@
+#include "kfleet/common/model.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace kfleet {
+namespace {
+
+struct StateName { JobState s; const char* n; };
+constexpr StateName kStates[] = {
+    {JobState::queued, "queued"},       {JobState::waiting_capacity, "waiting_capacity"},
+    {JobState::leased, "leased"},       {JobState::building, "building"},
+    {JobState::gating, "gating"},       {JobState::benchmarking, "benchmarking"},
+    {JobState::passed, "passed"},       {JobState::rejected, "rejected"},
+    {JobState::error, "error"},         {JobState::cancelled, "cancelled"},
+};
+struct OutcomeName { RunOutcome o; const char* n; };
+constexpr OutcomeName kOutcomes[] = {
+    {RunOutcome::running, "running"}, {RunOutcome::passed, "passed"},
+    {RunOutcome::rejected, "rejected"}, {RunOutcome::error, "error"},
+    {RunOutcome::lost, "lost"},         {RunOutcome::cancelled, "cancelled"},
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+template <class T>
+void opt_to(nlohmann::json& j, const char* k, const std::optional<T>& v) {
+  if (v) j[k] = *v;
+}
+template <class T>
+void opt_from(const nlohmann::json& j, const char* k, std::optional<T>& v) {
+  if (j.contains(k) && !j[k].is_null()) v = j[k].get<T>();
+}
+
+}  // namespace
+
+const char* to_string(JobState s) {
+  for (auto& e : kStates) if (e.s == s) return e.n;
+  return "error";
+}
+std::optional<JobState> job_state_from_string(const std::string& s) {
+  for (auto& e : kStates) if (s == e.n) return e.s;
+  return std::nullopt;
+}
+bool is_terminal(JobState s) {
+  return s == JobState::passed || s == JobState::rejected || s == JobState::error ||
+         s == JobState::cancelled;
+}
+bool is_active(JobState s) {
+  return s == JobState::leased || s == JobState::building || s == JobState::gating ||
+         s == JobState::benchmarking;
+}
+
+const char* to_string(RunOutcome o) {
+  for (auto& e : kOutcomes) if (e.o == o) return e.n;
+  return "error";
+}
+std::optional<RunOutcome> run_outcome_from_string(const std::string& s) {
+  for (auto& e : kOutcomes) if (s == e.n) return e.o;
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const Verdict& v) {
+  nlohmann::json j = {{"outcome", to_string(v.outcome)}, {"gate", v.gate},
+                      {"reason", v.reason},              {"perf", v.perf},
+                      {"simulated", v.simulated},        {"metrics", v.metrics}};
+  opt_to(j, "delta_pct", v.delta_pct);
+  opt_to(j, "ci_low_pct", v.ci_low_pct);
+  opt_to(j, "ci_high_pct", v.ci_high_pct);
+  opt_to(j, "median_us", v.median_us);
+  opt_to(j, "baseline_us", v.baseline_us);
+  return j;
+}
+
+Verdict verdict_from_json(const nlohmann::json& j) {
+  Verdict v;
+  if (!j.is_object()) return v;
+  v.outcome = run_outcome_from_string(j.value("outcome", "error")).value_or(RunOutcome::error);
+  v.gate = j.value("gate", "");
+  v.reason = j.value("reason", "");
+  v.perf = j.value("perf", "");
+  v.simulated = j.value("simulated", false);
+  if (j.contains("metrics") && j["metrics"].is_object()) v.metrics = j["metrics"];
+  opt_from(j, "delta_pct", v.delta_pct);
+  opt_from(j, "ci_low_pct", v.ci_low_pct);
+  opt_from(j, "ci_high_pct", v.ci_high_pct);
+  opt_from(j, "median_us", v.median_us);
+  opt_from(j, "baseline_us", v.baseline_us);
+  return v;
+}
+
+nlohmann::json to_json(const GpuInfo& g) {
+  return {{"gpu_class", g.gpu_class}, {"arch", g.arch},           {"name", g.name},
+          {"vendor", g.vendor},       {"memory_bytes", g.memory_bytes},
+          {"l2_bytes", g.l2_bytes},   {"driver", g.driver},       {"simulated", g.simulated},
+          {"extra", g.extra}};
+}
+
+GpuInfo gpu_info_from_json(const nlohmann::json& j) {
+  GpuInfo g;
+  if (!j.is_object()) return g;
+  g.gpu_class = j.value("gpu_class", "");
+  g.arch = j.value("arch", "");
+  g.name = j.value("name", "");
+  g.vendor = j.value("vendor", "");
+  g.memory_bytes = j.value("memory_bytes", std::int64_t{0});
+  g.l2_bytes = j.value("l2_bytes", std::int64_t{0});
+  g.driver = j.value("driver", "");
+  g.simulated = j.value("simulated", false);
+  if (j.contains("extra") && j["extra"].is_object()) g.extra = j["extra"];
+  return g;
+}
+
+bool gpu_matches(const std::string& wanted, const GpuInfo& gpu) {
+  const std::string w = lower(wanted);
+  if (w.empty()) return false;
+  if (w == lower(gpu.gpu_class)) return true;
+  const std::string a = lower(gpu.arch);
+  if (w == a) return true;
+  // "sm_90" is served by an "sm_90a" agent (the arch-specific variant is a superset).
+  return a.size() == w.size() + 1 && a.compare(0, w.size(), w) == 0 && a.back() == 'a';
+}
+
+}  // namespace kfleet
