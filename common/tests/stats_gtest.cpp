@@ -1,0 +1,131 @@
+#include "kfleet/common/stats.hpp"
+
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+namespace kfleet::stats {
+namespace {
+
+// Timing-like samples: mean * (1 + rel_noise * N(0,1)), from a fixed generator so each test is
+// reproducible (Box-Muller by hand: std::normal_distribution differs between libraries).
+std::vector<double> noisy(double mean, double rel_noise, std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  auto uniform = [&] { return (static_cast<double>(g() >> 11) + 0.5) * 0x1.0p-53; };
+  std::vector<double> xs;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double z = std::sqrt(-2 * std::log(uniform())) * std::cos(6.283185307179586 * uniform());
+    xs.push_back(mean * (1 + rel_noise * z));
+  }
+  return xs;
+}
+
+TEST(Quantile, InterpolatesLinearlyBetweenOrderStatistics) {
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 1.0), 4.0);
+  EXPECT_DOUBLE_EQ(quantile({10, 20}, 0.25), 12.5);
+  EXPECT_TRUE(std::isnan(quantile({}, 0.5)));
+}
+
+TEST(Summarize, ComputesOrderStatisticsAndSampleStdev) {
+  const Summary s = summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.n, 5u);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_NEAR(s.stdev, std::sqrt(2.5), 1e-12);
+  EXPECT_DOUBLE_EQ(s.p10, 1.4);
+  EXPECT_DOUBLE_EQ(s.p90, 4.6);
+  EXPECT_NEAR(s.rel_stdev_pct(), 100 * std::sqrt(2.5) / 3, 1e-9);
+  EXPECT_EQ(summarize({}).n, 0u);
+}
+
+TEST(Decide, ClassifiesIntervalsAgainstThreshold) {
+  EXPECT_EQ(decide(5.0, 7.0, 1.0), "regressed");
+  EXPECT_EQ(decide(-7.0, -5.0, 1.0), "improved");
+  EXPECT_EQ(decide(-0.4, 0.6, 1.0), "same");
+  EXPECT_EQ(decide(0.5, 1.5, 1.0), "inconclusive");
+  EXPECT_EQ(decide(-3.0, 3.0, 1.0), "inconclusive");
+}
+
+TEST(CompareSamples, IdenticalDistributionsAreSame) {
+  const auto base = noisy(100, 0.003, 40, 1);
+  const auto cand = noisy(100, 0.003, 40, 2);
+  const PerfComparison c = compare_samples(cand, base, 1.0);
+  EXPECT_EQ(c.verdict, "same");
+  EXPECT_LT(std::abs(c.delta_pct), 0.5);
+  EXPECT_LE(c.ci_low_pct, c.delta_pct);
+  EXPECT_GE(c.ci_high_pct, c.delta_pct);
+}
+
+TEST(CompareSamples, SixPercentSlowerIsRegressedWithIntervalAroundSix) {
+  const auto base = noisy(100, 0.003, 30, 3);
+  const auto cand = noisy(106, 0.003, 30, 4);
+  const PerfComparison c = compare_samples(cand, base, 1.0);
+  EXPECT_EQ(c.verdict, "regressed");
+  EXPECT_NEAR(c.delta_pct, 6.0, 0.3);
+  EXPECT_GT(c.ci_low_pct, 5.5);
+  EXPECT_LT(c.ci_high_pct, 6.5);
+  EXPECT_EQ(c.n, 30u);
+}
+
+TEST(CompareSamples, FasterCandidateIsImproved) {
+  const PerfComparison c =
+      compare_samples(noisy(95, 0.003, 30, 5), noisy(100, 0.003, 30, 6), 1.0);
+  EXPECT_EQ(c.verdict, "improved");
+  EXPECT_NEAR(c.delta_pct, -5.0, 0.3);
+}
+
+TEST(CompareRounds, TwoPercentSlowerIsRegressedAtOnePercent) {
+  const PerfComparison c = compare_rounds(noisy(1.02, 0.003, 20, 7), 1.0);
+  EXPECT_EQ(c.verdict, "regressed");
+  EXPECT_NEAR(c.delta_pct, 2.0, 0.3);
+  EXPECT_GT(c.ci_low_pct, 1.0);
+}
+
+TEST(CompareRounds, HalfPercentDifferenceIsSameAtOnePercent) {
+  const PerfComparison c = compare_rounds(noisy(1.005, 0.002, 30, 8), 1.0);
+  EXPECT_EQ(c.verdict, "same");
+  EXPECT_NEAR(c.delta_pct, 0.5, 0.2);
+  EXPECT_GE(c.ci_low_pct, -1.0);
+  EXPECT_LE(c.ci_high_pct, 1.0);
+}
+
+TEST(CompareRounds, NoisySmallSampleIsInconclusive) {
+  const PerfComparison c = compare_rounds(noisy(1.02, 0.10, 5, 9), 1.0);
+  EXPECT_EQ(c.verdict, "inconclusive");
+  EXPECT_LT(c.ci_low_pct, c.ci_high_pct);
+  EXPECT_GT(c.ci_high_pct - c.ci_low_pct, 2.0);
+}
+
+TEST(CompareRounds, TooFewRoundsNeverGiveAVerdict) {
+  EXPECT_EQ(compare_rounds({1.5, 1.5}, 1.0).verdict, "inconclusive");
+  EXPECT_EQ(compare_rounds({}, 1.0).verdict, "inconclusive");
+  EXPECT_EQ(compare_rounds({1.1, NAN, 1.1, 1.1}, 1.0).verdict, "inconclusive");
+}
+
+TEST(CompareToValue, MeasuresAgainstAFixedBaseline) {
+  const PerfComparison c = compare_to_value(noisy(42.176 * 1.06, 0.003, 25, 10), 42.176, 1.0);
+  EXPECT_EQ(c.verdict, "regressed");
+  EXPECT_NEAR(c.delta_pct, 6.0, 0.3);
+  EXPECT_EQ(compare_to_value({1, 2, 3}, 0.0, 1.0).verdict, "inconclusive");
+}
+
+TEST(Bootstrap, DeterministicForASeedAndSensitiveToIt) {
+  const auto cand = noisy(101, 0.02, 15, 11);
+  const auto base = noisy(100, 0.02, 15, 12);
+  const PerfComparison a = compare_samples(cand, base, 1.0, 0.95, 2000, 42);
+  const PerfComparison b = compare_samples(cand, base, 1.0, 0.95, 2000, 42);
+  const PerfComparison c = compare_samples(cand, base, 1.0, 0.95, 2000, 43);
+  EXPECT_EQ(a.verdict, b.verdict);
+  EXPECT_DOUBLE_EQ(a.ci_low_pct, b.ci_low_pct);
+  EXPECT_DOUBLE_EQ(a.ci_high_pct, b.ci_high_pct);
+  EXPECT_DOUBLE_EQ(a.delta_pct, c.delta_pct);  // the point estimate does not depend on the seed
+  EXPECT_TRUE(a.ci_low_pct != c.ci_low_pct || a.ci_high_pct != c.ci_high_pct);
+}
+
+}  // namespace
+}  // namespace kfleet::stats
