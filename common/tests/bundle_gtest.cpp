@@ -1,0 +1,168 @@
+#include "kfleet/common/bundle.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace kfleet {
+namespace {
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("kfleet-bundle-" + std::to_string(rd()) + "-" +
+                                         std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  void write(const std::string& rel, const std::string& content) const {
+    fs::create_directories((path_ / rel).parent_path());
+    std::ofstream(path_ / rel, std::ios::binary) << content;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(BundlePath, NormalizesAndRefusesEscapes) {
+  EXPECT_EQ(*normalize_bundle_path("a.cu"), "a.cu");
+  EXPECT_EQ(*normalize_bundle_path("./src//b.cu"), "src/b.cu");
+  for (const char* bad : {"", "/etc/passwd", "../x.cu", "src/../../x.cu", "a\\b.cu", ".", "./"}) {
+    auto r = normalize_bundle_path(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  EXPECT_NE(normalize_bundle_path("../x.cu").error().message.find(".."), std::string::npos);
+}
+
+TEST(Bundle, HashIndependentOfOrderAndSensitiveToBytes) {
+  TempDir d;
+  d.write("a.cu", "kernel a");
+  d.write("inc/b.h", "header b");
+  auto b1 = pack_bundle(d.path().string(), {"a.cu", "inc/b.h"});
+  auto b2 = pack_bundle(d.path().string(), {"inc/b.h", "./a.cu", "a.cu"});
+  ASSERT_TRUE(b1.ok()) << b1.error().message;
+  ASSERT_TRUE(b2.ok()) << b2.error().message;
+  EXPECT_EQ(b1->files.size(), 2u);
+  EXPECT_EQ(b2->files.size(), 2u);
+  EXPECT_EQ(b1->files[0].path, "a.cu");
+  EXPECT_EQ(b1->hash(), b2->hash());
+  EXPECT_EQ(b1->hash().rfind("sha256:", 0), 0u);
+  EXPECT_EQ(b1->total_bytes(), 16u);
+
+  d.write("a.cu", "kernel b");
+  auto b3 = pack_bundle(d.path().string(), {"a.cu", "inc/b.h"});
+  ASSERT_TRUE(b3.ok());
+  EXPECT_NE(b1->hash(), b3->hash());
+
+  // Renaming a file changes the hash even when bytes are identical.
+  Bundle renamed = *b1;
+  renamed.files[0].path = "a2.cu";
+  EXPECT_NE(renamed.hash(), b1->hash());
+}
+
+TEST(Bundle, RefusesEscapesMissingAndFolders) {
+  TempDir outside;
+  outside.write("secret.txt", "nope");
+  TempDir d;
+  d.write("job/a.cu", "x");
+  fs::create_symlink(outside.path() / "secret.txt", d.path() / "job" / "link.cu");
+  fs::create_symlink(d.path() / "job" / "a.cu", d.path() / "job" / "inner.cu");
+  const auto base = (d.path() / "job").string();
+
+  auto link = pack_bundle(base, {"link.cu"});
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.error().message.find("outside"), std::string::npos) << link.error().message;
+  EXPECT_FALSE(pack_bundle(base, {"../job/a.cu"}).ok());
+  EXPECT_FALSE(pack_bundle(base, {(d.path() / "job" / "a.cu").string()}).ok());
+  auto missing = pack_bundle(base, {"nope.cu"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("not found"), std::string::npos);
+  d.write("job/sub/c.cu", "c");
+  auto folder = pack_bundle(base, {"sub"});
+  ASSERT_FALSE(folder.ok());
+  EXPECT_NE(folder.error().message.find("folder"), std::string::npos);
+  // A symlink that stays inside is fine and carries the target's bytes.
+  auto inner = pack_bundle(base, {"inner.cu"});
+  ASSERT_TRUE(inner.ok()) << inner.error().message;
+  EXPECT_EQ(inner->files[0].content, "x");
+  auto big = pack_bundle(base, {"a.cu"}, 0);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, Errc::too_large);
+}
+
+TEST(Bundle, JsonRoundTripAndHashCheck) {
+  Bundle b;
+  b.files = {{"a.cu", std::string("bin\0ary\xff", 8)}, {"dir/b.h", "hello"}};
+  const auto j = bundle_to_json(b);
+  auto back = bundle_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->files.size(), 2u);
+  EXPECT_EQ(back->files[0].content, b.files[0].content);
+  EXPECT_EQ(back->hash(), b.hash());
+
+  auto tampered = j;
+  tampered["files"][1]["data_b64"] = base64_encode("hellp");
+  auto bad = bundle_from_json(tampered);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("mismatch"), std::string::npos);
+
+  auto escaping = j;
+  escaping.erase("hash");
+  escaping["files"][0]["path"] = "../../etc/cron.d/x";
+  EXPECT_FALSE(bundle_from_json(escaping).ok());
+  EXPECT_FALSE(bundle_from_json(nlohmann::json::array()).ok());
+}
+
+TEST(Bundle, UnpackWritesTreeAndRefusesEscape) {
+  Bundle b;
+  b.files = {{"a.cu", "A"}, {"x/y/z.h", "Z"}};
+  TempDir d;
+  ASSERT_TRUE(unpack_bundle(b, d.path().string()).ok());
+  EXPECT_EQ(read(d.path() / "a.cu"), "A");
+  EXPECT_EQ(read(d.path() / "x/y/z.h"), "Z");
+
+  Bundle evil;
+  evil.files = {{"../evil.txt", "E"}};
+  EXPECT_FALSE(unpack_bundle(evil, d.path().string()).ok());
+  EXPECT_FALSE(fs::exists(d.path().parent_path() / "evil.txt"));
+
+  // A symlinked folder inside the target must not redirect writes outside it.
+  TempDir outside;
+  fs::create_symlink(outside.path(), d.path() / "out");
+  Bundle via_link;
+  via_link.files = {{"out/f.txt", "F"}};
+  EXPECT_FALSE(unpack_bundle(via_link, d.path().string()).ok());
+  EXPECT_FALSE(fs::exists(outside.path() / "f.txt"));
+}
+
+TEST(Base64, RoundTripsAllLengthsAndRejectsJunk) {
+  std::string s;
+  for (int i = 0; i < 300; ++i) {
+    auto enc = base64_encode(s);
+    auto dec = base64_decode(enc);
+    ASSERT_TRUE(dec.ok()) << i;
+    EXPECT_EQ(*dec, s);
+    s.push_back(char(i * 37));
+  }
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_FALSE(base64_decode("Zm8").ok());
+  EXPECT_FALSE(base64_decode("Zm*=").ok());
+  EXPECT_FALSE(base64_decode("Z=8=").ok());
+}
+
+}  // namespace
+}  // namespace kfleet
