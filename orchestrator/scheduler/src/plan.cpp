@@ -1,0 +1,212 @@
+// plan(): the whole scheduling decision for one snapshot. Deterministic: the same snapshot
+// always gives the same plan, so the control plane can re-plan on every change.
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+#include "kfleet/scheduler/scheduler.hpp"
+
+namespace kfleet::sched {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool iequals(const std::string& a, const std::string& b) { return lower(a) == lower(b); }
+
+std::string ordinal(std::size_t n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1) suffix = "st";
+    if (n % 10 == 2) suffix = "nd";
+    if (n % 10 == 3) suffix = "rd";
+  }
+  return std::to_string(n) + suffix;
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += sep;
+    out += p;
+  }
+  return out;
+}
+
+bool serves_gpu(const AgentSlot& a, const std::string& gpu) {
+  return std::any_of(a.gpus.begin(), a.gpus.end(),
+                     [&](const GpuInfo& g) { return gpu_matches(gpu, g); });
+}
+
+// 1-based rank of the agent's region in the job's list; 0 when the job does not accept it.
+std::size_t region_rank(const PendingJob& j, const AgentSlot& a) {
+  if (j.regions.empty()) return 1;
+  for (std::size_t i = 0; i < j.regions.size(); ++i)
+    if (region_matches(j.regions[i], a.region)) return i + 1;
+  return 0;
+}
+
+struct Planner {
+  const Snapshot& s;
+  Plan out;
+  std::set<std::int64_t> taken;  // agents given a job in this plan
+  int requested = 0;             // capacity requests issued in this plan
+
+  void job(const PendingJob& j) {
+    if (try_assign(j)) return;
+    if (const InFlight* f = in_flight_for(j.id)) {
+      out.wait.push_back(Wait{j.id, true, "capacity requested in " + f->region, 0});
+      return;
+    }
+    if (const std::string cls = provisioned_class(j); !cls.empty()) {
+      const int left = s.provisioner->capacity_budget - static_cast<int>(s.in_flight.size()) -
+                       requested;
+      if (left > 0) {
+        provision(j, cls);
+        return;
+      }
+      out.wait.push_back(Wait{j.id, false,
+                              waiting_for_agent(j) + "; provisioner '" + s.provisioner->name +
+                                  "' has no budget left (" +
+                                  std::to_string(s.in_flight.size() + requested) +
+                                  " requests under way)",
+                              0});
+      return;
+    }
+    out.wait.push_back(Wait{j.id, false, cannot_grow_reason(j), 0});
+  }
+
+  bool try_assign(const PendingJob& j) {
+    const AgentSlot* best = nullptr;
+    std::size_t best_rank = 0;
+    for (const auto& a : s.agents) {
+      if (!a.idle || taken.count(a.id) || !serves_gpu(a, j.gpu)) continue;
+      const std::size_t rank = region_rank(j, a);
+      if (rank == 0) continue;
+      if (!best || rank < best_rank || (rank == best_rank && a.id < best->id)) {
+        best = &a;
+        best_rank = rank;
+      }
+    }
+    if (!best) return false;
+    taken.insert(best->id);
+    std::ostringstream why;
+    why << "idle " << j.gpu << " agent " << best->id << " in " << best->region;
+    if (!j.regions.empty()) why << " (" << ordinal(best_rank) << " choice)";
+    out.assign.push_back(Assign{j.id, best->id, best->region, why.str()});
+    return true;
+  }
+
+  const InFlight* in_flight_for(std::int64_t job_id) const {
+    for (const auto& f : s.in_flight)
+      if (f.job_id == job_id) return &f;
+    return nullptr;
+  }
+
+  // The provisioner's name for the job's GPU when it can grow and offers it, else "".
+  std::string provisioned_class(const PendingJob& j) const {
+    if (!s.provisioner || !s.provisioner->can_grow) return "";
+    for (const auto& c : s.provisioner->gpu_classes)
+      if (iequals(c, j.gpu)) return c;
+    return "";
+  }
+
+  bool provisioner_offers(const std::string& region) const {
+    const auto& regions = s.provisioner->regions;
+    if (regions.empty()) return true;
+    return std::any_of(regions.begin(), regions.end(), [&](const std::string& r) {
+      return region_matches(r, region) || region_matches(region, r);
+    });
+  }
+
+  const store::RegionBlock* active_block(const std::string& region, const std::string& cls) const {
+    const store::RegionBlock* found = nullptr;
+    for (const auto& b : s.blocks) {
+      if (b.provider != s.provisioner->name || b.until_ms <= s.now) continue;
+      if (!region_matches(b.region, region)) continue;
+      if (!b.gpu_class.empty() && !iequals(b.gpu_class, cls)) continue;
+      // When several blocks apply, the one that lasts longest is what the user waits on.
+      if (!found || b.until_ms > found->until_ms) found = &b;
+    }
+    return found;
+  }
+
+  static std::string block_text(const store::RegionBlock& b, const std::string& region) {
+    const std::string until = " until " + format_iso8601(b.until_ms);
+    if (b.kind == "quota") return "quota exceeded in " + region + ": " + b.reason + until;
+    if (b.kind == "fatal") return "provisioning failed in " + region + ": " + b.reason + until;
+    return region + " blocked (" + b.kind + ")" + until;
+  }
+
+  void provision(const PendingJob& j, const std::string& cls) {
+    const auto& candidates = j.regions.empty() ? s.provisioner->regions : j.regions;
+    std::vector<std::string> skipped;
+    TimeMs retry_at = 0;
+    for (const auto& region : candidates) {
+      if (!provisioner_offers(region)) {
+        skipped.push_back("provisioner '" + s.provisioner->name + "' does not offer " + region);
+        continue;
+      }
+      if (const auto* b = active_block(region, cls)) {
+        skipped.push_back(block_text(*b, region));
+        if (retry_at == 0 || b->until_ms < retry_at) retry_at = b->until_ms;
+        continue;
+      }
+      std::string why = "no idle " + j.gpu + " agent";
+      if (!skipped.empty()) why += "; " + join(skipped, "; ");
+      why += "; requesting capacity in " + region;
+      out.provision.push_back(RequestCapacity{j.id, region, cls, why});
+      ++requested;
+      return;
+    }
+    if (candidates.empty()) {
+      out.wait.push_back(Wait{j.id, false,
+                              "no idle " + j.gpu + " agent and provisioner '" +
+                                  s.provisioner->name + "' lists no regions",
+                              0});
+      return;
+    }
+    out.wait.push_back(
+        Wait{j.id, true, "no capacity in any region: " + join(skipped, "; "), retry_at});
+  }
+
+  std::string waiting_for_agent(const PendingJob& j) const {
+    int busy = 0;
+    for (const auto& a : s.agents)
+      if (serves_gpu(a, j.gpu) && region_rank(j, a) != 0) ++busy;  // none is idle and free
+    return "waiting for an idle " + j.gpu + " agent (" + std::to_string(busy) + " busy, 0 idle)";
+  }
+
+  std::string cannot_grow_reason(const PendingJob& j) const {
+    const bool any = std::any_of(s.agents.begin(), s.agents.end(), [&](const AgentSlot& a) {
+      return serves_gpu(a, j.gpu) && region_rank(j, a) != 0;
+    });
+    if (any) return waiting_for_agent(j);
+    std::string where = j.regions.empty() ? "" : " in " + join(j.regions, ", ");
+    std::string tail = " and the fleet cannot grow";
+    if (s.provisioner && s.provisioner->can_grow)
+      tail = " and provisioner '" + s.provisioner->name + "' does not offer it";
+    return "no agent" + where + " serves gpu '" + j.gpu + "'" + tail;
+  }
+};
+
+}  // namespace
+
+Plan plan(const Snapshot& s) {
+  std::vector<const PendingJob*> order;
+  order.reserve(s.queue.size());
+  for (const auto& j : s.queue) order.push_back(&j);
+  std::sort(order.begin(), order.end(), [](const PendingJob* a, const PendingJob* b) {
+    if (a->priority != b->priority) return a->priority > b->priority;
+    return a->id < b->id;
+  });
+  Planner p{s, {}, {}, 0};
+  for (const auto* j : order) p.job(*j);
+  return std::move(p.out);
+}
+
+}  // namespace kfleet::sched
