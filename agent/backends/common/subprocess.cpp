@@ -1,0 +1,287 @@
+#include "common/subprocess.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+extern char** environ;
+
+namespace kfleet::backends {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+double seconds_since(Steady::time_point t0) {
+  return std::chrono::duration<double>(Steady::now() - t0).count();
+}
+
+// Keeps the tail of a stream within a byte limit and hands complete lines to a callback.
+class StreamCapture {
+ public:
+  StreamCapture(OutputStream which, std::size_t limit,
+                const std::function<void(OutputStream, const std::string&)>& on_line)
+      : which_(which), limit_(limit), on_line_(on_line) {}
+
+  void append(const char* data, std::size_t n) {
+    text_.append(data, n);
+    if (text_.size() > 2 * limit_ + 4096) trim();
+    if (!on_line_) return;
+    pending_.append(data, n);
+    std::size_t start = 0, nl;
+    while ((nl = pending_.find('\n', start)) != std::string::npos) {
+      on_line_(which_, pending_.substr(start, nl - start));
+      start = nl + 1;
+    }
+    pending_.erase(0, start);
+    // A child that never prints a newline must not grow this without bound.
+    if (pending_.size() > limit_) pending_.erase(0, pending_.size() - limit_);
+  }
+
+  void finish(std::string& text, bool& truncated) {
+    if (on_line_ && !pending_.empty()) on_line_(which_, pending_);
+    trim();
+    text = std::move(text_);
+    truncated = truncated_;
+  }
+
+ private:
+  void trim() {
+    if (text_.size() <= limit_) return;
+    text_.erase(0, text_.size() - limit_);
+    truncated_ = true;
+  }
+  OutputStream which_;
+  std::size_t limit_;
+  const std::function<void(OutputStream, const std::string&)>& on_line_;
+  std::string text_, pending_;
+  bool truncated_ = false;
+};
+
+std::vector<std::string> merged_environment(
+    const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : extra) env[k] = v;
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+std::string SubprocessResult::describe() const {
+  std::ostringstream os;
+  if (timed_out) {
+    os << "timed out after " << static_cast<long long>(duration_s + 0.5) << " s";
+  } else if (stopped) {
+    os << "stopped";
+  } else if (signal != 0) {
+    os << "killed by " << signal_name(signal);
+  } else {
+    os << "exit code " << exit_code;
+  }
+  return os.str();
+}
+
+std::string find_program(const std::string& name) {
+  if (name.empty()) return "";
+  auto executable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) return executable(name) ? name : "";
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    std::string p = (dir.empty() ? "." : dir) + "/" + name;
+    if (executable(p)) return p;
+  }
+  return "";
+}
+
+std::string tail_lines(const std::string& text, std::size_t n) {
+  std::size_t end = text.size();
+  while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r')) --end;
+  std::size_t pos = end;
+  for (std::size_t seen = 0; pos > 0; --pos) {
+    if (text[pos - 1] == '\n' && ++seen == n) break;
+  }
+  return text.substr(pos, end - pos);
+}
+
+Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
+  if (spec.argv.empty()) return make_error(Errc::invalid_argument, "no command to run");
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return make_error(Errc::unavailable, std::string("pipe: ") + std::strerror(errno));
+  }
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return make_error(Errc::unavailable, std::string("pipe: ") + std::strerror(errno));
+  }
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, spec.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own process group: a timeout kills the harness and everything it started. Default signal
+  // dispositions: the agent may ignore SIGPIPE, a child must not inherit that.
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETSIGMASK);
+
+  std::vector<std::string> argv_s = spec.argv;
+  std::vector<std::string> env_s = merged_environment(spec.env);
+  auto argv = c_strings(argv_s);
+  auto envp = c_strings(env_s);
+  // posix_spawnp searches the agent's PATH; honour a PATH given in spec.env as well.
+  std::string program = spec.argv[0];
+  for (const auto& [k, v] : spec.env) {
+    if (k == "PATH" && program.find('/') == std::string::npos) {
+      std::stringstream ss(v);
+      std::string dir;
+      while (std::getline(ss, dir, ':')) {
+        if (::access((dir + "/" + program).c_str(), X_OK) == 0) {
+          program = dir + "/" + program;
+          break;
+        }
+      }
+    }
+  }
+
+  const auto t0 = Steady::now();
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    std::string where = spec.cwd.empty() ? "" : " in " + spec.cwd;
+    return make_error(Errc::unavailable, "cannot run '" + spec.argv[0] + "'" + where + ": " +
+                                             std::strerror(rc) + " (is it installed and on PATH?)");
+  }
+
+  SubprocessResult res;
+  StreamCapture cap_out(OutputStream::out, spec.capture_limit, spec.on_line);
+  StreamCapture cap_err(OutputStream::err, spec.capture_limit, spec.on_line);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  bool reaped = false;
+  int status = 0;
+  bool term_sent = false;
+  Steady::time_point term_at{};
+  Steady::time_point reaped_at{};
+  char buf[65536];
+
+  while (open_fds > 0 || !reaped) {
+    if (open_fds > 0) {
+      int n = ::poll(fds, 2, 50);
+      if (n < 0 && errno != EINTR) break;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+        if (r > 0) {
+          (i == 0 ? cap_out : cap_err).append(buf, static_cast<std::size_t>(r));
+        } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+          ::close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_fds;
+        }
+      }
+    } else {
+      ::usleep(10 * 1000);  // pipes closed (child closed them); wait for its exit
+    }
+    if (!reaped) {
+      pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) {
+        reaped = true;
+        reaped_at = Steady::now();
+        // Descendants left in the group would hold our pipes open forever.
+        ::kill(-pid, SIGKILL);
+      }
+    } else if (open_fds > 0 && seconds_since(reaped_at) > 5) {
+      break;  // something outside the group holds the pipes: stop reading
+    }
+    if (reaped) continue;
+    if (!term_sent) {
+      bool stop = spec.should_stop && spec.should_stop();
+      bool late = spec.timeout_s > 0 && seconds_since(t0) > spec.timeout_s;
+      if (stop || late) {
+        res.timed_out = late && !stop;
+        res.stopped = stop;
+        ::kill(-pid, SIGTERM);
+        term_sent = true;
+        term_at = Steady::now();
+      }
+    } else if (seconds_since(term_at) > spec.kill_grace_s) {
+      ::kill(-pid, SIGKILL);
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+  if (!reaped) ::waitpid(pid, &status, 0);
+  res.duration_s = seconds_since(t0);
+  if (WIFSIGNALED(status)) {
+    res.signal = WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    res.exit_code = WEXITSTATUS(status);
+  }
+  cap_out.finish(res.out, res.out_truncated);
+  cap_err.finish(res.err, res.err_truncated);
+  return res;
+}
+
+}  // namespace kfleet::backends

@@ -1,0 +1,54 @@
+#pragma once
+// Runs compilers and the harness as children in their own process group, so that a kernel that
+// hangs or crashes (and anything it forked) is killed as a whole and never takes the agent down.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::backends {
+
+enum class OutputStream { out, err };
+
+struct SubprocessSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
+  std::string cwd;                // "" = the agent's own
+  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
+  double timeout_s = 0;           // wall clock; 0 = none
+  double kill_grace_s = 2;        // SIGTERM, then SIGKILL after this long
+  std::size_t capture_limit = 1 << 20;  // the last this many bytes of each stream are kept
+  std::function<bool()> should_stop;    // polled; true = kill the group (cancel, lease lost)
+  std::function<void(OutputStream, const std::string&)> on_line;  // each complete line
+};
+
+struct SubprocessResult {
+  int exit_code = -1;      // valid when signal == 0
+  int signal = 0;          // the signal that ended the child (0 = it exited)
+  bool timed_out = false;  // we killed it for running past timeout_s
+  bool stopped = false;    // we killed it because should_stop said so
+  double duration_s = 0;
+  std::string out, err;    // captured tails
+  bool out_truncated = false, err_truncated = false;
+
+  bool ok() const { return signal == 0 && exit_code == 0 && !timed_out && !stopped; }
+  // "exit code 2" | "killed by SIGSEGV" | "timed out after 30 s" | "stopped"
+  std::string describe() const;
+};
+
+// Runs spec.argv to completion (or timeout / stop). Fails only when the child cannot be started
+// (program missing, bad cwd); every way the child itself ends is reported in the result.
+Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec);
+
+// "SIGSEGV" for 11, "signal 77" for unknown numbers.
+std::string signal_name(int sig);
+
+// Looks a program up on PATH (or checks it when it has a '/'); "" when it is not there.
+std::string find_program(const std::string& name);
+
+// The last `n` lines of text, for short error messages.
+std::string tail_lines(const std::string& text, std::size_t n);
+
+}  // namespace kfleet::backends

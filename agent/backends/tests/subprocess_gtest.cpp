@@ -1,0 +1,164 @@
+#include "common/subprocess.hpp"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace kb = kfleet::backends;
+
+namespace {
+
+kb::SubprocessResult run_sh(const std::string& script, double timeout_s = 10) {
+  kb::SubprocessSpec s;
+  s.argv = {"/bin/sh", "-c", script};
+  s.timeout_s = timeout_s;
+  auto r = kb::run_subprocess(s);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? r.value() : kb::SubprocessResult{};
+}
+
+bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+}  // namespace
+
+TEST(Subprocess, ReportsExitCodes) {
+  auto ok = run_sh("exit 0");
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(ok.exit_code, 0);
+  auto bad = run_sh("exit 3");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_EQ(bad.signal, 0);
+  EXPECT_EQ(bad.describe(), "exit code 3");
+}
+
+TEST(Subprocess, ReportsACrashBySignal) {
+  auto r = run_sh("kill -SEGV $$");
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.describe(), "killed by SIGSEGV");
+}
+
+TEST(Subprocess, CapturesBothStreamsSeparately) {
+  auto r = run_sh("echo hello; echo oops >&2; printf 'no newline'");
+  EXPECT_EQ(r.out, "hello\nno newline");
+  EXPECT_EQ(r.err, "oops\n");
+  EXPECT_FALSE(r.out_truncated);
+}
+
+TEST(Subprocess, KeepsOnlyTheTailOfLargeOutput) {
+  kb::SubprocessSpec s;
+  s.argv = {"/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done"};
+  s.capture_limit = 100;
+  auto r = kb::run_subprocess(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->out_truncated);
+  EXPECT_LE(r->out.size(), 100u);
+  EXPECT_NE(r->out.find("line1999\n"), std::string::npos);
+  EXPECT_EQ(r->out.find("line0\n"), std::string::npos);
+}
+
+TEST(Subprocess, StreamsLinesToTheCallback) {
+  std::vector<std::string> out_lines, err_lines;
+  kb::SubprocessSpec s;
+  s.argv = {"/bin/sh", "-c", "echo a; echo b >&2; echo c; printf d"};
+  s.on_line = [&](kb::OutputStream w, const std::string& l) {
+    (w == kb::OutputStream::out ? out_lines : err_lines).push_back(l);
+  };
+  auto r = kb::run_subprocess(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(out_lines, (std::vector<std::string>{"a", "c", "d"}));
+  EXPECT_EQ(err_lines, (std::vector<std::string>{"b"}));
+}
+
+TEST(Subprocess, KillsAHangingGroupAtTheTimeout) {
+  // The shell forks a grandchild that would outlive a kill of the shell alone.
+  auto dir = std::filesystem::temp_directory_path() / ("kfleet_sp_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto pidfile = dir / "grandchild.pid";
+  kb::SubprocessSpec s;
+  s.argv = {"/bin/sh", "-c", "sleep 60 & echo $! > " + pidfile.string() + "; wait"};
+  s.timeout_s = 0.5;
+  s.kill_grace_s = 0.5;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = kb::run_subprocess(s);
+  auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_FALSE(r->ok());
+  EXPECT_LT(took, 10.0);
+  std::ifstream in(pidfile);
+  pid_t grandchild = 0;
+  in >> grandchild;
+  ASSERT_GT(grandchild, 0);
+  // The grandchild is killed with the group; wait for the kernel to reap it (init adopts it).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (process_alive(grandchild) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_FALSE(process_alive(grandchild));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Subprocess, EscalatesToSigkillWhenTermIsIgnored) {
+  kb::SubprocessSpec s;
+  s.argv = {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"};
+  s.timeout_s = 0.3;
+  s.kill_grace_s = 0.3;
+  auto r = kb::run_subprocess(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->signal, SIGKILL);
+}
+
+TEST(Subprocess, StopPredicateKillsTheChild) {
+  std::atomic<bool> stop{false};
+  kb::SubprocessSpec s;
+  s.argv = {"/bin/sh", "-c", "echo started; exec sleep 60"};
+  s.on_line = [&](kb::OutputStream, const std::string& l) {
+    if (l == "started") stop = true;
+  };
+  s.should_stop = [&] { return stop.load(); };
+  auto r = kb::run_subprocess(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->stopped);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_LT(r->duration_s, 10.0);
+}
+
+TEST(Subprocess, EnvironmentAndWorkingDirectoryReachTheChild) {
+  auto dir = std::filesystem::temp_directory_path();
+  kb::SubprocessSpec s;
+  s.argv = {"/bin/sh", "-c", "echo \"$KFLEET_TEST_VAR\"; pwd -P"};
+  s.env = {{"KFLEET_TEST_VAR", "forty-two"}};
+  s.cwd = dir.string();
+  auto r = kb::run_subprocess(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->out, "forty-two\n" + std::filesystem::canonical(dir).string() + "\n");
+}
+
+TEST(Subprocess, AMissingProgramIsAnErrorNamingIt) {
+  kb::SubprocessSpec s;
+  s.argv = {"kfleet-no-such-compiler", "--version"};
+  auto r = kb::run_subprocess(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("kfleet-no-such-compiler"), std::string::npos);
+  EXPECT_EQ(kb::find_program("kfleet-no-such-compiler"), "");
+  EXPECT_NE(kb::find_program("sh"), "");
+}
+
+TEST(Subprocess, TailLines) {
+  EXPECT_EQ(kb::tail_lines("a\nb\nc\n", 2), "b\nc");
+  EXPECT_EQ(kb::tail_lines("a\nb\nc", 5), "a\nb\nc");
+  EXPECT_EQ(kb::tail_lines("", 3), "");
+}
