@@ -1,0 +1,1 @@
+region = "ap-northeast-1"

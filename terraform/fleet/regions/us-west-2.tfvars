@@ -1,0 +1,1 @@
+region = "us-west-2"

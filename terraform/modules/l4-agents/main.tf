@@ -1,0 +1,62 @@
+# L4 (g6-family) kfleet agents in one region: one instance per slot name, each bootstrapped to
+# install kfleet-agent as a systemd unit and enrol with the orchestrator.
+
+locals {
+  # Ownership and cost tags come last so extra_tags can never hide who pays for a GPU.
+  ownership_tags = {
+    Project      = "kfleet"
+    Owner        = var.owner
+    CostCenter   = var.cost_center
+    KfleetRegion = var.region
+    KfleetRole   = "agent"
+    KfleetGpu    = "L4"
+    ManagedBy    = "terraform"
+  }
+  tags = merge(var.extra_tags, local.ownership_tags)
+
+  user_data = templatefile("${path.module}/templates/user-data.sh.tftpl", {
+    server_url         = var.server_url
+    region             = var.region
+    enrol_token        = var.enrol_token
+    agent_download_url = var.agent_download_url
+    agent_sha256       = var.agent_sha256
+    agent_unit         = trimspace(file("${path.module}/files/kfleet-agent.service"))
+  })
+}
+
+resource "aws_instance" "agent" {
+  for_each = var.agent_slots
+
+  ami                    = var.ami_id
+  instance_type          = var.instance_type
+  subnet_id              = var.subnet_id
+  availability_zone      = var.subnet_id == null ? var.availability_zone : null
+  vpc_security_group_ids = length(var.security_group_ids) > 0 ? var.security_group_ids : null
+  key_name               = var.key_name
+  user_data              = local.user_data
+
+  # A benchmark host shuts down only when kfleet releases it; never leave a stopped GPU billing EBS.
+  instance_initiated_shutdown_behavior = "terminate"
+
+  metadata_options {
+    http_tokens   = "required"
+    http_endpoint = "enabled"
+  }
+
+  root_block_device {
+    volume_size = var.root_volume_gb
+    volume_type = "gp3"
+    encrypted   = true
+    tags        = merge(local.tags, { Name = "${var.name_prefix}-${var.region}-${each.key}" })
+  }
+
+  tags = merge(local.tags, {
+    Name       = "${var.name_prefix}-${var.region}-${each.key}"
+    KfleetSlot = each.key
+  })
+
+  lifecycle {
+    # A new AMI or token must not recycle agents mid-benchmark; kfleet replaces agents by slot.
+    ignore_changes = [ami, user_data]
+  }
+}

@@ -1,0 +1,204 @@
+# Offline: the AWS provider is mocked, so these run without credentials or network.
+mock_provider "aws" {}
+
+variables {
+  region      = "us-east-1"
+  agent_slots = ["agent-00", "agent-01"]
+  ami_id      = "ami-0123456789abcdef0"
+  server_url  = "https://kfleet.example.com"
+  enrol_token = "enrol-0123456789abcdef"
+  owner       = "kernels-team"
+  cost_center = "cc-4711"
+}
+
+run "plans_one_l4_instance_per_slot" {
+  command = plan
+
+  assert {
+    condition     = length(aws_instance.agent) == 2
+    error_message = "expected one instance per slot"
+  }
+  assert {
+    condition     = alltrue([for i in aws_instance.agent : i.instance_type == "g6.xlarge"])
+    error_message = "default instance type must be g6.xlarge (one L4)"
+  }
+  assert {
+    condition     = alltrue([for i in aws_instance.agent : i.ami == "ami-0123456789abcdef0"])
+    error_message = "the AMI input must be used"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-01"].metadata_options[0].http_tokens == "required"
+    error_message = "IMDSv2 must be required"
+  }
+}
+
+run "tags_every_instance_for_ownership_and_cost" {
+  command = plan
+
+  variables {
+    extra_tags = { Owner = "someone-else", Team = "perf" }
+  }
+
+  assert {
+    condition     = aws_instance.agent["agent-00"].tags["Project"] == "kfleet"
+    error_message = "Project tag missing"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-00"].tags["Owner"] == "kernels-team"
+    error_message = "extra_tags must not override Owner"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-00"].tags["CostCenter"] == "cc-4711"
+    error_message = "CostCenter tag missing"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-00"].tags["KfleetRegion"] == "us-east-1"
+    error_message = "KfleetRegion tag must be the region"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-00"].tags["ManagedBy"] == "terraform"
+    error_message = "ManagedBy tag missing"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-00"].tags["KfleetSlot"] == "agent-00"
+    error_message = "KfleetSlot tag must name the slot"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-00"].tags["Team"] == "perf"
+    error_message = "extra tags must be kept"
+  }
+  assert {
+    condition     = aws_instance.agent["agent-00"].root_block_device[0].tags["CostCenter"] == "cc-4711"
+    error_message = "the root volume must carry the cost tags too"
+  }
+}
+
+run "user_data_installs_and_enrols_the_agent" {
+  command = plan
+
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_SERVER=https://kfleet.example.com")
+    error_message = "user data must point the agent at the orchestrator"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_REGION=us-east-1")
+    error_message = "user data must carry the region"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_ENROL_TOKEN=enrol-0123456789abcdef")
+    error_message = "the enrolment token must be written to the environment file"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "chmod 0600 /etc/kfleet/agent.env")
+    error_message = "the environment file must be private"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "EnvironmentFile=/etc/kfleet/agent.env")
+    error_message = "the unit must read the environment file"
+  }
+  assert {
+    condition     = length(regexall("ExecStart=[^\n]*enrol", aws_instance.agent["agent-00"].user_data)) == 0
+    error_message = "the token must never be on the agent's command line"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "--backend $${KFLEET_BACKEND} --provider $${KFLEET_PROVIDER} --instance-id $${KFLEET_INSTANCE_ID}")
+    error_message = "the unit must start kfleet-agent with backend, provider and instance id"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_BACKEND=cuda") && strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_PROVIDER=terraform")
+    error_message = "cloud agents use the cuda backend and the terraform provider"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "latest/meta-data/instance-id")
+    error_message = "the instance id must come from IMDS"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "systemctl enable --now kfleet-agent.service")
+    error_message = "the unit must be enabled and started"
+  }
+  assert {
+    condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "sha256sum")
+    error_message = "no download step without agent_download_url"
+  }
+}
+
+run "downloads_and_verifies_the_agent_when_asked" {
+  command = plan
+
+  variables {
+    agent_download_url = "https://downloads.example.com/kfleet-agent"
+    agent_sha256       = "0000000000000000000000000000000000000000000000000000000000000000"
+  }
+
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "sha256sum -c")
+    error_message = "a downloaded agent must be checksum-verified"
+  }
+}
+
+run "zero_slots_plans_nothing" {
+  command = plan
+  variables {
+    agent_slots = []
+  }
+  assert {
+    condition     = length(aws_instance.agent) == 0
+    error_message = "no slots means no instances"
+  }
+}
+
+run "rejects_a_non_l4_instance_type" {
+  command = plan
+  variables {
+    instance_type = "g6e.xlarge"
+  }
+  expect_failures = [var.instance_type]
+}
+
+run "rejects_a_p4_instance_type" {
+  command = plan
+  variables {
+    instance_type = "p4d.24xlarge"
+  }
+  expect_failures = [var.instance_type]
+}
+
+run "rejects_a_bad_region" {
+  command = plan
+  variables {
+    region = "useast1"
+  }
+  expect_failures = [var.region]
+}
+
+run "rejects_too_many_agents" {
+  command = plan
+  variables {
+    agent_slots = [for i in range(17) : "a-${i}"]
+  }
+  expect_failures = [var.agent_slots]
+}
+
+run "rejects_a_short_token" {
+  command = plan
+  variables {
+    enrol_token = "short"
+  }
+  expect_failures = [var.enrol_token]
+}
+
+run "rejects_a_url_with_shell_characters" {
+  command = plan
+  variables {
+    server_url = "https://x.example.com/$(reboot)"
+  }
+  expect_failures = [var.server_url]
+}
+
+run "rejects_a_missing_owner" {
+  command = plan
+  variables {
+    owner = " "
+  }
+  expect_failures = [var.owner]
+}

@@ -1,0 +1,147 @@
+variable "region" {
+  description = "AWS region the agents run in; must match the provider's region."
+  type        = string
+  validation {
+    condition     = can(regex("^[a-z]{2}(-gov)?-[a-z]+-[0-9]$", var.region))
+    error_message = "region must be an AWS region name such as us-east-1."
+  }
+}
+
+variable "agent_slots" {
+  description = "One name per agent to run in this region; removing a name destroys exactly that agent."
+  type        = set(string)
+  validation {
+    condition     = length(var.agent_slots) <= 16
+    error_message = "At most 16 agents per region; raise the cap here deliberately, not by accident."
+  }
+  validation {
+    condition     = alltrue([for s in var.agent_slots : can(regex("^[a-z0-9-]{1,40}$", s))])
+    error_message = "agent_slots names must be 1-40 characters of [a-z0-9-]."
+  }
+}
+
+variable "availability_zone" {
+  description = "Pin the agents to one zone (e.g. us-east-1a); null lets EC2 choose."
+  type        = string
+  default     = null
+}
+
+variable "instance_type" {
+  description = "A g6-family (NVIDIA L4) instance type, e.g. g6.xlarge or gr6.4xlarge."
+  type        = string
+  default     = "g6.xlarge"
+  validation {
+    condition     = can(regex("^(g6\\.(|2|4|8|12|16|24|48)xlarge|gr6\\.(4|8)xlarge)$", var.instance_type))
+    error_message = "instance_type must be in the g6 family (NVIDIA L4): g6.xlarge ... g6.48xlarge or gr6.*; g6e is L40S, not L4."
+  }
+}
+
+variable "ami_id" {
+  description = "AMI with the NVIDIA driver (e.g. an AWS Deep Learning Base GPU AMI) for this region."
+  type        = string
+  validation {
+    condition     = can(regex("^ami-([0-9a-f]{8}|[0-9a-f]{17})$", var.ami_id))
+    error_message = "ami_id must look like ami-0123456789abcdef0."
+  }
+}
+
+variable "subnet_id" {
+  description = "Subnet to launch into; null uses the region's default VPC subnet."
+  type        = string
+  default     = null
+}
+
+variable "security_group_ids" {
+  description = "Security groups; the agent only dials out, so no ingress is needed."
+  type        = list(string)
+  default     = []
+}
+
+variable "key_name" {
+  description = "Optional EC2 key pair for SSH debugging."
+  type        = string
+  default     = null
+}
+
+variable "root_volume_gb" {
+  description = "Root volume size: CUDA toolchains and kernel builds need room."
+  type        = number
+  default     = 100
+  validation {
+    condition     = var.root_volume_gb >= 30 && var.root_volume_gb <= 2000
+    error_message = "root_volume_gb must be between 30 and 2000."
+  }
+}
+
+variable "server_url" {
+  description = "The orchestrator (kfleetd) URL the agents enrol with."
+  type        = string
+  validation {
+    condition     = can(regex("^https?://[A-Za-z0-9.:/_~%+-]+$", var.server_url))
+    error_message = "server_url must be a plain http(s) URL (letters, digits, . : / _ ~ % + -), e.g. https://kfleet.example.com."
+  }
+}
+
+variable "enrol_token" {
+  description = "The fleet's enrolment token; written to a 0600 EnvironmentFile, never to the command line."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.enrol_token) >= 16 && can(regex("^[A-Za-z0-9._~+/=-]+$", var.enrol_token))
+    error_message = "enrol_token must be at least 16 characters of [A-Za-z0-9._~+/=-]."
+  }
+}
+
+variable "agent_download_url" {
+  description = "URL of a kfleet-agent binary to install; empty means the AMI already has /usr/local/bin/kfleet-agent."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.agent_download_url == "" || can(regex("^https?://[A-Za-z0-9.:/_~%+=?&-]+$", var.agent_download_url))
+    error_message = "agent_download_url must be empty or a plain http(s) URL (no spaces, quotes or shell characters)."
+  }
+}
+
+variable "agent_sha256" {
+  description = "Expected SHA-256 of the downloaded agent binary (required when agent_download_url is set)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.agent_sha256 == "" || can(regex("^[0-9a-f]{64}$", var.agent_sha256))
+    error_message = "agent_sha256 must be empty or 64 lowercase hex digits."
+  }
+}
+
+variable "owner" {
+  description = "Who answers for these instances (tag Owner)."
+  type        = string
+  validation {
+    condition     = length(trimspace(var.owner)) > 0
+    error_message = "owner must name a person or team: instances nobody owns are never cleaned up."
+  }
+}
+
+variable "cost_center" {
+  description = "Cost center the instance hours are billed to (tag CostCenter)."
+  type        = string
+  validation {
+    condition     = length(trimspace(var.cost_center)) > 0
+    error_message = "cost_center must be set so the GPU hours can be attributed."
+  }
+}
+
+variable "name_prefix" {
+  description = "Prefix of instance Name tags and agent names."
+  type        = string
+  default     = "kfleet-l4"
+  validation {
+    condition     = can(regex("^[a-z0-9-]{1,32}$", var.name_prefix))
+    error_message = "name_prefix must be 1-32 characters of [a-z0-9-]."
+  }
+}
+
+variable "extra_tags" {
+  description = "Additional tags; they cannot override the ownership tags."
+  type        = map(string)
+  default     = {}
+}

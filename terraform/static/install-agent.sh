@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Enrols a host that no cloud offers (e.g. a gfx1151 workstation) as a static kfleet agent, with
+# the same systemd unit as the terraform fleet. Run as root on the GPU host:
+#   KFLEET_ENROL_TOKEN=... ./install-agent.sh --server https://kfleet.example.com \
+#       --region lab-berlin --backend hip [--agent-binary ./kfleet-agent]
+# The token is read from the environment (or prompted for) so it never appears in argv.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+unit_src="$here/../modules/l4-agents/files/kfleet-agent.service"
+server="" region="" backend="hip" binary="" name=$(hostname)
+
+usage() { sed -n '2,7p' "$0" >&2; exit 2; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --server) server=$2; shift 2 ;;
+    --region) region=$2; shift 2 ;;
+    --backend) backend=$2; shift 2 ;;
+    --agent-binary) binary=$2; shift 2 ;;
+    --name) name=$2; shift 2 ;;
+    *) usage ;;
+  esac
+done
+[[ -n "$server" && -n "$region" ]] || usage
+[[ "$server" =~ ^https?://[A-Za-z0-9.:/_~%+-]+$ ]] || { echo "--server must be a plain http(s) URL" >&2; exit 2; }
+[[ "$backend" =~ ^(cuda|hip)$ ]] || { echo "--backend must be cuda or hip" >&2; exit 2; }
+[[ $EUID -eq 0 ]] || { echo "run as root: it writes /etc/kfleet and a systemd unit" >&2; exit 1; }
+[[ -f "$unit_src" ]] || { echo "unit template missing at $unit_src" >&2; exit 1; }
+
+token=${KFLEET_ENROL_TOKEN:-}
+if [[ -z "$token" ]]; then read -r -s -p "enrolment token: " token; echo; fi
+[[ ${#token} -ge 16 ]] || { echo "the enrolment token looks too short" >&2; exit 1; }
+
+if [[ -n "$binary" ]]; then install -m 0755 "$binary" /usr/local/bin/kfleet-agent; fi
+[[ -x /usr/local/bin/kfleet-agent ]] || { echo "install kfleet-agent to /usr/local/bin or pass --agent-binary" >&2; exit 1; }
+
+install -d -m 0755 /etc/kfleet
+umask 077
+cat >/etc/kfleet/agent.env <<ENV
+KFLEET_SERVER=$server
+KFLEET_REGION=$region
+KFLEET_BACKEND=$backend
+KFLEET_PROVIDER=static
+KFLEET_INSTANCE_ID=$(cat /etc/machine-id)
+KFLEET_NAME=$name
+KFLEET_ENROL_TOKEN=$token
+ENV
+chmod 0600 /etc/kfleet/agent.env
+umask 022
+install -m 0644 "$unit_src" /etc/systemd/system/kfleet-agent.service
+systemctl daemon-reload
+systemctl enable --now kfleet-agent.service
+echo "kfleet-agent enabled; follow it with: journalctl -u kfleet-agent -f"
