@@ -1,0 +1,203 @@
+// kfleetd: the orchestrator. One io_context thread runs the API, the control plane and the
+// provisioner; SQLite holds everything that must survive a crash.
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "kfleet/api/server.hpp"
+#include "kfleet/common/log.hpp"
+#include "kfleet/core/control_plane.hpp"
+#include "kfleet/provision/provisioner.hpp"
+#include "kfleet/provision/simulated_cloud.hpp"
+#include "kfleet/store/store.hpp"
+#ifdef KFLEET_HAVE_TERRAFORM
+#include "kfleet/provision/terraform.hpp"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using kfleet::provision::Provisioner;
+using kfleet::provision::ProvisionerPtr;
+
+// The simulated cloud needs kfleetd's own URL, known only once the port is bound; the control
+// plane needs a provisioner before that. This slot forwards to whatever is set later.
+class ProvisionerSlot final : public Provisioner {
+ public:
+  void set(ProvisionerPtr p) { inner_ = std::move(p); }
+  std::string name() const override { return inner_->name(); }
+  bool can_grow() const override { return inner_->can_grow(); }
+  int capacity_budget() const override { return inner_->capacity_budget(); }
+  std::vector<std::string> regions() const override { return inner_->regions(); }
+  std::vector<std::string> gpu_classes() const override { return inner_->gpu_classes(); }
+  void request(const kfleet::provision::CapacityRequest& r,
+               std::function<void(kfleet::provision::CapacityResult)> done) override {
+    inner_->request(r, std::move(done));
+  }
+  void release(const std::string& id, std::function<void(kfleet::Result<void>)> done) override {
+    inner_->release(id, std::move(done));
+  }
+  void shutdown() override { inner_->shutdown(); }
+
+ private:
+  ProvisionerPtr inner_ = kfleet::provision::make_static_provisioner();
+};
+
+std::string split_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string find_agent_binary(const std::string& self) {
+  std::error_code ec;
+  fs::path me = fs::canonical(fs::path(self), ec);
+  if (!ec) {
+    for (auto cand : {me.parent_path() / "kfleet-agent",
+                      me.parent_path().parent_path().parent_path() / "agent" / "kfleet-agent"})
+      if (fs::exists(cand)) return cand.string();
+  }
+  return "kfleet-agent";  // from PATH
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
+  std::string listen = "127.0.0.1:8470", db = "kfleet.db", dashboards, port_file;
+  std::vector<std::string> user_tokens;
+  std::string enrol_token = split_env("KFLEET_ENROL_TOKEN");
+  std::string provisioner = "static", sim_cloud_file, agent_binary, tf_config;
+  bool durable = false;
+  kfleet::core::Config cfg;
+  std::size_t max_body = 8u << 20;
+  std::int64_t stockout_base_ms = cfg.block_policy.stockout_base_ms;
+  std::int64_t idle_ttl_s = 0;
+  app.add_option("--listen", listen, "address:port to serve on (port 0: any free port)")
+      ->capture_default_str();
+  app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
+  app.add_flag("--durable", durable,
+               "fsync every commit (survives power loss; default survives process crashes)");
+  app.add_option("--user-token", user_tokens,
+                 "API token that may submit and cancel (repeatable; also KFLEET_USER_TOKENS, comma-separated)");
+  app.add_option("--enrol-token", enrol_token, "token agents enrol with (also KFLEET_ENROL_TOKEN)");
+  app.add_option("--lease-ttl-ms", cfg.lease_ttl_ms, "an agent silent this long loses its job")
+      ->capture_default_str()->check(CLI::Range(1000, 600000));
+  app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "heartbeat period agents are told to use")
+      ->capture_default_str()->check(CLI::Range(100, 60000));
+  app.add_option("--provisioner", provisioner, "where agents come from")
+      ->check(CLI::IsMember({"static", "simulated", "terraform"}))->capture_default_str();
+  app.add_option("--simulated-cloud", sim_cloud_file,
+                 "JSON config of the simulated cloud (regions, capacity, scripted stockouts)");
+  app.add_option("--terraform-config", tf_config, "JSON config of the terraform provisioner");
+  app.add_option("--agent-binary", agent_binary, "kfleet-agent used by the simulated cloud");
+  app.add_option("--stockout-cooldown-ms", stockout_base_ms,
+                 "first cool-down after a stockout (doubles on repeats)")->capture_default_str();
+  app.add_option("--idle-agent-ttl-s", idle_ttl_s,
+                 "release provisioned agents idle this long (0: never)")->capture_default_str();
+  app.add_option("--dashboards", dashboards, "directory with the built dashboards");
+  app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
+  app.add_option("--port-file", port_file, "write the bound port here once listening");
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto env = split_env("KFLEET_USER_TOKENS"); !env.empty()) {
+    std::stringstream ss(env);
+    for (std::string t; std::getline(ss, t, ',');)
+      if (!t.empty()) user_tokens.push_back(t);
+  }
+  if (user_tokens.empty())
+    kfleet::log::warn("kfleetd", "no --user-token: nobody can submit or cancel jobs");
+  if (enrol_token.empty())
+    kfleet::log::warn("kfleetd", "no --enrol-token: no agent can enrol");
+  cfg.user_tokens = user_tokens;
+  cfg.enrol_token = enrol_token;
+  cfg.block_policy.stockout_base_ms = stockout_base_ms;
+  cfg.idle_agent_ttl_ms = idle_ttl_s * 1000;
+  if (dashboards.empty()) {
+    for (auto cand : {fs::path("dashboards/dist"), fs::path("dashboards")})
+      if (fs::exists(cand / "index.html")) { dashboards = cand.string(); break; }
+  }
+
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "kfleetd: --listen wants address:port, got '" << listen << "'\n";
+    return 2;
+  }
+  kfleet::api::ServerOptions so;
+  so.address = listen.substr(0, colon);
+  so.port = static_cast<std::uint16_t>(std::stoi(listen.substr(colon + 1)));
+  so.max_body_bytes = max_body;
+  so.static_dir = dashboards;
+
+  auto st = kfleet::store::open_sqlite_store({db, durable});
+  if (!st) {
+    std::cerr << "kfleetd: cannot open the store " << db << ": " << st.error().message << "\n";
+    return 1;
+  }
+  boost::asio::io_context io;
+  auto clock = std::make_shared<kfleet::SystemClock>();
+  ProvisionerSlot slot;
+  kfleet::core::ControlPlane cp(io.get_executor(), **st, clock, slot, cfg);
+  kfleet::api::Server server(io, cp, so);
+  auto port = server.listen();
+  if (!port) {
+    std::cerr << "kfleetd: " << port.error().message << "\n";
+    return 1;
+  }
+  const std::string url = "http://" + so.address + ":" + std::to_string(*port);
+
+  if (provisioner == "simulated") {
+    if (sim_cloud_file.empty()) {
+      std::cerr << "kfleetd: --provisioner simulated needs --simulated-cloud FILE\n";
+      return 2;
+    }
+    auto sc = kfleet::provision::load_simulated_cloud_config(sim_cloud_file);
+    if (!sc) {
+      std::cerr << "kfleetd: " << sc.error().message << "\n";
+      return 2;
+    }
+    sc->server_url = url;
+    if (sc->enrol_token.empty()) sc->enrol_token = enrol_token;
+    if (sc->agent_binary.empty())
+      sc->agent_binary = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
+    slot.set(kfleet::provision::make_simulated_cloud(io.get_executor(), *sc));
+  } else if (provisioner == "terraform") {
+#ifdef KFLEET_HAVE_TERRAFORM
+    auto tc = kfleet::provision::load_terraform_config(tf_config);
+    if (!tc) {
+      std::cerr << "kfleetd: " << tc.error().message << "\n";
+      return 2;
+    }
+    tc->server_url = url;
+    if (tc->enrol_token.empty()) tc->enrol_token = enrol_token;
+    slot.set(kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc));
+#else
+    std::cerr << "kfleetd: this build has no terraform provisioner\n";
+    return 2;
+#endif
+  }
+
+  cp.start();
+  if (!port_file.empty()) {
+    std::ofstream(port_file + ".tmp") << *port << "\n";
+    fs::rename(port_file + ".tmp", port_file);
+  }
+  kfleet::log::info("kfleetd", "serving ", url, " (store ", db, durable ? ", durable" : "",
+                    "; provisioner ", slot.name(), "; dashboards ",
+                    dashboards.empty() ? "(built-in page)" : dashboards, ")");
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](auto, int sig) {
+    kfleet::log::info("kfleetd", "signal ", sig, ": shutting down");
+    server.stop();
+    cp.stop();
+    slot.shutdown();
+    io.stop();
+  });
+  io.run();
+  return 0;
+}

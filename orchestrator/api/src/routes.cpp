@@ -1,0 +1,87 @@
+// The route table: every path the API answers. openapi.yaml must list exactly these
+// (tests/openapi_gtest.cpp checks both ways).
+#include "http.hpp"
+#include "kfleet/api/server.hpp"
+
+namespace kfleet::api {
+
+using Awaitable = boost::asio::awaitable<std::optional<Response>>;
+
+Awaitable health(Ctx&);
+Awaitable submit_job(Ctx&);
+Awaitable list_jobs(Ctx&);
+Awaitable get_job(Ctx&);
+Awaitable cancel_job(Ctx&);
+Awaitable get_run(Ctx&);
+Awaitable results(Ctx&);
+Awaitable list_agents(Ctx&);
+Awaitable get_bundle(Ctx&);
+Awaitable enrol_agent(Ctx&);
+Awaitable heartbeat(Ctx&);
+Awaitable lease(Ctx&, std::int64_t max_wait_ms);
+Awaitable upload_events(Ctx&);
+Awaitable finish_run(Ctx&);
+Awaitable job_events(Ctx&);
+Awaitable run_events(Ctx&);
+Awaitable all_events(Ctx&);
+Awaitable metrics(Ctx&);
+
+std::vector<Route> make_routes() {
+  using V = http::verb;
+  return {
+      {V::get, "/api/v1/health", health},
+      {V::get, "/api/v1/jobs", list_jobs},
+      {V::post, "/api/v1/jobs", submit_job},
+      {V::get, "/api/v1/jobs/{id}", get_job},
+      {V::post, "/api/v1/jobs/{id}/cancel", cancel_job},
+      {V::get, "/api/v1/jobs/{id}/events", job_events},
+      {V::get, "/api/v1/events", all_events},
+      {V::get, "/api/v1/runs/{id}", get_run},
+      {V::get, "/api/v1/runs/{id}/events", run_events},
+      {V::post, "/api/v1/runs/{id}/events", upload_events},
+      {V::post, "/api/v1/runs/{id}/finish", finish_run},
+      {V::get, "/api/v1/results", results},
+      {V::get, "/api/v1/agents", list_agents},
+      {V::post, "/api/v1/agents/enrol", enrol_agent},
+      {V::post, "/api/v1/agents/{id}/heartbeat", heartbeat},
+      {V::post, "/api/v1/agents/{id}/lease", nullptr},  // bound in the server (needs options)
+      {V::get, "/api/v1/bundles/{hash}", get_bundle},
+      {V::get, "/metrics", metrics},
+  };
+}
+
+std::vector<RouteInfo> route_table() {
+  std::vector<RouteInfo> out;
+  for (const auto& r : make_routes())
+    out.push_back({std::string(http::to_string(r.method)), r.pattern});
+  return out;
+}
+
+// Prometheus text exposition: queue depth, agents by state, stockouts by region, jobs by
+// state. Cheap enough to compute per scrape from the store.
+Awaitable metrics(Ctx& c) {
+  auto& st = c.cp.store();
+  std::map<std::string, int> agents_by_state;
+  for (const auto& a : st.list_agents()) ++agents_by_state[store::to_string(a.state)];
+  std::map<std::string, int> pending_by_state;
+  for (const auto& j : st.pending_jobs()) ++pending_by_state[to_string(j.state)];
+  std::string out;
+  out += "# HELP kfleet_queue_depth Jobs waiting for an agent.\n# TYPE kfleet_queue_depth gauge\n";
+  for (const char* s : {"queued", "waiting_capacity"})
+    out += "kfleet_queue_depth{state=\"" + std::string(s) + "\"} " +
+           std::to_string(pending_by_state[s]) + "\n";
+  out += "# HELP kfleet_agents Agents by state.\n# TYPE kfleet_agents gauge\n";
+  for (const char* s : {"idle", "busy", "lost", "retired"})
+    out += "kfleet_agents{state=\"" + std::string(s) + "\"} " + std::to_string(agents_by_state[s]) + "\n";
+  out += "# HELP kfleet_stockouts_total Capacity stockouts by region.\n# TYPE kfleet_stockouts_total counter\n";
+  for (const auto& [region, n] : c.cp.stockouts_by_region())
+    out += "kfleet_stockouts_total{region=\"" + region + "\"} " + std::to_string(n) + "\n";
+  Response res{http::status::ok, c.req.version()};
+  res.set(http::field::content_type, "text/plain; version=0.0.4");
+  res.body() = std::move(out);
+  res.keep_alive(c.req.keep_alive());
+  res.prepare_payload();
+  co_return res;
+}
+
+}  // namespace kfleet::api

@@ -1,0 +1,153 @@
+// Handlers for agents: enrol, heartbeat, lease (long-poll), event upload and finish.
+#include "http.hpp"
+#include "views.hpp"
+
+namespace kfleet::api {
+
+namespace {
+
+using Awaitable = boost::asio::awaitable<std::optional<Response>>;
+
+std::optional<Response> require_agent(Ctx& c) {
+  if (c.bearer.empty())
+    return error_response(c.req, http::status::unauthorized, "unauthorized",
+                          "agent calls need the agent token that enrol returned");
+  if (!c.cp.is_agent_token(c.id(), c.bearer))
+    return error_response(c.req, c.cp.is_user_token(c.bearer) ? http::status::forbidden
+                                                              : http::status::unauthorized,
+                          "unauthorized", "this token is not the agent's own");
+  return std::nullopt;
+}
+
+// Agent calls on /runs/{id}/... carry the run id; the token must be its agent's.
+std::optional<Response> require_run_agent(Ctx& c, std::int64_t& agent_id) {
+  auto run = c.cp.store().get_run(c.id());
+  if (!run) return error_response(c.req, http::status::not_found, "not_found", "no such run");
+  agent_id = run->agent_id;
+  if (c.bearer.empty() || !c.cp.is_agent_token(agent_id, c.bearer))
+    return error_response(c.req,
+                          c.bearer.empty() ? http::status::unauthorized : http::status::forbidden,
+                          "unauthorized", "only the agent that holds run " +
+                                              std::to_string(c.id()) + " may report on it");
+  return std::nullopt;
+}
+
+Result<nlohmann::json> body_json(const Request& req) {
+  try {
+    auto j = req.body().empty() ? nlohmann::json::object() : nlohmann::json::parse(req.body());
+    if (!j.is_object()) return make_error(Errc::invalid_argument, "the body must be a JSON object");
+    return j;
+  } catch (const nlohmann::json::parse_error& e) {
+    return make_error(Errc::invalid_argument, std::string("the body is not JSON: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Awaitable enrol_agent(Ctx& c) {
+  if (!c.cp.is_enrol_token(c.bearer))
+    co_return error_response(c.req, http::status::unauthorized, "unauthorized",
+                             "enrolment needs the fleet's enrolment token (kfleet-agent --enrol-token)");
+  auto b = body_json(c.req);
+  if (!b) co_return error_response(c.req, b.error());
+  const auto& j = *b;
+  for (const char* k : {"name", "region", "backend"})
+    if (!j.contains(k) || !j[k].is_string() || j[k].get<std::string>().empty())
+      co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                               std::string(k) + " (a non-empty string) is required");
+  if (!j.contains("gpus") || !j["gpus"].is_array())
+    co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                             "gpus (a list) is required");
+  core::EnrolRequest r;
+  r.name = j["name"];
+  r.region = j["region"];
+  r.backend = j["backend"];
+  r.provider = j.value("provider", "static");
+  r.instance_id = j.value("instance_id", "");
+  if (j.contains("info") && j["info"].is_object()) r.info = j["info"];
+  for (const auto& g : j["gpus"]) r.gpus.push_back(gpu_info_from_json(g));
+  if (r.backend == "simulated")
+    for (auto& g : r.gpus) g.simulated = true;
+  auto e = c.cp.enrol(r);
+  if (!e) co_return error_response(c.req, e.error());
+  co_return json_response(c.req, http::status::created,
+                          {{"agent_id", e->agent_id}, {"token", e->token},
+                           {"heartbeat_ms", c.cp.config().heartbeat_ms},
+                           {"lease_ttl_ms", c.cp.config().lease_ttl_ms}});
+}
+
+Awaitable heartbeat(Ctx& c) {
+  if (auto deny = require_agent(c)) co_return *deny;
+  auto b = body_json(c.req);
+  if (!b) co_return error_response(c.req, b.error());
+  auto r = c.cp.heartbeat(c.id(), b->value("run_id", std::int64_t{0}),
+                          b->value("fencing_token", std::int64_t{0}));
+  if (!r) co_return error_response(c.req, r.error());
+  nlohmann::json out = {{"ok", true}, {"lease_valid", r->lease_valid}, {"cancel", r->cancel}};
+  if (r->lease_expires_ms) out["lease_expires_ms"] = r->lease_expires_ms;
+  co_return json_response(c.req, http::status::ok, out);
+}
+
+Awaitable lease(Ctx& c, std::int64_t max_wait_ms) {
+  if (auto deny = require_agent(c)) co_return *deny;
+  const std::int64_t wait = std::clamp<std::int64_t>(c.query_int("wait_ms", 20'000), 0, max_wait_ms);
+  auto r = co_await c.cp.wait_for_lease(c.id(), wait);
+  if (!r) co_return error_response(c.req, r.error());
+  if (!r->has_value()) {
+    Response res{http::status::no_content, c.req.version()};
+    res.keep_alive(c.req.keep_alive());
+    res.prepare_payload();
+    co_return res;
+  }
+  const core::LeaseOffer& o = **r;
+  co_return json_response(c.req, http::status::ok,
+                          {{"lease",
+                            {{"run_id", o.lease.run_id},
+                             {"job_id", o.lease.job_id},
+                             {"fencing_token", o.lease.fencing_token},
+                             {"ttl_ms", c.cp.config().lease_ttl_ms},
+                             {"attempt", o.attempt},
+                             {"spec", o.spec},
+                             {"bundle_hash", o.bundle_hash},
+                             {"compare", o.compare}}}});
+}
+
+Awaitable upload_events(Ctx& c) {
+  std::int64_t agent_id = 0;
+  if (auto deny = require_run_agent(c, agent_id)) co_return *deny;
+  auto b = body_json(c.req);
+  if (!b) co_return error_response(c.req, b.error());
+  if (!b->contains("events") || !(*b)["events"].is_array())
+    co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                             "events (a list) is required");
+  std::vector<Event> evs;
+  evs.reserve((*b)["events"].size());
+  for (const auto& e : (*b)["events"]) {
+    Event ev = event_from_json(e);
+    if (ev.seq <= 0 || ev.type.empty())
+      co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                               "every event needs seq >= 1 and a type");
+    evs.push_back(std::move(ev));
+  }
+  auto r = c.cp.ingest(agent_id, c.id(), b->value("fencing_token", std::int64_t{0}), evs);
+  if (!r) co_return error_response(c.req, r.error());
+  co_return json_response(c.req, http::status::ok,
+                          {{"accepted", r->accepted}, {"duplicates", r->duplicates},
+                           {"contiguous", r->contiguous}});
+}
+
+Awaitable finish_run(Ctx& c) {
+  std::int64_t agent_id = 0;
+  if (auto deny = require_run_agent(c, agent_id)) co_return *deny;
+  auto b = body_json(c.req);
+  if (!b) co_return error_response(c.req, b.error());
+  if (!b->contains("verdict") || !(*b)["verdict"].is_object())
+    co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                             "verdict (an object) is required");
+  auto r = c.cp.finish(agent_id, c.id(), b->value("fencing_token", std::int64_t{0}),
+                       verdict_from_json((*b)["verdict"]));
+  if (!r) co_return error_response(c.req, r.error());
+  co_return json_response(c.req, http::status::ok, {{"run", run_json(*r)}});
+}
+
+}  // namespace kfleet::api

@@ -1,0 +1,126 @@
+// Event feeds: JSON pages, and Server-Sent Events streams that follow a job, a run or the
+// whole orchestrator live. Each SSE event's id is the event's global id (runs: its seq), so a
+// client that reconnects with Last-Event-ID misses nothing.
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "http.hpp"
+
+namespace kfleet::api {
+
+namespace {
+
+using Awaitable = boost::asio::awaitable<std::optional<Response>>;
+namespace asio = boost::asio;
+
+std::int64_t start_after(Ctx& c) {
+  std::int64_t after = c.query_int("after", 0);
+  if (auto it = c.req.find("Last-Event-ID"); it != c.req.end()) {
+    try {
+      after = std::max<std::int64_t>(after, std::stoll(std::string(it->value())));
+    } catch (...) {
+    }
+  }
+  return after;
+}
+
+nlohmann::json events_json(const std::vector<Event>& evs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& e : evs) a.push_back(to_json(e));
+  return a;
+}
+
+std::string sse_frame(const Event& e, std::int64_t id) {
+  return "id: " + std::to_string(id) + "\nevent: " + e.type + "\ndata: " +
+         to_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+}
+
+// Streams until `done()` says so (checked when no new events came) or the client goes away.
+template <class Fetch, class Done, class IdOf>
+asio::awaitable<void> stream(Ctx& c, std::int64_t after, Fetch fetch, Done done, IdOf id_of) {
+  http::response<http::empty_body> head{http::status::ok, c.req.version()};
+  head.set(http::field::content_type, "text/event-stream");
+  head.set(http::field::cache_control, "no-store");
+  head.keep_alive(false);
+  http::response_serializer<http::empty_body> sr{head};
+  c.stream.expires_after(std::chrono::seconds(30));
+  co_await http::async_write_header(c.stream, sr, asio::use_awaitable);
+  for (;;) {
+    std::vector<Event> evs = fetch(after);
+    std::string out;
+    for (const auto& e : evs) {
+      after = id_of(e);
+      out += sse_frame(e, after);
+    }
+    if (evs.empty() && done()) {
+      out += "event: end\ndata: {}\n\n";
+      c.stream.expires_after(std::chrono::seconds(30));
+      co_await asio::async_write(c.stream, asio::buffer(out), asio::use_awaitable);
+      co_return;
+    }
+    if (out.empty()) out = ": keep-alive\n\n";  // also detects a client that went away
+    c.stream.expires_after(std::chrono::seconds(30));
+    co_await asio::async_write(c.stream, asio::buffer(out), asio::use_awaitable);
+    if (evs.size() < 500) co_await c.cp.wait_for_events(15'000);
+  }
+}
+
+}  // namespace
+
+Awaitable job_events(Ctx& c) {
+  const std::int64_t job_id = c.id();
+  if (!c.cp.store().get_job(job_id))
+    co_return error_response(c.req, http::status::not_found, "not_found", "no such job");
+  const std::int64_t after = start_after(c);
+  auto& st = c.cp.store();
+  if (!c.wants_sse()) {
+    int limit = static_cast<int>(std::clamp<std::int64_t>(c.query_int("limit", 1000), 1, 10000));
+    co_return json_response(c.req, http::status::ok,
+                            {{"events", events_json(st.job_events(job_id, after, limit))}});
+  }
+  co_await stream(
+      c, after, [&](std::int64_t a) { return st.job_events(job_id, a, 500); },
+      [&] {
+        auto j = st.get_job(job_id);
+        return !j || is_terminal(j->state);
+      },
+      [](const Event& e) { return e.id; });
+  co_return std::nullopt;
+}
+
+Awaitable run_events(Ctx& c) {
+  const std::int64_t run_id = c.id();
+  if (!c.cp.store().get_run(run_id))
+    co_return error_response(c.req, http::status::not_found, "not_found", "no such run");
+  const std::int64_t after = start_after(c);
+  auto& st = c.cp.store();
+  if (!c.wants_sse()) {
+    int limit = static_cast<int>(std::clamp<std::int64_t>(c.query_int("limit", 1000), 1, 10000));
+    co_return json_response(c.req, http::status::ok,
+                            {{"events", events_json(st.run_events(run_id, after, limit))}});
+  }
+  co_await stream(
+      c, after, [&](std::int64_t a) { return st.run_events(run_id, a, 500); },
+      [&] {
+        auto r = st.get_run(run_id);
+        return !r || r->outcome != RunOutcome::running;
+      },
+      [](const Event& e) { return e.seq; });
+  co_return std::nullopt;
+}
+
+Awaitable all_events(Ctx& c) {
+  const std::int64_t after = start_after(c);
+  auto& st = c.cp.store();
+  if (!c.wants_sse()) {
+    int limit = static_cast<int>(std::clamp<std::int64_t>(c.query_int("limit", 1000), 1, 10000));
+    co_return json_response(c.req, http::status::ok,
+                            {{"events", events_json(st.events_after(after, limit))}});
+  }
+  co_await stream(
+      c, after, [&](std::int64_t a) { return st.events_after(a, 500); }, [] { return false; },
+      [](const Event& e) { return e.id; });
+  co_return std::nullopt;
+}
+
+}  // namespace kfleet::api

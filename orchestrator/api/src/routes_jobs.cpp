@@ -1,0 +1,162 @@
+// Handlers for users: jobs, runs, results, the fleet view, bundles and health.
+#include <variant>
+
+#include "http.hpp"
+#include "kfleet/common/bundle.hpp"
+#include "views.hpp"
+
+namespace kfleet::api {
+
+namespace {
+
+using Awaitable = boost::asio::awaitable<std::optional<Response>>;
+
+std::optional<Response> require_user(Ctx& c) {
+  if (c.bearer.empty())
+    return error_response(c.req, http::status::unauthorized, "unauthorized",
+                          "this call needs a user API token: pass --token or set KFLEET_TOKEN");
+  if (!c.cp.is_user_token(c.bearer))
+    return error_response(c.req, http::status::unauthorized, "unauthorized",
+                          "kfleetd does not know this API token");
+  return std::nullopt;
+}
+
+Result<nlohmann::json> parse_body(const Request& req) {
+  try {
+    auto j = nlohmann::json::parse(req.body());
+    if (!j.is_object())
+      return make_error(Errc::invalid_argument, "the request body must be a JSON object");
+    return j;
+  } catch (const nlohmann::json::parse_error& e) {
+    return make_error(Errc::invalid_argument, std::string("the request body is not JSON: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Awaitable health(Ctx& c) {
+  co_return json_response(c.req, http::status::ok,
+                          {{"status", "ok"}, {"version", "1"}, {"store", "sqlite"},
+                           {"time", format_iso8601(c.cp.clock().now_ms())},
+                           {"provisioner", c.cp.provisioner().name()}});
+}
+
+Awaitable submit_job(Ctx& c) {
+  if (auto deny = require_user(c)) co_return *deny;
+  auto body = parse_body(c.req);
+  if (!body) co_return error_response(c.req, body.error());
+  const auto& j = *body;
+  if (!j.contains("spec_yaml") || !j["spec_yaml"].is_string())
+    co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                             "spec_yaml (the job YAML as text) is required");
+  if (!j.contains("bundle") || !j["bundle"].is_object())
+    co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                             "bundle ({files: [{path, data_b64}]}) is required");
+  core::SubmitRequest r;
+  r.spec_yaml = j["spec_yaml"].get<std::string>();
+  if (j.contains("source_name") && j["source_name"].is_string())
+    r.source_name = j["source_name"].get<std::string>();
+  r.bundle = j["bundle"];
+  r.force = j.value("force", false);
+  r.submitted_by = "token:" + c.bearer.substr(0, 6);
+  auto out = c.cp.submit(r);
+  if (auto* err = std::get_if<core::SubmitError>(&out)) {
+    nlohmann::json details = nlohmann::json::array();
+    for (const auto& i : err->issues)
+      details.push_back({{"file", i.file}, {"line", i.line}, {"column", i.column},
+                         {"field", i.field}, {"message", i.message}});
+    co_return error_response(c.req, status_for(err->error.code),
+                             err->issues.empty() ? errc_name(err->error.code) : "invalid_job",
+                             err->error.message, details);
+  }
+  auto& ok = std::get<core::SubmitResult>(out);
+  nlohmann::json res = {{"job", job_json(ok.job)}};
+  if (ok.duplicate_of) {
+    res["duplicate_of"] = ok.duplicate_of;
+    co_return json_response(c.req, http::status::ok, res);
+  }
+  co_return json_response(c.req, http::status::created, res);
+}
+
+Awaitable list_jobs(Ctx& c) {
+  store::JobFilter f;
+  f.limit = static_cast<int>(std::clamp<std::int64_t>(c.query_int("limit", 100), 1, 1000));
+  f.before_id = c.query_int("before", 0);
+  if (auto it = c.query.find("campaign"); it != c.query.end()) f.campaign = it->second;
+  if (auto it = c.query.find("state"); it != c.query.end()) {
+    std::string_view s = it->second;
+    while (!s.empty()) {
+      auto comma = s.find(',');
+      std::string one(s.substr(0, comma));
+      auto st = job_state_from_string(one);
+      if (!st)
+        co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                                 "unknown state '" + one + "'");
+      f.states.push_back(*st);
+      if (comma == std::string_view::npos) break;
+      s.remove_prefix(comma + 1);
+    }
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& j : c.cp.store().list_jobs(f)) jobs.push_back(job_json(j));
+  co_return json_response(c.req, http::status::ok, {{"jobs", jobs}});
+}
+
+Awaitable get_job(Ctx& c) {
+  auto j = c.cp.store().get_job(c.id());
+  if (!j) co_return error_response(c.req, http::status::not_found, "not_found", "no such job");
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& r : c.cp.store().runs_for_job(j->id)) runs.push_back(run_json(r));
+  co_return json_response(c.req, http::status::ok, {{"job", job_json(*j, true)}, {"runs", runs}});
+}
+
+Awaitable cancel_job(Ctx& c) {
+  if (auto deny = require_user(c)) co_return *deny;
+  auto r = c.cp.cancel(c.id());
+  if (!r) co_return error_response(c.req, r.error());
+  co_return json_response(c.req, http::status::ok, {{"job", job_json(*r)}});
+}
+
+Awaitable get_run(Ctx& c) {
+  auto r = c.cp.store().get_run(c.id());
+  if (!r) co_return error_response(c.req, http::status::not_found, "not_found", "no such run");
+  auto j = c.cp.store().get_job(r->job_id);
+  co_return json_response(c.req, http::status::ok,
+                          {{"run", run_json(*r)}, {"job", j ? job_json(*j) : nlohmann::json()}});
+}
+
+Awaitable results(Ctx& c) {
+  int limit = static_cast<int>(std::clamp<std::int64_t>(c.query_int("limit", 100), 1, 1000));
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : c.cp.store().finished_runs(limit, c.query_int("before", 0))) {
+    auto j = c.cp.store().get_job(r.job_id);
+    out.push_back({{"run", run_json(r)}, {"job", j ? job_json(*j) : nlohmann::json()}});
+  }
+  co_return json_response(c.req, http::status::ok, {{"results", out}});
+}
+
+Awaitable list_agents(Ctx& c) {
+  const TimeMs now = c.cp.clock().now_ms();
+  nlohmann::json agents = nlohmann::json::array(), blocks = nlohmann::json::array();
+  for (const auto& a : c.cp.store().list_agents()) agents.push_back(agent_json(a));
+  for (const auto& b : c.cp.store().region_blocks())
+    if (b.until_ms > now) blocks.push_back(block_json(b, now));
+  nlohmann::json out = {{"agents", agents}, {"blocks", blocks}};
+  if (!c.cp.provisioning_stopped_reason().empty())
+    out["provisioning_stopped"] = c.cp.provisioning_stopped_reason();
+  co_return json_response(c.req, http::status::ok, out);
+}
+
+Awaitable get_bundle(Ctx& c) {
+  auto it = c.params.find("hash");
+  auto body = c.cp.store().get_bundle(it == c.params.end() ? "" : it->second);
+  if (!body) co_return error_response(c.req, http::status::not_found, "not_found", "no such bundle");
+  Response res{http::status::ok, c.req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.body() = *body;
+  res.keep_alive(c.req.keep_alive());
+  res.prepare_payload();
+  co_return res;
+}
+
+}  // namespace kfleet::api

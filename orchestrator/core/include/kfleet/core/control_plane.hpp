@@ -1,0 +1,184 @@
+#pragma once
+// The control plane: the one place that changes orchestrator state. It runs on a single
+// io_context thread (no locks), turns API calls into store transactions, runs the pure
+// scheduler on a snapshot whenever something changed, and carries its decisions out: grants
+// leases to agents waiting in a long-poll, asks the provisioner for capacity, blocks regions
+// on stockouts, expires leases, and wakes event streams.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/clock.hpp"
+#include "kfleet/common/jobspec.hpp"
+#include "kfleet/common/result.hpp"
+#include "kfleet/provision/provisioner.hpp"
+#include "kfleet/scheduler/scheduler.hpp"
+#include "kfleet/store/store.hpp"
+
+namespace kfleet::core {
+
+struct Config {
+  TimeMs lease_ttl_ms = 30'000;       // an agent silent this long loses its run
+  TimeMs heartbeat_ms = 5'000;        // what agents are told to use
+  TimeMs tick_ms = 200;               // lease-expiry and block-expiry checks
+  TimeMs enrol_deadline_ms = 10 * 60'000;  // a provisioned instance must enrol within this
+  TimeMs idle_agent_ttl_ms = 0;       // provisioned agents idle this long are released (0: never)
+  std::vector<std::string> user_tokens;
+  std::string enrol_token;
+  sched::BlockPolicy block_policy;
+  std::uint64_t rng_seed = 0;         // 0: from std::random_device
+};
+
+struct SubmitRequest {
+  std::string spec_yaml;
+  std::string source_name = "job.yaml";
+  nlohmann::json bundle;              // bundle_to_json form
+  bool force = false;
+  std::string submitted_by;
+};
+struct SubmitResult {
+  store::JobRecord job;
+  std::int64_t duplicate_of = 0;      // the no-repeat map answered from an earlier job
+};
+// A rejected submission: the message plus every spec issue (file:line:column, field).
+struct SubmitError {
+  Error error;
+  std::vector<SpecIssue> issues;
+};
+
+struct EnrolRequest {
+  std::string name, region, backend, provider, instance_id;
+  std::vector<GpuInfo> gpus;
+  nlohmann::json info = nlohmann::json::object();
+};
+struct EnrolResult {
+  std::int64_t agent_id = 0;
+  std::string token;
+};
+
+struct LeaseOffer {
+  store::Lease lease;
+  int attempt = 0;
+  nlohmann::json spec;
+  std::string bundle_hash;
+  nlohmann::json compare;             // resolved baseline, {} when the job does not compare
+};
+
+struct HeartbeatReply {
+  bool lease_valid = true;
+  bool cancel = false;
+  TimeMs lease_expires_ms = 0;
+};
+
+class ControlPlane {
+ public:
+  ControlPlane(boost::asio::any_io_executor ex, store::Store& st, ClockPtr clock,
+               provision::Provisioner& prov, Config cfg);
+  ~ControlPlane();
+
+  // Recovers from the store (running leases get a grace period so their agents can come
+  // back) and starts the tick timer.
+  void start();
+  void stop();
+
+  // --- auth
+  bool is_user_token(const std::string& token) const;
+  bool is_enrol_token(const std::string& token) const;
+  bool is_agent_token(std::int64_t agent_id, const std::string& token);
+
+  // --- users
+  std::variant<SubmitResult, SubmitError> submit(const SubmitRequest& r);
+  Result<store::JobRecord> cancel(std::int64_t job_id);
+
+  // --- agents
+  Result<EnrolResult> enrol(const EnrolRequest& r);
+  Result<HeartbeatReply> heartbeat(std::int64_t agent_id, std::int64_t run_id,
+                                   std::int64_t fencing_token);
+  // Long-poll: completes with an offer, or nullopt after wait_ms. conflict if the agent holds
+  // a run already.
+  boost::asio::awaitable<Result<std::optional<LeaseOffer>>> wait_for_lease(std::int64_t agent_id,
+                                                                           TimeMs wait_ms);
+  Result<store::IngestResult> ingest(std::int64_t agent_id, std::int64_t run_id,
+                                     std::int64_t fencing_token, const std::vector<Event>& events);
+  Result<store::RunRecord> finish(std::int64_t agent_id, std::int64_t run_id,
+                                  std::int64_t fencing_token, const Verdict& v);
+
+  // --- event feed: completes at the next stored event (any job), or after timeout_ms.
+  // Callers query the store first, then wait; one thread, so nothing slips in between.
+  boost::asio::awaitable<void> wait_for_events(TimeMs timeout_ms);
+
+  store::Store& store() { return store_; }
+  const Config& config() const { return cfg_; }
+  Clock& clock() { return *clock_; }
+  provision::Provisioner& provisioner() { return prov_; }
+  // Counters for /metrics.
+  const std::map<std::string, std::int64_t>& stockouts_by_region() const { return stockouts_; }
+  std::string provisioning_stopped_reason() const { return provisioning_stopped_; }
+
+  // Runs the scheduler soon (coalesced: many triggers in one loop turn make one pass).
+  void request_plan();
+
+ private:
+  struct Waiter {  // an agent's open long-poll
+    explicit Waiter(boost::asio::any_io_executor ex) : timer(std::move(ex)) {}
+    boost::asio::steady_timer timer;
+    std::optional<LeaseOffer> offer;
+    bool done = false;
+  };
+  struct PendingInstance {
+    std::int64_t job_id = 0;
+    std::string region, gpu;
+    TimeMs deadline_ms = 0;
+  };
+
+  void plan_now();
+  sched::Snapshot snapshot(std::vector<store::JobRecord>& pending);
+  void apply_wait(const store::JobRecord& j, const sched::Wait& w);
+  void grant(const sched::Assign& a);
+  void ask_capacity(const sched::RequestCapacity& r);
+  void on_capacity(const sched::RequestCapacity& r, const provision::CapacityResult& res);
+  void tick();
+  void expire_leases(TimeMs now);
+  void release_idle_agents(TimeMs now);
+  nlohmann::json resolve_compare(const store::JobRecord& j, const store::AgentRecord& a);
+  void job_event(std::int64_t job_id, const std::string& type, const nlohmann::json& data);
+  void events_changed();
+  double jitter_unit();
+
+  boost::asio::any_io_executor ex_;
+  store::Store& store_;
+  ClockPtr clock_;
+  provision::Provisioner& prov_;
+  Config cfg_;
+  std::mt19937_64 rng_;
+
+  std::map<std::int64_t, std::shared_ptr<Waiter>> waiters_;      // agent id -> its long-poll
+  std::map<std::int64_t, sched::InFlight> in_flight_;            // job id -> capacity request
+  std::map<std::string, PendingInstance> pending_instances_;     // instance id -> what it is for
+  std::map<std::int64_t, TimeMs> retry_after_;                   // job id -> transient backoff
+  std::map<std::int64_t, TimeMs> idle_since_;                    // agent id -> last busy
+  std::set<std::int64_t> cancel_requested_;                      // run ids to stop
+  std::map<std::string, std::int64_t> stockouts_;
+  std::string provisioning_stopped_;
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> event_waiters_;
+  TimeMs last_tick_ms_ = 0;
+  std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
+  std::map<std::int64_t, std::string> agent_hash_cache_;
+  bool plan_pending_ = false;
+  bool stopped_ = false;
+  std::unique_ptr<boost::asio::steady_timer> tick_timer_;
+};
+
+}  // namespace kfleet::core

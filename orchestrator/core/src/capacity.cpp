@@ -1,0 +1,169 @@
+// Capacity and time: asking the provisioner for agents, turning its answers into region
+// blocks (stockout, unsupported, quota) or a stop (auth, configuration), and the periodic tick
+// that expires leases, notices block expiry and gives back instances nobody uses.
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+
+#include "kfleet/common/event.hpp"
+#include "kfleet/common/log.hpp"
+#include "kfleet/core/control_plane.hpp"
+
+namespace kfleet::core {
+
+namespace asio = boost::asio;
+
+void ControlPlane::ask_capacity(const sched::RequestCapacity& r) {
+  in_flight_[r.job_id] = sched::InFlight{r.job_id, r.region, r.gpu};
+  const TimeMs now = clock_->now_ms();
+  store_.append_job_event(r.job_id, event_type::sched_decision,
+                          {{"action", "provision"}, {"region", r.region}, {"gpu", r.gpu},
+                           {"provider", prov_.name()}, {"reason", r.reason}},
+                          now);
+  if (auto j = store_.get_job(r.job_id); j && j->state != JobState::waiting_capacity)
+    store_.set_job_state(r.job_id, JobState::waiting_capacity,
+                         "asking " + prov_.name() + " for a " + r.gpu + " agent in " + r.region,
+                         now);
+  wait_reason_.erase(r.job_id);
+  events_changed();
+  prov_.request(provision::CapacityRequest{r.job_id, r.region, r.gpu},
+                [this, r](provision::CapacityResult res) {
+                  if (!stopped_) on_capacity(r, res);
+                });
+}
+
+void ControlPlane::on_capacity(const sched::RequestCapacity& r,
+                               const provision::CapacityResult& res) {
+  in_flight_.erase(r.job_id);
+  const TimeMs now = clock_->now_ms();
+  nlohmann::json ev = {{"provider", prov_.name()}, {"region", r.region}, {"gpu", r.gpu},
+                       {"outcome", provision::to_string(res.outcome)},
+                       {"message", res.message}, {"seconds", res.seconds},
+                       {"instance_ids", res.instance_ids}};
+  auto block = [&](const std::string& kind, const std::string& gpu_class) {
+    std::optional<store::RegionBlock> prev;
+    for (const auto& b : store_.region_blocks())
+      if (b.provider == prov_.name() && b.region == r.region && b.gpu_class == gpu_class) prev = b;
+    auto b = sched::next_block(cfg_.block_policy, prev, prov_.name(), r.region, gpu_class, kind,
+                               res.message, now, jitter_unit());
+    store_.put_region_block(b);
+    ev["blocked_until_ms"] = b.until_ms;
+    ev["blocked_until"] = format_iso8601(b.until_ms);
+    ev["strikes"] = b.strikes;
+  };
+  switch (res.outcome) {
+    case provision::Outcome::ok: {
+      for (const auto& id : res.instance_ids)
+        pending_instances_[id] = PendingInstance{r.job_id, r.region, r.gpu,
+                                                 now + cfg_.enrol_deadline_ms};
+      // Capacity came: a region's earlier stockout no longer stands.
+      store_.clear_region_block(prov_.name(), r.region, r.gpu);
+      break;
+    }
+    case provision::Outcome::stockout:
+      ++stockouts_[r.region];
+      block("stockout", r.gpu);
+      break;
+    case provision::Outcome::unsupported:
+      block("unsupported", r.gpu);
+      break;
+    case provision::Outcome::quota:
+      block("quota", "");
+      break;
+    case provision::Outcome::fatal:
+      provisioning_stopped_ = res.message;
+      block("fatal", "");
+      log::error("core", "provisioning stopped: ", res.message);
+      break;
+    case provision::Outcome::transient: {
+      auto& until = retry_after_[r.job_id];
+      TimeMs backoff = until > 0 ? std::min<TimeMs>((until - now) * 2, 60'000) : 2'000;
+      until = now + std::max<TimeMs>(backoff, 1'000);
+      ev["retry_at"] = format_iso8601(until);
+      break;
+    }
+  }
+  store_.append_job_event(r.job_id, event_type::capacity, ev, now);
+  events_changed();
+  request_plan();
+}
+
+void ControlPlane::tick() {
+  if (stopped_) return;
+  const TimeMs now = clock_->now_ms();
+  expire_leases(now);
+  // Pending instances that never enrolled are given back and their jobs ask again.
+  for (auto it = pending_instances_.begin(); it != pending_instances_.end();) {
+    if (it->second.deadline_ms > now) { ++it; continue; }
+    const std::string id = it->first;
+    store_.append_job_event(it->second.job_id, event_type::capacity,
+                            {{"provider", prov_.name()}, {"region", it->second.region},
+                             {"outcome", "never_enrolled"}, {"instance_ids", {id}},
+                             {"message", "instance " + id + " did not enrol in time; released"}},
+                            now);
+    prov_.release(id, [id](Result<void> r) {
+      if (!r) log::warn("core", "release of ", id, " failed: ", r.error().message);
+    });
+    it = pending_instances_.erase(it);
+    events_changed();
+    request_plan();
+  }
+  // A block that ended since the last tick, or a backoff that ran out, may unblock a job.
+  for (const auto& b : store_.region_blocks())
+    if (b.until_ms > last_tick_ms_ && b.until_ms <= now) request_plan();
+  for (const auto& [job, until] : retry_after_)
+    if (until > last_tick_ms_ && until <= now) request_plan();
+  // Idle agents that stopped talking are marked lost (busy ones lose their lease instead).
+  for (const auto& a : store_.list_agents()) {
+    if (a.state == store::AgentState::idle && a.current_run_id == 0 &&
+        now - a.last_seen_ms > cfg_.lease_ttl_ms && !waiters_.count(a.id))
+      store_.set_agent_state(a.id, store::AgentState::lost, now);
+  }
+  release_idle_agents(now);
+  last_tick_ms_ = now;
+  tick_timer_->expires_after(std::chrono::milliseconds(cfg_.tick_ms));
+  tick_timer_->async_wait([this](boost::system::error_code ec) {
+    if (!ec) tick();
+  });
+}
+
+void ControlPlane::expire_leases(TimeMs now) {
+  for (const auto& run : store_.expired_runs(now)) {
+    auto j = store_.expire_run(run.id,
+                               "agent " + std::to_string(run.agent_id) + " silent for more than " +
+                                   std::to_string(cfg_.lease_ttl_ms / 1000) + " s (lease expired)",
+                               now);
+    if (!j) {
+      log::warn("core", "cannot expire run ", run.id, ": ", j.error().message);
+      continue;
+    }
+    log::warn("core", "run ", run.id, " of job ", run.job_id, " lost its agent ", run.agent_id,
+              "; job is now ", to_string(j->state));
+    events_changed();
+    request_plan();
+  }
+}
+
+void ControlPlane::release_idle_agents(TimeMs now) {
+  if (cfg_.idle_agent_ttl_ms <= 0) return;
+  for (const auto& a : store_.list_agents()) {
+    if (a.provider == "static" || a.instance_id.empty() || a.current_run_id != 0) continue;
+    if (a.state == store::AgentState::retired) continue;
+    auto it = idle_since_.find(a.id);
+    if (it == idle_since_.end() || now - it->second < cfg_.idle_agent_ttl_ms) continue;
+    log::info("core", "agent ", a.id, " idle for ", (now - it->second) / 1000,
+              " s: releasing instance ", a.instance_id);
+    store_.set_agent_state(a.id, store::AgentState::retired, now);
+    if (auto w = waiters_.find(a.id); w != waiters_.end()) {
+      w->second->done = true;
+      w->second->timer.cancel();
+    }
+    idle_since_.erase(it);
+    const std::string id = a.instance_id;
+    prov_.release(id, [id](Result<void> r) {
+      if (!r) log::warn("core", "release of ", id, " failed: ", r.error().message);
+    });
+  }
+}
+
+}  // namespace kfleet::core

@@ -1,0 +1,281 @@
+// Requests from users and agents: submission, cancellation, enrolment, heartbeats, event
+// ingestion and run completion. Scheduling lives in scheduling.cpp, capacity in capacity.cpp.
+#include "kfleet/core/control_plane.hpp"
+
+#include <algorithm>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/common/log.hpp"
+#include "kfleet/common/sha256.hpp"
+
+namespace kfleet::core {
+
+namespace asio = boost::asio;
+
+ControlPlane::ControlPlane(asio::any_io_executor ex, store::Store& st, ClockPtr clock,
+                           provision::Provisioner& prov, Config cfg)
+    : ex_(std::move(ex)), store_(st), clock_(std::move(clock)), prov_(prov), cfg_(std::move(cfg)),
+      rng_(cfg_.rng_seed ? cfg_.rng_seed : std::random_device{}()) {}
+
+ControlPlane::~ControlPlane() { stop(); }
+
+void ControlPlane::start() {
+  const TimeMs now = clock_->now_ms();
+  // A restarted kfleetd gives every running lease a fresh TTL so that agents which kept
+  // working while it was down can reconnect, renew and deliver their spooled events.
+  for (const auto& run : store_.running_runs()) {
+    auto r = store_.renew_lease(run.id, run.fencing_token, cfg_.lease_ttl_ms, now);
+    if (!r) log::warn("core", "cannot renew run ", run.id, " on recovery: ", r.error().message);
+  }
+  for (const auto& a : store_.list_agents()) idle_since_[a.id] = now;
+  last_tick_ms_ = now;
+  tick_timer_ = std::make_unique<asio::steady_timer>(ex_);
+  tick();
+  request_plan();
+}
+
+void ControlPlane::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (tick_timer_) tick_timer_->cancel();
+  for (auto& [id, w] : waiters_) w->timer.cancel();
+  events_changed();
+}
+
+// --- auth
+
+namespace {
+bool equal_ct(const std::string& a, const std::string& b) {  // constant time for equal lengths
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+std::string random_token(std::mt19937_64& rng) {
+  static const char* hex = "0123456789abcdef";
+  std::random_device rd;  // mix in the OS's entropy: tokens must not be guessable from a seed
+  std::string t = "kfa_";
+  for (int i = 0; i < 40; ++i) t += hex[(rng() ^ rd()) & 15];
+  return t;
+}
+}  // namespace
+
+bool ControlPlane::is_user_token(const std::string& token) const {
+  if (token.empty()) return false;
+  return std::any_of(cfg_.user_tokens.begin(), cfg_.user_tokens.end(),
+                     [&](const std::string& t) { return equal_ct(t, token); });
+}
+
+bool ControlPlane::is_enrol_token(const std::string& token) const {
+  return !token.empty() && equal_ct(cfg_.enrol_token, token);
+}
+
+bool ControlPlane::is_agent_token(std::int64_t agent_id, const std::string& token) {
+  if (token.empty()) return false;
+  auto it = agent_hash_cache_.find(agent_id);
+  if (it == agent_hash_cache_.end()) {
+    auto a = store_.get_agent(agent_id);
+    if (!a) return false;
+    it = agent_hash_cache_.emplace(agent_id, a->token_hash).first;
+  }
+  return equal_ct(it->second, sha256_hex(token));
+}
+
+// --- users
+
+std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest& r) {
+  auto parsed = parse_job_spec(r.spec_yaml, r.source_name);
+  if (!parsed.ok()) {
+    std::string first = parsed.issues.empty() ? "cannot parse" : parsed.issues.front().to_string();
+    return SubmitError{make_error(Errc::invalid_argument, "invalid job: " + first), parsed.issues};
+  }
+  const JobSpec& spec = *parsed.spec;
+  auto bundle = bundle_from_json(r.bundle);
+  if (!bundle) return SubmitError{bundle.error(), {}};
+  for (const auto& src : spec.kernel.sources) {
+    auto norm = normalize_bundle_path(src);
+    const std::string want = norm ? *norm : src;
+    bool found = std::any_of(bundle->files.begin(), bundle->files.end(),
+                             [&](const BundleFile& f) { return f.path == want; });
+    if (!found)
+      return SubmitError{make_error(Errc::invalid_argument,
+                                    r.source_name + ": kernel.sources names '" + src +
+                                        "' but the bundle does not contain it (pack it with "
+                                        "`kfleet submit`, which reads the sources beside the YAML)"),
+                         {}};
+  }
+  const std::string bundle_hash = bundle->hash();
+  const std::string content_hash = job_content_hash(spec, bundle_hash);
+  if (!r.force) {
+    // The no-repeat map: an identical job that ran (or is running) answers for this one.
+    if (auto prev = store_.find_job_by_content_hash(content_hash)) {
+      if (prev->state != JobState::error && prev->state != JobState::cancelled)
+        return SubmitResult{*prev, prev->id};
+    }
+  }
+  if (auto put = store_.put_bundle(bundle_hash, bundle_to_json(*bundle).dump()); !put)
+    return SubmitError{put.error(), {}};
+
+  store::NewJob nj;
+  nj.name = spec.name;
+  nj.campaign = spec.campaign;
+  nj.parent = spec.parent;
+  nj.priority = spec.priority;
+  nj.gpu = spec.target.gpu;
+  nj.regions = spec.target.regions;
+  nj.spec = to_json(spec);
+  nj.spec_yaml = r.spec_yaml;
+  nj.source_name = r.source_name;
+  nj.bundle_hash = bundle_hash;
+  nj.content_hash = content_hash;
+  nj.max_attempts = spec.max_attempts;
+  nj.submitted_by = r.submitted_by;
+  auto job = store_.create_job(nj, clock_->now_ms());
+  if (!job) return SubmitError{job.error(), {}};
+  events_changed();
+  request_plan();
+  return SubmitResult{*job, 0};
+}
+
+Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id) {
+  auto job = store_.get_job(job_id);
+  if (!job) return make_error(Errc::not_found, "no job " + std::to_string(job_id));
+  if (is_terminal(job->state))
+    return make_error(Errc::conflict, "job " + std::to_string(job_id) + " already finished (" +
+                                          to_string(job->state) + ")");
+  if (job->current_run_id) cancel_requested_.insert(job->current_run_id);
+  in_flight_.erase(job_id);
+  auto r = store_.set_job_state(job_id, JobState::cancelled, "cancelled by user", clock_->now_ms());
+  events_changed();
+  request_plan();
+  return r;
+}
+
+// --- agents
+
+Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
+  if (r.gpus.empty())
+    return make_error(Errc::invalid_argument, "enrol: the agent reported no GPU; an agent needs at "
+                                              "least one (use --backend simulated without one)");
+  EnrolResult out;
+  out.token = random_token(rng_);
+  store::NewAgent na;
+  na.name = r.name;
+  na.region = r.region;
+  na.backend = r.backend;
+  na.gpus = r.gpus;
+  na.token_hash = sha256_hex(out.token);
+  na.provider = r.provider.empty() ? "static" : r.provider;
+  na.instance_id = r.instance_id;
+  na.info = r.info;
+  auto a = store_.enrol_agent(na, clock_->now_ms());
+  if (!a) return a.error();
+  out.agent_id = a->id;
+  agent_hash_cache_[a->id] = a->token_hash;
+  idle_since_[a->id] = clock_->now_ms();
+  if (!r.instance_id.empty()) {
+    auto it = pending_instances_.find(r.instance_id);
+    if (it != pending_instances_.end()) pending_instances_.erase(it);
+  }
+  log::info("core", "agent ", a->id, " '", a->name, "' enrolled in ", a->region, " (", a->backend,
+            ", ", r.gpus.front().gpu_class, ")");
+  request_plan();
+  return out;
+}
+
+Result<HeartbeatReply> ControlPlane::heartbeat(std::int64_t agent_id, std::int64_t run_id,
+                                               std::int64_t fencing_token) {
+  const TimeMs now = clock_->now_ms();
+  auto a = store_.touch_agent(agent_id, now);
+  if (!a) return a.error();
+  HeartbeatReply rep;
+  if (run_id == 0) return rep;
+  auto run = store_.get_run(run_id);
+  if (!run || run->agent_id != agent_id || run->outcome != RunOutcome::running ||
+      run->fencing_token != fencing_token) {
+    rep.lease_valid = false;
+    rep.cancel = cancel_requested_.count(run_id) > 0;
+    return rep;
+  }
+  auto lease = store_.renew_lease(run_id, fencing_token, cfg_.lease_ttl_ms, now);
+  if (!lease) {
+    rep.lease_valid = false;
+    return rep;
+  }
+  rep.lease_expires_ms = lease->expires_ms;
+  rep.cancel = cancel_requested_.count(run_id) > 0;
+  return rep;
+}
+
+Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int64_t run_id,
+                                                 std::int64_t fencing_token,
+                                                 const std::vector<Event>& events) {
+  auto run = store_.get_run(run_id);
+  if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
+  if (run->agent_id != agent_id)
+    return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
+                                           std::to_string(run->agent_id));
+  std::vector<Event> evs = events;
+  for (auto& e : evs) {
+    e.job_id = run->job_id;
+    e.run_id = run_id;
+  }
+  auto r = store_.append_run_events(run_id, fencing_token, evs, clock_->now_ms());
+  if (r && r->accepted > 0) events_changed();
+  return r;
+}
+
+Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_t run_id,
+                                              std::int64_t fencing_token, const Verdict& v) {
+  auto run = store_.get_run(run_id);
+  if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
+  if (run->agent_id != agent_id)
+    return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
+                                           std::to_string(run->agent_id));
+  Verdict verdict = v;
+  // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
+  // (or become a baseline of) real hardware.
+  if (auto a = store_.get_agent(agent_id); a && a->simulated()) verdict.simulated = true;
+  if (verdict.outcome != RunOutcome::passed && verdict.outcome != RunOutcome::rejected)
+    verdict.outcome = RunOutcome::error;
+  auto r = store_.finish_run(run_id, fencing_token, verdict, clock_->now_ms());
+  if (!r) return r;
+  cancel_requested_.erase(run_id);
+  idle_since_[agent_id] = clock_->now_ms();
+  events_changed();
+  request_plan();
+  return r;
+}
+
+// --- events
+
+asio::awaitable<void> ControlPlane::wait_for_events(TimeMs timeout_ms) {
+  auto t = std::make_shared<asio::steady_timer>(ex_);
+  t->expires_after(std::chrono::milliseconds(timeout_ms));
+  if (stopped_) co_return;
+  event_waiters_.push_back(t);
+  boost::system::error_code ec;
+  co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+void ControlPlane::events_changed() {
+  auto waiters = std::move(event_waiters_);
+  event_waiters_.clear();
+  for (auto& t : waiters) t->cancel();
+}
+
+void ControlPlane::job_event(std::int64_t job_id, const std::string& type,
+                             const nlohmann::json& data) {
+  store_.append_job_event(job_id, type, data, clock_->now_ms());
+  events_changed();
+}
+
+double ControlPlane::jitter_unit() {
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+}
+
+}  // namespace kfleet::core

@@ -1,0 +1,214 @@
+// Carrying out the scheduler's decisions: agents wait for work in a long-poll; each pass takes
+// a snapshot (queue, the agents that are waiting, region blocks, capacity under way), asks the
+// pure policy for a plan, then grants leases, asks for capacity, and records why jobs wait.
+#include <algorithm>
+#include <cctype>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "kfleet/common/event.hpp"
+#include "kfleet/common/log.hpp"
+#include "kfleet/core/control_plane.hpp"
+
+namespace kfleet::core {
+
+namespace asio = boost::asio;
+
+asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
+    std::int64_t agent_id, TimeMs wait_ms) {
+  auto a = store_.touch_agent(agent_id, clock_->now_ms());
+  if (!a) co_return a.error();
+  if (a->current_run_id != 0)
+    co_return make_error(Errc::conflict, "agent " + std::to_string(agent_id) + " holds run " +
+                                             std::to_string(a->current_run_id) +
+                                             "; finish it before asking for another");
+  if (a->state == store::AgentState::retired)
+    co_return make_error(Errc::forbidden, "agent " + std::to_string(agent_id) + " was retired");
+  if (stopped_) co_return std::optional<LeaseOffer>{};
+  if (auto old = waiters_.find(agent_id); old != waiters_.end()) {
+    old->second->done = true;  // a newer poll from the same agent replaces the old one
+    old->second->timer.cancel();
+  }
+  auto w = std::make_shared<Waiter>(ex_);
+  w->timer.expires_after(std::chrono::milliseconds(std::max<TimeMs>(wait_ms, 0)));
+  waiters_[agent_id] = w;
+  request_plan();
+  boost::system::error_code ec;
+  co_await w->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  if (auto it = waiters_.find(agent_id); it != waiters_.end() && it->second == w)
+    waiters_.erase(it);
+  w->done = true;
+  co_return std::move(w->offer);
+}
+
+void ControlPlane::request_plan() {
+  if (plan_pending_ || stopped_) return;
+  plan_pending_ = true;
+  asio::post(ex_, [this] { plan_now(); });
+}
+
+namespace {
+// Wait reasons carry counts ("2 busy"); an event is worth writing only when the words change.
+std::string reason_key(const std::string& s) {
+  std::string k;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) k += c;
+  return k;
+}
+}  // namespace
+
+sched::Snapshot ControlPlane::snapshot(std::vector<store::JobRecord>& pending) {
+  sched::Snapshot s;
+  s.now = clock_->now_ms();
+  pending = store_.pending_jobs();
+  for (const auto& j : pending) {
+    if (auto it = retry_after_.find(j.id); it != retry_after_.end()) {
+      if (it->second > s.now) continue;  // backing off after a transient cloud error
+      retry_after_.erase(it);
+    }
+    if (!j.parent.empty()) {
+      // A child is judged against its parent: it waits until the parent has a result.
+      store::JobFilter f;
+      f.campaign = j.campaign;
+      f.name = j.parent;
+      f.limit = 1;
+      auto parents = store_.list_jobs(f);
+      if (!parents.empty() && !is_terminal(parents.front().state)) {
+        apply_wait(j, sched::Wait{j.id, false,
+                                  "waiting for parent " + j.parent + " (job " +
+                                      std::to_string(parents.front().id) + ") to finish",
+                                  0});
+        continue;
+      }
+    }
+    s.queue.push_back({j.id, j.priority, j.gpu, j.regions});
+  }
+  for (const auto& a : store_.list_agents()) {
+    if (a.state == store::AgentState::retired) continue;
+    auto w = waiters_.find(a.id);
+    bool idle = w != waiters_.end() && !w->second->done && a.current_run_id == 0;
+    s.agents.push_back({a.id, a.region, a.gpus, idle});
+  }
+  s.blocks = store_.region_blocks();
+  for (const auto& [job, f] : in_flight_) s.in_flight.push_back(f);
+  for (const auto& [id, p] : pending_instances_) s.in_flight.push_back({p.job_id, p.region, p.gpu});
+  if (prov_.can_grow()) {
+    sched::ProvisionerView v;
+    v.name = prov_.name();
+    v.can_grow = provisioning_stopped_.empty();
+    v.capacity_budget = prov_.capacity_budget() + static_cast<int>(s.in_flight.size());
+    v.regions = prov_.regions();
+    v.gpu_classes = prov_.gpu_classes();
+    s.provisioner = v;
+  }
+  return s;
+}
+
+void ControlPlane::plan_now() {
+  plan_pending_ = false;
+  if (stopped_) return;
+  std::vector<store::JobRecord> pending;
+  sched::Snapshot snap = snapshot(pending);
+  if (snap.queue.empty()) return;
+  sched::Plan plan = sched::plan(snap);
+  for (const auto& a : plan.assign) grant(a);
+  for (const auto& r : plan.provision) ask_capacity(r);
+  for (const auto& w : plan.wait) {
+    auto it = std::find_if(pending.begin(), pending.end(),
+                           [&](const store::JobRecord& j) { return j.id == w.job_id; });
+    if (it != pending.end()) apply_wait(*it, w);
+  }
+}
+
+void ControlPlane::apply_wait(const store::JobRecord& j, const sched::Wait& w) {
+  std::string reason = w.reason;
+  if (!provisioning_stopped_.empty() && w.capacity)
+    reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
+  const JobState want = w.capacity ? JobState::waiting_capacity : JobState::queued;
+  auto& last = wait_reason_[j.id];
+  if (j.state == want && reason_key(last) == reason_key(reason)) return;
+  last = reason;
+  if (j.state == want && reason_key(j.state_reason) == reason_key(reason)) return;
+  store_.set_job_state(j.id, want, reason, clock_->now_ms());
+  events_changed();
+}
+
+void ControlPlane::grant(const sched::Assign& a) {
+  auto w = waiters_.find(a.agent_id);
+  if (w == waiters_.end() || w->second->done) return;
+  const TimeMs now = clock_->now_ms();
+  auto job = store_.get_job(a.job_id);
+  auto agent = store_.get_agent(a.agent_id);
+  if (!job || !agent) return;
+  store_.append_job_event(a.job_id, event_type::sched_decision,
+                          {{"action", "assign"}, {"agent_id", a.agent_id},
+                           {"agent", agent->name}, {"region", a.region}, {"reason", a.reason}},
+                          now);
+  auto lease = store_.grant_lease(a.job_id, a.agent_id, cfg_.lease_ttl_ms, now);
+  if (!lease) {
+    log::error("core", "lease of job ", a.job_id, " to agent ", a.agent_id,
+               " refused by the store: ", lease.error().message);
+    return;
+  }
+  LeaseOffer offer;
+  offer.lease = *lease;
+  offer.attempt = job->attempts + 1;
+  offer.spec = job->spec;
+  offer.bundle_hash = job->bundle_hash;
+  offer.compare = resolve_compare(*job, *agent);
+  auto waiter = w->second;
+  waiters_.erase(w);
+  waiter->offer = std::move(offer);
+  waiter->done = true;
+  waiter->timer.cancel();
+  in_flight_.erase(a.job_id);
+  wait_reason_.erase(a.job_id);
+  idle_since_.erase(a.agent_id);
+  events_changed();
+}
+
+nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
+                                             const store::AgentRecord& agent) {
+  auto spec = job_spec_from_json(j.spec);
+  if (!spec || !spec->gates.performance) return nlohmann::json::object();
+  const CompareTo& c = spec->gates.performance->compare_to;
+  auto from_job = [&](const std::optional<store::JobRecord>& ref,
+                      const std::string& kind) -> nlohmann::json {
+    if (!ref || !ref->verdict || !ref->verdict->median_us)
+      return {{"kind", ""}, {"note", kind + " has no timing result to compare with"}};
+    if (ref->simulated && !agent.simulated())
+      return {{"kind", ""},
+              {"note", kind + " " + ref->name + " has a simulated result: not a baseline for "
+                                                "real hardware"}};
+    nlohmann::json out = {{"kind", kind},
+                          {"label", kind + " " + ref->name + " (job " + std::to_string(ref->id) + ")"},
+                          {"job_id", ref->id},
+                          {"median_us", *ref->verdict->median_us},
+                          {"simulated", ref->simulated}};
+    const auto& m = ref->verdict->metrics;
+    if (m.contains("samples_us") && m["samples_us"].is_array()) out["samples_us"] = m["samples_us"];
+    return out;
+  };
+  switch (c.kind) {
+    case CompareTo::Kind::value:
+      return {{"kind", "value"}, {"label", c.label.empty() ? "fixed value" : c.label},
+              {"median_us", c.value_us}, {"simulated", false}};
+    case CompareTo::Kind::parent: {
+      store::JobFilter f;
+      f.campaign = j.campaign;
+      f.name = j.parent;
+      f.states = {JobState::passed};
+      f.limit = 1;
+      auto v = store_.list_jobs(f);
+      return from_job(v.empty() ? std::nullopt : std::optional(v.front()), "parent");
+    }
+    case CompareTo::Kind::job:
+      return from_job(store_.get_job(c.job_id), "job");
+    default:
+      return {{"kind", ""}, {"note", "no stored baseline for this comparison yet"}};
+  }
+}
+
+}  // namespace kfleet::core
