@@ -1,0 +1,289 @@
+#include "kfleet/common/http_client.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+
+#include <curl/curl.h>
+
+namespace kfleet {
+
+namespace {
+
+// curl_global_init is not thread-safe; run it once before the first handle is made.
+void global_init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string excerpt(const std::string& body, std::size_t n = 200) {
+  return body.size() <= n ? body : body.substr(0, n) + "...";
+}
+
+size_t on_body(char* p, size_t size, size_t n, void* ud) {
+  static_cast<std::string*>(ud)->append(p, size * n);
+  return size * n;
+}
+
+size_t on_header(char* p, size_t size, size_t n, void* ud) {
+  auto* headers = static_cast<std::map<std::string, std::string>*>(ud);
+  std::string line(p, size * n);
+  // A new status line starts a new response (redirects, 100-continue): forget the old headers.
+  if (line.rfind("HTTP/", 0) == 0) {
+    headers->clear();
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon != std::string::npos) {
+    (*headers)[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+  }
+  return size * n;
+}
+
+// Incremental text/event-stream parser (WHATWG rules that matter here): fields per line,
+// a blank line dispatches, data lines join with "\n", lines starting with ':' are comments.
+struct SseParser {
+  const HttpClient::SseHandler* handler = nullptr;
+  std::string pending;  // bytes of an unfinished line
+  std::string id, event, data;
+  bool has_data = false;
+  bool stopped = false;
+  CURL* curl = nullptr;
+  long status = 0;         // known at the first body bytes
+  std::string error_body;  // a non-2xx answer is not a stream
+
+  // Returns false once the handler asked to stop.
+  bool feed(const char* p, std::size_t n) {
+    pending.append(p, n);
+    std::size_t start = 0;
+    while (true) {
+      auto nl = pending.find('\n', start);
+      if (nl == std::string::npos) break;
+      std::string line = pending.substr(start, nl - start);
+      start = nl + 1;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!on_line(line)) {
+        stopped = true;
+        return false;
+      }
+    }
+    pending.erase(0, start);
+    return true;
+  }
+
+  bool on_line(const std::string& line) {
+    if (line.empty()) {
+      if (!has_data && event.empty()) return true;
+      bool go_on = (*handler)(id, event.empty() ? "message" : event, data);
+      event.clear();
+      data.clear();
+      has_data = false;
+      return go_on;  // id persists across events, as in the spec
+    }
+    if (line[0] == ':') return true;
+    auto colon = line.find(':');
+    std::string field = line.substr(0, colon);
+    std::string value;
+    if (colon != std::string::npos) {
+      value = line.substr(colon + 1);
+      if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+    }
+    if (field == "data") {
+      if (has_data) data += '\n';
+      data += value;
+      has_data = true;
+    } else if (field == "event") {
+      event = value;
+    } else if (field == "id") {
+      id = value;
+    }
+    return true;
+  }
+};
+
+size_t on_sse(char* p, size_t size, size_t n, void* ud) {
+  auto* parser = static_cast<SseParser*>(ud);
+  if (parser->status == 0) curl_easy_getinfo(parser->curl, CURLINFO_RESPONSE_CODE, &parser->status);
+  if (parser->status < 200 || parser->status >= 300) {
+    if (parser->error_body.size() < 4096) parser->error_body.append(p, size * n);
+    return size * n;
+  }
+  if (!parser->feed(p, size * n)) return 0;  // makes curl abort the transfer
+  return size * n;
+}
+
+}  // namespace
+
+Result<nlohmann::json> HttpResponse::json() const {
+  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return make_error(Errc::internal, "HTTP " + std::to_string(status) +
+                                          ": response is not JSON: " + excerpt(body));
+  }
+  return j;
+}
+
+std::string HttpResponse::error_message() const {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("error")) {
+    const auto& e = j["error"];
+    if (e.is_object() && e.contains("message") && e["message"].is_string()) {
+      return e["message"].get<std::string>();
+    }
+    if (e.is_string()) return e.get<std::string>();
+  }
+  std::string text = "HTTP " + std::to_string(status);
+  if (!body.empty()) text += ": " + excerpt(trim(body));
+  return text;
+}
+
+struct HttpClient::Impl {
+  std::string base;
+  std::string token;
+  HttpOptions opts;
+  CURL* curl = nullptr;
+
+  // Resets per-request state on the kept handle; the connection cache survives the reset.
+  curl_slist* prepare(const std::string& method, const std::string& path,
+                      std::chrono::milliseconds timeout, const std::string& content_type,
+                      const std::string& extra_header) {
+    curl_easy_reset(curl);
+    std::string url = base + path;
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(opts.connect_timeout.count()));
+    auto t = timeout.count() > 0 ? timeout : opts.timeout;
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(t.count()));
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (method == "GET") {
+      curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+    } else if (method == "POST") {
+      curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    } else {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+    }
+    curl_slist* h = nullptr;
+    if (!token.empty()) h = curl_slist_append(h, ("Authorization: Bearer " + token).c_str());
+    if (!content_type.empty()) h = curl_slist_append(h, ("Content-Type: " + content_type).c_str());
+    // An empty Expect stops curl from waiting for 100-continue on larger bodies.
+    h = curl_slist_append(h, "Expect:");
+    if (!extra_header.empty()) h = curl_slist_append(h, extra_header.c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    return h;
+  }
+
+  Error transport_error(CURLcode rc, const std::string& method, const std::string& path,
+                        const char* errbuf) {
+    std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    return make_error(Errc::unavailable,
+                      method + " " + base + path + " failed: " + detail +
+                          " (is kfleetd running and reachable at " + base + "?)");
+  }
+};
+
+HttpClient::HttpClient(std::string base_url, std::string bearer_token, HttpOptions o)
+    : impl_(std::make_unique<Impl>()) {
+  global_init_once();
+  while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
+  impl_->base = std::move(base_url);
+  impl_->token = std::move(bearer_token);
+  impl_->opts = o;
+  impl_->curl = curl_easy_init();
+  if (impl_->curl == nullptr) std::abort();  // only fails when out of memory
+}
+
+HttpClient::~HttpClient() {
+  if (impl_ && impl_->curl) curl_easy_cleanup(impl_->curl);
+}
+
+void HttpClient::set_token(std::string token) { impl_->token = std::move(token); }
+const std::string& HttpClient::base_url() const { return impl_->base; }
+
+Result<HttpResponse> HttpClient::get(const std::string& path, std::chrono::milliseconds timeout) {
+  return request("GET", path, "", "", timeout);
+}
+
+Result<HttpResponse> HttpClient::post_json(const std::string& path, const nlohmann::json& body,
+                                           std::chrono::milliseconds timeout) {
+  return request("POST", path, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                 "application/json", timeout);
+}
+
+Result<HttpResponse> HttpClient::request(const std::string& method, const std::string& path,
+                                         const std::string& body,
+                                         const std::string& content_type,
+                                         std::chrono::milliseconds timeout) {
+  CURL* c = impl_->curl;
+  curl_slist* h = impl_->prepare(method, path, timeout, content_type, "");
+  HttpResponse resp;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  if (method != "GET") {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp.headers);
+  CURLcode rc = curl_easy_perform(c);
+  curl_slist_free_all(h);
+  if (rc != CURLE_OK) return impl_->transport_error(rc, method, path, errbuf);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  return resp;
+}
+
+Result<void> HttpClient::stream_sse(const std::string& path, const SseHandler& on_event,
+                                    const std::string& last_event_id) {
+  CURL* c = impl_->curl;
+  std::string extra = last_event_id.empty() ? "" : "Last-Event-ID: " + last_event_id;
+  curl_slist* h = impl_->prepare("GET", path, std::chrono::milliseconds(0), "", extra);
+  h = curl_slist_append(h, "Accept: text/event-stream");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  // A stream has no overall deadline; only the connect timeout applies.
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 0L);
+  SseParser parser;
+  parser.handler = &on_event;
+  parser.curl = c;
+  std::map<std::string, std::string> headers;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_sse);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &parser);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &headers);
+  CURLcode rc = curl_easy_perform(c);
+  curl_slist_free_all(h);
+  if (parser.stopped) return ok_result();  // the handler asked to stop: not a failure
+  if (rc != CURLE_OK) return impl_->transport_error(rc, "GET", path, errbuf);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || status >= 300) {
+    HttpResponse r{status, parser.error_body, headers};
+    Errc code = status == 404   ? Errc::not_found
+                : status == 401 ? Errc::unauthorized
+                : status == 403 ? Errc::forbidden
+                : status < 500  ? Errc::invalid_argument
+                                : Errc::unavailable;
+    return make_error(code, "GET " + impl_->base + path + ": " + r.error_message());
+  }
+  // The server closed the stream. An event without its closing blank line is incomplete and,
+  // as the SSE specification says, dropped.
+  return ok_result();
+}
+
+}  // namespace kfleet
