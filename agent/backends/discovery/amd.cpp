@@ -1,0 +1,133 @@
+#include "discovery/amd.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "common/subprocess.hpp"
+#include "discovery/gpu_naming.hpp"
+
+namespace kfleet::backends {
+namespace fs = std::filesystem;
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+// "123 Mhz" / "(1500Mhz)" / "45.0" -> the first number in the string.
+double first_number(const std::string& s) {
+  static const std::regex re(R"(([0-9]+(\.[0-9]+)?))");
+  std::smatch m;
+  return std::regex_search(s, m, re) ? std::stod(m[1]) : 0;
+}
+
+}  // namespace
+
+long kfd_property(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string k;
+  long v = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    if (ls >> k >> v && k == key) return v;
+  }
+  return 0;
+}
+
+std::vector<GpuInfo> discover_amd_gpus(const std::string& sys_root) {
+  std::vector<GpuInfo> out;
+  std::error_code ec;
+  fs::path nodes = fs::path(sys_root) / "class/kfd/kfd/topology/nodes";
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(nodes, ec)) dirs.push_back(e.path());
+  // Node numbers order the GPUs the way the ROCm runtime enumerates them.
+  std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
+    return std::atol(a.filename().c_str()) < std::atol(b.filename().c_str());
+  });
+  // Names and VRAM sizes of the AMD DRM cards, in card order.
+  std::vector<std::pair<std::string, std::int64_t>> cards;
+  std::vector<fs::path> card_dirs;
+  for (const auto& e : fs::directory_iterator(fs::path(sys_root) / "class/drm", ec)) {
+    auto n = e.path().filename().string();
+    if (n.rfind("card", 0) == 0 && n.find('-') == std::string::npos) card_dirs.push_back(e.path());
+  }
+  std::sort(card_dirs.begin(), card_dirs.end());
+  for (const auto& c : card_dirs) {
+    if (trim(read_file(c / "device/vendor")) != "0x1002") continue;
+    std::string name = trim(read_file(c / "device/product_name"));
+    auto vram = static_cast<std::int64_t>(first_number(read_file(c / "device/mem_info_vram_total")));
+    cards.emplace_back(name, vram);
+  }
+  for (const auto& d : dirs) {
+    std::string props = read_file(d / "properties");
+    auto arch = amd_gfx_arch(kfd_property(props, "gfx_target_version"));
+    if (!arch) continue;  // a CPU node
+    GpuInfo g;
+    g.vendor = "amd";
+    g.arch = *arch;
+    g.gpu_class = *arch;  // AMD jobs name the gfx target (there is no stable marketing class)
+    std::size_t i = out.size();
+    g.name = trim(read_file(d / "name"));
+    if (i < cards.size()) {
+      if (!cards[i].first.empty()) g.name = cards[i].first;
+      g.memory_bytes = cards[i].second;
+    }
+    if (g.name.empty()) g.name = "AMD " + *arch;
+    g.extra["index"] = i;
+    g.extra["kfd_node"] = d.filename().string();
+    g.extra["simd_count"] = kfd_property(props, "simd_count");
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+Result<GpuSnapshot> parse_rocm_smi_json(const std::string& text, unsigned index) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return make_error(Errc::invalid_argument, "rocm-smi printed no JSON");
+  }
+  auto card = j.find("card" + std::to_string(index));
+  if (card == j.end() || !card->is_object()) {
+    return make_error(Errc::not_found, "rocm-smi does not list card" + std::to_string(index));
+  }
+  GpuSnapshot s;
+  for (const auto& [k, v] : card->items()) {
+    if (!v.is_string()) continue;
+    std::string val = v.get<std::string>();
+    if (k.find("sclk clock") != std::string::npos) s.sm_clock_mhz = static_cast<int>(first_number(val));
+    else if (k.find("mclk clock") != std::string::npos) s.mem_clock_mhz = static_cast<int>(first_number(val));
+    else if (k.find("Temperature") != std::string::npos && k.find("edge") != std::string::npos)
+      s.temperature_c = static_cast<int>(first_number(val));
+    else if (k.find("Power (W)") != std::string::npos) s.power_w = first_number(val);
+  }
+  return s;
+}
+
+Result<GpuSnapshot> amd_snapshot(unsigned index) {
+  std::string tool = find_program("rocm-smi");
+  if (tool.empty()) {
+    return make_error(Errc::unavailable,
+                      "rocm-smi not found: install ROCm's rocm-smi for clocks and power");
+  }
+  SubprocessSpec s;
+  s.argv = {tool, "--showclocks", "--showtemp", "--showpower", "--json"};
+  s.timeout_s = 20;
+  auto r = run_subprocess(s);
+  if (!r.ok()) return r.error();
+  if (!r->ok()) return make_error(Errc::unavailable, "rocm-smi failed: " + r->describe());
+  return parse_rocm_smi_json(r->out, index);
+}
+
+}  // namespace kfleet::backends
