@@ -1,0 +1,322 @@
+// parse_job_spec: YAML text -> JobSpec, collecting every issue with its file:line:column.
+#include <fstream>
+#include <sstream>
+
+#include "kfleet/common/bundle.hpp"
+#include "spec_keys.hpp"
+#include "spec_sections.hpp"
+
+namespace kfleet {
+namespace spec {
+namespace {
+
+// Job, campaign and parent names appear in URLs, logs and file names; keep them plain.
+void check_name(Issues& is, const YAML::Node& n, const std::string& path, const YAML::Mark& at,
+                const std::string& s) {
+  if (s.empty() || s.size() > 200) {
+    is.add(mark_of(n, at), path, "must be 1 to 200 characters long");
+    return;
+  }
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.' || c == '/' || c == ':' || c == '+';
+    if (!ok) {
+      is.add(mark_of(n, at), path,
+             "'" + s + "' has the character '" + std::string(1, c) +
+                 "'; use letters, digits and - _ . / : + only");
+      return;
+    }
+  }
+}
+
+void parse_target(Issues& is, const YAML::Node& n, const YAML::Mark& at, TargetSpec& t) {
+  MapReader m(is, n, "target", "target", at);
+  if (!m.is_map()) return;
+  if (m.require("gpu", "a GPU class such as L4, H100 or an arch such as sm_89, gfx1151")) {
+    if (auto s = read_string(is, m.get("gpu"), m.path("gpu"), m.mark())) {
+      if (s->empty()) is.add(mark_of(m.get("gpu"), m.mark()), m.path("gpu"), "must not be empty");
+      t.gpu = *s;
+    }
+  }
+  if (m.has("regions")) {
+    if (auto v = read_string_list(is, m.get("regions"), m.path("regions"), m.mark())) t.regions = *v;
+  }
+}
+
+void parse_steps(Issues& is, const YAML::Node& n, const std::string& path, const YAML::Mark& at,
+                 CustomSteps& s) {
+  MapReader m(is, n, path, "kernel.steps", at);
+  if (!m.is_map()) return;
+  m.require("test", "the command that checks correctness; exit status 0 passes");
+  m.require("bench", "the command that prints the metric lines as JSON");
+  const std::pair<const char*, std::string*> fields[] = {
+      {"build", &s.build}, {"test", &s.test}, {"bench", &s.bench}, {"profile", &s.profile}};
+  for (const auto& [key, slot] : fields) {
+    if (m.has(key)) {
+      if (auto v = read_string(is, m.get(key), m.path(key), m.mark())) *slot = *v;
+    }
+  }
+}
+
+void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelSpec& k) {
+  MapReader m(is, n, "kernel", "kernel", at);
+  if (!m.is_map()) return;
+  if (m.require("family", "attention, scaled_mm or custom")) {
+    if (auto s = read_enum(is, m.get("family"), m.path("family"), m.mark(), families())) k.family = *s;
+  }
+  if (m.require("language", "cuda or hip")) {
+    if (auto s = read_enum(is, m.get("language"), m.path("language"), m.mark(), languages())) {
+      k.language = *s;
+    }
+  }
+  const bool custom = k.family == "custom";
+  if (m.has("sources")) {
+    const YAML::Node src = m.get("sources");
+    if (auto v = read_string_list(is, src, m.path("sources"), m.mark())) {
+      for (std::size_t i = 0; i < v->size(); ++i) {
+        auto p = normalize_bundle_path((*v)[i]);
+        if (p) {
+          k.sources.push_back(*p);
+        } else {
+          is.add(mark_of(src[i], m.mark()), item(m.path("sources"), i), p.error().message);
+        }
+      }
+      if (v->empty() && !custom) {
+        is.add(mark_of(src, m.mark()), m.path("sources"), "must name at least one source file");
+      }
+    }
+  } else if (!k.family.empty() && !custom) {
+    m.require("sources", "the kernel's files, relative to the job file's folder");
+  }
+  if (m.has("entry")) {
+    if (auto s = read_string(is, m.get("entry"), m.path("entry"), m.mark())) k.entry = *s;
+  }
+  if (m.has("defines")) {
+    const YAML::Node d = m.get("defines");
+    if (!d.IsMap()) {
+      is.add(mark_of(d, m.mark()), m.path("defines"), "must be a map of NAME: value, not " + describe(d));
+    } else {
+      for (auto it = d.begin(); it != d.end(); ++it) {
+        const std::string name = it->first.Scalar();
+        const std::string path = child(m.path("defines"), name);
+        bool dup = false;
+        for (const auto& [have, _] : k.defines) dup = dup || have == name;
+        if (dup) {
+          is.add(mark_of(it->first, m.mark()), path, "define '" + name + "' appears twice; keep one");
+        } else if (it->second.IsNull()) {
+          k.defines.emplace_back(name, "");  // NAME: with no value -> plain -DNAME
+        } else if (auto v = read_string(is, it->second, path, m.mark())) {
+          k.defines.emplace_back(name, *v);
+        }
+      }
+    }
+  }
+  if (m.has("flags")) {
+    if (auto v = read_string_list(is, m.get("flags"), m.path("flags"), m.mark())) k.flags = *v;
+  }
+  if (m.has("params")) {
+    const YAML::Node p = m.get("params");
+    if (!p.IsMap()) {
+      is.add(mark_of(p, m.mark()), m.path("params"), "must be a map, not " + describe(p));
+    } else {
+      k.params = to_json_value(p);
+    }
+  }
+  if (m.has("steps")) {
+    if (!custom && !k.family.empty()) {
+      is.add(mark_of(m.get("steps"), m.mark()), m.path("steps"),
+             "steps apply only to family: custom; the " + k.family + " harness builds and runs " +
+                 "the kernel itself");
+    }
+    k.steps.emplace();
+    parse_steps(is, m.get("steps"), m.path("steps"), m.mark(), *k.steps);
+  } else if (custom) {
+    m.require("steps", "family custom runs your own build/test/bench commands");
+  }
+}
+
+void parse_benchmark(Issues& is, const YAML::Node& n, const YAML::Mark& at, BenchmarkSpec& b) {
+  MapReader m(is, n, "benchmark", "benchmark", at);
+  if (!m.is_map()) return;
+  if (m.has("min_samples")) {
+    if (auto v = read_int(is, m.get("min_samples"), m.path("min_samples"), m.mark(), 1, 1000000)) {
+      b.min_samples = static_cast<int>(*v);
+    }
+  }
+  if (m.has("max_noise_pct")) {
+    if (auto v = read_number(is, m.get("max_noise_pct"), m.path("max_noise_pct"), m.mark(), 0, false, 100)) {
+      b.max_noise_pct = *v;
+    }
+  }
+  if (m.has("max_time_s")) {
+    if (auto v = read_number(is, m.get("max_time_s"), m.path("max_time_s"), m.mark(), 0, false, 86400)) {
+      b.max_time_s = *v;
+    }
+  }
+  if (m.has("l2_flush")) {
+    if (auto v = read_bool(is, m.get("l2_flush"), m.path("l2_flush"), m.mark())) b.l2_flush = *v;
+  }
+  if (m.has("warmup_max_s")) {
+    if (auto v = read_number(is, m.get("warmup_max_s"), m.path("warmup_max_s"), m.mark(), 0, true, 3600)) {
+      b.warmup_max_s = *v;
+    }
+  }
+  if (m.has("max_rounds")) {
+    if (auto v = read_int(is, m.get("max_rounds"), m.path("max_rounds"), m.mark(), 1, 10000)) {
+      b.max_rounds = static_cast<int>(*v);
+    }
+  }
+}
+
+void parse_profile(Issues& is, const YAML::Node& n, const YAML::Mark& at,
+                   const std::string& language, ProfileSpec& p) {
+  MapReader m(is, n, "profile", "profile", at);
+  if (!m.is_map()) return;
+  if (m.require("tool", "ncu for cuda, rocprofv3 for hip")) {
+    if (auto s = read_enum(is, m.get("tool"), m.path("tool"), m.mark(), profile_tools())) {
+      p.tool = *s;
+      const bool mismatch = (p.tool == "ncu" && language == "hip") ||
+                            (p.tool == "rocprofv3" && language == "cuda");
+      if (mismatch) {
+        is.add(mark_of(m.get("tool"), m.mark()), m.path("tool"),
+               p.tool + " cannot profile " + language + " kernels; use " +
+                   (language == "hip" ? "rocprofv3" : "ncu"));
+      }
+    }
+  }
+  if (m.has("metrics")) {
+    if (auto v = read_string_list(is, m.get("metrics"), m.path("metrics"), m.mark())) p.metrics = *v;
+  }
+  if (m.has("when")) {
+    if (auto s = read_enum(is, m.get("when"), m.path("when"), m.mark(), profile_whens())) p.when = *s;
+  }
+}
+
+void parse_simulate(Issues& is, const YAML::Node& n, const YAML::Mark& at, SimulationSpec& s) {
+  MapReader m(is, n, "simulate", "simulate", at);
+  if (!m.is_map()) return;
+  if (m.has("time_us")) {
+    if (auto v = read_number(is, m.get("time_us"), m.path("time_us"), m.mark(), 0, false, 1e9)) s.time_us = *v;
+  }
+  if (m.has("noise_pct")) {
+    if (auto v = read_number(is, m.get("noise_pct"), m.path("noise_pct"), m.mark(), 0, true, 100)) s.noise_pct = *v;
+  }
+  if (m.has("slower_pct")) {
+    const YAML::Node sp = m.get("slower_pct");
+    if (!sp.IsMap()) {
+      is.add(mark_of(sp, m.mark()), m.path("slower_pct"),
+             "must be a map of GPU class: percent, e.g. {L4: 5.0}, not " + describe(sp));
+    } else {
+      for (auto it = sp.begin(); it != sp.end(); ++it) {
+        const std::string gpu = it->first.Scalar();
+        if (auto v = read_number(is, it->second, child(m.path("slower_pct"), gpu), m.mark(), -100, false, 1e6)) {
+          s.slower_pct[gpu] = *v;
+        }
+      }
+    }
+  }
+  if (m.has("fail_stage")) {
+    if (auto v = read_enum(is, m.get("fail_stage"), m.path("fail_stage"), m.mark(), fail_stages())) {
+      s.fail_stage = *v;
+    }
+  }
+  if (m.has("fail_reason")) {
+    if (auto v = read_string(is, m.get("fail_reason"), m.path("fail_reason"), m.mark())) s.fail_reason = *v;
+  }
+  if (m.has("stage_ms")) {
+    if (auto v = read_int(is, m.get("stage_ms"), m.path("stage_ms"), m.mark(), 0, 600000)) {
+      s.stage_ms = static_cast<int>(*v);
+    }
+  }
+}
+
+void parse_document(Issues& is, const YAML::Node& root, JobSpec& spec) {
+  const YAML::Mark top;  // line -1: issues about the whole document carry line 0
+  if (!root.IsDefined() || root.IsNull()) {
+    is.add(top, "(document)", "the job file is empty; it needs at least name, target and kernel");
+    return;
+  }
+  MapReader m(is, root, "", "", top);
+  if (!m.is_map()) return;
+  for (const char* key : {"name", "campaign", "parent"}) {
+    if (!m.has(key)) continue;
+    if (auto s = read_string(is, m.get(key), m.path(key), m.mark())) {
+      check_name(is, m.get(key), m.path(key), m.mark(), *s);
+      std::string& slot = key == std::string("name") ? spec.name
+                          : key == std::string("campaign") ? spec.campaign
+                                                           : spec.parent;
+      slot = *s;
+    }
+  }
+  m.require("name", "a unique job name such as fa-s512-v3/iter1");
+  if (m.has("priority")) {
+    if (auto v = read_int(is, m.get("priority"), m.path("priority"), m.mark(), -1000, 1000)) {
+      spec.priority = static_cast<int>(*v);
+    }
+  }
+  if (m.require("target", "where to run, e.g. {gpu: L4}")) parse_target(is, m.get("target"), m.mark(), spec.target);
+  if (m.require("kernel", "the family, language and sources of the kernel")) {
+    parse_kernel(is, m.get("kernel"), m.mark(), spec.kernel);
+  }
+  if (m.has("gates")) parse_gates(is, m.get("gates"), m.mark(), m.has("parent"), spec.gates);
+  if (m.has("benchmark")) parse_benchmark(is, m.get("benchmark"), m.mark(), spec.benchmark);
+  if (m.has("profile")) {
+    spec.profile.emplace();
+    parse_profile(is, m.get("profile"), m.mark(), spec.kernel.language, *spec.profile);
+  }
+  if (m.has("simulate")) {
+    spec.simulate.emplace();
+    parse_simulate(is, m.get("simulate"), m.mark(), *spec.simulate);
+  }
+  if (m.has("max_attempts")) {
+    if (auto v = read_int(is, m.get("max_attempts"), m.path("max_attempts"), m.mark(), 1, 20)) {
+      spec.max_attempts = static_cast<int>(*v);
+    }
+  }
+  if (m.has("timeout_s")) {
+    if (auto v = read_int(is, m.get("timeout_s"), m.path("timeout_s"), m.mark(), 1, 86400)) {
+      spec.timeout_s = static_cast<int>(*v);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace spec
+
+SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) {
+  spec::Issues is;
+  is.file = file;
+  SpecParse out;
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp reports syntax errors as exceptions; they stop at this boundary as an issue.
+    is.add(e.mark, "(syntax)", "YAML syntax error: " + e.msg);
+    out.issues = std::move(is.list);
+    return out;
+  }
+  JobSpec job;
+  try {
+    spec::parse_document(is, root, job);
+  } catch (const YAML::Exception& e) {
+    is.add(e.mark, "(document)", "cannot read the document: " + e.msg);
+  }
+  out.issues = std::move(is.list);
+  if (out.issues.empty()) out.spec = std::move(job);
+  return out;
+}
+
+SpecParse parse_job_spec_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    SpecParse out;
+    out.issues.push_back(SpecIssue{path, 0, 0, "(file)", "cannot open the job file for reading"});
+    return out;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_job_spec(text.str(), path);
+}
+
+}  // namespace kfleet
