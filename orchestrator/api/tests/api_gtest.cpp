@@ -1,0 +1,195 @@
+// The API in process: a real server on a loopback port, a real (in-memory) SQLite store, and
+// the libcurl client. Bad input gets the right status and a clear message, nothing is stored,
+// and the server keeps serving.
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+
+#include "kfleet/api/server.hpp"
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/common/http_client.hpp"
+
+namespace {
+
+using namespace kfleet;
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto st = store::open_sqlite_store({":memory:", false});
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    store_ = std::move(*st);
+    prov_ = provision::make_static_provisioner();
+    core::Config cfg;
+    cfg.user_tokens = {"user-secret"};
+    cfg.enrol_token = "enrol-secret";
+    cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_,
+                                               std::make_shared<SystemClock>(), *prov_, cfg);
+    api::ServerOptions so;
+    so.max_body_bytes = 64 * 1024;
+    server_ = std::make_unique<api::Server>(io_, *cp_, so);
+    auto port = server_->listen();
+    ASSERT_TRUE(port.ok()) << port.error().message;
+    url_ = "http://127.0.0.1:" + std::to_string(*port);
+    cp_->start();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  static std::string good_yaml(const std::string& name) {
+    return "name: " + name + "\ntarget: {gpu: L4}\nkernel:\n  family: attention\n  language: cuda\n"
+           "  sources: [k.cu]\nsimulate: {time_us: 50, stage_ms: 1}\n";
+  }
+  static nlohmann::json bundle_with(const std::string& path) {
+    Bundle b;
+    b.files.push_back({path, "__global__ void k() {}\n"});
+    return bundle_to_json(b);
+  }
+  nlohmann::json submit_body(const std::string& yaml, const std::string& src = "k.cu") {
+    return {{"spec_yaml", yaml}, {"source_name", "job.yaml"}, {"bundle", bundle_with(src)}};
+  }
+  std::size_t job_count() {
+    HttpClient c(url_);
+    auto r = c.get("/api/v1/jobs");
+    EXPECT_TRUE(r.ok());
+    return (*r->json())["jobs"].size();
+  }
+
+  boost::asio::io_context io_;
+  store::StorePtr store_;
+  provision::ProvisionerPtr prov_;
+  std::unique_ptr<core::ControlPlane> cp_;
+  std::unique_ptr<api::Server> server_;
+  std::thread thread_;
+  std::string url_;
+};
+
+TEST_F(ApiTest, HealthAnswers) {
+  HttpClient c(url_);
+  auto r = c.get("/api/v1/health");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ((*r->json())["status"], "ok");
+}
+
+TEST_F(ApiTest, SubmitNeedsAUserToken) {
+  HttpClient anon(url_);
+  auto r = anon.post_json("/api/v1/jobs", submit_body(good_yaml("a")));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401);
+  EXPECT_NE(r->error_message().find("token"), std::string::npos) << r->body;
+  HttpClient wrong(url_, "enrol-secret");  // an enrolment token is not a user token
+  r = wrong.post_json("/api/v1/jobs", submit_body(good_yaml("a")));
+  EXPECT_EQ(r->status, 401);
+  HttpClient user(url_, "user-secret");
+  r = user.post_json("/api/v1/jobs", submit_body(good_yaml("a")));
+  EXPECT_EQ(r->status, 201) << r->body;
+  EXPECT_EQ(job_count(), 1u);
+}
+
+TEST_F(ApiTest, BadJobsAreRefusedWithTheirPlaceAndNothingIsStored) {
+  HttpClient user(url_, "user-secret");
+  struct Case { std::string yaml, where; };
+  const std::vector<Case> cases = {
+      {"name: x\ntarget: {gpu: L4\nkernel: [", "job.yaml:"},                   // syntax error
+      {"name: x\npriority: high\n" + good_yaml("y").substr(8), "priority"},    // wrong type
+      {good_yaml("x") + "colour: blue\n", "colour"},                           // unknown key
+      {"target: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
+       "name"},                                                                // missing field
+      {"name: x\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: "
+       "[../../etc/passwd]}\n", "sources"},                                    // escaping path
+  };
+  for (const auto& c : cases) {
+    auto r = user.post_json("/api/v1/jobs", submit_body(c.yaml));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400) << c.yaml << "\n" << r->body;
+    auto j = r->json();
+    ASSERT_TRUE(j.ok());
+    const std::string text = (*j).dump();
+    EXPECT_NE(text.find(c.where), std::string::npos) << text;
+    EXPECT_TRUE((*j)["error"]["details"].is_array()) << text;
+    const auto& d = (*j)["error"]["details"][0];
+    EXPECT_EQ(d["file"], "job.yaml");
+    EXPECT_GT(d["line"].get<int>(), 0) << text;
+  }
+  EXPECT_EQ(job_count(), 0u);
+  // The bundle itself may not smuggle an escaping path either.
+  auto r = user.post_json("/api/v1/jobs", submit_body(good_yaml("z"), "../k.cu"));
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(job_count(), 0u);
+  // And the server still serves.
+  EXPECT_EQ(user.post_json("/api/v1/jobs", submit_body(good_yaml("ok")))->status, 201);
+}
+
+TEST_F(ApiTest, OversizedAndMalformedBodies) {
+  HttpClient user(url_, "user-secret");
+  std::string huge(200 * 1024, 'x');
+  auto r = user.request("POST", "/api/v1/jobs", huge, "application/json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, 413);
+  HttpClient user2(url_, "user-secret");
+  r = user2.request("POST", "/api/v1/jobs", "{not json", "application/json");
+  EXPECT_EQ(r->status, 400);
+  r = user2.post_json("/api/v1/jobs", {{"spec_yaml", 42}});
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(user2.get("/api/v1/nope")->status, 404);
+  EXPECT_EQ(user2.request("DELETE", "/api/v1/jobs", "", "text/plain")->status, 405);
+  EXPECT_EQ(user2.get("/api/v1/health")->status, 200);
+  EXPECT_EQ(job_count(), 0u);
+}
+
+TEST_F(ApiTest, AgentsNeedTheEnrolmentTokenAndTheirOwnToken) {
+  HttpClient anon(url_);
+  nlohmann::json enrol = {{"name", "a1"}, {"region", "r1"}, {"backend", "simulated"},
+                          {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}};
+  EXPECT_EQ(anon.post_json("/api/v1/agents/enrol", enrol)->status, 401);
+  HttpClient enrolc(url_, "enrol-secret");
+  auto r = enrolc.post_json("/api/v1/agents/enrol", enrol);
+  ASSERT_EQ(r->status, 201) << r->body;
+  auto j = *r->json();
+  const auto id = j["agent_id"].get<std::int64_t>();
+  const std::string hb = "/api/v1/agents/" + std::to_string(id) + "/heartbeat";
+  EXPECT_EQ(enrolc.post_json(hb, nlohmann::json::object())->status, 401);
+  HttpClient user(url_, "user-secret");
+  EXPECT_EQ(user.post_json(hb, nlohmann::json::object())->status, 403);
+  HttpClient agent(url_, j["token"].get<std::string>());
+  EXPECT_EQ(agent.post_json(hb, nlohmann::json::object())->status, 200);
+  // The agent's GPUs are marked simulated because its backend is.
+  auto agents = *anon.get("/api/v1/agents")->json();
+  EXPECT_TRUE(agents["agents"][0]["simulated"].get<bool>());
+}
+
+TEST_F(ApiTest, LeaseLongPollGetsAQueuedJobAndStaleTokensAreRefused) {
+  HttpClient enrolc(url_, "enrol-secret");
+  nlohmann::json enrol = {{"name", "a1"}, {"region", "r1"}, {"backend", "simulated"},
+                          {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}};
+  auto e = *enrolc.post_json("/api/v1/agents/enrol", enrol)->json();
+  HttpClient agent(url_, e["token"].get<std::string>());
+  const std::string base = "/api/v1/agents/" + std::to_string(e["agent_id"].get<int>());
+  // Nothing queued: the poll times out with 204.
+  EXPECT_EQ(agent.post_json(base + "/lease?wait_ms=50", nlohmann::json::object())->status, 204);
+  HttpClient user(url_, "user-secret");
+  ASSERT_EQ(user.post_json("/api/v1/jobs", submit_body(good_yaml("j1")))->status, 201);
+  auto l = agent.post_json(base + "/lease?wait_ms=5000", nlohmann::json::object());
+  ASSERT_EQ(l->status, 200) << l->body;
+  auto lease = (*l->json())["lease"];
+  const auto run = lease["run_id"].get<std::int64_t>();
+  const auto token = lease["fencing_token"].get<std::int64_t>();
+  const std::string ev = "/api/v1/runs/" + std::to_string(run) + "/events";
+  nlohmann::json batch = {{"fencing_token", token},
+                          {"events", {{{"seq", 1}, {"type", "stage.started"}, {"data", {{"stage", "build"}}}}}}};
+  auto up = agent.post_json(ev, batch);
+  ASSERT_EQ(up->status, 200) << up->body;
+  EXPECT_EQ((*up->json())["contiguous"], 1);
+  EXPECT_EQ((*agent.post_json(ev, batch)->json())["duplicates"], 1);  // a retry is not a duplicate row
+  batch["fencing_token"] = token + 1;
+  EXPECT_EQ(agent.post_json(ev, batch)->status, 409);
+  auto job = *user.get("/api/v1/jobs/1")->json();
+  EXPECT_EQ(job["job"]["state"], "building");
+}
+
+}  // namespace

@@ -1,0 +1,188 @@
+#include "cluster.hpp"
+
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/common/jobspec.hpp"
+
+namespace kfleet::e2e {
+
+namespace fs = std::filesystem;
+
+Cluster::Cluster(ClusterOptions o) : opts_(std::move(o)), dir_(make_temp_dir("kfleet-e2e")) {}
+
+Cluster::~Cluster() {
+  for (auto& a : agents_) a->terminate(3000);
+  if (kfleetd_.running()) kfleetd_.terminate(5000);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir_);
+  else std::fprintf(stderr, "e2e: keeping %s for inspection\n", dir_.c_str());
+}
+
+void Cluster::start_kfleetd() {
+  const std::string port_file = dir_ + "/port";
+  fs::remove(port_file);
+  std::vector<std::string> argv = {KFLEETD_BIN,
+                                   "--listen", "127.0.0.1:" + std::to_string(port_),
+                                   "--db", db_path(),
+                                   "--user-token", kUserToken,
+                                   "--enrol-token", kEnrolToken,
+                                   "--lease-ttl-ms", std::to_string(opts_.lease_ttl_ms),
+                                   "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),
+                                   "--stockout-cooldown-ms", std::to_string(opts_.stockout_cooldown_ms),
+                                   "--port-file", port_file,
+                                   "--provisioner", opts_.provisioner,
+                                   "--agent-binary", KFLEET_AGENT_BIN};
+  if (opts_.provisioner == "simulated") {
+    nlohmann::json sc = opts_.simulated_cloud;
+    sc["work_root"] = dir_ + "/cloud";
+    fs::create_directories(dir_ + "/cloud");
+    write_file(dir_ + "/cloud.json", sc.dump(2));
+    argv.insert(argv.end(), {"--simulated-cloud", dir_ + "/cloud.json"});
+  }
+  argv.insert(argv.end(), opts_.extra_args.begin(), opts_.extra_args.end());
+  kfleetd_ = Proc::spawn(argv, dir_ + "/kfleetd-" + std::to_string(restarts_++) + ".log",
+                         {{"KFLEET_LOG", "debug"}});
+  ASSERT_TRUE(wait_until([&] { return fs::exists(port_file) || !kfleetd_.running(); },
+                         std::chrono::seconds(20)));
+  ASSERT_TRUE(fs::exists(port_file)) << "kfleetd did not start:\n" << kfleetd_.log();
+  port_ = std::stoi(read_file(port_file));
+  url_ = "http://127.0.0.1:" + std::to_string(port_);
+}
+
+void Cluster::kill_kfleetd() { kfleetd_.kill9(); }
+
+Proc& Cluster::start_agent(const std::string& name, const std::string& region,
+                           const std::string& gpu_class, const std::string& arch) {
+  const std::string work = dir_ + "/agent-" + name;
+  fs::create_directories(work);
+  agents_.push_back(std::make_unique<Proc>(Proc::spawn(
+      {KFLEET_AGENT_BIN, "--server", url_, "--enrol-token", kEnrolToken, "--name", name,
+       "--region", region, "--backend", "simulated", "--gpu-class", gpu_class, "--arch", arch,
+       "--work-dir", work},
+      dir_ + "/agent-" + name + ".log", {{"KFLEET_LOG", "debug"}})));
+  return *agents_.back();
+}
+
+std::string Cluster::write_job(const std::string& name, const std::string& yaml) {
+  const std::string d = dir_ + "/jobs/" + name;
+  fs::create_directories(d);
+  write_file(d + "/k.cu", "// " + name + "\n__global__ void k(float* o) { o[threadIdx.x] = 1.f; }\n");
+  write_file(d + "/job.yaml", yaml);
+  return d + "/job.yaml";
+}
+
+std::string Cluster::sim_job_yaml(const std::string& name, const std::string& gpu,
+                                  const std::string& regions, int stage_ms, double time_us,
+                                  const std::string& extra) {
+  std::string y = "name: " + name + "\ntarget:\n  gpu: " + gpu + "\n";
+  if (!regions.empty()) y += "  regions: [" + regions + "]\n";
+  y += "kernel:\n  family: attention\n  language: cuda\n  sources: [k.cu]\n  entry: k\n"
+       "  defines: {TAG: \"" + name + "\"}\n"
+       "gates:\n  resources: {max_registers: 128}\n  correctness:\n    dtype: fp16\n"
+       "    cases:\n      - {name: small, shape: {B: 1, H: 2, S: 128, D: 64}, seeds: [0, 1]}\n"
+       "    tolerance: {atol: 1.0e-3, rtol: 1.0e-3}\n"
+       "simulate: {time_us: " + std::to_string(time_us) + ", stage_ms: " + std::to_string(stage_ms) + "}\n";
+  return y + extra;
+}
+
+CmdResult Cluster::cli(const std::vector<std::string>& args, int timeout_ms) {
+  std::vector<std::string> argv = {KFLEET_CLI_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_cmd(argv, timeout_ms,
+                 {{"KFLEET_SERVER", url_}, {"KFLEET_TOKEN", kUserToken}, {"NO_COLOR", "1"},
+                  {"KFLEET_CONFIG", dir_ + "/no-config.yaml"}});
+}
+
+nlohmann::json Cluster::get(const std::string& path) {
+  HttpClient c(url_);
+  auto r = c.get(path);
+  EXPECT_TRUE(r.ok()) << path << ": " << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return {};
+  EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+  auto j = r->json();
+  return j.ok() ? *j : nlohmann::json();
+}
+
+std::vector<nlohmann::json> Cluster::job_events(std::int64_t id) {
+  auto j = get("/api/v1/jobs/" + std::to_string(id) + "/events?limit=10000");
+  std::vector<nlohmann::json> out;
+  for (auto& e : j["events"]) out.push_back(e);
+  return out;
+}
+
+nlohmann::json Cluster::wait_terminal(std::int64_t id, int timeout_ms) {
+  nlohmann::json last;
+  bool done = wait_until(
+      [&] {
+        HttpClient c(url_);
+        auto r = c.get("/api/v1/jobs/" + std::to_string(id));
+        if (!r.ok() || r->status != 200) return false;
+        last = *r->json();
+        auto s = last["job"]["state"].get<std::string>();
+        return s == "passed" || s == "rejected" || s == "error" || s == "cancelled";
+      },
+      std::chrono::milliseconds(timeout_ms), std::chrono::milliseconds(50));
+  EXPECT_TRUE(done) << "job " << id << " did not finish: " << last.dump(2) << "\n" << logs();
+  return last;
+}
+
+std::int64_t Cluster::submit_api(const std::string& yaml_path, bool force) {
+  auto spec = parse_job_spec_file(yaml_path);
+  EXPECT_TRUE(spec.ok()) << spec.error_text();
+  if (!spec.ok()) return 0;
+  auto b = pack_bundle(fs::path(yaml_path).parent_path().string(), spec.spec->kernel.sources);
+  EXPECT_TRUE(b.ok());
+  HttpClient c(url_, kUserToken);
+  auto r = c.post_json("/api/v1/jobs", {{"spec_yaml", read_file(yaml_path)},
+                                        {"source_name", fs::path(yaml_path).filename().string()},
+                                        {"bundle", bundle_to_json(*b)},
+                                        {"force", force}});
+  EXPECT_TRUE(r.ok());
+  if (!r.ok()) return 0;
+  EXPECT_TRUE(r->status == 201 || r->status == 200) << r->body;
+  return (*r->json())["job"]["id"].get<std::int64_t>();
+}
+
+std::vector<std::vector<std::string>> Cluster::sql(const std::string& query) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "cannot open " << db_path();
+    sqlite3_close(db);
+    return rows;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, query.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "bad query " << query << ": " << sqlite3_errmsg(db);
+  } else {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(st); ++i) {
+        auto* t = sqlite3_column_text(st, i);
+        row.push_back(t ? reinterpret_cast<const char*>(t) : "");
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return rows;
+}
+
+std::string Cluster::logs() const {
+  std::string out;
+  for (const auto& e : fs::directory_iterator(dir_))
+    if (e.path().extension() == ".log") {
+      std::string t = read_file(e.path().string());
+      if (t.size() > 6000) t = "...\n" + t.substr(t.size() - 6000);
+      out += "----- " + e.path().filename().string() + "\n" + t + "\n";
+    }
+  return out;
+}
+
+}  // namespace kfleet::e2e

@@ -1,0 +1,68 @@
+#pragma once
+// A kfleet cluster on loopback for end-to-end tests: kfleetd on a fresh SQLite file, agents on
+// the simulated GPU backend, and the kfleet CLI, all as real processes.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/http_client.hpp"
+#include "support.hpp"
+
+namespace kfleet::e2e {
+
+struct ClusterOptions {
+  std::string provisioner = "static";
+  nlohmann::json simulated_cloud;       // config for --provisioner simulated
+  int lease_ttl_ms = 3000;
+  int heartbeat_ms = 300;
+  int stockout_cooldown_ms = 60000;
+  std::vector<std::string> extra_args;  // more kfleetd flags
+};
+
+class Cluster {
+ public:
+  explicit Cluster(ClusterOptions o = {});
+  ~Cluster();
+
+  void start_kfleetd();                 // first start: port 0; restarts reuse the port
+  void kill_kfleetd();                  // SIGKILL
+  Proc& kfleetd() { return kfleetd_; }
+  Proc& start_agent(const std::string& name, const std::string& region = "local",
+                    const std::string& gpu_class = "L4", const std::string& arch = "sm_89");
+
+  const std::string& url() const { return url_; }
+  const std::string& dir() const { return dir_; }
+  std::string db_path() const { return dir_ + "/kfleet.db"; }
+  static constexpr const char* kUserToken = "e2e-user-token";
+  static constexpr const char* kEnrolToken = "e2e-enrol-token";
+
+  // Writes dir/jobs/<name>/job.yaml (with `yaml`) and a kernel source k.cu beside it.
+  std::string write_job(const std::string& name, const std::string& yaml);
+  // A valid job running on the simulated backend; `extra` is appended YAML.
+  static std::string sim_job_yaml(const std::string& name, const std::string& gpu = "L4",
+                                  const std::string& regions = "", int stage_ms = 20,
+                                  double time_us = 100, const std::string& extra = "");
+
+  CmdResult cli(const std::vector<std::string>& args, int timeout_ms = 120000);
+  nlohmann::json get(const std::string& path);           // GET JSON (asserting 200)
+  nlohmann::json job(std::int64_t id) { return get("/api/v1/jobs/" + std::to_string(id)); }
+  std::vector<nlohmann::json> job_events(std::int64_t id);
+  // Waits for a terminal state; returns the job JSON (fails the test on timeout).
+  nlohmann::json wait_terminal(std::int64_t id, int timeout_ms = 60000);
+  std::int64_t submit_api(const std::string& yaml_path, bool force = false);
+  // Runs a query on the SQLite file (read-only) and returns rows of text.
+  std::vector<std::vector<std::string>> sql(const std::string& query);
+  std::string logs() const;             // every process log, for failure messages
+
+ private:
+  ClusterOptions opts_;
+  std::string dir_, url_;
+  int port_ = 0;
+  int restarts_ = 0;
+  Proc kfleetd_;
+  std::vector<std::unique_ptr<Proc>> agents_;
+};
+
+}  // namespace kfleet::e2e
