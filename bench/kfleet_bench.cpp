@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench: kfleetd did not start:\n%s\n", kfleetd.log().c_str());
     return 1;
   }
-  const std::string url = "http://127.0.0.1:" + e2e::read_file(dir + "/port").substr(0, 5);
+  const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(e2e::read_file(dir + "/port")));
   std::printf("kfleet_bench: kfleetd at %s, SQLite file %s/bench.db\n", url.c_str(), dir.c_str());
 
   // 1. Submit-to-lease latency: one agent waiting in a long-poll; a job is submitted; the
