@@ -149,8 +149,12 @@ void parse_compare_to(Issues& is, const YAML::Node& n, const std::string& path,
     return;
   }
   if (m.has("label")) {
-    if (m.has("job")) is.add(mark_of(m.get("label"), m.mark()), m.path("label"), "label applies to value_us, value_ms and reference only");
-    if (auto s = read_string(is, m.get("label"), m.path("label"), m.mark())) out.label = *s;
+    if (!m.has("value_us") && !m.has("value_ms")) {
+      is.add(mark_of(m.get("label"), m.mark()), m.path("label"),
+             "label names a fixed value_us / value_ms; a job or reference already has a name");
+    } else if (auto s = read_string(is, m.get("label"), m.path("label"), m.mark())) {
+      out.label = *s;
+    }
   }
   if (m.has("job")) {
     out.kind = CompareTo::Kind::job;

@@ -1,0 +1,157 @@
+// Keeps docs/job-schema.json true to the parser: the examples pass both, known-bad documents
+// fail both, and each object level of the schema allows exactly the parser's keys.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "../src/spec_keys.hpp"
+#include "../src/spec_yaml.hpp"
+#include "kfleet/common/jobspec.hpp"
+#include "schema_subset.hpp"
+#include "test_paths.hpp"
+
+namespace kfleet {
+namespace {
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+testing::SchemaSubset load_schema() {
+  const auto path = testing::source_dir() / "docs/job-schema.json";
+  const auto text = slurp(path);
+  EXPECT_FALSE(text.empty()) << "cannot read " << path;
+  return testing::SchemaSubset(nlohmann::json::parse(text));
+}
+
+nlohmann::json yaml_as_json(const std::string& text) {
+  return spec::to_json_value(YAML::Load(text));
+}
+
+TEST(JobSchema, EveryExamplePassesParserAndSchema) {
+  const auto schema = load_schema();
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(testing::source_dir() / "jobs")) {
+    if (e.path().extension() != ".yaml" || e.path().parent_path().filename() == "bad") continue;
+    ++n;
+    const auto text = slurp(e.path());
+    auto p = parse_job_spec(text, e.path().string());
+    EXPECT_TRUE(p.ok()) << p.error_text();
+    std::vector<std::string> errors;
+    EXPECT_TRUE(schema.validate(yaml_as_json(text), errors))
+        << e.path() << "\n" << ::testing::PrintToString(errors);
+    // The JSON wire form is also a valid job document.
+    if (p.ok()) {
+      errors.clear();
+      EXPECT_TRUE(schema.validate(to_json(*p.spec), errors))
+          << e.path() << " (to_json)\n" << ::testing::PrintToString(errors);
+    }
+  }
+  EXPECT_GE(n, 6);
+}
+
+TEST(JobSchema, BadDocumentsFailParserAndSchema) {
+  const std::string ok = "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n";
+  const std::string cases_ok = "gates: {correctness: {cases: [{name: a, shape: {B: 1}}]}, performance: {case: a, ";
+  std::vector<std::string> bad = {
+      ok + "colour: blue\n",
+      ok + "gates: {resources: {max_register: 1}}\n",
+      ok + "benchmark: {min_samples: ten}\n",
+      ok + "benchmark: {min_samples: 0}\n",
+      ok + "priority: 5000\n",
+      ok + "max_attempts: 21\n",
+      ok + "timeout_s: 0\n",
+      ok + "profile: {tool: perf}\n",
+      ok + "simulate: {fail_stage: compile}\n",
+      ok + "simulate: {time_us: -1}\n",
+      ok + "gates: {correctness: {cases: [{name: a, shape: {B: 1}, seeds: [-1]}]}}\n",
+      ok + "gates: {correctness: {cases: []}}\n",
+      ok + "gates: {correctness: {cases: [{name: a, shape: {B: 1}}], tolerance: {atol: 0}}}\n",
+      ok + cases_ok + "threshold_pct: 0}}\n",
+      ok + cases_ok + "metric: seconds}}\n",
+      ok + cases_ok + "compare_to: yesterday}}\n",
+      ok + cases_ok + "compare_to: {job: 1, value_us: 3}}}\n",
+      ok + cases_ok + "compare_to: {job: 0}}}\n",
+      ok + cases_ok + "compare_to: {reference: torch, label: x}}}\n",
+      "name: t\ntarget: {regions: [a]}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: atention, language: cuda, sources: [k.cu]}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu], defines: {A: [1]}}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: custom, language: hip, steps: {build: make}}\n",
+      "name: t\ntarget: [L4]\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
+      "target: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
+  };
+  for (const char* f : {"wrong-type.yaml", "unknown-key.yaml", "missing-field.yaml", "bad-enum-range.yaml"}) {
+    bad.push_back(slurp(testing::source_dir() / "jobs/bad" / f));
+  }
+  const auto schema = load_schema();
+  ASSERT_TRUE(parse_job_spec(ok, "ok.yaml").ok());
+  std::vector<std::string> none;
+  ASSERT_TRUE(schema.validate(yaml_as_json(ok), none)) << ::testing::PrintToString(none);
+  for (const auto& doc : bad) {
+    EXPECT_FALSE(parse_job_spec(doc, "bad.yaml").ok()) << doc;
+    std::vector<std::string> errors;
+    EXPECT_FALSE(schema.validate(yaml_as_json(doc), errors)) << "schema accepted:\n" << doc;
+  }
+}
+
+// The properties the schema allows at an object node, across oneOf/anyOf branches.
+std::set<std::string> schema_keys(const testing::SchemaSubset& schema, const nlohmann::json& node) {
+  const auto& s = schema.resolve(node);
+  std::set<std::string> keys;
+  if (s.contains("properties")) {
+    for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) keys.insert(it.key());
+  }
+  for (const char* branch : {"oneOf", "anyOf"}) {
+    if (!s.contains(branch)) continue;
+    for (const auto& b : s[branch]) {
+      auto more = schema_keys(schema, b);
+      keys.insert(more.begin(), more.end());
+    }
+  }
+  return keys;
+}
+
+TEST(JobSchema, PropertyNamesEqualParserKeyTables) {
+  const auto text = slurp(testing::source_dir() / "docs/job-schema.json");
+  const auto root = nlohmann::json::parse(text);
+  const testing::SchemaSubset schema(root);
+  for (const auto& table : spec::key_tables()) {
+    const nlohmann::json* node = &root;
+    std::stringstream ss(table.level);
+    std::string seg;
+    while (!table.level.empty() && std::getline(ss, seg, '.')) {
+      const bool list = seg.size() > 2 && seg.substr(seg.size() - 2) == "[]";
+      if (list) seg.resize(seg.size() - 2);
+      const auto& here = schema.resolve(*node);
+      ASSERT_TRUE(here.contains("properties") && here["properties"].contains(seg))
+          << "schema has no object level '" << table.level << "'";
+      node = &here["properties"][seg];
+      if (list) node = &schema.resolve(*node)["items"];
+    }
+    const auto keys = schema_keys(schema, *node);
+    const std::set<std::string> want(table.keys.begin(), table.keys.end());
+    EXPECT_EQ(keys, want) << "level '" << table.level << "'";
+  }
+}
+
+TEST(JobSchema, EnumsEqualParserVocabulary) {
+  const auto root = nlohmann::json::parse(slurp(testing::source_dir() / "docs/job-schema.json"));
+  const auto& p = root["properties"];
+  auto as_vec = [](const nlohmann::json& e) { return e.get<std::vector<std::string>>(); };
+  EXPECT_EQ(as_vec(p["kernel"]["properties"]["family"]["enum"]), spec::families());
+  EXPECT_EQ(as_vec(p["kernel"]["properties"]["language"]["enum"]), spec::languages());
+  EXPECT_EQ(as_vec(p["gates"]["properties"]["performance"]["properties"]["metric"]["enum"]), spec::metrics());
+  EXPECT_EQ(as_vec(p["profile"]["properties"]["tool"]["enum"]), spec::profile_tools());
+  EXPECT_EQ(as_vec(p["profile"]["properties"]["when"]["enum"]), spec::profile_whens());
+  EXPECT_EQ(as_vec(p["simulate"]["properties"]["fail_stage"]["enum"]), spec::fail_stages());
+}
+
+}  // namespace
+}  // namespace kfleet
