@@ -52,6 +52,8 @@ struct StageContext {
   Comparison compare;
   EventSink& sink;
   const StopFlag& stop;
+  std::string bundle_hash;            // with attempt: seeds anything random (the simulator)
+  int attempt = 1;
 };
 
 struct StageResult {
@@ -84,5 +86,27 @@ struct SimulatedGpuOptions {
   std::string arch = "sm_89";
 };
 BackendPtr make_simulated_backend(const SimulatedGpuOptions& o);
+
+// Real GPU backends (agent/backends/). Empty fields are discovered or looked up: the harness
+// sources from $KFLEET_HARNESS_DIR or the source tree, compilers from the usual install paths,
+// the GPU class and arch from NVML / sysfs.
+struct CudaBackendOptions {
+  std::string harness_dir;
+  std::string nvcc;
+  std::string gpu_class, arch;     // override discovery ("L4", "sm_89")
+  unsigned device = 0;
+  std::string cache_dir;           // build cache; "" = <work_dir>/../build-cache
+  bool require_exclusive = true;   // refuse to benchmark beside another compute process
+};
+BackendPtr make_cuda_backend(const CudaBackendOptions& o);
+
+struct HipBackendOptions {
+  std::string harness_dir;
+  std::string hipcc, clang;        // hipcc when ROCm is installed, else clang-19
+  std::string gpu_class, arch;     // override discovery ("gfx1151")
+  unsigned device = 0;
+  std::string cache_dir;
+};
+BackendPtr make_hip_backend(const HipBackendOptions& o);
 
 }  // namespace kfleet::agent

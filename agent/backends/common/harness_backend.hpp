@@ -1,0 +1,83 @@
+#pragma once
+// What the CUDA and HIP backends share: the build cache, the resources gate, running the harness
+// child per stage and reading its JSON lines, custom-family steps. Vendors fill in compilers,
+// resource reports, GPU state and the profiler.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/resources.hpp"
+#include "common/subprocess.hpp"
+#include "discovery/nvml.hpp"
+#include "kfleet/agent/backend.hpp"
+
+namespace kfleet::backends {
+
+struct HarnessBackendConfig {
+  std::string harness_dir;
+  std::string gpu_class, arch;
+  unsigned device = 0;
+  std::string cache_dir;
+  bool require_exclusive = true;
+};
+
+class HarnessBackend : public agent::Backend {
+ public:
+  explicit HarnessBackend(HarnessBackendConfig cfg);
+  bool simulated() const override { return false; }
+  agent::StageResult build(agent::StageContext& c) override;
+  agent::StageResult resources(agent::StageContext& c) override;
+  agent::StageResult correctness(agent::StageContext& c) override;
+  agent::StageResult benchmark(agent::StageContext& c) override;
+  agent::StageResult profile(agent::StageContext& c) override;
+
+ protected:
+  struct Compiler {
+    std::string path, version;
+  };
+  // The compiler for this host, or why there is none.
+  virtual Result<Compiler> compiler() = 0;
+  // Compiles one job source to an object, with the resource report on stderr.
+  virtual std::vector<std::string> compile_argv(const Compiler& cc, const std::string& arch,
+                                                const std::vector<std::string>& job_flags,
+                                                const std::string& source,
+                                                const std::string& object) = 0;
+  // Links the harness sources and the job's objects into the harness executable; nullopt when
+  // this host can compile but not link a runnable harness (HIP without ROCm).
+  virtual std::optional<std::vector<std::string>> link_argv(
+      const Compiler& cc, const std::string& arch, const std::vector<std::string>& job_flags,
+      const std::vector<std::string>& harness_sources, const std::vector<std::string>& objects,
+      const std::string& output) = 0;
+  virtual std::vector<ResourceUsage> parse_resources(const std::string& compile_log,
+                                                     const std::string& arch) = 0;
+  virtual Result<GpuSnapshot> snapshot() = 0;
+  // Pids of other compute processes on our GPU; an empty list when it is ours alone.
+  virtual Result<std::vector<unsigned>> other_processes() = 0;
+  // The profiler command around `harness_cmd`, or an error naming the missing tool.
+  virtual Result<std::vector<std::string>> profile_argv(const ProfileSpec& p,
+                                                        const std::vector<std::string>& cmd,
+                                                        const std::string& out_dir) = 0;
+  virtual std::string source_language_flag() const { return ""; }
+
+  std::string arch() const { return cfg_.arch; }
+  HarnessBackendConfig cfg_;
+
+ private:
+  agent::StageResult run_custom_step(agent::StageContext& c, const std::string& stage,
+                                     const std::string& command, bool parse_metrics);
+  Result<SubprocessResult> run_harness(agent::StageContext& c, const std::string& stage,
+                                       const std::vector<std::string>& args,
+                                       std::vector<nlohmann::json>& messages);
+  std::string harness_binary_;   // set by build (this run's, possibly from the cache)
+  std::string compile_log_;      // the job sources' compiler output, for resources
+};
+
+// Reads metric lines a custom bench step prints ({"metric": "gflops", "value": ...}).
+std::vector<nlohmann::json> parse_metric_lines(const std::string& stdout_text);
+
+// Fills the verdict fields (perf, delta_pct, ci_low_pct, ci_high_pct, baseline_us) from a
+// comparison, when the lease carries one with samples or a value; leaves data alone otherwise.
+void add_comparison(const agent::Comparison& cmp, const std::vector<double>& samples_us,
+                    double threshold_pct, nlohmann::json& data);
+
+}  // namespace kfleet::backends

@@ -1,0 +1,219 @@
+// Build and resources stages: compile the job's sources (the resource report comes from this
+// step alone, so harness kernels never count against the job's budget), link them with the
+// harness, and cache the result by content hash.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "common/harness_backend.hpp"
+#include "kfleet/common/event.hpp"
+#include "kfleet/common/sha256.hpp"
+
+namespace kfleet::backends {
+namespace fs = std::filesystem;
+using agent::StageContext;
+using agent::StageResult;
+
+namespace {
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+StageResult infra(std::string reason) {
+  StageResult r;
+  r.infra_error = true;
+  r.reason = std::move(reason);
+  return r;
+}
+
+std::vector<std::string> files_in(const fs::path& dir, std::initializer_list<const char*> exts) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    for (const char* x : exts) {
+      if (e.path().extension() == x) out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The first compiler error line, for a one-line reason.
+std::string first_error(const std::string& log) {
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("error") != std::string::npos) return line;
+  }
+  return tail_lines(log, 1);
+}
+
+}  // namespace
+
+HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) {
+  if (cfg_.harness_dir.empty()) {
+    const char* env = std::getenv("KFLEET_HARNESS_DIR");
+    cfg_.harness_dir = env && *env ? env : KFLEET_DEFAULT_HARNESS_DIR;
+  }
+}
+
+StageResult HarnessBackend::build(StageContext& c) {
+  const auto& k = c.spec.kernel;
+  if (k.family == "custom") {
+    if (!k.steps || k.steps->build.empty()) {
+      StageResult r;
+      r.ok = true;
+      r.data["skipped"] = "no build step";
+      return r;
+    }
+    return run_custom_step(c, stage::build, k.steps->build, false);
+  }
+  auto cc = compiler();
+  if (!cc.ok()) return infra(cc.error().message);
+  fs::path hdir = cfg_.harness_dir;
+  if (!fs::exists(hdir / "include")) {
+    return infra("harness sources not found at " + hdir.string() +
+                 ": set KFLEET_HARNESS_DIR to kernels/harness");
+  }
+
+  // Job flags: defines, the entry rename (ABI.md) when the entry is a launch function, flags.
+  std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
+  for (const auto& [name, value] : k.defines) flags.push_back("-D" + name + "=" + value);
+  std::string sources_text;
+  for (const auto& s : k.sources) sources_text += read_all(fs::path(c.bundle_dir) / s);
+  if (!k.entry.empty()) {
+    std::regex launch("\\b" + k.entry + "\\s*\\(\\s*const\\s+kfleet_(attention|scaled_mm)_args");
+    std::smatch m;
+    if (std::regex_search(sources_text, m, launch)) {
+      flags.push_back(std::string("-DKFLEET_") + (m[1] == "attention" ? "ATTENTION" : "SCALED_MM") +
+                      "_ENTRY=" + k.entry);
+    }
+  }
+  for (const auto& f : k.flags) flags.push_back(f);
+
+  auto harness_sources = files_in(hdir / "src", {".cu", ".cpp"});
+  auto cpu_sources = files_in(hdir / "cpu", {".cpp"});
+  harness_sources.insert(harness_sources.end(), cpu_sources.begin(), cpu_sources.end());
+
+  // Cache key: everything that decides the binary.
+  std::string key_text = nlohmann::json(to_json(c.spec)["kernel"]).dump() + "\n" + cc->version +
+                         "\n" + cfg_.arch + "\n" + name() + "\n" + sources_text;
+  for (const auto& f : harness_sources) key_text += f + "\n" + read_all(f);
+  for (const auto& f : files_in(hdir / "include/kfleet_harness", {".h", ".hpp"}))
+    key_text += f + "\n" + read_all(f);
+  const std::string key = sha256_hex(key_text);
+  fs::path cache = cfg_.cache_dir.empty() ? fs::path(c.work_dir).parent_path() / "build-cache"
+                                          : fs::path(cfg_.cache_dir);
+  fs::path entry = cache / key;
+  fs::path binary = entry / "kfleet-harness";
+  fs::path log_file = entry / "compile.log";
+
+  StageResult r;
+  r.data = {{"cache_key", key}, {"compiler", cc->version}, {"arch", cfg_.arch}};
+  if (fs::exists(entry / "done")) {
+    compile_log_ = read_all(log_file);
+    harness_binary_ = fs::exists(binary) ? binary.string() : "";
+    r.ok = true;
+    r.data["cache_hit"] = true;
+    r.data["binary"] = harness_binary_;
+    c.sink.log(stage::build, "build cache hit " + key.substr(0, 12));
+    return r;
+  }
+  std::error_code ec;
+  fs::path tmp = cache / (key + ".tmp." + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) return infra("cannot create build dir " + tmp.string() + ": " + ec.message());
+
+  compile_log_.clear();
+  std::vector<std::string> objects;
+  for (const auto& s : k.sources) {
+    std::string obj = (tmp / (fs::path(s).filename().string() + ".o")).string();
+    SubprocessSpec sp;
+    sp.argv = compile_argv(*cc, cfg_.arch, flags, (fs::path(c.bundle_dir) / s).string(), obj);
+    sp.cwd = c.bundle_dir;
+    sp.timeout_s = c.spec.timeout_s;
+    sp.should_stop = [&] { return c.stop.requested(); };
+    auto res = run_subprocess(sp);
+    if (!res.ok()) return infra(res.error().message);
+    compile_log_ += res->err + res->out;
+    if (!res->ok()) {
+      c.sink.log(stage::build, res->err);
+      r.reason = res->timed_out || res->stopped ? "compile " + res->describe()
+                                                : "compile failed: " + first_error(res->err);
+      r.data["log"] = tail_lines(res->err, 40);
+      fs::remove_all(tmp, ec);
+      return r;
+    }
+    objects.push_back(obj);
+  }
+  std::ofstream(tmp / "compile.log") << compile_log_;
+
+  auto link = link_argv(*cc, cfg_.arch, flags, harness_sources, objects,
+                        (tmp / "kfleet-harness").string());
+  if (link) {
+    SubprocessSpec sp;
+    sp.argv = *link;
+    sp.cwd = c.bundle_dir;
+    sp.timeout_s = c.spec.timeout_s;
+    sp.should_stop = [&] { return c.stop.requested(); };
+    auto res = run_subprocess(sp);
+    if (!res.ok()) return infra(res.error().message);
+    if (!res->ok()) {
+      c.sink.log(stage::build, res->err);
+      r.reason = "link with the harness failed: " + first_error(res->err);
+      r.data["log"] = tail_lines(res->err, 40);
+      fs::remove_all(tmp, ec);
+      return r;
+    }
+  } else {
+    c.sink.log(stage::build, "no GPU runtime to link against: built for the resources gate only");
+  }
+  std::ofstream(tmp / "done") << key << "\n";
+  fs::rename(tmp, entry, ec);
+  if (ec) fs::remove_all(tmp, ec);  // another run finished the same build first: use it
+  harness_binary_ = link && fs::exists(binary) ? binary.string() : "";
+  r.ok = true;
+  r.data["cache_hit"] = false;
+  r.data["binary"] = harness_binary_;
+  return r;
+}
+
+StageResult HarnessBackend::resources(StageContext& c) {
+  StageResult r;
+  if (c.spec.kernel.family == "custom") {
+    r.ok = true;
+    r.data["skipped"] = "custom jobs report no compiler resources";
+    return r;
+  }
+  auto all = parse_resources(compile_log_, cfg_.arch);
+  if (all.empty()) {
+    return infra("the compiler reported no kernel resources (was the build stage run?)");
+  }
+  auto kernels = select_entry(all, c.spec.kernel.entry);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& u : kernels) list.push_back(to_json(u));
+  r.data["kernels"] = list;
+  std::vector<ResourceViolation> viol;
+  if (c.spec.gates.resources) viol = evaluate_budget(kernels, *c.spec.gates.resources);
+  nlohmann::json vj = nlohmann::json::array();
+  for (const auto& v : viol) {
+    vj.push_back({{"kernel", v.kernel}, {"field", v.field}, {"value", v.value},
+                  {"limit", v.limit}, {"reason", v.reason}});
+  }
+  r.data["violations"] = vj;
+  r.ok = viol.empty();
+  if (!r.ok) {
+    r.reason = viol.front().reason;
+    if (viol.size() > 1) r.reason += " (and " + std::to_string(viol.size() - 1) + " more)";
+  }
+  c.sink.emit(event_type::resources, {{"kernels", list}, {"ok", r.ok}, {"violations", vj}});
+  return r;
+}
+
+}  // namespace kfleet::backends

@@ -1,0 +1,153 @@
+#include "common/harness_protocol.hpp"
+
+#include <sstream>
+
+#include "common/subprocess.hpp"
+
+namespace kfleet::backends {
+namespace {
+
+std::string num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string join_u64(const std::vector<std::uint64_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+std::string dtype_arg(const nlohmann::json& d) {
+  if (d.is_string()) return d.get<std::string>();
+  std::string s;
+  if (d.is_object()) {
+    for (const auto& [k, v] : d.items()) {
+      if (v.is_string()) s += (s.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c) {
+  std::vector<std::string> a = {"--case", c.name};
+  std::string shape;
+  for (const auto& [k, v] : c.shape.dims) shape += (shape.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  a.insert(a.end(), {"--shape", shape});
+  if (spec.gates.correctness) {
+    const auto& g = *spec.gates.correctness;
+    if (auto d = dtype_arg(g.dtype); !d.empty()) a.insert(a.end(), {"--dtype", d});
+    const auto& t = g.tolerance;
+    if (t.atol) a.insert(a.end(), {"--atol", num(*t.atol)});
+    if (t.rtol) a.insert(a.end(), {"--rtol", num(*t.rtol)});
+    if (t.max_abs) a.insert(a.end(), {"--max-abs", num(*t.max_abs)});
+    if (t.rel_l2) a.insert(a.end(), {"--rel-l2", num(*t.rel_l2)});
+  }
+  if (c.causal) a.push_back("--causal");
+  const auto& p = spec.kernel.params;
+  if (p.is_object()) {
+    if (p.contains("b_layout") && p["b_layout"].is_string())
+      a.insert(a.end(), {"--b-layout", p["b_layout"].get<std::string>()});
+    if (p.value("bias", false) == true) a.push_back("--bias");
+    if (p.contains("softmax_scale") && p["softmax_scale"].is_number())
+      a.insert(a.end(), {"--softmax-scale", num(p["softmax_scale"].get<double>())});
+    if (p.contains("workspace_mib") && p["workspace_mib"].is_number_integer())
+      a.insert(a.end(), {"--workspace-mib", std::to_string(p["workspace_mib"].get<int>())});
+  }
+  return a;
+}
+
+std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c) {
+  std::vector<std::string> a = {"correctness"};
+  auto rest = harness_case_args(spec, c);
+  a.insert(a.end(), rest.begin(), rest.end());
+  if (!c.seeds.empty()) a.insert(a.end(), {"--seeds", join_u64(c.seeds)});
+  return a;
+}
+
+std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c) {
+  std::vector<std::string> a = {"benchmark"};
+  auto rest = harness_case_args(spec, c);
+  a.insert(a.end(), rest.begin(), rest.end());
+  a.insert(a.end(), {"--seed", std::to_string(c.seeds.empty() ? 0 : c.seeds.front())});
+  const auto& b = spec.benchmark;
+  a.insert(a.end(), {"--min-samples", std::to_string(b.min_samples), "--max-noise-pct",
+                     num(b.max_noise_pct), "--max-time-s", num(b.max_time_s), "--warmup-max-s",
+                     num(b.warmup_max_s)});
+  if (!b.l2_flush) a.push_back("--no-l2-flush");
+  return a;
+}
+
+std::optional<CorrectnessCase> benchmark_case(const JobSpec& spec) {
+  if (!spec.gates.correctness || spec.gates.correctness->cases.empty()) return std::nullopt;
+  const auto& cases = spec.gates.correctness->cases;
+  if (spec.gates.performance) {
+    for (const auto& c : cases) {
+      if (c.name == spec.gates.performance->case_name) return c;
+    }
+  }
+  return cases.back();
+}
+
+std::optional<nlohmann::json> parse_harness_line(const std::string& line) {
+  auto b = line.find_first_not_of(" \t\r");
+  if (b == std::string::npos || line[b] != '{') return std::nullopt;
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string())
+    return std::nullopt;
+  return j;
+}
+
+void HarnessReport::add(const nlohmann::json& m) {
+  const std::string t = m.value("type", "");
+  if (t == "device") device = m;
+  else if (t == "warmup") warmup = m;
+  else if (t == "bench") bench = m;
+  else if (t == "error") error = m;
+  else if (t == "correctness") correctness.push_back(m);
+}
+
+std::string harness_failure(int exit_code, int signal, bool timed_out, double timeout_s,
+                            const HarnessReport& rep, const std::string& stderr_tail,
+                            bool& infra) {
+  infra = false;
+  auto with_tail = [&](std::string s) {
+    return stderr_tail.empty() ? s : s + ": " + tail_lines(stderr_tail, 1);
+  };
+  if (timed_out) {
+    return "harness timed out after " + std::to_string(static_cast<long>(timeout_s)) +
+           " s (a hang in the kernel?)";
+  }
+  if (signal != 0) return with_tail("harness crashed (" + signal_name(signal) + ")");
+  if (exit_code == 0) return "";
+  if (exit_code == 1) {
+    for (const auto& c : rep.correctness) {
+      if (!c.value("pass", false)) {
+        std::string r = c.value("reason", "failed");
+        return "case " + c.value("case", "?") + " seed " + std::to_string(c.value("seed", 0)) +
+               ": " + r;
+      }
+    }
+    if (rep.bench && rep.bench->contains("recheck") &&
+        !(*rep.bench)["recheck"].value("pass", true)) {
+      return "outputs of timed runs failed the re-check: " +
+             (*rep.bench)["recheck"].value("reason", std::string("wrong results"));
+    }
+    return with_tail("the kernel failed the stage (exit 1)");
+  }
+  if (rep.error) {
+    const auto& e = *rep.error;
+    std::string phase = e.value("phase", "");
+    std::string what = e.value("call", "") + ": " + e.value("message", "");
+    if (phase == "kernel") return "kernel error: " + what;
+    infra = true;
+    return "harness " + (phase.empty() ? std::string("error") : phase + " error") + ": " + what;
+  }
+  if (exit_code == 2 || exit_code == 3) infra = true;
+  return with_tail("harness failed with exit code " + std::to_string(exit_code));
+}
+
+}  // namespace kfleet::backends

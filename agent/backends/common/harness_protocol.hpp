@@ -1,0 +1,44 @@
+#pragma once
+// The harness child's command line and its JSON-lines output (kernels/harness/PROTOCOL.md),
+// as pure functions so that the mapping from a job spec is tested without a GPU.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/jobspec.hpp"
+
+namespace kfleet::backends {
+
+// "--shape B=2,H=8,S=512,D=64 --dtype q=fp16,kv=fp8_e4m3,out=fp16 [--causal] ..." for one case,
+// with the family's params (b_layout, bias, softmax_scale) and the job's tolerance.
+std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c);
+
+// `correctness --case NAME ... --seeds 0,1,2`.
+std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c);
+
+// `benchmark --case NAME ... --seed S` with the job's benchmark section.
+std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c);
+
+// The case the performance gate names, else the last correctness case (the mission shape);
+// nullopt when the job has no cases.
+std::optional<CorrectnessCase> benchmark_case(const JobSpec& spec);
+
+// One stdout line as a harness message; nullopt for lines that are not JSON objects with a type.
+std::optional<nlohmann::json> parse_harness_line(const std::string& line);
+
+// What the harness said over one run, gathered from its lines.
+struct HarnessReport {
+  std::optional<nlohmann::json> device, warmup, bench, error;
+  std::vector<nlohmann::json> correctness;
+  void add(const nlohmann::json& msg);
+};
+
+// One line about how a harness run ended, per the protocol's exit statuses; "" when it passed.
+// `infra` is set when the failure is the host's (setup error, usage), not the kernel's.
+std::string harness_failure(int exit_code, int signal, bool timed_out, double timeout_s,
+                            const HarnessReport& rep, const std::string& stderr_tail,
+                            bool& infra);
+
+}  // namespace kfleet::backends

@@ -1,0 +1,309 @@
+// Correctness, benchmark and profile stages: the harness runs as a child per stage (timeout,
+// crash isolation), its JSON lines become events, and a benchmark is compared with the lease's
+// baseline using kfleet::stats.
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "common/harness_backend.hpp"
+#include "common/harness_protocol.hpp"
+#include "kfleet/common/event.hpp"
+#include "kfleet/common/stats.hpp"
+
+namespace kfleet::backends {
+namespace fs = std::filesystem;
+using agent::StageContext;
+using agent::StageResult;
+
+namespace {
+
+StageResult infra(std::string reason) {
+  StageResult r;
+  r.infra_error = true;
+  r.reason = std::move(reason);
+  return r;
+}
+
+std::vector<double> doubles(const nlohmann::json& j) {
+  std::vector<double> out;
+  if (j.is_array()) {
+    for (const auto& v : j) {
+      if (v.is_number()) out.push_back(v.get<double>());
+    }
+  }
+  return out;
+}
+
+bool lower_is_better(const std::string& metric) {
+  auto ends = [&](const std::string& s) {
+    return metric.size() >= s.size() && metric.compare(metric.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends("_ms") || ends("_us") || ends("time");
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> parse_metric_lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line[b] != '{') continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    if (!j.contains("metric") || !j["metric"].is_string()) continue;
+    if (!j.contains("value") || !j["value"].is_number()) continue;
+    if (!std::isfinite(j["value"].get<double>())) continue;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void add_comparison(const agent::Comparison& cmp, const std::vector<double>& samples_us,
+                    double threshold_pct, nlohmann::json& data) {
+  if (samples_us.empty()) return;
+  stats::PerfComparison pc;
+  if (!cmp.samples_us.empty()) {
+    pc = stats::compare_samples(samples_us, cmp.samples_us, threshold_pct);
+  } else if (cmp.median_us > 0) {
+    pc = stats::compare_to_value(samples_us, cmp.median_us, threshold_pct);
+  } else {
+    return;
+  }
+  data["perf"] = pc.verdict;
+  data["delta_pct"] = pc.delta_pct;
+  data["ci_low_pct"] = pc.ci_low_pct;
+  data["ci_high_pct"] = pc.ci_high_pct;
+  data["baseline_us"] = cmp.samples_us.empty() ? cmp.median_us
+                                               : stats::summarize(cmp.samples_us).median;
+  data["baseline_label"] = cmp.label;
+  data["baseline_kind"] = cmp.kind;
+  data["threshold_pct"] = threshold_pct;
+}
+
+Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std::string& stage,
+                                                     const std::vector<std::string>& args,
+                                                     std::vector<nlohmann::json>& messages) {
+  SubprocessSpec sp;
+  sp.argv = {harness_binary_};
+  sp.argv.insert(sp.argv.end(), args.begin(), args.end());
+  if (args.empty() || args[0] != "probe") {
+    sp.argv.insert(sp.argv.end(), {"--device", std::to_string(cfg_.device)});
+  }
+  sp.cwd = c.work_dir;
+  sp.timeout_s = c.spec.timeout_s;
+  sp.should_stop = [&] { return c.stop.requested(); };
+  sp.on_line = [&](OutputStream s, const std::string& line) {
+    if (s == OutputStream::err) {
+      c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stderr"}, {"text", line}});
+      return;
+    }
+    if (auto m = parse_harness_line(line)) messages.push_back(std::move(*m));
+  };
+  return run_subprocess(sp);
+}
+
+StageResult HarnessBackend::run_custom_step(StageContext& c, const std::string& stage,
+                                            const std::string& command, bool parse_metrics) {
+  SubprocessSpec sp;
+  sp.argv = {"/bin/sh", "-c", command};
+  sp.cwd = c.bundle_dir;
+  sp.timeout_s = c.spec.timeout_s;
+  sp.should_stop = [&] { return c.stop.requested(); };
+  sp.env = {{"KFLEET_GPU_ARCH", cfg_.arch}, {"KFLEET_DEVICE", std::to_string(cfg_.device)}};
+  sp.on_line = [&](OutputStream s, const std::string& line) {
+    c.sink.emit(event_type::log_line,
+                {{"stage", stage}, {"stream", s == OutputStream::out ? "stdout" : "stderr"},
+                 {"text", line}});
+  };
+  auto res = run_subprocess(sp);
+  if (!res.ok()) return infra(res.error().message);
+  StageResult r;
+  r.ok = res->ok();
+  r.data = {{"command", command}, {"duration_s", res->duration_s}};
+  if (!r.ok) {
+    r.reason = "'" + command + "' " + res->describe();
+    if (auto t = tail_lines(res->err, 1); !t.empty()) r.reason += ": " + t;
+    return r;
+  }
+  if (parse_metrics) {
+    auto metrics = parse_metric_lines(res->out);
+    r.data["metrics"] = metrics;
+    // The headline: the performance gate's case if named, else the first metric; times are
+    // compared directly, rates through their inverse so "regressed" still means worse.
+    const nlohmann::json* head = nullptr;
+    for (const auto& m : metrics) {
+      bool case_ok = !c.spec.gates.performance ||
+                     m.value("case", "") == c.spec.gates.performance->case_name;
+      if (case_ok && !head) head = &m;
+    }
+    if (!head && !metrics.empty()) head = &metrics.front();
+    if (head) {
+      std::string metric = (*head)["metric"];
+      double scale = metric.size() > 3 && metric.ends_with("_ms") ? 1000.0 : 1.0;
+      bool lower = lower_is_better(metric);
+      auto to_cost = [&](double v) { return lower ? v * scale : 1.0 / v; };
+      std::vector<double> samples;
+      for (double v : doubles(head->value("samples", nlohmann::json::array())))
+        samples.push_back(to_cost(v));
+      if (samples.empty()) samples.push_back(to_cost((*head)["value"].get<double>()));
+      r.data["metric"] = metric;
+      r.data["value"] = (*head)["value"];
+      if (lower) {
+        auto s = stats::summarize(samples);
+        r.data.update({{"median_us", s.median}, {"mean_us", s.mean}, {"stdev_us", s.stdev},
+                       {"min_us", s.min}, {"p10_us", s.p10}, {"p90_us", s.p90},
+                       {"samples_us", samples}});
+        double thr = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
+        add_comparison(c.compare, samples, thr, r.data);
+      }
+    }
+  }
+  return r;
+}
+
+StageResult HarnessBackend::correctness(StageContext& c) {
+  const auto& k = c.spec.kernel;
+  if (k.family == "custom") {
+    if (!k.steps || k.steps->test.empty()) return StageResult{true, "", false, {{"skipped", true}}};
+    return run_custom_step(c, stage::correctness, k.steps->test, false);
+  }
+  if (harness_binary_.empty()) return infra("no runnable harness on this host (see the build log)");
+  StageResult r;
+  if (!c.spec.gates.correctness) {
+    r.ok = true;
+    r.data["skipped"] = "no correctness gate";
+    return r;
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& cs : c.spec.gates.correctness->cases) {
+    std::vector<nlohmann::json> msgs;
+    auto res = run_harness(c, stage::correctness, harness_correctness_args(c.spec, cs), msgs);
+    if (!res.ok()) return infra(res.error().message);
+    HarnessReport rep;
+    for (const auto& m : msgs) rep.add(m);
+    if (rep.device) r.data["device"] = *rep.device;
+    for (auto row : rep.correctness) {
+      row["ok"] = row.value("pass", false);
+      c.sink.emit(event_type::correctness, row);
+      rows.push_back(row);
+    }
+    bool infra_err = false;
+    std::string why = harness_failure(res->exit_code, res->signal, res->timed_out,
+                                      c.spec.timeout_s, rep, res->err, infra_err);
+    if (res->stopped) return infra("stopped");
+    if (!why.empty()) {
+      r.reason = why;
+      r.infra_error = infra_err;
+      r.data["rows"] = rows;
+      return r;
+    }
+  }
+  r.ok = true;
+  r.data["rows"] = rows;
+  return r;
+}
+
+StageResult HarnessBackend::benchmark(StageContext& c) {
+  const auto& k = c.spec.kernel;
+  if (k.family == "custom") {
+    if (!k.steps || k.steps->bench.empty()) return StageResult{true, "", false, {{"skipped", true}}};
+    return run_custom_step(c, stage::benchmark, k.steps->bench, true);
+  }
+  if (harness_binary_.empty()) return infra("no runnable harness on this host (see the build log)");
+  auto cs = benchmark_case(c.spec);
+  if (!cs) return StageResult{true, "", false, {{"skipped", "no case to benchmark"}}};
+  if (cfg_.require_exclusive) {
+    auto others = other_processes();
+    if (!others.ok()) return infra("cannot tell whether the GPU is free: " + others.error().message);
+    if (!others->empty()) {
+      return infra("GPU " + std::to_string(cfg_.device) + " is busy: " +
+                   std::to_string(others->size()) + " other compute process(es), e.g. pid " +
+                   std::to_string(others->front()) + "; refusing to benchmark beside them");
+    }
+  }
+  StageResult r;
+  if (auto s = snapshot(); s.ok()) r.data["gpu_before"] = s->to_json();
+  std::vector<nlohmann::json> msgs;
+  auto res = run_harness(c, stage::benchmark, harness_benchmark_args(c.spec, *cs), msgs);
+  if (!res.ok()) return infra(res.error().message);
+  if (auto s = snapshot(); s.ok()) r.data["gpu_after"] = s->to_json();
+  HarnessReport rep;
+  for (const auto& m : msgs) rep.add(m);
+  if (res->stopped) return infra("stopped");
+  bool infra_err = false;
+  std::string why = harness_failure(res->exit_code, res->signal, res->timed_out, c.spec.timeout_s,
+                                    rep, res->err, infra_err);
+  if (!why.empty()) {
+    r.reason = why;
+    r.infra_error = infra_err;
+    return r;
+  }
+  if (!rep.bench) return infra("the harness printed no bench result");
+  const auto& b = *rep.bench;
+  for (const char* f : {"median_us", "mean_us", "stdev_us", "min_us", "max_us", "p10_us",
+                        "p90_us", "rel_stdev_pct", "n", "stop_reason", "tflops", "gbs",
+                        "roofline_floor_us", "suspect", "suspect_reason", "sm_clock_mhz",
+                        "samples_us", "recheck", "l2_flush_bytes"}) {
+    if (b.contains(f)) r.data[f] = b[f];
+  }
+  r.data["case"] = cs->name;
+  if (rep.device) r.data["device"] = *rep.device;
+  if (rep.warmup) r.data["warmup"] = *rep.warmup;
+  auto samples = doubles(b.value("samples_us", nlohmann::json::array()));
+  c.sink.emit(event_type::bench_sample, {{"case", cs->name}, {"samples_us", samples}});
+  if (b.value("suspect", false)) {
+    r.reason = "result is faster than the hardware allows (" + b.value("suspect_reason", std::string("below the roofline floor")) +
+               "): the kernel skips work or fools the timer";
+    return r;
+  }
+  double thr = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
+  add_comparison(c.compare, samples, thr, r.data);
+  r.ok = true;
+  return r;
+}
+
+StageResult HarnessBackend::profile(StageContext& c) {
+  StageResult r;
+  r.ok = true;  // a profile is evidence, never a gate
+  const auto& k = c.spec.kernel;
+  if (k.family == "custom") {
+    if (!k.steps || k.steps->profile.empty()) return r;
+    auto s = run_custom_step(c, stage::profile, k.steps->profile, false);
+    s.ok = true;
+    return s;
+  }
+  if (!c.spec.profile || harness_binary_.empty()) return r;
+  auto cs = benchmark_case(c.spec);
+  if (!cs) return r;
+  std::vector<std::string> cmd = {harness_binary_};
+  auto args = harness_benchmark_args(c.spec, *cs);
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  cmd.insert(cmd.end(), {"--device", std::to_string(cfg_.device), "--max-samples", "3",
+                         "--warmup-max-s", "0"});
+  fs::path out = fs::path(c.work_dir) / "profile";
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  auto argv = profile_argv(*c.spec.profile, cmd, out.string());
+  if (!argv.ok()) {
+    r.data["note"] = argv.error().message;
+    return r;
+  }
+  SubprocessSpec sp;
+  sp.argv = *argv;
+  sp.cwd = c.work_dir;
+  sp.timeout_s = c.spec.timeout_s;
+  sp.should_stop = [&] { return c.stop.requested(); };
+  auto res = run_subprocess(sp);
+  if (!res.ok()) {
+    r.data["note"] = res.error().message;
+    return r;
+  }
+  r.data = {{"tool", c.spec.profile->tool}, {"metrics", c.spec.profile->metrics},
+            {"exit", res->describe()}, {"output", tail_lines(res->out, 200)},
+            {"stderr", tail_lines(res->err, 20)}, {"dir", out.string()}};
+  return r;
+}
+
+}  // namespace kfleet::backends

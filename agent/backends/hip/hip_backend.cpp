@@ -1,0 +1,128 @@
+// The HIP backend: hipcc where ROCm is installed, else clang-19 (a device-only compile: the
+// resources gate works, running needs ROCm); resource remarks for the gate; sysfs and rocm-smi
+// for GPU state; rocprofv3 for profiles.
+#include "common/harness_backend.hpp"
+#include "common/toolchain.hpp"
+#include "discovery/amd.hpp"
+
+namespace kfleet::backends {
+namespace {
+
+class HipBackend final : public HarnessBackend {
+ public:
+  explicit HipBackend(const agent::HipBackendOptions& o)
+      : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir, false}),
+        opts_(o) {}
+
+  std::string name() const override { return "hip"; }
+
+  Result<std::vector<GpuInfo>> discover() override {
+    auto gpus = discover_amd_gpus();
+    if (gpus.empty()) return make_error(Errc::not_found, "no AMD GPU in /sys/class/kfd (is amdgpu loaded?)");
+    for (auto& g : gpus) {
+      if (!cfg_.gpu_class.empty()) g.gpu_class = cfg_.gpu_class;
+      if (!cfg_.arch.empty()) g.arch = cfg_.arch;
+      if (auto s = amd_snapshot(g.extra.value("index", 0u)); s.ok()) g.extra["snapshot"] = s->to_json();
+    }
+    if (cfg_.device < gpus.size() && cfg_.arch.empty()) cfg_.arch = gpus[cfg_.device].arch;
+    return gpus;
+  }
+
+ protected:
+  Result<Compiler> compiler() override {
+    if (cfg_.arch.empty()) {
+      if (auto d = discover(); !d.ok()) {
+        return make_error(Errc::unavailable, "no gfx arch known: " + d.error().message);
+      }
+    }
+    if (compiler_) return *compiler_;
+    Result<std::string> path = make_error(Errc::unavailable, "");
+    if (!opts_.hipcc.empty()) {
+      path = opts_.hipcc;
+    } else if (auto h = find_hipcc(); h.ok()) {
+      path = h;
+    }
+    hipcc_ = path.ok();
+    if (!hipcc_) {
+      path = opts_.clang.empty() ? find_hip_clang() : Result<std::string>(opts_.clang);
+      if (!path.ok()) return path.error();
+    }
+    auto version = compiler_version(*path);
+    if (!version.ok()) return version.error();
+    compiler_ = Compiler{*path, *version};
+    return *compiler_;
+  }
+
+  std::vector<std::string> compile_argv(const Compiler& cc, const std::string& arch,
+                                        const std::vector<std::string>& flags,
+                                        const std::string& source,
+                                        const std::string& object) override {
+    if (!hipcc_) {
+      // No ROCm: device code only, no HIP headers; enough for the resource report.
+      auto a = hip_clang_device_argv(cc.path, arch, source, object);
+      a.insert(a.end() - 1, flags.begin(), flags.end());
+      return a;
+    }
+    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "-x", "hip",
+                                  "--offload-arch=" + arch, "-Rpass-analysis=kernel-resource-usage"};
+    a.insert(a.end(), flags.begin(), flags.end());
+    a.insert(a.end(), {"-c", source, "-o", object});
+    return a;
+  }
+
+  std::optional<std::vector<std::string>> link_argv(
+      const Compiler& cc, const std::string& arch, const std::vector<std::string>& flags,
+      const std::vector<std::string>& harness_sources, const std::vector<std::string>& objects,
+      const std::string& output) override {
+    if (!hipcc_) return std::nullopt;
+    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "--offload-arch=" + arch};
+    a.insert(a.end(), flags.begin(), flags.end());
+    for (const auto& s : harness_sources) {
+      bool device = s.size() > 3 && s.compare(s.size() - 3, 3, ".cu") == 0;
+      a.insert(a.end(), {"-x", device ? "hip" : "c++", s});
+    }
+    a.insert(a.end(), {"-x", "none"});
+    a.insert(a.end(), objects.begin(), objects.end());
+    a.insert(a.end(), {"-o", output});
+    return a;
+  }
+
+  std::vector<ResourceUsage> parse_resources(const std::string& log, const std::string& arch) override {
+    return parse_amdgpu_remarks(log, arch);
+  }
+
+  Result<GpuSnapshot> snapshot() override { return amd_snapshot(cfg_.device); }
+
+  Result<std::vector<unsigned>> other_processes() override { return std::vector<unsigned>{}; }
+
+  Result<std::vector<std::string>> profile_argv(const ProfileSpec& p,
+                                                const std::vector<std::string>& cmd,
+                                                const std::string& out_dir) override {
+    std::string tool = find_program("rocprofv3");
+    if (tool.empty()) return make_error(Errc::unavailable, "rocprofv3 not found: install ROCm's rocprofiler-sdk");
+    std::vector<std::string> a = {tool, "--kernel-trace", "--stats", "-d", out_dir, "-o", "profile"};
+    if (!p.metrics.empty()) {
+      a.push_back("--pmc");
+      a.insert(a.end(), p.metrics.begin(), p.metrics.end());
+    }
+    a.push_back("--");
+    a.insert(a.end(), cmd.begin(), cmd.end());
+    return a;
+  }
+
+  std::string source_language_flag() const override { return "hip"; }
+
+ private:
+  agent::HipBackendOptions opts_;
+  bool hipcc_ = false;
+  std::optional<Compiler> compiler_;
+};
+
+}  // namespace
+}  // namespace kfleet::backends
+
+namespace kfleet::agent {
+BackendPtr make_hip_backend(const HipBackendOptions& o) {
+  return std::make_unique<backends::HipBackend>(o);
+}
+}  // namespace kfleet::agent
