@@ -1,0 +1,132 @@
+#include "options.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "inputs.hpp"
+
+namespace kfleet::harness {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, sep))
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+bool to_double(const std::string& s, double* v) {
+  char* end = nullptr;
+  *v = std::strtod(s.c_str(), &end);
+  return !s.empty() && end && *end == '\0';
+}
+
+bool to_int(const std::string& s, long long* v) {
+  char* end = nullptr;
+  *v = std::strtoll(s.c_str(), &end, 10);
+  return !s.empty() && end && *end == '\0';
+}
+
+std::string parse_dtypes(const std::string& text, Options* o) {
+  kfleet_dtype t;
+  if (text.find('=') == std::string::npos) {  // "--dtype fp16": every tensor
+    if (!parse_dtype(text, &t)) return "unknown dtype '" + text + "' (fp16, bf16, fp8_e4m3)";
+    for (const char* k : {"q", "kv", "out"}) o->dtype[k] = t;
+    return "";
+  }
+  for (const auto& kv : split(text, ',')) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || !parse_dtype(kv.substr(eq + 1), &t))
+      return "--dtype wants key=type pairs like q=fp16,kv=fp8_e4m3,out=fp16, got '" + kv + "'";
+    o->dtype[kv.substr(0, eq)] = t;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string parse_options(int argc, const char* const* argv, Options* o) {
+  if (argc < 2) return "usage: kfleet-harness probe|correctness|benchmark [options]";
+  o->stage = argv[1];
+  if (o->stage != "probe" && o->stage != "correctness" && o->stage != "benchmark")
+    return "unknown stage '" + o->stage + "' (probe, correctness, benchmark)";
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&](std::string* v) {
+      if (i + 1 >= argc) return false;
+      *v = argv[++i];
+      return true;
+    };
+    auto number = [&](double* d) {
+      std::string v;
+      return value(&v) && to_double(v, d);
+    };
+    auto integer = [&](long long* n) {
+      std::string v;
+      return value(&v) && to_int(v, n);
+    };
+    std::string v;
+    long long n = 0;
+    double d = 0;
+    bool good = true;
+    if (flag == "--case") good = value(&o->case_name);
+    else if (flag == "--shape") {
+      good = value(&v);
+      for (const auto& kv : split(v, ',')) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || !to_int(kv.substr(eq + 1), &n) || n <= 0)
+          return "--shape wants positive KEY=N pairs like B=2,H=8,S=512,D=64, got '" + kv + "'";
+        o->shape[kv.substr(0, eq)] = n;
+      }
+    } else if (flag == "--seeds" || flag == "--seed") {
+      good = value(&v);
+      o->seeds.clear();
+      for (const auto& s : split(v, ',')) {
+        if (!to_int(s, &n) || n < 0) return flag + " wants non-negative integers, got '" + s + "'";
+        o->seeds.push_back(static_cast<std::uint64_t>(n));
+      }
+      if (o->seeds.empty()) return flag + " needs at least one seed";
+    } else if (flag == "--dtype") {
+      if (!(good = value(&v))) break;
+      const std::string err = parse_dtypes(v, o);
+      if (!err.empty()) return err;
+    } else if (flag == "--causal") o->causal = true;
+    else if (flag == "--bias") o->bias = true;
+    else if (flag == "--no-l2-flush") o->l2_flush = false;
+    else if (flag == "--softmax-scale") good = number(&o->softmax_scale);
+    else if (flag == "--b-layout") {
+      good = value(&v) && (v == "nk" || v == "kn");
+      o->b_layout = v == "kn" ? KFLEET_B_KN : KFLEET_B_NK;
+    } else if (flag == "--atol") good = number(&o->tolerance.atol);
+    else if (flag == "--rtol") good = number(&o->tolerance.rtol);
+    else if (flag == "--max-abs") good = number(&o->tolerance.max_abs);
+    else if (flag == "--max-rel") good = number(&o->tolerance.max_rel);
+    else if (flag == "--rel-l2") good = number(&o->tolerance.rel_l2);
+    else if (flag == "--workspace-mib") { good = integer(&n) && n >= 0; o->workspace_mib = (int)n; }
+    else if (flag == "--device") { good = integer(&n) && n >= 0; o->device = (int)n; }
+    else if (flag == "--min-samples") { good = integer(&n) && n >= 1; o->stop.min_samples = n; }
+    else if (flag == "--max-samples") { good = integer(&n) && n >= 1; o->stop.max_samples = n; }
+    else if (flag == "--max-noise-pct") good = number(&o->stop.max_noise_pct);
+    else if (flag == "--max-time-s") good = number(&o->stop.max_time_s);
+    else if (flag == "--warmup-max-s") good = number(&o->warmup_max_s);
+    else return "unknown option '" + flag + "'";
+    (void)d;
+    if (!good) return "option " + flag + " needs a valid value";
+  }
+  Tolerance& t = o->tolerance;
+  if (t.atol >= 0 && t.rtol < 0) t.rtol = 0;
+  if (t.rtol >= 0 && t.atol < 0) t.atol = 0;
+  if (!t.any()) t.atol = t.rtol = 1e-2;
+  if (o->stop.max_samples < o->stop.min_samples) o->stop.max_samples = o->stop.min_samples;
+  return "";
+}
+
+std::string require_dims(const Options& o, const std::vector<std::string>& keys) {
+  for (const auto& k : keys)
+    if (!o.shape.count(k)) return "--shape is missing " + k;
+  return "";
+}
+
+}  // namespace kfleet::harness

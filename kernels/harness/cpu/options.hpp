@@ -1,0 +1,35 @@
+#pragma once
+// The harness command line (PROTOCOL.md, "Command line").
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kfleet_harness/abi.h"
+#include "metrics.hpp"
+#include "stop_rule.hpp"
+
+namespace kfleet::harness {
+
+struct Options {
+  std::string stage;  // probe | correctness | benchmark
+  std::string case_name = "default";
+  std::map<std::string, long long> shape;  // B,H,S,D or M,N,K
+  std::map<std::string, kfleet_dtype> dtype;  // q,kv,out or a,b,out
+  std::vector<std::uint64_t> seeds{0};
+  bool causal = false, bias = false, l2_flush = true;
+  double softmax_scale = -1;  // < 0: 1/sqrt(D)
+  kfleet_b_layout b_layout = KFLEET_B_NK;
+  Tolerance tolerance;        // defaults applied by parse_options when no bound is given
+  int workspace_mib = 64, device = 0;
+  StopRuleConfig stop;
+  double warmup_max_s = 2;
+};
+
+// "" on success, else what is wrong with the command line, in words.
+std::string parse_options(int argc, const char* const* argv, Options* out);
+
+// shape[key] or the error text naming the missing key.
+std::string require_dims(const Options& o, const std::vector<std::string>& keys);
+
+}  // namespace kfleet::harness

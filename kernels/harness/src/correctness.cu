@@ -1,0 +1,98 @@
+// The correctness stage (PROTOCOL.md): fresh seeded inputs per case and seed, poisoned outputs,
+// whole-device sync, metrics against the GPU fp32 reference, inputs re-hashed afterwards.
+#include <chrono>
+#include <cmath>
+
+#include "harness.hpp"
+
+namespace kfleet::harness {
+namespace {
+
+// Small cases also check the GPU fp32 reference against the CPU fp64 one: a wrong reference
+// would pass wrong kernels, and this costs milliseconds.
+constexpr double kCpuCrossCheckMaxFlops = 5e8;
+constexpr double kReferenceAgreement = 1e-4;  // rel_l2 of fp32 vs fp64 on these shapes
+
+std::string tolerance_json(const Tolerance& t) {
+  JsonLine j("tolerance");
+  std::string s;
+  auto add = [&](const char* k, double v) {
+    if (v >= 0) s += (s.empty() ? "" : ",") + JsonLine::quote(k) + ":" + JsonLine::number(v);
+  };
+  add("atol", t.atol);
+  add("rtol", t.atol >= 0 ? t.rtol : -1);
+  add("max_abs", t.max_abs);
+  add("max_rel", t.max_rel);
+  add("rel_l2", t.rel_l2);
+  return "{" + s + "}";
+}
+
+}  // namespace
+
+int run_correctness(const Options& o) {
+  bool all_pass = true;
+  for (const std::uint64_t seed : o.seeds) {
+    auto problem = make_problem(o, seed);
+    const std::size_t n = problem->out_elements();
+    const auto reference = problem->reference_host();
+    if (problem->flops <= kCpuCrossCheckMaxFlops) {
+      const auto cpu = problem->cpu_reference();
+      std::vector<float> gpu(reference.begin(), reference.end());
+      const Metrics agree = compute_metrics(gpu.data(), cpu.data(), n);
+      if (!(agree.rel_l2 <= kReferenceAgreement) || agree.nan_count || agree.inf_count)
+        fail_setup("the harness's GPU reference disagrees with its CPU reference (rel_l2 " +
+                   std::to_string(agree.rel_l2) + "): a harness or device fault, not the kernel's");
+    }
+    KFLEET_GPU_CHECK(gpuMemset(problem->output().get(), 0xFF, problem->output().bytes()));
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    const auto start = std::chrono::steady_clock::now();
+    set_phase("kernel");
+    const int status = problem->launch(nullptr);
+    KFLEET_GPU_CHECK(gpuGetLastError());
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());  // the whole device: side streams count too
+    set_phase("setup");
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    JsonLine line("correctness");
+    line.str("case", o.case_name).integer("seed", static_cast<long long>(seed));
+    std::string reason;
+    if (status == KFLEET_UNSUPPORTED) {
+      reason = "kernel returned KFLEET_UNSUPPORTED for this case";
+    } else if (status != KFLEET_OK) {
+      reason = "kernel launch returned status " + std::to_string(status);
+    }
+    std::size_t unwritten = 0;
+    const auto out = problem->output_host(&unwritten);
+    const Metrics m = compute_metrics(out.data(), reference.data(), n);
+    const std::size_t violations =
+        o.tolerance.atol >= 0 ? allclose_violations(out.data(), reference.data(), n,
+                                                    o.tolerance.atol, o.tolerance.rtol)
+                              : 0;
+    const std::string changed = problem->inputs_changed();
+    if (reason.empty() && unwritten)
+      reason = std::to_string(unwritten) + " of " + std::to_string(n) +
+               " output elements were never written";
+    if (reason.empty() && !changed.empty()) reason = changed;
+    if (reason.empty()) reason = check_tolerance(m, violations, o.tolerance);
+    const bool pass = reason.empty();
+    all_pass = all_pass && pass;
+    line.boolean("pass", pass)
+        .str("reason", reason)
+        .num("max_abs", m.max_abs)
+        .num("max_rel", m.max_rel)
+        .num("rel_l2", m.rel_l2)
+        .integer("nan_count", static_cast<long long>(m.nan_count - std::min(m.nan_count, unwritten)))
+        .integer("inf_count", static_cast<long long>(m.inf_count))
+        .integer("unwritten", static_cast<long long>(unwritten))
+        .boolean("inputs_intact", changed.empty())
+        .integer("elements", static_cast<long long>(n))
+        .raw("tolerance", tolerance_json(o.tolerance))
+        .integer("allclose_violations", static_cast<long long>(violations))
+        .num("time_ms", ms)
+        .print();
+  }
+  return all_pass ? 0 : 1;
+}
+
+}  // namespace kfleet::harness

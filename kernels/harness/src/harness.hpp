@@ -1,0 +1,102 @@
+#pragma once
+// Internals shared by the harness's GPU sources (not part of the kernel ABI).
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../cpu/inputs.hpp"
+#include "../cpu/json_line.hpp"
+#include "kfleet_harness/abi.h"
+#include "kfleet_harness/gpu_runtime.hpp"
+#include "../cpu/metrics.hpp"
+#include "../cpu/options.hpp"
+
+namespace kfleet::harness {
+
+// Which side of the line a runtime error falls on (PROTOCOL.md exit status 3): "kernel" while
+// the kernel's launch and the synchronisation after it run, "setup" otherwise.
+void set_phase(const char* phase);
+[[noreturn]] void fail_usage(const std::string& message);
+[[noreturn]] void fail_setup(const std::string& message);
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  void* get() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+  void upload(const void* host, std::size_t bytes);
+  std::vector<std::uint8_t> download() const;
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+struct DeviceInfo {
+  std::string name, arch;
+  int sm_count = 0, sm_clock_mhz = 0, mem_clock_mhz = 0, mem_bus_bits = 0;
+  std::size_t l2_bytes = 0, mem_bytes = 0;
+  double peak_bw_gbs = 0, peak_tflops = 0;
+};
+DeviceInfo probe_device(int device);  // selects the device and prints the `device` line
+double measure_sm_clock_mhz();          // NaN where not measurable (HIP)
+
+// GPU fp32 references and the on-device output check (gpu_reference.cu).
+void attention_reference_f32(const float* q, const float* k, const float* v, float* out,
+                             int batch, int heads, int seq, int dim, bool causal, float scale);
+void scaled_mm_reference_f32(const float* a, const float* b, const float* bias, float* out,
+                             int m, int n, int k, bool b_nk, float scale);
+struct DeviceCheck {
+  unsigned long long unwritten = 0, nan = 0, inf = 0, violations = 0;
+  float max_abs = 0;
+};
+DeviceCheck check_on_device(const void* out, kfleet_dtype out_dtype, const float* ref,
+                            std::size_t n, double atol, double rtol);
+
+// One case of a family at one seed: inputs on the device, the fp32 reference, the launch.
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  virtual int launch(gpuStream_t stream) = 0;  // the kernel's status (KFLEET_OK/UNSUPPORTED)
+  virtual std::vector<double> cpu_reference() const = 0;
+  const DeviceBuffer& output() const { return *output_; }
+  kfleet_dtype out_dtype() const { return out_dtype_; }
+  std::size_t out_elements() const { return out_elements_; }
+  const float* reference_device() const { return static_cast<const float*>(reference_->get()); }
+  std::vector<double> reference_host() const;
+  std::vector<float> output_host(std::size_t* unwritten) const;  // decoded; counts poison left
+  std::string inputs_changed() const;  // "" or which input the kernel wrote
+  double flops = 0, bytes = 0;
+
+ protected:
+  struct Input {
+    std::string name;
+    HostTensor host;
+    std::uint64_t hash = 0;
+    std::unique_ptr<DeviceBuffer> device, real_f32;  // encoded, and dequantised for the ref
+  };
+  Input& add_input(const std::string& name, HostTensor t);
+  void allocate_output(kfleet_dtype t, std::size_t elements);
+  std::deque<Input> inputs_;  // a deque: add_input hands out references that must stay valid
+  std::unique_ptr<DeviceBuffer> output_, reference_, workspace_;
+  kfleet_dtype out_dtype_ = KFLEET_FP16;
+  std::size_t out_elements_ = 0;
+};
+
+bool attention_kernel_linked();
+bool scaled_mm_kernel_linked();
+std::unique_ptr<Problem> make_attention_problem(const Options& o, std::uint64_t seed);
+std::unique_ptr<Problem> make_scaled_mm_problem(const Options& o, std::uint64_t seed);
+std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
+
+int run_correctness(const Options& o);
+int run_benchmark(const Options& o, const DeviceInfo& dev);
+
+}  // namespace kfleet::harness

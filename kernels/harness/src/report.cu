@@ -1,0 +1,39 @@
+// Error lines and exit statuses (PROTOCOL.md, "Exit status").
+#include <cstdio>
+#include <cstdlib>
+
+#include "harness.hpp"
+
+namespace kfleet::harness {
+namespace {
+const char* g_phase = "setup";
+}
+
+void set_phase(const char* phase) { g_phase = phase; }
+
+void fail_usage(const std::string& message) {
+  JsonLine("error").str("phase", "usage").str("message", message).print();
+  std::exit(2);
+}
+
+void fail_setup(const std::string& message) {
+  JsonLine("error").str("phase", "setup").str("message", message).print();
+  std::exit(3);
+}
+
+}  // namespace kfleet::harness
+
+void kfleet_harness_gpu_failure(int code, const char* name, const char* message,
+                                const char* call, const char* file, int line) {
+  using kfleet::harness::JsonLine;
+  JsonLine("error")
+      .str("phase", kfleet::harness::g_phase)
+      .str("call", call)
+      .str("where", std::string(file) + ":" + std::to_string(line))
+      .integer("code", code)
+      .str("name", name ? name : "")
+      .str("message", message ? message : "")
+      .print();
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, call, message ? message : "");
+  std::exit(3);
+}

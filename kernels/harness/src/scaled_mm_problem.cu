@@ -1,0 +1,87 @@
+// The scaled_mm family (ABI.md, "scaled_mm").
+#include "../cpu/cpu_reference.hpp"
+#include "harness.hpp"
+
+#ifndef KFLEET_SCALED_MM_ENTRY
+#define KFLEET_SCALED_MM_ENTRY kfleet_scaled_mm_launch
+#endif
+extern "C" __attribute__((weak)) int KFLEET_SCALED_MM_ENTRY(const kfleet_scaled_mm_args*,
+                                                             gpuStream_t);
+
+namespace kfleet::harness {
+namespace {
+
+class ScaledMmProblem : public Problem {
+ public:
+  ScaledMmProblem(const Options& o, std::uint64_t seed) {
+    const std::string missing = require_dims(o, {"M", "N", "K"});
+    if (!missing.empty()) fail_usage(missing + " (scaled_mm needs M, N, K)");
+    m_ = (int)o.shape.at("M");
+    n_ = (int)o.shape.at("N");
+    k_ = (int)o.shape.at("K");
+    for (const char* key : {"a", "b"})
+      if (o.dtype.count(key) && o.dtype.at(key) != KFLEET_FP8_E4M3)
+        fail_usage("scaled_mm inputs a and b must be fp8_e4m3");
+    const kfleet_dtype out_t = o.dtype.count("out") ? o.dtype.at("out") : KFLEET_FP16;
+    if (out_t != KFLEET_FP16 && out_t != KFLEET_BF16) fail_usage("scaled_mm out must be fp16 or bf16");
+    b_nk_ = o.b_layout == KFLEET_B_NK;
+    const std::size_t M = m_, N = n_, K = k_;
+    const Input& a = add_input("A", random_tensor(KFLEET_FP8_E4M3, M * K, tensor_seed(o.case_name, seed, 0)));
+    const Input& b = add_input("B", random_tensor(KFLEET_FP8_E4M3, K * N, tensor_seed(o.case_name, seed, 1)));
+    const Input* bias = o.bias ? &add_input("bias", random_tensor(out_t, N, tensor_seed(o.case_name, seed, 2))) : nullptr;
+    a_scale_ = a.host.scale;
+    b_scale_ = b.host.scale;
+    allocate_output(out_t, M * N);
+    workspace_ = std::make_unique<DeviceBuffer>((std::size_t)o.workspace_mib << 20);
+    if (workspace_->bytes()) KFLEET_GPU_CHECK(gpuMemset(workspace_->get(), 0, workspace_->bytes()));
+
+    args_.abi_version = KFLEET_ABI_VERSION;
+    args_.m = m_;
+    args_.n = n_;
+    args_.k = k_;
+    args_.b_layout = o.b_layout;
+    args_.a_dtype = args_.b_dtype = KFLEET_FP8_E4M3;
+    args_.out_dtype = out_t;
+    args_.a = inputs_[0].device->get();
+    args_.b = inputs_[1].device->get();
+    args_.bias = bias ? inputs_[2].device->get() : nullptr;
+    args_.d = output_->get();
+    args_.a_scale = a_scale_;
+    args_.b_scale = b_scale_;
+    args_.workspace = workspace_->get();
+    args_.workspace_bytes = workspace_->bytes();
+
+    // The fp32 copies are already dequantised (scale applied), so the reference scale is 1.
+    scaled_mm_reference_f32(static_cast<const float*>(inputs_[0].real_f32->get()),
+                            static_cast<const float*>(inputs_[1].real_f32->get()),
+                            bias ? static_cast<const float*>(inputs_[2].real_f32->get()) : nullptr,
+                            static_cast<float*>(reference_->get()), m_, n_, k_, b_nk_, 1.0f);
+    flops = 2.0 * M * N * K;
+    bytes = (double)(M * K + K * N) + (double)(M * N + (bias ? N : 0)) * dtype_size(out_t);
+  }
+
+  int launch(gpuStream_t stream) override { return KFLEET_SCALED_MM_ENTRY(&args_, stream); }
+
+  std::vector<double> cpu_reference() const override {
+    const std::vector<double> bias = inputs_.size() > 2 ? inputs_[2].host.real : std::vector<double>{};
+    return scaled_mm_reference(m_, n_, k_, inputs_[0].host.real, inputs_[1].host.real, b_nk_, 1.0,
+                               1.0, bias);
+  }
+
+ private:
+  int m_ = 0, n_ = 0, k_ = 0;
+  bool b_nk_ = true;
+  float a_scale_ = 1, b_scale_ = 1;
+  kfleet_scaled_mm_args args_{};
+};
+
+}  // namespace
+
+bool scaled_mm_kernel_linked() { return &KFLEET_SCALED_MM_ENTRY != nullptr; }
+
+std::unique_ptr<Problem> make_scaled_mm_problem(const Options& o, std::uint64_t seed) {
+  if (!scaled_mm_kernel_linked()) fail_usage("this binary has no scaled_mm kernel");
+  return std::make_unique<ScaledMmProblem>(o, seed);
+}
+
+}  // namespace kfleet::harness
