@@ -232,3 +232,47 @@ TEST(JobSpecParse, DefinesAcceptScalarsAsStrings) {
 
 }  // namespace
 }  // namespace kfleet
+
+namespace kfleet {
+namespace {
+
+SpecParse with_compare(const std::string& compare) {
+  return parse_job_spec(std::string(kMinimal) +
+                            "parent: t/p\ngates: {correctness: {cases: [{name: a, shape: {B: 1}}]},"
+                            " performance: {case: a, compare_to: " + compare + "}}\n",
+                        "c.yaml");
+}
+
+TEST(JobSpecParse, EveryCompareToForm) {
+  auto parent = with_compare("parent");
+  ASSERT_TRUE(parent.ok()) << parent.error_text();
+  EXPECT_EQ(parent.spec->gates.performance->compare_to.kind, CompareTo::Kind::parent);
+  auto baseline = with_compare("baseline");
+  ASSERT_TRUE(baseline.ok());
+  EXPECT_EQ(baseline.spec->gates.performance->compare_to.kind, CompareTo::Kind::baseline);
+  auto job = with_compare("{job: 42}");
+  ASSERT_TRUE(job.ok()) << job.error_text();
+  EXPECT_EQ(job.spec->gates.performance->compare_to.kind, CompareTo::Kind::job);
+  EXPECT_EQ(job.spec->gates.performance->compare_to.job_id, 42);
+  auto us = with_compare("{value_us: 38.5, label: cublas}");
+  ASSERT_TRUE(us.ok()) << us.error_text();
+  EXPECT_DOUBLE_EQ(us.spec->gates.performance->compare_to.value_us, 38.5);
+  EXPECT_EQ(us.spec->gates.performance->compare_to.label, "cublas");
+  auto ref = with_compare("{reference: torch_sdpa}");
+  ASSERT_TRUE(ref.ok()) << ref.error_text();
+  EXPECT_EQ(ref.spec->gates.performance->compare_to.kind, CompareTo::Kind::reference);
+  EXPECT_EQ(ref.spec->gates.performance->compare_to.label, "torch_sdpa");
+  EXPECT_FALSE(with_compare("{}").ok());
+  EXPECT_FALSE(with_compare("[parent]").ok());
+}
+
+TEST(JobSpecParse, DuplicateKeysAreReported) {
+  auto p = parse_job_spec(std::string(kMinimal) + "priority: 1\npriority: 2\n", "d.yaml");
+  ASSERT_FALSE(p.ok());
+  const auto* dup = find_issue(p, "priority");
+  ASSERT_NE(dup, nullptr) << p.error_text();
+  EXPECT_EQ(dup->line, 5);
+}
+
+}  // namespace
+}  // namespace kfleet
