@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "kfleet/common/bundle.hpp"
 #include "kfleet/common/jobspec.hpp"
 #include "test_paths.hpp"
 
@@ -40,6 +41,17 @@ TEST(JobSpecJson, EveryExampleRoundTripsLosslessly) {
       EXPECT_DOUBLE_EQ(back->gates.performance->compare_to.value_us,
                        p.spec->gates.performance->compare_to.value_us);
     }
+  }
+}
+
+TEST(JobSpecJson, EveryExampleBundlesFromItsOwnFolder) {
+  for (const auto& path : example_jobs()) {
+    auto p = parse_job_spec_file(path.string());
+    ASSERT_TRUE(p.ok()) << p.error_text();
+    auto b = pack_bundle(path.parent_path().string(), p.spec->kernel.sources);
+    ASSERT_TRUE(b.ok()) << path << ": " << b.error().message;
+    EXPECT_EQ(b->files.size(), p.spec->kernel.sources.size()) << path;
+    EXPECT_GT(b->total_bytes(), 0u);
   }
 }
 
