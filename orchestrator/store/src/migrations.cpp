@@ -1,0 +1,153 @@
+#include "migrations.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kfleet::store::sqlite {
+namespace {
+
+// Append new steps; never edit a step that has shipped (databases already ran it).
+const std::vector<const char*>& steps() {
+  static const std::vector<const char*> s = {
+      // 1: the initial schema
+      R"sql(
+CREATE TABLE counters (
+  name TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+);
+INSERT INTO counters (name, value) VALUES ('fencing_token', 0);
+
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  campaign TEXT NOT NULL DEFAULT '',
+  parent TEXT NOT NULL DEFAULT '',
+  priority INTEGER NOT NULL DEFAULT 0,
+  gpu TEXT NOT NULL DEFAULT '',
+  regions TEXT NOT NULL DEFAULT '[]',
+  spec TEXT NOT NULL DEFAULT 'null',
+  spec_yaml TEXT NOT NULL DEFAULT '',
+  source_name TEXT NOT NULL DEFAULT '',
+  bundle_hash TEXT NOT NULL DEFAULT '',
+  content_hash TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  state_reason TEXT NOT NULL DEFAULT '',
+  attempts INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  current_run_id INTEGER NOT NULL DEFAULT 0,
+  submitted_by TEXT NOT NULL DEFAULT '',
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  verdict TEXT,
+  simulated INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_state_priority ON jobs (state, priority, id);
+CREATE INDEX jobs_content_hash ON jobs (content_hash);
+
+CREATE TABLE agents (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  region TEXT NOT NULL DEFAULT '',
+  backend TEXT NOT NULL DEFAULT '',
+  gpus TEXT NOT NULL DEFAULT '[]',
+  token_hash TEXT NOT NULL DEFAULT '',
+  provider TEXT NOT NULL DEFAULT '',
+  instance_id TEXT NOT NULL DEFAULT '',
+  info TEXT NOT NULL DEFAULT '{}',
+  state TEXT NOT NULL,
+  current_run_id INTEGER NOT NULL DEFAULT 0,
+  enrolled_ms INTEGER NOT NULL,
+  last_seen_ms INTEGER NOT NULL
+);
+
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  agent_id INTEGER NOT NULL REFERENCES agents (id),
+  attempt INTEGER NOT NULL,
+  fencing_token INTEGER NOT NULL UNIQUE,
+  outcome TEXT NOT NULL,
+  stage TEXT NOT NULL DEFAULT '',
+  stage_seq INTEGER NOT NULL DEFAULT 0,
+  started_ms INTEGER NOT NULL,
+  lease_expires_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  verdict TEXT,
+  simulated INTEGER NOT NULL DEFAULT 0,
+  events_contiguous INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_job ON runs (job_id);
+CREATE INDEX runs_outcome_expiry ON runs (outcome, lease_expires_ms);
+
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  run_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  ts_ms INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX events_job_run_seq ON events (job_id, run_id, seq);
+CREATE INDEX events_job_id ON events (job_id, id);
+
+CREATE TABLE region_blocks (
+  provider TEXT NOT NULL,
+  region TEXT NOT NULL,
+  gpu_class TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  strikes INTEGER NOT NULL DEFAULT 1,
+  since_ms INTEGER NOT NULL,
+  until_ms INTEGER NOT NULL,
+  PRIMARY KEY (provider, region, gpu_class)
+);
+
+CREATE TABLE bundles (
+  hash TEXT PRIMARY KEY,
+  body BLOB NOT NULL,
+  size INTEGER NOT NULL
+);
+)sql",
+  };
+  return s;
+}
+
+}  // namespace
+
+int latest_schema_version() { return static_cast<int>(steps().size()); }
+
+Result<void> migrate(Db& db) {
+  int version = 0;
+  try {
+    db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+    auto q = db.prepare("SELECT version FROM schema_version LIMIT 1");
+    if (q.step()) version = q.i32(0);
+  } catch (const DbError& e) {
+    return make_error(Errc::internal, "cannot read the schema version of " + db.path() + ": " +
+                                          e.message + " (is it a kfleet database?)");
+  }
+  const int latest = latest_schema_version();
+  if (version > latest) {
+    return make_error(Errc::invalid_argument,
+                      "the database " + db.path() + " has schema version " +
+                          std::to_string(version) + ", newer than this kfleetd knows (" +
+                          std::to_string(latest) +
+                          "); run a newer kfleetd or point --db at another file");
+  }
+  for (int v = version + 1; v <= latest; ++v) {
+    auto r = db.transaction([&]() -> Result<void> {
+      db.exec(steps()[static_cast<std::size_t>(v - 1)]);
+      db.exec("DELETE FROM schema_version");
+      db.prepare("INSERT INTO schema_version (version) VALUES (?)").args(v).run();
+      return ok_result();
+    });
+    if (!r) {
+      return make_error(r.error().code, "migrating " + db.path() + " to schema version " +
+                                            std::to_string(v) + " failed: " + r.error().message);
+    }
+  }
+  return ok_result();
+}
+
+}  // namespace kfleet::store::sqlite

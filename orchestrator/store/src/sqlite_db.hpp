@@ -1,0 +1,140 @@
+#pragma once
+// A thin SQLite connection: cached prepared statements, typed binds and reads, and a
+// transaction helper that turns SQLite failures into Result errors. Failures travel inside
+// the store as DbError and are caught at the Store method boundary, never beyond it.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::store::sqlite {
+
+struct Blob {
+  std::string_view bytes;
+};
+
+struct DbError {
+  int rc = 0;
+  std::string message;
+};
+
+// A borrowed cached statement; resets itself when it goes out of scope so it can be reused.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
+  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(std::exchange(o.s_, nullptr)) {}
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt& operator=(Stmt&&) = delete;
+  ~Stmt();
+
+  Stmt& bind(int i, std::int64_t v);
+  Stmt& bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
+  Stmt& bind(int i, bool v) { return bind(i, static_cast<std::int64_t>(v ? 1 : 0)); }
+  Stmt& bind(int i, double v);
+  Stmt& bind(int i, std::string_view v);
+  Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
+  Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
+  Stmt& bind(int i, Blob v);
+  Stmt& bind(int i, std::nullopt_t);
+  Stmt& bind(int i, const std::optional<std::string>& v);
+
+  // Binds the arguments to parameters 1..n.
+  template <class... Ts>
+  Stmt& args(const Ts&... vs) {
+    int i = 0;
+    (bind(++i, vs), ...);
+    return *this;
+  }
+
+  bool step();  // true: a row is ready; false: done. Throws DbError.
+  void run();   // steps a statement that returns no rows
+
+  std::int64_t i64(int col) const;
+  int i32(int col) const { return static_cast<int>(i64(col)); }
+  bool boolean(int col) const { return i64(col) != 0; }
+  std::string text(int col) const;
+  std::string blob(int col) const;
+  bool is_null(int col) const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_;
+};
+
+class Db {
+ public:
+  // Opens (creating if needed) with WAL, foreign keys, a busy timeout and the sync level.
+  static Result<std::unique_ptr<Db>> open(const std::string& path, bool synchronous_full);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  Stmt prepare(const std::string& sql);  // cached for the connection's lifetime
+  void exec(const char* sql);            // one-off statements (schema, pragmas)
+  std::int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
+  int changes() const { return sqlite3_changes(db_); }
+  sqlite3* handle() const { return db_; }
+  const std::string& path() const { return path_; }
+
+  // Runs f (returning Result<T>) inside BEGIN IMMEDIATE ... COMMIT; an error result or a
+  // failure rolls everything back.
+  template <class F>
+  auto transaction(F&& f) -> decltype(f()) {
+    try {
+      prepare("BEGIN IMMEDIATE").run();
+    } catch (const DbError& e) {
+      return failure(e);
+    }
+    try {
+      auto r = f();
+      if (r.ok()) {
+        prepare("COMMIT").run();
+      } else {
+        rollback();
+      }
+      return r;
+    } catch (const DbError& e) {
+      rollback();
+      return failure(e);
+    } catch (const std::exception& e) {
+      rollback();
+      return make_error(Errc::internal, std::string("store: ") + e.what());
+    }
+  }
+
+ private:
+  explicit Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  void rollback();
+  Error failure(const DbError& e) const;
+
+  sqlite3* db_;
+  std::string path_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+};
+
+// JSON to TEXT without throwing on invalid UTF-8 (agent log lines may carry any bytes).
+std::string dump_json(const nlohmann::json& j);
+nlohmann::json parse_json(const std::string& s);  // "" or unparsable -> null
+
+// Aborts with the database's message: for read paths whose signature cannot carry an error.
+[[noreturn]] void die(const DbError& e, const char* what);
+
+template <class F>
+auto or_die(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const DbError& e) {
+    die(e, what);
+  }
+}
+
+}  // namespace kfleet::store::sqlite

@@ -1,0 +1,134 @@
+// Opening the SQLite store, and the in-transaction helpers its methods share.
+#include "sqlite_store.hpp"
+
+#include "migrations.hpp"
+
+namespace kfleet::store {
+
+Result<StorePtr> open_sqlite_store(const SqliteOptions& o) {
+  if (o.path.empty())
+    return make_error(Errc::invalid_argument, "no database path given (use --db FILE)");
+  auto db = sqlite::Db::open(o.path, o.synchronous_full);
+  if (!db) return db.error();
+  auto m = sqlite::migrate(**db);
+  if (!m) return m.error();
+  return StorePtr(std::make_unique<sqlite::SqliteStore>(std::move(*db)));
+}
+
+namespace sqlite {
+
+std::optional<JobRecord> SqliteStore::load_job(std::int64_t id) {
+  static const std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
+  auto q = db_->prepare(sql);
+  q.args(id);
+  if (!q.step()) return std::nullopt;
+  return read_job(q);
+}
+
+std::optional<RunRecord> SqliteStore::load_run(std::int64_t id) {
+  static const std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?";
+  auto q = db_->prepare(sql);
+  q.args(id);
+  if (!q.step()) return std::nullopt;
+  return read_run(q);
+}
+
+std::optional<AgentRecord> SqliteStore::load_agent(std::int64_t id) {
+  static const std::string sql =
+      std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?";
+  auto q = db_->prepare(sql);
+  q.args(id);
+  if (!q.step()) return std::nullopt;
+  return read_agent(q);
+}
+
+Event SqliteStore::insert_job_event(std::int64_t job_id, const std::string& type,
+                                    const nlohmann::json& data, TimeMs now) {
+  Event e;
+  e.job_id = job_id;
+  e.run_id = 0;
+  e.ts_ms = now;
+  e.type = type;
+  e.data = data.is_null() ? nlohmann::json::object() : data;
+  {
+    auto q = db_->prepare(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE job_id = ? AND run_id = 0");
+    q.args(job_id);
+    q.step();
+    e.seq = q.i64(0);
+  }
+  db_->prepare(
+         "INSERT INTO events (job_id, run_id, seq, ts_ms, type, data) VALUES (?, 0, ?, ?, ?, ?)")
+      .args(job_id, e.seq, now, type, dump_json(e.data))
+      .run();
+  e.id = db_->last_insert_id();
+  return e;
+}
+
+void SqliteStore::write_job_state(std::int64_t job_id, JobState s, const std::string& reason,
+                                  TimeMs now) {
+  db_->prepare("UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ?")
+      .args(to_string(s), reason, now, job_id)
+      .run();
+  insert_job_event(job_id, event_type::job_state, {{"state", to_string(s)}, {"reason", reason}},
+                   now);
+}
+
+void SqliteStore::free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s,
+                             TimeMs now) {
+  // Only the agent still holding this run is freed: it may have been retired meanwhile.
+  db_->prepare(
+         "UPDATE agents SET state = CASE WHEN state = 'busy' THEN ? ELSE state END, "
+         "current_run_id = 0, last_seen_ms = MAX(last_seen_ms, ?) "
+         "WHERE id = ? AND current_run_id = ?")
+      .args(to_string(s), now, agent_id, run_id)
+      .run();
+}
+
+void SqliteStore::end_run(const RunRecord& run, RunOutcome outcome, TimeMs now) {
+  db_->prepare("UPDATE runs SET outcome = ?, finished_ms = ? WHERE id = ? AND outcome = 'running'")
+      .args(to_string(outcome), now, run.id)
+      .run();
+  db_->prepare("UPDATE jobs SET current_run_id = 0 WHERE id = ? AND current_run_id = ?")
+      .args(run.job_id, run.id)
+      .run();
+  free_agent(run.agent_id, run.id, AgentState::idle, now);
+}
+
+Result<RunRecord> SqliteStore::check_fenced(std::int64_t run_id, std::int64_t fencing_token) {
+  auto run = load_run(run_id);
+  if (!run) return make_error(Errc::not_found, "run " + std::to_string(run_id) + " not found");
+  if (run->fencing_token != fencing_token) {
+    return make_error(Errc::conflict, "stale fencing token " + std::to_string(fencing_token) +
+                                          " for run " + std::to_string(run_id) +
+                                          ": the lease was given to another holder; stop "
+                                          "this run and ask for a new lease");
+  }
+  if (run->outcome != RunOutcome::running) {
+    return make_error(Errc::conflict, "run " + std::to_string(run_id) + " is no longer running (" +
+                                          to_string(run->outcome) +
+                                          "); its results are refused, ask for a new lease");
+  }
+  return *run;
+}
+
+std::vector<JobRecord> SqliteStore::query_jobs(Stmt& q) {
+  std::vector<JobRecord> out;
+  while (q.step()) out.push_back(read_job(q));
+  return out;
+}
+
+std::vector<RunRecord> SqliteStore::query_runs(Stmt& q) {
+  std::vector<RunRecord> out;
+  while (q.step()) out.push_back(read_run(q));
+  return out;
+}
+
+std::vector<Event> SqliteStore::query_events(Stmt& q) {
+  std::vector<Event> out;
+  while (q.step()) out.push_back(read_event(q));
+  return out;
+}
+
+}  // namespace sqlite
+}  // namespace kfleet::store

@@ -1,0 +1,91 @@
+#pragma once
+// The SQLite backend of kfleet::store::Store. One connection, used from the control-plane
+// thread only; every mutating method is one BEGIN IMMEDIATE transaction.
+#include <memory>
+#include <string>
+
+#include "kfleet/store/store.hpp"
+#include "sqlite_db.hpp"
+
+namespace kfleet::store::sqlite {
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+
+  Result<JobRecord> create_job(const NewJob& j, TimeMs now) override;
+  std::optional<JobRecord> get_job(std::int64_t id) override;
+  std::vector<JobRecord> list_jobs(const JobFilter& f) override;
+  std::vector<JobRecord> pending_jobs() override;
+  Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
+                                  TimeMs now) override;
+  std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
+
+  Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
+                            TimeMs now) override;
+  Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token, TimeMs ttl_ms,
+                            TimeMs now) override;
+  Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
+                                         const std::vector<Event>& events, TimeMs now) override;
+  Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token, const Verdict& v,
+                               TimeMs now) override;
+  Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,
+                               TimeMs now) override;
+  std::vector<RunRecord> expired_runs(TimeMs now) override;
+  std::optional<RunRecord> get_run(std::int64_t id) override;
+  std::vector<RunRecord> runs_for_job(std::int64_t job_id) override;
+  std::vector<RunRecord> running_runs() override;
+  std::vector<RunRecord> finished_runs(int limit, std::int64_t before_id) override;
+
+  Result<AgentRecord> enrol_agent(const NewAgent& a, TimeMs now) override;
+  std::optional<AgentRecord> get_agent(std::int64_t id) override;
+  std::vector<AgentRecord> list_agents() override;
+  Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) override;
+  Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) override;
+
+  void put_region_block(const RegionBlock& b) override;
+  std::vector<RegionBlock> region_blocks() override;
+  void clear_region_block(const std::string& provider, const std::string& region,
+                          const std::string& gpu_class) override;
+
+  Event append_job_event(std::int64_t job_id, const std::string& type,
+                         const nlohmann::json& data, TimeMs now) override;
+  std::vector<Event> job_events(std::int64_t job_id, std::int64_t after_id, int limit) override;
+  std::vector<Event> run_events(std::int64_t run_id, std::int64_t after_seq, int limit) override;
+  std::vector<Event> events_after(std::int64_t after_id, int limit) override;
+
+  Result<void> put_bundle(const std::string& hash, const std::string& body) override;
+  std::optional<std::string> get_bundle(const std::string& hash) override;
+
+ private:
+  // Helpers that run inside an open transaction and throw DbError on failure.
+  std::optional<JobRecord> load_job(std::int64_t id);
+  std::optional<RunRecord> load_run(std::int64_t id);
+  std::optional<AgentRecord> load_agent(std::int64_t id);
+  Event insert_job_event(std::int64_t job_id, const std::string& type,
+                         const nlohmann::json& data, TimeMs now);
+  // Sets state and reason, clears the run when `clear_run`, and writes the job.state event.
+  void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
+  // Ends a running run (for cancel or error) and frees its agent if it still holds it.
+  void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
+  void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);
+  Result<RunRecord> check_fenced(std::int64_t run_id, std::int64_t fencing_token);
+  std::vector<JobRecord> query_jobs(Stmt& q);
+  std::vector<RunRecord> query_runs(Stmt& q);
+  std::vector<Event> query_events(Stmt& q);
+
+  std::unique_ptr<Db> db_;
+};
+
+// Column lists and row readers shared by the store's files (records.cpp).
+extern const char* const kJobColumns;
+extern const char* const kRunColumns;
+extern const char* const kAgentColumns;
+extern const char* const kEventColumns;
+JobRecord read_job(const Stmt& q);
+RunRecord read_run(const Stmt& q);
+AgentRecord read_agent(const Stmt& q);
+Event read_event(const Stmt& q);
+AgentState agent_state_from_string(const std::string& s);
+
+}  // namespace kfleet::store::sqlite

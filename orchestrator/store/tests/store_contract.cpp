@@ -1,0 +1,373 @@
+// The store contract, part 1: jobs, agents, job events, region blocks and bundles.
+#include "store_contract.hpp"
+
+namespace kfleet::store::testing {
+
+using nlohmann::json;
+
+NewJob StoreContract::job(const std::string& name, int priority, int max_attempts) {
+  NewJob j;
+  j.name = name;
+  j.campaign = "c1";
+  j.priority = priority;
+  j.gpu = "L4";
+  j.regions = {"us-east-1", "eu-west-1"};
+  j.spec = json{{"name", name}, {"kernel", "gemm"}};
+  j.spec_yaml = "name: " + name + "\n";
+  j.source_name = name + ".yaml";
+  j.bundle_hash = "sha256:b-" + name;
+  j.content_hash = "sha256:c-" + name;
+  j.max_attempts = max_attempts;
+  j.submitted_by = "ana";
+  return j;
+}
+
+NewAgent StoreContract::agent(const std::string& name, bool simulated_gpu) {
+  NewAgent a;
+  a.name = name;
+  a.region = "us-east-1";
+  a.backend = "cuda";
+  GpuInfo g;
+  g.gpu_class = "L4";
+  g.arch = "sm_89";
+  g.name = "NVIDIA L4";
+  g.vendor = "nvidia";
+  g.memory_bytes = 24LL << 30;
+  g.simulated = simulated_gpu;
+  a.gpus = {g};
+  a.token_hash = "th-" + name;
+  a.provider = "static";
+  a.info = json{{"host", name + ".local"}};
+  return a;
+}
+
+JobRecord StoreContract::create(const std::string& name, int priority, int max_attempts) {
+  auto r = store().create_job(job(name, priority, max_attempts), ++now_);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : JobRecord{};
+}
+
+AgentRecord StoreContract::enrol(const std::string& name) {
+  auto r = store().enrol_agent(agent(name), ++now_);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : AgentRecord{};
+}
+
+Lease StoreContract::lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl) {
+  auto r = store().grant_lease(job_id, agent_id, ttl, ++now_);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : Lease{};
+}
+
+Event StoreContract::ev(std::int64_t seq, const std::string& type, json data) {
+  Event e;
+  e.seq = seq;
+  e.type = type;
+  e.ts_ms = 1'700'000'100'000 + seq;
+  e.data = std::move(data);
+  return e;
+}
+
+Event StoreContract::stage_started(std::int64_t seq, const std::string& stage) {
+  return ev(seq, event_type::stage_started, json{{"stage", stage}});
+}
+
+std::vector<std::string> StoreContract::state_history(std::int64_t job_id) {
+  std::vector<std::string> out;
+  for (const auto& e : store().job_events(job_id, 0, 10'000))
+    if (e.type == event_type::job_state) out.push_back(e.data.value("state", "?"));
+  return out;
+}
+
+TEST_P(StoreContract, CreateJobStoresEveryFieldAndASubmittedEvent) {
+  auto j = job("gemm-a", 5, 4);
+  auto r = store().create_job(j, 1234);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto got = store().get_job(r->id);
+  ASSERT_TRUE(got);
+  EXPECT_GT(got->id, 0);
+  EXPECT_EQ(got->name, "gemm-a");
+  EXPECT_EQ(got->campaign, "c1");
+  EXPECT_EQ(got->priority, 5);
+  EXPECT_EQ(got->gpu, "L4");
+  EXPECT_EQ(got->regions, j.regions);
+  EXPECT_EQ(got->spec, j.spec);
+  EXPECT_EQ(got->spec_yaml, j.spec_yaml);
+  EXPECT_EQ(got->source_name, "gemm-a.yaml");
+  EXPECT_EQ(got->bundle_hash, j.bundle_hash);
+  EXPECT_EQ(got->content_hash, j.content_hash);
+  EXPECT_EQ(got->state, JobState::queued);
+  EXPECT_EQ(got->attempts, 0);
+  EXPECT_EQ(got->max_attempts, 4);
+  EXPECT_EQ(got->current_run_id, 0);
+  EXPECT_EQ(got->submitted_by, "ana");
+  EXPECT_EQ(got->created_ms, 1234);
+  EXPECT_FALSE(got->verdict);
+  EXPECT_FALSE(got->simulated);
+
+  auto evs = store().job_events(got->id, 0, 100);
+  ASSERT_EQ(evs.size(), 1u);
+  EXPECT_EQ(evs[0].type, event_type::job_submitted);
+  EXPECT_EQ(evs[0].run_id, 0);
+  EXPECT_EQ(evs[0].seq, 1);
+  EXPECT_EQ(evs[0].ts_ms, 1234);
+  EXPECT_EQ(evs[0].job_id, got->id);
+  EXPECT_GT(evs[0].id, 0);
+}
+
+TEST_P(StoreContract, CreateJobRejectsANamelessJobOrZeroAttempts) {
+  auto nameless = job("");
+  auto r = store().create_job(nameless, now_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::invalid_argument);
+  auto r2 = store().create_job(job("x", 0, 0), now_);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.error().code, Errc::invalid_argument);
+  EXPECT_TRUE(store().list_jobs({}).empty());
+}
+
+TEST_P(StoreContract, UnknownIdsAreEmptyNotErrors) {
+  EXPECT_FALSE(store().get_job(999));
+  EXPECT_FALSE(store().get_run(999));
+  EXPECT_FALSE(store().get_agent(999));
+  EXPECT_TRUE(store().runs_for_job(999).empty());
+  EXPECT_TRUE(store().run_events(999, 0, 10).empty());
+  auto s = store().set_job_state(999, JobState::cancelled, "x", now_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, Errc::not_found);
+}
+
+TEST_P(StoreContract, ListJobsIsNewestFirstAndFilters) {
+  auto a = create("a");
+  auto b = create("b");
+  auto c = create("c");
+  auto other = job("d");
+  other.campaign = "c2";
+  auto d = store().create_job(other, ++now_);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(store().set_job_state(b.id, JobState::cancelled, "user", ++now_).ok());
+
+  auto all = store().list_jobs({});
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].id, d->id);
+  EXPECT_EQ(all[3].id, a.id);
+
+  JobFilter f;
+  f.states = {JobState::cancelled};
+  auto cancelled = store().list_jobs(f);
+  ASSERT_EQ(cancelled.size(), 1u);
+  EXPECT_EQ(cancelled[0].id, b.id);
+
+  f = {};
+  f.states = {JobState::queued, JobState::cancelled};
+  f.campaign = "c1";
+  EXPECT_EQ(store().list_jobs(f).size(), 3u);
+
+  f = {};
+  f.name = "c";
+  auto by_name = store().list_jobs(f);
+  ASSERT_EQ(by_name.size(), 1u);
+  EXPECT_EQ(by_name[0].id, c.id);
+
+  f = {};
+  f.limit = 2;
+  auto page1 = store().list_jobs(f);
+  ASSERT_EQ(page1.size(), 2u);
+  f.before_id = page1.back().id;
+  auto page2 = store().list_jobs(f);
+  ASSERT_EQ(page2.size(), 2u);
+  EXPECT_EQ(page2[0].id, b.id);
+  EXPECT_EQ(page2[1].id, a.id);
+}
+
+TEST_P(StoreContract, PendingJobsArePriorityDescThenFifo) {
+  auto low1 = create("low1", 0);
+  auto high1 = create("high1", 10);
+  auto low2 = create("low2", 0);
+  auto high2 = create("high2", 10);
+  auto mid = create("mid", 5);
+  auto gone = create("gone", 99);
+  ASSERT_TRUE(store().set_job_state(mid.id, JobState::waiting_capacity, "stockout", ++now_).ok());
+  ASSERT_TRUE(store().set_job_state(gone.id, JobState::cancelled, "user", ++now_).ok());
+  auto busy = create("busy", 50);
+  auto ag = enrol("a1");
+  lease(busy.id, ag.id);
+
+  std::vector<std::int64_t> ids;
+  for (const auto& j : store().pending_jobs()) ids.push_back(j.id);
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{high1.id, high2.id, mid.id, low1.id, low2.id}));
+}
+
+TEST_P(StoreContract, SetJobStateWritesAnEventAndTerminalJobsCannotChange) {
+  auto j = create("j");
+  auto r = store().set_job_state(j.id, JobState::waiting_capacity, "us-east-1 stockout", 5000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->state, JobState::waiting_capacity);
+  EXPECT_EQ(r->state_reason, "us-east-1 stockout");
+  EXPECT_EQ(r->updated_ms, 5000);
+  auto evs = store().job_events(j.id, 0, 100);
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[1].type, event_type::job_state);
+  EXPECT_EQ(evs[1].data["state"], "waiting_capacity");
+  EXPECT_EQ(evs[1].data["reason"], "us-east-1 stockout");
+  EXPECT_EQ(evs[1].seq, 2);
+
+  ASSERT_TRUE(store().set_job_state(j.id, JobState::cancelled, "user asked", 6000).ok());
+  for (auto s : {JobState::queued, JobState::passed, JobState::cancelled}) {
+    auto again = store().set_job_state(j.id, s, "again", 7000);
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().code, Errc::conflict);
+  }
+  auto now = store().get_job(j.id);
+  EXPECT_EQ(now->state, JobState::cancelled);
+  EXPECT_EQ(now->state_reason, "user asked");
+  EXPECT_EQ(store().job_events(j.id, 0, 100).size(), 3u);
+}
+
+TEST_P(StoreContract, FindJobByContentHashReturnsTheNewest) {
+  auto first = store().create_job(job("x"), ++now_);
+  auto second = store().create_job(job("x"), ++now_);
+  create("y");
+  ASSERT_TRUE(first.ok() && second.ok());
+  auto found = store().find_job_by_content_hash("sha256:c-x");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, second->id);
+  EXPECT_FALSE(store().find_job_by_content_hash("sha256:none"));
+  EXPECT_FALSE(store().find_job_by_content_hash(""));
+}
+
+TEST_P(StoreContract, EnrolAgentStoresInventoryAndKnowsSimulation) {
+  auto r = store().enrol_agent(agent("gpu-1"), 777);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto a = store().get_agent(r->id);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->name, "gpu-1");
+  EXPECT_EQ(a->region, "us-east-1");
+  EXPECT_EQ(a->backend, "cuda");
+  ASSERT_EQ(a->gpus.size(), 1u);
+  EXPECT_EQ(a->gpus[0].arch, "sm_89");
+  EXPECT_EQ(a->gpus[0].memory_bytes, 24LL << 30);
+  EXPECT_EQ(a->token_hash, "th-gpu-1");
+  EXPECT_EQ(a->provider, "static");
+  EXPECT_EQ(a->info["host"], "gpu-1.local");
+  EXPECT_EQ(a->state, AgentState::idle);
+  EXPECT_EQ(a->enrolled_ms, 777);
+  EXPECT_EQ(a->last_seen_ms, 777);
+  EXPECT_FALSE(a->simulated());
+
+  auto sim_gpu = store().enrol_agent(agent("sim-gpu", true), 778);
+  auto sim_backend_spec = agent("sim-backend");
+  sim_backend_spec.backend = "simulated";
+  auto sim_backend = store().enrol_agent(sim_backend_spec, 779);
+  ASSERT_TRUE(sim_gpu.ok() && sim_backend.ok());
+  EXPECT_TRUE(store().get_agent(sim_gpu->id)->simulated());
+  EXPECT_TRUE(store().get_agent(sim_backend->id)->simulated());
+  EXPECT_EQ(store().list_agents().size(), 3u);
+  EXPECT_STREQ(to_string(AgentState::lost), "lost");
+
+  auto nameless = store().enrol_agent(agent(""), 780);
+  ASSERT_FALSE(nameless.ok());
+  EXPECT_EQ(nameless.error().code, Errc::invalid_argument);
+}
+
+TEST_P(StoreContract, TouchAgentRecordsHeartbeatAndRevivesALostAgent) {
+  now_ = 0;
+  auto a = enrol("a");
+  auto t = store().touch_agent(a.id, 50'000);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->last_seen_ms, 50'000);
+  ASSERT_TRUE(store().set_agent_state(a.id, AgentState::lost, 50'001).ok());
+  EXPECT_EQ(store().get_agent(a.id)->state, AgentState::lost);
+  auto revived = store().touch_agent(a.id, 60'000);
+  ASSERT_TRUE(revived.ok());
+  EXPECT_EQ(revived->state, AgentState::idle);
+
+  ASSERT_TRUE(store().set_agent_state(a.id, AgentState::retired, 60'001).ok());
+  EXPECT_EQ(store().touch_agent(a.id, 70'000)->state, AgentState::retired);
+
+  auto unknown = store().touch_agent(12345, 1);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, Errc::not_found);
+  EXPECT_EQ(store().set_agent_state(12345, AgentState::idle, 1).error().code, Errc::not_found);
+}
+
+TEST_P(StoreContract, RegionBlocksUpsertOnTheirKeyAndClear) {
+  RegionBlock b{"terraform", "us-east-1a", "H100", "stockout", "InsufficientInstanceCapacity",
+                1, 1000, 61'000};
+  store().put_region_block(b);
+  RegionBlock any_class = b;
+  any_class.gpu_class = "";
+  any_class.kind = "quota";
+  store().put_region_block(any_class);
+  b.strikes = 2;
+  b.until_ms = 181'000;
+  b.reason = "again";
+  store().put_region_block(b);  // same key: replaces, not a new row
+
+  auto blocks = store().region_blocks();
+  ASSERT_EQ(blocks.size(), 2u);
+  const RegionBlock* h100 = nullptr;
+  for (const auto& x : blocks)
+    if (x.gpu_class == "H100") h100 = &x;
+  ASSERT_NE(h100, nullptr);
+  EXPECT_EQ(h100->strikes, 2);
+  EXPECT_EQ(h100->until_ms, 181'000);
+  EXPECT_EQ(h100->reason, "again");
+  EXPECT_EQ(h100->kind, "stockout");
+  EXPECT_EQ(h100->since_ms, 1000);
+
+  store().clear_region_block("terraform", "us-east-1a", "H100");
+  blocks = store().region_blocks();
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_EQ(blocks[0].gpu_class, "");
+  EXPECT_EQ(blocks[0].kind, "quota");
+  store().clear_region_block("terraform", "nowhere", "");  // clearing nothing is fine
+  EXPECT_EQ(store().region_blocks().size(), 1u);
+}
+
+TEST_P(StoreContract, BundlesAreContentAddressedAndIdempotent) {
+  const std::string body("tar\0bytes\xff\x01", 12);
+  ASSERT_TRUE(store().put_bundle("sha256:aa", body).ok());
+  ASSERT_TRUE(store().put_bundle("sha256:aa", body).ok());
+  auto got = store().get_bundle("sha256:aa");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, body);
+  auto clash = store().put_bundle("sha256:aa", "other");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.error().code, Errc::conflict);
+  EXPECT_EQ(*store().get_bundle("sha256:aa"), body);
+  EXPECT_FALSE(store().get_bundle("sha256:bb"));
+  EXPECT_FALSE(store().put_bundle("", body).ok());
+}
+
+TEST_P(StoreContract, JobEventsHaveAPerJobSeqAndAGlobalOrder) {
+  auto a = create("a");
+  auto b = create("b");
+  auto e1 = store().append_job_event(a.id, event_type::sched_decision, {{"action", "wait"}}, 10);
+  auto e2 = store().append_job_event(b.id, event_type::capacity, {{"region", "r"}}, 11);
+  auto e3 = store().append_job_event(a.id, event_type::sched_decision, {{"action", "go"}}, 12);
+  EXPECT_EQ(e1.seq, 2);  // 1 is job.submitted
+  EXPECT_EQ(e2.seq, 2);
+  EXPECT_EQ(e3.seq, 3);
+  EXPECT_LT(e1.id, e2.id);
+  EXPECT_LT(e2.id, e3.id);
+  EXPECT_EQ(e3.ts_ms, 12);
+  EXPECT_EQ(e3.run_id, 0);
+
+  auto of_a = store().job_events(a.id, 0, 100);
+  ASSERT_EQ(of_a.size(), 3u);
+  EXPECT_EQ(of_a[2].data["action"], "go");
+  auto after = store().job_events(a.id, e1.id, 100);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].id, e3.id);
+  EXPECT_EQ(store().job_events(a.id, 0, 1).size(), 1u);
+
+  auto all = store().events_after(0, 100);
+  ASSERT_EQ(all.size(), 5u);
+  for (std::size_t i = 1; i < all.size(); ++i) EXPECT_LT(all[i - 1].id, all[i].id);
+  auto tail = store().events_after(e2.id, 100);
+  ASSERT_EQ(tail.size(), 1u);
+  EXPECT_EQ(tail[0].id, e3.id);
+}
+
+}  // namespace kfleet::store::testing

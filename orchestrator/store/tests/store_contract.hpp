@@ -1,0 +1,54 @@
+#pragma once
+// The contract every kfleet::store::Store backend passes. A backend's test binary compiles
+// store_contract.cpp and store_contract_runs.cpp and instantiates the suite with a factory
+// that returns a fresh, empty store per call:
+//   INSTANTIATE_TEST_SUITE_P(Sqlite, StoreContract,
+//       ::testing::Values(StoreBackend{"memory", [] { return ...; }}), StoreBackendName{});
+#include <functional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kfleet/store/store.hpp"
+
+namespace kfleet::store::testing {
+
+struct StoreBackend {
+  std::string name;
+  std::function<StorePtr()> make;  // a fresh, empty store each call
+};
+
+inline void PrintTo(const StoreBackend& b, std::ostream* os) { *os << b.name; }
+
+struct StoreBackendName {
+  std::string operator()(const ::testing::TestParamInfo<StoreBackend>& i) const {
+    return i.param.name;
+  }
+};
+
+class StoreContract : public ::testing::TestWithParam<StoreBackend> {
+ protected:
+  void SetUp() override {
+    store_ = GetParam().make();
+    ASSERT_NE(store_, nullptr) << "the backend factory returned no store";
+  }
+
+  Store& store() { return *store_; }
+
+  // A minimal valid job; tweak the returned value before create_job.
+  static NewJob job(const std::string& name, int priority = 0, int max_attempts = 3);
+  static NewAgent agent(const std::string& name, bool simulated_gpu = false);
+  JobRecord create(const std::string& name, int priority = 0, int max_attempts = 3);
+  AgentRecord enrol(const std::string& name);
+  Lease lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl = 30'000);
+  static Event ev(std::int64_t seq, const std::string& type = "log",
+                  nlohmann::json data = nlohmann::json::object());
+  static Event stage_started(std::int64_t seq, const std::string& stage);
+  // The job.state events of a job, as "state" strings in order.
+  std::vector<std::string> state_history(std::int64_t job_id);
+
+  TimeMs now_ = 1'700'000'000'000;
+  StorePtr store_;
+};
+
+}  // namespace kfleet::store::testing

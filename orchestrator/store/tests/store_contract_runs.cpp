@@ -1,0 +1,355 @@
+// The store contract, part 2: leases, fencing, event ingestion, verdicts and lost agents.
+#include "store_contract.hpp"
+
+namespace kfleet::store::testing {
+
+using nlohmann::json;
+
+namespace {
+
+Verdict verdict(RunOutcome o, const std::string& reason, bool simulated = false) {
+  Verdict v;
+  v.outcome = o;
+  v.reason = reason;
+  v.gate = o == RunOutcome::rejected ? "performance" : "";
+  v.median_us = 696.0;
+  v.simulated = simulated;
+  return v;
+}
+
+}  // namespace
+
+TEST_P(StoreContract, GrantLeaseStartsARunAndRecordsIt) {
+  auto j = create("j", 0, 3);
+  auto a = enrol("a");
+  auto r = store().grant_lease(j.id, a.id, 30'000, 100'000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->job_id, j.id);
+  EXPECT_EQ(r->agent_id, a.id);
+  EXPECT_EQ(r->expires_ms, 130'000);
+  EXPECT_GT(r->fencing_token, 0);
+
+  auto run = store().get_run(r->run_id);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->attempt, 1);
+  EXPECT_EQ(run->outcome, RunOutcome::running);
+  EXPECT_EQ(run->fencing_token, r->fencing_token);
+  EXPECT_EQ(run->started_ms, 100'000);
+  EXPECT_EQ(run->lease_expires_ms, 130'000);
+
+  auto job = store().get_job(j.id);
+  EXPECT_EQ(job->state, JobState::leased);
+  EXPECT_EQ(job->attempts, 1);
+  EXPECT_EQ(job->current_run_id, r->run_id);
+  auto ag = store().get_agent(a.id);
+  EXPECT_EQ(ag->state, AgentState::busy);
+  EXPECT_EQ(ag->current_run_id, r->run_id);
+
+  auto evs = store().job_events(j.id, 0, 100);
+  ASSERT_EQ(evs.size(), 3u);
+  EXPECT_EQ(evs[1].type, event_type::lease_granted);
+  EXPECT_EQ(evs[1].data["run_id"], r->run_id);
+  EXPECT_EQ(evs[1].data["agent_id"], a.id);
+  EXPECT_EQ(evs[1].data["fencing_token"], r->fencing_token);
+  EXPECT_EQ(evs[1].data["attempt"], 1);
+  EXPECT_EQ(evs[2].data["state"], "leased");
+  EXPECT_EQ(evs[2].seq, 3);
+
+  EXPECT_EQ(store().running_runs().size(), 1u);
+  EXPECT_EQ(store().runs_for_job(j.id).size(), 1u);
+}
+
+TEST_P(StoreContract, FencingTokensStrictlyIncreaseAcrossAllLeases) {
+  std::int64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto j = create("j" + std::to_string(i));
+    auto a = enrol("a" + std::to_string(i));
+    auto l = lease(j.id, a.id);
+    EXPECT_GT(l.fencing_token, last);
+    last = l.fencing_token;
+    if (i % 2) {
+      ASSERT_TRUE(store().expire_run(l.run_id, "lease expired", ++now_).ok());
+    }
+  }
+}
+
+TEST_P(StoreContract, AnAgentNeverHoldsTwoRuns) {
+  auto j1 = create("j1");
+  auto j2 = create("j2");
+  auto a = enrol("a");
+  auto l1 = lease(j1.id, a.id);
+  auto second = store().grant_lease(j2.id, a.id, 30'000, ++now_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, Errc::conflict);
+  EXPECT_EQ(store().get_job(j2.id)->state, JobState::queued);
+  EXPECT_EQ(store().get_job(j2.id)->attempts, 0);
+  EXPECT_TRUE(store().runs_for_job(j2.id).empty());
+  EXPECT_EQ(store().get_agent(a.id)->current_run_id, l1.run_id);
+
+  // Marking it idle by hand must not open a second slot either.
+  auto idle = store().set_agent_state(a.id, AgentState::idle, ++now_);
+  ASSERT_FALSE(idle.ok());
+  EXPECT_EQ(idle.error().code, Errc::conflict);
+  EXPECT_FALSE(store().grant_lease(j2.id, a.id, 30'000, ++now_).ok());
+}
+
+TEST_P(StoreContract, GrantLeaseRefusesJobsThatAreNotPendingAndAgentsThatAreNotIdle) {
+  auto j = create("j");
+  auto a = enrol("a");
+  auto b = enrol("b");
+  lease(j.id, a.id);
+  auto again = store().grant_lease(j.id, b.id, 30'000, ++now_);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, Errc::conflict);
+
+  auto cancelled = create("cancelled");
+  ASSERT_TRUE(store().set_job_state(cancelled.id, JobState::cancelled, "user", ++now_).ok());
+  EXPECT_EQ(store().grant_lease(cancelled.id, b.id, 30'000, ++now_).error().code, Errc::conflict);
+
+  auto waiting = create("waiting");
+  ASSERT_TRUE(store().set_job_state(waiting.id, JobState::waiting_capacity, "x", ++now_).ok());
+  ASSERT_TRUE(store().set_agent_state(b.id, AgentState::lost, ++now_).ok());
+  EXPECT_EQ(store().grant_lease(waiting.id, b.id, 30'000, ++now_).error().code, Errc::conflict);
+  ASSERT_TRUE(store().touch_agent(b.id, ++now_).ok());
+  EXPECT_TRUE(store().grant_lease(waiting.id, b.id, 30'000, ++now_).ok());
+
+  EXPECT_EQ(store().grant_lease(999, b.id, 30'000, ++now_).error().code, Errc::not_found);
+  auto fresh = create("fresh");
+  EXPECT_EQ(store().grant_lease(fresh.id, 999, 30'000, ++now_).error().code, Errc::not_found);
+}
+
+TEST_P(StoreContract, RenewLeaseExtendsOnlyWithTheCurrentToken) {
+  auto j = create("j");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id, 10'000);
+  auto r = store().renew_lease(l.run_id, l.fencing_token, 20'000, 500'000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->expires_ms, 520'000);
+  EXPECT_EQ(store().get_run(l.run_id)->lease_expires_ms, 520'000);
+  auto stale = store().renew_lease(l.run_id, l.fencing_token + 1, 20'000, 500'001);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.error().code, Errc::conflict);
+  EXPECT_EQ(store().renew_lease(999, 1, 20'000, 1).error().code, Errc::not_found);
+}
+
+TEST_P(StoreContract, RunEventsAreIdempotentAndTrackTheContiguousWatermark) {
+  auto j = create("j");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id);
+  auto r1 = store().append_run_events(l.run_id, l.fencing_token, {ev(1), ev(2), ev(3)}, ++now_);
+  ASSERT_TRUE(r1.ok()) << r1.error().message;
+  EXPECT_EQ(r1->accepted, 3);
+  EXPECT_EQ(r1->duplicates, 0);
+  EXPECT_EQ(r1->contiguous, 3);
+
+  // A retried upload plus a gap: 2 and 3 are duplicates, 5 is stored but 4 is missing.
+  auto r2 = store().append_run_events(l.run_id, l.fencing_token,
+                                      {ev(2), ev(3), ev(5, "log", {{"text", "five"}}), ev(5)},
+                                      ++now_);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->accepted, 1);
+  EXPECT_EQ(r2->duplicates, 3);
+  EXPECT_EQ(r2->contiguous, 3);
+  EXPECT_EQ(store().get_run(l.run_id)->events_contiguous, 3);
+
+  auto r3 = store().append_run_events(l.run_id, l.fencing_token, {ev(4)}, ++now_);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(r3->contiguous, 5);
+  EXPECT_EQ(store().get_run(l.run_id)->events_contiguous, 5);
+
+  auto evs = store().run_events(l.run_id, 0, 100);
+  ASSERT_EQ(evs.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(evs[i].seq, i + 1);
+    EXPECT_EQ(evs[i].run_id, l.run_id);
+    EXPECT_EQ(evs[i].job_id, j.id);
+    EXPECT_EQ(evs[i].ts_ms, 1'700'000'100'000 + i + 1);
+  }
+  EXPECT_EQ(evs[4].data["text"], "five");  // the first copy wins
+  EXPECT_EQ(store().run_events(l.run_id, 3, 100).size(), 2u);
+  EXPECT_EQ(store().run_events(l.run_id, 0, 2).size(), 2u);
+  // The job's own events (run_id 0) and its run's are both in job_events.
+  EXPECT_EQ(store().job_events(j.id, 0, 100).size(), 3u + 5u);
+
+  auto bad = store().append_run_events(l.run_id, l.fencing_token, {ev(0)}, ++now_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::invalid_argument);
+}
+
+TEST_P(StoreContract, StageStartedEventsMoveTheJobForwardOnly) {
+  auto j = create("j");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id);
+  auto append = [&](Event e) {
+    auto r = store().append_run_events(l.run_id, l.fencing_token, {std::move(e)}, ++now_);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  };
+  append(stage_started(1, "fetch"));
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::building);
+  EXPECT_EQ(store().get_run(l.run_id)->stage, "fetch");
+  append(stage_started(2, "build"));
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::building);
+  append(stage_started(3, "correctness"));
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::gating);
+  append(stage_started(4, "benchmark"));
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::benchmarking);
+  EXPECT_EQ(store().get_run(l.run_id)->stage, "benchmark");
+  append(stage_started(5, "resources"));  // out of order: never back to gating
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::benchmarking);
+  append(ev(6, event_type::stage_started, json{{"nostage", 1}}));  // malformed: ignored
+  EXPECT_EQ(state_history(j.id),
+            (std::vector<std::string>{"leased", "building", "gating", "benchmarking"}));
+}
+
+TEST_P(StoreContract, FinishRunGivesTheJobItsVerdictAndFreesTheAgent) {
+  auto j = create("j");
+  auto next = create("next");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id);
+  auto r = store().finish_run(l.run_id, l.fencing_token,
+                              verdict(RunOutcome::rejected, "do not merge: +6.1%", true), 900);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->outcome, RunOutcome::rejected);
+  EXPECT_EQ(r->finished_ms, 900);
+  ASSERT_TRUE(r->verdict);
+  EXPECT_EQ(r->verdict->gate, "performance");
+  EXPECT_TRUE(r->simulated);
+
+  auto job = store().get_job(j.id);
+  EXPECT_EQ(job->state, JobState::rejected);
+  EXPECT_EQ(job->state_reason, "do not merge: +6.1%");
+  EXPECT_EQ(job->current_run_id, 0);
+  ASSERT_TRUE(job->verdict);
+  EXPECT_EQ(job->verdict->outcome, RunOutcome::rejected);
+  EXPECT_EQ(job->verdict->median_us, 696.0);
+  EXPECT_TRUE(job->simulated);
+  auto ag = store().get_agent(a.id);
+  EXPECT_EQ(ag->state, AgentState::idle);
+  EXPECT_EQ(ag->current_run_id, 0);
+  EXPECT_TRUE(store().running_runs().empty());
+
+  auto finished = store().finished_runs(10);
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].id, l.run_id);
+
+  // Late or repeated results are refused; the terminal job does not change.
+  auto twice = store().finish_run(l.run_id, l.fencing_token,
+                                  verdict(RunOutcome::passed, "ok"), 901);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().code, Errc::conflict);
+  EXPECT_EQ(store().append_run_events(l.run_id, l.fencing_token, {ev(1)}, 902).error().code,
+            Errc::conflict);
+  EXPECT_EQ(store().set_job_state(j.id, JobState::queued, "again", 903).error().code,
+            Errc::conflict);
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::rejected);
+
+  auto l2 = lease(next.id, a.id);  // the freed agent takes the next job
+  EXPECT_GT(l2.fencing_token, l.fencing_token);
+  auto ok = store().finish_run(l2.run_id, l2.fencing_token, verdict(RunOutcome::passed, ""), 950);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(store().get_job(next.id)->state, JobState::passed);
+  EXPECT_FALSE(store().get_job(next.id)->simulated);
+  auto page = store().finished_runs(1);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0].id, l2.run_id);
+  EXPECT_EQ(store().finished_runs(10, l2.run_id).size(), 1u);
+}
+
+TEST_P(StoreContract, FinishRunRefusesAVerdictThatIsNotAnOutcome) {
+  auto j = create("j");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id);
+  auto r = store().finish_run(l.run_id, l.fencing_token, verdict(RunOutcome::running, "?"), 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::invalid_argument);
+  EXPECT_EQ(store().get_run(l.run_id)->outcome, RunOutcome::running);
+  EXPECT_EQ(store().finish_run(l.run_id, l.fencing_token + 7, verdict(RunOutcome::passed, ""), 2)
+                .error()
+                .code,
+            Errc::conflict);
+}
+
+TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
+  auto j = create("j", 0, 2);
+  auto a = enrol("a");
+  auto b = enrol("b");
+  auto l1 = lease(j.id, a.id, 10'000);
+  EXPECT_TRUE(store().expired_runs(now_ + 9'000).empty());
+  auto due = store().expired_runs(now_ + 10'000);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].id, l1.run_id);
+
+  auto r = store().expire_run(l1.run_id, "lease expired", ++now_);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->state, JobState::queued);
+  EXPECT_EQ(r->current_run_id, 0);
+  EXPECT_NE(r->state_reason.find("agent " + std::to_string(a.id) +
+                                 " lost (lease expired); requeued, attempt 2 of 2"),
+            std::string::npos)
+      << r->state_reason;
+  EXPECT_EQ(store().get_run(l1.run_id)->outcome, RunOutcome::lost);
+  EXPECT_EQ(store().get_agent(a.id)->state, AgentState::lost);
+  EXPECT_EQ(store().get_agent(a.id)->current_run_id, 0);
+  bool saw_lost = false;
+  for (const auto& e : store().job_events(j.id, 0, 100))
+    if (e.type == event_type::lease_lost) {
+      saw_lost = true;
+      EXPECT_EQ(e.data["run_id"], l1.run_id);
+      EXPECT_EQ(e.data["agent_id"], a.id);
+    }
+  EXPECT_TRUE(saw_lost);
+  EXPECT_EQ(store().expire_run(l1.run_id, "again", ++now_).error().code, Errc::conflict);
+
+  auto l2 = lease(j.id, b.id, 10'000);
+  EXPECT_GT(l2.fencing_token, l1.fencing_token);
+  EXPECT_EQ(store().get_run(l2.run_id)->attempt, 2);
+  // The lost agent comes back with its old lease: every write is refused.
+  EXPECT_EQ(store().append_run_events(l1.run_id, l1.fencing_token, {ev(1)}, ++now_).error().code,
+            Errc::conflict);
+  EXPECT_EQ(store().append_run_events(l2.run_id, l1.fencing_token, {ev(1)}, ++now_).error().code,
+            Errc::conflict);
+  EXPECT_EQ(store().renew_lease(l1.run_id, l1.fencing_token, 1000, ++now_).error().code,
+            Errc::conflict);
+  EXPECT_EQ(store().finish_run(l1.run_id, l1.fencing_token, verdict(RunOutcome::passed, ""),
+                               ++now_).error().code,
+            Errc::conflict);
+  EXPECT_TRUE(store().run_events(l1.run_id, 0, 10).empty());
+  EXPECT_EQ(store().touch_agent(a.id, ++now_)->state, AgentState::idle);
+
+  auto last = store().expire_run(l2.run_id, "lease expired", ++now_);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->state, JobState::error);
+  EXPECT_NE(last->state_reason.find("agent lost"), std::string::npos) << last->state_reason;
+  EXPECT_EQ(last->attempts, 2);
+  EXPECT_EQ(store().grant_lease(j.id, a.id, 1000, ++now_).error().code, Errc::conflict);
+  EXPECT_EQ(state_history(j.id),
+            (std::vector<std::string>{"leased", "queued", "leased", "error"}));
+}
+
+TEST_P(StoreContract, CancellingAnActiveJobEndsItsRunAndFreesTheAgent) {
+  auto j = create("j");
+  auto k = create("k");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id);
+  ASSERT_TRUE(store().append_run_events(l.run_id, l.fencing_token, {stage_started(1, "build")},
+                                        ++now_).ok());
+  // Requeueing a held job would let two agents run it.
+  EXPECT_EQ(store().set_job_state(j.id, JobState::queued, "x", ++now_).error().code,
+            Errc::conflict);
+  auto c = store().set_job_state(j.id, JobState::cancelled, "user cancelled", ++now_);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->current_run_id, 0);
+  EXPECT_EQ(store().get_run(l.run_id)->outcome, RunOutcome::cancelled);
+  EXPECT_EQ(store().get_agent(a.id)->state, AgentState::idle);
+  EXPECT_EQ(store().append_run_events(l.run_id, l.fencing_token, {ev(2)}, ++now_).error().code,
+            Errc::conflict);
+
+  auto l2 = lease(k.id, a.id);
+  ASSERT_TRUE(store().set_job_state(k.id, JobState::error, "build server gone", ++now_).ok());
+  EXPECT_EQ(store().get_run(l2.run_id)->outcome, RunOutcome::error);
+  EXPECT_EQ(store().get_agent(a.id)->current_run_id, 0);
+  EXPECT_TRUE(store().running_runs().empty());
+  EXPECT_TRUE(store().finished_runs(10).empty());  // no verdicts: not results
+}
+
+}  // namespace kfleet::store::testing

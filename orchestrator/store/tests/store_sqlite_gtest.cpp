@@ -1,0 +1,145 @@
+// The contract suite on SQLite (in memory and in a file), plus what only a file can show:
+// reopening, migrations and their versioning.
+#include <sqlite3.h>
+
+#include "store_contract.hpp"
+#include "temp_dir.hpp"
+
+namespace kfleet::store::testing {
+namespace {
+
+StorePtr open_or_die(const std::string& path, bool full = false) {
+  auto r = open_sqlite_store({path, full});
+  if (!r.ok()) {
+    ADD_FAILURE() << r.error().message;
+    return nullptr;
+  }
+  return std::move(*r);
+}
+
+[[maybe_unused]] const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempDirCleanup);
+
+INSTANTIATE_TEST_SUITE_P(
+    Sqlite, StoreContract,
+    ::testing::Values(StoreBackend{"memory", [] { return open_or_die(":memory:"); }},
+                      StoreBackend{"file", [] { return open_or_die(make_temp_dir() + "/k.db"); }},
+                      StoreBackend{"file_full",
+                                   [] { return open_or_die(make_temp_dir() + "/k.db", true); }}),
+    StoreBackendName{});
+
+// Runs one SQL query on its own connection and returns the first column of the first row.
+std::string query_one(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
+      sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+    out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  else
+    ADD_FAILURE() << "query failed: " << sql << ": " << sqlite3_errmsg(db);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return out;
+}
+
+TEST(SqliteStore, ReopenedFileKeepsEverything) {
+  const std::string path = make_temp_dir() + "/kfleet.db";
+  std::int64_t job_id = 0, run_id = 0, agent_id = 0, token = 0, queued_id = 0;
+  {
+    auto s = open_or_die(path);
+    ASSERT_TRUE(s);
+    NewJob nj;
+    nj.name = "kept";
+    nj.content_hash = "sha256:kept";
+    nj.regions = {"r1"};
+    job_id = s->create_job(nj, 10)->id;
+    nj.name = "waiting";
+    queued_id = s->create_job(nj, 11)->id;
+    NewAgent na;
+    na.name = "a";
+    na.backend = "simulated";
+    agent_id = s->enrol_agent(na, 12)->id;
+    auto l = s->grant_lease(job_id, agent_id, 1000, 13);
+    ASSERT_TRUE(l.ok());
+    run_id = l->run_id;
+    token = l->fencing_token;
+    Event e;
+    e.seq = 1;
+    e.type = "log";
+    ASSERT_TRUE(s->append_run_events(run_id, token, {e}, 14).ok());
+    s->put_region_block({"simulated", "r1", "", "stockout", "none left", 3, 1, 2});
+    ASSERT_TRUE(s->put_bundle("sha256:b", "body").ok());
+  }
+  auto s = open_or_die(path);
+  ASSERT_TRUE(s);
+  auto job = s->get_job(job_id);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->name, "kept");
+  EXPECT_EQ(job->state, JobState::leased);
+  EXPECT_EQ(job->current_run_id, run_id);
+  EXPECT_EQ(s->find_job_by_content_hash("sha256:kept")->id, queued_id);
+  EXPECT_EQ(s->get_agent(agent_id)->state, AgentState::busy);
+  EXPECT_TRUE(s->get_agent(agent_id)->simulated());
+  EXPECT_EQ(s->get_run(run_id)->events_contiguous, 1);
+  EXPECT_EQ(s->run_events(run_id, 0, 10).size(), 1u);
+  ASSERT_EQ(s->region_blocks().size(), 1u);
+  EXPECT_EQ(s->region_blocks()[0].strikes, 3);
+  EXPECT_EQ(s->get_bundle("sha256:b").value_or(""), "body");
+  // The lease still fences after a restart, and new tokens continue above the old ones.
+  ASSERT_TRUE(s->renew_lease(run_id, token, 1000, 20).ok());
+  NewAgent nb;
+  nb.name = "b";
+  auto b = s->enrol_agent(nb, 21);
+  auto l2 = s->grant_lease(queued_id, b->id, 1000, 22);
+  ASSERT_TRUE(l2.ok());
+  EXPECT_GT(l2->fencing_token, token);
+}
+
+TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
+  const std::string path = make_temp_dir() + "/kfleet.db";
+  {
+    auto s = open_or_die(path);
+    ASSERT_TRUE(s);
+    NewJob nj;
+    nj.name = "j";
+    ASSERT_TRUE(s->create_job(nj, 1).ok());
+  }
+  const std::string version = query_one(path, "SELECT version FROM schema_version");
+  EXPECT_EQ(version, "1");
+  for (int i = 0; i < 3; ++i) {
+    auto s = open_or_die(path);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->list_jobs({}).size(), 1u);
+  }
+  EXPECT_EQ(query_one(path, "SELECT COUNT(*) FROM schema_version"), "1");
+  EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"), version);
+  EXPECT_EQ(query_one(path, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(query_one(path, "PRAGMA integrity_check"), "ok");
+}
+
+TEST(SqliteStore, ADatabaseFromANewerVersionIsRefused) {
+  const std::string path = make_temp_dir() + "/kfleet.db";
+  { ASSERT_TRUE(open_or_die(path)); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 999", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto r = open_sqlite_store({path, false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("newer"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("999"), std::string::npos) << r.error().message;
+}
+
+TEST(SqliteStore, AnUnusablePathIsAnErrorThatNamesIt) {
+  auto r = open_sqlite_store({"/nonexistent-dir-kfleet/x/k.db", false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("/nonexistent-dir-kfleet/x/k.db"), std::string::npos);
+  auto empty = open_sqlite_store({"", false});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().code, Errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kfleet::store::testing
