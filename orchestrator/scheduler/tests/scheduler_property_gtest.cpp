@@ -55,6 +55,10 @@ TEST(PlanProperty, NeverDoubleAssignsOrMismatches) {
       const AgentSlot* slot = agents.at(a.agent_id);
       ASSERT_TRUE(slot->idle) << "round " << round;
       ASSERT_TRUE(gpu_matches(jobs.at(a.job_id)->gpu, slot->gpus[0])) << "round " << round;
+      const auto& want = jobs.at(a.job_id)->regions;
+      ASSERT_TRUE(want.empty() || std::any_of(want.begin(), want.end(), [&](const std::string& r) {
+                    return region_matches(r, slot->region);
+                  })) << "agent outside the job's regions, round " << round;
     }
     int requests = 0;
     for (const auto& r : p.provision) {
