@@ -101,8 +101,11 @@ StageResult HarnessBackend::build(StageContext& c) {
   harness_sources.insert(harness_sources.end(), cpu_sources.begin(), cpu_sources.end());
 
   // Cache key: everything that decides the binary.
-  std::string key_text = nlohmann::json(to_json(c.spec)["kernel"]).dump() + "\n" + cc->version +
-                         "\n" + cfg_.arch + "\n" + name() + "\n" + sources_text;
+  std::string key_text = k.family + "\n" + k.language + "\n" + k.entry + "\n" + k.params.dump() +
+                         "\n" + cc->version + "\n" + cfg_.arch + "\n" + name() + "\n";
+  for (const auto& f : flags) key_text += f + "\n";
+  for (const auto& s : k.sources) key_text += s + "\n";
+  key_text += sources_text;
   for (const auto& f : harness_sources) key_text += f + "\n" + read_all(f);
   for (const auto& f : files_in(hdir / "include/kfleet_harness", {".h", ".hpp"}))
     key_text += f + "\n" + read_all(f);

@@ -1,0 +1,185 @@
+// The CUDA backend end to end without a GPU: a real nvcc build of a job kernel linked with a
+// stand-in harness (host code that speaks the protocol), the resources gate on real ptxas
+// output, the build cache, and the harness child's results, crashes and hangs.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/harness_backend.hpp"
+#include "kfleet/agent/backend.hpp"
+
+namespace fs = std::filesystem;
+using namespace kfleet;
+using namespace kfleet::agent;
+
+namespace {
+
+const std::string kTests = fs::path(KFLEET_BACKEND_TEST_KERNELS).parent_path().string();
+
+class RecordingSink : public EventSink {
+ public:
+  void emit(const std::string& type, nlohmann::json data) override {
+    events.push_back({type, std::move(data)});
+  }
+  int count(const std::string& type) const {
+    int n = 0;
+    for (const auto& e : events) n += e.first == type;
+    return n;
+  }
+  std::vector<std::pair<std::string, nlohmann::json>> events;
+};
+
+JobSpec job(std::int64_t s_dim) {
+  JobSpec s;
+  s.name = "t";
+  s.timeout_s = 5;
+  s.kernel.family = "attention";
+  s.kernel.language = "cuda";
+  s.kernel.sources = {"job_kernel.cu"};
+  s.kernel.entry = "job_tile";
+  ResourceBudget b;
+  b.max_shared_bytes = 49152;
+  b.max_spill_bytes = 0;
+  s.gates.resources = b;
+  CorrectnessGate g;
+  g.dtype = "fp16";
+  CorrectnessCase c;
+  c.name = "mission";
+  c.shape.dims = {{"B", 1}, {"S", s_dim}};
+  c.seeds = {0, 1};
+  g.cases = {c};
+  g.tolerance.max_abs = 0.06;
+  s.gates.correctness = g;
+  return s;
+}
+
+struct Fixture {
+  fs::path root = fs::temp_directory_path() / ("kfleet_cuda_be_" + std::to_string(::getpid()));
+  RecordingSink sink;
+  StopFlag stop;
+  BackendPtr backend;
+  Fixture() {
+    fs::create_directories(root / "work");
+    CudaBackendOptions o;
+    o.harness_dir = kTests + "/fake_harness";
+    o.gpu_class = "L4";
+    o.arch = "sm_89";
+    o.cache_dir = (root / "cache").string();
+    o.require_exclusive = false;  // no NVML on CI hosts
+    backend = make_cuda_backend(o);
+  }
+  ~Fixture() { fs::remove_all(root); }
+  StageContext ctx(const JobSpec& s) {
+    return StageContext{s, kTests + "/kernels", (root / "work").string(), GpuInfo{},
+                        Comparison{}, sink, stop};
+  }
+};
+
+}  // namespace
+
+TEST(CudaBackend, BuildsGatesAndRunsTheHarness) {
+  Fixture f;
+  auto spec = job(64);
+  auto c = f.ctx(spec);
+  auto b = f.backend->build(c);
+  ASSERT_TRUE(b.ok) << b.reason << "\n" << b.data.dump();
+  EXPECT_FALSE(b.data["cache_hit"].get<bool>());
+
+  auto r = f.backend->resources(c);
+  ASSERT_TRUE(r.ok) << r.reason;
+  ASSERT_EQ(r.data["kernels"].size(), 1u);  // the harness's own code is not gated
+  EXPECT_EQ(r.data["kernels"][0]["shared_bytes"], 2048 * 4);
+  EXPECT_EQ(f.sink.count("resources"), 1);
+
+  auto corr = f.backend->correctness(c);
+  EXPECT_TRUE(corr.ok) << corr.reason;
+  EXPECT_EQ(f.sink.count("correctness"), 2);
+
+  c.compare.kind = "value";
+  c.compare.median_us = 120;
+  auto bench = f.backend->benchmark(c);
+  ASSERT_TRUE(bench.ok) << bench.reason;
+  EXPECT_EQ(bench.data["median_us"], 100);
+  EXPECT_EQ(bench.data["perf"], "improved");
+  EXPECT_LT(bench.data["delta_pct"].get<double>(), -10);
+
+  // Same inputs: the second build is a cache hit and still gates.
+  auto again = f.backend->build(c);
+  ASSERT_TRUE(again.ok);
+  EXPECT_TRUE(again.data["cache_hit"].get<bool>());
+  spec.gates.resources->max_shared_bytes = 1024;
+  auto tight = f.backend->resources(c);
+  EXPECT_FALSE(tight.ok);
+  EXPECT_EQ(tight.reason, "job_tile (sm_89): 8192 bytes of shared memory > budget 1024");
+}
+
+TEST(CudaBackend, ReportsFailuresCrashesAndHangs) {
+  Fixture f;
+  auto spec = job(7);
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto wrong = f.backend->correctness(c);
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_FALSE(wrong.infra_error);
+  EXPECT_EQ(wrong.reason, "case mission seed 0: max_abs 0.21 > 0.06");
+
+  spec.gates.correctness->cases[0].shape.dims = {{"S", 13}};
+  auto crash = f.backend->correctness(c);
+  EXPECT_FALSE(crash.ok);
+  EXPECT_FALSE(crash.infra_error);
+  EXPECT_EQ(crash.reason.rfind("harness crashed (SIGSEGV)", 0), 0u) << crash.reason;
+
+  spec.gates.correctness->cases[0].shape.dims = {{"S", 99}};
+  spec.timeout_s = 1;
+  auto hang = f.backend->correctness(c);
+  EXPECT_FALSE(hang.ok);
+  EXPECT_NE(hang.reason.find("timed out"), std::string::npos) << hang.reason;
+}
+
+TEST(CudaBackend, ACompileErrorIsAOneLineReason) {
+  Fixture f;
+  fs::path bundle = f.root / "bundle";
+  fs::create_directories(bundle);
+  std::ofstream(bundle / "job_kernel.cu") << "__global__ void k() { this is not cuda; }\n";
+  auto spec = job(64);
+  StageContext c{spec, bundle.string(), (f.root / "work").string(), GpuInfo{}, Comparison{},
+                 f.sink, f.stop};
+  auto b = f.backend->build(c);
+  EXPECT_FALSE(b.ok);
+  EXPECT_FALSE(b.infra_error);
+  EXPECT_NE(b.reason.find("compile failed"), std::string::npos) << b.reason;
+  EXPECT_NE(b.reason.find("error"), std::string::npos) << b.reason;
+}
+
+TEST(CustomFamily, RunsStepsAndParsesMetricLines) {
+  Fixture f;
+  JobSpec spec;
+  spec.timeout_s = 10;
+  spec.kernel.family = "custom";
+  spec.kernel.language = "cuda";
+  spec.kernel.steps = CustomSteps{"true", "exit 0",
+                                  "echo log; echo '{\"metric\":\"time_ms\",\"value\":2.0,"
+                                  "\"samples\":[2.0,2.0,2.01,1.99,2.0]}'",
+                                  ""};
+  auto c = f.ctx(spec);
+  c.compare.median_us = 2200;  // every sample is >= 8% faster
+  EXPECT_TRUE(f.backend->build(c).ok);
+  EXPECT_TRUE(f.backend->correctness(c).ok);
+  auto b = f.backend->benchmark(c);
+  ASSERT_TRUE(b.ok) << b.reason;
+  EXPECT_DOUBLE_EQ(b.data["median_us"].get<double>(), 2000.0);
+  EXPECT_EQ(b.data["perf"], "improved");
+  spec.kernel.steps->test = "echo broken >&2; exit 4";
+  auto t = f.backend->correctness(c);
+  EXPECT_FALSE(t.ok);
+  EXPECT_NE(t.reason.find("exit code 4"), std::string::npos) << t.reason;
+}
+
+TEST(MetricLines, OnlyWellFormedMetricsCount) {
+  auto m = kfleet::backends::parse_metric_lines(
+      "hello\n{\"metric\":\"gflops\",\"value\":3.5}\n{\"metric\":\"x\"}\n{bad json\n"
+      "{\"value\":1}\n");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0]["metric"], "gflops");
+}

@@ -1,0 +1,89 @@
+#include <signal.h>
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "common/harness_protocol.hpp"
+
+namespace kb = kfleet::backends;
+using kfleet::JobSpec;
+
+namespace {
+
+JobSpec fp8_attention() {
+  JobSpec s;
+  s.kernel.family = "attention";
+  s.kernel.params = {{"softmax_scale", 0.125}};
+  kfleet::CorrectnessGate g;
+  g.dtype = {{"q", "fp16"}, {"kv", "fp8_e4m3"}, {"out", "fp16"}};
+  g.tolerance.max_abs = 0.06;
+  kfleet::CorrectnessCase small{"small", {}, {0, 1, 2}, true};
+  small.shape.dims = {{"B", 1}, {"H", 4}, {"S", 256}, {"D", 64}};
+  kfleet::CorrectnessCase mission{"mission", {}, {3}, false};
+  mission.shape.dims = {{"B", 4}, {"H", 16}, {"S", 2048}, {"D", 64}};
+  g.cases = {small, mission};
+  s.gates.correctness = g;
+  return s;
+}
+
+}  // namespace
+
+TEST(HarnessProtocol, CorrectnessCommandLineFollowsTheSpec) {
+  auto s = fp8_attention();
+  auto a = kb::harness_correctness_args(s, s.gates.correctness->cases[0]);
+  std::vector<std::string> want = {"correctness", "--case", "small", "--shape", "B=1,H=4,S=256,D=64",
+                                   "--dtype", "kv=fp8_e4m3,out=fp16,q=fp16", "--max-abs", "0.06",
+                                   "--causal", "--softmax-scale", "0.125", "--seeds", "0,1,2"};
+  EXPECT_EQ(a, want);
+}
+
+TEST(HarnessProtocol, BenchmarkUsesThePerformanceCaseAndBenchmarkSection) {
+  auto s = fp8_attention();
+  s.benchmark.l2_flush = false;
+  s.benchmark.min_samples = 20;
+  auto c = kb::benchmark_case(s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->name, "mission");  // no performance gate: the last (mission) case
+  kfleet::PerformanceGate p;
+  p.case_name = "small";
+  s.gates.performance = p;
+  EXPECT_EQ(kb::benchmark_case(s)->name, "small");
+  auto a = kb::harness_benchmark_args(s, *kb::benchmark_case(s));
+  EXPECT_EQ(a[0], "benchmark");
+  auto has = [&](const std::string& k, const std::string& v) {
+    for (std::size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] == k && a[i + 1] == v) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("--seed", "0"));
+  EXPECT_TRUE(has("--min-samples", "20"));
+  EXPECT_NE(std::find(a.begin(), a.end(), "--no-l2-flush"), a.end());
+  EXPECT_FALSE(kb::benchmark_case(JobSpec{}).has_value());
+}
+
+TEST(HarnessProtocol, ParsesLinesAndClassifiesEndings) {
+  EXPECT_FALSE(kb::parse_harness_line("warming up").has_value());
+  EXPECT_FALSE(kb::parse_harness_line("{\"no_type\":1}").has_value());
+  kb::HarnessReport rep;
+  rep.add(*kb::parse_harness_line(R"j({"type":"device","name":"NVIDIA L4"})j"));
+  rep.add(*kb::parse_harness_line(R"j({"type":"correctness","case":"small","seed":2,"pass":false,"reason":"input K was modified by the kernel"})j"));
+  bool infra = true;
+  EXPECT_EQ(kb::harness_failure(1, 0, false, 60, rep, "", infra),
+            "case small seed 2: input K was modified by the kernel");
+  EXPECT_FALSE(infra);
+  EXPECT_EQ(kb::harness_failure(0, 0, false, 60, rep, "", infra), "");
+  EXPECT_EQ(kb::harness_failure(-1, SIGBUS, false, 60, rep, "", infra), "harness crashed (SIGBUS)");
+
+  kb::HarnessReport kernel_err;
+  kernel_err.add(*kb::parse_harness_line(R"j({"type":"error","phase":"kernel","call":"cudaDeviceSynchronize()","message":"an illegal memory access was encountered"})j"));
+  EXPECT_EQ(kb::harness_failure(3, 0, false, 60, kernel_err, "", infra),
+            "kernel error: cudaDeviceSynchronize(): an illegal memory access was encountered");
+  EXPECT_FALSE(infra);
+  kb::HarnessReport setup_err;
+  setup_err.add(*kb::parse_harness_line(R"j({"type":"error","phase":"setup","call":"cudaMalloc","message":"out of memory"})j"));
+  kb::harness_failure(3, 0, false, 60, setup_err, "", infra);
+  EXPECT_TRUE(infra);  // the host's problem, not the kernel's
+  EXPECT_NE(kb::harness_failure(-1, SIGKILL, true, 30, rep, "", infra).find("timed out after 30 s"),
+            std::string::npos);
+}
