@@ -1,0 +1,17 @@
+#pragma once
+// What the user reads when kfleetd cannot be reached or says no: one line they can act on,
+// followed by the API's file:line:col details when it gave any. Pure, so the wording is tested.
+#include <string>
+
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::cli {
+
+// A non-2xx answer: the Errc follows the status (400 invalid_argument, 401 unauthorized, ...)
+// and the message carries the API's message and details.
+Error describe_http_failure(long status, const std::string& body);
+
+// A transport failure (refused, timeout, DNS): Errc::unavailable with the hint to start kfleetd.
+Error describe_transport_failure(const std::string& server, const std::string& cause);
+
+}  // namespace kfleet::cli

@@ -1,0 +1,50 @@
+#pragma once
+// Turns a job's or run's events into the live progress lines of `submit --follow` and
+// `logs`. Pure functions of the event JSON, so the wording is tested without a server.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/event.hpp"
+
+namespace kfleet::cli {
+
+struct ProgressStyle {
+  bool color = false;
+  bool show_logs = false;  // `logs` shows agent log lines; `--follow` keeps to milestones
+};
+
+// One readable line for an event, or nullopt for events not worth a line (raw samples, ...).
+std::optional<std::string> format_event_line(const Event& e, const ProgressStyle& style);
+
+// "REJECTED performance: do not merge: +6.1% (696 µs vs 656 µs)" / "PASSED ..." with
+// " [simulated]" when the verdict came from the simulated backend. Accepts the Verdict
+// schema ("outcome") and the verdict event ("status").
+std::string format_verdict_line(const nlohmann::json& verdict, bool color);
+
+// "1.2s", "350ms", "2m05s"
+std::string format_duration_ms(double ms);
+// "37.1 KB", "512 B", "1.5 MB" (binary units, as ptxas budgets are)
+std::string format_bytes(double bytes);
+// "696.0 µs", "12.35 ms", "1.20 s"
+std::string format_time_us(double us);
+
+// Follows a job's event stream to its end: which exit status it reached, and where to resume.
+class JobOutcomeTracker {
+ public:
+  void observe(const Event& e);
+  // Set once a terminal job.state has been seen.
+  std::optional<int> exit_code() const;
+  bool saw_verdict() const { return saw_verdict_; }
+  // The last run verdict's status: a fallback when the stream ended before the job's state.
+  std::optional<int> verdict_exit_code() const { return verdict_code_; }
+  bool finished() const { return terminal_state_.has_value(); }
+
+ private:
+  std::optional<int> terminal_state_;
+  std::optional<int> verdict_code_;
+  bool saw_verdict_ = false;
+};
+
+}  // namespace kfleet::cli

@@ -1,0 +1,30 @@
+#pragma once
+// Each command adds its CLI11 subcommand and returns how to run it once parsed. Options live
+// in state the returned function owns.
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+#include "session.hpp"
+
+namespace kfleet::cli {
+
+struct Command {
+  CLI::App* sub = nullptr;
+  std::function<int(Session&)> run;
+};
+
+Command add_submit_command(CLI::App& app);
+Command add_status_command(CLI::App& app);
+Command add_logs_command(CLI::App& app);
+Command add_cancel_command(CLI::App& app);
+Command add_agents_command(CLI::App& app);
+Command add_results_command(CLI::App& app);
+
+// Streams a job's events as progress lines until it ends; returns its exit status.
+// `prefix` tags lines when several jobs are followed.
+int follow_job(Session& s, std::int64_t job_id, const std::string& prefix);
+// Polls the job with backoff until it ends; prints its verdict; returns its exit status.
+int wait_job(Session& s, std::int64_t job_id, const std::string& prefix);
+
+}  // namespace kfleet::cli

@@ -1,0 +1,237 @@
+#include "kfleet/cli/progress.hpp"
+
+#include <cmath>
+
+#include "ansi.hpp"
+#include "json_fields.hpp"
+#include "kfleet/cli/exit_code.hpp"
+#include "kfleet/common/model.hpp"
+
+namespace kfleet::cli {
+
+std::string format_duration_ms(double ms) {
+  if (ms < 1000) return fixed(ms, 0) + "ms";
+  if (ms < 60'000) return fixed(ms / 1000, 1) + "s";
+  const auto total_s = static_cast<long long>(std::llround(ms / 1000));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lldm%02llds", total_s / 60, total_s % 60);
+  return buf;
+}
+
+std::string format_bytes(double bytes) {
+  if (bytes < 1024) return fixed(bytes, 0) + " B";
+  if (bytes < 1024.0 * 1024) return fixed(bytes / 1024, 1) + " KB";
+  return fixed(bytes / (1024.0 * 1024), 1) + " MB";
+}
+
+std::string format_time_us(double us) {
+  if (us < 1000) return fixed(us, 1) + " µs";
+  if (us < 1'000'000) return fixed(us / 1000, 2) + " ms";
+  return fixed(us / 1e6, 2) + " s";
+}
+
+std::string format_verdict_line(const nlohmann::json& v, bool color) {
+  std::string outcome = str_field(v, "outcome");
+  if (outcome.empty()) outcome = str_field(v, "status");
+  std::string word = outcome.empty() ? "VERDICT" : outcome;
+  for (auto& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const char* tint = outcome == "passed" ? ansi::green : outcome == "rejected" ? ansi::red
+                                                                                : ansi::yellow;
+  std::string line = ansi::paint(word, tint, color);
+  const std::string gate = str_field(v, "gate");
+  if (!gate.empty()) line += " " + gate;
+  std::string reason = str_field(v, "reason");
+  if (reason.empty() && num_field(v, "median_us")) {
+    reason = "median " + format_time_us(*num_field(v, "median_us"));
+    if (auto d = num_field(v, "delta_pct")) reason += ", " + (*d >= 0 ? std::string("+") : "") + fixed(*d, 1) + "%";
+  }
+  if (!reason.empty()) line += (gate.empty() ? " " : ": ") + reason;
+  if (bool_field(v, "simulated")) line += " [simulated]";
+  return line;
+}
+
+namespace {
+
+std::string stage_tag(const std::string& stage) { return "[" + (stage.empty() ? "run" : stage) + "]"; }
+
+std::string ok_word(bool ok, bool color) {
+  return ok ? ansi::paint("ok", ansi::green, color) : ansi::paint("FAILED", ansi::red, color);
+}
+
+std::string sim_suffix(const nlohmann::json& d) {
+  return bool_field(d, "simulated") ? " [simulated]" : "";
+}
+
+std::optional<double> first_num(const nlohmann::json& d, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (auto v = num_field(d, k)) return v;
+  return std::nullopt;
+}
+
+std::string format_state(const nlohmann::json& d, bool color) {
+  const std::string state = str_field(d, "state");
+  const std::string reason = str_field(d, "reason");
+  auto s = job_state_from_string(state);
+  if (s && is_terminal(*s)) {
+    std::string word = state;
+    for (auto& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const char* tint = *s == JobState::passed ? ansi::green : ansi::red;
+    return ansi::paint(word, tint, color) + (reason.empty() ? "" : ": " + reason);
+  }
+  return state + (reason.empty() ? "" : ": " + reason);
+}
+
+std::string format_decision(const nlohmann::json& d) {
+  std::string line = "scheduler: " + str_field(d, "action");
+  if (auto agent = str_field(d, "agent"); !agent.empty()) line += " agent " + agent;
+  if (auto agent = str_field(d, "agent_id"); !agent.empty()) line += " agent " + agent;
+  if (auto region = str_field(d, "region"); !region.empty()) line += " in " + region;
+  if (auto reason = str_field(d, "reason"); !reason.empty()) line += ": " + reason;
+  return line;
+}
+
+std::string format_lease(const nlohmann::json& d) {
+  std::string line = "leased to agent " + str_field(d, "agent_id");
+  if (auto name = str_field(d, "agent_name"); !name.empty()) line += " " + name;
+  std::string where = str_field(d, "region");
+  std::string gpu = str_field(d, "gpu_class");
+  if (gpu.empty()) gpu = str_field(d, "gpu");
+  if (!where.empty() || !gpu.empty())
+    line += " (" + where + (where.empty() || gpu.empty() ? "" : ", ") + gpu + ")";
+  if (auto attempt = str_field(d, "attempt"); !attempt.empty()) line += " attempt " + attempt;
+  if (auto run = str_field(d, "run_id"); !run.empty()) line += ", run " + run;
+  return line;
+}
+
+std::string format_stage_finished(const nlohmann::json& d, bool color) {
+  std::string line = stage_tag(str_field(d, "stage")) + " " + ok_word(bool_field(d, "ok", true), color);
+  if (auto ms = first_num(d, {"duration_ms", "elapsed_ms", "wall_ms"})) {
+    line += " " + format_duration_ms(*ms);
+  } else if (auto s = first_num(d, {"duration_s", "elapsed_s"})) {
+    line += " " + format_duration_ms(*s * 1000);
+  }
+  if (auto reason = str_field(d, "reason"); !reason.empty()) line += ": " + reason;
+  return line + sim_suffix(d);
+}
+
+// One kernel's compiler resources: "regs 96 smem 37.1 KB spills 0".
+std::string kernel_resources(const nlohmann::json& k) {
+  std::string s;
+  auto add = [&](const char* label, std::optional<double> v, bool bytes) {
+    if (!v) return;
+    s += (s.empty() ? "" : " ") + std::string(label) + " " + (bytes && *v > 0 ? format_bytes(*v) : fixed(*v, 0));
+  };
+  add("regs", first_num(k, {"registers", "regs"}), false);
+  add("smem", first_num(k, {"shared_bytes", "smem_bytes"}), true);
+  add("spills", first_num(k, {"spill_bytes", "spill_stores_bytes"}), true);
+  add("stack", num_field(k, "stack_bytes"), true);
+  add("vgprs", num_field(k, "vgprs"), false);
+  add("sgprs", num_field(k, "sgprs"), false);
+  add("lds", num_field(k, "lds_bytes"), true);
+  add("scratch", num_field(k, "scratch_bytes"), true);
+  return s;
+}
+
+std::string format_resources(const nlohmann::json& d, bool color) {
+  std::string line = stage_tag("resources");
+  const auto& kernels = arr_field(d, "kernels");
+  for (const auto& k : kernels) {
+    std::string name = str_field(k, "name");
+    if (kernels.size() > 1 && !name.empty()) line += " " + name + ":";
+    line += " " + kernel_resources(k);
+  }
+  if (kernels.empty()) line += " " + kernel_resources(d);
+  line += " " + ok_word(bool_field(d, "ok", true), color);
+  std::string why;
+  for (const auto& v : arr_field(d, "violations")) {
+    std::string text = v.is_string() ? v.get<std::string>() : str_field(v, "message");
+    if (!text.empty()) why += (why.empty() ? "" : "; ") + text;
+  }
+  if (!why.empty()) line += ": " + why;
+  return line + sim_suffix(d);
+}
+
+std::string format_correctness(const nlohmann::json& d, bool color) {
+  std::string line = stage_tag("correctness") + " " + str_field(d, "case");
+  if (auto seed = str_field(d, "seed"); !seed.empty()) line += " seed=" + seed;
+  // Metrics sit either in a "metrics" object or beside the case; print every number found.
+  const auto& metrics = obj_field(d, "metrics");
+  const nlohmann::json& src = metrics.empty() ? d : metrics;
+  for (auto it = src.begin(); it != src.end(); ++it) {
+    if (it.key() == "seed" || !it->is_number() || it->is_boolean()) continue;
+    line += " " + it.key() + "=" + compact(it->get<double>());
+  }
+  line += " " + ok_word(bool_field(d, "ok", true), color);
+  if (auto reason = str_field(d, "reason"); !reason.empty()) line += ": " + reason;
+  return line + sim_suffix(d);
+}
+
+std::string format_bench_result(const nlohmann::json& d) {
+  std::string line = stage_tag("benchmark");
+  for (const char* label : {"role", "label", "case"})
+    if (auto v = str_field(d, label); !v.empty()) {
+      line += " " + v;
+      break;
+    }
+  if (auto med = num_field(d, "median_us")) line += " median " + format_time_us(*med);
+  std::string extra;
+  if (auto n = first_num(d, {"n", "samples", "count"})) extra = "n=" + fixed(*n, 0);
+  if (auto noise = first_num(d, {"rel_stdev_pct", "noise_pct"}))
+    extra += (extra.empty() ? "" : ", ") + std::string("±") + fixed(*noise, 1) + "%";
+  if (!extra.empty()) line += " (" + extra + ")";
+  if (auto g = num_field(d, "gflops")) line += " " + fixed(*g, 1) + " GFLOP/s";
+  return line + sim_suffix(d);
+}
+
+}  // namespace
+
+std::optional<std::string> format_event_line(const Event& e, const ProgressStyle& style) {
+  const auto& d = e.data;
+  const bool c = style.color;
+  if (e.type == event_type::job_submitted) return "queued" + (str_field(d, "name").empty() ? "" : ": " + str_field(d, "name"));
+  if (e.type == event_type::job_state) return format_state(d, c);
+  if (e.type == event_type::sched_decision) return format_decision(d);
+  if (e.type == event_type::capacity) {
+    std::string line = "capacity " + str_field(d, "region") + ": " + str_field(d, "outcome");
+    if (auto m = str_field(d, "message"); !m.empty()) line += ": " + m;
+    return line;
+  }
+  if (e.type == event_type::lease_granted) return format_lease(d);
+  if (e.type == event_type::lease_lost) {
+    std::string line = ansi::paint("lease lost", ansi::yellow, c) + ": agent " + str_field(d, "agent_id");
+    if (auto r = str_field(d, "reason"); !r.empty()) line += ": " + r;
+    return line;
+  }
+  if (e.type == event_type::stage_started) return stage_tag(str_field(d, "stage")) + " started";
+  if (e.type == event_type::stage_finished) return format_stage_finished(d, c);
+  if (e.type == event_type::log_line) {
+    if (!style.show_logs) return std::nullopt;
+    std::string line = stage_tag(str_field(d, "stage")) + " " + str_field(d, "text");
+    if (str_field(d, "stream") == "stderr") line = ansi::paint(line, ansi::dim, c);
+    return line;
+  }
+  if (e.type == event_type::resources) return format_resources(d, c);
+  if (e.type == event_type::correctness) return format_correctness(d, c);
+  if (e.type == event_type::bench_sample) return std::nullopt;  // raw samples: results table
+  if (e.type == event_type::bench_result) return format_bench_result(d);
+  if (e.type == event_type::verdict) return format_verdict_line(d, c);
+  if (!style.show_logs) return std::nullopt;
+  return e.type + " " + d.dump();  // unknown types: shown verbatim in `logs`
+}
+
+void JobOutcomeTracker::observe(const Event& e) {
+  if (e.type == event_type::job_state) {
+    if (auto code = exit_code_for_state_name(str_field(e.data, "state"))) terminal_state_ = code;
+  } else if (e.type == event_type::verdict) {
+    saw_verdict_ = true;
+    std::string outcome = str_field(e.data, "status");
+    if (outcome.empty()) outcome = str_field(e.data, "outcome");
+    verdict_code_ = exit_code_for_state_name(outcome);
+  }
+}
+
+std::optional<int> JobOutcomeTracker::exit_code() const {
+  return terminal_state_ ? terminal_state_ : std::nullopt;
+}
+
+}  // namespace kfleet::cli

@@ -1,0 +1,207 @@
+#include "kfleet/cli/views.hpp"
+
+#include <algorithm>
+
+#include "ansi.hpp"
+#include "json_fields.hpp"
+#include "kfleet/cli/progress.hpp"
+
+namespace kfleet::cli {
+
+std::size_t display_width(const std::string& s) {
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0x1b) {  // skip "ESC [ ... m"
+      while (i < s.size() && s[i] != 'm') ++i;
+      continue;
+    }
+    if ((c & 0xC0) != 0x80) ++w;  // count lead bytes only: one column per code point
+  }
+  return w;
+}
+
+void TextTable::add_row(std::vector<std::string> row) {
+  row.resize(header_.size());
+  rows_.push_back(std::move(row));
+}
+
+std::string TextTable::render() const {
+  std::vector<std::size_t> widths(header_.size());
+  for (std::size_t i = 0; i < header_.size(); ++i) widths[i] = display_width(header_[i]);
+  for (const auto& r : rows_)
+    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], display_width(r[i]));
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& r) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(widths[i] - display_width(r[i]) + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  emit(header_);
+  for (const auto& r : rows_) emit(r);
+  return out;
+}
+
+TimeMs parse_iso8601_ms(const std::string& s) {
+  int y, mo, d, h, mi;
+  double sec;
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%lf", &y, &mo, &d, &h, &mi, &sec) != 6) return -1;
+  // days_from_civil (H. Hinnant): exact for the proleptic Gregorian calendar.
+  y -= mo <= 2;
+  const int era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const long long days = era * 146097LL + static_cast<long long>(doe) - 719468;
+  return ((days * 24 + h) * 60 + mi) * 60'000 + static_cast<TimeMs>(sec * 1000 + 0.5);
+}
+
+std::string format_age(TimeMs span_ms) {
+  if (span_ms < 0) return "-";
+  const TimeMs s = span_ms / 1000;
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m";
+  if (s < 86400) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+std::string paint_state(const std::string& state, bool color) {
+  if (state == "passed" || state == "idle") return ansi::paint(state, ansi::green, color);
+  if (state == "rejected" || state == "error" || state == "lost") return ansi::paint(state, ansi::red, color);
+  if (state == "waiting_capacity" || state == "cancelled") return ansi::paint(state, ansi::yellow, color);
+  return state;
+}
+
+namespace {
+
+std::string age_of(const nlohmann::json& obj, const char* key, TimeMs now) {
+  const std::string ts = str_field(obj, key);
+  const TimeMs t = ts.empty() ? -1 : parse_iso8601_ms(ts);
+  return t < 0 ? "-" : format_age(now - t);
+}
+
+std::string or_dash(std::string s) { return s.empty() ? "-" : s; }
+
+// "rejected performance: do not merge: ..." for a finished job, its waiting reason otherwise.
+std::string job_reason(const nlohmann::json& job) {
+  const auto& v = obj_field(job, "verdict");
+  if (!v.empty() && !str_field(v, "reason").empty()) {
+    std::string gate = str_field(v, "gate");
+    return (gate.empty() ? "" : gate + ": ") + str_field(v, "reason");
+  }
+  return str_field(job, "state_reason");
+}
+
+std::string sim_mark(const nlohmann::json& obj) { return bool_field(obj, "simulated") ? "yes" : ""; }
+
+std::string signed_pct(double v) { return (v >= 0 ? "+" : "") + fixed(v, 1) + "%"; }
+
+}  // namespace
+
+std::string render_jobs(const nlohmann::json& body, TimeMs now, bool color) {
+  const auto& jobs = arr_field(body, "jobs");
+  if (jobs.empty()) return "no jobs\n";
+  TextTable t({"ID", "NAME", "GPU", "STATE", "REASON/VERDICT", "ATTEMPTS", "AGE"});
+  for (const auto& j : jobs) {
+    std::string attempts = str_field(j, "attempts");
+    if (auto max = str_field(j, "max_attempts"); !max.empty()) attempts += "/" + max;
+    std::string name = str_field(j, "name") + (bool_field(j, "simulated") ? " [sim]" : "");
+    t.add_row({str_field(j, "id"), name, str_field(j, "gpu"),
+               paint_state(str_field(j, "state"), color), or_dash(job_reason(j)), attempts,
+               age_of(j, "created", now)});
+  }
+  return t.render();
+}
+
+std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color) {
+  const auto& job = obj_field(body, "job");
+  std::string out;
+  auto field = [&](const std::string& label, const std::string& value) {
+    if (!value.empty()) out += label + std::string(label.size() < 10 ? 10 - label.size() : 1, ' ') + value + "\n";
+  };
+  field("job", str_field(job, "id") + " " + str_field(job, "name"));
+  field("campaign", str_field(job, "campaign"));
+  field("parent", str_field(job, "parent"));
+  std::string regions;
+  for (const auto& r : arr_field(job, "regions")) regions += (regions.empty() ? "" : ", ") + r.get<std::string>();
+  field("gpu", str_field(job, "gpu") + (regions.empty() ? "" : " (" + regions + ")"));
+  field("state", paint_state(str_field(job, "state"), color) +
+                     (str_field(job, "state_reason").empty() ? "" : ": " + str_field(job, "state_reason")));
+  field("attempts", str_field(job, "attempts") + "/" + str_field(job, "max_attempts"));
+  field("age", age_of(job, "created", now));
+  if (const auto& v = obj_field(job, "verdict"); !v.empty()) field("verdict", format_verdict_line(v, color));
+  const auto& runs = arr_field(body, "runs");
+  if (runs.empty()) return out;
+  TextTable t({"RUN", "AGENT", "ATTEMPT", "OUTCOME", "STAGE", "VERDICT", "STARTED", "SIM"});
+  for (const auto& r : runs) {
+    const auto& v = obj_field(r, "verdict");
+    t.add_row({str_field(r, "id"), str_field(r, "agent_id"), str_field(r, "attempt"),
+               paint_state(str_field(r, "outcome"), color), or_dash(str_field(r, "stage")),
+               v.empty() ? "-" : format_verdict_line(v, false), age_of(r, "started", now) + " ago",
+               sim_mark(r)});
+  }
+  return out + "\n" + t.render();
+}
+
+std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
+  std::string out;
+  const auto& agents = arr_field(body, "agents");
+  if (agents.empty()) {
+    out = "no agents enrolled\n";
+  } else {
+    TextTable t({"ID", "NAME", "REGION", "GPU", "BACKEND", "STATE", "RUN", "LAST SEEN", "SIM"});
+    for (const auto& a : agents) {
+      std::string gpus;
+      for (const auto& g : arr_field(a, "gpus"))
+        gpus += (gpus.empty() ? "" : ",") + str_field(g, "gpu_class") + "/" + str_field(g, "arch");
+      const std::string run = str_field(a, "current_run_id");
+      t.add_row({str_field(a, "id"), str_field(a, "name"), str_field(a, "region"), or_dash(gpus),
+                 str_field(a, "backend"), paint_state(str_field(a, "state"), color),
+                 run.empty() || run == "0" ? "-" : run, age_of(a, "last_seen", now) + " ago",
+                 sim_mark(a)});
+    }
+    out = t.render();
+  }
+  const auto& blocks = arr_field(body, "blocks");
+  if (blocks.empty()) return out;
+  TextTable t({"PROVIDER", "REGION", "GPU", "KIND", "REASON", "TIME LEFT"});
+  for (const auto& b : blocks) {
+    auto left = num_field(b, "seconds_left");
+    t.add_row({str_field(b, "provider"), str_field(b, "region"), or_dash(str_field(b, "gpu_class")),
+               str_field(b, "kind"), str_field(b, "reason"),
+               left ? format_age(static_cast<TimeMs>(*left * 1000)) : "-"});
+  }
+  return out + "\nregion blocks:\n" + t.render();
+}
+
+std::string render_results(const nlohmann::json& body, TimeMs now, bool color) {
+  const auto& results = arr_field(body, "results");
+  if (results.empty()) return "no finished runs\n";
+  TextTable t({"RUN", "JOB", "GPU", "OUTCOME", "GATE", "MEDIAN", "DELTA [CI]", "SIM", "AGE"});
+  for (const auto& r : results) {
+    const auto& run = obj_field(r, "run");
+    const auto& job = obj_field(r, "job");
+    const auto& v = obj_field(run, "verdict");
+    std::string outcome = str_field(v, "outcome");
+    if (outcome.empty()) outcome = str_field(run, "outcome");
+    auto med = num_field(v, "median_us");
+    std::string delta = "-";
+    if (auto d = num_field(v, "delta_pct")) {
+      delta = signed_pct(*d);
+      auto lo = num_field(v, "ci_low_pct"), hi = num_field(v, "ci_high_pct");
+      if (lo && hi) delta += " [" + signed_pct(*lo) + ", " + signed_pct(*hi) + "]";
+    }
+    const bool sim = bool_field(run, "simulated") || bool_field(v, "simulated");
+    t.add_row({str_field(run, "id"), str_field(job, "id") + " " + str_field(job, "name"),
+               str_field(job, "gpu"), paint_state(outcome, color), or_dash(str_field(v, "gate")),
+               med ? format_time_us(*med) : "-", delta, sim ? "yes" : "",
+               age_of(run, "finished", now)});
+  }
+  return t.render();
+}
+
+}  // namespace kfleet::cli

@@ -1,0 +1,276 @@
+// The whole CLI, in-process, against a fake kfleetd on port 0.
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fake_kfleetd.hpp"
+#include "kfleet/cli/app.hpp"
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/common/jobspec.hpp"
+
+namespace kfleet::cli {
+namespace {
+
+using testing::CannedReply;
+using testing::FakeKfleetd;
+using testing::RecordedRequest;
+using testing::sse_body;
+namespace fs = std::filesystem;
+
+constexpr const char* kJobYaml = R"(name: fa-s512-v3/iter1
+campaign: fa-s512-v3
+target:
+  gpu: L4
+  regions: [us-west-2, us-east-1]
+kernel:
+  family: attention
+  language: cuda
+  sources: [fa.cu]
+  entry: fa_s512_v3
+)";
+
+struct Ran {
+  int code = -1;
+  std::string out, err;
+};
+
+Ran run_kfleet(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  args.insert(args.begin(), "kfleet");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliIo io{out, err,
+           [env](const std::string& k) -> std::optional<std::string> {
+             auto it = env.find(k);
+             return it == env.end() ? std::nullopt : std::optional(it->second);
+           },
+           disk_reader(), std::make_shared<ManualClock>(), false};
+  io.backoff_initial_ms = 1;
+  io.backoff_max_ms = 5;
+  Ran r;
+  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), io);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+class JobDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kfleet-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    write("job.yaml", kJobYaml);
+    write("fa.cu", "__global__ void fa_s512_v3() {}\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return (dir_ / name).string();
+  }
+  std::string job() const { return (dir_ / "job.yaml").string(); }
+  fs::path dir_;
+};
+
+nlohmann::json job_json(int id, const std::string& state) {
+  return {{"id", id}, {"name", "fa-s512-v3/iter1"}, {"gpu", "L4"},
+          {"regions", {"us-west-2", "us-east-1"}}, {"state", state}};
+}
+
+CannedReply created(int id) { return {201, "application/json", nlohmann::json{{"job", job_json(id, "queued")}}.dump()}; }
+
+std::string event(int id, const std::string& type, nlohmann::json data) {
+  return nlohmann::json{{"id", id}, {"job_id", 12}, {"run_id", 1}, {"seq", id}, {"type", type},
+                        {"data", data}}.dump();
+}
+
+std::vector<std::string> run_events(const std::string& outcome) {
+  return {event(1, "lease.granted", {{"agent_id", 3}, {"region", "us-west-2"}, {"gpu_class", "L4"}, {"attempt", 1}}),
+          event(2, "stage.finished", {{"stage", "build"}, {"ok", true}, {"duration_ms", 1200}}),
+          event(3, "bench.result", {{"median_us", 696.0}, {"n", 40}, {"rel_stdev_pct", 0.3}}),
+          event(4, "verdict", {{"status", outcome}, {"gate", outcome == "rejected" ? "performance" : ""},
+                               {"reason", "do not merge: +6.1% (696 µs vs 656 µs)"}}),
+          event(5, "job.state", {{"state", outcome}})};
+}
+
+TEST(JobYaml, FixtureIsAValidJob) {
+  auto p = parse_job_spec(kJobYaml, "job.yaml");
+  EXPECT_TRUE(p.ok()) << p.error_text();
+}
+
+TEST_F(JobDir, SubmitSendsSpecBundleAndToken) {
+  FakeKfleetd server([](const RecordedRequest&) { return created(12); });
+  Ran r = run_kfleet({"--server", server.url(), "--token", "s3cret", "submit", job(), "--force"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].method, "POST");
+  EXPECT_EQ(reqs[0].target, "/api/v1/jobs");
+  EXPECT_EQ(reqs[0].authorization, "Bearer s3cret");
+  auto body = nlohmann::json::parse(reqs[0].body);
+  EXPECT_EQ(body["spec_yaml"], kJobYaml);
+  EXPECT_EQ(body["source_name"], "job.yaml");
+  EXPECT_EQ(body["force"], true);
+  auto bundle = bundle_from_json(body["bundle"]);
+  ASSERT_TRUE(bundle.ok()) << bundle.error().message;
+  ASSERT_EQ(bundle->files.size(), 1u);
+  EXPECT_EQ(bundle->files[0].path, "fa.cu");
+  EXPECT_EQ(bundle->files[0].content, "__global__ void fa_s512_v3() {}\n");
+  EXPECT_NE(r.out.find("submitted job 12 fa-s512-v3/iter1 (L4, regions us-west-2, us-east-1)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(server.url() + "/#/jobs/12"), std::string::npos) << r.out;
+}
+
+TEST_F(JobDir, TokenFromEnvironmentAndPriorityInTheYaml) {
+  FakeKfleetd server([](const RecordedRequest&) { return created(12); });
+  Ran r = run_kfleet({"submit", job(), "--priority", "9"},
+                     {{"KFLEET_SERVER", server.url()}, {"KFLEET_TOKEN", "envtok"}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].authorization, "Bearer envtok");
+  auto spec = parse_job_spec(nlohmann::json::parse(reqs[0].body)["spec_yaml"], "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.error_text();
+  EXPECT_EQ(spec.spec->priority, 9);
+}
+
+TEST_F(JobDir, InvalidJobPrintsIssuesAndSendsNothing) {
+  std::string bad = write("bad.yaml", std::string(kJobYaml) + "benchmark: {min_samples: lots}\n");
+  FakeKfleetd server([](const RecordedRequest&) { return created(12); });
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), bad});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(server.requests().empty());  // the valid file is held back too
+  EXPECT_NE(r.err.find("bad.yaml:11:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("min_samples"), std::string::npos) << r.err;
+}
+
+TEST_F(JobDir, MissingSourceIsAUsageError) {
+  fs::remove(dir_ / "fa.cu");
+  FakeKfleetd server([](const RecordedRequest&) { return created(12); });
+  Ran r = run_kfleet({"--server", server.url(), "submit", job()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(server.requests().empty());
+  EXPECT_NE(r.err.find("fa.cu"), std::string::npos) << r.err;
+}
+
+class FollowVerdict : public JobDir, public ::testing::WithParamInterface<std::pair<std::string, int>> {};
+
+TEST_P(FollowVerdict, ExitStatusReflectsStreamedVerdict) {
+  const auto [outcome, expected] = GetParam();
+  FakeKfleetd server([outcome = outcome](const RecordedRequest& r) -> CannedReply {
+    if (r.method == "POST") return created(12);
+    if (r.target == "/api/v1/jobs/12/events") return {200, "text/event-stream", sse_body(run_events(outcome))};
+    return {404, "application/json", R"({"error":{"code":"not_found","message":"no such thing"}})"};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--follow"});
+  EXPECT_EQ(r.code, expected) << r.out << r.err;
+  auto reqs = server.requests();
+  ASSERT_GE(reqs.size(), 2u);
+  EXPECT_EQ(reqs[1].accept, "text/event-stream");
+  EXPECT_NE(r.out.find("leased to agent 3 (us-west-2, L4) attempt 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[build] ok 1.2s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[benchmark] median 696.0 µs (n=40, ±0.3%)"), std::string::npos) << r.out;
+  std::string upper = outcome == "passed" ? "PASSED" : "REJECTED performance";
+  EXPECT_NE(r.out.find(upper), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Outcomes, FollowVerdict,
+                         ::testing::Values(std::make_pair(std::string("passed"), 0),
+                                           std::make_pair(std::string("rejected"), 1),
+                                           std::make_pair(std::string("error"), 3)));
+
+TEST_F(JobDir, FollowResumesWithLastEventIdWhenTheStreamDrops) {
+  auto all = run_events("rejected");
+  std::atomic<int> streams{0};
+  FakeKfleetd server([&](const RecordedRequest& r) -> CannedReply {
+    if (r.method == "POST") return created(12);
+    if (r.target == "/api/v1/jobs/12") return {200, "application/json", nlohmann::json{{"job", job_json(12, "benchmarking")}}.dump()};
+    if (streams++ == 0) return {200, "text/event-stream", sse_body({all[0], all[1]})};
+    return {200, "text/event-stream", sse_body({all[2], all[3], all[4]})};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--follow"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  std::vector<RecordedRequest> sse;
+  for (auto& q : server.requests())
+    if (q.target == "/api/v1/jobs/12/events") sse.push_back(q);
+  ASSERT_EQ(sse.size(), 2u);
+  EXPECT_EQ(sse[0].last_event_id, "");
+  EXPECT_EQ(sse[1].last_event_id, "2");
+}
+
+TEST_F(JobDir, DuplicateIsReportedAndWaitUsesItsVerdict) {
+  FakeKfleetd server([](const RecordedRequest& r) -> CannedReply {
+    auto old = job_json(7, "rejected");
+    old["verdict"] = {{"outcome", "rejected"}, {"gate", "performance"}, {"reason", "+6.1%"}};
+    if (r.method == "POST") return {200, "application/json", nlohmann::json{{"job", old}, {"duplicate_of", 7}}.dump()};
+    if (r.target == "/api/v1/jobs/7") return {200, "application/json", nlohmann::json{{"job", old}}.dump()};
+    return {404, "application/json", "{}"};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--wait"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("identical to job 7 (verdict rejected performance): not run again; use "
+                       "--force to run it anyway"), std::string::npos) << r.out;
+}
+
+TEST_F(JobDir, WaitPollsUntilTheJobEnds) {
+  std::atomic<int> polls{0};
+  FakeKfleetd server([&](const RecordedRequest& r) -> CannedReply {
+    if (r.method == "POST") return created(12);
+    auto j = job_json(12, ++polls < 3 ? "benchmarking" : "cancelled");
+    return {200, "application/json", nlohmann::json{{"job", j}}.dump()};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--wait"});
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_EQ(polls.load(), 3);
+}
+
+TEST(Errors, UnreachableServerSaysHowToFixIt) {
+  std::string url;
+  { FakeKfleetd gone([](const RecordedRequest&) { return CannedReply{}; }); url = gone.url(); }
+  Ran r = run_kfleet({"--server", url, "agents"});
+  EXPECT_EQ(r.code, 5);
+  EXPECT_EQ(r.err.rfind("kfleet: cannot reach kfleetd at " + url + " (", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("start it with `kfleetd` or pass --server"), std::string::npos) << r.err;
+}
+
+TEST(Errors, RefusedTokenAndUnknownFlag) {
+  FakeKfleetd server([](const RecordedRequest&) {
+    return CannedReply{401, "application/json", R"({"error":{"code":"unauthorized","message":"bad token"}})"};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "cancel", "3"});
+  EXPECT_EQ(r.code, 5);
+  EXPECT_NE(r.err.find("kfleetd refused the token: set --token or KFLEET_TOKEN"), std::string::npos) << r.err;
+  Ran bad = run_kfleet({"--server", server.url(), "agents", "--bogus"});
+  EXPECT_EQ(bad.code, 2);
+}
+
+TEST(Commands, StatusTableAndResultsJson) {
+  FakeKfleetd server([](const RecordedRequest& r) -> CannedReply {
+    if (r.target.rfind("/api/v1/jobs?", 0) == 0)
+      return {200, "application/json", nlohmann::json{{"jobs", {job_json(12, "waiting_capacity")}}}.dump()};
+    if (r.target.rfind("/api/v1/results", 0) == 0)
+      return {200, "application/json", R"({"results":[{"run":{"id":9},"job":{"id":12}}]})"};
+    return {404, "application/json", R"({"error":{"code":"not_found","message":"no such job 99"}})"};
+  });
+  Ran status = run_kfleet({"--server", server.url(), "status", "--state", "waiting_capacity", "--limit", "5"});
+  EXPECT_EQ(status.code, 0) << status.err;
+  EXPECT_NE(status.out.find("waiting_capacity"), std::string::npos) << status.out;
+  EXPECT_EQ(server.requests().back().target, "/api/v1/jobs?limit=5&state=waiting_capacity");
+  Ran results = run_kfleet({"--server", server.url(), "results", "--json"});
+  EXPECT_EQ(results.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(results.out)["results"][0]["run"]["id"], 9);
+  Ran missing = run_kfleet({"--server", server.url(), "status", "99"});
+  EXPECT_EQ(missing.code, 5);
+  EXPECT_NE(missing.err.find("no such job 99"), std::string::npos);
+  Ran bad_state = run_kfleet({"--server", server.url(), "status", "--state", "sleeping"});
+  EXPECT_EQ(bad_state.code, 2);
+}
+
+}  // namespace
+}  // namespace kfleet::cli

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include "kfleet/cli/exit_code.hpp"
+#include "kfleet/cli/progress.hpp"
+#include "kfleet/cli/submit_request.hpp"
+
+namespace kfleet::cli {
+namespace {
+
+Event ev(const char* type, nlohmann::json data) {
+  Event e;
+  e.type = type;
+  e.data = std::move(data);
+  return e;
+}
+
+std::string line(const Event& e, bool logs = false) {
+  auto l = format_event_line(e, ProgressStyle{false, logs});
+  return l ? *l : "<none>";
+}
+
+TEST(Progress, WaitingReasonIsShownAsIs) {
+  EXPECT_EQ(line(ev("job.state", {{"state", "waiting_capacity"},
+                                  {"reason", "us-east-1 stockout until 05:12:03"}})),
+            "waiting_capacity: us-east-1 stockout until 05:12:03");
+}
+
+TEST(Progress, LeaseNamesAgentRegionGpuAndAttempt) {
+  EXPECT_EQ(line(ev("lease.granted", {{"agent_id", 3}, {"region", "us-west-2"},
+                                      {"gpu_class", "L4"}, {"attempt", 1}})),
+            "leased to agent 3 (us-west-2, L4) attempt 1");
+}
+
+TEST(Progress, StageFinishedWithDuration) {
+  EXPECT_EQ(line(ev("stage.finished", {{"stage", "build"}, {"ok", true}, {"duration_ms", 1234}})),
+            "[build] ok 1.2s");
+  EXPECT_EQ(line(ev("stage.finished", {{"stage", "build"}, {"ok", false}, {"reason", "nvcc exit 1"}})),
+            "[build] FAILED: nvcc exit 1");
+}
+
+TEST(Progress, ResourcesLikePtxas) {
+  auto e = ev("resources", {{"kernels", {{{"name", "k"}, {"registers", 96},
+                                           {"shared_bytes", 37990}, {"spill_bytes", 0}}}},
+                            {"ok", true}});
+  EXPECT_EQ(line(e), "[resources] regs 96 smem 37.1 KB spills 0 ok");
+  e.data["ok"] = false;
+  e.data["violations"] = {"registers 160 > 128"};
+  EXPECT_EQ(line(e), "[resources] regs 96 smem 37.1 KB spills 0 FAILED: registers 160 > 128");
+}
+
+TEST(Progress, CorrectnessRowWithMetrics) {
+  EXPECT_EQ(line(ev("correctness", {{"case", "small"}, {"seed", 0}, {"max_abs", 0.0459}, {"ok", true}})),
+            "[correctness] small seed=0 max_abs=0.0459 ok");
+  EXPECT_EQ(line(ev("correctness", {{"case", "mission"}, {"seed", 2},
+                                    {"metrics", {{"rel_l2", 0.02}}}, {"ok", false}})),
+            "[correctness] mission seed=2 rel_l2=0.02 FAILED");
+}
+
+TEST(Progress, BenchmarkMedianWithNoise) {
+  EXPECT_EQ(line(ev("bench.result", {{"median_us", 696.0}, {"n", 40}, {"rel_stdev_pct", 0.31}})),
+            "[benchmark] median 696.0 µs (n=40, ±0.3%)");
+  EXPECT_EQ(line(ev("bench.samples", {{"samples_us", {1, 2}}})), "<none>");
+}
+
+TEST(Progress, VerdictLinesAndSimulatedMark) {
+  EXPECT_EQ(line(ev("verdict", {{"status", "rejected"}, {"gate", "performance"},
+                                {"reason", "do not merge: +6.1% (696 µs vs 656 µs)"}})),
+            "REJECTED performance: do not merge: +6.1% (696 µs vs 656 µs)");
+  EXPECT_EQ(format_verdict_line({{"outcome", "passed"}, {"reason", "improved -3.0%"},
+                                 {"simulated", true}}, false),
+            "PASSED improved -3.0% [simulated]");
+  // Colour wraps only the word, so the rest stays greppable.
+  EXPECT_EQ(format_verdict_line({{"outcome", "passed"}}, true), "\x1b[32mPASSED\x1b[0m");
+}
+
+TEST(Progress, LogLinesOnlyWhenAsked) {
+  auto e = ev("log", {{"stage", "build"}, {"stream", "stdout"}, {"text", "ptxas info"}});
+  EXPECT_EQ(line(e, false), "<none>");
+  EXPECT_EQ(line(e, true), "[build] ptxas info");
+}
+
+TEST(Progress, Units) {
+  EXPECT_EQ(format_duration_ms(350), "350ms");
+  EXPECT_EQ(format_duration_ms(125000), "2m05s");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_time_us(12345), "12.35 ms");
+}
+
+TEST(Tracker, TerminalJobStateDecides) {
+  JobOutcomeTracker t;
+  t.observe(ev("job.state", {{"state", "benchmarking"}}));
+  EXPECT_FALSE(t.finished());
+  t.observe(ev("verdict", {{"status", "rejected"}}));
+  EXPECT_TRUE(t.saw_verdict());
+  EXPECT_EQ(t.verdict_exit_code(), exit_rejected);
+  EXPECT_FALSE(t.finished());  // a lost agent could still requeue; the job's state decides
+  t.observe(ev("job.state", {{"state", "rejected"}}));
+  EXPECT_EQ(t.exit_code(), exit_rejected);
+}
+
+TEST(SubmitRequest, PriorityReplacedInPlaceOrAppended) {
+  auto replaced = with_priority("name: a\npriority: 1  # low\ntarget: {gpu: L4}\n", 7);
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(*replaced, "name: a\npriority: 7  # low\ntarget: {gpu: L4}\n");
+  auto appended = with_priority("name: a", 3);
+  ASSERT_TRUE(appended.ok());
+  EXPECT_EQ(*appended, "name: a\npriority: 3\n");
+  EXPECT_FALSE(with_priority("{name: a}", 3).ok());
+}
+
+TEST(SubmitRequest, SubmittedAndDuplicateLines) {
+  nlohmann::json job = {{"id", 12}, {"name", "fa-s512-v3/iter1"}, {"gpu", "L4"},
+                        {"regions", {"us-central1-a", "us-west1-b"}}};
+  EXPECT_EQ(submitted_line(job),
+            "submitted job 12 fa-s512-v3/iter1 (L4, regions us-central1-a, us-west1-b)");
+  job["regions"] = nlohmann::json::array();
+  EXPECT_EQ(submitted_line(job), "submitted job 12 fa-s512-v3/iter1 (L4, any region)");
+  nlohmann::json old = {{"id", 7}, {"state", "rejected"},
+                        {"verdict", {{"outcome", "rejected"}, {"gate", "performance"}}}};
+  EXPECT_EQ(duplicate_line(old, 7),
+            "identical to job 7 (verdict rejected performance): not run again; use --force to "
+            "run it anyway");
+  EXPECT_EQ(dashboard_url("http://h:1", 12), "http://h:1/#/jobs/12");
+}
+
+}  // namespace
+}  // namespace kfleet::cli

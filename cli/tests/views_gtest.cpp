@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+
+#include "kfleet/cli/views.hpp"
+
+namespace kfleet::cli {
+namespace {
+
+constexpr TimeMs kNow = 1'763'704'000'000;  // 2025-11-21T05:46:40Z
+
+TEST(Views, Iso8601RoundTripsWithCommonClock) {
+  EXPECT_EQ(parse_iso8601_ms(format_iso8601(kNow + 123)), kNow + 123);
+  EXPECT_EQ(parse_iso8601_ms("1970-01-01T00:00:01Z"), 1000);
+  EXPECT_EQ(parse_iso8601_ms("yesterday"), -1);
+}
+
+TEST(Views, Ages) {
+  EXPECT_EQ(format_age(59'000), "59s");
+  EXPECT_EQ(format_age(125'000), "2m");
+  EXPECT_EQ(format_age(3 * 3'600'000), "3h");
+  EXPECT_EQ(format_age(50 * 3'600'000), "2d");
+  EXPECT_EQ(format_age(-5), "-");
+}
+
+TEST(Views, TableAlignsUtf8AndColour) {
+  TextTable t({"A", "B"});
+  t.add_row({"696.0 µs", "x"});
+  t.add_row({"\x1b[31mred\x1b[0m", "y"});
+  EXPECT_EQ(t.render(), "A         B\n696.0 µs  x\n\x1b[31mred\x1b[0m       y\n");
+  EXPECT_EQ(display_width("µs"), 2u);
+}
+
+TEST(Views, JobsTableShowsVerdictOrReason) {
+  nlohmann::json body = {{"jobs",
+      {{{"id", 12}, {"name", "fa/iter1"}, {"gpu", "L4"}, {"state", "rejected"}, {"attempts", 1},
+        {"max_attempts", 3}, {"created", format_iso8601(kNow - 90'000)},
+        {"verdict", {{"outcome", "rejected"}, {"gate", "performance"}, {"reason", "+6.1%"}}}},
+       {{"id", 13}, {"name", "fa/iter2"}, {"gpu", "L4"}, {"state", "waiting_capacity"},
+        {"state_reason", "us-east-1 stockout"}, {"attempts", 0}, {"simulated", true}}}}};
+  const std::string out = render_jobs(body, kNow, false);
+  EXPECT_NE(out.find("ID  NAME"), std::string::npos) << out;
+  EXPECT_NE(out.find("performance: +6.1%"), std::string::npos) << out;
+  EXPECT_NE(out.find("1/3"), std::string::npos) << out;
+  EXPECT_NE(out.find("1m"), std::string::npos) << out;
+  EXPECT_NE(out.find("us-east-1 stockout"), std::string::npos) << out;
+  EXPECT_NE(out.find("fa/iter2 [sim]"), std::string::npos) << out;
+  EXPECT_EQ(render_jobs({{"jobs", nlohmann::json::array()}}, kNow, false), "no jobs\n");
+}
+
+TEST(Views, AgentsAndBlocks) {
+  nlohmann::json body = {
+      {"agents", {{{"id", 3}, {"name", "l4-a"}, {"region", "us-west-2"}, {"backend", "simulated"},
+                   {"state", "busy"}, {"current_run_id", 9}, {"simulated", true},
+                   {"last_seen", format_iso8601(kNow - 4000)},
+                   {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}}}},
+      {"blocks", {{{"provider", "aws"}, {"region", "us-east-1"}, {"kind", "stockout"},
+                   {"reason", "InsufficientInstanceCapacity"}, {"seconds_left", 125}}}}};
+  const std::string out = render_agents(body, kNow, false);
+  EXPECT_NE(out.find("L4/sm_89"), std::string::npos) << out;
+  EXPECT_NE(out.find("4s ago"), std::string::npos) << out;
+  EXPECT_NE(out.find("region blocks:"), std::string::npos) << out;
+  EXPECT_NE(out.find("InsufficientInstanceCapacity  2m"), std::string::npos) << out;
+}
+
+TEST(Views, ResultsShowDeltaWithCi) {
+  nlohmann::json body = {{"results", {{
+      {"run", {{"id", 9}, {"outcome", "rejected"}, {"simulated", false},
+               {"verdict", {{"outcome", "rejected"}, {"gate", "performance"}, {"median_us", 696.0},
+                            {"delta_pct", 6.1}, {"ci_low_pct", 5.2}, {"ci_high_pct", 7.0}}}}},
+      {"job", {{"id", 12}, {"name", "fp8-sdpa/step2"}, {"gpu", "L4"}}}}}}};
+  const std::string out = render_results(body, kNow, false);
+  EXPECT_NE(out.find("12 fp8-sdpa/step2"), std::string::npos) << out;
+  EXPECT_NE(out.find("696.0 µs"), std::string::npos) << out;
+  EXPECT_NE(out.find("+6.1% [+5.2%, +7.0%]"), std::string::npos) << out;
+}
+
+TEST(Views, JobDetailListsRuns) {
+  nlohmann::json body = {
+      {"job", {{"id", 12}, {"name", "fa/iter1"}, {"gpu", "L4"}, {"state", "passed"},
+               {"attempts", 2}, {"max_attempts", 3}, {"regions", {"us-west-2"}},
+               {"verdict", {{"outcome", "passed"}, {"reason", "same"}}}}},
+      {"runs", {{{"id", 8}, {"agent_id", 1}, {"attempt", 1}, {"outcome", "lost"}},
+                {{"id", 9}, {"agent_id", 3}, {"attempt", 2}, {"outcome", "passed"}}}}};
+  const std::string out = render_job_detail(body, kNow, false);
+  EXPECT_NE(out.find("job       12 fa/iter1"), std::string::npos) << out;
+  EXPECT_NE(out.find("L4 (us-west-2)"), std::string::npos) << out;
+  EXPECT_NE(out.find("PASSED same"), std::string::npos) << out;
+  EXPECT_NE(out.find("lost"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kfleet::cli
