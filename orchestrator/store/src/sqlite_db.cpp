@@ -19,6 +19,11 @@ Stmt::~Stmt() {
   }
 }
 
+void Stmt::reset() {
+  sqlite3_reset(s_);
+  sqlite3_clear_bindings(s_);
+}
+
 Stmt& Stmt::bind(int i, std::int64_t v) {
   int rc = sqlite3_bind_int64(s_, i, v);
   if (rc != SQLITE_OK) throw_db(db_, rc, "bind");

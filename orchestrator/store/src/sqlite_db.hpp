@@ -56,6 +56,7 @@ class Stmt {
   }
 
   bool step();  // true: a row is ready; false: done. Throws DbError.
+  void reset();  // ready to bind and run again (for loops over one statement)
   void run();   // steps a statement that returns no rows
 
   std::int64_t i64(int col) const;

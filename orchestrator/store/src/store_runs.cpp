@@ -126,12 +126,15 @@ Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
     }
     std::string last_stage;
     JobState furthest = JobState::queued;
+    // The ingestion hot path: one statement, rebound per event.
+    auto insert = db_->prepare(
+        "INSERT OR IGNORE INTO events (job_id, run_id, seq, ts_ms, type, data) "
+        "VALUES (?, ?, ?, ?, ?, ?)");
     for (const auto& e : events) {
-      db_->prepare(
-             "INSERT OR IGNORE INTO events (job_id, run_id, seq, ts_ms, type, data) "
-             "VALUES (?, ?, ?, ?, ?, ?)")
+      insert.reset();
+      insert
           .args(run->job_id, run_id, e.seq, e.ts_ms ? e.ts_ms : now, e.type,
-                dump_json(e.data.is_null() ? nlohmann::json::object() : e.data))
+                e.data.is_null() ? std::string("{}") : dump_json(e.data))
           .run();
       if (db_->changes() == 0) {
         ++res.duplicates;
