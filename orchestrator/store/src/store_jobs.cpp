@@ -81,6 +81,12 @@ Result<JobRecord> SqliteStore::set_job_state(std::int64_t id, JobState s,
                                             to_string(job->state) + " and cannot change; "
                                             "submit it again to rerun it");
     }
+    if (is_active(s) && job->current_run_id == 0) {
+      // Active means an agent holds it; only grant_lease can make that true.
+      return make_error(Errc::invalid_argument,
+                        "job " + std::to_string(id) + " has no run, so it cannot be " +
+                            to_string(s) + "; a job becomes active by being leased");
+    }
     if (job->current_run_id != 0) {
       auto run = load_run(job->current_run_id);
       if (is_terminal(s)) {

@@ -212,6 +212,9 @@ TEST_P(StoreContract, SetJobStateWritesAnEventAndTerminalJobsCannotChange) {
   EXPECT_EQ(evs[1].data["reason"], "us-east-1 stockout");
   EXPECT_EQ(evs[1].seq, 2);
 
+  auto active = store().set_job_state(j.id, JobState::building, "no agent", 5500);
+  ASSERT_FALSE(active.ok());
+  EXPECT_EQ(active.error().code, Errc::invalid_argument);
   ASSERT_TRUE(store().set_job_state(j.id, JobState::cancelled, "user asked", 6000).ok());
   for (auto s : {JobState::queued, JobState::passed, JobState::cancelled}) {
     auto again = store().set_job_state(j.id, s, "again", 7000);
