@@ -1,0 +1,77 @@
+#pragma once
+// What the agent says to kfleetd (orchestrator/api/openapi.yaml), behind an interface so the
+// pipeline, the spool uploader and the heartbeat logic are tested without a network.
+// Every call is safe to make from several threads at once.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kfleet/agent/backend.hpp"
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/common/event.hpp"
+#include "kfleet/common/jobspec.hpp"
+#include "kfleet/common/model.hpp"
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::agent {
+
+struct Enrolment {
+  std::int64_t agent_id = 0;
+  std::string token;
+  int heartbeat_ms = 5000;
+  int lease_ttl_ms = 30000;
+};
+
+struct Lease {
+  std::int64_t run_id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t fencing_token = 0;
+  int ttl_ms = 30000;
+  int attempt = 1;
+  JobSpec spec;
+  std::string bundle_hash;
+  Comparison compare;
+};
+// Errc::invalid_argument when the lease's spec does not parse (the message says which field).
+Result<Lease> lease_from_json(const nlohmann::json& j);
+
+struct HeartbeatReply {
+  bool lease_valid = true;
+  bool cancel = false;
+};
+
+struct UploadAck {
+  std::int64_t contiguous = 0;  // every seq 1..contiguous is stored
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Errc::unavailable: retry later; other codes: the server said no (message says why).
+  virtual Result<Enrolment> enrol(const nlohmann::json& body) = 0;
+  // Uses the agent token from then on.
+  virtual void set_agent_token(const std::string& token) = 0;
+  // nullopt: nothing for this agent within wait_ms.
+  virtual Result<std::optional<Lease>> lease(std::int64_t agent_id, int wait_ms) = 0;
+  // run_id 0: idle heartbeat.
+  virtual Result<HeartbeatReply> heartbeat(std::int64_t agent_id, std::int64_t run_id,
+                                           std::int64_t fencing_token) = 0;
+  // Errc::conflict: the fencing token is stale (the run is no longer ours).
+  virtual Result<UploadAck> upload_events(std::int64_t run_id, std::int64_t fencing_token,
+                                          const std::vector<Event>& events) = 0;
+  // Errc::conflict: stale token or the run already ended.
+  virtual Result<void> finish(std::int64_t run_id, std::int64_t fencing_token,
+                              const Verdict& v) = 0;
+  // Checks the content against the hash.
+  virtual Result<Bundle> fetch_bundle(const std::string& hash) = 0;
+};
+using TransportPtr = std::unique_ptr<Transport>;
+
+// kfleetd over HTTP (libcurl); one connection per calling thread.
+TransportPtr make_http_transport(const std::string& server_url, const std::string& enrol_token);
+
+}  // namespace kfleet::agent

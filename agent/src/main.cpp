@@ -1,0 +1,116 @@
+// kfleet-agent: one per GPU host. See agent/include/kfleet/agent/agent.hpp.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "kfleet/agent/agent.hpp"
+#include "kfleet/common/log.hpp"
+
+using namespace kfleet;
+using namespace kfleet::agent;
+
+namespace {
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == 0) return "kfleet-agent";
+  return buf;
+}
+
+// auto: a real GPU when one is there; otherwise say how to run the no-GPU demo.
+Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim) {
+  if (kind == "simulated") return make_simulated_backend(sim);
+#ifdef KFLEET_HAVE_GPU_BACKENDS
+  if (kind == "cuda") return make_cuda_backend(CudaBackendOptions{});
+  if (kind == "hip") return make_hip_backend(HipBackendOptions{});
+  if (kind == "auto") {
+    auto cuda = make_cuda_backend(CudaBackendOptions{});
+    if (auto g = cuda->discover(); g && !g->empty()) return cuda;
+    auto hip = make_hip_backend(HipBackendOptions{});
+    if (auto g = hip->discover(); g && !g->empty()) return hip;
+    return make_error(Errc::unavailable,
+                      "--backend auto found no NVIDIA GPU (NVML) and no AMD GPU; pass "
+                      "--backend simulated for the no-GPU demo");
+  }
+#else
+  if (kind == "cuda" || kind == "hip" || kind == "auto")
+    return make_error(Errc::unavailable,
+                      "this kfleet-agent was built without the CUDA/HIP backends; pass "
+                      "--backend simulated for the no-GPU demo");
+#endif
+  return make_error(Errc::invalid_argument, "unknown --backend " + kind);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kfleet-agent: runs kfleet jobs on this host's GPU, leased from kfleetd"};
+  std::string server, enrol_token, backend_kind = "auto";
+  AgentConfig cfg;
+  cfg.name = hostname();
+  SimulatedGpuOptions sim;
+  app.add_option("--server", server, "kfleetd URL, e.g. http://127.0.0.1:8470")->required();
+  app.add_option("--enrol-token", enrol_token, "the fleet's enrolment token")
+      ->envname("KFLEET_ENROL_TOKEN");
+  app.add_option("--name", cfg.name, "agent name")->capture_default_str();
+  app.add_option("--region", cfg.region, "region this host is in")->capture_default_str();
+  app.add_option("--backend", backend_kind, "simulated | cuda | hip | auto")
+      ->check(CLI::IsMember({"simulated", "cuda", "hip", "auto"}))
+      ->capture_default_str();
+  app.add_option("--gpu-class", sim.gpu_class, "GPU class of the simulated backend")
+      ->capture_default_str();
+  app.add_option("--arch", sim.arch, "GPU arch of the simulated backend")->capture_default_str();
+  app.add_option("--provider", cfg.provider, "static | simulated | terraform")
+      ->check(CLI::IsMember({"static", "simulated", "terraform"}))
+      ->capture_default_str();
+  app.add_option("--instance-id", cfg.instance_id, "the cloud instance id, when provisioned");
+  app.add_option("--work-dir", cfg.work_dir, "holds the event spool and run dirs")
+      ->capture_default_str();
+  app.add_option("--max-jobs", cfg.max_jobs, "exit after N jobs (0 = run forever)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "override the heartbeat period kfleetd sets")
+      ->check(CLI::NonNegativeNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  if (enrol_token.empty()) {
+    std::cerr << "kfleet-agent: --enrol-token (or KFLEET_ENROL_TOKEN) is required\n";
+    return 1;
+  }
+  auto backend = pick_backend(backend_kind, sim);
+  if (!backend) {
+    log::error("agent", backend.error().message);
+    return 2;
+  }
+
+  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  Agent agent(cfg, make_http_transport(server, enrol_token), std::move(*backend),
+              std::make_shared<SystemClock>());
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    log::info("agent", "signal ", sig, ": stopping");
+    agent.request_shutdown();
+    if (!agent.busy()) {
+      // Idle, most likely inside a lease long-poll: nothing to flush, so do not wait it out.
+      log::info("agent", "idle: exiting");
+      std::_Exit(0);
+    }
+    sigwait(&set, &sig);
+    log::warn("agent", "second signal: exiting now; unacked events stay spooled");
+    std::_Exit(130);
+  });
+  signals.detach();
+  return agent.run();
+}

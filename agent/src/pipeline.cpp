@@ -1,0 +1,166 @@
+#include "kfleet/agent/pipeline.hpp"
+
+#include <filesystem>
+
+#include "kfleet/agent/verdict.hpp"
+#include "kfleet/common/event.hpp"
+#include "kfleet/common/log.hpp"
+
+namespace kfleet::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Marks everything a simulated backend's run emits, so no simulated number can pass for real.
+class MarkingSink final : public EventSink {
+ public:
+  MarkingSink(EventSink& inner, bool simulated) : inner_(inner), simulated_(simulated) {}
+  void emit(const std::string& type, nlohmann::json data) override {
+    if (simulated_ && data.is_object()) data["simulated"] = true;
+    inner_.emit(type, std::move(data));
+  }
+
+ private:
+  EventSink& inner_;
+  bool simulated_;
+};
+
+bool profile_wanted(const JobSpec& spec, const Verdict& v) {
+  if (!spec.profile) return false;
+  const auto& when = spec.profile->when;
+  if (when == "never") return false;
+  if (when == "rejected") return v.outcome == RunOutcome::rejected;
+  if (when == "passed") return v.outcome == RunOutcome::passed;
+  return v.outcome != RunOutcome::error;  // always: but a broken run has nothing to profile
+}
+
+class StageRunner {
+ public:
+  StageRunner(EventSink& sink, const Clock& clock) : sink_(sink), clock_(clock) {}
+
+  template <class Fn>
+  StageResult run(const std::string& stage, Fn&& fn) {
+    sink_.emit(event_type::stage_started, {{"stage", stage}});
+    TimeMs t0 = clock_.now_ms();
+    StageResult r = fn();
+    nlohmann::json fin = {{"stage", stage},
+                          {"ok", r.ok},
+                          {"seconds", static_cast<double>(clock_.now_ms() - t0) / 1000.0}};
+    if (!r.ok) fin["reason"] = r.reason;
+    if (r.infra_error) fin["infra_error"] = true;
+    sink_.emit(event_type::stage_finished, fin);
+    return r;
+  }
+
+ private:
+  EventSink& sink_;
+  const Clock& clock_;
+};
+
+StageResult fetch_bundle(const Lease& lease, PipelineDeps& d, const std::string& src_dir) {
+  StageResult r;
+  std::error_code ec;
+  fs::remove_all(src_dir, ec);
+  fs::create_directories(src_dir, ec);
+  if (ec) {
+    r.infra_error = true;
+    r.reason = "cannot create " + src_dir + ": " + ec.message();
+    return r;
+  }
+  if (lease.bundle_hash.empty()) {
+    r.ok = true;
+    r.data["files"] = 0;
+    return r;
+  }
+  auto b = d.transport.fetch_bundle(lease.bundle_hash);
+  if (!b) {
+    r.infra_error = true;
+    r.reason = "cannot fetch bundle " + lease.bundle_hash + ": " + b.error().message;
+    return r;
+  }
+  if (b->hash() != lease.bundle_hash) {
+    r.infra_error = true;
+    r.reason = "bundle content hashes to " + b->hash() + ", lease says " + lease.bundle_hash;
+    return r;
+  }
+  if (auto u = unpack_bundle(*b, src_dir); !u) {
+    r.infra_error = true;
+    r.reason = "cannot unpack bundle: " + u.error().message;
+    return r;
+  }
+  r.ok = true;
+  r.data["files"] = b->files.size();
+  r.data["bytes"] = b->total_bytes();
+  return r;
+}
+
+void emit_stage_data(EventSink& sink, const std::string& stage, const StageResult& r) {
+  if (stage == stage::resources && !r.data.empty()) {
+    sink.emit(event_type::resources, r.data);
+  } else if (stage == stage::correctness && r.data.contains("rows") && r.data["rows"].is_array()) {
+    for (const auto& row : r.data["rows"]) sink.emit(event_type::correctness, row);
+  } else if (stage == stage::benchmark && r.ok) {
+    sink.emit(event_type::bench_result, r.data);
+  }
+}
+
+}  // namespace
+
+std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
+  MarkingSink sink(d.sink, d.backend.simulated());
+  StageRunner stages(sink, *d.clock);
+  const std::string src_dir = (fs::path(d.run_dir) / "src").string();
+  const std::string scratch = (fs::path(d.run_dir) / "work").string();
+  std::error_code ec;
+  fs::create_directories(scratch, ec);
+
+  auto finish = [&](Verdict v) -> std::optional<Verdict> {
+    if (d.stop.requested()) return std::nullopt;
+    v.simulated = d.backend.simulated();
+    nlohmann::json vj = to_json(v);
+    sink.emit(event_type::stage_started, {{"stage", stage::verdict}});
+    sink.emit(event_type::verdict, vj);
+    sink.emit(event_type::stage_finished, {{"stage", stage::verdict}, {"ok", true}, {"seconds", 0.0}});
+    return v;
+  };
+
+  StageResult fetched = stages.run(stage::fetch, [&] { return fetch_bundle(lease, d, src_dir); });
+  if (d.stop.requested()) return std::nullopt;
+  if (!fetched.ok) return finish(verdict_for_failed_stage(stage::fetch, fetched));
+
+  StageContext ctx{lease.spec, src_dir, scratch, d.gpu, lease.compare, sink, d.stop,
+                   lease.bundle_hash, lease.attempt};
+  using Step = StageResult (Backend::*)(StageContext&);
+  const std::pair<const char*, Step> steps[] = {
+      {stage::build, &Backend::build},
+      {stage::resources, &Backend::resources},
+      {stage::correctness, &Backend::correctness},
+      {stage::benchmark, &Backend::benchmark},
+  };
+  StageResult bench;
+  for (const auto& [name, step] : steps) {
+    StageResult r = stages.run(name, [&] { return (d.backend.*step)(ctx); });
+    if (d.stop.requested()) return std::nullopt;
+    emit_stage_data(sink, name, r);
+    if (!r.ok) {
+      Verdict v = verdict_for_failed_stage(name, r);
+      auto out = finish(v);
+      if (out && profile_wanted(lease.spec, *out)) {
+        stages.run(stage::profile, [&] { return d.backend.profile(ctx); });
+      }
+      return out;  // a stop during the profile does not undo a verdict already reached
+    }
+    if (std::string(name) == stage::benchmark) bench = r;
+  }
+
+  Verdict v = verdict_from_benchmark(bench.data);
+  auto out = finish(v);
+  if (out && profile_wanted(lease.spec, *out)) {
+    StageResult p = stages.run(stage::profile, [&] { return d.backend.profile(ctx); });
+    if (p.ok && !p.data.empty()) sink.emit("profile", p.data);
+  }
+  return out;
+}
+
+}  // namespace kfleet::agent

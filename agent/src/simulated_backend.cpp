@@ -1,0 +1,235 @@
+// The simulated GPU: no compiler, no device, numbers from the job's `simulate:` section. It
+// exists for tests and the no-GPU demo; everything it reports is marked simulated.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "kfleet/agent/backend.hpp"
+#include "kfleet/common/stats.hpp"
+
+namespace kfleet::agent {
+
+namespace {
+
+// Waits ms, waking early when the run must stop; false when stopped.
+bool wait_ms(const StopFlag& stop, std::int64_t ms) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until) {
+    if (stop.requested()) return false;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(5), until - std::chrono::steady_clock::now()));
+  }
+  return !stop.requested();
+}
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+StageResult stopped() {
+  StageResult r;
+  r.reason = "stopped";
+  return r;
+}
+
+StageResult infra(std::string reason) {
+  StageResult r;
+  r.infra_error = true;
+  r.reason = std::move(reason);
+  return r;
+}
+
+class SimulatedBackend final : public Backend {
+ public:
+  explicit SimulatedBackend(SimulatedGpuOptions o) : o_(std::move(o)) {}
+
+  std::string name() const override { return "simulated"; }
+  bool simulated() const override { return true; }
+
+  Result<std::vector<GpuInfo>> discover() override {
+    GpuInfo g;
+    g.gpu_class = o_.gpu_class;
+    g.arch = o_.arch;
+    g.name = "Simulated " + o_.gpu_class;
+    g.vendor = "simulated";
+    g.memory_bytes = std::int64_t{24} << 30;
+    g.l2_bytes = std::int64_t{48} << 20;
+    g.driver = "simulated";
+    g.simulated = true;
+    return std::vector<GpuInfo>{g};
+  }
+
+  StageResult build(StageContext& c) override {
+    auto s = sim(c);
+    if (!wait_ms(c.stop, s.stage_ms)) return stopped();
+    StageResult r;
+    std::string src = c.spec.kernel.sources.empty() ? "kernel.cu" : c.spec.kernel.sources[0];
+    if (s.fail_stage == "build") {
+      r.reason = s.fail_reason.empty()
+                     ? src + ":42:7: error: identifier \"undefined_tile\" is undefined"
+                     : s.fail_reason;
+      c.sink.log("build", r.reason);
+      r.data["log"] = r.reason;
+      return r;
+    }
+    c.sink.log("build", "simulated compile of " + src + " for " + o_.arch + ": ok");
+    r.ok = true;
+    return r;
+  }
+
+  StageResult resources(StageContext& c) override {
+    auto s = sim(c);
+    if (!wait_ms(c.stop, s.stage_ms)) return stopped();
+    const ResourceBudget budget = c.spec.gates.resources.value_or(ResourceBudget{});
+    std::int64_t regs = 96, smem = 37990, spill = 0;
+    if (s.fail_stage == "resources") regs = budget.max_registers.value_or(128) + 40;
+    nlohmann::json kernel = {{"name", c.spec.kernel.entry.empty() ? "kernel" : c.spec.kernel.entry},
+                             {"registers", regs},
+                             {"shared_bytes", smem},
+                             {"spill_bytes", spill}};
+    nlohmann::json violations = nlohmann::json::array();
+    auto check = [&](const char* what, std::int64_t used, std::optional<std::int64_t> max) {
+      if (max && used > *max)
+        violations.push_back(std::string(what) + " " + std::to_string(used) + " > budget " +
+                             std::to_string(*max));
+    };
+    auto max_regs = budget.max_registers;
+    if (s.fail_stage == "resources" && !max_regs) max_regs = 128;  // over budget even unbudgeted
+    check("register count", regs, max_regs);
+    check("shared memory bytes", smem, budget.max_shared_bytes);
+    check("spill bytes", spill, budget.max_spill_bytes);
+    StageResult r;
+    r.ok = violations.empty();
+    if (!r.ok) r.reason = s.fail_reason.empty() ? violations[0].get<std::string>() : s.fail_reason;
+    r.data = {{"kernels", nlohmann::json::array({kernel})}, {"ok", r.ok}, {"violations", violations}};
+    return r;
+  }
+
+  StageResult correctness(StageContext& c) override {
+    auto s = sim(c);
+    if (s.fail_stage == "crash") {
+      if (!wait_ms(c.stop, s.stage_ms)) return stopped();
+      c.sink.log("correctness", "harness exited on signal 11 (SIGSEGV)");
+      return infra("harness crashed (signal 11)");
+    }
+    if (s.fail_stage == "hang") {
+      if (!wait_ms(c.stop, std::int64_t{c.spec.timeout_s} * 1000)) return stopped();
+      return infra("timed out after " + std::to_string(c.spec.timeout_s) + "s");
+    }
+    if (!wait_ms(c.stop, s.stage_ms)) return stopped();
+    std::vector<CorrectnessCase> cases;
+    Tolerance tol;
+    if (c.spec.gates.correctness) {
+      cases = c.spec.gates.correctness->cases;
+      tol = c.spec.gates.correctness->tolerance;
+    }
+    if (cases.empty()) cases.push_back(CorrectnessCase{"default", {}, {0}, false});
+    double limit = tol.max_abs ? *tol.max_abs : tol.atol ? *tol.atol : 1e-3;
+    auto rng = rng_for(c, 0xC0FFEE);
+    std::uniform_real_distribution<double> frac(0.05, 0.8);
+    StageResult r;
+    r.ok = true;
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+      const auto& cs = cases[ci];
+      auto seeds = cs.seeds.empty() ? std::vector<std::uint64_t>{0} : cs.seeds;
+      for (std::size_t si = 0; si < seeds.size(); ++si) {
+        double max_abs = limit * frac(rng);
+        bool fail_here = s.fail_stage == "correctness" && ci + 1 == cases.size() && si == 0;
+        if (fail_here) max_abs = limit * 4;
+        bool ok = max_abs <= limit;
+        rows.push_back({{"case", cs.name}, {"seed", seeds[si]}, {"max_abs", max_abs},
+                        {"max_rel", max_abs * 2}, {"rel_l2", max_abs / 10}, {"ok", ok}});
+        if (!ok && r.ok) {
+          r.ok = false;
+          r.reason = s.fail_reason.empty()
+                         ? "case " + cs.name + " seed " + std::to_string(seeds[si]) + ": max_abs " +
+                               fmt("%.4g", max_abs) + " > tolerance " + fmt("%.4g", limit)
+                         : s.fail_reason;
+        }
+      }
+    }
+    r.data["rows"] = rows;
+    return r;
+  }
+
+  StageResult benchmark(StageContext& c) override {
+    auto s = sim(c);
+    if (!wait_ms(c.stop, s.stage_ms)) return stopped();
+    double slower = 0;
+    if (auto it = s.slower_pct.find(o_.gpu_class); it != s.slower_pct.end()) slower = it->second;
+    double center = s.time_us * (1 + slower / 100);
+    if (s.fail_stage == "performance") center *= 1.10;
+    auto rng = rng_for(c, 0xBE4C);
+    std::normal_distribution<double> noise(0.0, s.noise_pct / 100);
+    int n = std::max(10, c.spec.benchmark.min_samples);
+    std::vector<double> samples;
+    for (int i = 0; i < n; ++i) samples.push_back(std::max(0.01, center * (1 + noise(rng))));
+    auto sum = stats::summarize(samples);
+    StageResult r;
+    r.ok = true;
+    std::string case_name = c.spec.gates.performance ? c.spec.gates.performance->case_name : "";
+    r.data = {{"case", case_name},   {"median_us", sum.median}, {"mean_us", sum.mean},
+              {"stdev_us", sum.stdev}, {"min_us", sum.min},      {"p10_us", sum.p10},
+              {"p90_us", sum.p90},     {"n", sum.n},             {"samples_us", samples},
+              {"noise_pct", sum.rel_stdev_pct()}};
+    double threshold = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
+    const Comparison& cmp = c.compare;
+    stats::PerfComparison pc;
+    if (!cmp.samples_us.empty()) {
+      pc = stats::compare_samples(samples, cmp.samples_us, threshold);
+    } else if (cmp.median_us > 0) {
+      pc = stats::compare_to_value(samples, cmp.median_us, threshold);
+    } else {
+      return r;
+    }
+    r.data["perf"] = pc.verdict;
+    r.data["delta_pct"] = pc.delta_pct;
+    r.data["ci_low_pct"] = pc.ci_low_pct;
+    r.data["ci_high_pct"] = pc.ci_high_pct;
+    r.data["baseline_us"] = cmp.samples_us.empty() ? cmp.median_us : stats::summarize(cmp.samples_us).median;
+    r.data["baseline_label"] = cmp.label;
+    r.data["baseline_kind"] = cmp.kind;
+    r.data["threshold_pct"] = threshold;
+    return r;
+  }
+
+  StageResult profile(StageContext& c) override {
+    auto s = sim(c);
+    if (!wait_ms(c.stop, s.stage_ms)) return stopped();
+    StageResult r;
+    r.ok = true;
+    nlohmann::json metrics = nlohmann::json::object();
+    auto rng = rng_for(c, 0x9F0F);
+    std::uniform_int_distribution<int> v(0, 100000);
+    if (c.spec.profile)
+      for (const auto& m : c.spec.profile->metrics) metrics[m] = v(rng);
+    r.data = {{"tool", c.spec.profile ? c.spec.profile->tool : "none"}, {"metrics", metrics}};
+    return r;
+  }
+
+ private:
+  static SimulationSpec sim(const StageContext& c) { return c.spec.simulate.value_or(SimulationSpec{}); }
+
+  // Same job content and attempt -> same numbers; a retry gets fresh noise.
+  static std::mt19937_64 rng_for(const StageContext& c, std::uint64_t salt) {
+    std::string key = job_content_hash(c.spec, c.bundle_hash) + "#" + std::to_string(c.attempt);
+    std::seed_seq seq{static_cast<std::uint64_t>(std::hash<std::string>{}(key)), salt};
+    return std::mt19937_64(seq);
+  }
+
+  SimulatedGpuOptions o_;
+};
+
+}  // namespace
+
+BackendPtr make_simulated_backend(const SimulatedGpuOptions& o) {
+  return std::make_unique<SimulatedBackend>(o);
+}
+
+}  // namespace kfleet::agent

@@ -1,0 +1,94 @@
+#include "kfleet/agent/verdict.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace kfleet::agent {
+
+std::string format_us(double us) {
+  char buf[64];
+  if (std::fabs(us) >= 100) {
+    std::snprintf(buf, sizeof buf, "%.0f µs", us);
+  } else if (std::fabs(us) >= 10) {
+    std::snprintf(buf, sizeof buf, "%.1f µs", us);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f µs", us);
+  }
+  return buf;
+}
+
+std::string format_pct(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", pct);
+  return buf;
+}
+
+Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r) {
+  Verdict v;
+  std::string why = r.reason.empty() ? "no reason given" : r.reason;
+  if (r.infra_error) {
+    v.outcome = RunOutcome::error;
+    v.reason = stage + ": " + why;
+  } else if (stage == "resources" || stage == "correctness" || stage == "performance") {
+    v.outcome = RunOutcome::rejected;
+    v.gate = stage;
+    v.reason = why;
+  } else if (stage == "build") {
+    v.outcome = RunOutcome::error;
+    v.reason = "build failed: " + why;
+  } else {
+    v.outcome = RunOutcome::error;
+    v.reason = stage + " failed: " + why;
+  }
+  return v;
+}
+
+namespace {
+
+std::optional<double> num(const nlohmann::json& j, const char* k) {
+  if (j.contains(k) && j[k].is_number()) return j[k].get<double>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Verdict verdict_from_benchmark(const nlohmann::json& bench) {
+  Verdict v;
+  v.outcome = RunOutcome::passed;
+  v.median_us = num(bench, "median_us");
+  std::string perf = bench.contains("perf") && bench["perf"].is_string()
+                         ? bench["perf"].get<std::string>()
+                         : "";
+  if (perf.empty() || !v.median_us) {
+    v.reason = v.median_us ? "passed: median " + format_us(*v.median_us) + " (no baseline to compare)"
+                           : "passed";
+    return v;
+  }
+  v.perf = perf;
+  v.delta_pct = num(bench, "delta_pct");
+  v.ci_low_pct = num(bench, "ci_low_pct");
+  v.ci_high_pct = num(bench, "ci_high_pct");
+  v.baseline_us = num(bench, "baseline_us");
+  double delta = v.delta_pct.value_or(0);
+  std::string numbers = format_pct(delta) + " (" + format_us(*v.median_us) + " vs " +
+                        format_us(v.baseline_us.value_or(0)) + ")";
+  std::string label = bench.value("baseline_label", std::string());
+  if (!label.empty()) v.metrics["baseline_label"] = label;
+  if (perf == "regressed") {
+    v.outcome = RunOutcome::rejected;
+    v.gate = "performance";
+    v.reason = "do not merge: " + numbers;
+  } else if (perf == "improved") {
+    v.reason = "improved: " + numbers;
+  } else if (perf == "same") {
+    char thr[32];
+    std::snprintf(thr, sizeof thr, "%g", bench.value("threshold_pct", 1.0));
+    v.reason = std::string("same within ±") + thr + "%: " + numbers;
+  } else {
+    v.reason = "inconclusive: " + numbers + ", CI [" + format_pct(v.ci_low_pct.value_or(0)) +
+               ", " + format_pct(v.ci_high_pct.value_or(0)) + "] straddles the threshold";
+  }
+  return v;
+}
+
+}  // namespace kfleet::agent
