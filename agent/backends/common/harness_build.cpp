@@ -215,7 +215,7 @@ StageResult HarnessBackend::resources(StageContext& c) {
     r.reason = viol.front().reason;
     if (viol.size() > 1) r.reason += " (and " + std::to_string(viol.size() - 1) + " more)";
   }
-  c.sink.emit(event_type::resources, {{"kernels", list}, {"ok", r.ok}, {"violations", vj}});
+  r.data["ok"] = r.ok;  // the pipeline publishes this as the resources event
   return r;
 }
 

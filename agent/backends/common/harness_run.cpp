@@ -184,9 +184,9 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     HarnessReport rep;
     for (const auto& m : msgs) rep.add(m);
     if (rep.device) r.data["device"] = *rep.device;
+    // The pipeline publishes data.rows as correctness events.
     for (auto row : rep.correctness) {
       row["ok"] = row.value("pass", false);
-      c.sink.emit(event_type::correctness, row);
       rows.push_back(row);
     }
     bool infra_err = false;
@@ -252,7 +252,6 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   if (rep.device) r.data["device"] = *rep.device;
   if (rep.warmup) r.data["warmup"] = *rep.warmup;
   auto samples = doubles(b.value("samples_us", nlohmann::json::array()));
-  c.sink.emit(event_type::bench_sample, {{"case", cs->name}, {"samples_us", samples}});
   if (b.value("suspect", false)) {
     r.reason = "result is faster than the hardware allows (" + b.value("suspect_reason", std::string("below the roofline floor")) +
                "): the kernel skips work or fools the timer";

@@ -12,6 +12,9 @@ namespace {
 // "void big<64>(float*, float const*)" -> "big<64>": what a kernel engineer calls the kernel.
 std::string short_name(const std::string& demangled) {
   std::string s = demangled;
+  // Kernels in an unnamed namespace: "(anonymous namespace)::rows(args)" is "rows" to its author.
+  const std::string anon = "(anonymous namespace)::";
+  for (auto p = s.find(anon); p != std::string::npos; p = s.find(anon)) s.erase(p, anon.size());
   int depth = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     char c = s[i];

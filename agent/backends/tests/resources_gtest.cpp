@@ -191,6 +191,23 @@ TEST(AmdgpuParser, RealClangRemarksAndCodeObjectNotesAgree) {
   fs::remove_all(dir);
 }
 
+TEST(ResourceGate, KernelsInAnUnnamedNamespaceKeepTheirName) {
+  const std::string text =
+      "ptxas info    : Compiling entry function "
+      "'_ZN49_GLOBAL__N__e33efc99_16_attention_ref_cu_7a23aae214attention_rowsE21kfleet_attention_args'"
+      " for 'sm_89'\n"
+      "ptxas info    : Used 40 registers, used 0 barriers, 1024 bytes cumulative stack size\n";
+  auto v = kb::parse_ptxas_verbose(text);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].stack_bytes, 1024);
+  EXPECT_EQ(kb::select_entry(v, "attention_rows").size(), 1u);
+  kfleet::ResourceBudget b;
+  b.max_registers = 32;
+  auto viol = kb::evaluate_budget(v, b);
+  ASSERT_EQ(viol.size(), 1u);
+  EXPECT_EQ(viol[0].reason, "attention_rows (sm_89): 40 registers > budget 32");
+}
+
 TEST(Demangle, KernelNames) {
   EXPECT_EQ(kb::demangle("_Z8pressureILi64EEvPfPKf"), "void pressure<64>(float*, float const*)");
   EXPECT_EQ(kb::demangle("tile_transpose"), "tile_transpose");
