@@ -1,0 +1,198 @@
+// The stage pipeline with the simulated GPU and an in-memory kfleetd: verdicts per gate,
+// seed 000's negative result, and a quiet stop mid-stage.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "fake_transport.hpp"
+#include "kfleet/agent/pipeline.hpp"
+
+namespace fs = std::filesystem;
+using namespace kfleet;
+using namespace kfleet::agent;
+
+namespace {
+
+struct RecordingSink final : EventSink {
+  std::mutex mu;
+  std::vector<std::pair<std::string, nlohmann::json>> events;
+  StopFlag* stop_on_start_of = nullptr;
+  std::string stop_stage;
+  void emit(const std::string& type, nlohmann::json data) override {
+    std::lock_guard<std::mutex> l(mu);
+    if (stop_on_start_of && type == "stage.started" && data["stage"] == stop_stage)
+      stop_on_start_of->stop = true;
+    events.emplace_back(type, std::move(data));
+  }
+  std::vector<nlohmann::json> of(const std::string& type) {
+    std::vector<nlohmann::json> out;
+    for (auto& [t, d] : events)
+      if (t == type) out.push_back(d);
+    return out;
+  }
+};
+
+Lease seed_lease(double time_us, double baseline_us) {
+  Lease l;
+  l.run_id = 42;
+  l.job_id = 4;
+  l.fencing_token = 1;
+  l.spec.name = "fp8-sdpa/stage3-step2-xor";
+  l.spec.kernel.sources = {"fp8_sdpa.cu"};
+  l.spec.kernel.entry = "fp8_sdpa";
+  ResourceBudget budget;
+  budget.max_registers = 128;
+  budget.max_shared_bytes = 65536;
+  budget.max_spill_bytes = 0;
+  l.spec.gates.resources = budget;
+  CorrectnessGate cg;
+  cg.cases = {{"small", {}, {0, 1, 2}, false}, {"mission", {}, {0, 1, 2}, false}};
+  cg.tolerance.max_abs = 0.06;
+  l.spec.gates.correctness = cg;
+  PerformanceGate pg;
+  pg.case_name = "mission";
+  pg.compare_to.kind = CompareTo::Kind::parent;
+  l.spec.gates.performance = pg;
+  SimulationSpec sim;
+  sim.time_us = time_us;
+  sim.noise_pct = 0;
+  sim.stage_ms = 1;
+  l.spec.simulate = sim;
+  l.compare = Comparison::from_json(
+      {{"kind", "parent"}, {"label", "fp8-sdpa/stage2"}, {"median_us", baseline_us}});
+  return l;
+}
+
+struct Harness {
+  kfleet::testing::FakeKfleetd server;
+  BackendPtr backend = make_simulated_backend({});
+  RecordingSink sink;
+  StopFlag stop;
+  std::string dir = (fs::temp_directory_path() / ("kfleet-pipeline-" + std::to_string(::getpid()))).string();
+
+  std::optional<Verdict> run(const Lease& l) {
+    PipelineDeps d{server, *backend, sink, stop, dir, {}, std::make_shared<SystemClock>()};
+    return run_pipeline(l, d);
+  }
+};
+
+}  // namespace
+
+TEST(Pipeline, Seed000NegativeResultIsRejectedOnPerformance) {
+  Harness h;
+  auto v = h.run(seed_lease(696, 656));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::rejected);
+  EXPECT_EQ(v->gate, "performance");
+  EXPECT_EQ(v->reason, "do not merge: +6.1% (696 µs vs 656 µs)");
+  EXPECT_EQ(v->perf, "regressed");
+  EXPECT_TRUE(v->simulated);
+  ASSERT_TRUE(v->delta_pct.has_value());
+  EXPECT_NEAR(*v->delta_pct, 6.1, 0.05);
+
+  std::vector<std::string> started, finished;
+  for (auto& e : h.sink.of("stage.started")) started.push_back(e["stage"]);
+  for (auto& e : h.sink.of("stage.finished")) finished.push_back(e["stage"]);
+  std::vector<std::string> want = {"fetch", "build", "resources", "correctness", "benchmark", "verdict"};
+  EXPECT_EQ(started, want);
+  EXPECT_EQ(finished, want);
+  EXPECT_EQ(h.sink.of("correctness").size(), 6u);
+  EXPECT_EQ(h.sink.of("bench.result").size(), 1u);
+  EXPECT_EQ(h.sink.of("verdict").size(), 1u);
+  for (auto& [type, data] : h.sink.events) EXPECT_EQ(data.value("simulated", false), true) << type;
+}
+
+TEST(Pipeline, FasterThanBaselinePassesAsImproved) {
+  Harness h;
+  auto v = h.run(seed_lease(600, 656));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::passed);
+  EXPECT_EQ(v->perf, "improved");
+  EXPECT_NE(v->reason.find("-8.5%"), std::string::npos) << v->reason;
+}
+
+TEST(Pipeline, NoBaselinePassesWithoutPerf) {
+  Harness h;
+  auto l = seed_lease(100, 0);
+  l.compare = {};
+  auto v = h.run(l);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::passed);
+  EXPECT_EQ(v->perf, "");
+  EXPECT_NEAR(v->median_us.value_or(0), 100, 1e-6);
+}
+
+TEST(Pipeline, GateFailuresGiveTheirVerdicts) {
+  struct Case {
+    std::string fail;
+    RunOutcome outcome;
+    std::string gate, reason_part;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"resources", RunOutcome::rejected, "resources", "register count 168 > budget 128"},
+           {"correctness", RunOutcome::rejected, "correctness", "case mission seed 0: max_abs 0.24"},
+           {"build", RunOutcome::error, "", "build failed: fp8_sdpa.cu:42:7: error"},
+           {"crash", RunOutcome::error, "", "harness crashed (signal 11)"},
+           {"performance", RunOutcome::rejected, "performance", "do not merge: +10.0%"}}) {
+    Harness h;
+    auto l = seed_lease(656, 656);
+    l.spec.simulate->fail_stage = c.fail;
+    auto v = h.run(l);
+    ASSERT_TRUE(v.has_value()) << c.fail;
+    EXPECT_EQ(v->outcome, c.outcome) << c.fail;
+    EXPECT_EQ(v->gate, c.gate) << c.fail;
+    EXPECT_NE(v->reason.find(c.reason_part), std::string::npos) << c.fail << ": " << v->reason;
+    EXPECT_EQ(h.sink.of("verdict").size(), 1u);
+    EXPECT_TRUE(h.sink.of("bench.result").empty() == (c.fail != "performance")) << c.fail;
+  }
+}
+
+TEST(Pipeline, HangTimesOutAsAnError) {
+  Harness h;
+  auto l = seed_lease(656, 656);
+  l.spec.simulate->fail_stage = "hang";
+  l.spec.timeout_s = 1;
+  auto v = h.run(l);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::error);
+  EXPECT_NE(v->reason.find("timed out after 1s"), std::string::npos) << v->reason;
+}
+
+TEST(Pipeline, StopMidStageEndsQuietly) {
+  Harness h;
+  auto l = seed_lease(656, 656);
+  l.spec.simulate->stage_ms = 60000;
+  h.sink.stop_on_start_of = &h.stop;
+  h.sink.stop_stage = "build";
+  auto t0 = std::chrono::steady_clock::now();
+  auto v = h.run(l);
+  EXPECT_FALSE(v.has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_TRUE(h.sink.of("verdict").empty());
+  EXPECT_TRUE(h.sink.of("stage.started").size() == 2u);  // fetch, build; nothing after
+}
+
+TEST(Pipeline, FetchesAndUnpacksTheBundleAndRefusesAMismatch) {
+  Harness h;
+  Bundle b;
+  b.files = {{"fp8_sdpa.cu", "__global__ void k() {}\n"}};
+  auto l = seed_lease(656, 656);
+  l.bundle_hash = b.hash();
+  h.server.bundles[b.hash()] = b;
+  auto v = h.run(l);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::passed);
+  std::ifstream in(fs::path(h.dir) / "src" / "fp8_sdpa.cu");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, b.files[0].content);
+
+  Harness h2;
+  l.bundle_hash = "sha256:0000";
+  h2.server.bundles["sha256:0000"] = b;  // content does not match the name
+  auto v2 = h2.run(l);
+  ASSERT_TRUE(v2.has_value());
+  EXPECT_EQ(v2->outcome, RunOutcome::error);
+  EXPECT_NE(v2->reason.find("fetch"), std::string::npos) << v2->reason;
+}
