@@ -53,8 +53,21 @@ Error describe_http_failure(long status, const std::string& body) {
   return make_error(code, message);
 }
 
-Error describe_transport_failure(const std::string& server, const std::string& cause) {
-  return make_error(Errc::unavailable, "cannot reach kfleetd at " + server + " (" + cause +
+std::string transport_cause(const std::string& message) {
+  auto has = [&](const char* needle) { return message.find(needle) != std::string::npos; };
+  if (has("refused") || has("Couldn't connect")) return "connection refused";
+  if (has("resolve")) return "host not found";
+  if (has("imeout") || has("timed out")) return "timed out";
+  // "GET <url> failed: <curl's words> (is kfleetd running ...?)": keep curl's words.
+  std::string cause = message;
+  if (auto at = cause.find(" failed: "); at != std::string::npos) cause = cause.substr(at + 9);
+  if (auto hint = cause.find(" (is kfleetd"); hint != std::string::npos) cause.resize(hint);
+  return cause;
+}
+
+Error describe_transport_failure(const std::string& server, const std::string& message) {
+  return make_error(Errc::unavailable, "cannot reach kfleetd at " + server + " (" +
+                                           transport_cause(message) +
                                            "); start it with `kfleetd` or pass --server");
 }
 

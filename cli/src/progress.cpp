@@ -45,7 +45,7 @@ std::string format_verdict_line(const nlohmann::json& v, bool color) {
     reason = "median " + format_time_us(*num_field(v, "median_us"));
     if (auto d = num_field(v, "delta_pct")) reason += ", " + (*d >= 0 ? std::string("+") : "") + fixed(*d, 1) + "%";
   }
-  if (!reason.empty()) line += (gate.empty() ? " " : ": ") + reason;
+  if (!reason.empty()) line += ": " + reason;
   if (bool_field(v, "simulated")) line += " [simulated]";
   return line;
 }

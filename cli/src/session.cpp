@@ -42,9 +42,13 @@ Result<void> Session::stream(const std::string& path, const HttpClient::SseHandl
                              const std::string& last_event_id) {
   auto r = http().stream_sse(path, on_event, last_event_id);
   if (!r) {
-    if (r.error().code == Errc::unavailable)
-      return describe_transport_failure(config_.server, r.error().message);
-    return r.error();
+    const Error& e = r.error();
+    if (e.code == Errc::unauthorized || e.code == Errc::forbidden)
+      return describe_http_failure(e.code == Errc::unauthorized ? 401 : 403, "");
+    // Only a transport failure says "failed:"; a 5xx is kfleetd answering, not unreachable.
+    if (e.code == Errc::unavailable && e.message.find(" failed: ") != std::string::npos)
+      return describe_transport_failure(config_.server, e.message);
+    return e;
   }
   return r;
 }

@@ -176,7 +176,9 @@ TEST_P(FollowVerdict, ExitStatusReflectsStreamedVerdict) {
   EXPECT_NE(r.out.find("leased to agent 3 (us-west-2, L4) attempt 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[build] ok 1.2s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[benchmark] median 696.0 µs (n=40, ±0.3%)"), std::string::npos) << r.out;
-  std::string upper = outcome == "passed" ? "PASSED" : "REJECTED performance";
+  std::string upper = outcome == "passed"   ? "PASSED: do not merge"
+                      : outcome == "rejected" ? "REJECTED performance: do not merge"
+                                              : "ERROR: do not merge";
   EXPECT_NE(r.out.find(upper), std::string::npos) << r.out;
 }
 
@@ -235,7 +237,8 @@ TEST(Errors, UnreachableServerSaysHowToFixIt) {
   { FakeKfleetd gone([](const RecordedRequest&) { return CannedReply{}; }); url = gone.url(); }
   Ran r = run_kfleet({"--server", url, "agents"});
   EXPECT_EQ(r.code, 5);
-  EXPECT_EQ(r.err.rfind("kfleet: cannot reach kfleetd at " + url + " (", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("kfleet: cannot reach kfleetd at " + url + " (connection refused)", 0), 0u)
+      << r.err;
   EXPECT_NE(r.err.find("start it with `kfleetd` or pass --server"), std::string::npos) << r.err;
 }
 

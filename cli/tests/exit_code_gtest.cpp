@@ -55,5 +55,15 @@ TEST(ApiErrors, TransportFailureSuggestsStartingKfleetd) {
   EXPECT_EQ(exit_code_for_error(e), exit_unreachable);
 }
 
+TEST(ApiErrors, TransportCauseIsBoiledDown) {
+  EXPECT_EQ(transport_cause("GET http://h:9/api/v1/agents failed: Failed to connect to h port 9 "
+                            "after 0 ms: Couldn't connect to server (is kfleetd running?)"),
+            "connection refused");
+  EXPECT_EQ(transport_cause("GET http://x/api failed: Could not resolve host: x (is kfleetd up?)"),
+            "host not found");
+  EXPECT_EQ(transport_cause("GET http://x/api failed: SSL peer certificate bad (is kfleetd up?)"),
+            "SSL peer certificate bad");
+}
+
 }  // namespace
 }  // namespace kfleet::cli

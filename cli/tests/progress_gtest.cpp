@@ -68,7 +68,7 @@ TEST(Progress, VerdictLinesAndSimulatedMark) {
             "REJECTED performance: do not merge: +6.1% (696 µs vs 656 µs)");
   EXPECT_EQ(format_verdict_line({{"outcome", "passed"}, {"reason", "improved -3.0%"},
                                  {"simulated", true}}, false),
-            "PASSED improved -3.0% [simulated]");
+            "PASSED: improved -3.0% [simulated]");
   // Colour wraps only the word, so the rest stays greppable.
   EXPECT_EQ(format_verdict_line({{"outcome", "passed"}}, true), "\x1b[32mPASSED\x1b[0m");
 }

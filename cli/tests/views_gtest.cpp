@@ -83,7 +83,7 @@ TEST(Views, JobDetailListsRuns) {
   const std::string out = render_job_detail(body, kNow, false);
   EXPECT_NE(out.find("job       12 fa/iter1"), std::string::npos) << out;
   EXPECT_NE(out.find("L4 (us-west-2)"), std::string::npos) << out;
-  EXPECT_NE(out.find("PASSED same"), std::string::npos) << out;
+  EXPECT_NE(out.find("PASSED: same"), std::string::npos) << out;
   EXPECT_NE(out.find("lost"), std::string::npos) << out;
 }
 

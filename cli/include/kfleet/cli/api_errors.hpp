@@ -12,6 +12,11 @@ namespace kfleet::cli {
 Error describe_http_failure(long status, const std::string& body);
 
 // A transport failure (refused, timeout, DNS): Errc::unavailable with the hint to start kfleetd.
-Error describe_transport_failure(const std::string& server, const std::string& cause);
+// `message` is the transport's own error text, boiled down to its cause ("connection refused").
+Error describe_transport_failure(const std::string& server, const std::string& message);
+
+// "GET http://h/api failed: Failed to connect ...: Couldn't connect to server (is ...)" ->
+// "connection refused"; unknown causes keep the transport's words.
+std::string transport_cause(const std::string& message);
 
 }  // namespace kfleet::cli
