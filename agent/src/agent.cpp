@@ -155,6 +155,18 @@ int Agent::run() {
 void Agent::run_one(const Lease& lease, Heartbeater& hb) {
   log::info("agent", "run ", lease.run_id, ": job ", lease.job_id, " '", lease.spec.name,
             "' attempt ", lease.attempt, " (fencing token ", lease.fencing_token, ")");
+  if (!lease.spec_error.empty()) {
+    // kfleetd validated this spec; if we cannot read it, our versions disagree. Say so now
+    // rather than let the lease expire and the job bounce between agents.
+    log::error("agent", "run ", lease.run_id, ": cannot read the job spec: ", lease.spec_error);
+    Verdict v;
+    v.reason = "agent cannot read the job spec (agent and kfleetd versions differ?): " +
+               lease.spec_error;
+    v.simulated = backend_->simulated();
+    if (auto f = transport_->finish(lease.run_id, lease.fencing_token, v); !f)
+      log::warn("agent", "run ", lease.run_id, ": cannot report that: ", f.error().message);
+    return;
+  }
   StopFlag stop;
   {
     std::lock_guard<std::mutex> l(run_mu_);

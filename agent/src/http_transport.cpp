@@ -149,9 +149,12 @@ Result<Lease> lease_from_json(const nlohmann::json& j) {
   if (l.run_id <= 0) return make_error(Errc::invalid_argument, "lease without a run_id");
   if (j.contains("spec")) {
     auto s = job_spec_from_json(j["spec"]);
-    if (!s) return make_error(Errc::invalid_argument, "lease of run " + std::to_string(l.run_id) +
-                                                          ": spec: " + s.error().message);
-    l.spec = std::move(*s);
+    if (s) {
+      l.spec = std::move(*s);
+    } else {
+      l.spec_error = s.error().message;
+      while (!l.spec_error.empty() && l.spec_error.back() == '\n') l.spec_error.pop_back();
+    }
   }
   if (j.contains("compare") && j["compare"].is_object()) l.compare = Comparison::from_json(j["compare"]);
   return l;

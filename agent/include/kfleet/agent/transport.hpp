@@ -35,8 +35,10 @@ struct Lease {
   JobSpec spec;
   std::string bundle_hash;
   Comparison compare;
+  std::string spec_error;  // the spec did not parse: the run is reported as an error at once
 };
-// Errc::invalid_argument when the lease's spec does not parse (the message says which field).
+// Errc::invalid_argument when the lease has no run; a spec that does not parse is kept in
+// spec_error so that the run can still be ended instead of waiting out its TTL.
 Result<Lease> lease_from_json(const nlohmann::json& j);
 
 struct HeartbeatReply {
