@@ -232,7 +232,8 @@ Result<JobRecord> SqliteStore::expire_run(std::int64_t run_id, const std::string
     auto job = load_job(run->job_id);
     if (job && job->current_run_id == run_id && !is_terminal(job->state)) {
       db_->prepare("UPDATE jobs SET current_run_id = 0 WHERE id = ?").args(job->id).run();
-      const std::string lost = "agent " + str(run->agent_id) + " lost (" + why + ")";
+      // The caller's detail goes to the lease.lost event; the job's reason keeps one form.
+      const std::string lost = "agent " + str(run->agent_id) + " lost (lease expired)";
       if (job->attempts < job->max_attempts) {
         write_job_state(job->id, JobState::queued,
                         lost + "; requeued, attempt " + std::to_string(job->attempts + 1) +

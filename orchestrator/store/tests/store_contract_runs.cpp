@@ -279,7 +279,7 @@ TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].id, l1.run_id);
 
-  auto r = store().expire_run(l1.run_id, "lease expired", ++now_);
+  auto r = store().expire_run(l1.run_id, "silent for 30 s", ++now_);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->state, JobState::queued);
   EXPECT_EQ(r->current_run_id, 0);
@@ -296,6 +296,7 @@ TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
       saw_lost = true;
       EXPECT_EQ(e.data["run_id"], l1.run_id);
       EXPECT_EQ(e.data["agent_id"], a.id);
+      EXPECT_EQ(e.data["reason"], "silent for 30 s");
     }
   EXPECT_TRUE(saw_lost);
   EXPECT_EQ(store().expire_run(l1.run_id, "again", ++now_).error().code, Errc::conflict);
