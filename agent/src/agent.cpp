@@ -238,9 +238,12 @@ void Agent::run_one(const Lease& lease, Heartbeater& hb) {
     log::info("agent", "run ", lease.run_id, ": stopped (", why.empty() ? "stop requested" : why, ")");
     if (shutdown_) {
       // Flush what we have; whatever kfleetd has not acked stays spooled for the next start.
-      if (!events.drain(std::chrono::milliseconds(3000)))
+      if (events.drain(std::chrono::milliseconds(3000))) {
+        events.discard_spool();
+      } else {
         log::warn("agent", "run ", lease.run_id, ": ", events.last_seq() - events.acked(),
                   " events left in the spool for the next start");
+      }
     } else {
       (void)events.drain(std::chrono::milliseconds(2000));  // a cancelled run's last events
       events.discard_spool();
