@@ -64,7 +64,7 @@ class SqliteStore final : public Store {
   std::optional<AgentRecord> load_agent(std::int64_t id);
   Event insert_job_event(std::int64_t job_id, const std::string& type,
                          const nlohmann::json& data, TimeMs now);
-  // Sets state and reason, clears the run when `clear_run`, and writes the job.state event.
+  // Sets state and reason and writes the job.state event, in the caller's transaction.
   void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
   // Ends a running run (for cancel or error) and frees its agent if it still holds it.
   void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
