@@ -28,6 +28,13 @@ extern "C" __device__ __attribute__((weak)) size_t __ockl_get_num_groups(unsigne
                              : d == 1 ? __builtin_amdgcn_grid_size_y() : __builtin_amdgcn_grid_size_z();
   return (grid + wg - 1) / wg;
 }
+// __syncthreads and __threadfence*: always the strongest (system-scope seq_cst) fence, which
+// satisfies every narrower request.
+extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(__cl_mem_fence_flags,
+                                                                          __memory_order,
+                                                                          __memory_scope) {
+  __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "");
+}
 #endif
 
 #define gpuError_t hipError_t

@@ -1,0 +1,71 @@
+#include "options.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace kfleet::harness {
+namespace {
+
+std::string parse(std::vector<const char*> args, Options* o) {
+  args.insert(args.begin(), "kfleet-harness");
+  return parse_options(static_cast<int>(args.size()), args.data(), o);
+}
+
+TEST(Options, ParsesACorrectnessCommand) {
+  Options o;
+  ASSERT_EQ(parse({"correctness", "--case", "small", "--shape", "B=1,H=4,S=256,D=64", "--seeds",
+                   "0,1,2", "--dtype", "q=fp16,kv=fp8_e4m3,out=fp16", "--causal", "--max-abs",
+                   "0.06"}, &o), "");
+  EXPECT_EQ(o.stage, "correctness");
+  EXPECT_EQ(o.case_name, "small");
+  EXPECT_EQ(o.shape.at("S"), 256);
+  EXPECT_EQ(o.seeds, (std::vector<std::uint64_t>{0, 1, 2}));
+  EXPECT_EQ(o.dtype.at("kv"), KFLEET_FP8_E4M3);
+  EXPECT_TRUE(o.causal);
+  EXPECT_DOUBLE_EQ(o.tolerance.max_abs, 0.06);
+  EXPECT_LT(o.tolerance.atol, 0);  // an explicit bound replaces the default allclose
+}
+
+TEST(Options, DefaultsToAllcloseWhenNoBoundIsGiven) {
+  Options o;
+  ASSERT_EQ(parse({"benchmark", "--shape", "M=8,N=8,K=8", "--b-layout", "kn", "--min-samples",
+                   "20", "--max-samples", "5"}, &o), "");
+  EXPECT_DOUBLE_EQ(o.tolerance.atol, 1e-2);
+  EXPECT_DOUBLE_EQ(o.tolerance.rtol, 1e-2);
+  EXPECT_EQ(o.b_layout, KFLEET_B_KN);
+  EXPECT_EQ(o.stop.min_samples, 20u);
+  EXPECT_EQ(o.stop.max_samples, 20u);  // never below min_samples
+}
+
+TEST(Options, RejectsBadInputWithAMessageNamingIt) {
+  Options o;
+  EXPECT_NE(parse({}, &o).find("usage"), std::string::npos);
+  EXPECT_NE(parse({"bench"}, &o).find("unknown stage"), std::string::npos);
+  EXPECT_NE(parse({"probe", "--shape", "B=0"}, &o).find("B=0"), std::string::npos);
+  EXPECT_NE(parse({"probe", "--dtype", "fp7"}, &o).find("fp7"), std::string::npos);
+  EXPECT_NE(parse({"probe", "--frobnicate"}, &o).find("--frobnicate"), std::string::npos);
+  EXPECT_NE(parse({"probe", "--atol"}, &o).find("--atol"), std::string::npos);
+  EXPECT_NE(parse({"probe", "--b-layout", "mk"}, &o).find("--b-layout"), std::string::npos);
+}
+
+TEST(StopRule, StopsOnNoiseTargetOnlyAfterMinSamples) {
+  StopRule rule({5, 100, 0.5, 15});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(rule.add(100.0, 0.1), "");
+  EXPECT_EQ(rule.add(100.0, 0.1), "noise_target");
+}
+
+TEST(StopRule, NoisySamplesRunToTheTimeOrSampleCap) {
+  StopRule by_time({3, 100, 0.5, 1.0});
+  EXPECT_EQ(by_time.add(100, 0.1), "");
+  EXPECT_EQ(by_time.add(120, 0.2), "");
+  EXPECT_EQ(by_time.add(80, 0.5), "");
+  EXPECT_EQ(by_time.add(110, 1.0), "max_time");
+  StopRule by_count({3, 4, 0.5, 100});
+  for (double v : {100.0, 130.0, 70.0}) EXPECT_EQ(by_count.add(v, 0), "");
+  EXPECT_EQ(by_count.add(100, 0), "max_samples");
+  EXPECT_GT(by_count.rel_stdev_pct(), 10);
+}
+
+}  // namespace
+}  // namespace kfleet::harness
