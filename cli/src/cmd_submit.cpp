@@ -84,7 +84,7 @@ Examples:
     }
     if (invalid) return static_cast<int>(exit_usage);  // nothing sent unless all are valid
 
-    std::vector<std::int64_t> jobs;
+    std::vector<std::pair<std::int64_t, std::string>> jobs;  // id, GPU
     int worst = exit_passed;
     for (const auto& p : prepared) {
       auto reply = s.post("/api/v1/jobs", p.body);
@@ -97,18 +97,18 @@ Examples:
       if (s.json()) s.io().out << reply->body.dump(2) << "\n";
       if (auto dup = int_field(reply->body, "duplicate_of")) {
         if (!s.json()) s.io().out << p.file << ": " << duplicate_line(job, *dup) << "\n";
-        jobs.push_back(*dup);
+        jobs.emplace_back(*dup, str_field(job, "gpu"));
         continue;
       }
       const auto id = int_field(job, "id").value_or(0);
       if (!s.json())
         s.io().out << submitted_line(job) << "\n  " << dashboard_url(s.config().server, id) << "\n";
-      jobs.push_back(id);
+      jobs.emplace_back(id, str_field(job, "gpu"));
     }
     if (!o->follow && !o->wait) return worst;
-    for (auto id : jobs) {
+    for (const auto& [id, gpu] : jobs) {
       const std::string prefix = jobs.size() > 1 ? "job " + std::to_string(id) + ": " : "";
-      const int code = o->follow ? follow_job(s, id, prefix) : wait_job(s, id, prefix);
+      const int code = o->follow ? follow_job(s, id, gpu, prefix) : wait_job(s, id, prefix);
       worst = worst_exit(worst, code);
     }
     return worst;

@@ -22,8 +22,9 @@ Command add_agents_command(CLI::App& app);
 Command add_results_command(CLI::App& app);
 
 // Streams a job's events as progress lines until it ends; returns its exit status.
-// `prefix` tags lines when several jobs are followed.
-int follow_job(Session& s, std::int64_t job_id, const std::string& prefix);
+// `gpu` (the job's target) completes lease lines; `prefix` tags lines when several jobs are
+// followed.
+int follow_job(Session& s, std::int64_t job_id, const std::string& gpu, const std::string& prefix);
 // Polls the job with backoff until it ends; prints its verdict; returns its exit status.
 int wait_job(Session& s, std::int64_t job_id, const std::string& prefix);
 

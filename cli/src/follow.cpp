@@ -30,8 +30,8 @@ std::string final_line(const nlohmann::json& job, bool color) {
 
 }  // namespace
 
-int follow_job(Session& s, std::int64_t job_id, const std::string& prefix) {
-  const ProgressStyle style{s.color(), false};
+int follow_job(Session& s, std::int64_t job_id, const std::string& gpu, const std::string& prefix) {
+  ProgressFormatter formatter(ProgressStyle{s.color(), false}, gpu);
   JobOutcomeTracker tracker;
   std::string last_id;
   int failures = 0;
@@ -48,7 +48,7 @@ int follow_job(Session& s, std::int64_t job_id, const std::string& prefix) {
                         str_field(e.data, "state") != "cancelled";
     tracker.observe(e);
     if (!repeat)
-      if (auto line = format_event_line(e, style)) s.io().out << prefix << *line << "\n" << std::flush;
+      if (auto line = formatter.line(e)) s.io().out << prefix << *line << "\n" << std::flush;
     return !tracker.finished();
   };
 

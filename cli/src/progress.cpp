@@ -83,8 +83,11 @@ std::string format_state(const nlohmann::json& d, bool color) {
 
 std::string format_decision(const nlohmann::json& d) {
   std::string line = "scheduler: " + str_field(d, "action");
-  if (auto agent = str_field(d, "agent"); !agent.empty()) line += " agent " + agent;
-  if (auto agent = str_field(d, "agent_id"); !agent.empty()) line += " agent " + agent;
+  std::string agent = str_field(d, "agent");
+  if (agent.empty()) agent = str_field(d, "agent_id");
+  if (!agent.empty()) line += " agent " + agent;
+  if (auto gpu = str_field(d, "gpu"); !gpu.empty()) line += " " + gpu;
+  if (auto provider = str_field(d, "provider"); !provider.empty()) line += " via " + provider;
   if (auto region = str_field(d, "region"); !region.empty()) line += " in " + region;
   if (auto reason = str_field(d, "reason"); !reason.empty()) line += ": " + reason;
   return line;
@@ -93,7 +96,7 @@ std::string format_decision(const nlohmann::json& d) {
 std::string format_lease(const nlohmann::json& d) {
   std::string line = "leased to agent " + str_field(d, "agent_id");
   if (auto name = str_field(d, "agent_name"); !name.empty()) line += " " + name;
-  std::string where = str_field(d, "region");
+  const std::string where = str_field(d, "region");
   std::string gpu = str_field(d, "gpu_class");
   if (gpu.empty()) gpu = str_field(d, "gpu");
   if (!where.empty() || !gpu.empty())
@@ -107,28 +110,30 @@ std::string format_stage_finished(const nlohmann::json& d, bool color) {
   std::string line = stage_tag(str_field(d, "stage")) + " " + ok_word(bool_field(d, "ok", true), color);
   if (auto ms = first_num(d, {"duration_ms", "elapsed_ms", "wall_ms"})) {
     line += " " + format_duration_ms(*ms);
-  } else if (auto s = first_num(d, {"duration_s", "elapsed_s"})) {
+  } else if (auto s = first_num(d, {"seconds", "duration_s", "elapsed_s"})) {
     line += " " + format_duration_ms(*s * 1000);
   }
   if (auto reason = str_field(d, "reason"); !reason.empty()) line += ": " + reason;
-  return line + sim_suffix(d);
+  // No [simulated] here: the mark belongs on results, and every simulated event carries it.
+  return line;
 }
 
 // One kernel's compiler resources: "regs 96 smem 37.1 KB spills 0".
 std::string kernel_resources(const nlohmann::json& k) {
   std::string s;
-  auto add = [&](const char* label, std::optional<double> v, bool bytes) {
-    if (!v) return;
+  // Stack and scratch only matter when used; registers, smem and spills are always shown.
+  auto add = [&](const char* label, std::optional<double> v, bool bytes, bool if_used = false) {
+    if (!v || (if_used && *v == 0)) return;
     s += (s.empty() ? "" : " ") + std::string(label) + " " + (bytes && *v > 0 ? format_bytes(*v) : fixed(*v, 0));
   };
   add("regs", first_num(k, {"registers", "regs"}), false);
   add("smem", first_num(k, {"shared_bytes", "smem_bytes"}), true);
-  add("spills", first_num(k, {"spill_bytes", "spill_stores_bytes"}), true);
-  add("stack", num_field(k, "stack_bytes"), true);
+  add("spills", first_num(k, {"spill_bytes", "spill_store_bytes"}), true);
+  add("stack", num_field(k, "stack_bytes"), true, true);
   add("vgprs", num_field(k, "vgprs"), false);
   add("sgprs", num_field(k, "sgprs"), false);
   add("lds", num_field(k, "lds_bytes"), true);
-  add("scratch", num_field(k, "scratch_bytes"), true);
+  add("scratch", num_field(k, "scratch_bytes"), true, true);
   return s;
 }
 
@@ -144,7 +149,8 @@ std::string format_resources(const nlohmann::json& d, bool color) {
   line += " " + ok_word(bool_field(d, "ok", true), color);
   std::string why;
   for (const auto& v : arr_field(d, "violations")) {
-    std::string text = v.is_string() ? v.get<std::string>() : str_field(v, "message");
+    std::string text = v.is_string() ? v.get<std::string>() : str_field(v, "reason");
+    if (text.empty()) text = str_field(v, "message");
     if (!text.empty()) why += (why.empty() ? "" : "; ") + text;
   }
   if (!why.empty()) line += ": " + why;
@@ -158,7 +164,7 @@ std::string format_correctness(const nlohmann::json& d, bool color) {
   const auto& metrics = obj_field(d, "metrics");
   const nlohmann::json& src = metrics.empty() ? d : metrics;
   for (auto it = src.begin(); it != src.end(); ++it) {
-    if (it.key() == "seed" || !it->is_number() || it->is_boolean()) continue;
+    if (it.key() == "seed" || it.key() == "n" || !it->is_number() || it->is_boolean()) continue;
     line += " " + it.key() + "=" + compact(it->get<double>());
   }
   line += " " + ok_word(bool_field(d, "ok", true), color);
@@ -180,6 +186,8 @@ std::string format_bench_result(const nlohmann::json& d) {
     extra += (extra.empty() ? "" : ", ") + std::string("±") + fixed(*noise, 1) + "%";
   if (!extra.empty()) line += " (" + extra + ")";
   if (auto g = num_field(d, "gflops")) line += " " + fixed(*g, 1) + " GFLOP/s";
+  if (auto t = num_field(d, "tflops")) line += " " + fixed(*t, 2) + " TFLOP/s";
+  if (bool_field(d, "suspect")) line += " SUSPECT: " + str_field(d, "suspect_reason");
   return line + sim_suffix(d);
 }
 
@@ -189,6 +197,8 @@ std::optional<std::string> format_event_line(const Event& e, const ProgressStyle
   const auto& d = e.data;
   const bool c = style.color;
   if (e.type == event_type::job_submitted) return "queued" + (str_field(d, "name").empty() ? "" : ": " + str_field(d, "name"));
+  // lease.granted, just before, already says who holds the job.
+  if (e.type == event_type::job_state && str_field(d, "state") == "leased") return std::nullopt;
   if (e.type == event_type::job_state) return format_state(d, c);
   if (e.type == event_type::sched_decision) return format_decision(d);
   if (e.type == event_type::capacity) {
@@ -217,6 +227,21 @@ std::optional<std::string> format_event_line(const Event& e, const ProgressStyle
   if (e.type == event_type::verdict) return format_verdict_line(d, c);
   if (!style.show_logs) return std::nullopt;
   return e.type + " " + d.dump();  // unknown types: shown verbatim in `logs`
+}
+
+std::optional<std::string> ProgressFormatter::line(const Event& e) {
+  if (e.type == event_type::sched_decision && str_field(e.data, "action") == "assign")
+    last_assign_ = e.data;
+  if (e.type != event_type::lease_granted) return format_event_line(e, style_);
+  Event filled = e;
+  auto& d = filled.data;
+  if (str_field(d, "agent_id") == str_field(last_assign_, "agent_id")) {
+    if (str_field(d, "region").empty()) d["region"] = str_field(last_assign_, "region");
+    if (str_field(d, "agent_name").empty()) d["agent_name"] = str_field(last_assign_, "agent");
+  }
+  if (str_field(d, "gpu_class").empty() && str_field(d, "gpu").empty() && !gpu_.empty())
+    d["gpu_class"] = gpu_;
+  return format_event_line(filled, style_);
 }
 
 void JobOutcomeTracker::observe(const Event& e) {

@@ -31,9 +31,30 @@ TEST(Progress, LeaseNamesAgentRegionGpuAndAttempt) {
             "leased to agent 3 (us-west-2, L4) attempt 1");
 }
 
+TEST(Progress, FormatterFillsLeaseFromTheAssignDecision) {
+  ProgressFormatter f(ProgressStyle{}, "L4");
+  auto assign = ev("sched.decision", {{"action", "assign"}, {"agent_id", 3}, {"agent", "l4-a"},
+                                      {"region", "us-west-2"}, {"reason", "idle"}});
+  EXPECT_EQ(f.line(assign).value_or(""), "scheduler: assign agent l4-a in us-west-2: idle");
+  EXPECT_EQ(f.line(ev("lease.granted", {{"agent_id", 3}, {"attempt", 1}, {"run_id", 5}})).value_or(""),
+            "leased to agent 3 l4-a (us-west-2, L4) attempt 1, run 5");
+  // A lease to another agent than the decision named keeps only what it says itself.
+  EXPECT_EQ(f.line(ev("lease.granted", {{"agent_id", 4}, {"attempt", 2}})).value_or(""),
+            "leased to agent 4 (L4) attempt 2");
+  EXPECT_FALSE(f.line(ev("job.state", {{"state", "leased"}, {"reason", "leased to 3"}})).has_value());
+}
+
+TEST(Progress, ProvisionDecisionSaysWhatWasAsked) {
+  EXPECT_EQ(line(ev("sched.decision", {{"action", "provision"}, {"region", "us-east-1"}, {"gpu", "L4"},
+                                       {"provider", "aws"}, {"reason", "no idle L4"}})),
+            "scheduler: provision L4 via aws in us-east-1: no idle L4");
+}
+
 TEST(Progress, StageFinishedWithDuration) {
   EXPECT_EQ(line(ev("stage.finished", {{"stage", "build"}, {"ok", true}, {"duration_ms", 1234}})),
             "[build] ok 1.2s");
+  EXPECT_EQ(line(ev("stage.finished", {{"stage", "fetch"}, {"ok", true}, {"seconds", 0.35}, {"simulated", true}})),
+            "[fetch] ok 350ms");
   EXPECT_EQ(line(ev("stage.finished", {{"stage", "build"}, {"ok", false}, {"reason", "nvcc exit 1"}})),
             "[build] FAILED: nvcc exit 1");
 }
@@ -44,8 +65,9 @@ TEST(Progress, ResourcesLikePtxas) {
                             {"ok", true}});
   EXPECT_EQ(line(e), "[resources] regs 96 smem 37.1 KB spills 0 ok");
   e.data["ok"] = false;
-  e.data["violations"] = {"registers 160 > 128"};
-  EXPECT_EQ(line(e), "[resources] regs 96 smem 37.1 KB spills 0 FAILED: registers 160 > 128");
+  e.data["violations"] = {{{"field", "max_registers"}, {"reason", "registers 160 > 128"}}};
+  e.data["kernels"][0]["stack_bytes"] = 16;
+  EXPECT_EQ(line(e), "[resources] regs 96 smem 37.1 KB spills 0 stack 16 B FAILED: registers 160 > 128");
 }
 
 TEST(Progress, CorrectnessRowWithMetrics) {

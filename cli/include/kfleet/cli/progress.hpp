@@ -30,6 +30,20 @@ std::string format_bytes(double bytes);
 // "696.0 µs", "12.35 ms", "1.20 s"
 std::string format_time_us(double us);
 
+// format_event_line with what earlier events said: kfleetd's lease.granted names only the
+// agent id, while the scheduling decision before it names the agent and region, and the job
+// its GPU. This fills those in so the lease line reads "leased to agent 3 l4-a (us-west-2, L4)".
+class ProgressFormatter {
+ public:
+  ProgressFormatter(ProgressStyle style, std::string gpu) : style_(style), gpu_(std::move(gpu)) {}
+  std::optional<std::string> line(const Event& e);
+
+ private:
+  ProgressStyle style_;
+  std::string gpu_;
+  nlohmann::json last_assign_ = nlohmann::json::object();
+};
+
 // Follows a job's event stream to its end: which exit status it reached, and where to resume.
 class JobOutcomeTracker {
  public:
