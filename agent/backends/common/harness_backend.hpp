@@ -57,9 +57,6 @@ class HarnessBackend : public agent::Backend {
   virtual Result<std::vector<std::string>> profile_argv(const ProfileSpec& p,
                                                         const std::vector<std::string>& cmd,
                                                         const std::string& out_dir) = 0;
-  virtual std::string source_language_flag() const { return ""; }
-
-  std::string arch() const { return cfg_.arch; }
   HarnessBackendConfig cfg_;
 
  private:

@@ -110,8 +110,6 @@ class HipBackend final : public HarnessBackend {
     return a;
   }
 
-  std::string source_language_flag() const override { return "hip"; }
-
  private:
   agent::HipBackendOptions opts_;
   bool hipcc_ = false;
