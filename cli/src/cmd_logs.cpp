@@ -47,6 +47,7 @@ Command add_logs_command(CLI::App& app) {
     for (int failures = 0;; ++failures) {
       auto r = s.stream(base,
                         [&](const std::string& id, const std::string& name, const std::string& data) {
+                          if (name == "end") return false;  // the run is over
                           if (!id.empty()) last_id = id;
                           auto j = nlohmann::json::parse(data, nullptr, false);
                           if (j.is_discarded()) return true;

@@ -37,6 +37,7 @@ int follow_job(Session& s, std::int64_t job_id, const std::string& gpu, const st
   int failures = 0;
   int delay = s.io().backoff_initial_ms;
   auto on_event = [&](const std::string& id, const std::string& name, const std::string& data) {
+    if (name == "end") return false;  // kfleetd's last frame: the job is over
     if (!id.empty()) last_id = id;
     auto j = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return true;  // a comment or keep-alive we do not understand

@@ -193,7 +193,7 @@ TEST_F(JobDir, FollowResumesWithLastEventIdWhenTheStreamDrops) {
   FakeKfleetd server([&](const RecordedRequest& r) -> CannedReply {
     if (r.method == "POST") return created(12);
     if (r.target == "/api/v1/jobs/12") return {200, "application/json", nlohmann::json{{"job", job_json(12, "benchmarking")}}.dump()};
-    if (streams++ == 0) return {200, "text/event-stream", sse_body({all[0], all[1]})};
+    if (streams++ == 0) return {200, "text/event-stream", sse_body({all[0], all[1]}, /*dropped=*/true)};
     return {200, "text/event-stream", sse_body({all[2], all[3], all[4]})};
   });
   Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--follow"});
@@ -204,6 +204,20 @@ TEST_F(JobDir, FollowResumesWithLastEventIdWhenTheStreamDrops) {
   ASSERT_EQ(sse.size(), 2u);
   EXPECT_EQ(sse[0].last_event_id, "");
   EXPECT_EQ(sse[1].last_event_id, "2");
+}
+
+TEST_F(JobDir, FollowAsksForTheJobWhenTheStreamEndsWithoutItsState) {
+  FakeKfleetd server([](const RecordedRequest& r) -> CannedReply {
+    if (r.method == "POST") return created(12);
+    if (r.target == "/api/v1/jobs/12/events")
+      return {200, "text/event-stream", sse_body({event(1, "job.state", {{"state", "queued"}})})};
+    auto j = job_json(12, "cancelled");
+    j["state_reason"] = "cancelled by token:abc";
+    return {200, "application/json", nlohmann::json{{"job", j}}.dump()};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--follow"});
+  EXPECT_EQ(r.code, 4) << r.out << r.err;
+  EXPECT_NE(r.out.find("cancelled: cancelled by token:abc"), std::string::npos) << r.out;
 }
 
 TEST_F(JobDir, DuplicateIsReportedAndWaitUsesItsVerdict) {

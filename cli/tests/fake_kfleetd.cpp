@@ -104,13 +104,14 @@ std::vector<RecordedRequest> FakeKfleetd::requests() const {
   return impl_->seen;
 }
 
-std::string sse_body(const std::vector<std::string>& event_json) {
-  std::string out;
+std::string sse_body(const std::vector<std::string>& event_json, bool dropped) {
+  std::string out = ": keep-alive\n\n";
   for (const auto& e : event_json) {
     auto j = nlohmann::json::parse(e);
     out += "id: " + std::to_string(j.value("id", 0)) + "\nevent: " + j.value("type", "") +
            "\ndata: " + j.dump() + "\n\n";
   }
+  if (!dropped) out += "event: end\ndata: {}\n\n";
   return out;
 }
 

@@ -33,7 +33,8 @@ class FakeKfleetd {
   std::unique_ptr<Impl> impl_;
 };
 
-// SSE body for a list of JSON events, each with its "id" as the SSE id.
-std::string sse_body(const std::vector<std::string>& event_json);
+// SSE body for a list of JSON events, each with its "id" as the SSE id, closed like kfleetd's
+// with an "end" event unless the stream is to look dropped.
+std::string sse_body(const std::vector<std::string>& event_json, bool dropped = false);
 
 }  // namespace kfleet::cli::testing
