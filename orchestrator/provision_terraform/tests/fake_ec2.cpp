@@ -1,0 +1,471 @@
+#include "fake_ec2.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace kfleet::provision::testing {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+using Params = std::multimap<std::string, std::string>;
+
+namespace {
+
+constexpr const char* kXmlns = "http://ec2.amazonaws.com/doc/2016-11-15/";
+
+std::string url_decode(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size()) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+Params parse_form(const std::string& body) {
+  Params p;
+  std::istringstream in(body);
+  std::string pair;
+  while (std::getline(in, pair, '&')) {
+    auto eq = pair.find('=');
+    if (eq == std::string::npos) continue;
+    p.emplace(url_decode(pair.substr(0, eq)), url_decode(pair.substr(eq + 1)));
+  }
+  return p;
+}
+
+std::string param(const Params& p, const std::string& key) {
+  auto it = p.find(key);
+  return it == p.end() ? "" : it->second;
+}
+
+std::vector<std::string> indexed(const Params& p, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (int i = 1;; ++i) {
+    auto it = p.find(prefix + "." + std::to_string(i));
+    if (it == p.end()) break;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+std::string base64_decode(const std::string& in) {
+  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : in) {
+    auto pos = chars.find(c);
+    if (pos == std::string::npos) break;
+    val = (val << 6) + static_cast<int>(pos);
+    bits += 6;
+    if (bits >= 0) {
+      out += static_cast<char>((val >> bits) & 0xFF);
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+std::string base64_encode(const std::string& in) {
+  static const char* chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -6;
+  for (unsigned char c : in) {
+    val = (val << 8) + c;
+    bits += 8;
+    while (bits >= 0) {
+      out += chars[(val >> bits) & 0x3F];
+      bits -= 6;
+    }
+  }
+  if (bits > -6) out += chars[((val << 8) >> (bits + 8)) & 0x3F];
+  while (out.size() % 4) out += '=';
+  return out;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The region the SigV4 signature was made for: "Credential=AKID/20250101/us-east-1/ec2/aws4_request".
+std::string signed_region(const std::string& authorization) {
+  static const std::regex re(R"(Credential=[^/]+/[0-9]+/([a-z0-9-]+)/ec2/)");
+  std::smatch m;
+  return std::regex_search(authorization, m, re) ? m[1].str() : "unknown";
+}
+
+struct Reply {
+  http::status status = http::status::ok;
+  std::string body;
+};
+
+Reply aws_error(http::status status, const std::string& code, const std::string& message) {
+  return {status, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>" + code +
+                      "</Code><Message>" + xml_escape(message) +
+                      "</Message></Error></Errors><RequestID>8f3a2c1d-5b6e-4f70-9a1b-2c3d4e5f6a7b</RequestID></Response>"};
+}
+
+std::string envelope(const std::string& action, const std::string& inner) {
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<" + action + "Response xmlns=\"" + kXmlns +
+         "\"><requestId>0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0</requestId>" + inner + "</" + action + "Response>";
+}
+
+std::string state_code(const std::string& state) {
+  if (state == "pending") return "0";
+  if (state == "running") return "16";
+  if (state == "shutting-down") return "32";
+  return "48";
+}
+
+std::string instance_xml(const FakeInstance& i) {
+  std::string tags;
+  for (const auto& [k, v] : i.tags) tags += "<item><key>" + xml_escape(k) + "</key><value>" + xml_escape(v) + "</value></item>";
+  return "<item><instanceId>" + i.id + "</instanceId><imageId>" + i.image_id +
+         "</imageId><instanceState><code>" + state_code(i.state) + "</code><name>" + i.state +
+         "</name></instanceState><privateDnsName>ip-" + i.private_ip + ".ec2.internal</privateDnsName><dnsName/>"
+         "<reason/><amiLaunchIndex>0</amiLaunchIndex><productCodes/><instanceType>" + i.instance_type +
+         "</instanceType><launchTime>2025-06-01T12:00:00.000Z</launchTime><placement><availabilityZone>" + i.zone +
+         "</availabilityZone><groupName/><tenancy>default</tenancy></placement><monitoring><state>disabled</state>"
+         "</monitoring><subnetId>subnet-0a1b2c3d4e5f60718</subnetId><vpcId>vpc-0a1b2c3d4e5f60718</vpcId>"
+         "<privateIpAddress>" + i.private_ip + "</privateIpAddress><sourceDestCheck>true</sourceDestCheck>"
+         "<groupSet><item><groupId>sg-0a1b2c3d4e5f60718</groupId><groupName>default</groupName></item></groupSet>"
+         "<architecture>x86_64</architecture><rootDeviceType>ebs</rootDeviceType><rootDeviceName>/dev/sda1"
+         "</rootDeviceName><blockDeviceMapping><item><deviceName>/dev/sda1</deviceName><ebs><volumeId>" +
+         i.volume_id + "</volumeId><status>attached</status><attachTime>2025-06-01T12:00:01.000Z</attachTime>"
+         "<deleteOnTermination>true</deleteOnTermination></ebs></item></blockDeviceMapping><virtualizationType>hvm"
+         "</virtualizationType><clientToken/><tagSet>" + tags + "</tagSet><hypervisor>xen</hypervisor>"
+         "<networkInterfaceSet/><ebsOptimized>false</ebsOptimized><enaSupport>true</enaSupport><cpuOptions>"
+         "<coreCount>2</coreCount><threadsPerCore>2</threadsPerCore></cpuOptions><capacityReservationSpecification>"
+         "<capacityReservationPreference>open</capacityReservationPreference></capacityReservationSpecification>"
+         "<hibernationOptions><configured>false</configured></hibernationOptions><metadataOptions><state>applied"
+         "</state><httpTokens>required</httpTokens><httpPutResponseHopLimit>2</httpPutResponseHopLimit><httpEndpoint>"
+         "enabled</httpEndpoint><httpProtocolIpv6>disabled</httpProtocolIpv6><instanceMetadataTags>disabled"
+         "</instanceMetadataTags></metadataOptions><enclaveOptions><enabled>false</enabled></enclaveOptions>"
+         "<maintenanceOptions><autoRecovery>default</autoRecovery></maintenanceOptions><privateDnsNameOptions>"
+         "<hostnameType>ip-name</hostnameType><enableResourceNameDnsARecord>false</enableResourceNameDnsARecord>"
+         "<enableResourceNameDnsAAAARecord>false</enableResourceNameDnsAAAARecord></privateDnsNameOptions></item>";
+}
+
+}  // namespace
+
+struct FakeEc2::State {
+  mutable std::mutex mutex;
+  std::map<std::string, RegionBehaviour> behaviour;
+  std::map<std::string, FakeInstance> instances;  // by id
+  std::map<std::string, std::map<std::string, std::string>> resource_tags;  // volumes etc.
+  std::map<std::string, int> run_calls;
+  std::vector<std::string> unknown;
+  int next_id = 1;
+
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::thread thread;
+
+  Reply handle(const std::string& region, const Params& p);
+  Reply run_instances(const std::string& region, const Params& p);
+  Reply describe_instances(const std::string& region, const Params& p);
+};
+
+Reply FakeEc2::State::run_instances(const std::string& region, const Params& p) {
+  std::string type = param(p, "InstanceType");
+  std::string zone = param(p, "Placement.AvailabilityZone");
+  if (zone.empty()) zone = region + "a";
+  run_calls[region]++;
+  switch (behaviour.count(region) ? behaviour[region] : RegionBehaviour::capacity) {
+    case RegionBehaviour::stockout:
+      return aws_error(http::status::internal_server_error, "InsufficientInstanceCapacity",
+                       "We currently do not have sufficient " + type + " capacity in the Availability Zone you "
+                       "requested (" + zone + "). Our system will be working on provisioning additional capacity. "
+                       "You can currently get " + type + " capacity by not specifying an Availability Zone in your "
+                       "request or choosing " + region + "b, " + region + "c.");
+    case RegionBehaviour::unsupported:
+      return aws_error(http::status::bad_request, "Unsupported",
+                       "Your requested instance type (" + type + ") is not supported in your requested "
+                       "Availability Zone (" + zone + "). Please retry your request by not specifying an "
+                       "Availability Zone or choosing " + region + "b, " + region + "c.");
+    case RegionBehaviour::quota:
+      return aws_error(http::status::bad_request, "VcpuLimitExceeded",
+                       "You have requested more vCPU capacity than your current vCPU limit of 0 allows for the "
+                       "instance bucket that the specified instance type belongs to. Please visit "
+                       "http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit.");
+    default: break;
+  }
+  FakeInstance inst;
+  char id[32];
+  std::snprintf(id, sizeof id, "i-0%016x", next_id);
+  inst.id = id;
+  std::snprintf(id, sizeof id, "vol-0%016x", next_id);
+  inst.volume_id = id;
+  inst.private_ip = "10.0.0." + std::to_string(next_id + 10);
+  ++next_id;
+  inst.region = region;
+  inst.instance_type = type;
+  inst.image_id = param(p, "ImageId");
+  inst.zone = zone;
+  inst.state = "pending";
+  inst.user_data = base64_decode(param(p, "UserData"));
+  for (int s = 1;; ++s) {
+    std::string spec = "TagSpecification." + std::to_string(s);
+    if (!p.count(spec + ".ResourceType")) break;
+    auto& tags = param(p, spec + ".ResourceType") == "instance" ? inst.tags : resource_tags[inst.volume_id];
+    for (int t = 1; p.count(spec + ".Tag." + std::to_string(t) + ".Key"); ++t) {
+      tags[param(p, spec + ".Tag." + std::to_string(t) + ".Key")] = param(p, spec + ".Tag." + std::to_string(t) + ".Value");
+    }
+  }
+  std::string xml = instance_xml(inst);
+  inst.state = "running";  // the provider's waiter sees it running on its first look
+  instances[inst.id] = inst;
+  return {http::status::ok, envelope("RunInstances", "<reservationId>r-0a1b2c3d4e5f60718</reservationId><ownerId>"
+                                                      "123456789012</ownerId><groupSet/><instancesSet>" + xml +
+                                                      "</instancesSet>")};
+}
+
+Reply FakeEc2::State::describe_instances(const std::string& region, const Params& p) {
+  auto ids = indexed(p, "InstanceId");
+  std::string items;
+  for (const auto& id : ids) {
+    auto it = instances.find(id);
+    if (it == instances.end() || it->second.region != region) {
+      return aws_error(http::status::bad_request, "InvalidInstanceID.NotFound",
+                       "The instance ID '" + id + "' does not exist");
+    }
+  }
+  for (const auto& [id, inst] : instances) {
+    if (inst.region != region) continue;
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+    items += instance_xml(inst);
+  }
+  std::string reservations = items.empty() ? "" : "<item><reservationId>r-0a1b2c3d4e5f60718</reservationId><ownerId>"
+                                                  "123456789012</ownerId><groupSet/><instancesSet>" + items +
+                                                  "</instancesSet></item>";
+  return {http::status::ok, envelope("DescribeInstances", "<reservationSet>" + reservations + "</reservationSet>")};
+}
+
+Reply FakeEc2::State::handle(const std::string& region, const Params& p) {
+  std::lock_guard lock(mutex);
+  const std::string action = param(p, "Action");
+  auto b = behaviour.count(region) ? behaviour[region] : RegionBehaviour::capacity;
+  if (b == RegionBehaviour::auth) {
+    return aws_error(http::status::unauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials");
+  }
+  if (b == RegionBehaviour::throttled) {
+    return aws_error(http::status::service_unavailable, "RequestLimitExceeded", "Request limit exceeded.");
+  }
+  if (action == "RunInstances") return run_instances(region, p);
+  if (action == "DescribeInstances") return describe_instances(region, p);
+  if (action == "TerminateInstances") {
+    std::string items;
+    for (const auto& id : indexed(p, "InstanceId")) {
+      auto it = instances.find(id);
+      if (it == instances.end()) return aws_error(http::status::bad_request, "InvalidInstanceID.NotFound", "The instance ID '" + id + "' does not exist");
+      items += "<item><instanceId>" + id + "</instanceId><currentState><code>32</code><name>shutting-down</name>"
+               "</currentState><previousState><code>16</code><name>running</name></previousState></item>";
+      it->second.state = "terminated";
+    }
+    return {http::status::ok, envelope("TerminateInstances", "<instancesSet>" + items + "</instancesSet>")};
+  }
+  if (action == "DescribeImages") {
+    std::string items;
+    for (const auto& id : indexed(p, "ImageId")) {
+      items += "<item><imageId>" + id + "</imageId><imageLocation>amazon/kfleet-test</imageLocation><imageState>"
+               "available</imageState><imageOwnerId>123456789012</imageOwnerId><isPublic>true</isPublic>"
+               "<architecture>x86_64</architecture><imageType>machine</imageType><name>kfleet-test-gpu</name>"
+               "<rootDeviceType>ebs</rootDeviceType><rootDeviceName>/dev/sda1</rootDeviceName><blockDeviceMapping>"
+               "<item><deviceName>/dev/sda1</deviceName><ebs><snapshotId>snap-0a1b2c3d4e5f60718</snapshotId>"
+               "<volumeSize>60</volumeSize><deleteOnTermination>true</deleteOnTermination><volumeType>gp3"
+               "</volumeType><encrypted>false</encrypted></ebs></item></blockDeviceMapping><virtualizationType>"
+               "hvm</virtualizationType><hypervisor>xen</hypervisor><enaSupport>true</enaSupport></item>";
+    }
+    return {http::status::ok, envelope("DescribeImages", "<imagesSet>" + items + "</imagesSet>")};
+  }
+  if (action == "DescribeInstanceTypes") {
+    std::string items;
+    for (const auto& t : indexed(p, "InstanceType")) {
+      items += "<item><instanceType>" + t + "</instanceType><currentGeneration>true</currentGeneration>"
+               "<freeTierEligible>false</freeTierEligible><supportedUsageClasses><item>on-demand</item></supportedUsageClasses>"
+               "<supportedRootDeviceTypes><item>ebs</item></supportedRootDeviceTypes><bareMetal>false</bareMetal>"
+               "<hypervisor>nitro</hypervisor><processorInfo><supportedArchitectures><item>x86_64</item>"
+               "</supportedArchitectures></processorInfo><vCpuInfo><defaultVCpus>4</defaultVCpus><defaultCores>2"
+               "</defaultCores><defaultThreadsPerCore>2</defaultThreadsPerCore></vCpuInfo><memoryInfo><sizeInMiB>"
+               "16384</sizeInMiB></memoryInfo><instanceStorageSupported>true</instanceStorageSupported>"
+               "<ebsInfo><ebsOptimizedSupport>default</ebsOptimizedSupport><encryptionSupport>supported"
+               "</encryptionSupport><nvmeSupport>required</nvmeSupport></ebsInfo><gpuInfo><gpus><item><name>L4"
+               "</name><manufacturer>NVIDIA</manufacturer><count>1</count><memoryInfo><sizeInMiB>22888</sizeInMiB>"
+               "</memoryInfo></item></gpus><totalGpuMemoryInMiB>22888</totalGpuMemoryInMiB></gpuInfo>"
+               "<burstablePerformanceSupported>false</burstablePerformanceSupported><hibernationSupported>false"
+               "</hibernationSupported><autoRecoverySupported>false</autoRecoverySupported></item>";
+    }
+    return {http::status::ok, envelope("DescribeInstanceTypes", "<instanceTypeSet>" + items + "</instanceTypeSet>")};
+  }
+  if (action == "DescribeInstanceAttribute") {
+    const std::string id = param(p, "InstanceId"), attr = param(p, "Attribute");
+    auto it = instances.find(id);
+    if (it == instances.end()) return aws_error(http::status::bad_request, "InvalidInstanceID.NotFound", "The instance ID '" + id + "' does not exist");
+    std::string value = attr == "userData" ? base64_encode(it->second.user_data)
+                        : attr == "instanceInitiatedShutdownBehavior" ? "terminate"
+                                                                      : "false";
+    return {http::status::ok, envelope("DescribeInstanceAttribute", "<instanceId>" + id + "</instanceId><" + attr +
+                                                                        "><value>" + value + "</value></" + attr + ">")};
+  }
+  if (action == "DescribeVolumes") {
+    std::string items;
+    for (const auto& [id, inst] : instances) {
+      if (inst.region != region || inst.state == "terminated") continue;
+      auto wanted = indexed(p, "VolumeId");
+      if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), inst.volume_id) == wanted.end()) continue;
+      items += "<item><volumeId>" + inst.volume_id + "</volumeId><size>100</size><snapshotId>snap-0a1b2c3d4e5f60718"
+               "</snapshotId><availabilityZone>" + inst.zone + "</availabilityZone><status>in-use</status>"
+               "<createTime>2025-06-01T12:00:01.000Z</createTime><attachmentSet><item><volumeId>" + inst.volume_id +
+               "</volumeId><instanceId>" + id + "</instanceId><device>/dev/sda1</device><status>attached</status>"
+               "<attachTime>2025-06-01T12:00:01.000Z</attachTime><deleteOnTermination>true</deleteOnTermination>"
+               "</item></attachmentSet><volumeType>gp3</volumeType><iops>3000</iops><throughput>125</throughput>"
+               "<encrypted>true</encrypted><multiAttachEnabled>false</multiAttachEnabled><tagSet/></item>";
+    }
+    return {http::status::ok, envelope("DescribeVolumes", "<volumeSet>" + items + "</volumeSet>")};
+  }
+  if (action == "CreateTags") {
+    for (const auto& id : indexed(p, "ResourceId")) {
+      auto& tags = instances.count(id) ? instances[id].tags : resource_tags[id];
+      for (int t = 1; p.count("Tag." + std::to_string(t) + ".Key"); ++t) {
+        tags[param(p, "Tag." + std::to_string(t) + ".Key")] = param(p, "Tag." + std::to_string(t) + ".Value");
+      }
+    }
+    return {http::status::ok, envelope(action, "<return>true</return>")};
+  }
+  if (action == "DescribeTags") {
+    // Filter.N.Name = resource-id | key | resource-type, with Filter.N.Value.M; the provider reads
+    // volume tags and the launch-template tag of an instance this way.
+    std::map<std::string, std::vector<std::string>> filters;
+    for (int f = 1; p.count("Filter." + std::to_string(f) + ".Name"); ++f) {
+      filters[param(p, "Filter." + std::to_string(f) + ".Name")] = indexed(p, "Filter." + std::to_string(f) + ".Value");
+    }
+    auto passes = [&](const std::string& name, const std::string& value) {
+      auto it = filters.find(name);
+      return it == filters.end() || std::find(it->second.begin(), it->second.end(), value) != it->second.end();
+    };
+    std::map<std::string, const std::map<std::string, std::string>*> all;
+    for (const auto& [id, inst] : instances) all[id] = &inst.tags;
+    for (const auto& [id, tags] : resource_tags) all[id] = &tags;
+    std::string items;
+    for (const auto& [id, tags] : all) {
+      std::string type = id.rfind("vol-", 0) == 0 ? "volume" : "instance";
+      if (!passes("resource-id", id) || !passes("resource-type", type)) continue;
+      for (const auto& [k, v] : *tags) {
+        if (!passes("key", k)) continue;
+        items += "<item><resourceId>" + id + "</resourceId><resourceType>" + type + "</resourceType><key>" +
+                 xml_escape(k) + "</key><value>" + xml_escape(v) + "</value></item>";
+      }
+    }
+    return {http::status::ok, envelope("DescribeTags", "<tagSet>" + items + "</tagSet>")};
+  }
+  if (action == "DeleteTags" || action == "ModifyInstanceAttribute" ||
+      action == "ModifyInstanceMetadataOptions") {
+    return {http::status::ok, envelope(action, "<return>true</return>")};
+  }
+  unknown.push_back(action);
+  return aws_error(http::status::bad_request, "InvalidAction", "The action " + action + " is not valid for this web service.");
+}
+
+namespace {
+
+asio::awaitable<void> serve(tcp::socket socket, FakeEc2::State* state) {
+  beast::flat_buffer buffer;
+  try {
+    for (;;) {
+      http::request<http::string_body> req;
+      co_await http::async_read(socket, buffer, req, asio::use_awaitable);
+      std::string region = signed_region(std::string(req[http::field::authorization]));
+      Reply reply = state->handle(region, parse_form(req.body()));
+      http::response<http::string_body> res{reply.status, req.version()};
+      res.set(http::field::content_type, "text/xml;charset=UTF-8");
+      res.set(http::field::server, "AmazonEC2");
+      res.keep_alive(req.keep_alive());
+      res.body() = std::move(reply.body);
+      res.prepare_payload();
+      co_await http::async_write(socket, res, asio::use_awaitable);
+      if (!req.keep_alive()) break;
+    }
+  } catch (const std::exception&) {
+    // The client closed the connection; nothing to do.
+  }
+}
+
+asio::awaitable<void> accept_loop(FakeEc2::State* state) {
+  for (;;) {
+    auto [ec, socket] = co_await state->acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+    asio::co_spawn(state->io, serve(std::move(socket), state), asio::detached);
+  }
+}
+
+}  // namespace
+
+FakeEc2::FakeEc2() : state_(std::make_shared<State>()) {
+  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
+  state_->acceptor.open(ep.protocol());
+  state_->acceptor.set_option(asio::socket_base::reuse_address(true));
+  state_->acceptor.bind(ep);
+  state_->acceptor.listen();
+  asio::co_spawn(state_->io, accept_loop(state_.get()), asio::detached);
+  state_->thread = std::thread([s = state_.get()] { s->io.run(); });
+}
+
+FakeEc2::~FakeEc2() {
+  state_->io.stop();
+  state_->thread.join();
+}
+
+std::string FakeEc2::endpoint() const {
+  return "http://127.0.0.1:" + std::to_string(state_->acceptor.local_endpoint().port());
+}
+
+void FakeEc2::set_behaviour(const std::string& region, RegionBehaviour b) {
+  std::lock_guard lock(state_->mutex);
+  state_->behaviour[region] = b;
+}
+
+std::vector<FakeInstance> FakeEc2::instances(const std::string& region) const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<FakeInstance> out;
+  for (const auto& [id, inst] : state_->instances) {
+    if (inst.region == region) out.push_back(inst);
+  }
+  return out;
+}
+
+int FakeEc2::run_instances_calls(const std::string& region) const {
+  std::lock_guard lock(state_->mutex);
+  auto it = state_->run_calls.find(region);
+  return it == state_->run_calls.end() ? 0 : it->second;
+}
+
+std::vector<std::string> FakeEc2::unknown_actions() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->unknown;
+}
+
+}  // namespace kfleet::provision::testing

@@ -1,0 +1,61 @@
+#include <boost/asio/io_context.hpp>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <optional>
+#include <unistd.h>
+
+#include "kfleet/provision/terraform.hpp"
+
+namespace kfleet::provision {
+namespace {
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(TerraformConfigFile, ReadsEveryField) {
+  auto prices = write_temp("prices.json", R"({"g6.xlarge": 0.8048})");
+  auto file = write_temp("tf.json", R"({"terraform_dir": "/opt/kfleet/terraform", "state_root": "/var/lib/kfleet/tf",
+      "regions": ["us-east-1", "us-west-2a"], "owner": "perf", "cost_center": "cc-1", "capacity_budget": 3,
+      "aws_max_retries": 0, "vars": {"ami_id": "ami-0123456789abcdef0"}, "env": {"AWS_PROFILE": "kfleet"},
+      "price_table": ")" + prices.string() + R"("})");
+  auto c = load_terraform_config(file);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->regions, (std::vector<std::string>{"us-east-1", "us-west-2a"}));
+  EXPECT_EQ(c->capacity_budget, 3);
+  EXPECT_EQ(c->aws_max_retries, 0);
+  EXPECT_EQ(c->vars.at("ami_id"), "ami-0123456789abcdef0");
+  EXPECT_EQ(c->env.at("AWS_PROFILE"), "kfleet");
+  ASSERT_TRUE(c->prices.has_value());
+  EXPECT_NEAR(*c->prices->cost_usd("g6.xlarge", 3600), 0.8048, 1e-12);
+  std::filesystem::remove(file);
+  std::filesystem::remove(prices);
+}
+
+TEST(TerraformConfigFile, NamesTheMissingKey) {
+  auto file = write_temp("tf-bad.json", R"({"terraform_dir": "/x", "state_root": "/y", "owner": "o", "cost_center": "c"})");
+  auto c = load_terraform_config(file);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("regions"), std::string::npos) << c.error().message;
+  std::filesystem::remove(file);
+}
+
+TEST(TerraformConfigFile, AnUnrunnableConfigAnswersFatalWithTheReason) {
+  boost::asio::io_context io;
+  TerraformConfig c;
+  c.terraform_dir = "/nonexistent";
+  c.regions = {"us-east-1"};
+  auto p = make_terraform_provisioner(io.get_executor(), c);
+  EXPECT_FALSE(p->can_grow());
+  std::optional<CapacityResult> got;
+  p->request(CapacityRequest{1, "us-east-1", "L4"}, [&](CapacityResult r) { got = r; });
+  io.run();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->outcome, Outcome::fatal);
+  EXPECT_NE(got->message.find("fleet/main.tf"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kfleet::provision
