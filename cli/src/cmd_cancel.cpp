@@ -20,8 +20,7 @@ Command add_cancel_command(CLI::App& app) {
     for (auto id : *jobs) {
       auto reply = s.post("/api/v1/jobs/" + std::to_string(id) + "/cancel", nlohmann::json::object());
       if (!reply) {
-        s.io().err << "job " << id << ": ";
-        worst = worst_exit(worst, s.fail(reply.error()));
+        worst = worst_exit(worst, s.fail(reply.error(), "job " + std::to_string(id)));
         continue;
       }
       if (s.json()) {

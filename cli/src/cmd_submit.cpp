@@ -89,8 +89,7 @@ Examples:
     for (const auto& p : prepared) {
       auto reply = s.post("/api/v1/jobs", p.body);
       if (!reply) {
-        s.io().err << p.file << ": ";
-        worst = worst_exit(worst, s.fail(reply.error()));
+        worst = worst_exit(worst, s.fail(reply.error(), p.file));
         continue;
       }
       const auto& job = obj_field(reply->body, "job");

@@ -199,6 +199,9 @@ std::optional<std::string> format_event_line(const Event& e, const ProgressStyle
   if (e.type == event_type::job_submitted) return "queued" + (str_field(d, "name").empty() ? "" : ": " + str_field(d, "name"));
   // lease.granted, just before, already says who holds the job.
   if (e.type == event_type::job_state && str_field(d, "state") == "leased") return std::nullopt;
+  // Stage lines already show building/gating/benchmarking as they happen.
+  if (e.type == event_type::job_state && !style.show_logs)
+    if (auto s = job_state_from_string(str_field(d, "state")); s && is_active(*s)) return std::nullopt;
   if (e.type == event_type::job_state) return format_state(d, c);
   if (e.type == event_type::sched_decision) return format_decision(d);
   if (e.type == event_type::capacity) {
@@ -212,8 +215,16 @@ std::optional<std::string> format_event_line(const Event& e, const ProgressStyle
     if (auto r = str_field(d, "reason"); !r.empty()) line += ": " + r;
     return line;
   }
-  if (e.type == event_type::stage_started) return stage_tag(str_field(d, "stage")) + " started";
-  if (e.type == event_type::stage_finished) return format_stage_finished(d, c);
+  if (e.type == event_type::stage_started) {
+    if (!style.show_logs) return std::nullopt;  // --follow: a stage shows when it is done
+    return stage_tag(str_field(d, "stage")) + " started";
+  }
+  if (e.type == event_type::stage_finished) {
+    // The verdict line says it all; a passing verdict stage adds nothing to it.
+    if (!style.show_logs && str_field(d, "stage") == "verdict" && bool_field(d, "ok", true))
+      return std::nullopt;
+    return format_stage_finished(d, c);
+  }
   if (e.type == event_type::log_line) {
     if (!style.show_logs) return std::nullopt;
     std::string line = stage_tag(str_field(d, "stage")) + " " + str_field(d, "text");

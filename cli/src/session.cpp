@@ -53,8 +53,8 @@ Result<void> Session::stream(const std::string& path, const HttpClient::SseHandl
   return r;
 }
 
-int Session::fail(const Error& e) {
-  io_.err << "kfleet: " << e.message << "\n";
+int Session::fail(const Error& e, const std::string& context) {
+  io_.err << "kfleet: " << (context.empty() ? "" : context + ": ") << e.message << "\n";
   return exit_code_for_error(e);
 }
 

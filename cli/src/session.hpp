@@ -35,8 +35,8 @@ class Session {
   Result<void> stream(const std::string& path, const HttpClient::SseHandler& on_event,
                       const std::string& last_event_id);
 
-  // Prints "kfleet: <message>" on stderr and returns the exit status for it.
-  int fail(const Error& e);
+  // Prints "kfleet: [<context>: ]<message>" on stderr and returns the exit status for it.
+  int fail(const Error& e, const std::string& context = "");
   // Blocks for the current backoff step and doubles it up to the cap.
   void backoff(int& delay_ms) const;
 

@@ -95,6 +95,14 @@ TEST(Progress, VerdictLinesAndSimulatedMark) {
   EXPECT_EQ(format_verdict_line({{"outcome", "passed"}}, true), "\x1b[32mPASSED\x1b[0m");
 }
 
+TEST(Progress, FollowKeepsToMilestones) {
+  EXPECT_EQ(line(ev("stage.started", {{"stage", "build"}})), "<none>");
+  EXPECT_EQ(line(ev("stage.started", {{"stage", "build"}}), true), "[build] started");
+  EXPECT_EQ(line(ev("stage.finished", {{"stage", "verdict"}, {"ok", true}})), "<none>");
+  EXPECT_EQ(line(ev("job.state", {{"state", "gating"}, {"reason", "agent 1 gating"}})), "<none>");
+  EXPECT_EQ(line(ev("job.state", {{"state", "cancelled"}, {"reason", "by user"}})), "CANCELLED: by user");
+}
+
 TEST(Progress, LogLinesOnlyWhenAsked) {
   auto e = ev("log", {{"stage", "build"}, {"stream", "stdout"}, {"text", "ptxas info"}});
   EXPECT_EQ(line(e, false), "<none>");
