@@ -43,7 +43,8 @@ Examples:
 int run_cli(int argc, const char* const* argv, CliIo& io) {
   CLI::App app{"kfleet: submit GPU kernel jobs to kfleetd and read their verdicts", "kfleet"};
   app.footer(kFooter);
-  app.require_subcommand(1);
+  // At most one command; none is handled below so that a stray flag is reported as such.
+  app.require_subcommand(0, 1);
   // Global flags may follow the subcommand ("kfleet results --json").
   app.fallthrough();
 
@@ -68,6 +69,10 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
     return code == 0 ? exit_passed : exit_usage;
   }
 
+  if (app.get_subcommands().empty()) {
+    io.err << "kfleet: no command given; see kfleet --help\n";
+    return exit_usage;
+  }
   auto config = resolve_config(flags, io.env, io.read_file);
   if (!config) {
     io.err << "kfleet: " << config.error().message << "\n";
@@ -77,8 +82,8 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
   Session session(io, *config, json, color);
   for (auto& c : commands)
     if (c.sub->parsed()) return c.run(session);
-  io.err << "kfleet: no command given; see kfleet --help\n";
-  return exit_usage;
+  std::abort();  // CLI11 parsed a subcommand that is not in `commands`
+
 }
 
 }  // namespace kfleet::cli

@@ -1,4 +1,5 @@
 // `kfleet logs`: a run's events as readable lines, optionally live.
+#include <algorithm>
 #include <memory>
 #include <ostream>
 
@@ -37,10 +38,19 @@ Command add_logs_command(CLI::App& app) {
   return {sub, [o](Session& s) {
     const std::string base = "/api/v1/runs/" + std::to_string(o->run) + "/events";
     if (!o->follow) {
-      auto reply = s.get(base + "?limit=100000");
-      if (!reply) return s.fail(reply.error());
-      for (const auto& j : arr_field(reply->body, "events")) print_event(s, event_from_json(j));
-      return 0;
+      // Page through by seq: a long run has more events than one answer carries.
+      constexpr std::size_t kPage = 1000;
+      for (std::int64_t after = 0;;) {
+        auto reply = s.get(base + "?after=" + std::to_string(after) + "&limit=" + std::to_string(kPage));
+        if (!reply) return s.fail(reply.error(), "run " + std::to_string(o->run));
+        const auto& events = arr_field(reply->body, "events");
+        for (const auto& j : events) {
+          Event e = event_from_json(j);
+          after = std::max(after, e.seq);
+          print_event(s, e);
+        }
+        if (events.size() < kPage) return 0;
+      }
     }
     std::string last_id;
     int delay = s.io().backoff_initial_ms;

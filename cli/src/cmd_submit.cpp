@@ -62,8 +62,8 @@ Command add_submit_command(CLI::App& app) {
   auto o = std::make_shared<SubmitOptions>();
   auto* sub = app.add_subcommand("submit", "validate job YAMLs, send them with their sources");
   sub->add_option("files", o->files, "job YAML files")->required()->check(CLI::ExistingFile);
-  sub->add_flag("--follow", o->follow, "stream progress stage by stage until the verdict");
-  sub->add_flag("--wait", o->wait, "wait quietly for the verdict (exit status says it)");
+  auto* follow = sub->add_flag("--follow", o->follow, "stream progress stage by stage until the verdict");
+  sub->add_flag("--wait", o->wait, "wait quietly for the verdict (exit status says it)")->excludes(follow);
   sub->add_flag("--force", o->force, "run even if an identical job already ran");
   sub->add_option("--priority", o->priority, "override the job's priority (higher runs first)");
   sub->footer(R"(Each file is checked locally first: problems print as file:line:col: field: message

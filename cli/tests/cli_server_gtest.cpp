@@ -289,5 +289,33 @@ TEST(Commands, StatusTableAndResultsJson) {
   EXPECT_EQ(bad_state.code, 2);
 }
 
+TEST(Commands, LogsPrintsARunsLinesAndFollowsItsStream) {
+  FakeKfleetd server([](const RecordedRequest& r) -> CannedReply {
+    auto build_log = event(7, "log", {{"stage", "build"}, {"stream", "stdout"}, {"text", "ptxas info: 96 registers"}});
+    if (r.target.rfind("/api/v1/runs/4/events?", 0) == 0)
+      return {200, "application/json", R"({"events":[)" + build_log + "]}"};
+    if (r.target == "/api/v1/runs/4/events")
+      return {200, "text/event-stream", sse_body({build_log, event(8, "verdict", {{"outcome", "passed"}})})};
+    return {404, "application/json", R"({"error":{"code":"not_found","message":"no such run"}})"};
+  });
+  Ran once = run_kfleet({"--server", server.url(), "logs", "4"});
+  EXPECT_EQ(once.code, 0) << once.err;
+  EXPECT_EQ(once.out, "[build] ptxas info: 96 registers\n");
+  Ran live = run_kfleet({"--server", server.url(), "logs", "4", "--follow"});
+  EXPECT_EQ(live.code, 0) << live.err;
+  EXPECT_EQ(live.out, "[build] ptxas info: 96 registers\nPASSED\n");
+  EXPECT_EQ(server.requests().back().accept, "text/event-stream");
+}
+
+TEST(Commands, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_kfleet({"--bogus"}).code, 2);
+  EXPECT_NE(run_kfleet({"--bogus", "agents"}).err.find("--bogus"), std::string::npos);
+  EXPECT_EQ(run_kfleet({}).code, 2);
+  EXPECT_EQ(run_kfleet({"submit", "x.yaml", "--wait", "--follow"}).code, 2);
+  Ran help = run_kfleet({"status", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("kfleet status 12"), std::string::npos) << help.out;
+}
+
 }  // namespace
 }  // namespace kfleet::cli
