@@ -1,0 +1,127 @@
+// One job: its gates (resources, correctness per case and seed), the verdict, the timing
+// distribution, clocks, and every event, following the newest run live.
+import { getJson, HttpError, Json } from "../api";
+import { Chart, histogram } from "../charts";
+import { ago, esc, num, pct, simBadge, simBanner, stateBadge, table } from "../dom";
+import { keepFresh, showError } from "../live";
+
+function okMark(ok: unknown): string {
+  return ok ? `<span class="ok">PASS</span>` : `<span class="bad">FAIL</span>`;
+}
+
+function budgetCell(used: unknown, budget: unknown): string {
+  const over = typeof used === "number" && typeof budget === "number" && used > budget;
+  return `<span class="${over ? "bad" : ""}">${esc(used ?? "—")}</span>` +
+         (budget !== undefined ? ` <span class="muted">/ ${esc(budget)}</span>` : "");
+}
+
+/** The verdict as one sentence, e.g. "rejected at performance: do not merge: +6.1% ...". */
+export function verdictLine(v: Json, state: string): string {
+  if (!v || !v.outcome) return `<div class="verdict-line" id="verdict">No verdict yet: ${stateBadge(state)}</div>`;
+  const gate = v.gate ? ` at ${esc(v.gate)}` : "";
+  const perf = v.median_us !== undefined
+    ? ` <span class="muted">· median ${num(v.median_us)} µs${v.baseline_us ? ` vs ${num(v.baseline_us)} µs` : ""}` +
+      `${v.delta_pct !== undefined ? `, Δ ${pct(v.delta_pct)} [${pct(v.ci_low_pct)}, ${pct(v.ci_high_pct)}]` : ""}</span>`
+    : "";
+  return `<div class="verdict-line ${esc(v.outcome)}" id="verdict">${stateBadge(v.outcome)}${gate}:
+    <span class="reason">${esc(v.reason || "")}</span>${simBadge(v.simulated)}${perf}</div>`;
+}
+
+function findClocks(evs: Json[], v: Json): Json | null {
+  for (const e of [...evs].reverse()) if (e.data?.clocks) return e.data.clocks;
+  return v?.metrics?.clocks ?? null;
+}
+
+function eventDetail(e: Json): string {
+  const d = { ...(e.data || {}) };
+  if (Array.isArray(d.samples_us)) d.samples_us = `[${d.samples_us.length} samples]`;
+  if (e.type === "log") return esc(`[${d.stage ?? ""}] ${d.text ?? ""}`);
+  const s = JSON.stringify(d);
+  return esc(s.length > 220 ? s.slice(0, 220) + "…" : s);
+}
+
+/** Mounts the page of job `id` into `el`; returns its teardown. */
+export function mountJob(el: HTMLElement, id: number): () => void {
+  let chart: Chart | null = null;
+  const refresh = async (): Promise<void> => {
+    let detail: Json, events: Json;
+    try {
+      [detail, events] = await Promise.all([getJson(`/api/v1/jobs/${id}`),
+        getJson(`/api/v1/jobs/${id}/events?limit=10000`)]);
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 404) {
+        el.innerHTML = `<h1>Job #${id}</h1><p class="empty">There is no job #${id}. See the <a href="#/">queue</a>.</p>`;
+      } else showError(el, err);
+      return;
+    }
+    const job = detail.job;
+    const runs: Json[] = detail.runs || [];
+    const evs: Json[] = events.events || [];
+    const run = runs.reduce((a: Json, r: Json) => (!a || r.id > a.id ? r : a), null);
+    const runEvs = run ? evs.filter((e) => e.run_id === run.id) : [];
+    const last = (type: string): Json => [...runEvs].reverse().find((e) => e.type === type)?.data;
+
+    const budget = job.spec?.gates?.resources || {};
+    const res = last("resources");
+    const resRows = (res?.kernels || []).map((k: Json) => [esc(k.name),
+      budgetCell(k.registers, budget.max_registers), budgetCell(k.shared_bytes, budget.max_shared_bytes),
+      budgetCell(k.spill_bytes, budget.max_spill_bytes), okMark(res.ok)]);
+    const violations = (res?.violations || []).map((v: string) => `<li class="bad">${esc(v)}</li>`).join("");
+
+    const corr = runEvs.filter((e) => e.type === "correctness").map((e) => e.data);
+    const tol = job.spec?.gates?.correctness?.tolerance?.max_abs;
+    const corrRows = corr.map((c: Json) => [esc(c.case), String(c.seed ?? ""),
+      `<span class="num">${num(c.max_abs, 4)}</span>`, num(c.max_rel, 4), num(c.rel_l2, 5), okMark(c.ok)]);
+    const corrPassed = corr.filter((c: Json) => c.ok).length;
+
+    const bench = last("bench.result");
+    const samples: number[] = last("bench.samples")?.samples_us ?? bench?.samples_us ?? [];
+    const clocks = findClocks(runEvs, job.verdict);
+    const clockRows = clocks ? Object.entries(clocks).map(([k, v]) => `<div>${esc(k)}</div><div>${esc(typeof v === "object" ? JSON.stringify(v) : v)}</div>`).join("") : "";
+    const logRows = evs.slice(-300).map((e) => [String(e.id), e.run_id ? String(e.run_id) : "—",
+      esc((e.ts || "").replace("T", " ").replace("Z", "")), esc(e.type), eventDetail(e)]);
+    const anySim = job.simulated || runs.some((r) => r.simulated);
+
+    el.innerHTML = `
+      <h1>Job #${job.id}: <span id="job-name">${esc(job.name)}</span>${simBadge(job.simulated)} ${stateBadge(job.state)}</h1>
+      ${simBanner(anySim)}
+      <p class="muted">${job.campaign ? `campaign <a href="#/campaigns/${encodeURIComponent(job.campaign)}">${esc(job.campaign)}</a> · ` : ""}
+        ${job.parent ? `parent ${esc(job.parent)} · ` : ""}GPU ${esc(job.gpu)} · attempt ${job.attempts ?? 0}/${job.max_attempts ?? "?"}
+        · submitted ${ago(job.created)}${job.state_reason ? ` · <span class="state-reason">${esc(job.state_reason)}</span>` : ""}
+        ${run ? ` · run ${run.id} (${esc(run.stage || run.outcome)})${simBadge(run.simulated)}` : ""}</p>
+      ${verdictLine(job.verdict, job.state)}
+      <div class="grid2">
+        <section class="card" id="resources"><h2>Gate 1 · Resources</h2>
+          ${table(["Kernel", "Registers", "Shared bytes", "Spill bytes", ""], resRows, "No resource report yet.")}
+          ${violations ? `<ul>${violations}</ul>` : ""}</section>
+        <section class="card" id="correctness"><h2>Gate 2 · Correctness
+          ${corr.length ? `<span class="muted">${corrPassed}/${corr.length} pass${tol !== undefined ? `, max_abs ≤ ${esc(tol)}` : ""}</span>` : ""}</h2>
+          ${table(["Case", "Seed", "max_abs", "max_rel", "rel_l2", ""], corrRows, "No correctness results yet.")}</section>
+      </div>
+      <section class="card" id="performance"><h2>Gate 3 · Performance
+        ${bench ? `<span class="muted">${esc(bench.case || "")} · n=${esc(bench.n)} · median ${num(bench.median_us)} µs · p10 ${num(bench.p10_us)} · p90 ${num(bench.p90_us)} · noise ${num(bench.noise_pct, 2)}%</span>` : ""}</h2>
+        ${samples.length ? `<div class="chart-box"><canvas id="timing-chart" aria-label="timing distribution"></canvas></div>`
+                         : `<p class="empty">No timing samples yet.</p>`}</section>
+      ${clocks ? `<section class="card" id="clocks"><h2>Clocks</h2><div class="kv">${clockRows}</div></section>` : ""}
+      <section class="card" id="event-log"><h2>Events (${evs.length})</h2>
+        ${table(["#", "Run", "Time", "Type", "Data"], logRows, "No events yet.", "log")}</section>`;
+
+    chart?.destroy();
+    chart = null;
+    const canvas = el.querySelector<HTMLCanvasElement>("#timing-chart");
+    if (canvas) {
+      const h = histogram(samples);
+      chart = new Chart(canvas, {
+        type: "bar",
+        data: { labels: h.labels, datasets: [{ label: `samples (µs), n=${samples.length}`, data: h.counts,
+          backgroundColor: job.verdict?.outcome === "rejected" ? "#f87171" : "#60a5fa" }] },
+        options: { animation: false, responsive: true, maintainAspectRatio: false,
+          scales: { x: { title: { display: true, text: "kernel time (µs)" } },
+                    y: { title: { display: true, text: "samples" }, beginAtZero: true } } },
+      });
+      canvas.dataset.drawn = "1";
+    }
+  };
+  const stop = keepFresh(refresh, (e) => e.job_id === id, 300);
+  return () => { stop(); chart?.destroy(); };
+}

@@ -1,0 +1,229 @@
+// The dashboards in a real browser against a real kfleetd with two simulated agents: every page
+// shows the right data, and the queue page follows a job from queued to passed without reload.
+//
+// Usage: node tests/browser/dashboards.test.mjs --kfleetd BIN --agent BIN --cli BIN
+//          [--dist dashboards/dist] [--screenshots DIR] [--docs-screenshots DIR] [--chromium BIN]
+// Exit status 0 only when every check passed; a missing chromium, node module or binary fails.
+import { createRequire } from "node:module";
+import { copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { api, check, killAll, readPort, runCommand, startChild, waitFor } from "./harness.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "..", "..");
+
+function options() {
+  const o = {
+    kfleetd: process.env.KFLEETD, agent: process.env.KFLEET_AGENT, cli: process.env.KFLEET_CLI,
+    dist: process.env.KFLEET_DASHBOARDS ?? join(repo, "dashboards", "dist"),
+    screenshots: process.env.KFLEET_SCREENSHOTS ?? join(repo, "build", "browser-screenshots"),
+    docsScreenshots: process.env.KFLEET_DOCS_SCREENSHOTS ?? "",
+    chromium: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  };
+  const argv = process.argv.slice(2);
+  const keys = { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli", "--dist": "dist",
+    "--screenshots": "screenshots", "--docs-screenshots": "docsScreenshots", "--chromium": "chromium" };
+  for (let i = 0; i < argv.length; i += 2) {
+    const k = keys[argv[i]];
+    if (!k || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]}`);
+    o[k] = argv[i + 1];
+  }
+  for (const k of ["kfleetd", "agent", "cli"]) {
+    if (!o[k] || !existsSync(o[k])) throw new Error(`--${k === "agent" ? "agent" : k} must name the built binary (got '${o[k] ?? ""}')`);
+  }
+  if (!existsSync(join(o.dist, "index.html"))) throw new Error(`${o.dist}/index.html is missing: run 'npm run build' in dashboards/`);
+  if (!existsSync(o.chromium)) throw new Error(`no chromium at ${o.chromium}: apt-get install chromium, or pass --chromium`);
+  return o;
+}
+
+function loadPlaywright() {
+  const req = createRequire(join(repo, "dashboards", "package.json"));
+  try { return req("playwright-core"); } catch {
+    throw new Error("playwright-core is not installed: run 'npm install' in dashboards/");
+  }
+}
+
+const KERNEL = "// stand-in source: the simulated backend never compiles it\n__global__ void fp8_sdpa() {}\n";
+
+function jobYaml(name, parent, timeUs) {
+  return `name: ${name}
+campaign: browser-campaign
+${parent ? `parent: ${parent}\n` : ""}target: {gpu: L4}
+kernel:
+  family: attention
+  language: cuda
+  sources: [kernel.cu]
+  entry: fp8_sdpa
+gates:
+  resources: {max_registers: 128, max_shared_bytes: 65536, max_spill_bytes: 0}
+  correctness:
+    dtype: {q: fp16, kv: fp8_e4m3, out: fp16}
+    cases:
+      - {name: small,   shape: {B: 1, H: 4, S: 256,  D: 64}, seeds: [0, 1, 2]}
+      - {name: mission, shape: {B: 4, H: 16, S: 2048, D: 64}, seeds: [0, 1, 2]}
+    tolerance: {max_abs: 0.06}
+  performance: {case: mission, compare_to: ${parent ? "parent" : "baseline"}}
+simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 150}
+`;
+}
+
+/** Counts painted pixels of a canvas, so "drawn" means chart.js really drew on it. */
+async function paintedPixels(page, selector) {
+  return page.$eval(selector, (c) => {
+    const ctx = c.getContext("2d");
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+    return n;
+  });
+}
+
+async function main() {
+  const o = options();
+  const { chromium } = loadPlaywright();
+  const tmp = mkdtempSync(join(tmpdir(), "kfleet-browser-"));
+  mkdirSync(o.screenshots, { recursive: true });
+  if (o.docsScreenshots) mkdirSync(o.docsScreenshots, { recursive: true });
+  const log = createWriteStream(join(o.screenshots, "processes.log"));
+  const USER = "browser-user-token", ENROL = "browser-enrol-token";
+  let context = null;
+  let failed = false;
+  const shot = async (page, name) => {
+    const file = join(o.screenshots, `${name}.png`);
+    await page.screenshot({ path: file });
+    if (o.docsScreenshots) copyFileSync(file, join(o.docsScreenshots, `${name}.png`));
+    console.log(`  screenshot ${file}`);
+  };
+  try {
+    const portFile = join(tmp, "port");
+    const kfleetd = startChild("kfleetd", o.kfleetd, ["--listen", "127.0.0.1:0", "--port-file", portFile,
+      "--db", join(tmp, "kfleet.db"), "--user-token", USER, "--enrol-token", ENROL, "--dashboards", o.dist], log);
+    const base = `http://127.0.0.1:${await readPort(portFile, kfleetd)}`;
+    console.log(`kfleetd at ${base}`);
+
+    const profile = join(tmp, "chromium-profile");
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: o.chromium, headless: true, viewport: { width: 1280, height: 800 },
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+    const page = context.pages()[0] ?? await context.newPage();
+    const pageErrors = [];
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+
+    // 1. Queue page, open before anything exists, then followed live.
+    await page.goto(`${base}/#/`);
+    await page.waitForSelector("#feed-status[data-state=live]", { timeout: 15000 });
+    await page.evaluate(() => { window.__sameDocument = "yes"; });
+
+    const jobs = join(tmp, "jobs");
+    mkdirSync(jobs);
+    writeFileSync(join(jobs, "kernel.cu"), KERNEL);
+    writeFileSync(join(jobs, "parent.yaml"), jobYaml("browser/parent", "", 656));
+    writeFileSync(join(jobs, "child.yaml"), jobYaml("browser/child", "browser/parent", 696));
+    const cliEnv = { ...process.env, HOME: tmp, NO_COLOR: "1" };
+    const submit = (file) => {
+      const r = runCommand(o.cli, ["submit", join(jobs, file), "--server", base, "--token", USER], cliEnv);
+      check(r.status === 0, `kfleet submit ${file} exited ${r.status}: ${r.stderr}${r.stdout}`);
+    };
+    submit("parent.yaml");
+    await page.waitForSelector("#waiting tr:has-text('browser/parent')", { timeout: 15000 });
+    check((await page.textContent("#waiting tr:has-text('browser/parent')")).includes("queued") ||
+          (await page.textContent("#waiting tr:has-text('browser/parent')")).includes("waiting_capacity"),
+          "the job waits while no agent serves L4");
+    await shot(page, "queue-waiting");
+
+    // Only now do agents exist, so the open page must see the job leave the queue and pass.
+    for (const [name, region] of [["agent-use1", "us-east-1"], ["agent-euw1", "eu-west-1"]]) {
+      const wd = join(tmp, name);
+      mkdirSync(wd);
+      startChild(name, o.agent, ["--server", base, "--enrol-token", ENROL, "--name", name, "--region", region,
+        "--backend", "simulated", "--gpu-class", "L4", "--arch", "sm_89", "--work-dir", wd], log);
+    }
+    await page.waitForSelector("#verdicts tr:has-text('browser/parent') [data-state=passed]", { timeout: 60000 });
+    check(await page.evaluate(() => window.__sameDocument) === "yes", "queue page updated without a reload");
+    check(!(await page.isVisible("#waiting tr:has-text('browser/parent')")), "passed job left the waiting table");
+    console.log("ok: live update queued -> passed without reload");
+
+    submit("child.yaml");
+    const child = await waitFor("child job to finish", async () => {
+      const { jobs: list } = await api(base, "/api/v1/jobs?campaign=browser-campaign");
+      const c = list.find((j) => j.name === "browser/child");
+      return c && ["passed", "rejected", "error"].includes(c.state) ? c : null;
+    }, 60000, 200);
+    check(child.state === "rejected", `696 µs against 656 µs is rejected (got ${child.state})`);
+    const reason = child.verdict?.reason ?? "";
+    check(/do not merge: \+[56]\.\d%/.test(reason), `rejection reason names the ~+6% regression (got '${reason}')`);
+    await page.waitForSelector(`#verdicts tr:has-text('browser/child') .reason:has-text("${reason}")`, { timeout: 15000 });
+    check(await page.isVisible("#verdicts tr:has-text('browser/child') .badge.sim"), "verdict has a SIMULATED badge");
+    await shot(page, "queue");
+
+    // 2. Fleet: both agents under their regions, L4, simulated.
+    await page.goto(`${base}/#/fleet`);
+    for (const [name, region] of [["agent-use1", "us-east-1"], ["agent-euw1", "eu-west-1"]]) {
+      const row = `[data-region="${region}"] tr:has-text("${name}")`;
+      await page.waitForSelector(row, { timeout: 15000 });
+      const text = await page.textContent(`[data-region="${region}"]`);
+      check(text.includes("L4"), `region ${region} groups its agent under L4`);
+      check(await page.isVisible(`${row} .badge.sim`), `agent ${name} is marked SIMULATED`);
+      check(/idle|busy/.test(await page.textContent(`${row} [data-state]`)), `agent ${name} is idle or busy`);
+    }
+    await page.waitForSelector("#blocks");
+    await shot(page, "fleet");
+
+    // 3. The rejected child's job page: gates, verdict, timing chart, event log.
+    await page.goto(`${base}/#/jobs/${child.id}`);
+    await page.waitForSelector("#timing-chart[data-drawn='1']", { timeout: 15000 });
+    check((await page.textContent("#job-name")) === "browser/child", "job page names the job");
+    check((await page.textContent("#verdict")).includes(reason), "verdict line shows the reason");
+    check(await page.isVisible("#verdict .badge.sim"), "verdict line is marked SIMULATED");
+    check((await page.textContent("#resources")).includes("fp8_sdpa"), "resources table lists the kernel");
+    const corrRows = await page.$$eval("#correctness tbody tr", (rows) => rows.map((r) => r.textContent));
+    check(corrRows.length === 6, `correctness table has 6 case×seed rows (got ${corrRows.length})`);
+    check(corrRows.some((r) => r.includes("mission") && r.includes("PASS")), "correctness rows show cases and PASS");
+    check((await paintedPixels(page, "#timing-chart")) > 500, "timing chart is drawn");
+    check((await page.textContent("#event-log")).includes("bench.result"), "event log lists bench.result");
+    await shot(page, "job");
+
+    // 4. Campaign: lineage chart with kept and rejected markers and the reason.
+    await page.goto(`${base}/#/campaigns/browser-campaign`);
+    await page.waitForSelector("#campaign-chart[data-drawn='1']", { timeout: 15000 });
+    check((await paintedPixels(page, "#campaign-chart")) > 500, "campaign chart is drawn");
+    const lineage = await page.textContent("#lineage");
+    check(lineage.includes("browser/parent") && lineage.includes("browser/child"), "lineage lists both jobs");
+    check(await page.isVisible("#lineage .mark-kept") && await page.isVisible("#lineage .mark-rejected"),
+      "lineage marks the parent kept and the child rejected");
+    check(lineage.includes(reason), "lineage shows the rejection reason");
+    check(await page.isVisible("#lineage .badge.sim"), "campaign jobs are marked SIMULATED");
+    await shot(page, "campaign");
+
+    // 5. Regressions: none have run, whether or not kfleetd has the endpoint yet.
+    await page.goto(`${base}/#/regressions`);
+    const regText = await waitFor("regressions page", async () => {
+      const t = await page.textContent("#app");
+      return t.includes("No regression runs yet") || t.includes("Suite") ? t : null;
+    }, 15000);
+    check(regText.includes("No regression runs yet") || regText.includes("Suite"), "regressions page renders");
+    await shot(page, "regressions");
+
+    check(pageErrors.length === 0, `no script errors in the page (got: ${pageErrors.join("; ")})`);
+    console.log("PASS: dashboards browser test");
+  } catch (err) {
+    failed = true;
+    console.error(`FAIL: ${err.message}\n  (process output: ${join(o.screenshots, "processes.log")})`);
+    if (context) {
+      try { await context.pages()[0]?.screenshot({ path: join(o.screenshots, "failure.png") }); } catch { /* best effort */ }
+    }
+  } finally {
+    if (context) await context.close().catch(() => {});
+    await killAll();
+    log.end();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  process.exitCode = failed ? 1 : 0;
+}
+
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => { void killAll().then(() => process.exit(1)); });
+main().catch(async (err) => { console.error(`FAIL: ${err.message}`); await killAll(); process.exitCode = 1; });

@@ -1,0 +1,71 @@
+// Process plumbing for the browser test: start kfleetd, agents and the CLI, wait on conditions
+// with deadlines, and make sure every child dies when the test ends, passed or not.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+
+const children = new Set();
+
+/** Polls `probe` until it returns a truthy value or `ms` pass; throws naming `what`. */
+export async function waitFor(what, probe, ms = 20000, everyMs = 100) {
+  const deadline = Date.now() + ms;
+  let lastErr;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+    } catch (err) { lastErr = err; }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${lastErr ? ` (last error: ${lastErr.message})` : ""}`);
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Starts a long-lived child whose output goes to `logFile`'s stream; it is killed by killAll(). */
+export function startChild(name, cmd, args, logStream, env = process.env) {
+  const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  child.stdout.on("data", (d) => logStream.write(`[${name}] ${d}`));
+  child.stderr.on("data", (d) => logStream.write(`[${name}] ${d}`));
+  child.exited = new Promise((resolve) => child.on("exit", (code, sig) => resolve({ code, sig })));
+  child.on("error", (err) => logStream.write(`[${name}] failed to start: ${err.message}\n`));
+  child.label = name;
+  children.add(child);
+  child.exited.then(() => children.delete(child));
+  return child;
+}
+
+/** Ends every child this test started: SIGTERM, then SIGKILL for any still alive after 5 s. */
+export async function killAll() {
+  const live = [...children];
+  for (const c of live) { try { c.kill("SIGTERM"); } catch { /* already gone */ } }
+  await Promise.race([Promise.all(live.map((c) => c.exited)), new Promise((r) => setTimeout(r, 5000))]);
+  for (const c of children) { try { c.kill("SIGKILL"); } catch { /* already gone */ } }
+}
+
+/** Runs a short command to completion; returns {status, stdout, stderr}. */
+export function runCommand(cmd, args, env = process.env) {
+  const r = spawnSync(cmd, args, { env, encoding: "utf8", timeout: 60000 });
+  if (r.error) throw new Error(`${cmd} ${args.join(" ")}: ${r.error.message}`);
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Reads a port kfleetd wrote to `file` once it listens. */
+export async function readPort(file, child) {
+  return waitFor("kfleetd to write its port file", () => {
+    if (child.exitCode !== null) throw new Error(`kfleetd exited with ${child.exitCode}`);
+    if (!existsSync(file)) return 0;
+    const p = Number(readFileSync(file, "utf8").trim());
+    return p > 0 ? p : 0;
+  }, 20000);
+}
+
+/** GETs JSON from kfleetd. */
+export async function api(base, path) {
+  const res = await fetch(base + path, { headers: { Accept: "application/json" } });
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return res.json();
+}
+
+export function check(cond, message) {
+  if (!cond) throw new Error(`check failed: ${message}`);
+}
