@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Proves kfleet's real CUDA path on an NVIDIA GPU: builds kfleetd, kfleet-agent and kfleet,
+# starts kfleetd on a fresh SQLite file and one `kfleet-agent --backend cuda`, submits every job
+# listed in jobs/gpu/expected.tsv with `kfleet submit --wait`, and prints a table of expected vs
+# actual outcome, gate and reason. Exits 1 on any mismatch, 2 on a setup failure.
+#   scripts/gpu-proof.sh [--bin DIR] [--run-dir DIR] [--backend cuda] [--arch A] [--build-only]
+#     --bin DIR      use kfleetd/kfleet-agent/kfleet already in DIR (skips the build)
+#     --run-dir DIR  where the database, agent work dir and logs go (default ./gpu-run)
+#     --backend B    agent backend (cuda; `simulated --arch sm_90a` only tests this script)
+#     --build-only   build, print where the binaries are, and stop
+# Hosts without libsqlite3-dev (the lent GPU machines: Ubuntu 24.04 has libsqlite3.so.0 through
+# Python, but no sqlite3.h) get the header from .device/sqlite/sqlite3.h, an ignored copy of the
+# header this repo's Debian machine has; the SQLite C API is stable, so any 3.x header fits.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+bin="" run="$root/gpu-run" backend=cuda arch="" build_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --run-dir) run=$2; shift 2 ;;
+    --backend) backend=$2; shift 2 ;;
+    --arch) arch=$2; shift 2 ;;
+    --build-only) build_only=1; shift ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    *) echo "gpu-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+die() { echo "gpu-proof: $*" >&2; exit 2; }
+
+build() {
+  local b=$root/build-gpu cm=()
+  if [ ! -e /usr/include/sqlite3.h ]; then
+    local lib
+    lib=$(ls /usr/lib/x86_64-linux-gnu/libsqlite3.so.0 /usr/lib/x86_64-linux-gnu/libsqlite3.so 2>/dev/null | head -1)
+    [ -n "$lib" ] || die "no libsqlite3 on this host: install libsqlite3-dev"
+    [ -e "$root/.device/sqlite/sqlite3.h" ] ||
+      die "no sqlite3.h here: copy one to .device/sqlite/sqlite3.h (cp /usr/include/sqlite3.h on a host with libsqlite3-dev)"
+    cm+=(-DSQLite3_INCLUDE_DIR="$root/.device/sqlite" -DSQLite3_LIBRARY="$lib")
+    echo "gpu-proof: no sqlite3.h installed: using .device/sqlite/sqlite3.h with $lib"
+  fi
+  local gen=() ; command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$root" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_TESTS=OFF \
+    -DKFLEET_BUILD_BENCH=OFF "${cm[@]}" >"$b.configure.log" 2>&1 ||
+    { tail -30 "$b.configure.log"; die "configure failed (log: $b.configure.log)"; }
+  cmake --build "$b" -j"$(nproc)" --target kfleetd kfleet-agent kfleet 2>&1 | tail -40
+  [ "${PIPESTATUS[0]}" = 0 ] || die "build failed"
+  mkdir -p "$b/bin"
+  cp "$b/orchestrator/api/kfleetd" "$b/agent/kfleet-agent" "$b/cli/kfleet" "$b/bin/"
+  bin=$b/bin
+}
+
+if [ -z "$bin" ]; then
+  t0=$(date +%s)
+  build
+  echo "gpu-proof: built in $(( $(date +%s) - t0 )) s: $bin"
+fi
+[ "$build_only" = 1 ] && exit 0
+for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
+
+rm -rf "$run"; mkdir -p "$run"
+export KFLEET_TOKEN=gpu-proof-user KFLEET_ENROL_TOKEN=gpu-proof-enrol
+export KFLEET_HARNESS_DIR=$root/kernels/harness
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup EXIT INT TERM
+
+"$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/kfleet.db" \
+  --user-token "$KFLEET_TOKEN" --enrol-token "$KFLEET_ENROL_TOKEN" >"$run/kfleetd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
+[ -s "$run/port" ] || { tail "$run/kfleetd.log"; die "kfleetd did not start"; }
+export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
+
+agent_flags=(--backend "$backend")
+[ -n "$arch" ] && agent_flags+=(--arch "$arch" --gpu-class "$arch")
+"$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --work-dir "$run/agent" \
+  "${agent_flags[@]}" >"$run/agent.log" 2>&1 &
+pids+=($!)
+kf() { "$bin/kfleet" --no-color "$@"; }
+for _ in $(seq 300); do
+  kf --json agents 2>/dev/null | grep -q '"gpu0"' && break
+  kill -0 "${pids[1]}" 2>/dev/null || { tail -20 "$run/agent.log"; die "the agent exited"; }
+  sleep 0.1
+done
+kf --json agents 2>/dev/null | grep -q '"gpu0"' || { tail "$run/agent.log"; die "agent gpu0 never enrolled"; }
+command -v nvidia-smi >/dev/null && nvidia-smi -L
+echo "gpu-proof: kfleetd $KFLEET_SERVER, agent gpu0 (--backend $backend)"
+kf agents
+
+# One JSON field path out of the first JSON object on stdin ("" when absent).
+field() {
+  python3 -c '
+import json, sys
+text = sys.stdin.read()
+i = text.find("{")
+obj = json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else {}
+for k in sys.argv[1].split("."):
+    obj = obj.get(k, "") if isinstance(obj, dict) else ""
+print(obj if not isinstance(obj, (dict, list)) else json.dumps(obj))' "$1"
+}
+
+rows=() mismatches=0
+while IFS=$'\t' read -r file want_state want_gate want_reason; do
+  case "$file" in ''|'#'*) continue ;; esac
+  echo; echo "== kfleet submit jobs/gpu/$file --wait --force"
+  t0=$(date +%s)
+  out=$(kf --json submit "jobs/gpu/$file" --force --wait 2>"$run/submit.err"); rc=$?
+  secs=$(( $(date +%s) - t0 ))
+  id=$(printf '%s' "$out" | field job.id)
+  [ -n "$id" ] || { cat "$run/submit.err"; id=0; }
+  status=$(kf --json status "$id" 2>/dev/null)
+  state=$(printf '%s' "$status" | field job.state)
+  gate=$(printf '%s' "$status" | field job.verdict.gate)
+  reason=$(printf '%s' "$status" | field job.verdict.reason)
+  [ -n "$reason" ] || reason=$(printf '%s' "$status" | field job.state_reason)
+  [ -n "$gate" ] || gate=-
+  ok=OK
+  [[ "$state" =~ ^($want_state)$ ]] || ok=MISMATCH
+  [[ "$gate" =~ ^($want_gate)$ ]] || ok=MISMATCH
+  [[ "$reason" =~ $want_reason ]] || ok=MISMATCH
+  [ "$ok" = OK ] || mismatches=$((mismatches + 1))
+  echo "job $id: exit $rc after ${secs}s: $state / $gate / $reason"
+  kf status "$id" 2>&1 | sed 's/^/  /'
+  rows+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$file" "$want_state/$want_gate" "$state/$gate" "${secs}s" "$ok" "$reason" "$id")")
+done <jobs/gpu/expected.tsv
+
+echo
+echo "== gpu-proof results (agent gpu0, backend $backend)"
+printf '%-30s %-28s %-22s %-6s %-8s %s\n' JOB EXPECTED ACTUAL TIME CHECK REASON
+for r in "${rows[@]}"; do
+  IFS=$'\t' read -r f e a s ok why _ <<<"$r"
+  printf '%-30s %-28s %-22s %-6s %-8s %s\n' "$f" "$e" "$a" "$s" "$ok" "${why:0:140}"
+done
+kill -0 "${pids[1]}" 2>/dev/null && echo "gpu-proof: agent gpu0 still running after every job" ||
+  { echo "gpu-proof: agent gpu0 DIED"; mismatches=$((mismatches + 1)); }
+echo "gpu-proof: $mismatches mismatch(es); logs in $run"
+[ "$mismatches" = 0 ]
