@@ -2,6 +2,7 @@
 // Tolerant readers for the API's JSON: a missing or mistyped field reads as absent, because the
 // CLI must keep printing what it can when a newer server adds or reshapes fields.
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 

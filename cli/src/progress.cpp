@@ -1,5 +1,6 @@
 #include "kfleet/cli/progress.hpp"
 
+#include <cctype>
 #include <cmath>
 
 #include "ansi.hpp"

@@ -1,6 +1,7 @@
 #include "kfleet/cli/views.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "ansi.hpp"
 #include "json_fields.hpp"

@@ -1,4 +1,6 @@
 // The whole CLI, in-process, against a fake kfleetd on port 0.
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
