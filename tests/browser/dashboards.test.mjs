@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { api, check, killAll, readPort, runCommand, startChild, waitFor } from "./harness.mjs";
+import { checkBlockCountdown, checkRegressionMatrix } from "./stubbed_pages.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
@@ -65,7 +66,7 @@ gates:
       - {name: mission, shape: {B: 4, H: 16, S: 2048, D: 64}, seeds: [0, 1, 2]}
     tolerance: {max_abs: 0.06}
   performance: {case: mission, compare_to: ${parent ? "parent" : "baseline"}}
-simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 150}
+simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 300}
 `;
 }
 
@@ -90,10 +91,11 @@ async function main() {
   const USER = "browser-user-token", ENROL = "browser-enrol-token";
   let context = null;
   let failed = false;
-  const shot = async (page, name) => {
+  // Pages drawn from stubbed answers stay out of the docs: those show only real runs.
+  const shot = async (page, name, { docs = true } = {}) => {
     const file = join(o.screenshots, `${name}.png`);
     await page.screenshot({ path: file });
-    if (o.docsScreenshots) copyFileSync(file, join(o.docsScreenshots, `${name}.png`));
+    if (o.docsScreenshots && docs) copyFileSync(file, join(o.docsScreenshots, `${name}.png`));
     console.log(`  screenshot ${file}`);
   };
   try {
@@ -135,6 +137,16 @@ async function main() {
           "the job waits while no agent serves L4");
     await shot(page, "queue-waiting");
 
+    // Record every stage the running table shows, to prove it followed the run as it went.
+    await page.evaluate(() => {
+      window.__stagesSeen = [];
+      new MutationObserver(() => {
+        for (const el of document.querySelectorAll("#running .stage")) {
+          const s = el.getAttribute("data-stage");
+          if (s && !window.__stagesSeen.includes(s)) window.__stagesSeen.push(s);
+        }
+      }).observe(document.getElementById("app"), { childList: true, subtree: true });
+    });
     // Only now do agents exist, so the open page must see the job leave the queue and pass.
     for (const [name, region] of [["agent-use1", "us-east-1"], ["agent-euw1", "eu-west-1"]]) {
       const wd = join(tmp, name);
@@ -145,7 +157,9 @@ async function main() {
     await page.waitForSelector("#verdicts tr:has-text('browser/parent') [data-state=passed]", { timeout: 60000 });
     check(await page.evaluate(() => window.__sameDocument) === "yes", "queue page updated without a reload");
     check(!(await page.isVisible("#waiting tr:has-text('browser/parent')")), "passed job left the waiting table");
-    console.log("ok: live update queued -> passed without reload");
+    const stages = await page.evaluate(() => window.__stagesSeen);
+    check(stages.length > 0, "the running table showed the job's current stage while it ran");
+    console.log(`ok: live update queued -> passed without reload (stages seen: ${stages.join(", ")})`);
 
     submit("child.yaml");
     const child = await waitFor("child job to finish", async () => {
@@ -207,6 +221,11 @@ async function main() {
     }, 15000);
     check(regText.includes("No regression runs yet") || regText.includes("Suite"), "regressions page renders");
     await shot(page, "regressions");
+
+    // Data a short run cannot produce, through the same pages: a blocked region, a matrix.
+    await checkBlockCountdown(page, base, shot);
+    await checkRegressionMatrix(page, base, shot);
+    console.log("ok: region block countdown and regression matrix");
 
     check(pageErrors.length === 0, `no script errors in the page (got: ${pageErrors.join("; ")})`);
     console.log("PASS: dashboards browser test");
