@@ -42,7 +42,34 @@ export class LiveFeed {
   on(l: Listener): () => void { this.listeners.add(l); return () => this.listeners.delete(l); }
   onStatus(l: StatusListener): void { this.statusListeners.add(l); }
 
-  start(): void { void this.loop(); }
+  start(): void { void this.findTail().then(() => this.loop()); }
+
+  /**
+   * Starts the feed near the newest event instead of replaying a long-lived store's whole
+   * history: a doubling then bisecting search over `after` (about 2·log2(N) tiny requests)
+   * finds the last id, and the feed begins a little before it so "recent" has context.
+   */
+  private async findTail(): Promise<void> {
+    const firstAfter = async (after: number): Promise<number> => {
+      const page = await getJson(`/api/v1/events?after=${after}&limit=1`);
+      return page?.events?.[0]?.id ?? 0;
+    };
+    try {
+      if (!(await firstAfter(0))) return;
+      let lo = 0;   // some event lies after lo
+      let hi = 1;   // grows until nothing lies after it
+      while (await firstAfter(hi)) { lo = hi; hi *= 2; }
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        if (await firstAfter(mid)) lo = mid; else hi = mid;
+      }
+      const last = await firstAfter(lo);
+      this.lastId = Math.max(0, last - 30);
+      document.body.dataset.feedFrom = String(this.lastId); // where the feed began, for tests
+    } catch {
+      this.lastId = 0; // the stream's own retry loop reports a kfleetd that is down
+    }
+  }
 
   private setStatus(s: "connecting" | "live" | "down"): void {
     for (const l of this.statusListeners) l(s);

@@ -213,6 +213,18 @@ async function main() {
     check(await page.isVisible("#lineage .badge.sim"), "campaign jobs are marked SIMULATED");
     await shot(page, "campaign");
 
+    // A freshly opened page starts its feed near the newest event, not at the first.
+    const all = (await api(base, "/api/v1/events?after=0&limit=10000")).events;
+    const lastId = all[all.length - 1].id;
+    await page.goto(`${base}/#/`);
+    await page.reload();
+    await page.waitForSelector("#feed-status[data-state=live]", { timeout: 15000 });
+    const firstCell = await waitFor("the live events panel to fill", async () =>
+      page.$eval("#events tbody tr td", (td) => td.textContent).catch(() => null), 15000);
+    check(Number(firstCell) === lastId, `newest event #${lastId} heads the live events panel (got #${firstCell})`);
+    const from = Number(await page.getAttribute("body", "data-feed-from"));
+    check(lastId > 30 && from > 0 && lastId - from <= 30, `the feed began at #${from}, near the newest #${lastId}`);
+
     // 5. Regressions: none have run, whether or not kfleetd has the endpoint yet.
     await page.goto(`${base}/#/regressions`);
     const regText = await waitFor("regressions page", async () => {
