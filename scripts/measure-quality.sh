@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Measures how trustworthy kfleet's GPU timings and verdicts are, on a real CUDA agent:
+#   (a) the same kernel as 5 separate jobs: medians within 0.5 % of each other
+#   (b) the agent's median within 2 % of an independent timing (triton do_bench via ctypes,
+#       bench/gpu/do_bench_attention.py) of the same kernel on the same GPU
+#   (c) 10 tries each: a copy 2 % slower is `regressed`, an identical copy `same`, each verdict
+#       within 30 s of submitting (which bounds the time from benchmarking to verdict)
+# Prints a table; exits 1 if a criterion fails. The criteria are fixed: report, never loosen.
+#   scripts/measure-quality.sh [--bin DIR] [--run-dir DIR] [--tries N]
+# Without --bin it builds first (scripts/gpu-proof.sh --build-only).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD bin="" run="$root/quality-run" tries=10
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --run-dir) run=$2; shift 2 ;;
+    --tries) tries=$2; shift 2 ;;
+    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    *) echo "measure-quality: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+die() { echo "measure-quality: $*" >&2; exit 2; }
+if [ -z "$bin" ]; then scripts/gpu-proof.sh --build-only || die "build failed"; bin=$root/build-gpu/bin; fi
+
+rm -rf "$run"; mkdir -p "$run"
+export KFLEET_TOKEN=quality-user KFLEET_ENROL_TOKEN=quality-enrol KFLEET_HARNESS_DIR=$root/kernels/harness
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup EXIT INT TERM
+"$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/kfleet.db" \
+  --user-token "$KFLEET_TOKEN" --enrol-token "$KFLEET_ENROL_TOKEN" >"$run/kfleetd.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
+[ -s "$run/port" ] || die "kfleetd did not start"
+export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
+"$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --work-dir "$run/agent" ${KFLEET_QUALITY_AGENT_FLAGS:---backend cuda} \
+  >"$run/agent.log" 2>&1 &
+pids+=($!)
+kf() { "$bin/kfleet" --no-color "$@"; }
+for _ in $(seq 300); do kf --json agents 2>/dev/null | grep -q '"gpu0"' && break; sleep 0.1; done
+
+field() {
+  python3 -c '
+import json, sys
+text = sys.stdin.read(); i = text.find("{")
+obj = json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else {}
+for k in sys.argv[1].split("."):
+    obj = obj.get(k, "") if isinstance(obj, dict) else ""
+print("-" if obj == "" else round(obj, 3) if isinstance(obj, float) else obj)' "$1"
+}
+# submit FILE: prints "id state perf median_us delta_pct ci_low ci_high seconds"
+submit() {
+  local t0 out id st
+  t0=$(date +%s.%N)
+  out=$(kf --json submit "$1" --force --wait 2>>"$run/submit.err")
+  local secs; secs=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
+  id=$(printf '%s' "$out" | field job.id)
+  st=$(kf --json status "${id:-0}" 2>/dev/null)
+  echo "${id:-?} $(printf '%s' "$st" | field job.state) $(printf '%s' "$st" | field job.verdict.perf)" \
+       "$(printf '%s' "$st" | field job.verdict.median_us) $(printf '%s' "$st" | field job.verdict.delta_pct)" \
+       "$(printf '%s' "$st" | field job.verdict.ci_low_pct) $(printf '%s' "$st" | field job.verdict.ci_high_pct) $secs"
+}
+
+fail=0
+echo "== (a) quality/base as 5 separate jobs"
+medians=()
+for i in 1 2 3 4 5; do
+  r=$(submit jobs/gpu/quality/base.yaml); echo "  try $i: $r"; set -- $r; medians+=("$4")
+done
+spread=$(python3 -c "import sys; m=[float(x) for x in sys.argv[1:]]; print(f'{(max(m)-min(m))/min(m)*100:.3f}')" "${medians[@]}")
+agent_median=$(python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "${medians[@]}")
+a_ok=$(python3 -c "print('PASS' if $spread <= 0.5 else 'FAIL')")
+
+echo "== (b) independent timing: triton do_bench on the same source (KFLEET_FAULT=6, SLOW_PCT=0)"
+nvcc=${KFLEET_NVCC:-/usr/local/cuda/bin/nvcc}
+"$nvcc" -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a \
+  -I"$root/kernels/harness/include" -DKFLEET_FAULT=6 -DKFLEET_SLOW_PCT=0 \
+  jobs/gpu/quality/attention_faults.cu -o "$run/attention.so" || die "nvcc failed for the do_bench library"
+python3 bench/gpu/do_bench_attention.py "$run/attention.so" 4 16 500 64 3 | tee "$run/do_bench.txt"
+indep=$(python3 -c '
+import json, statistics, sys
+v = [json.loads(l)["value"] for l in open(sys.argv[1]) if l.startswith("{")]
+print(statistics.median(v) if v else 0)' "$run/do_bench.txt")
+b_diff=$(python3 -c "print(f'{($agent_median/$indep-1)*100:+.3f}' if $indep > 0 else 'nan')")
+b_ok=$(python3 -c "print('PASS' if $indep > 0 and abs($agent_median/$indep-1)*100 <= 2 else 'FAIL')")
+
+echo "== (c) $tries tries: identical copy (expect same) and +2 % copy (expect regressed) vs quality/base"
+same_ok=0 reg_ok=0 slowest=0 rows=()
+for i in $(seq "$tries"); do
+  for kind in same slow2; do
+    r=$(submit "jobs/gpu/quality/$kind.yaml"); set -- $r
+    want=$([ "$kind" = same ] && echo same || echo regressed)
+    ok=$([ "$3" = "$want" ] && echo OK || echo WRONG)
+    # A verdict must come within 30 s of submitting (build cache hit, correctness, benchmark).
+    late=$(python3 -c "print(1 if $8 > 30 else 0)")
+    [ "$late" = 1 ] && ok="$ok-LATE"
+    [ "$ok" = OK ] && { [ "$kind" = same ] && same_ok=$((same_ok + 1)) || reg_ok=$((reg_ok + 1)); }
+    slowest=$(python3 -c "print(max($slowest, $8))")
+    rows+=("$(printf '%-4s %-6s %-10s %-10s %10s %8s %18s %7ss %s' "$i" "$kind" "$want" "$3" "$4" "$5" "[$6, $7]" "$8" "$ok")")
+    echo "  ${rows[-1]}"
+  done
+done
+c_ok=$([ "$same_ok" = "$tries" ] && [ "$reg_ok" = "$tries" ] && echo PASS || echo FAIL)
+
+echo
+echo "== measure-quality results ($(nvidia-smi -L 2>/dev/null | head -1))"
+echo "(a) 5 jobs of quality/base: medians ${medians[*]} us; spread ${spread}% (limit 0.5%): $a_ok"
+echo "(b) agent median ${agent_median} us vs do_bench ${indep} us: ${b_diff}% (limit 2%): $b_ok"
+echo "(c) same: $same_ok/$tries, regressed: $reg_ok/$tries, slowest verdict ${slowest}s (limit 30 s): $c_ok"
+echo "    try kind   expected   verdict    median_us  delta%       CI of delta%    time  check"
+for r in "${rows[@]}"; do echo "    $r"; done
+[ "$a_ok $b_ok $c_ok" = "PASS PASS PASS" ] || fail=1
+exit $fail
