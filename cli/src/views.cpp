@@ -97,7 +97,7 @@ std::string job_reason(const nlohmann::json& job) {
   return str_field(job, "state_reason");
 }
 
-std::string sim_mark(const nlohmann::json& obj) { return bool_field(obj, "simulated") ? "yes" : ""; }
+std::string sim_mark(const nlohmann::json& obj) { return bool_field(obj, "simulated") ? "simulated" : ""; }
 
 std::string signed_pct(double v) { return (v >= 0 ? "+" : "") + fixed(v, 1) + "%"; }
 
@@ -199,7 +199,7 @@ std::string render_results(const nlohmann::json& body, TimeMs now, bool color) {
     const bool sim = bool_field(run, "simulated") || bool_field(v, "simulated");
     t.add_row({str_field(run, "id"), str_field(job, "id") + " " + str_field(job, "name"),
                str_field(job, "gpu"), paint_state(outcome, color), or_dash(str_field(v, "gate")),
-               med ? format_time_us(*med) : "-", delta, sim ? "yes" : "",
+               med ? format_time_us(*med) : "-", delta, sim ? "simulated" : "",
                age_of(run, "finished", now)});
   }
   return t.render();

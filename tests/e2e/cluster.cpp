@@ -94,7 +94,7 @@ CmdResult Cluster::cli(const std::vector<std::string>& args, int timeout_ms) {
   argv.insert(argv.end(), args.begin(), args.end());
   return run_cmd(argv, timeout_ms,
                  {{"KFLEET_SERVER", url_}, {"KFLEET_TOKEN", kUserToken}, {"NO_COLOR", "1"},
-                  {"KFLEET_CONFIG", dir_ + "/no-config.yaml"}});
+                  {"HOME", dir_}, {"XDG_CONFIG_HOME", dir_ + "/xdg"}});
 }
 
 nlohmann::json Cluster::get(const std::string& path) {

@@ -33,10 +33,8 @@ TEST(Failures, AgentKilledMidRunIsRequeuedAndItsLateResultsRefused) {
                           {"events", {{{"seq", 1}, {"type", "stage.started"}, {"data", {{"stage", "fetch"}}}}}}};
   ASSERT_EQ(ghost.post_json(ev_path, first)->status, 200);
 
-  // A real agent process takes it over once the ghost's lease expires ...
+  // A real agent process takes it over once the ghost's lease expires.
   Proc& a1 = c.start_agent("a1");
-  // ... and is itself killed -9 in the middle of the next job.
-  const auto j2 = c.submit_api(c.write_job("k", Cluster::sim_job_yaml("fail/killed", "L4", "", 400)));
   auto done1 = c.wait_terminal(j1);
   EXPECT_EQ(done1["job"]["state"], "passed");
   ASSERT_EQ(done1["runs"].size(), 2u);
@@ -53,8 +51,11 @@ TEST(Failures, AgentKilledMidRunIsRequeuedAndItsLateResultsRefused) {
   EXPECT_EQ(fin->status, 409) << fin->body;
   EXPECT_EQ(c.job(j1)["job"]["state"], "passed");
 
-  ASSERT_TRUE(wait_until([&] { return is_active(c.job(j2)["job"]); }, std::chrono::seconds(30)))
-      << c.logs();
+  // The real agent is killed -9 in the middle of the next job.
+  const auto j2 = c.submit_api(c.write_job("k", Cluster::sim_job_yaml("fail/killed", "L4", "", 400)));
+  nlohmann::json seen;
+  ASSERT_TRUE(wait_until([&] { return is_active((seen = c.job(j2))["job"]); }, std::chrono::seconds(30)))
+      << seen.dump(2) << c.logs();
   a1.kill9();
   c.start_agent("a2");
   auto done2 = c.wait_terminal(j2, 60000);

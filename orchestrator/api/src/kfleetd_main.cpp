@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
@@ -156,15 +157,30 @@ int main(int argc, char** argv) {
       std::cerr << "kfleetd: --provisioner simulated needs --simulated-cloud FILE\n";
       return 2;
     }
-    auto sc = kfleet::provision::load_simulated_cloud_config(sim_cloud_file);
-    if (!sc) {
-      std::cerr << "kfleetd: " << sc.error().message << "\n";
+    // What kfleetd knows itself (its URL, the enrolment token, where kfleet-agent is) is
+    // filled in before the config is checked; the file only describes the cloud.
+    nlohmann::json raw;
+    try {
+      raw = nlohmann::json::parse(std::ifstream(sim_cloud_file));
+    } catch (const std::exception& e) {
+      std::cerr << "kfleetd: cannot read " << sim_cloud_file << ": " << e.what() << "\n";
       return 2;
     }
-    sc->server_url = url;
-    if (sc->enrol_token.empty()) sc->enrol_token = enrol_token;
-    if (sc->agent_binary.empty())
-      sc->agent_binary = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
+    if (!raw.is_object()) {
+      std::cerr << "kfleetd: " << sim_cloud_file << " must hold a JSON object\n";
+      return 2;
+    }
+    raw["server_url"] = url;
+    if (!raw.contains("enrol_token")) raw["enrol_token"] = enrol_token;
+    if (!raw.contains("agent_binary"))
+      raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
+    if (!raw.contains("work_root"))
+      raw["work_root"] = (fs::path(db).parent_path() / "simulated-cloud").string();
+    auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
+    if (!sc) {
+      std::cerr << "kfleetd: " << sim_cloud_file << ": " << sc.error().message << "\n";
+      return 2;
+    }
     slot.set(kfleet::provision::make_simulated_cloud(io.get_executor(), *sc));
   } else if (provisioner == "terraform") {
 #ifdef KFLEET_HAVE_TERRAFORM

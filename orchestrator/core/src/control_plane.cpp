@@ -177,10 +177,6 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
   out.agent_id = a->id;
   agent_hash_cache_[a->id] = a->token_hash;
   idle_since_[a->id] = clock_->now_ms();
-  if (!r.instance_id.empty()) {
-    auto it = pending_instances_.find(r.instance_id);
-    if (it != pending_instances_.end()) pending_instances_.erase(it);
-  }
   log::info("core", "agent ", a->id, " '", a->name, "' enrolled in ", a->region, " (", a->backend,
             ", ", r.gpus.front().gpu_class, ")");
   request_plan();

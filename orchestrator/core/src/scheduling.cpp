@@ -27,6 +27,9 @@ asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
   if (a->state == store::AgentState::retired)
     co_return make_error(Errc::forbidden, "agent " + std::to_string(agent_id) + " was retired");
   if (stopped_) co_return std::optional<LeaseOffer>{};
+  // Capacity asked for on a job's behalf counts as coming until its agent asks for work (not
+  // merely enrols): otherwise a plan in between would ask the cloud for it a second time.
+  if (!a->instance_id.empty()) pending_instances_.erase(a->instance_id);
   if (auto old = waiters_.find(agent_id); old != waiters_.end()) {
     old->second->done = true;  // a newer poll from the same agent replaces the old one
     old->second->timer.cancel();
