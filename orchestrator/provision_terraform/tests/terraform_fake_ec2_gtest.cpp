@@ -155,7 +155,7 @@ TEST_F(TerraformAgainstFakeEc2, EachRegionGetsTheOutcomeItsCloudReported) {
   EXPECT_NE(inst.user_data.find("KFLEET_SERVER=https://kfleet.test.example"), std::string::npos);
   EXPECT_NE(inst.user_data.find(std::string("KFLEET_ENROL_TOKEN=") + kToken), std::string::npos);
   EXPECT_NE(inst.user_data.find("systemctl enable --now kfleet-agent.service"), std::string::npos);
-  EXPECT_TRUE(ec2_.unknown_actions().empty()) << "the provider called " << ec2_.unknown_actions().front();
+  for (const auto& action : ec2_.unknown_actions()) ADD_FAILURE() << "the fake has no " << action;
 
   // Release terminates exactly the released agent.
   CapacityResult second = request("ap-northeast-1", 8);
