@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
       std::cerr << "kfleetd: " << tc.error().message << "\n";
       return 2;
     }
-    tc->server_url = url;
+    // Cloud agents need an address they can reach; only a config without one gets ours.
+    if (tc->server_url.empty()) tc->server_url = url;
     if (tc->enrol_token.empty()) tc->enrol_token = enrol_token;
     slot.set(kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc));
 #else

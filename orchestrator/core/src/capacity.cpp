@@ -20,10 +20,12 @@ void ControlPlane::ask_capacity(const sched::RequestCapacity& r) {
                           {{"action", "provision"}, {"region", r.region}, {"gpu", r.gpu},
                            {"provider", prov_.name()}, {"reason", r.reason}},
                           now);
-  if (auto j = store_.get_job(r.job_id); j && j->state != JobState::waiting_capacity)
-    store_.set_job_state(r.job_id, JobState::waiting_capacity,
-                         "asking " + prov_.name() + " for a " + r.gpu + " agent in " + r.region,
-                         now);
+  if (auto q = queue_.find(r.job_id); q != queue_.end() && q->second.state != JobState::waiting_capacity) {
+    auto j = store_.set_job_state(r.job_id, JobState::waiting_capacity,
+                                  "asking " + prov_.name() + " for a " + r.gpu + " agent in " + r.region,
+                                  now);
+    if (j) remember_pending(*j);
+  }
   wait_reason_.erase(r.job_id);
   events_changed();
   prov_.request(provision::CapacityRequest{r.job_id, r.region, r.gpu},
@@ -137,6 +139,7 @@ void ControlPlane::expire_leases(TimeMs now) {
       log::warn("core", "cannot expire run ", run.id, ": ", j.error().message);
       continue;
     }
+    remember_pending(*j);  // requeued (or, out of attempts, gone from the queue)
     log::warn("core", "run ", run.id, " of job ", run.job_id, " lost its agent ", run.agent_id,
               "; job is now ", to_string(j->state));
     events_changed();

@@ -31,6 +31,7 @@ void ControlPlane::start() {
     if (!r) log::warn("core", "cannot renew run ", run.id, " on recovery: ", r.error().message);
   }
   for (const auto& a : store_.list_agents()) idle_since_[a.id] = now;
+  for (const auto& j : store_.pending_jobs()) remember_pending(j);
   last_tick_ms_ = now;
   tick_timer_ = std::make_unique<asio::steady_timer>(ex_);
   tick();
@@ -41,6 +42,7 @@ void ControlPlane::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (tick_timer_) tick_timer_->cancel();
+  plan_timer_.cancel();
   for (auto& [id, w] : waiters_) w->timer.cancel();
   events_changed();
 }
@@ -136,6 +138,7 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   nj.submitted_by = r.submitted_by;
   auto job = store_.create_job(nj, clock_->now_ms());
   if (!job) return SubmitError{job.error(), {}};
+  remember_pending(*job);
   events_changed();
   request_plan();
   return SubmitResult{*job, 0};
@@ -150,6 +153,7 @@ Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id) {
   if (job->current_run_id) cancel_requested_.insert(job->current_run_id);
   in_flight_.erase(job_id);
   auto r = store_.set_job_state(job_id, JobState::cancelled, "cancelled by user", clock_->now_ms());
+  if (r) remember_pending(*r);
   events_changed();
   request_plan();
   return r;

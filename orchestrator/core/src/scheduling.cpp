@@ -49,7 +49,18 @@ asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
 void ControlPlane::request_plan() {
   if (plan_pending_ || stopped_) return;
   plan_pending_ = true;
-  asio::post(ex_, [this] { plan_now(); });
+  // A pass reads the whole queue, so with a long queue passes are paced: the next one waits at
+  // least as long as the last one took, which keeps at least half of this thread for the API.
+  // Every trigger in between is served by that one pass; with a short queue this is ~0 ms.
+  const auto since = std::chrono::steady_clock::now() - last_plan_end_;
+  if (since >= last_plan_cost_) {
+    asio::post(ex_, [this] { plan_now(); });
+    return;
+  }
+  plan_timer_.expires_after(last_plan_cost_ - since);
+  plan_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) plan_now();
+  });
 }
 
 namespace {
@@ -62,11 +73,20 @@ std::string reason_key(const std::string& s) {
 }
 }  // namespace
 
-sched::Snapshot ControlPlane::snapshot(std::vector<store::JobRecord>& pending) {
+void ControlPlane::remember_pending(const store::JobRecord& j) {
+  if (j.state != JobState::queued && j.state != JobState::waiting_capacity) {
+    queue_.erase(j.id);
+    return;
+  }
+  queue_[j.id] = QueuedJob{j.id, j.priority, j.name, j.campaign, j.parent,
+                           j.gpu, j.regions, j.state, j.state_reason};
+}
+
+sched::Snapshot ControlPlane::snapshot() {
   sched::Snapshot s;
   s.now = clock_->now_ms();
-  pending = store_.pending_jobs();
-  for (const auto& j : pending) {
+  s.queue.reserve(queue_.size());
+  for (auto& [id, j] : queue_) {
     if (auto it = retry_after_.find(j.id); it != retry_after_.end()) {
       if (it->second > s.now) continue;  // backing off after a transient cloud error
       retry_after_.erase(it);
@@ -112,29 +132,36 @@ sched::Snapshot ControlPlane::snapshot(std::vector<store::JobRecord>& pending) {
 void ControlPlane::plan_now() {
   plan_pending_ = false;
   if (stopped_) return;
-  std::vector<store::JobRecord> pending;
-  sched::Snapshot snap = snapshot(pending);
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Pace {  // records the pass's cost however it returns
+    ControlPlane& cp;
+    std::chrono::steady_clock::time_point t0;
+    ~Pace() {
+      cp.last_plan_end_ = std::chrono::steady_clock::now();
+      cp.last_plan_cost_ = cp.last_plan_end_ - t0;
+    }
+  } pace{*this, t0};
+  sched::Snapshot snap = snapshot();
   if (snap.queue.empty()) return;
   sched::Plan plan = sched::plan(snap);
   for (const auto& a : plan.assign) grant(a);
   for (const auto& r : plan.provision) ask_capacity(r);
-  for (const auto& w : plan.wait) {
-    auto it = std::find_if(pending.begin(), pending.end(),
-                           [&](const store::JobRecord& j) { return j.id == w.job_id; });
-    if (it != pending.end()) apply_wait(*it, w);
-  }
+  for (const auto& w : plan.wait)
+    if (auto it = queue_.find(w.job_id); it != queue_.end()) apply_wait(it->second, w);
 }
 
-void ControlPlane::apply_wait(const store::JobRecord& j, const sched::Wait& w) {
+void ControlPlane::apply_wait(QueuedJob& j, const sched::Wait& w) {
   std::string reason = w.reason;
   if (!provisioning_stopped_.empty() && w.capacity)
     reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
   const JobState want = w.capacity ? JobState::waiting_capacity : JobState::queued;
   auto& last = wait_reason_[j.id];
-  if (j.state == want && reason_key(last) == reason_key(reason)) return;
+  if (j.state == want && (last == reason || reason_key(last) == reason_key(reason))) return;
   last = reason;
-  if (j.state == want && reason_key(j.state_reason) == reason_key(reason)) return;
-  store_.set_job_state(j.id, want, reason, clock_->now_ms());
+  if (j.state == want && (j.state_reason == reason || reason_key(j.state_reason) == reason_key(reason)))
+    return;
+  auto r = store_.set_job_state(j.id, want, reason, clock_->now_ms());
+  if (r) remember_pending(*r);
   events_changed();
 }
 
@@ -166,6 +193,7 @@ void ControlPlane::grant(const sched::Assign& a) {
   waiter->offer = std::move(offer);
   waiter->done = true;
   waiter->timer.cancel();
+  queue_.erase(a.job_id);
   in_flight_.erase(a.job_id);
   wait_reason_.erase(a.job_id);
   idle_since_.erase(a.agent_id);
@@ -174,6 +202,10 @@ void ControlPlane::grant(const sched::Assign& a) {
 
 nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
                                              const store::AgentRecord& agent) {
+  // Most jobs do not compare; only those pay for re-reading their spec.
+  const auto gates = j.spec.find("gates");
+  if (gates == j.spec.end() || !gates->is_object() || !gates->contains("performance"))
+    return nlohmann::json::object();
   auto spec = job_spec_from_json(j.spec);
   if (!spec || !spec->gates.performance) return nlohmann::json::object();
   const CompareTo& c = spec->gates.performance->compare_to;

@@ -1,6 +1,7 @@
 // plan(): the whole scheduling decision for one snapshot. Deterministic: the same snapshot
 // always gives the same plan, so the control plane can re-plan on every change.
 #include <algorithm>
+#include <map>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -174,6 +175,8 @@ struct Planner {
         Wait{j.id, true, "no capacity in any region: " + join(skipped, "; "), retry_at});
   }
 
+  mutable std::map<std::string, std::string> reason_cache;
+
   std::string waiting_for_agent(const PendingJob& j) const {
     int busy = 0;
     for (const auto& a : s.agents)
@@ -181,7 +184,17 @@ struct Planner {
     return "waiting for an idle " + j.gpu + " agent (" + std::to_string(busy) + " busy, 0 idle)";
   }
 
+  // Many queued jobs share a GPU and region list: the reason is computed once per pass for
+  // each such pair (a long queue would otherwise scan every agent for every job).
   std::string cannot_grow_reason(const PendingJob& j) const {
+    std::string key = j.gpu;
+    for (const auto& r : j.regions) key += '\x1f' + r;
+    auto [it, fresh] = reason_cache.try_emplace(std::move(key));
+    if (fresh) it->second = compute_cannot_grow_reason(j);
+    return it->second;
+  }
+
+  std::string compute_cannot_grow_reason(const PendingJob& j) const {
     const bool any = std::any_of(s.agents.begin(), s.agents.end(), [&](const AgentSlot& a) {
       return serves_gpu(a, j.gpu) && region_rank(j, a) != 0;
     });

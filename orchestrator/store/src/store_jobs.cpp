@@ -62,9 +62,14 @@ std::vector<JobRecord> SqliteStore::list_jobs(const JobFilter& f) {
 }
 
 std::vector<JobRecord> SqliteStore::pending_jobs() {
-  static const std::string sql = std::string("SELECT ") + kJobColumns +
-                                 " FROM jobs WHERE state IN ('queued', 'waiting_capacity')"
-                                 " ORDER BY priority DESC, id ASC";
+  // The scheduler's hot path (every pass reads the whole queue): the spec and its YAML are
+  // left out; get_job() has them.
+  static const std::string sql = [] {
+    std::string cols = kJobColumns;
+    cols.replace(cols.find("spec, spec_yaml"), 15, "'null', ''");
+    return "SELECT " + cols +
+           " FROM jobs WHERE state IN ('queued', 'waiting_capacity') ORDER BY priority DESC, id ASC";
+  }();
   return or_die("pending_jobs", [&] {
     auto q = db_->prepare(sql);
     return query_jobs(q);

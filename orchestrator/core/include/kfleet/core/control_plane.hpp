@@ -18,6 +18,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "kfleet/common/clock.hpp"
@@ -144,8 +145,20 @@ class ControlPlane {
   };
 
   void plan_now();
-  sched::Snapshot snapshot(std::vector<store::JobRecord>& pending);
-  void apply_wait(const store::JobRecord& j, const sched::Wait& w);
+  // What a scheduling pass needs of a queued or waiting job. The control plane is the only
+  // writer of job states, so it keeps these in memory (loaded from the store at start, kept
+  // current on every transition it makes) instead of reading the queue on every pass.
+  struct QueuedJob {
+    std::int64_t id = 0;
+    int priority = 0;
+    std::string name, campaign, parent, gpu;
+    std::vector<std::string> regions;
+    JobState state = JobState::queued;
+    std::string state_reason;
+  };
+  void remember_pending(const store::JobRecord& j);
+  sched::Snapshot snapshot();
+  void apply_wait(QueuedJob& j, const sched::Wait& w);
   void grant(const sched::Assign& a);
   void ask_capacity(const sched::RequestCapacity& r);
   void on_capacity(const sched::RequestCapacity& r, const provision::CapacityResult& res);
@@ -164,6 +177,7 @@ class ControlPlane {
   Config cfg_;
   std::mt19937_64 rng_;
 
+  std::map<std::int64_t, QueuedJob> queue_;                      // job id -> pending job
   std::map<std::int64_t, std::shared_ptr<Waiter>> waiters_;      // agent id -> its long-poll
   std::map<std::int64_t, sched::InFlight> in_flight_;            // job id -> capacity request
   std::map<std::string, PendingInstance> pending_instances_;     // instance id -> what it is for
@@ -177,6 +191,9 @@ class ControlPlane {
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
   bool plan_pending_ = false;
+  boost::asio::steady_timer plan_timer_{ex_};
+  std::chrono::steady_clock::time_point last_plan_end_{};
+  std::chrono::steady_clock::duration last_plan_cost_{};
   bool stopped_ = false;
   std::unique_ptr<boost::asio::steady_timer> tick_timer_;
 };

@@ -130,7 +130,8 @@ class Store {
   virtual Result<JobRecord> create_job(const NewJob& j, TimeMs now) = 0;  // + job.submitted event
   virtual std::optional<JobRecord> get_job(std::int64_t id) = 0;
   virtual std::vector<JobRecord> list_jobs(const JobFilter& f) = 0;   // newest first
-  // queued and waiting_capacity jobs: priority desc, then id asc (FIFO)
+  // queued and waiting_capacity jobs: priority desc, then id asc (FIFO). The scheduler reads
+  // this on every pass, so spec and spec_yaml are left empty (get_job has them).
   virtual std::vector<JobRecord> pending_jobs() = 0;
   // Moves a non-terminal job to `s` (+ job.state event). conflict if already terminal.
   // Moving to a terminal state also ends its running run (outcome cancelled/error) and frees
