@@ -109,6 +109,43 @@ CREATE TABLE bundles (
   size INTEGER NOT NULL
 );
 )sql",
+      // 2: baselines (with their history) and fleet regression runs.
+      R"sql(
+CREATE TABLE baselines (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kernel TEXT NOT NULL,
+  case_name TEXT NOT NULL,
+  gpu_class TEXT NOT NULL,
+  simulated INTEGER NOT NULL,
+  run_id INTEGER NOT NULL,
+  job_id INTEGER NOT NULL,
+  median_us REAL NOT NULL,
+  samples_us TEXT NOT NULL DEFAULT '[]',
+  reason TEXT NOT NULL DEFAULT '',
+  set_ms INTEGER NOT NULL,
+  superseded_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX baselines_key ON baselines (kernel, case_name, gpu_class, simulated, superseded_ms);
+
+CREATE TABLE regressions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  suite TEXT NOT NULL,
+  state TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  cells TEXT NOT NULL DEFAULT '[]',
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+
+CREATE TABLE regression_jobs (
+  regression_id INTEGER NOT NULL REFERENCES regressions (id),
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  kernel TEXT NOT NULL,
+  gpu_class TEXT NOT NULL,
+  PRIMARY KEY (regression_id, job_id)
+);
+CREATE INDEX regression_jobs_job ON regression_jobs (job_id);
+)sql",
   };
   return s;
 }

@@ -57,6 +57,20 @@ class SqliteStore final : public Store {
   Result<void> put_bundle(const std::string& hash, const std::string& body) override;
   std::optional<std::string> get_bundle(const std::string& hash) override;
 
+  Result<Baseline> set_baseline(const Baseline& b, TimeMs now) override;
+  std::optional<Baseline> current_baseline(const std::string& kernel, const std::string& case_name,
+                                           const std::string& gpu_class, bool simulated) override;
+  std::vector<Baseline> baseline_history(const std::string& kernel) override;
+  Result<RegressionRecord> create_regression(const std::string& suite, const nlohmann::json& spec,
+                                             TimeMs now) override;
+  Result<void> add_regression_job(const RegressionJob& rj) override;
+  std::vector<RegressionJob> regression_jobs(std::int64_t regression_id) override;
+  std::int64_t regression_of_job(std::int64_t job_id) override;
+  Result<RegressionRecord> update_regression(std::int64_t id, const std::string& state,
+                                             const nlohmann::json& cells, TimeMs now) override;
+  std::optional<RegressionRecord> get_regression(std::int64_t id) override;
+  std::vector<RegressionRecord> list_regressions(int limit) override;
+
  private:
   // Helpers that run inside an open transaction and throw DbError on failure.
   std::optional<JobRecord> load_job(std::int64_t id);

@@ -122,6 +122,36 @@ struct IngestResult {
   std::int64_t contiguous = 0;       // highest seq n with 1..n all stored
 };
 
+// The accepted result for one (kernel, case, GPU class): what `compare_to: baseline` means.
+// kernel = the job's campaign if it has one, else its name (kfleet::core::kernel_key). A
+// simulated result is a baseline only for simulated agents: `simulated` is part of the key.
+struct Baseline {
+  std::int64_t id = 0;
+  std::string kernel, case_name, gpu_class;
+  std::int64_t run_id = 0, job_id = 0;
+  double median_us = 0;
+  nlohmann::json samples_us = nlohmann::json::array();
+  bool simulated = false;
+  std::string reason;                // "kfleet baseline set", "kept win of campaign X", ...
+  TimeMs set_ms = 0;
+  TimeMs superseded_ms = 0;          // 0 while it is the current one
+};
+
+// A fleet regression run: a suite sent to several GPU classes; its cells are computed from
+// its jobs' verdicts (kfleet::core) and stored here when they change.
+struct RegressionRecord {
+  std::int64_t id = 0;
+  std::string suite;
+  std::string state = "running";     // running | done
+  nlohmann::json spec = nlohmann::json::object();   // the suite (to_json(SuiteSpec))
+  nlohmann::json cells = nlohmann::json::array();   // the last computed matrix
+  TimeMs created_ms = 0, updated_ms = 0;
+};
+struct RegressionJob {
+  std::int64_t regression_id = 0, job_id = 0;
+  std::string kernel, gpu_class;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -194,6 +224,29 @@ class Store {
   // --- bundles (content-addressed; put is idempotent)
   virtual Result<void> put_bundle(const std::string& hash, const std::string& body) = 0;
   virtual std::optional<std::string> get_bundle(const std::string& hash) = 0;
+
+  // --- baselines
+  // Makes b the current baseline of (kernel, case_name, gpu_class, simulated), superseding
+  // the previous one (kept in the history). invalid_argument without a kernel or a time.
+  virtual Result<Baseline> set_baseline(const Baseline& b, TimeMs now) = 0;
+  virtual std::optional<Baseline> current_baseline(const std::string& kernel,
+                                                   const std::string& case_name,
+                                                   const std::string& gpu_class,
+                                                   bool simulated) = 0;
+  // Every baseline ever set, newest first; "" matches any kernel.
+  virtual std::vector<Baseline> baseline_history(const std::string& kernel) = 0;
+
+  // --- regression runs
+  virtual Result<RegressionRecord> create_regression(const std::string& suite,
+                                                     const nlohmann::json& spec, TimeMs now) = 0;
+  virtual Result<void> add_regression_job(const RegressionJob& rj) = 0;
+  virtual std::vector<RegressionJob> regression_jobs(std::int64_t regression_id) = 0;
+  // 0 when the job belongs to no regression run.
+  virtual std::int64_t regression_of_job(std::int64_t job_id) = 0;
+  virtual Result<RegressionRecord> update_regression(std::int64_t id, const std::string& state,
+                                                     const nlohmann::json& cells, TimeMs now) = 0;
+  virtual std::optional<RegressionRecord> get_regression(std::int64_t id) = 0;
+  virtual std::vector<RegressionRecord> list_regressions(int limit) = 0;  // newest first
 };
 
 using StorePtr = std::unique_ptr<Store>;
