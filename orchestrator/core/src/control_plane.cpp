@@ -10,6 +10,7 @@
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/sha256.hpp"
+#include "kfleet/core/fleet.hpp"
 
 namespace kfleet::core {
 
@@ -244,6 +245,7 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
     verdict.outcome = RunOutcome::error;
   auto r = store_.finish_run(run_id, fencing_token, verdict, clock_->now_ms());
   if (!r) return r;
+  on_run_finished(*this, *r);  // baselines from kept wins, regression matrices (fleet.hpp)
   cancel_requested_.erase(run_id);
   idle_since_[agent_id] = clock_->now_ms();
   events_changed();

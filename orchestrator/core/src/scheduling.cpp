@@ -11,6 +11,7 @@
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/core/control_plane.hpp"
+#include "kfleet/core/fleet.hpp"
 
 namespace kfleet::core {
 
@@ -241,6 +242,8 @@ nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
     }
     case CompareTo::Kind::job:
       return from_job(store_.get_job(c.job_id), "job");
+    case CompareTo::Kind::baseline:
+      return resolve_baseline(store_, j, agent);  // fleet.hpp: never simulated for real agents
     default:
       return {{"kind", ""}, {"note", "no stored baseline for this comparison yet"}};
   }

@@ -1,0 +1,51 @@
+#pragma once
+// Fleet-level results on top of the control plane: baselines (what `compare_to: baseline`
+// means), campaigns (kept wins and rejections along a lineage) and fleet regression runs
+// (a suite on every GPU class, each result against its baseline). All of it runs on the
+// control-plane thread, like everything that writes the store.
+//
+// Kernel identity: a baseline belongs to (kernel, case, GPU class) where kernel is the job's
+// `campaign` when it has one, else its `name`: a campaign's variants all measure one kernel.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/result.hpp"
+#include "kfleet/core/control_plane.hpp"
+#include "kfleet/store/store.hpp"
+
+namespace kfleet::core {
+
+std::string kernel_key(const store::JobRecord& j);
+std::string perf_case(const store::JobRecord& j);           // gates.performance.case, or ""
+std::string agent_gpu_class(const store::AgentRecord& a);   // its first GPU's class
+
+// The lease's compare object for `compare_to: baseline` on this agent. A real agent only ever
+// gets a real baseline; a simulated one prefers a simulated baseline, then a real one.
+nlohmann::json resolve_baseline(store::Store& st, const store::JobRecord& j,
+                                const store::AgentRecord& agent);
+std::optional<store::Baseline> baseline_for(store::Store& st, const std::string& kernel,
+                                            const std::string& case_name,
+                                            const std::string& gpu_class, bool simulated_agent);
+
+// Makes a finished run with a timing result the baseline of its kernel/case/class.
+Result<store::Baseline> set_baseline_from_run(ControlPlane& cp, std::int64_t run_id,
+                                              const std::string& reason);
+nlohmann::json to_json(const store::Baseline& b);
+
+// Called when a run finished with a verdict: a campaign's kept win becomes the baseline; a
+// regression run's result fills a missing baseline; the regression's matrix is recomputed.
+void on_run_finished(ControlPlane& cp, const store::RunRecord& run);
+
+// Starts a regression run from a POST /api/v1/regressions body (load_suite_request form).
+Result<store::RegressionRecord> start_regression(ControlPlane& cp, const nlohmann::json& request,
+                                                 const std::string& submitted_by);
+// {id, suite, created, state, regressed, cells: [...]} recomputed from its jobs (and stored).
+Result<nlohmann::json> regression_view(ControlPlane& cp, std::int64_t id);
+nlohmann::json regression_summary(const store::RegressionRecord& r);  // for the list
+
+// {name, jobs, current_best, kept_wins: [...], rejections: [...], pending: [...]}
+Result<nlohmann::json> campaign_view(store::Store& st, const std::string& name);
+
+}  // namespace kfleet::core
