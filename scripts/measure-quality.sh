@@ -6,17 +6,20 @@
 #   (c) 10 tries each: a copy 2 % slower is `regressed`, an identical copy `same`, each verdict
 #       within 30 s of submitting (which bounds the time from benchmarking to verdict)
 # Prints a table; exits 1 if a criterion fails. The criteria are fixed: report, never loosen.
-#   scripts/measure-quality.sh [--bin DIR] [--run-dir DIR] [--tries N]
-# Without --bin it builds first (scripts/gpu-proof.sh --build-only).
+#   scripts/measure-quality.sh [--bin DIR] [--run-dir DIR] [--tries N] [--parts abc]
+# Without --bin it builds first (scripts/gpu-proof.sh --build-only). --parts picks criteria, so a
+# run can be split across calls (c alone first submits one quality/base as its baseline).
+# Every job's timeline (submit -> lease -> each stage -> verdict seen) goes to RUN/timeline.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD bin="" run="$root/quality-run" tries=10
+root=$PWD bin="" run="$root/quality-run" tries=10 parts=abc
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --run-dir) run=$2; shift 2 ;;
     --tries) tries=$2; shift 2 ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    --parts) parts=$2; shift 2 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "measure-quality: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -49,29 +52,56 @@ for k in sys.argv[1].split("."):
     obj = obj.get(k, "") if isinstance(obj, dict) else ""
 print("-" if obj == "" else round(obj, 3) if isinstance(obj, float) else obj)' "$1"
 }
+# timeline T0 ID: one line of where a job's time went, from its run's events (agent clock, same host)
+timeline() {
+  local runid
+  runid=$(kf --json status "$2" 2>/dev/null | python3 -c '
+import json, sys
+t = sys.stdin.read(); i = t.find("{"); o = json.JSONDecoder().raw_decode(t[i:])[0] if i >= 0 else {}
+r = o.get("runs") or [{}]
+print(r[-1].get("id", r[-1].get("run_id", 0)))' 2>/dev/null)
+  kf --json logs "${runid:-0}" 2>/dev/null | python3 -c '
+import json, sys
+t0, job, now = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+ev = [e for e in ev if "ts_ms" in e]
+if not ev: print(f"job {job}: no events"); sys.exit()
+first = min(e["ts_ms"] for e in ev) / 1000
+st = lambda e: "%s %.2f" % (e["data"].get("stage", "?"), e["data"].get("seconds", 0))
+stages = " ".join(st(e) for e in ev if e["type"] == "stage.finished")
+verdict = max((e["ts_ms"] for e in ev if e["type"] == "verdict"), default=0) / 1000
+print(f"job {job}: submit->first event {first - t0:.2f}s | {stages} | verdict at {verdict - t0:.2f}s, "
+      f"seen by --wait at {now - t0:.2f}s")' "$1" "$2" "$3" >>"$run/timeline.txt" 2>&1
+}
 # submit FILE: prints "id state perf median_us delta_pct ci_low ci_high seconds"
 submit() {
-  local t0 out id st
+  local t0 t1 out id st
   t0=$(date +%s.%N)
   out=$(kf --json submit "$1" --force --wait 2>>"$run/submit.err")
-  local secs; secs=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
+  t1=$(date +%s.%N)
+  local secs; secs=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
   id=$(printf '%s' "$out" | field job.id)
   st=$(kf --json status "${id:-0}" 2>/dev/null)
   echo "${id:-?} $(printf '%s' "$st" | field job.state) $(printf '%s' "$st" | field job.verdict.perf)" \
        "$(printf '%s' "$st" | field job.verdict.median_us) $(printf '%s' "$st" | field job.verdict.delta_pct)" \
        "$(printf '%s' "$st" | field job.verdict.ci_low_pct) $(printf '%s' "$st" | field job.verdict.ci_high_pct) $secs"
+  timeline "$t0" "${id:-0}" "$t1"
 }
+# fields LINE: the 8 fields of a submit line into f1..f8, "-" for any missing (a killed submit)
+fields() { local a=($1); for k in 0 1 2 3 4 5 6 7; do printf -v "f$((k + 1))" '%s' "${a[$k]:--}"; done; }
 
-fail=0
+fail=0 a_ok=SKIPPED b_ok=SKIPPED c_ok=SKIPPED spread=- agent_median=0 medians=() indep=0 b_diff=-
+case $parts in *a*|*b*)
 echo "== (a) quality/base as 5 separate jobs"
-medians=()
 for i in 1 2 3 4 5; do
-  r=$(submit jobs/gpu/quality/base.yaml); echo "  try $i: $r"; set -- $r; medians+=("$4")
+  r=$(submit jobs/gpu/quality/base.yaml); echo "  try $i: $r"; fields "$r"; medians+=("$f4")
 done
-spread=$(python3 -c "import sys; m=[float(x) for x in sys.argv[1:]]; print(f'{(max(m)-min(m))/min(m)*100:.3f}')" "${medians[@]}")
-agent_median=$(python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "${medians[@]}")
+spread=$(python3 -c "import sys; m=[float(x) for x in sys.argv[1:]]; print(f'{(max(m)-min(m))/min(m)*100:.3f}')" "${medians[@]}" 2>/dev/null || echo 999)
+agent_median=$(python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "${medians[@]}" 2>/dev/null || echo 0)
 a_ok=$(python3 -c "print('PASS' if $spread <= 0.5 else 'FAIL')")
+;; esac
 
+case $parts in *b*)
 echo "== (b) independent timing: triton do_bench on the same source (KFLEET_FAULT=6, SLOW_PCT=0)"
 nvcc=${KFLEET_NVCC:-/usr/local/cuda/bin/nvcc}
 "$nvcc" -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a \
@@ -84,24 +114,31 @@ v = [json.loads(l)["value"] for l in open(sys.argv[1]) if l.startswith("{")]
 print(statistics.median(v) if v else 0)' "$run/do_bench.txt")
 b_diff=$(python3 -c "print(f'{($agent_median/$indep-1)*100:+.3f}' if $indep > 0 else 'nan')")
 b_ok=$(python3 -c "print('PASS' if $indep > 0 and abs($agent_median/$indep-1)*100 <= 2 else 'FAIL')")
+;; esac
 
-echo "== (c) $tries tries: identical copy (expect same) and +2 % copy (expect regressed) vs quality/base"
 same_ok=0 reg_ok=0 slowest=0 rows=()
+case $parts in *c*)
+if [ ${#medians[@]} = 0 ]; then
+  echo "== (c) baseline: one quality/base job"
+  r=$(submit jobs/gpu/quality/base.yaml); echo "  base: $r"
+fi
+echo "== (c) $tries tries: identical copy (expect same) and +2 % copy (expect regressed) vs quality/base"
 for i in $(seq "$tries"); do
   for kind in same slow2; do
-    r=$(submit "jobs/gpu/quality/$kind.yaml"); set -- $r
+    r=$(submit "jobs/gpu/quality/$kind.yaml"); fields "$r"
     want=$([ "$kind" = same ] && echo same || echo regressed)
-    ok=$([ "$3" = "$want" ] && echo OK || echo WRONG)
+    ok=$([ "$f3" = "$want" ] && echo OK || echo WRONG)
     # A verdict must come within 30 s of submitting (build cache hit, correctness, benchmark).
-    late=$(python3 -c "print(1 if $8 > 30 else 0)")
+    late=$(python3 -c "print(1 if float('${f8/-/999}') > 30 else 0)")
     [ "$late" = 1 ] && ok="$ok-LATE"
     [ "$ok" = OK ] && { [ "$kind" = same ] && same_ok=$((same_ok + 1)) || reg_ok=$((reg_ok + 1)); }
-    slowest=$(python3 -c "print(max($slowest, $8))")
-    rows+=("$(printf '%-4s %-6s %-10s %-10s %10s %8s %18s %7ss %s' "$i" "$kind" "$want" "$3" "$4" "$5" "[$6, $7]" "$8" "$ok")")
+    slowest=$(python3 -c "print(max($slowest, float('${f8/-/999}')))")
+    rows+=("$(printf '%-4s %-6s %-10s %-10s %10s %8s %18s %7ss %s' "$i" "$kind" "$want" "$f3" "$f4" "$f5" "[$f6, $f7]" "$f8" "$ok")")
     echo "  ${rows[-1]}"
   done
 done
 c_ok=$([ "$same_ok" = "$tries" ] && [ "$reg_ok" = "$tries" ] && echo PASS || echo FAIL)
+;; esac
 
 echo
 echo "== measure-quality results ($(nvidia-smi -L 2>/dev/null | head -1))"
@@ -110,5 +147,7 @@ echo "(b) agent median ${agent_median} us vs do_bench ${indep} us: ${b_diff}% (l
 echo "(c) same: $same_ok/$tries, regressed: $reg_ok/$tries, slowest verdict ${slowest}s (limit 30 s): $c_ok"
 echo "    try kind   expected   verdict    median_us  delta%       CI of delta%    time  check"
 for r in "${rows[@]}"; do echo "    $r"; done
-[ "$a_ok $b_ok $c_ok" = "PASS PASS PASS" ] || fail=1
+echo "== where each job's time went ($run/timeline.txt)"
+cat "$run/timeline.txt" 2>/dev/null
+for x in $a_ok $b_ok $c_ok; do [ "$x" = FAIL ] && fail=1; done
 exit $fail

@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -23,21 +24,31 @@ std::string hostname() {
 }
 
 // auto: a real GPU when one is there; otherwise say how to run the no-GPU demo.
-Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim) {
+// The build cache lives beside the run dirs, not inside one: each run dir is removed when its
+// run ends, and a cache there would never be hit again.
+Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim,
+                                const std::string& work_dir) {
   if (kind == "simulated") return make_simulated_backend(sim);
 #ifdef KFLEET_HAVE_GPU_BACKENDS
-  if (kind == "cuda") return make_cuda_backend(CudaBackendOptions{});
-  if (kind == "hip") return make_hip_backend(HipBackendOptions{});
+  std::error_code ec;
+  const std::string cache = (std::filesystem::absolute(work_dir, ec) / "build-cache").string();
+  CudaBackendOptions cuda_opts;
+  cuda_opts.cache_dir = cache;
+  HipBackendOptions hip_opts;
+  hip_opts.cache_dir = cache;
+  if (kind == "cuda") return make_cuda_backend(cuda_opts);
+  if (kind == "hip") return make_hip_backend(hip_opts);
   if (kind == "auto") {
-    auto cuda = make_cuda_backend(CudaBackendOptions{});
+    auto cuda = make_cuda_backend(cuda_opts);
     if (auto g = cuda->discover(); g && !g->empty()) return cuda;
-    auto hip = make_hip_backend(HipBackendOptions{});
+    auto hip = make_hip_backend(hip_opts);
     if (auto g = hip->discover(); g && !g->empty()) return hip;
     return make_error(Errc::unavailable,
                       "--backend auto found no NVIDIA GPU (NVML) and no AMD GPU; pass "
                       "--backend simulated for the no-GPU demo");
   }
 #else
+  (void)work_dir;
   if (kind == "cuda" || kind == "hip" || kind == "auto")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
@@ -82,7 +93,7 @@ int main(int argc, char** argv) {
     std::cerr << "kfleet-agent: --enrol-token (or KFLEET_ENROL_TOKEN) is required\n";
     return 1;
   }
-  auto backend = pick_backend(backend_kind, sim);
+  auto backend = pick_backend(backend_kind, sim, cfg.work_dir);
   if (!backend) {
     log::error("agent", backend.error().message);
     return 2;

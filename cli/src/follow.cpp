@@ -1,4 +1,5 @@
 // Watching a job to its end: a live SSE stream (--follow) or quiet polling (--wait).
+#include <algorithm>
 #include <ostream>
 
 #include "commands.hpp"
@@ -83,9 +84,13 @@ int follow_job(Session& s, std::int64_t job_id, const std::string& gpu, const st
   }
 }
 
+// --wait polls at most this far apart: a verdict is usually seconds away, and a 5 s reconnect
+// backoff made every job look up to 5 s slower than it was (one GET a second is cheap).
+constexpr int kWaitPollMaxMs = 1000;
+
 int wait_job(Session& s, std::int64_t job_id, const std::string& prefix) {
   int failures = 0;
-  int delay = s.io().backoff_initial_ms;
+  int delay = std::min(s.io().backoff_initial_ms, kWaitPollMaxMs);
   while (true) {
     auto job = s.get(job_path(job_id));
     if (job) {
@@ -99,6 +104,7 @@ int wait_job(Session& s, std::int64_t job_id, const std::string& prefix) {
       return s.fail(job.error());
     }
     s.backoff(delay);
+    if (job) delay = std::min(delay, kWaitPollMaxMs);
   }
 }
 

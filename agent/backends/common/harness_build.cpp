@@ -53,6 +53,14 @@ std::string first_error(const std::string& log) {
   return tail_lines(log, 1);
 }
 
+// The agent's run dirs are <agent work dir>/runs/<run id>/work and are removed after each run;
+// a cache inside one would never be hit, so it goes beside "runs" when that layout is seen.
+fs::path default_cache_dir(const std::string& work_dir) {
+  const fs::path run_dir = fs::path(work_dir).parent_path();
+  if (run_dir.parent_path().filename() == "runs") return run_dir.parent_path().parent_path() / "build-cache";
+  return run_dir / "build-cache";
+}
+
 }  // namespace
 
 HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) {
@@ -110,8 +118,7 @@ StageResult HarnessBackend::build(StageContext& c) {
   for (const auto& f : files_in(hdir / "include/kfleet_harness", {".h", ".hpp"}))
     key_text += f + "\n" + read_all(f);
   const std::string key = sha256_hex(key_text);
-  fs::path cache = cfg_.cache_dir.empty() ? fs::path(c.work_dir).parent_path() / "build-cache"
-                                          : fs::path(cfg_.cache_dir);
+  fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
   fs::path entry = cache / key;
   fs::path binary = entry / "kfleet-harness";
   fs::path log_file = entry / "compile.log";

@@ -8,6 +8,7 @@
 #include "kfleet_harness/abi.h"
 #include "metrics.hpp"
 #include "stop_rule.hpp"
+#include "warmup_rule.hpp"
 
 namespace kfleet::harness {
 
@@ -24,6 +25,8 @@ struct Options {
   int workspace_mib = 64, device = 0;
   StopRuleConfig stop;
   double warmup_max_s = 2;
+  double warmup_min_s = 1;       // clamped to warmup_max_s
+  double throttle_pct = 2;       // discard samples whose SM clock is this far below the best
 };
 
 // "" on success, else what is wrong with the command line, in words.

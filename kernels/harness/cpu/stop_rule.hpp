@@ -27,6 +27,8 @@ class StopRule {
     if (n_ >= c_.max_samples) return "max_samples";
     return "";
   }
+  // For a sample that is not recorded (discarded as throttled): still bounded by wall time.
+  std::string time_up(double elapsed_s) const { return elapsed_s >= c_.max_time_s ? "max_time" : ""; }
   double rel_stdev_pct() const {
     if (n_ < 2) return INFINITY;
     const double mean = sum_ / n_;

@@ -7,12 +7,12 @@
 #include <cmath>
 
 #include "harness.hpp"
+#include "../cpu/throttle_filter.hpp"
+#include "../cpu/warmup_rule.hpp"
 
 namespace kfleet::harness {
 namespace {
 
-constexpr int kWarmupPatience = 5;          // launches in a row without a 1 % improvement
-constexpr double kWarmupImprovement = 0.99;
 constexpr std::size_t kMinFlushBytes = 64u << 20;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -61,22 +61,23 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     return 1;
   };
 
-  // Warm-up: untimed in spirit (its times are only used to see when they stop improving).
+  // Warm-up: untimed in spirit (its times only show when they have settled). The clock seen
+  // while the GPU is busy sets the reference the throttle filter compares samples with.
   const auto warm_start = std::chrono::steady_clock::now();
-  double best = INFINITY;
-  int launches = 0, since_improved = 0;
-  bool stable = false;
-  while (seconds_since(warm_start) < o.warmup_max_s) {
-    const double us = timer.time_launch(*problem, &status);
+  WarmupRule warm({std::min(o.warmup_min_s, o.warmup_max_s), o.warmup_max_s});
+  ThrottleFilter throttle(o.throttle_pct);
+  std::string warm_end;
+  double warm_last_us = NAN;
+  while (warm_end.empty() && o.warmup_max_s > 0) {
+    warm_last_us = timer.time_launch(*problem, &status);
     if (status != KFLEET_OK) return declined();
-    ++launches;
-    if (us < best * kWarmupImprovement) since_improved = 0;
-    else if (++since_improved >= kWarmupPatience) { stable = true; }
-    best = std::min(best, us);
-    if (stable) break;
+    throttle.observe(measure_sm_clock_mhz());
+    warm_end = warm.add(warm_last_us, seconds_since(warm_start));
   }
-  JsonLine("warmup").integer("launches", launches).num("seconds", seconds_since(warm_start))
-      .num("best_us", best).boolean("stable", stable).print();
+  JsonLine("warmup").integer("launches", (long long)warm.launches())
+      .num("seconds", seconds_since(warm_start)).num("last_us", warm_last_us)
+      .num("last_change_pct", warm.last_change_pct()).boolean("stable", warm_end == "stable")
+      .num("clock_reference_mhz", throttle.reference_mhz()).print();
 
   const std::size_t flush_bytes = o.l2_flush ? std::max<std::size_t>(2 * dev.l2_bytes, kMinFlushBytes) : 0;
   DeviceBuffer flush(flush_bytes);
@@ -84,6 +85,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   const double rtol = o.tolerance.atol >= 0 ? o.tolerance.rtol : 0;
   StopRule rule(o.stop);
   std::vector<double> samples, clocks;
+  std::size_t timed_runs = 0;
   std::string stop_reason, recheck_reason;
   float recheck_max_abs = 0;
   const auto sample_start = std::chrono::steady_clock::now();
@@ -94,14 +96,19 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     KFLEET_GPU_CHECK(gpuMemsetAsync(problem->output().get(), 0xFF, problem->output().bytes(), nullptr));
     const double us = timer.time_launch(*problem, &status);
     if (status != KFLEET_OK) return declined();
-    samples.push_back(us);
-    clocks.push_back(measure_sm_clock_mhz());
+    const double clock = measure_sm_clock_mhz();
+    const bool slowed = throttle.throttled(clock);
+    if (!slowed) {
+      samples.push_back(us);
+      clocks.push_back(clock);
+    }
+    ++timed_runs;
     const DeviceCheck c = check_on_device(problem->output().get(), problem->out_dtype(),
                                           problem->reference_device(), problem->out_elements(),
                                           atol, rtol);
     recheck_max_abs = std::max(recheck_max_abs, c.max_abs);
     if (recheck_reason.empty()) {
-      const std::string run = "timed run " + std::to_string(samples.size() - 1) + ": ";
+      const std::string run = "timed run " + std::to_string(timed_runs - 1) + ": ";
       if (c.unwritten) recheck_reason = run + std::to_string(c.unwritten) + " elements never written";
       else if (c.nan || c.inf) recheck_reason = run + "output has NaN/Inf";
       else if (atol > 0 || rtol > 0 ? c.violations != 0 : false)
@@ -109,7 +116,16 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       else if (o.tolerance.max_abs >= 0 && c.max_abs > o.tolerance.max_abs)
         recheck_reason = run + "max_abs " + std::to_string(c.max_abs) + " over the bound";
     }
-    stop_reason = rule.add(us, seconds_since(sample_start));
+    stop_reason = slowed ? rule.time_up(seconds_since(sample_start))
+                         : rule.add(us, seconds_since(sample_start));
+  }
+  if (samples.empty()) {
+    JsonLine("bench").str("case", o.case_name).boolean("unsupported", true)
+        .str("reason", "every sample ran with the SM clock over " + std::to_string(o.throttle_pct) +
+                           " % below its best (" + std::to_string(throttle.reference_mhz()) +
+                           " MHz): the GPU is throttled; let it cool or pass --throttle-pct 0")
+        .print();
+    return 1;
   }
   const std::string changed = problem->inputs_changed();
   if (recheck_reason.empty() && !changed.empty()) recheck_reason = changed;
@@ -140,6 +156,8 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       .num("p10_us", q(0.1)).num("p90_us", q(0.9))
       .num("rel_stdev_pct", mean > 0 ? 100 * stdev / mean : 0)
       .str("stop_reason", stop_reason)
+      .integer("throttled_discarded", (long long)throttle.discarded())
+      .num("clock_reference_mhz", throttle.reference_mhz())
       .integer("l2_flush_bytes", (long long)flush_bytes)
       .nums("samples_us", samples).nums("sm_clock_mhz", clocks)
       .num("flops", problem->flops).num("bytes", problem->bytes)
@@ -151,7 +169,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
                                            std::to_string(floor_us) + " us"
                                      : "")
       .raw("recheck", JsonLine("recheck").boolean("pass", recheck_reason.empty())
-                          .integer("checked_runs", (long long)samples.size())
+                          .integer("checked_runs", (long long)timed_runs)
                           .num("max_abs", recheck_max_abs).str("reason", recheck_reason)
                           .text())
       .print();

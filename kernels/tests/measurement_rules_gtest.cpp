@@ -1,0 +1,79 @@
+// Warm-up and throttle rules of the benchmark stage (MEASUREMENT.md steps 2 and 5).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "throttle_filter.hpp"
+#include "warmup_rule.hpp"
+
+namespace kfleet::harness {
+namespace {
+
+TEST(WarmupRule, KeepsGoingUntilTheMinimumTimeEvenWhenTimingsAreFlat) {
+  WarmupRule w({0.5, 2.0, 4, 0.5});
+  double t = 0;
+  for (int i = 0; i < 20; ++i, t += 0.01) EXPECT_EQ(w.add(100.0, t), "") << "launch " << i;
+  EXPECT_EQ(w.add(100.0, 0.5), "stable");
+  EXPECT_EQ(w.launches(), 21u);
+}
+
+TEST(WarmupRule, WaitsWhileTimingsStillFall) {
+  WarmupRule w({0.0, 10.0, 4, 0.5});
+  double us = 200, t = 0;
+  for (int i = 0; i < 40; ++i, t += 0.01, us *= 0.98) EXPECT_EQ(w.add(us, t), "") << "launch " << i;
+  // Now flat: two flat windows later the medians agree.
+  std::string end;
+  int more = 0;
+  while (end.empty() && more < 100) end = w.add(us, t += 0.01), ++more;
+  EXPECT_EQ(end, "stable");
+  EXPECT_LE(more, 8);
+  EXPECT_NEAR(w.last_change_pct(), 0.0, 1e-9);
+}
+
+TEST(WarmupRule, StopsAtTheMaximumWhenNeverSettled) {
+  WarmupRule w({0.1, 0.3, 4, 0.5});
+  double t = 0;
+  std::string end;
+  for (int i = 0; end.empty() && i < 1000; ++i, t += 0.01) end = w.add(i % 2 ? 100 : 150 + i, t);
+  EXPECT_EQ(end, "max_time");
+  EXPECT_GE(t, 0.3);
+}
+
+TEST(WarmupRule, MinimumAboveMaximumIsClampedToTheMaximum) {
+  WarmupRule w({5.0, 0.2, 2, 0.5});
+  EXPECT_EQ(w.add(10, 0.0), "");
+  EXPECT_EQ(w.add(10, 0.0), "");
+  EXPECT_EQ(w.add(10, 0.0), "");
+  EXPECT_EQ(w.add(10, 0.2), "stable");  // settled, and at the (clamped) minimum
+}
+
+TEST(ThrottleFilter, DiscardsSamplesWellBelowTheBestClockSeen) {
+  ThrottleFilter f(2.0);
+  f.observe(1980);
+  EXPECT_FALSE(f.throttled(1975));  // 0.25 % below: measurement noise
+  EXPECT_TRUE(f.throttled(1900));   // 4 % below: the GPU was slowed
+  EXPECT_FALSE(f.throttled(1960));  // 1 % below
+  EXPECT_EQ(f.discarded(), 1u);
+  EXPECT_DOUBLE_EQ(f.reference_mhz(), 1980);
+}
+
+TEST(ThrottleFilter, ReferenceRisesWithFasterReadings) {
+  ThrottleFilter f(2.0);
+  EXPECT_FALSE(f.throttled(1500));
+  EXPECT_FALSE(f.throttled(1980));
+  EXPECT_TRUE(f.throttled(1500));
+  EXPECT_DOUBLE_EQ(f.reference_mhz(), 1980);
+}
+
+TEST(ThrottleFilter, UnknownClocksAndADisabledFilterNeverDiscard) {
+  ThrottleFilter off(0.0);
+  off.observe(2000);
+  EXPECT_FALSE(off.throttled(1000));
+  ThrottleFilter hip(2.0);
+  hip.observe(2000);
+  EXPECT_FALSE(hip.throttled(NAN));
+  EXPECT_EQ(hip.discarded(), 0u);
+}
+
+}  // namespace
+}  // namespace kfleet::harness
