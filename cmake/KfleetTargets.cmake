@@ -7,6 +7,7 @@ function(kfleet_add_gtest name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main kfleet_warnings)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES ENVIRONMENT "KFLEET_BUILD_DIR=${CMAKE_BINARY_DIR};KFLEET_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  # Tests that read files of the tree (schemas, openapi.yaml) find it through this.
+  target_compile_definitions(${name} PRIVATE KFLEET_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
 endfunction()

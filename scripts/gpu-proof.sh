@@ -40,7 +40,7 @@ build() {
     echo "gpu-proof: no sqlite3.h installed: using .device/sqlite/sqlite3.h with $lib"
   fi
   local gen=() ; command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S "$root" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_TESTS=OFF \
+  cmake -S "$root" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_TESTS=OFF -DKFLEET_BUILD_DASHBOARDS=OFF \
     -DKFLEET_BUILD_BENCH=OFF "${cm[@]}" >"$b.configure.log" 2>&1 ||
     { tail -30 "$b.configure.log"; die "configure failed (log: $b.configure.log)"; }
   cmake --build "$b" -j"$(nproc)" --target kfleetd kfleet-agent kfleet 2>&1 | tail -40
