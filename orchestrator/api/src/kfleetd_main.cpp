@@ -14,6 +14,7 @@
 #include "kfleet/api/server.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/core/control_plane.hpp"
+#include "kfleet/core/suite_schedule.hpp"
 #include "kfleet/provision/provisioner.hpp"
 #include "kfleet/provision/simulated_cloud.hpp"
 #include "kfleet/store/store.hpp"
@@ -104,6 +105,9 @@ int main(int argc, char** argv) {
   app.add_option("--dashboards", dashboards, "directory with the built dashboards");
   app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port here once listening");
+  std::vector<std::string> suite_files;
+  app.add_option("--suite", suite_files,
+                 "a suite YAML with schedule: (cron, UTC) to run as a regression run; repeatable");
   CLI11_PARSE(app, argc, argv);
 
   if (auto env = split_env("KFLEET_USER_TOKENS"); !env.empty()) {
@@ -200,6 +204,14 @@ int main(int argc, char** argv) {
   }
 
   cp.start();
+  kfleet::core::SuiteSchedule suites(io.get_executor(), cp);
+  for (const auto& f : suite_files) {
+    if (auto r = suites.add(f); !r) {
+      std::cerr << "kfleetd: --suite " << f << ": " << r.error().message << "\n";
+      return 2;
+    }
+  }
+  suites.start();
   if (!port_file.empty()) {
     std::ofstream(port_file + ".tmp") << *port << "\n";
     fs::rename(port_file + ".tmp", port_file);
@@ -211,6 +223,7 @@ int main(int argc, char** argv) {
   signals.async_wait([&](auto, int sig) {
     kfleet::log::info("kfleetd", "signal ", sig, ": shutting down");
     server.stop();
+    suites.stop();
     cp.stop();
     slot.shutdown();
     io.stop();

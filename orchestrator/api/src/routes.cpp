@@ -1,5 +1,8 @@
 // The route table: every path the API answers. openapi.yaml must list exactly these
 // (tests/openapi_gtest.cpp checks both ways).
+#include <cstdio>
+#include <iterator>
+
 #include "http.hpp"
 #include "kfleet/api/server.hpp"
 
@@ -25,6 +28,12 @@ Awaitable job_events(Ctx&);
 Awaitable run_events(Ctx&);
 Awaitable all_events(Ctx&);
 Awaitable metrics(Ctx&);
+Awaitable list_baselines(Ctx&);
+Awaitable set_baseline(Ctx&);
+Awaitable list_regressions(Ctx&);
+Awaitable start_regression(Ctx&);
+Awaitable get_regression(Ctx&);
+Awaitable get_campaign(Ctx&);
 
 std::vector<Route> make_routes() {
   using V = http::verb;
@@ -46,6 +55,12 @@ std::vector<Route> make_routes() {
       {V::post, "/api/v1/agents/{id}/heartbeat", heartbeat},
       {V::post, "/api/v1/agents/{id}/lease", nullptr},  // bound in the server (needs options)
       {V::get, "/api/v1/bundles/{hash}", get_bundle},
+      {V::get, "/api/v1/baselines", list_baselines},
+      {V::post, "/api/v1/baselines", set_baseline},
+      {V::get, "/api/v1/regressions", list_regressions},
+      {V::post, "/api/v1/regressions", start_regression},
+      {V::get, "/api/v1/regressions/{id}", get_regression},
+      {V::get, "/api/v1/campaigns/{name}", get_campaign},
       {V::get, "/metrics", metrics},
   };
 }
@@ -56,6 +71,44 @@ std::vector<RouteInfo> route_table() {
     out.push_back({std::string(http::to_string(r.method)), r.pattern});
   return out;
 }
+
+namespace {
+
+// kfleet_job_duration_seconds: lease to verdict of finished runs (the newest 1000, so a scrape
+// stays cheap on a long-lived store).
+std::string job_duration_histogram(store::Store& st) {
+  static const double bounds[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600};
+  std::vector<std::int64_t> counts(std::size(bounds) + 1, 0);
+  double sum = 0;
+  std::int64_t n = 0;
+  for (const auto& r : st.finished_runs(1000)) {
+    if (r.finished_ms <= 0 || r.started_ms <= 0 || r.finished_ms < r.started_ms) continue;
+    const double s = static_cast<double>(r.finished_ms - r.started_ms) / 1000.0;
+    std::size_t i = 0;
+    while (i < std::size(bounds) && s > bounds[i]) ++i;
+    ++counts[i];
+    sum += s;
+    ++n;
+  }
+  std::string out =
+      "# HELP kfleet_job_duration_seconds Lease to verdict of finished runs.\n"
+      "# TYPE kfleet_job_duration_seconds histogram\n";
+  std::int64_t cum = 0;
+  for (std::size_t i = 0; i < std::size(bounds); ++i) {
+    cum += counts[i];
+    char le[32];
+    std::snprintf(le, sizeof le, "%g", bounds[i]);
+    out += "kfleet_job_duration_seconds_bucket{le=\"" + std::string(le) + "\"} " + std::to_string(cum) + "\n";
+  }
+  out += "kfleet_job_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(n) + "\n";
+  char sum_s[64];
+  std::snprintf(sum_s, sizeof sum_s, "%.3f", sum);
+  out += "kfleet_job_duration_seconds_sum " + std::string(sum_s) + "\n";
+  out += "kfleet_job_duration_seconds_count " + std::to_string(n) + "\n";
+  return out;
+}
+
+}  // namespace
 
 // Prometheus text exposition: queue depth, agents by state, stockouts by region, jobs by
 // state. Cheap enough to compute per scrape from the store.
@@ -76,6 +129,7 @@ Awaitable metrics(Ctx& c) {
   out += "# HELP kfleet_stockouts_total Capacity stockouts by region.\n# TYPE kfleet_stockouts_total counter\n";
   for (const auto& [region, n] : c.cp.stockouts_by_region())
     out += "kfleet_stockouts_total{region=\"" + region + "\"} " + std::to_string(n) + "\n";
+  out += job_duration_histogram(st);
   Response res{http::status::ok, c.req.version()};
   res.set(http::field::content_type, "text/plain; version=0.0.4");
   res.body() = std::move(out);
