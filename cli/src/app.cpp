@@ -61,7 +61,9 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
 
   std::vector<Command> commands = {add_submit_command(app), add_status_command(app),
                                    add_logs_command(app),   add_cancel_command(app),
-                                   add_agents_command(app), add_results_command(app)};
+                                   add_agents_command(app), add_results_command(app),
+                                   add_regress_command(app), add_baseline_command(app),
+                                   add_campaign_command(app), add_report_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -20,6 +20,10 @@ Command add_logs_command(CLI::App& app);
 Command add_cancel_command(CLI::App& app);
 Command add_agents_command(CLI::App& app);
 Command add_results_command(CLI::App& app);
+Command add_regress_command(CLI::App& app);   // cmd_fleet.cpp
+Command add_baseline_command(CLI::App& app);
+Command add_campaign_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 // Streams a job's events as progress lines until it ends; returns its exit status.
 // `gpu` (the job's target) completes lease lines; `prefix` tags lines when several jobs are
