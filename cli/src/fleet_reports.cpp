@@ -185,12 +185,15 @@ std::string render_run_report(const nlohmann::json& reply, const std::vector<nlo
     else if (t == "bench.result") bench = d;
     else if (t == "stage.finished") finished[str(d, "stage")] = d;
   }
-  auto gate_mark = [&](const std::string& stage) {
+  // A gate fails where its stage failed, or where the verdict says so (the benchmark stage
+  // itself succeeds when the performance gate rejects).
+  auto gate_mark = [&](const std::string& stage, const std::string& gate) {
+    if (outcome == "rejected" && str(v, "gate") == gate) return std::string(" ❌");
     auto it = finished.find(stage);
     if (it == finished.end()) return std::string(" (not run)");
     return it->second.value("ok", false) ? std::string(" ✅") : std::string(" ❌");
   };
-  out += "\n### Gate 1: Resources" + gate_mark("resources") + "\n\n";
+  out += "\n### Gate 1: Resources" + gate_mark("resources", "resources") + "\n\n";
   if (resources.is_object() && resources.contains("kernels")) {
     out += "| Kernel | Registers | Shared bytes | Spill bytes |\n|---|---|---|---|\n";
     for (const auto& k : resources["kernels"])
@@ -201,7 +204,7 @@ std::string render_run_report(const nlohmann::json& reply, const std::vector<nlo
   } else {
     out += "No resource data.\n";
   }
-  out += "\n### Gate 2: Correctness" + gate_mark("correctness") + "\n\n";
+  out += "\n### Gate 2: Correctness" + gate_mark("correctness", "correctness") + "\n\n";
   if (!rows.empty()) {
     int pass = 0;
     out += "```\n";
@@ -219,7 +222,7 @@ std::string render_run_report(const nlohmann::json& reply, const std::vector<nlo
   } else {
     out += "No correctness data.\n";
   }
-  out += "\n### Gate 3: Performance" + gate_mark("benchmark") + "\n\n";
+  out += "\n### Gate 3: Performance" + gate_mark("benchmark", "performance") + "\n\n";
   if (bench.is_object() && bench.contains("median_us")) {
     out += "```\n";
     if (!us(bench, "baseline_us").empty())

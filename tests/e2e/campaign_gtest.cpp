@@ -1,0 +1,70 @@
+// Seed 000 replayed as a campaign over a simulated L4: the stage-2 parent (656 µs) and the
+// XOR-swizzle child (696 µs). The child is a rejection with its reason in `kfleet campaign
+// show`, its report reads like the seed's, and resubmitting it is answered from the store.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "cluster.hpp"
+
+namespace kfleet::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Campaign, Seed000ChildIsARejectionAndIsNotRunTwice) {
+  Cluster c;
+  c.start_kfleetd();
+  c.start_agent("l4", "local", "L4", "sm_89");
+  // The jobs of the repository, copied so that nothing is written into the source tree.
+  const std::string d = c.dir() + "/fp8-sdpa";
+  fs::create_directories(d);
+  for (const char* f : {"stage2.yaml", "stage3-step2-xor.yaml", "fp8_sdpa.cu"})
+    fs::copy_file(std::string(KFLEET_SOURCE_DIR) + "/jobs/fp8-sdpa/" + f, d + "/" + f);
+
+  auto parent = c.cli({"submit", d + "/stage2.yaml", "--wait"});
+  ASSERT_EQ(parent.exit_code, 0) << parent.output << c.logs();
+  auto child = c.cli({"submit", d + "/stage3-step2-xor.yaml", "--wait"});
+  EXPECT_EQ(child.exit_code, 1) << child.output;  // rejected
+
+  auto camp = c.cli({"campaign", "show", "fp8-sdpa-stage3"});
+  ASSERT_EQ(camp.exit_code, 0) << camp.output;
+  const std::string& out = camp.output;
+  const auto rejections = out.find("Important Rejections");
+  ASSERT_NE(rejections, std::string::npos) << out;
+  const auto child_line = out.find("fp8-sdpa/stage3-step2-xor", rejections);
+  ASSERT_NE(child_line, std::string::npos) << out;
+  EXPECT_NE(out.find("REJECT (rejected at performance: do not merge: +6", child_line), std::string::npos) << out;
+  EXPECT_NE(out.find("Current best: fp8-sdpa/stage2"), std::string::npos) << out;
+  EXPECT_EQ(out.find("KEEP"), std::string::npos) << out;  // nothing was kept
+
+  auto api = c.get("/api/v1/campaigns/fp8-sdpa-stage3")["campaign"];
+  ASSERT_EQ(api["rejections"].size(), 1u) << api.dump(2);
+  EXPECT_TRUE(api["kept_wins"].empty());
+  const auto child_id = api["rejections"][0]["job_id"].get<std::int64_t>();
+  EXPECT_NEAR(api["rejections"][0]["delta_pct"].get<double>(), 6.1, 0.6);
+  // A rejected child sets no baseline: the campaign's baseline is still none (the root
+  // compared with nothing, and only kept wins or explicit sets make one).
+  EXPECT_TRUE(c.get("/api/v1/baselines")["baselines"].empty());
+
+  // The no-repeat map: the identical child is answered from the store, not run again.
+  auto again = c.cli({"submit", d + "/stage3-step2-xor.yaml"});
+  EXPECT_NE(again.output.find("identical to job " + std::to_string(child_id)), std::string::npos)
+      << again.output;
+  EXPECT_EQ(c.sql("SELECT count(*) FROM jobs WHERE name = 'fp8-sdpa/stage3-step2-xor'")[0][0], "1");
+  EXPECT_EQ(c.submit_api(d + "/stage3-step2-xor.yaml"), child_id);
+
+  // The run's report is shaped like seed 000.
+  auto job = c.job(child_id);
+  const auto run_id = job["runs"][0]["id"].get<std::int64_t>();
+  auto rep = c.cli({"report", std::to_string(run_id)});
+  ASSERT_EQ(rep.exit_code, 0) << rep.output;
+  for (const char* want : {"## Summary", "Do not merge", "### Gate 1: Resources ✅", "| Registers |",
+                           "### Gate 2: Correctness ✅", "[mission ] seed=2", "6/6 checks",
+                           "### Gate 3: Performance ❌", "Baseline (parent fp8-sdpa/stage2",
+                           "Delta:      +6.", "## Why it was rejected", "## Next Steps"})
+    EXPECT_NE(rep.output.find(want), std::string::npos) << want << "\n" << rep.output;
+}
+
+}  // namespace
+}  // namespace kfleet::e2e
