@@ -1,4 +1,7 @@
 // The suite parser: what JOBS.md's example says, and the mistakes users make.
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "kfleet/common/suite.hpp"
@@ -47,6 +50,29 @@ TEST(Suite, SyntaxErrorsNameTheLine) {
   auto p = parse_suite("suite: s\njobs: [a.yaml\n", "broken.yaml");
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error_text().find("broken.yaml:"), std::string::npos);
+}
+
+TEST(Suite, EveryExampleSuiteLoadsWithItsJobs) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(KFLEET_SOURCE_DIR) + "/jobs/suites")) {
+    if (e.path().extension() != ".yaml") continue;
+    auto req = load_suite_request(e.path().string());
+    ASSERT_TRUE(req.ok()) << e.path() << ": " << req.error().message;
+    EXPECT_FALSE((*req)["jobs"].empty());
+    for (const auto& j : (*req)["jobs"]) EXPECT_FALSE(j["bundle"]["files"].empty()) << j["source_name"];
+    ++n;
+  }
+  EXPECT_GE(n, 1);
+}
+
+TEST(Suite, MissingJobFileIsNamed) {
+  auto dir = std::filesystem::temp_directory_path() / "kfleet-suite-gtest";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << "suite: s\njobs: [nope.yaml]\n";
+  auto req = load_suite_request((dir / "s.yaml").string());
+  ASSERT_FALSE(req.ok());
+  EXPECT_NE(req.error().message.find("nope.yaml"), std::string::npos) << req.error().message;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
