@@ -18,7 +18,7 @@ done
 [ -t 0 ] || keep=0   # not interactive (CI, a pipe): never wait for Ctrl-C
 
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh kfleetd kfleet-agent kfleet dashboards   # what the demo runs; tests build in test.sh
 
 run=$PWD/demo-run
 mkdir -p "$run"
