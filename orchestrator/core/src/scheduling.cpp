@@ -147,8 +147,13 @@ void ControlPlane::plan_now() {
   sched::Plan plan = sched::plan(snap);
   for (const auto& a : plan.assign) grant(a);
   for (const auto& r : plan.provision) ask_capacity(r);
-  for (const auto& w : plan.wait)
+  for (auto& w : plan.wait) {
+    // With provisioning stopped the plan only knows that the fleet cannot grow; the job must
+    // also say why (an auth failure, a broken config), or the user cannot fix it.
+    if (!w.capacity && !provisioning_stopped_.empty() && prov_.can_grow())
+      w.reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
     if (auto it = queue_.find(w.job_id); it != queue_.end()) apply_wait(it->second, w);
+  }
 }
 
 void ControlPlane::apply_wait(QueuedJob& j, const sched::Wait& w) {
