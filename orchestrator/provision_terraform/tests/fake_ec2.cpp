@@ -88,6 +88,7 @@ struct FakeEc2::State {
   std::map<std::string, FakeInstance> instances;  // by id
   std::map<std::string, std::map<std::string, std::string>> resource_tags;  // volumes etc.
   std::map<std::string, int> run_calls;
+  std::vector<std::string> terminated;
   std::vector<std::string> unknown;
   int next_id = 1;
 
@@ -190,6 +191,7 @@ Reply FakeEc2::State::handle(const std::string& region, const Params& p) {
   if (action == "TerminateInstances") {
     std::string items;
     for (const auto& id : indexed(p, "InstanceId")) {
+      terminated.push_back(id);
       auto it = instances.find(id);
       if (it == instances.end()) return aws_error(http::status::bad_request, "InvalidInstanceID.NotFound", "The instance ID '" + id + "' does not exist");
       items += "<item><instanceId>" + id + "</instanceId><currentState><code>32</code><name>shutting-down</name>"
@@ -361,6 +363,11 @@ int FakeEc2::run_instances_calls(const std::string& region) const {
   std::lock_guard lock(state_->mutex);
   auto it = state_->run_calls.find(region);
   return it == state_->run_calls.end() ? 0 : it->second;
+}
+
+std::vector<std::string> FakeEc2::terminate_requests() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->terminated;
 }
 
 std::vector<std::string> FakeEc2::unknown_actions() const {

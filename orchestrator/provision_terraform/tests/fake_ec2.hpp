@@ -37,6 +37,8 @@ class FakeEc2 {
 
   std::vector<FakeInstance> instances(const std::string& region) const;
   int run_instances_calls(const std::string& region) const;
+  // Every instance id a TerminateInstances call named, in the order the calls came.
+  std::vector<std::string> terminate_requests() const;
   // Actions the fake does not implement, so a test can say what the provider asked for.
   std::vector<std::string> unknown_actions() const;
 

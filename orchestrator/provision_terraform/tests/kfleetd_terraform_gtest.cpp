@@ -1,0 +1,308 @@
+// Issue 5's must-show through kfleetd itself: the control plane, scheduler and HTTP API in
+// process, the terraform provisioner running the real terraform and AWS provider, and a fake
+// EC2 on loopback whose answers are scripted per region. A job falls back past a stockout, an
+// unsupported region and a quota error to the first region with capacity, runs there, and the
+// user sees every failure; blocks expire; an auth failure stops provisioning with its reason;
+// an idle agent is terminated. Fails, never skips, without terraform or the provider mirror.
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <gtest/gtest.h>
+
+#include "fake_ec2.hpp"
+#include "kfleet/api/server.hpp"
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/common/http_client.hpp"
+#include "kfleet/provision_terraform/terraform_provisioner.hpp"
+#include "tf_watch.hpp"
+
+namespace kfleet::provision {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::FakeEc2;
+using testing::RegionBehaviour;
+
+constexpr const char* kUser = "tf-e2e-user-0123456789";
+constexpr const char* kEnrol = "tf-e2e-enrol-0123456789";  // terraform wants >= 16 characters
+constexpr TimeMs kStockoutCooldownMs = 2'000;
+constexpr TimeMs kIdleTtlMs = 3'000;
+constexpr auto kTerraformDeadline = std::chrono::seconds(300);  // a few applies, init included
+
+const std::vector<std::string> kFallbackRegions = {"us-east-1", "us-east-2", "us-west-2",
+                                                   "ap-northeast-1"};
+
+class KfleetdWithTerraform : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(std::system("terraform version >/dev/null 2>&1"), 0)
+        << "terraform is not on PATH: this test needs the real terraform (scripts/install-deps.sh)";
+    ASSERT_TRUE(fs::is_directory(fs::path(KFLEET_TF_PLUGIN_DIR) / "registry.terraform.io/hashicorp/aws"))
+        << "no AWS provider under " << KFLEET_TF_PLUGIN_DIR << " (scripts/install-deps.sh installs it)";
+    state_root_ = fs::temp_directory_path() / ("kfleet-tf-kfleetd-" + std::to_string(::getpid()));
+    fs::remove_all(state_root_);
+
+    TerraformConfig c;
+    c.terraform_dir = KFLEET_TERRAFORM_DIR;
+    c.state_root = state_root_;
+    c.plugin_dir = KFLEET_TF_PLUGIN_DIR;
+    c.regions = {"us-east-1", "us-east-2", "us-west-2", "ap-northeast-1", "eu-west-1"};
+    c.server_url = "https://kfleet.test.example";
+    c.enrol_token = kEnrol;
+    c.owner = "kfleet-tests";
+    c.cost_center = "cc-test";
+    c.capacity_budget = 4;
+    c.aws_max_retries = 1;
+    c.apply_budget_s = 240;
+    c.vars = {{"offline", "true"}, {"ec2_endpoint", ec2_.endpoint()}, {"ami_id", "ami-0123456789abcdef0"}};
+    c.env = {{"AWS_ACCESS_KEY_ID", "AKIAKFLEETTESTDUMMY0"},
+             {"AWS_SECRET_ACCESS_KEY", "kfleet-test-dummy-secret"},
+             {"AWS_EC2_METADATA_DISABLED", "true"}};
+    auto clock = std::make_shared<SystemClock>();
+    auto p = make_terraform_provisioner(std::move(c), io_.get_executor(), clock);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    prov_ = std::move(p.value());
+
+    auto st = store::open_sqlite_store({":memory:", false});
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    store_ = std::move(*st);
+    core::Config cfg;
+    cfg.user_tokens = {kUser};
+    cfg.enrol_token = kEnrol;
+    cfg.block_policy.stockout_base_ms = kStockoutCooldownMs;  // kfleetd --stockout-cooldown-ms
+    cfg.idle_agent_ttl_ms = kIdleTtlMs;                        // kfleetd --idle-agent-ttl-s
+    cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_, clock, *prov_, cfg);
+    server_ = std::make_unique<api::Server>(io_, *cp_, api::ServerOptions{});
+    auto port = server_->listen();
+    ASSERT_TRUE(port.ok()) << port.error().message;
+    url_ = "http://127.0.0.1:" + std::to_string(*port);
+    cp_->start();
+    thread_ = std::thread([this] { io_.run(); });
+    watch_ = std::make_unique<testing::AgentsWatch>(url_);
+  }
+
+  void TearDown() override {
+    watch_.reset();
+    if (thread_.joinable()) {
+      boost::asio::post(io_, [this] {
+        server_->stop();
+        cp_->stop();
+      });
+      io_.stop();
+      thread_.join();
+    }
+    if (prov_) prov_->shutdown();  // waits for terraform runs still under way
+    fs::remove_all(state_root_);
+  }
+
+  std::int64_t submit(const std::string& name, const std::vector<std::string>& regions) {
+    std::string list;
+    for (const auto& r : regions) list += (list.empty() ? "" : ", ") + r;
+    const std::string yaml = "name: " + name + "\ntarget: {gpu: L4, regions: [" + list +
+                             "]}\nkernel:\n  family: attention\n  language: cuda\n  sources: [k.cu]\n"
+                             "simulate: {time_us: 50, stage_ms: 1}\n";
+    Bundle b;
+    b.files.push_back({"k.cu", "__global__ void k() {}\n"});
+    HttpClient user(url_, kUser);
+    auto r = user.post_json("/api/v1/jobs", {{"spec_yaml", yaml}, {"source_name", name + ".yaml"},
+                                             {"bundle", bundle_to_json(b)},
+                                             {"force", true}});  // the same kernel again is a new job
+    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
+    return r.ok() && r->status == 201 ? (*r->json())["job"]["id"].get<std::int64_t>() : 0;
+  }
+
+  json get(const std::string& path) {
+    HttpClient c(url_);
+    auto r = c.get(path);
+    EXPECT_TRUE(r.ok() && r->status == 200) << path << ": " << (r.ok() ? r->body : r.error().message);
+    return r.ok() && r->status == 200 ? *r->json() : json::object();
+  }
+  json job(std::int64_t id) { return get("/api/v1/jobs/" + std::to_string(id))["job"]; }
+
+  // The job's events of one type, oldest first.
+  std::vector<json> events(std::int64_t id, const std::string& type) {
+    std::vector<json> out;
+    const json page = get("/api/v1/jobs/" + std::to_string(id) + "/events");  // outlives the loop
+    for (const auto& e : page["events"])
+      if (e["type"] == type) out.push_back(e);
+    return out;
+  }
+
+  // The capacity event of the job's first successful request; the test fails without one.
+  json wait_for_capacity(std::int64_t id, const std::string& outcome) {
+    json found;
+    bool stopped = false;  // a stop ends the wait early: no later answer can come
+    testing::wait_until(kTerraformDeadline, [&] {
+      for (const auto& e : events(id, "capacity")) {
+        if (e["data"]["outcome"] == outcome) return found = e, true;
+        if (e["data"]["outcome"] == "fatal") return stopped = true;
+      }
+      return false;
+    });
+    EXPECT_FALSE(found.is_null()) << "job " << id << " got no '" << outcome << "' capacity answer"
+                                  << (stopped ? " (provisioning stopped)" : "") << "; job now " << job(id).dump()
+                                  << "\nits events: " << get("/api/v1/jobs/" + std::to_string(id) + "/events").dump();
+    return found;
+  }
+
+  // Enrols an agent as the launched instance would (simulated backend), takes the job's lease
+  // and finishes it. Returns the agent id.
+  std::int64_t run_on_new_agent(std::int64_t job_id, const std::string& region, const std::string& instance) {
+    HttpClient enrol(url_, kEnrol);
+    auto e = enrol.post_json("/api/v1/agents/enrol",
+                             {{"name", "tf-" + instance}, {"region", region}, {"backend", "simulated"},
+                              {"provider", "terraform"}, {"instance_id", instance},
+                              {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}});
+    EXPECT_TRUE(e.ok() && e->status == 201) << (e.ok() ? e->body : e.error().message);
+    if (!e.ok() || e->status != 201) return 0;
+    const auto agent_id = (*e->json())["agent_id"].get<std::int64_t>();
+    HttpClient agent(url_, (*e->json())["token"].get<std::string>());
+    auto l = agent.post_json("/api/v1/agents/" + std::to_string(agent_id) + "/lease?wait_ms=20000", json::object());
+    EXPECT_TRUE(l.ok() && l->status == 200) << (l.ok() ? l->body : l.error().message);
+    if (!l.ok() || l->status != 200) return agent_id;
+    const json lease = (*l->json())["lease"];
+    EXPECT_EQ(lease["job_id"].get<std::int64_t>(), job_id) << "the agent in " << region << " got another job";
+    auto f = agent.post_json("/api/v1/runs/" + std::to_string(lease["run_id"].get<std::int64_t>()) + "/finish",
+                             {{"fencing_token", lease["fencing_token"]},
+                              {"verdict", {{"outcome", "passed"}, {"median_us", 50.0}, {"simulated", true}}}});
+    EXPECT_TRUE(f.ok() && f->status == 200) << (f.ok() ? f->body : f.error().message);
+    return agent_id;
+  }
+
+  FakeEc2 ec2_;
+  boost::asio::io_context io_;
+  fs::path state_root_;
+  std::unique_ptr<TerraformProvisioner> prov_;
+  store::StorePtr store_;
+  std::unique_ptr<core::ControlPlane> cp_;
+  std::unique_ptr<api::Server> server_;
+  std::thread thread_;
+  std::string url_;
+  std::unique_ptr<testing::AgentsWatch> watch_;
+};
+
+TEST_F(KfleetdWithTerraform, JobsFallBackBlocksExpireAuthStopsAndIdleAgentsAreTerminated) {
+  ec2_.set_behaviour("us-east-1", RegionBehaviour::stockout);
+  ec2_.set_behaviour("us-east-2", RegionBehaviour::unsupported);
+  ec2_.set_behaviour("us-west-2", RegionBehaviour::quota);
+  ec2_.set_behaviour("ap-northeast-1", RegionBehaviour::capacity);
+  ec2_.set_behaviour("eu-west-1", RegionBehaviour::auth);
+
+  // 1. The job lands in the first region with capacity, after each failing one was tried once
+  // (the stockout region, whose block is short, may be retried in between: a stockout again).
+  const std::int64_t a = submit("tf-e2e-a", kFallbackRegions);
+  ASSERT_GT(a, 0);
+  const json landed = wait_for_capacity(a, "ok");
+  ASSERT_FALSE(landed.is_null());
+  EXPECT_EQ(landed["data"]["region"], "ap-northeast-1");
+  ASSERT_EQ(landed["data"]["instance_ids"].size(), 1u);
+  const std::string instance_a = landed["data"]["instance_ids"][0];
+  const auto capacity_a = events(a, "capacity");
+  std::map<std::string, std::vector<json>> by_region;
+  for (const auto& e : capacity_a) by_region[e["data"]["region"]].push_back(e["data"]);
+  ASSERT_EQ(capacity_a.front()["data"]["region"], "us-east-1") << json(capacity_a).dump();
+  for (const auto& d : by_region["us-east-1"]) {
+    EXPECT_EQ(d["outcome"], "stockout") << d.dump();
+    EXPECT_NE(d["message"].get<std::string>().find("InsufficientInstanceCapacity"), std::string::npos) << d.dump();
+    EXPECT_TRUE(d.contains("blocked_until")) << d.dump();
+  }
+  ASSERT_EQ(by_region["us-east-2"].size(), 1u) << json(capacity_a).dump();
+  EXPECT_EQ(by_region["us-east-2"][0]["outcome"], "unsupported");
+  EXPECT_NE(by_region["us-east-2"][0]["message"].get<std::string>().find("is not supported"), std::string::npos);
+  ASSERT_EQ(by_region["us-west-2"].size(), 1u) << json(capacity_a).dump();
+  EXPECT_EQ(by_region["us-west-2"][0]["outcome"], "quota");
+  EXPECT_NE(by_region["us-west-2"][0]["message"].get<std::string>().find("VcpuLimitExceeded"), std::string::npos);
+  EXPECT_EQ(by_region["ap-northeast-1"].size(), 1u);
+  EXPECT_TRUE(by_region["eu-west-1"].empty()) << "eu-west-1 is not in the job's regions";
+  const auto launched = ec2_.instances("ap-northeast-1");
+  ASSERT_EQ(launched.size(), 1u);
+  EXPECT_EQ(launched[0].id, instance_a);
+  EXPECT_TRUE(ec2_.instances("us-east-1").empty());
+
+  // The failures are on GET /api/v1/agents: the quota block stands (30 min) and says quota;
+  // the short stockout block was seen while it stood.
+  const json fleet = get("/api/v1/agents");
+  bool quota_block = false;
+  for (const auto& b : fleet["blocks"])
+    if (b["region"] == "us-west-2" && b["kind"] == "quota" &&
+        b["reason"].get<std::string>().find("VcpuLimitExceeded") != std::string::npos)
+      quota_block = true;
+  EXPECT_TRUE(quota_block) << fleet.dump();
+  EXPECT_TRUE(watch_->saw_block("us-east-1", "stockout", "InsufficientInstanceCapacity")) << watch_->seen();
+  EXPECT_TRUE(watch_->saw_block("us-east-2", "unsupported", "not supported")) << watch_->seen();
+  EXPECT_FALSE(fleet.contains("provisioning_stopped")) << fleet.dump();
+
+  const std::int64_t agent_a = run_on_new_agent(a, "ap-northeast-1", instance_a);
+  ASSERT_TRUE(testing::wait_until(std::chrono::seconds(10), [&] { return job(a)["state"] == "passed"; }))
+      << job(a).dump();
+  EXPECT_EQ(job(a)["current_run_id"], 0);
+
+  // 2. Once the stockout block has expired, us-east-1 (now with capacity) is tried again and a
+  // second job lands there, ahead of its later choices.
+  ec2_.set_behaviour("us-east-1", RegionBehaviour::capacity);
+  TimeMs stockout_until = 0;
+  for (const auto& d : by_region["us-east-1"]) stockout_until = std::max(stockout_until, d["blocked_until_ms"].get<TimeMs>());
+  // Until it expires the block is listed; a job submitted then would skip us-east-1.
+  ASSERT_TRUE(testing::wait_until(std::chrono::milliseconds(stockout_until - SystemClock().now_ms() + 10'000), [&] {
+    const json now = get("/api/v1/agents");
+    for (const auto& blk : now["blocks"])
+      if (blk["region"] == "us-east-1") return false;
+    return true;
+  })) << get("/api/v1/agents").dump();
+  EXPECT_GE(SystemClock().now_ms(), stockout_until);
+  const std::int64_t b = submit("tf-e2e-b", kFallbackRegions);
+  ASSERT_GT(b, 0);
+  const json landed_b = wait_for_capacity(b, "ok");
+  ASSERT_FALSE(landed_b.is_null());
+  EXPECT_EQ(landed_b["data"]["region"], "us-east-1") << json(events(b, "capacity")).dump();
+  EXPECT_EQ(events(b, "capacity").size(), 1u) << "a second try in us-east-1 needs no fallback";
+  for (const auto& d : events(b, "sched.decision"))
+    if (d["data"]["action"] == "provision") {
+      EXPECT_GE(d["ts_ms"].get<TimeMs>(), stockout_until) << d.dump();
+    }
+  ASSERT_EQ(landed_b["data"]["instance_ids"].size(), 1u);
+  const std::string instance_b = landed_b["data"]["instance_ids"][0];
+  run_on_new_agent(b, "us-east-1", instance_b);
+  ASSERT_TRUE(testing::wait_until(std::chrono::seconds(10), [&] { return job(b)["state"] == "passed"; }))
+      << job(b).dump();
+
+  // 3. The first agent, idle past its TTL, is retired and its instance terminated in EC2.
+  ASSERT_TRUE(testing::wait_until(kTerraformDeadline, [&] {
+    for (const auto& id : ec2_.terminate_requests())
+      if (id == instance_a) return true;
+    return false;
+  })) << "no TerminateInstances for " << instance_a << "; agents: " << get("/api/v1/agents").dump();
+  bool retired = false;
+  const json after_idle = get("/api/v1/agents");
+  for (const auto& ag : after_idle["agents"])
+    if (ag["id"] == agent_a) retired = ag["state"] == "retired";
+  EXPECT_TRUE(retired) << get("/api/v1/agents").dump();
+  ASSERT_TRUE(testing::wait_until(std::chrono::seconds(60), [&] {
+    auto now = ec2_.instances("ap-northeast-1");
+    return now.size() == 1 && now[0].state == "terminated";
+  }));
+
+  // 4. An auth failure stops provisioning, and the job says why.
+  const std::int64_t c = submit("tf-e2e-c", {"eu-west-1"});
+  ASSERT_GT(c, 0);
+  const json refused = wait_for_capacity(c, "fatal");
+  ASSERT_FALSE(refused.is_null());
+  EXPECT_NE(refused["data"]["message"].get<std::string>().find("AuthFailure"), std::string::npos) << refused.dump();
+  EXPECT_EQ(ec2_.run_instances_calls("eu-west-1"), 0);
+  ASSERT_TRUE(testing::wait_until(std::chrono::seconds(10), [&] {
+    return get("/api/v1/agents").value("provisioning_stopped", "").find("AuthFailure") != std::string::npos;
+  })) << get("/api/v1/agents").dump();
+  ASSERT_TRUE(testing::wait_until(std::chrono::seconds(10), [&] {
+    return job(c)["state_reason"].get<std::string>().find("AuthFailure") != std::string::npos;
+  })) << "the waiting job does not say why provisioning stopped: " << job(c).dump();
+  EXPECT_FALSE(is_terminal(job_state_from_string(job(c)["state"].get<std::string>()).value_or(JobState::error)))
+      << job(c).dump();
+  for (const auto& action : ec2_.unknown_actions()) ADD_FAILURE() << "the fake has no " << action;
+}
+
+}  // namespace
+}  // namespace kfleet::provision
