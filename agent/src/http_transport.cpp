@@ -173,6 +173,17 @@ Comparison Comparison::from_json(const nlohmann::json& j) {
     for (const auto& s : j["samples_us"])
       if (s.is_number()) c.samples_us.push_back(s.get<double>());
   if (j.contains("simulated") && j["simulated"].is_boolean()) c.simulated = j["simulated"].get<bool>();
+  if (j.contains("interleave") && j["interleave"].is_boolean() && j["interleave"].get<bool>()) {
+    c.interleave = true;
+    c.bundle_hash = str("bundle_hash");
+    auto spec = j.contains("spec") ? job_spec_from_json(j["spec"])
+                                   : Result<JobSpec>(make_error(Errc::invalid_argument, "no spec"));
+    if (spec.ok()) {
+      c.spec = std::move(*spec);
+    } else {
+      c.interleave_error = "the reference's spec is missing or does not parse: " + spec.error().message;
+    }
+  }
   return c;
 }
 

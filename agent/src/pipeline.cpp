@@ -58,7 +58,7 @@ class StageRunner {
   const Clock& clock_;
 };
 
-StageResult fetch_bundle(const Lease& lease, PipelineDeps& d, const std::string& src_dir) {
+StageResult fetch_bundle(const std::string& bundle_hash, PipelineDeps& d, const std::string& src_dir) {
   StageResult r;
   std::error_code ec;
   fs::remove_all(src_dir, ec);
@@ -68,20 +68,20 @@ StageResult fetch_bundle(const Lease& lease, PipelineDeps& d, const std::string&
     r.reason = "cannot create " + src_dir + ": " + ec.message();
     return r;
   }
-  if (lease.bundle_hash.empty()) {
+  if (bundle_hash.empty()) {
     r.ok = true;
     r.data["files"] = 0;
     return r;
   }
-  auto b = d.transport.fetch_bundle(lease.bundle_hash);
+  auto b = d.transport.fetch_bundle(bundle_hash);
   if (!b) {
     r.infra_error = true;
-    r.reason = "cannot fetch bundle " + lease.bundle_hash + ": " + b.error().message;
+    r.reason = "cannot fetch bundle " + bundle_hash + ": " + b.error().message;
     return r;
   }
-  if (b->hash() != lease.bundle_hash) {
+  if (b->hash() != bundle_hash) {
     r.infra_error = true;
-    r.reason = "bundle content hashes to " + b->hash() + ", lease says " + lease.bundle_hash;
+    r.reason = "bundle content hashes to " + b->hash() + ", lease says " + bundle_hash;
     return r;
   }
   if (auto u = unpack_bundle(*b, src_dir); !u) {
@@ -125,12 +125,25 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
     return v;
   };
 
-  StageResult fetched = stages.run(stage::fetch, [&] { return fetch_bundle(lease, d, src_dir); });
+  // An interleaved comparison also needs the reference's sources: its build runs beside ours.
+  const bool interleaved = lease.compare.interleave && lease.compare.interleave_error.empty();
+  const std::string ref_dir = interleaved ? (fs::path(d.run_dir) / "reference-src").string() : "";
+  StageResult fetched = stages.run(stage::fetch, [&] {
+    StageResult r = fetch_bundle(lease.bundle_hash, d, src_dir);
+    if (!r.ok || !interleaved) return r;
+    StageResult ref = fetch_bundle(lease.compare.bundle_hash, d, ref_dir);
+    if (!ref.ok) {
+      ref.reason = "the reference " + lease.compare.label + ": " + ref.reason;
+      return ref;
+    }
+    r.data["reference_files"] = ref.data["files"];
+    return r;
+  });
   if (d.stop.requested()) return std::nullopt;
   if (!fetched.ok) return finish(verdict_for_failed_stage(stage::fetch, fetched));
 
   StageContext ctx{lease.spec, src_dir, scratch, d.gpu, lease.compare, sink, d.stop,
-                   lease.bundle_hash, lease.attempt};
+                   lease.bundle_hash, lease.attempt, ref_dir};
   using Step = StageResult (Backend::*)(StageContext&);
   const std::pair<const char*, Step> steps[] = {
       {stage::build, &Backend::build},

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "common/rounds.hpp"
 #include "kfleet/agent/backend.hpp"
 #include "kfleet/common/stats.hpp"
 
@@ -161,41 +162,51 @@ class SimulatedBackend final : public Backend {
   StageResult benchmark(StageContext& c) override {
     auto s = sim(c);
     if (!wait_ms(c.stop, s.stage_ms)) return stopped();
-    double slower = 0;
-    if (auto it = s.slower_pct.find(o_.gpu_class); it != s.slower_pct.end()) slower = it->second;
-    double center = s.time_us * (1 + slower / 100);
-    if (s.fail_stage == "performance") center *= 1.10;
     auto rng = rng_for(c, 0xBE4C);
-    std::normal_distribution<double> noise(0.0, s.noise_pct / 100);
-    int n = std::max(10, c.spec.benchmark.min_samples);
-    std::vector<double> samples;
-    for (int i = 0; i < n; ++i) samples.push_back(std::max(0.01, center * (1 + noise(rng))));
-    auto sum = stats::summarize(samples);
+    const double threshold =
+        c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
+    const int n = std::max(10, c.spec.benchmark.min_samples);
     StageResult r;
-    r.ok = true;
-    std::string case_name = c.spec.gates.performance ? c.spec.gates.performance->case_name : "";
-    r.data = {{"case", case_name},   {"median_us", sum.median}, {"mean_us", sum.mean},
-              {"stdev_us", sum.stdev}, {"min_us", sum.min},      {"p10_us", sum.p10},
-              {"p90_us", sum.p90},     {"n", sum.n},             {"samples_us", samples},
-              {"noise_pct", sum.rel_stdev_pct()}};
-    double threshold = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
-    const Comparison& cmp = c.compare;
-    stats::PerfComparison pc;
-    if (!cmp.samples_us.empty()) {
-      pc = stats::compare_samples(samples, cmp.samples_us, threshold);
-    } else if (cmp.median_us > 0) {
-      pc = stats::compare_to_value(samples, cmp.median_us, threshold);
+    if (c.compare.interleave) {
+      if (!c.compare.interleave_error.empty())
+        return infra("interleaved comparison: " + c.compare.interleave_error);
+      if (!c.compare.spec) return infra("interleaved comparison: the lease carries no reference spec");
+      // A drifting GPU (a random walk per process) plus each process's own offset: the
+      // baseline on both sides of every candidate cancels the drift, the rounds average out
+      // the offsets.
+      const double base_center = center_us(c.compare.spec->simulate.value_or(SimulationSpec{}));
+      const double cand_center = center_us(s);
+      std::normal_distribution<double> step(0.0, s.noise_pct / 100);
+      std::normal_distribution<double> offset(0.0, s.noise_pct / 200);
+      double drift = 0;
+      backends::RoundPlan plan;
+      plan.max_rounds = c.spec.benchmark.max_rounds;
+      plan.threshold_pct = threshold;
+      r = backends::run_rounds(plan, [&](bool baseline, int) {
+        backends::TimedRun t;
+        drift += step(rng);
+        t.samples_us = draw(rng, (baseline ? base_center : cand_center) * (1 + drift + offset(rng)),
+                            s.noise_pct, n);
+        t.ok = true;
+        return t;
+      }, c.compare, c.stop, c.sink);
     } else {
-      return r;
+      // Each simulated process settles into its own offset, as real harness processes do.
+      const int procs = std::max(1, c.spec.benchmark.processes);
+      std::normal_distribution<double> offset(0.0, s.noise_pct / 100);
+      r = backends::run_pooled(procs, [&](bool, int) {
+        backends::TimedRun t;
+        const double off = procs > 1 ? offset(rng) : 0.0;  // one process: the old numbers
+        t.samples_us = draw(rng, center_us(s) * (1 + off), s.noise_pct, (n + procs - 1) / procs);
+        t.ok = true;
+        return t;
+      }, c.stop);
+      if (r.ok) backends::add_comparison(c.compare, r.data["samples_us"].get<std::vector<double>>(),
+                                         threshold, r.data);
     }
-    r.data["perf"] = pc.verdict;
-    r.data["delta_pct"] = pc.delta_pct;
-    r.data["ci_low_pct"] = pc.ci_low_pct;
-    r.data["ci_high_pct"] = pc.ci_high_pct;
-    r.data["baseline_us"] = cmp.samples_us.empty() ? cmp.median_us : stats::summarize(cmp.samples_us).median;
-    r.data["baseline_label"] = cmp.label;
-    r.data["baseline_kind"] = cmp.kind;
-    r.data["threshold_pct"] = threshold;
+    if (!r.ok) return r;
+    r.data["case"] = c.spec.gates.performance ? c.spec.gates.performance->case_name : "";
+    r.data["noise_pct"] = r.data.value("rel_stdev_pct", 0.0);
     return r;
   }
 
@@ -215,6 +226,22 @@ class SimulatedBackend final : public Backend {
 
  private:
   static SimulationSpec sim(const StageContext& c) { return c.spec.simulate.value_or(SimulationSpec{}); }
+
+  // The simulated kernel's true median on this agent's GPU class.
+  double center_us(const SimulationSpec& s) const {
+    double slower = 0;
+    if (auto it = s.slower_pct.find(o_.gpu_class); it != s.slower_pct.end()) slower = it->second;
+    double center = s.time_us * (1 + slower / 100);
+    if (s.fail_stage == "performance") center *= 1.10;
+    return center;
+  }
+
+  static std::vector<double> draw(std::mt19937_64& rng, double center, double noise_pct, int n) {
+    std::normal_distribution<double> noise(0.0, noise_pct / 100);
+    std::vector<double> out;
+    for (int i = 0; i < n; ++i) out.push_back(std::max(0.01, center * (1 + noise(rng))));
+    return out;
+  }
 
   // Same job content and attempt -> same numbers; a retry gets fresh noise.
   static std::mt19937_64 rng_for(const StageContext& c, std::uint64_t salt) {

@@ -72,6 +72,13 @@ Verdict verdict_from_benchmark(const nlohmann::json& bench) {
   double delta = v.delta_pct.value_or(0);
   std::string numbers = format_pct(delta) + " (" + format_us(*v.median_us) + " vs " +
                         format_us(v.baseline_us.value_or(0)) + ")";
+  if (bench.value("interleaved", false)) {
+    // Say how the numbers were made: paired rounds are a stronger claim than stored samples.
+    const int rounds = bench.value("rounds", 0);
+    numbers += ", interleaved, " + std::to_string(rounds) + (rounds == 1 ? " round" : " rounds");
+    v.metrics["interleaved"] = true;
+    v.metrics["rounds"] = rounds;
+  }
   std::string label = bench.value("baseline_label", std::string());
   if (!label.empty()) v.metrics["baseline_label"] = label;
   if (perf == "regressed") {

@@ -120,9 +120,13 @@ nlohmann::json gates_json(const GatesSpec& g) {
 }
 
 nlohmann::json benchmark_json(const BenchmarkSpec& b) {
-  return {{"min_samples", b.min_samples}, {"max_noise_pct", b.max_noise_pct},
-          {"max_time_s", b.max_time_s},   {"l2_flush", b.l2_flush},
-          {"warmup_max_s", b.warmup_max_s}, {"max_rounds", b.max_rounds}};
+  nlohmann::json j = {{"min_samples", b.min_samples}, {"max_noise_pct", b.max_noise_pct},
+                      {"max_time_s", b.max_time_s},   {"l2_flush", b.l2_flush},
+                      {"warmup_max_s", b.warmup_max_s}, {"max_rounds", b.max_rounds}};
+  // Written only when set, so jobs that do not use them keep their content hashes.
+  if (b.interleave) j["interleave"] = true;
+  if (b.processes != 1) j["processes"] = b.processes;
+  return j;
 }
 
 nlohmann::json simulate_json(const SimulationSpec& s) {

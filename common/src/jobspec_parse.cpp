@@ -166,6 +166,14 @@ void parse_benchmark(Issues& is, const YAML::Node& n, const YAML::Mark& at, Benc
       b.max_rounds = static_cast<int>(*v);
     }
   }
+  if (m.has("interleave")) {
+    if (auto v = read_bool(is, m.get("interleave"), m.path("interleave"), m.mark())) b.interleave = *v;
+  }
+  if (m.has("processes")) {
+    if (auto v = read_int(is, m.get("processes"), m.path("processes"), m.mark(), 1, 16)) {
+      b.processes = static_cast<int>(*v);
+    }
+  }
 }
 
 void parse_profile(Issues& is, const YAML::Node& n, const YAML::Mark& at,
@@ -259,7 +267,17 @@ void parse_document(Issues& is, const YAML::Node& root, JobSpec& spec) {
     parse_kernel(is, m.get("kernel"), m.mark(), spec.kernel);
   }
   if (m.has("gates")) parse_gates(is, m.get("gates"), m.mark(), m.has("parent"), spec.gates);
-  if (m.has("benchmark")) parse_benchmark(is, m.get("benchmark"), m.mark(), spec.benchmark);
+  if (m.has("benchmark")) {
+    parse_benchmark(is, m.get("benchmark"), m.mark(), spec.benchmark);
+    // Interleaving runs the reference's own build, so the reference must be a job, not a number.
+    using K = CompareTo::Kind;
+    const auto kind = spec.gates.performance ? spec.gates.performance->compare_to.kind : K::none;
+    if (spec.benchmark.interleave && kind != K::parent && kind != K::job && kind != K::baseline) {
+      is.add(mark_of(m.get("benchmark"), m.mark()), "benchmark.interleave",
+             "interleave needs gates.performance.compare_to parent, job or baseline: "
+             "a fixed value or external reference has no kernel to run beside yours");
+    }
+  }
   if (m.has("profile")) {
     spec.profile.emplace();
     parse_profile(is, m.get("profile"), m.mark(), spec.kernel.language, *spec.profile);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/resources.hpp"
+#include "common/rounds.hpp"
 #include "common/subprocess.hpp"
 #include "discovery/nvml.hpp"
 #include "kfleet/agent/backend.hpp"
@@ -64,17 +65,19 @@ class HarnessBackend : public agent::Backend {
                                      const std::string& command, bool parse_metrics);
   Result<SubprocessResult> run_harness(agent::StageContext& c, const std::string& stage,
                                        const std::vector<std::string>& args,
-                                       std::vector<nlohmann::json>& messages);
+                                       std::vector<nlohmann::json>& messages,
+                                       const std::string& binary = "");
+  agent::StageResult build_one(agent::StageContext& c);
+  // One benchmark process of `binary`: its samples, or why it failed.
+  TimedRun time_once(agent::StageContext& c, const std::string& binary,
+                     const std::vector<std::string>& args);
   std::string harness_binary_;   // set by build (this run's, possibly from the cache)
+  std::string baseline_binary_;  // the reference's harness, when interleaved
   std::string compile_log_;      // the job sources' compiler output, for resources
 };
 
 // Reads metric lines a custom bench step prints ({"metric": "gflops", "value": ...}).
 std::vector<nlohmann::json> parse_metric_lines(const std::string& stdout_text);
 
-// Fills the verdict fields (perf, delta_pct, ci_low_pct, ci_high_pct, baseline_us) from a
-// comparison, when the lease carries one with samples or a value; leaves data alone otherwise.
-void add_comparison(const agent::Comparison& cmp, const std::vector<double>& samples_us,
-                    double threshold_pct, nlohmann::json& data);
 
 }  // namespace kfleet::backends

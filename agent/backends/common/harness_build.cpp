@@ -71,6 +71,29 @@ HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) 
 }
 
 StageResult HarnessBackend::build(StageContext& c) {
+  baseline_binary_.clear();
+  StageResult r = build_one(c);
+  if (!r.ok || !c.compare.interleave) return r;
+  if (!c.compare.interleave_error.empty()) return infra("interleaved comparison: " + c.compare.interleave_error);
+  if (!c.compare.spec || c.baseline_bundle_dir.empty())
+    return infra("interleaved comparison: the lease did not bring the reference's sources");
+  if (c.compare.spec->kernel.family == "custom" || c.spec.kernel.family == "custom")
+    return infra("interleaved comparison needs harness kernels; custom jobs time themselves");
+  // The reference goes through the same build (and cache) as any job; the candidate's binary
+  // and compile log are kept, since the resources gate judges the candidate.
+  const std::string cand_binary = harness_binary_, cand_log = compile_log_;
+  StageContext ref{*c.compare.spec, c.baseline_bundle_dir, c.work_dir, c.gpu, {}, c.sink,
+                   c.stop, c.compare.bundle_hash, c.attempt, ""};
+  StageResult b = build_one(ref);
+  baseline_binary_ = harness_binary_;
+  harness_binary_ = cand_binary;
+  compile_log_ = cand_log;
+  if (!b.ok) return infra("the reference " + c.compare.label + " does not build here: " + b.reason);
+  r.data["baseline_build"] = b.data;
+  return r;
+}
+
+StageResult HarnessBackend::build_one(StageContext& c) {
   const auto& k = c.spec.kernel;
   if (k.family == "custom") {
     if (!k.steps || k.steps->build.empty()) {

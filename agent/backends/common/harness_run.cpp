@@ -1,6 +1,7 @@
 // Correctness, benchmark and profile stages: the harness runs as a child per stage (timeout,
 // crash isolation), its JSON lines become events, and a benchmark is compared with the lease's
 // baseline using kfleet::stats.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -84,9 +85,10 @@ void add_comparison(const agent::Comparison& cmp, const std::vector<double>& sam
 
 Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std::string& stage,
                                                      const std::vector<std::string>& args,
-                                                     std::vector<nlohmann::json>& messages) {
+                                                     std::vector<nlohmann::json>& messages,
+                                                     const std::string& binary) {
   SubprocessSpec sp;
-  sp.argv = {harness_binary_};
+  sp.argv = {binary.empty() ? harness_binary_ : binary};
   sp.argv.insert(sp.argv.end(), args.begin(), args.end());
   if (args.empty() || args[0] != "probe") {
     sp.argv.insert(sp.argv.end(), {"--device", std::to_string(cfg_.device)});
@@ -223,44 +225,87 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
                    std::to_string(others->front()) + "; refusing to benchmark beside them");
     }
   }
+  const double thr = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
+  auto snap = snapshot();
+  const nlohmann::json before = snap.ok() ? snap->to_json() : nlohmann::json();
   StageResult r;
-  if (auto s = snapshot(); s.ok()) r.data["gpu_before"] = s->to_json();
-  std::vector<nlohmann::json> msgs;
-  auto res = run_harness(c, stage::benchmark, harness_benchmark_args(c.spec, *cs), msgs);
-  if (!res.ok()) return infra(res.error().message);
+  if (c.compare.interleave) {
+    if (baseline_binary_.empty()) return infra("interleaved comparison: no reference harness was built");
+    // Each round is one short process per side with a fixed sample budget, so both sides get
+    // the same treatment; warm-up is bounded because every round pays it.
+    JobSpec round_spec = c.spec;
+    auto& b = round_spec.benchmark;
+    b.min_samples = std::max(10, c.spec.benchmark.min_samples);
+    b.max_time_s = std::max(1.0, c.spec.benchmark.max_time_s / 2);
+    b.warmup_max_s = std::min(1.0, c.spec.benchmark.warmup_max_s);
+    auto args = harness_benchmark_args(round_spec, *cs);
+    args.insert(args.end(), {"--max-samples", std::to_string(b.min_samples), "--warmup-min-s",
+                             std::to_string(std::min(0.5, b.warmup_max_s))});
+    RoundPlan plan;
+    plan.max_rounds = c.spec.benchmark.max_rounds;
+    plan.threshold_pct = thr;
+    r = run_rounds(plan, [&](bool baseline, int) {
+      return time_once(c, baseline ? baseline_binary_ : harness_binary_, args);
+    }, c.compare, c.stop, c.sink);
+  } else {
+    // Pooled processes split the job's time budget and samples; warm-up is paid by each.
+    const int n = std::max(1, c.spec.benchmark.processes);
+    JobSpec proc_spec = c.spec;
+    proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / n;
+    proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + n - 1) / n);
+    const auto args = harness_benchmark_args(proc_spec, *cs);
+    r = run_pooled(n, [&](bool, int) { return time_once(c, harness_binary_, args); }, c.stop);
+    if (r.ok) add_comparison(c.compare, doubles(r.data["samples_us"]), thr, r.data);
+  }
+  if (c.stop.requested()) return infra("stopped");
+  if (!r.ok) return r;
+  if (!before.is_null()) r.data["gpu_before"] = before;
   if (auto s = snapshot(); s.ok()) r.data["gpu_after"] = s->to_json();
+  r.data["case"] = cs->name;
+  return r;
+}
+
+TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
+                                   const std::vector<std::string>& args) {
+  TimedRun t;
+  std::vector<nlohmann::json> msgs;
+  auto res = run_harness(c, stage::benchmark, args, msgs, binary);
+  if (!res.ok()) {
+    t.infra_error = true;
+    t.reason = res.error().message;
+    return t;
+  }
   HarnessReport rep;
   for (const auto& m : msgs) rep.add(m);
-  if (res->stopped) return infra("stopped");
-  bool infra_err = false;
-  std::string why = harness_failure(res->exit_code, res->signal, res->timed_out, c.spec.timeout_s,
-                                    rep, res->err, infra_err);
-  if (!why.empty()) {
-    r.reason = why;
-    r.infra_error = infra_err;
-    return r;
+  if (res->stopped) {
+    t.infra_error = true;
+    t.reason = "stopped";
+    return t;
   }
-  if (!rep.bench) return infra("the harness printed no bench result");
+  t.reason = harness_failure(res->exit_code, res->signal, res->timed_out, c.spec.timeout_s, rep,
+                             res->err, t.infra_error);
+  if (!t.reason.empty()) return t;
+  if (!rep.bench) {
+    t.infra_error = true;
+    t.reason = "the harness printed no bench result";
+    return t;
+  }
   const auto& b = *rep.bench;
-  for (const char* f : {"median_us", "mean_us", "stdev_us", "min_us", "max_us", "p10_us",
-                        "p90_us", "rel_stdev_pct", "n", "stop_reason", "tflops", "gbs",
-                        "roofline_floor_us", "suspect", "suspect_reason", "sm_clock_mhz",
-                        "samples_us", "recheck", "l2_flush_bytes"}) {
-    if (b.contains(f)) r.data[f] = b[f];
-  }
-  r.data["case"] = cs->name;
-  if (rep.device) r.data["device"] = *rep.device;
-  if (rep.warmup) r.data["warmup"] = *rep.warmup;
-  auto samples = doubles(b.value("samples_us", nlohmann::json::array()));
   if (b.value("suspect", false)) {
-    r.reason = "result is faster than the hardware allows (" + b.value("suspect_reason", std::string("below the roofline floor")) +
+    t.reason = "result is faster than the hardware allows (" +
+               b.value("suspect_reason", std::string("below the roofline floor")) +
                "): the kernel skips work or fools the timer";
-    return r;
+    return t;
   }
-  double thr = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
-  add_comparison(c.compare, samples, thr, r.data);
-  r.ok = true;
-  return r;
+  for (const char* f : {"stop_reason", "tflops", "gbs", "roofline_floor_us", "suspect",
+                        "sm_clock_mhz", "recheck", "l2_flush_bytes", "throttled_discarded"}) {
+    if (b.contains(f)) t.fields[f] = b[f];
+  }
+  if (rep.device) t.fields["device"] = *rep.device;
+  if (rep.warmup) t.fields["warmup"] = *rep.warmup;
+  t.samples_us = doubles(b.value("samples_us", nlohmann::json::array()));
+  t.ok = true;
+  return t;
 }
 
 StageResult HarnessBackend::profile(StageContext& c) {

@@ -232,6 +232,7 @@ nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
     if (m.contains("samples_us") && m["samples_us"].is_array()) out["samples_us"] = m["samples_us"];
     return out;
   };
+  auto reference = [&]() -> nlohmann::json {
   switch (c.kind) {
     case CompareTo::Kind::value:
       return {{"kind", "value"}, {"label", c.label.empty() ? "fixed value" : c.label},
@@ -252,6 +253,20 @@ nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
     default:
       return {{"kind", ""}, {"note", "no stored baseline for this comparison yet"}};
   }
+  };
+  nlohmann::json out = reference();
+  // Interleaving needs the reference's build, not only its numbers: the agent runs both.
+  if (spec->benchmark.interleave && out.value("kind", "") != "" && out.contains("job_id")) {
+    auto ref = store_.get_job(out["job_id"].get<std::int64_t>());
+    if (ref && !ref->bundle_hash.empty()) {
+      out["interleave"] = true;
+      out["bundle_hash"] = ref->bundle_hash;
+      out["spec"] = ref->spec;
+    } else {
+      out["note"] = "interleave: the reference's sources are not stored; compared with its samples";
+    }
+  }
+  return out;
 }
 
 }  // namespace kfleet::core

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct Comparison {
   double median_us = 0;
   std::vector<double> samples_us;     // when known: enables a CI on the ratio
   bool simulated = false;
+  // Interleaved (benchmark.interleave): the reference job's sources and spec, so this agent can
+  // build it and alternate it with the candidate. interleave_error says why that is impossible.
+  bool interleave = false;
+  std::string bundle_hash;
+  std::optional<JobSpec> spec;
+  std::string interleave_error;
   static Comparison from_json(const nlohmann::json& j);
 };
 
@@ -54,6 +61,7 @@ struct StageContext {
   const StopFlag& stop;
   std::string bundle_hash;            // with attempt: seeds anything random (the simulator)
   int attempt = 1;
+  std::string baseline_bundle_dir;    // the reference's sources, unpacked, when interleaved
 };
 
 struct StageResult {

@@ -101,6 +101,9 @@ struct BenchmarkSpec {
   bool l2_flush = true;
   double warmup_max_s = 2;
   int max_rounds = 30;              // interleaved A/B rounds cap for verdicts
+  bool interleave = false;          // verdicts from A/B rounds against the reference's own build
+  int processes = 1;                // harness processes whose samples are pooled (per-process
+                                    // offsets average out instead of deciding the median)
 };
 
 struct ProfileSpec {
