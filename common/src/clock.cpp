@@ -16,7 +16,7 @@ std::string format_iso8601(TimeMs t) {
   if (ms < 0) { ms += 1000; --secs; }
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  char buf[40];
+  char buf[64];  // room for any int year, so the format can never truncate
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
   return buf;
