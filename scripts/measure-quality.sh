@@ -5,21 +5,24 @@
 #       bench/gpu/do_bench_attention.py) of the same kernel on the same GPU
 #   (c) 10 tries each: a copy 2 % slower is `regressed`, an identical copy `same`, each verdict
 #       within 30 s of submitting (which bounds the time from benchmarking to verdict)
+#   (i) the same two copies judged interleaved (benchmark.interleave: A B A B rounds against
+#       quality/base's own build on this agent), --itries tries each; not one of the criteria
 # Prints a table; exits 1 if a criterion fails. The criteria are fixed: report, never loosen.
-#   scripts/measure-quality.sh [--bin DIR] [--run-dir DIR] [--tries N] [--parts abc]
+#   scripts/measure-quality.sh [--bin DIR] [--run-dir DIR] [--tries N] [--itries N] [--parts abci]
 # Without --bin it builds first (scripts/gpu-proof.sh --build-only). --parts picks criteria, so a
 # run can be split across calls (c alone first submits one quality/base as its baseline).
 # Every job's timeline (submit -> lease -> each stage -> verdict seen) goes to RUN/timeline.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD bin="" run="$root/quality-run" tries=10 parts=abc
+root=$PWD bin="" run="$root/quality-run" tries=10 itries=3 parts=abc
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --run-dir) run=$2; shift 2 ;;
     --tries) tries=$2; shift 2 ;;
+    --itries) itries=$2; shift 2 ;;
     --parts) parts=$2; shift 2 ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "measure-quality: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -140,6 +143,26 @@ done
 c_ok=$([ "$same_ok" = "$tries" ] && [ "$reg_ok" = "$tries" ] && echo PASS || echo FAIL)
 ;; esac
 
+i_same=0 i_reg=0 irows=()
+case $parts in *i*)
+if [ ${#medians[@]} = 0 ] && [ -z "$(printf '%s' "$parts" | tr -cd c)" ]; then
+  echo "== (i) baseline: one quality/base job"
+  r=$(submit jobs/gpu/quality/base.yaml); echo "  base: $r"
+fi
+echo "== (i) $itries tries, interleaved: identical copy (expect same) and +2 % copy (expect regressed)"
+for i in $(seq "$itries"); do
+  for kind in same slow2; do
+    r=$(submit "jobs/gpu/quality/$kind-interleaved.yaml"); fields "$r"
+    want=$([ "$kind" = same ] && echo same || echo regressed)
+    rounds=$(kf --json status "${f1:-0}" 2>/dev/null | field job.verdict.metrics.rounds)
+    ok=$([ "$f3" = "$want" ] && echo OK || echo WRONG)
+    [ "$ok" = OK ] && { [ "$kind" = same ] && i_same=$((i_same + 1)) || i_reg=$((i_reg + 1)); }
+    irows+=("$(printf '%-4s %-6s %-10s %-10s %10s %8s %18s %7ss %6s %s' "$i" "$kind" "$want" "$f3" "$f4" "$f5" "[$f6, $f7]" "$f8" "$rounds" "$ok")")
+    echo "  ${irows[-1]}"
+  done
+done
+;; esac
+
 echo
 echo "== measure-quality results ($(nvidia-smi -L 2>/dev/null | head -1))"
 echo "(a) 5 jobs of quality/base: medians ${medians[*]} us; spread ${spread}% (limit 0.5%): $a_ok"
@@ -147,6 +170,11 @@ echo "(b) agent median ${agent_median} us vs do_bench ${indep} us: ${b_diff}% (l
 echo "(c) same: $same_ok/$tries, regressed: $reg_ok/$tries, slowest verdict ${slowest}s (limit 30 s): $c_ok"
 echo "    try kind   expected   verdict    median_us  delta%       CI of delta%    time  check"
 for r in "${rows[@]}"; do echo "    $r"; done
+if [ ${#irows[@]} -gt 0 ]; then
+  echo "(i) interleaved: same: $i_same/$itries, regressed: $i_reg/$itries"
+  echo "    try kind   expected   verdict    median_us  delta%       CI of delta%    time rounds check"
+  for r in "${irows[@]}"; do echo "    $r"; done
+fi
 echo "== where each job's time went ($run/timeline.txt)"
 cat "$run/timeline.txt" 2>/dev/null
 for x in $a_ok $b_ok $c_ok; do [ "$x" = FAIL ] && fail=1; done

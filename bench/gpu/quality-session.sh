@@ -2,14 +2,15 @@
 # One device call of the measurement-quality work: build kfleet, the harness-alone repeatability
 # runs (bench/gpu/repeatability.sh) for each setting named, then scripts/measure-quality.sh.
 # Logs go to OUT (default $OUT) with the command at the top of each.
-#   bench/gpu/quality-session.sh [--parts abc] [--tries N] [--repeat "NAME:FLAGS" ...]
+#   bench/gpu/quality-session.sh [--parts abci] [--tries N] [--itries N] [--repeat "NAME:FLAGS" ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/quality-out} parts=abc tries=10 repeats=()
+out=${OUT:-/tmp/quality-out} parts=abc tries=10 itries=3 repeats=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --parts) parts=$2; shift 2 ;;
     --tries) tries=$2; shift 2 ;;
+    --itries) itries=$2; shift 2 ;;
     --repeat) repeats+=("$2"); shift 2 ;;
     *) echo "quality-session: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -48,10 +49,10 @@ if [ ${#repeats[@]} -gt 0 ]; then
   cat "$out/repeatability.log"
 fi
 {
-  stamp "scripts/measure-quality.sh --bin build-gpu/bin --parts $parts --tries $tries"
+  stamp "scripts/measure-quality.sh --bin build-gpu/bin --parts $parts --tries $tries --itries $itries"
   gpu_state
   left=$(( 575 - SECONDS )); echo "time left for measure-quality: $left s"
-  timeout "$left" scripts/measure-quality.sh --bin build-gpu/bin --run-dir /tmp/quality-run --parts "$parts" --tries "$tries"
+  timeout "$left" scripts/measure-quality.sh --bin build-gpu/bin --run-dir /tmp/quality-run --parts "$parts" --tries "$tries" --itries "$itries"
   echo "quality rc=$?"
   gpu_state | tail -1
 } >"$out/quality.log" 2>&1
