@@ -46,6 +46,9 @@ class ProvisionerSlot final : public Provisioner {
     inner_->release(id, std::move(done));
   }
   void shutdown() override { inner_->shutdown(); }
+  std::optional<double> usd_per_hour(const std::string& id) const override {
+    return inner_->usd_per_hour(id);
+  }
 
  private:
   ProvisionerPtr inner_ = kfleet::provision::make_static_provisioner();

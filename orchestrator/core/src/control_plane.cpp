@@ -245,12 +245,27 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
     verdict.outcome = RunOutcome::error;
   auto r = store_.finish_run(run_id, fencing_token, verdict, clock_->now_ms());
   if (!r) return r;
+  record_cost(*r);
   on_run_finished(*this, *r);  // baselines from kept wins, regression matrices (fleet.hpp)
   cancel_requested_.erase(run_id);
   idle_since_[agent_id] = clock_->now_ms();
   events_changed();
   request_plan();
   return r;
+}
+
+// An instance the provisioner has a price for costs the job the hours its agent held the run.
+void ControlPlane::record_cost(const store::RunRecord& run) {
+  auto agent = store_.get_agent(run.agent_id);
+  if (!agent || agent->instance_id.empty()) return;
+  auto price = prov_.usd_per_hour(agent->instance_id);
+  if (!price) return;
+  const double hours = std::max<TimeMs>(run.finished_ms - run.started_ms, 0) / 3'600'000.0;
+  store_.append_job_event(run.job_id, "cost",
+                          {{"run_id", run.id}, {"instance_id", agent->instance_id},
+                           {"provider", agent->provider}, {"usd_per_hour", *price},
+                           {"instance_hours", hours}, {"usd", hours * *price}},
+                          clock_->now_ms());
 }
 
 // --- events

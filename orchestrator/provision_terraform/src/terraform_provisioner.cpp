@@ -42,6 +42,11 @@ class TerraformProvisionerImpl final : public TerraformProvisioner {
   std::string name() const override { return "terraform"; }
   bool can_grow() const override { return true; }
   int capacity_budget() const override { return config_.capacity_budget; }
+  std::optional<double> usd_per_hour(const std::string& /*instance_id*/) const override {
+    // Every agent this provisioner starts is of the configured instance type.
+    if (!config_.prices) return std::nullopt;
+    return config_.prices->usd_per_hour(config_.instance_type);
+  }
   std::vector<std::string> regions() const override { return config_.regions; }
   std::vector<std::string> gpu_classes() const override { return {"L4"}; }
 

@@ -167,6 +167,7 @@ class ControlPlane {
   void release_idle_agents(TimeMs now);
   nlohmann::json resolve_compare(const store::JobRecord& j, const store::AgentRecord& a);
   void job_event(std::int64_t job_id, const std::string& type, const nlohmann::json& data);
+  void record_cost(const store::RunRecord& run);
   void events_changed();
   double jitter_unit();
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ class Provisioner {
   virtual void release(const std::string& instance_id, std::function<void(Result<void>)> done) = 0;
   // Stops whatever it started (simulated agents) on orchestrator shutdown.
   virtual void shutdown() {}
+  // What one of its instances costs per hour, when it has a price for it (a configured price
+  // table); kfleetd turns it into an instance-hour cost per job.
+  virtual std::optional<double> usd_per_hour(const std::string& /*instance_id*/) const {
+    return std::nullopt;
+  }
 };
 using ProvisionerPtr = std::unique_ptr<Provisioner>;
 
