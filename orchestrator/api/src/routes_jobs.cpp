@@ -3,6 +3,7 @@
 
 #include "http.hpp"
 #include "kfleet/common/bundle.hpp"
+#include "kfleet/common/sha256.hpp"
 #include "views.hpp"
 
 namespace kfleet::api {
@@ -58,7 +59,8 @@ Awaitable submit_job(Ctx& c) {
     r.source_name = j["source_name"].get<std::string>();
   r.bundle = j["bundle"];
   r.force = j.value("force", false);
-  r.submitted_by = "token:" + c.bearer.substr(0, 6);
+  // Who submitted, without exposing any part of the token itself.
+  r.submitted_by = "token:" + sha256_hex(c.bearer).substr(0, 12);
   auto out = c.cp.submit(r);
   if (auto* err = std::get_if<core::SubmitError>(&out)) {
     nlohmann::json details = nlohmann::json::array();
