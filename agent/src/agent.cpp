@@ -97,6 +97,15 @@ int Agent::run() {
   gpu_ = gpus->front();
   log::info("agent", "backend ", backend_->name(), ": ", gpu_.name, " (", gpu_.gpu_class, ", ",
             gpu_.arch, ")", backend_->simulated() ? " [simulated]" : "");
+  // The harness objects compile while we enrol and wait for work; a job that comes first waits
+  // only for what is still compiling.
+  std::thread prepare([this] {
+    backend_->prepare([](const std::string& m) { log::info("agent", m); });
+  });
+  struct Joiner {
+    std::thread& t;
+    ~Joiner() { t.join(); }
+  } join_prepare{prepare};
 
   auto en = enrol_with_retry();
   if (!en) {

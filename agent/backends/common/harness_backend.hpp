@@ -2,10 +2,14 @@
 // What the CUDA and HIP backends share: the build cache, the resources gate, running the harness
 // child per stage and reading its JSON lines, custom-family steps. Vendors fill in compilers,
 // resource reports, GPU state and the profiler.
+#include <future>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/profile_command.hpp"
 #include "common/resources.hpp"
 #include "common/rounds.hpp"
 #include "common/subprocess.hpp"
@@ -31,6 +35,9 @@ class HarnessBackend : public agent::Backend {
   agent::StageResult correctness(agent::StageContext& c) override;
   agent::StageResult benchmark(agent::StageContext& c) override;
   agent::StageResult profile(agent::StageContext& c) override;
+  // Compiles the harness objects for this arch into the build cache, so the first job's build
+  // compiles only its own sources.
+  void prepare(const std::function<void(const std::string&)>& log) override;
 
  protected:
   struct Compiler {
@@ -43,21 +50,28 @@ class HarnessBackend : public agent::Backend {
                                                 const std::vector<std::string>& job_flags,
                                                 const std::string& source,
                                                 const std::string& object) = 0;
-  // Links the harness sources and the job's objects into the harness executable; nullopt when
-  // this host can compile but not link a runnable harness (HIP without ROCm).
-  virtual std::optional<std::vector<std::string>> link_argv(
-      const Compiler& cc, const std::string& arch, const std::vector<std::string>& job_flags,
-      const std::vector<std::string>& harness_sources, const std::vector<std::string>& objects,
-      const std::string& output) = 0;
+  // Compiles one harness source (kernels/harness/src, cpu) to an object; nullopt when this host
+  // can compile job sources but not build a runnable harness (HIP without ROCm).
+  virtual std::optional<std::vector<std::string>> harness_compile_argv(
+      const Compiler& cc, const std::string& arch, const std::vector<std::string>& flags,
+      const std::string& source, const std::string& object) = 0;
+  // Links the harness objects and the job's objects into the harness executable.
+  virtual std::vector<std::string> link_argv(const Compiler& cc, const std::string& arch,
+                                             const std::vector<std::string>& job_flags,
+                                             const std::vector<std::string>& objects,
+                                             const std::string& output) = 0;
   virtual std::vector<ResourceUsage> parse_resources(const std::string& compile_log,
                                                      const std::string& arch) = 0;
   virtual Result<GpuSnapshot> snapshot() = 0;
   // Pids of other compute processes on our GPU; an empty list when it is ours alone.
   virtual Result<std::vector<unsigned>> other_processes() = 0;
-  // The profiler command around `harness_cmd`, or an error naming the missing tool.
-  virtual Result<std::vector<std::string>> profile_argv(const ProfileSpec& p,
-                                                        const std::vector<std::string>& cmd,
-                                                        const std::string& out_dir) = 0;
+  // The profiler command around the harness command `cmd`, with where it leaves its output
+  // under `out_dir`, or an error naming the missing tool. `kernels`: the job's kernels as the
+  // compiler named them (mangled), so only their launches are profiled.
+  virtual Result<ProfileCommand> profile_argv(const ProfileSpec& p,
+                                              const std::vector<std::string>& kernels,
+                                              const std::vector<std::string>& cmd,
+                                              const std::string& out_dir) = 0;
   HarnessBackendConfig cfg_;
 
  private:
@@ -68,6 +82,22 @@ class HarnessBackend : public agent::Backend {
                                        std::vector<nlohmann::json>& messages,
                                        const std::string& binary = "");
   agent::StageResult build_one(agent::StageContext& c);
+  Result<Compiler> locked_compiler();
+  // The harness's objects for this compiler and arch, from the cache or compiled now (in
+  // parallel; a compile another thread has started is waited for, not repeated). `defines`
+  // are the entry renames (ABI.md); only the sources that use a macro get it, so a renamed
+  // entry recompiles two objects, not ten. nullopt: no runnable harness on this host.
+  struct HarnessObjects {
+    std::vector<std::string> objects;
+    int compiled = 0, reused = 0;
+    double seconds = 0;
+  };
+  Result<std::optional<HarnessObjects>> harness_objects(const Compiler& cc,
+                                                        const std::vector<std::string>& defines,
+                                                        const std::string& cache_dir);
+  std::mutex compiler_mu_;
+  std::mutex objects_mu_;
+  std::map<std::string, std::shared_future<Result<std::string>>> objects_in_flight_;
   // One benchmark process of `binary`: its samples, or why it failed.
   TimedRun time_once(agent::StageContext& c, const std::string& binary,
                      const std::vector<std::string>& args);

@@ -1,10 +1,14 @@
 // Build and resources stages: compile the job's sources (the resource report comes from this
 // step alone, so harness kernels never count against the job's budget), link them with the
 // harness, and cache the result by content hash.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "common/harness_backend.hpp"
 #include "kfleet/common/event.hpp"
@@ -61,6 +65,30 @@ fs::path default_cache_dir(const std::string& work_dir) {
   return run_dir / "build-cache";
 }
 
+// The harness's translation units: kernels/harness/src and cpu.
+std::vector<std::string> harness_sources(const fs::path& hdir) {
+  auto srcs = files_in(hdir / "src", {".cu", ".cpp"});
+  auto cpu = files_in(hdir / "cpu", {".cpp"});
+  srcs.insert(srcs.end(), cpu.begin(), cpu.end());
+  return srcs;
+}
+
+// Every harness file's name and text: a change anywhere in the harness rebuilds its objects.
+std::string harness_digest(const fs::path& hdir) {
+  std::string text;
+  for (const char* sub : {"src", "cpu", "include/kfleet_harness"}) {
+    for (const auto& f : files_in(hdir / sub, {".cu", ".cpp", ".h", ".hpp"}))
+      text += f + "\n" + read_all(f) + "\n";
+  }
+  return sha256_hex(text);
+}
+
+// The macro a -DNAME=VALUE flag defines.
+std::string macro_of(const std::string& define) {
+  auto eq = define.find('=');
+  return define.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+}
+
 }  // namespace
 
 HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) {
@@ -93,6 +121,133 @@ StageResult HarnessBackend::build(StageContext& c) {
   return r;
 }
 
+Result<HarnessBackend::Compiler> HarnessBackend::locked_compiler() {
+  std::lock_guard<std::mutex> lock(compiler_mu_);
+  return compiler();
+}
+
+Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_objects(
+    const Compiler& cc, const std::vector<std::string>& defines, const std::string& cache_dir) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const fs::path hdir = cfg_.harness_dir;
+  const std::string digest = harness_digest(hdir);
+  const fs::path dir = fs::path(cache_dir) / "harness-objects";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return make_error(Errc::unavailable, "cannot create " + dir.string() + ": " + ec.message());
+
+  struct Item {
+    std::string source, object;
+    std::vector<std::string> argv;
+    std::shared_ptr<std::promise<Result<std::string>>> promise;  // set when this call compiles it
+    std::shared_future<Result<std::string>> done;
+  };
+  std::vector<Item> items;
+  HarnessObjects out;
+  for (const auto& src : harness_sources(hdir)) {
+    const std::string text = read_all(src);
+    std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
+    for (const auto& d : defines)
+      if (text.find(macro_of(d)) != std::string::npos) flags.push_back(d);
+    std::string key_text = name() + "\n" + cc.version + "\n" + cfg_.arch + "\n" + digest + "\n" +
+                           fs::path(src).filename().string() + "\n";
+    for (const auto& f : flags) key_text += (f.rfind("-I", 0) == 0 ? "-I" : f) + "\n";
+    Item it;
+    it.source = src;
+    it.object = (dir / (fs::path(src).filename().string() + "." + sha256_hex(key_text).substr(0, 24) + ".o")).string();
+    auto argv = harness_compile_argv(cc, cfg_.arch, flags, src, it.object + ".tmp");
+    if (!argv) return std::optional<HarnessObjects>();
+    it.argv = *argv;
+    items.push_back(std::move(it));
+  }
+
+  // Claim the objects nobody has: the rest exist or are being compiled by another thread.
+  std::vector<Item*> mine;
+  {
+    std::lock_guard<std::mutex> lock(objects_mu_);
+    for (auto& it : items) {
+      if (fs::exists(it.object)) {
+        std::promise<Result<std::string>> p;
+        p.set_value(it.object);
+        it.done = p.get_future().share();
+        ++out.reused;
+      } else if (auto f = objects_in_flight_.find(it.object); f != objects_in_flight_.end()) {
+        it.done = f->second;
+        ++out.reused;
+      } else {
+        it.promise = std::make_shared<std::promise<Result<std::string>>>();
+        it.done = it.promise->get_future().share();
+        objects_in_flight_[it.object] = it.done;
+        mine.push_back(&it);
+      }
+    }
+  }
+  out.compiled = static_cast<int>(mine.size());
+
+  // Compile ours in parallel, a worker per core.
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < mine.size();) {
+      Item& it = *mine[i];
+      const std::string tmp = it.object + ".tmp";
+      // Unique per process and thread, so two agents sharing a cache never write one file.
+      std::string unique = tmp + "." + std::to_string(::getpid()) + "." +
+                           std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+      it.argv.back() = unique;
+      SubprocessSpec sp;
+      sp.argv = it.argv;
+      sp.timeout_s = 600;
+      auto res = run_subprocess(sp);
+      Result<std::string> r = it.object;
+      if (!res.ok()) {
+        r = res.error();
+      } else if (!res->ok()) {
+        r = make_error(Errc::internal, fs::path(it.source).filename().string() + ": " +
+                                           res->describe() + ": " + first_error(res->err + res->out));
+      } else {
+        std::error_code e;
+        fs::rename(unique, it.object, e);
+        if (e && !fs::exists(it.object)) r = make_error(Errc::unavailable, "cannot store " + it.object + ": " + e.message());
+      }
+      std::error_code e;
+      fs::remove(unique, e);
+      it.promise->set_value(r);
+      std::lock_guard<std::mutex> lock(objects_mu_);
+      objects_in_flight_.erase(it.object);
+    }
+  };
+  const std::size_t n = std::min<std::size_t>(mine.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (std::size_t i = 0; i < n; ++i) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+
+  for (auto& it : items) {
+    const auto& r = it.done.get();
+    if (!r.ok()) return r.error();
+    out.objects.push_back(*r);
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::optional<HarnessObjects>(std::move(out));
+}
+
+void HarnessBackend::prepare(const std::function<void(const std::string&)>& log) {
+  if (cfg_.cache_dir.empty() || !fs::exists(fs::path(cfg_.harness_dir) / "include")) return;
+  auto cc = locked_compiler();
+  if (!cc.ok()) {
+    log("harness not prepared: " + cc.error().message);
+    return;
+  }
+  auto h = harness_objects(*cc, {}, cfg_.cache_dir);
+  if (!h.ok()) {
+    log("harness objects for " + cfg_.arch + " failed to compile: " + h.error().message);
+  } else if (*h) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "harness objects for %s ready: %d compiled, %d cached, %.1f s",
+                  cfg_.arch.c_str(), (*h)->compiled, (*h)->reused, (*h)->seconds);
+    log(buf);
+  }
+}
+
 StageResult HarnessBackend::build_one(StageContext& c) {
   const auto& k = c.spec.kernel;
   if (k.family == "custom") {
@@ -104,7 +259,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     }
     return run_custom_step(c, stage::build, k.steps->build, false);
   }
-  auto cc = compiler();
+  auto cc = locked_compiler();
   if (!cc.ok()) return infra(cc.error().message);
   fs::path hdir = cfg_.harness_dir;
   if (!fs::exists(hdir / "include")) {
@@ -127,19 +282,12 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   }
   for (const auto& f : k.flags) flags.push_back(f);
 
-  auto harness_sources = files_in(hdir / "src", {".cu", ".cpp"});
-  auto cpu_sources = files_in(hdir / "cpu", {".cpp"});
-  harness_sources.insert(harness_sources.end(), cpu_sources.begin(), cpu_sources.end());
-
   // Cache key: everything that decides the binary.
   std::string key_text = k.family + "\n" + k.language + "\n" + k.entry + "\n" + k.params.dump() +
                          "\n" + cc->version + "\n" + cfg_.arch + "\n" + name() + "\n";
   for (const auto& f : flags) key_text += f + "\n";
   for (const auto& s : k.sources) key_text += s + "\n";
-  key_text += sources_text;
-  for (const auto& f : harness_sources) key_text += f + "\n" + read_all(f);
-  for (const auto& f : files_in(hdir / "include/kfleet_harness", {".h", ".hpp"}))
-    key_text += f + "\n" + read_all(f);
+  key_text += sources_text + harness_digest(hdir);
   const std::string key = sha256_hex(key_text);
   fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
   fs::path entry = cache / key;
@@ -187,11 +335,23 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   }
   std::ofstream(tmp / "compile.log") << compile_log_;
 
-  auto link = link_argv(*cc, cfg_.arch, flags, harness_sources, objects,
-                        (tmp / "kfleet-harness").string());
-  if (link) {
+  // The harness half of the binary: objects shared by every job of this arch, usually already
+  // in the cache (prepare() compiles them when the agent starts).
+  std::vector<std::string> entry_defines;
+  for (const auto& f : flags)
+    if (f.rfind("-DKFLEET_", 0) == 0 && f.find("_ENTRY=") != std::string::npos) entry_defines.push_back(f);
+  auto hobj = harness_objects(*cc, entry_defines, cache.string());
+  if (!hobj.ok()) {
+    fs::remove_all(tmp, ec);
+    return infra("harness build failed: " + hobj.error().message);
+  }
+  if (*hobj) {
+    r.data["harness_objects"] = {{"compiled", (*hobj)->compiled}, {"reused", (*hobj)->reused},
+                                 {"seconds", (*hobj)->seconds}};
+    auto all_objects = (*hobj)->objects;
+    all_objects.insert(all_objects.end(), objects.begin(), objects.end());
     SubprocessSpec sp;
-    sp.argv = *link;
+    sp.argv = link_argv(*cc, cfg_.arch, flags, all_objects, (tmp / "kfleet-harness").string());
     sp.cwd = c.bundle_dir;
     sp.timeout_s = c.spec.timeout_s;
     sp.should_stop = [&] { return c.stop.requested(); };
@@ -210,7 +370,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::ofstream(tmp / "done") << key << "\n";
   fs::rename(tmp, entry, ec);
   if (ec) fs::remove_all(tmp, ec);  // another run finished the same build first: use it
-  harness_binary_ = link && fs::exists(binary) ? binary.string() : "";
+  harness_binary_ = *hobj && fs::exists(binary) ? binary.string() : "";
   r.ok = true;
   r.data["cache_hit"] = false;
   r.data["binary"] = harness_binary_;

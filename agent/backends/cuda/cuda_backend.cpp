@@ -64,14 +64,23 @@ class CudaBackend final : public HarnessBackend {
     return a;
   }
 
-  std::optional<std::vector<std::string>> link_argv(
+  std::optional<std::vector<std::string>> harness_compile_argv(
       const Compiler& cc, const std::string& arch, const std::vector<std::string>& flags,
-      const std::vector<std::string>& harness_sources, const std::vector<std::string>& objects,
-      const std::string& output) override {
+      const std::string& source, const std::string& object) override {
     std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "-lineinfo"};
     for (auto& f : nvcc_arch_flags(arch)) a.push_back(f);
     a.insert(a.end(), flags.begin(), flags.end());
-    a.insert(a.end(), harness_sources.begin(), harness_sources.end());
+    a.insert(a.end(), {"-c", source, "-o", object});
+    return a;
+  }
+
+  std::vector<std::string> link_argv(const Compiler& cc, const std::string& arch,
+                                     const std::vector<std::string>& flags,
+                                     const std::vector<std::string>& objects,
+                                     const std::string& output) override {
+    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "-lineinfo"};
+    for (auto& f : nvcc_arch_flags(arch)) a.push_back(f);
+    a.insert(a.end(), flags.begin(), flags.end());
     a.insert(a.end(), objects.begin(), objects.end());
     a.insert(a.end(), {"-o", output});
     return a;
@@ -93,21 +102,13 @@ class CudaBackend final : public HarnessBackend {
     return (*n)->compute_processes(cfg_.device);
   }
 
-  Result<std::vector<std::string>> profile_argv(const ProfileSpec& p,
-                                                const std::vector<std::string>& cmd,
-                                                const std::string& out_dir) override {
+  Result<ProfileCommand> profile_argv(const ProfileSpec& p, const std::vector<std::string>& kernels,
+                                      const std::vector<std::string>& cmd,
+                                      const std::string& out_dir) override {
     std::string ncu = find_program("ncu");
     if (ncu.empty()) ncu = find_program("/usr/local/cuda/bin/ncu");
     if (ncu.empty()) return make_error(Errc::unavailable, "ncu not found: install Nsight Compute");
-    std::vector<std::string> a = {ncu, "--csv", "--launch-count", "3", "--export",
-                                  out_dir + "/profile", "--force-overwrite"};
-    if (!p.metrics.empty()) {
-      std::string m;
-      for (const auto& x : p.metrics) m += (m.empty() ? "" : ",") + x;
-      a.insert(a.end(), {"--metrics", m});
-    }
-    a.insert(a.end(), cmd.begin(), cmd.end());
-    return a;
+    return ncu_profile_command(ncu, p, kernels, cmd, out_dir);
   }
 
  private:

@@ -70,18 +70,24 @@ class HipBackend final : public HarnessBackend {
     return a;
   }
 
-  std::optional<std::vector<std::string>> link_argv(
+  std::optional<std::vector<std::string>> harness_compile_argv(
       const Compiler& cc, const std::string& arch, const std::vector<std::string>& flags,
-      const std::vector<std::string>& harness_sources, const std::vector<std::string>& objects,
-      const std::string& output) override {
+      const std::string& source, const std::string& object) override {
     if (!hipcc_) return std::nullopt;
+    const bool device = source.size() > 3 && source.compare(source.size() - 3, 3, ".cu") == 0;
+    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "--offload-arch=" + arch,
+                                  "-x", device ? "hip" : "c++"};
+    a.insert(a.end(), flags.begin(), flags.end());
+    a.insert(a.end(), {"-c", source, "-o", object});
+    return a;
+  }
+
+  std::vector<std::string> link_argv(const Compiler& cc, const std::string& arch,
+                                     const std::vector<std::string>& flags,
+                                     const std::vector<std::string>& objects,
+                                     const std::string& output) override {
     std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "--offload-arch=" + arch};
     a.insert(a.end(), flags.begin(), flags.end());
-    for (const auto& s : harness_sources) {
-      bool device = s.size() > 3 && s.compare(s.size() - 3, 3, ".cu") == 0;
-      a.insert(a.end(), {"-x", device ? "hip" : "c++", s});
-    }
-    a.insert(a.end(), {"-x", "none"});
     a.insert(a.end(), objects.begin(), objects.end());
     a.insert(a.end(), {"-o", output});
     return a;
@@ -95,19 +101,13 @@ class HipBackend final : public HarnessBackend {
 
   Result<std::vector<unsigned>> other_processes() override { return std::vector<unsigned>{}; }
 
-  Result<std::vector<std::string>> profile_argv(const ProfileSpec& p,
-                                                const std::vector<std::string>& cmd,
-                                                const std::string& out_dir) override {
+  Result<ProfileCommand> profile_argv(const ProfileSpec& p, const std::vector<std::string>& kernels,
+                                      const std::vector<std::string>& cmd,
+                                      const std::string& out_dir) override {
     std::string tool = find_program("rocprofv3");
+    if (tool.empty()) tool = find_program("/opt/rocm/bin/rocprofv3");
     if (tool.empty()) return make_error(Errc::unavailable, "rocprofv3 not found: install ROCm's rocprofiler-sdk");
-    std::vector<std::string> a = {tool, "--kernel-trace", "--stats", "-d", out_dir, "-o", "profile"};
-    if (!p.metrics.empty()) {
-      a.push_back("--pmc");
-      a.insert(a.end(), p.metrics.begin(), p.metrics.end());
-    }
-    a.push_back("--");
-    a.insert(a.end(), cmd.begin(), cmd.end());
-    return a;
+    return rocprofv3_profile_command(tool, p, kernels, cmd, out_dir);
   }
 
  private:

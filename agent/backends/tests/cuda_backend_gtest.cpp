@@ -3,6 +3,7 @@
 // output, the build cache, and the harness child's results, crashes and hangs.
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -59,15 +60,18 @@ struct Fixture {
   RecordingSink sink;
   StopFlag stop;
   BackendPtr backend;
-  Fixture() {
+  explicit Fixture(const std::string& arch = "sm_89") {
     fs::create_directories(root / "work");
+    backend = make(arch);
+  }
+  BackendPtr make(const std::string& arch) {
     CudaBackendOptions o;
     o.harness_dir = kTests + "/fake_harness";
     o.gpu_class = "L4";
-    o.arch = "sm_89";
+    o.arch = arch;
     o.cache_dir = (root / "cache").string();
     o.require_exclusive = false;  // no NVML on CI hosts
-    backend = make_cuda_backend(o);
+    return make_cuda_backend(o);
   }
   ~Fixture() { fs::remove_all(root); }
   StageContext ctx(const JobSpec& s) {
@@ -113,6 +117,72 @@ TEST(CudaBackend, BuildsGatesAndRunsTheHarness) {
   auto tight = f.backend->resources(c);
   EXPECT_FALSE(tight.ok);
   EXPECT_EQ(tight.reason, "job_tile (sm_89): 8192 bytes of shared memory > budget 1024");
+}
+
+int objects(const StageResult& b, const char* field) {
+  return b.data.at("harness_objects").at(field).get<int>();
+}
+
+TEST(CudaBackend, HarnessObjectsAreCompiledOncePerArchAndShared) {
+  Fixture f;
+  std::vector<std::string> said;
+  f.backend->prepare([&](const std::string& m) { said.push_back(m); });
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("harness objects for sm_89 ready: 2 compiled, 0 cached"), std::string::npos)
+      << said[0];
+
+  // A new kernel builds its own sources only.
+  auto spec = job(64);
+  auto c = f.ctx(spec);
+  auto b = f.backend->build(c);
+  ASSERT_TRUE(b.ok) << b.reason;
+  EXPECT_FALSE(b.data["cache_hit"].get<bool>());
+  EXPECT_EQ(objects(b, "compiled"), 0);
+  EXPECT_EQ(objects(b, "reused"), 2);
+  EXPECT_TRUE(f.backend->correctness(c).ok);  // the binary linked from cached objects runs
+
+  // Another variant of it (a new define): a new binary, the same harness objects.
+  auto variant = job(64);
+  variant.kernel.defines.push_back({"TILE", "4"});
+  auto cv = f.ctx(variant);
+  auto bv = f.backend->build(cv);
+  ASSERT_TRUE(bv.ok) << bv.reason;
+  EXPECT_FALSE(bv.data["cache_hit"].get<bool>());
+  EXPECT_EQ(objects(bv, "compiled"), 0);
+
+  // A renamed entry recompiles only the harness source that uses the macro.
+  auto renamed = job(64);
+  renamed.kernel.flags = {"-DKFLEET_ATTENTION_ENTRY=fake_launch"};
+  auto cr = f.ctx(renamed);
+  auto br = f.backend->build(cr);
+  ASSERT_TRUE(br.ok) << br.reason;
+  EXPECT_EQ(objects(br, "compiled"), 1);
+  EXPECT_EQ(objects(br, "reused"), 1);
+
+  // Another arch has its own objects.
+  auto other = f.make("sm_80");
+  auto other_spec = job(64);
+  auto co = f.ctx(other_spec);
+  auto bo = other->build(co);
+  ASSERT_TRUE(bo.ok) << bo.reason;
+  EXPECT_EQ(objects(bo, "compiled"), 2);
+}
+
+TEST(CudaBackend, APrepareAndABuildAtOnceCompileEachObjectOnce) {
+  Fixture f;
+  std::vector<std::string> said;
+  std::thread warm([&] { f.backend->prepare([&](const std::string& m) { said.push_back(m); }); });
+  auto spec = job(64);
+  auto c = f.ctx(spec);
+  auto b = f.backend->build(c);
+  warm.join();
+  ASSERT_TRUE(b.ok) << b.reason;
+  ASSERT_EQ(said.size(), 1u);
+  // Whoever came second waited for the first one's compiles instead of repeating them.
+  int prepared = said[0].find("2 compiled") != std::string::npos   ? 2
+                 : said[0].find("1 compiled") != std::string::npos ? 1
+                                                                   : 0;
+  EXPECT_EQ(prepared + objects(b, "compiled"), 2) << said[0] << " / " << b.data.dump();
 }
 
 TEST(CudaBackend, ReportsFailuresCrashesAndHangs) {

@@ -78,6 +78,10 @@ class Backend {
   virtual std::string name() const = 0;
   virtual bool simulated() const = 0;
   virtual Result<std::vector<GpuInfo>> discover() = 0;
+  // Work worth doing once the GPU is known and before the first lease (the harness objects for
+  // this arch): run on a background thread, so a job arriving meanwhile is not held up by more
+  // than what it shares with it. `log` reports what was done.
+  virtual void prepare(const std::function<void(const std::string&)>& log) { (void)log; }
   virtual StageResult build(StageContext& c) = 0;
   virtual StageResult resources(StageContext& c) = 0;
   virtual StageResult correctness(StageContext& c) = 0;
