@@ -1,6 +1,6 @@
-// Correctness, benchmark and profile stages: the harness runs as a child per stage (timeout,
-// crash isolation), its JSON lines become events, and a benchmark is compared with the lease's
-// baseline using kfleet::stats.
+// Correctness and benchmark stages: the harness runs as a child per stage (timeout, crash
+// isolation), its JSON lines become events, and a benchmark is compared with the lease's
+// baseline using kfleet::stats. The profile stage is in harness_profile.cpp.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -306,48 +306,6 @@ TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
   t.samples_us = doubles(b.value("samples_us", nlohmann::json::array()));
   t.ok = true;
   return t;
-}
-
-StageResult HarnessBackend::profile(StageContext& c) {
-  StageResult r;
-  r.ok = true;  // a profile is evidence, never a gate
-  const auto& k = c.spec.kernel;
-  if (k.family == "custom") {
-    if (!k.steps || k.steps->profile.empty()) return r;
-    auto s = run_custom_step(c, stage::profile, k.steps->profile, false);
-    s.ok = true;
-    return s;
-  }
-  if (!c.spec.profile || harness_binary_.empty()) return r;
-  auto cs = benchmark_case(c.spec);
-  if (!cs) return r;
-  std::vector<std::string> cmd = {harness_binary_};
-  auto args = harness_benchmark_args(c.spec, *cs);
-  cmd.insert(cmd.end(), args.begin(), args.end());
-  cmd.insert(cmd.end(), {"--device", std::to_string(cfg_.device), "--max-samples", "3",
-                         "--warmup-max-s", "0"});
-  fs::path out = fs::path(c.work_dir) / "profile";
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  auto argv = profile_argv(*c.spec.profile, cmd, out.string());
-  if (!argv.ok()) {
-    r.data["note"] = argv.error().message;
-    return r;
-  }
-  SubprocessSpec sp;
-  sp.argv = *argv;
-  sp.cwd = c.work_dir;
-  sp.timeout_s = c.spec.timeout_s;
-  sp.should_stop = [&] { return c.stop.requested(); };
-  auto res = run_subprocess(sp);
-  if (!res.ok()) {
-    r.data["note"] = res.error().message;
-    return r;
-  }
-  r.data = {{"tool", c.spec.profile->tool}, {"metrics", c.spec.profile->metrics},
-            {"exit", res->describe()}, {"output", tail_lines(res->out, 200)},
-            {"stderr", tail_lines(res->err, 20)}, {"dir", out.string()}};
-  return r;
 }
 
 }  // namespace kfleet::backends
