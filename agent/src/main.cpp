@@ -27,13 +27,14 @@ std::string hostname() {
 // The build cache lives beside the run dirs, not inside one: each run dir is removed when its
 // run ends, and a cache there would never be hit again.
 Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim,
-                                const std::string& work_dir) {
+                                const std::string& work_dir, double busy_wait_s) {
   if (kind == "simulated") return make_simulated_backend(sim);
 #ifdef KFLEET_HAVE_GPU_BACKENDS
   std::error_code ec;
   const std::string cache = (std::filesystem::absolute(work_dir, ec) / "build-cache").string();
   CudaBackendOptions cuda_opts;
   cuda_opts.cache_dir = cache;
+  cuda_opts.busy_wait_s = busy_wait_s;
   HipBackendOptions hip_opts;
   hip_opts.cache_dir = cache;
   if (kind == "cuda") return make_cuda_backend(cuda_opts);
@@ -49,6 +50,7 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   }
 #else
   (void)work_dir;
+  (void)busy_wait_s;
   if (kind == "cuda" || kind == "hip" || kind == "auto")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
   AgentConfig cfg;
   cfg.name = hostname();
   SimulatedGpuOptions sim;
+  double busy_wait_s = 60;
   app.add_option("--server", server, "kfleetd URL, e.g. http://127.0.0.1:8470")->required();
   app.add_option("--enrol-token", enrol_token, "the fleet's enrolment token")
       ->envname("KFLEET_ENROL_TOKEN");
@@ -87,13 +90,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "override the heartbeat period kfleetd sets")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu-busy-wait", busy_wait_s,
+                 "seconds to wait for another process to leave the GPU before refusing to "
+                 "benchmark beside it")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (enrol_token.empty()) {
     std::cerr << "kfleet-agent: --enrol-token (or KFLEET_ENROL_TOKEN) is required\n";
     return 1;
   }
-  auto backend = pick_backend(backend_kind, sim, cfg.work_dir);
+  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s);
   if (!backend) {
     log::error("agent", backend.error().message);
     return 2;

@@ -24,6 +24,7 @@ struct HarnessBackendConfig {
   unsigned device = 0;
   std::string cache_dir;
   bool require_exclusive = true;
+  double busy_wait_s = 60;  // how long a busy GPU is waited for before the benchmark is refused
 };
 
 class HarnessBackend : public agent::Backend {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "common/exclusive.hpp"
 #include "common/harness_backend.hpp"
 #include "common/harness_protocol.hpp"
 #include "kfleet/common/event.hpp"
@@ -216,14 +217,12 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   if (harness_binary_.empty()) return infra("no runnable harness on this host (see the build log)");
   auto cs = benchmark_case(c.spec);
   if (!cs) return StageResult{true, "", false, {{"skipped", "no case to benchmark"}}};
+  std::function<Result<std::vector<unsigned>>()> others = [this] { return other_processes(); };
   if (cfg_.require_exclusive) {
-    auto others = other_processes();
-    if (!others.ok()) return infra("cannot tell whether the GPU is free: " + others.error().message);
-    if (!others->empty()) {
-      return infra("GPU " + std::to_string(cfg_.device) + " is busy: " +
-                   std::to_string(others->size()) + " other compute process(es), e.g. pid " +
-                   std::to_string(others->front()) + "; refusing to benchmark beside them");
-    }
+    auto w = wait_for_exclusive_gpu(others, cfg_.device, {cfg_.busy_wait_s, 1.0},
+                                    [&] { return c.stop.requested(); },
+                                    [&](const std::string& m) { c.sink.log(stage::benchmark, m); });
+    if (!w.ok) return infra(w.reason);
   }
   const double thr = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
   auto snap = snapshot();
@@ -258,6 +257,14 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     if (r.ok) add_comparison(c.compare, doubles(r.data["samples_us"]), thr, r.data);
   }
   if (c.stop.requested()) return infra("stopped");
+  if (cfg_.require_exclusive) {
+    // A process that came and went between samples is not seen; one still there is.
+    auto after = others();
+    if (after.ok() && !after->empty()) {
+      return infra("another compute process (" + describe_pids(*after) + ") started on GPU " +
+                   std::to_string(cfg_.device) + " during the benchmark; its samples are discarded");
+    }
+  }
   if (!r.ok) return r;
   if (!before.is_null()) r.data["gpu_before"] = before;
   if (auto s = snapshot(); s.ok()) r.data["gpu_after"] = s->to_json();

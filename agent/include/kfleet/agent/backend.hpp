@@ -109,6 +109,7 @@ struct CudaBackendOptions {
   unsigned device = 0;
   std::string cache_dir;           // build cache; "" = <work_dir>/../build-cache
   bool require_exclusive = true;   // refuse to benchmark beside another compute process
+  double busy_wait_s = 60;         // ... after waiting this long for it to finish
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 
