@@ -1,0 +1,218 @@
+// The CUDA backend's profile stage end to end without a GPU: a real nvcc build of the job kernel
+// with the stand-in harness, and a fake `ncu` first on PATH that records its command line and
+// writes one of the real ncu captures (tests/profiles/) where --log-file points. The metric
+// values must land in the stage's data; a profiler that cannot read counters is a note.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "kfleet/agent/backend.hpp"
+
+namespace fs = std::filesystem;
+using namespace kfleet;
+using namespace kfleet::agent;
+
+namespace {
+
+const fs::path kTests = fs::path(KFLEET_BACKEND_TEST_KERNELS).parent_path();
+
+class NullSink : public EventSink {
+ public:
+  void emit(const std::string&, nlohmann::json) override {}
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+JobSpec job(std::vector<std::string> metrics) {
+  JobSpec s;
+  s.name = "t";
+  s.timeout_s = 30;
+  s.kernel.family = "attention";
+  s.kernel.language = "cuda";
+  s.kernel.sources = {"job_kernel.cu"};
+  s.kernel.entry = "job_tile";
+  CorrectnessGate g;
+  g.dtype = "fp16";
+  CorrectnessCase c;
+  c.name = "mission";
+  c.shape.dims = {{"B", 1}, {"S", 64}};
+  c.seeds = {0};
+  g.cases = {c};
+  s.gates.correctness = g;
+  ProfileSpec p;
+  p.tool = "ncu";
+  p.metrics = std::move(metrics);
+  s.profile = p;
+  return s;
+}
+
+// A built job and a fake ncu in front of PATH; each test says what the fake prints.
+struct ProfileFixture {
+  fs::path root = fs::temp_directory_path() / ("kfleet_profile_stage_" + std::to_string(::getpid()));
+  NullSink sink;
+  StopFlag stop;
+  BackendPtr backend;
+  std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+
+  ProfileFixture() {
+    fs::remove_all(root);
+    fs::create_directories(root / "work");
+    fs::create_directories(root / "bin");
+    // Copies $FAKE_NCU_OUTPUT to the --log-file path, records argv, prints a harness-like line.
+    std::ofstream(root / "bin" / "ncu") <<
+        "#!/bin/sh\n"
+        "log=\"\"; prev=\"\"\n"
+        "for a in \"$@\"; do [ \"$prev\" = \"--log-file\" ] && log=\"$a\"; prev=\"$a\"; done\n"
+        "printf '%s\\n' \"$@\" > \"$FAKE_NCU_ARGS\"\n"
+        "[ -n \"$log\" ] && cat \"$FAKE_NCU_OUTPUT\" > \"$log\"\n"
+        "echo '{\"type\":\"bench\",\"case\":\"mission\",\"n\":3}'\n"
+        "exit \"${FAKE_NCU_EXIT:-0}\"\n";
+    fs::permissions(root / "bin" / "ncu", fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+    ::setenv("PATH", ((root / "bin").string() + ":" + old_path).c_str(), 1);
+    ::setenv("FAKE_NCU_ARGS", (root / "ncu-args.txt").c_str(), 1);
+    CudaBackendOptions o;
+    o.harness_dir = (kTests / "fake_harness").string();
+    o.gpu_class = "H200";
+    o.arch = "sm_90a";
+    o.cache_dir = (root / "cache").string();
+    o.require_exclusive = false;
+    backend = make_cuda_backend(o);
+  }
+  ~ProfileFixture() {
+    ::setenv("PATH", old_path.c_str(), 1);
+    ::unsetenv("FAKE_NCU_OUTPUT");
+    ::unsetenv("FAKE_NCU_EXIT");
+    ::unsetenv("FAKE_NCU_ARGS");
+    fs::remove_all(root);
+  }
+  StageContext ctx(const JobSpec& s) {
+    return StageContext{s, (kTests / "kernels").string(), (root / "work").string(), GpuInfo{},
+                        Comparison{}, sink, stop};
+  }
+  std::vector<std::string> ncu_args() { return lines_of(slurp(root / "ncu-args.txt")); }
+};
+
+}  // namespace
+
+TEST(ProfileStage, NcuMetricValuesLandInTheStageData) {
+  ProfileFixture f;
+  ::setenv("FAKE_NCU_OUTPUT", (kTests / "profiles" / "ncu-details-metrics.csv").c_str(), 1);
+  auto spec = job({"dram__bytes.sum"});
+  auto c = f.ctx(spec);
+  auto b = f.backend->build(c);
+  ASSERT_TRUE(b.ok) << b.reason << "\n" << b.data.dump();
+  auto p = f.backend->profile(c);
+  ASSERT_TRUE(p.ok);
+  const auto& d = p.data;
+  EXPECT_FALSE(d.contains("note")) << d.dump(2);
+  EXPECT_EQ(d["tool"], "ncu");
+  EXPECT_EQ(d["metrics"], nlohmann::json({"dram__bytes.sum"}));
+  EXPECT_EQ(d["collected"], nlohmann::json({"gpu__time_duration.sum", "dram__bytes.sum"}));
+  EXPECT_EQ(d["kernel_filter"], "regex:^(_Z8job_tilePf)$");  // ptxas's name for job_tile
+  EXPECT_EQ(d["clock_control"], "base");
+  EXPECT_EQ(d["exit"], "exit code 0");
+  EXPECT_EQ(d["launches"], 3);
+  ASSERT_EQ(d["kernels"].size(), 3u);
+  EXPECT_EQ(d["kernels"][0]["metrics"]["gpu__time_duration.sum"]["value"], 62432);
+  EXPECT_EQ(d["kernels"][0]["metrics"]["dram__bytes.sum"]["value"], 183069952);
+  EXPECT_EQ(d["kernels"][2]["metrics"]["gpu__time_duration.sum"]["value"], 60928);
+  ASSERT_EQ(d["summary"].size(), 1u);
+  const auto& s = d["summary"][0];
+  EXPECT_EQ(s["name"], "axpy_kernel");
+  EXPECT_EQ(s["launches"], 3);
+  EXPECT_EQ(s["metrics"]["gpu__time_duration.sum"]["median"], 61056);
+  EXPECT_EQ(s["metrics"]["gpu__time_duration.sum"]["unit"], "ns");
+  EXPECT_EQ(s["metrics"]["dram__bytes.sum"]["median"], 180697600);
+  EXPECT_TRUE(d["advice"].empty());
+  EXPECT_FALSE(d.contains("output"));  // the harness's stdout is not kept
+
+  // What ncu was asked: the CSV into a log file, no report export, the job's kernel only, and
+  // the benchmark of the job's case around it.
+  auto args = f.ncu_args();
+  auto has = [&](const std::string& a) { return std::find(args.begin(), args.end(), a) != args.end(); };
+  EXPECT_FALSE(has("--export"));
+  ASSERT_TRUE(has("--log-file"));
+  EXPECT_EQ(*(std::find(args.begin(), args.end(), "--log-file") + 1),
+            (f.root / "work" / "profile" / "ncu.csv").string());
+  EXPECT_TRUE(has("regex:^(_Z8job_tilePf)$"));
+  EXPECT_TRUE(has("gpu__time_duration.sum,dram__bytes.sum"));
+  EXPECT_TRUE(has("benchmark"));
+  EXPECT_TRUE(has("--max-samples"));
+}
+
+TEST(ProfileStage, WithoutMetricsTheSpeedOfLightSectionAndItsAdviceAreKept) {
+  ProfileFixture f;
+  ::setenv("FAKE_NCU_OUTPUT", (kTests / "profiles" / "ncu-details-speedoflight.csv").c_str(), 1);
+  auto spec = job({});
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto p = f.backend->profile(c);
+  ASSERT_TRUE(p.ok);
+  const auto& d = p.data;
+  EXPECT_FALSE(d.contains("note")) << d.dump(2);
+  const auto& m = d["summary"][0]["metrics"];
+  EXPECT_EQ(m["Duration"]["median"], 62368);
+  EXPECT_EQ(m["Compute (SM) Throughput"]["median"], 42.56);
+  EXPECT_EQ(m["Compute (SM) Throughput"]["unit"], "%");
+  ASSERT_EQ(d["advice"].size(), 1u);
+  EXPECT_EQ(d["advice"][0]["rule"], "SOLBottleneck");
+  EXPECT_EQ(d["advice"][0]["kernel"], "axpy_kernel");
+  auto args = f.ncu_args();
+  EXPECT_NE(std::find(args.begin(), args.end(), "SpeedOfLight"), args.end());
+}
+
+TEST(ProfileStage, NoCounterPermissionIsANoteNotAFailure) {
+  ProfileFixture f;
+  const fs::path out = f.root / "perm.txt";
+  std::ofstream(out) << "==PROF== Connected to process 4242 (/cache/kfleet-harness)\n"
+                        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+                        "NVIDIA GPU Performance Counters on the target device 0.\n"
+                        "==PROF== Disconnected from process 4242\n";
+  ::setenv("FAKE_NCU_OUTPUT", out.c_str(), 1);
+  ::setenv("FAKE_NCU_EXIT", "1", 1);
+  auto spec = job({"dram__bytes.sum"});
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto p = f.backend->profile(c);
+  EXPECT_TRUE(p.ok);
+  EXPECT_FALSE(p.infra_error);
+  const auto& d = p.data;
+  EXPECT_EQ(d["exit"], "exit code 1");
+  EXPECT_TRUE(d["summary"].empty());
+  EXPECT_TRUE(d["kernels"].empty());
+  ASSERT_TRUE(d.contains("note")) << d.dump(2);
+  const std::string note = d["note"];
+  EXPECT_NE(note.find("ERR_NVGPUCTRPERM"), std::string::npos) << note;
+  EXPECT_NE(note.find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos) << note;
+  EXPECT_NE(note.find("root"), std::string::npos) << note;
+  ASSERT_TRUE(d.contains("tool_output"));
+}
+
+TEST(ProfileStage, GarbageFromTheProfilerIsANote) {
+  ProfileFixture f;
+  const fs::path out = f.root / "garbage.txt";
+  std::ofstream(out) << "\"ID\",\"Kernel Name\",\"Metric Name\"\n\"0\",\"k\n\xff\xfe";
+  ::setenv("FAKE_NCU_OUTPUT", out.c_str(), 1);
+  auto spec = job({});
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto p = f.backend->profile(c);
+  EXPECT_TRUE(p.ok);
+  ASSERT_TRUE(p.data.contains("note")) << p.data.dump(2);
+  EXPECT_NE(p.data["note"].get<std::string>().find("left no metric values"), std::string::npos);
+}
