@@ -144,6 +144,12 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
 
   StageContext ctx{lease.spec, src_dir, scratch, d.gpu, lease.compare, sink, d.stop,
                    lease.bundle_hash, lease.attempt, ref_dir};
+  // The profile's data (metric values, advice, or why there are none) is the profile event,
+  // whichever gate the verdict came from.
+  auto run_profile = [&] {
+    StageResult p = stages.run(stage::profile, [&] { return d.backend.profile(ctx); });
+    if (p.ok && !p.data.empty()) sink.emit("profile", p.data);
+  };
   using Step = StageResult (Backend::*)(StageContext&);
   const std::pair<const char*, Step> steps[] = {
       {stage::build, &Backend::build},
@@ -159,9 +165,7 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
     if (!r.ok) {
       Verdict v = verdict_for_failed_stage(name, r);
       auto out = finish(v);
-      if (out && profile_wanted(lease.spec, *out)) {
-        stages.run(stage::profile, [&] { return d.backend.profile(ctx); });
-      }
+      if (out && profile_wanted(lease.spec, *out)) run_profile();
       return out;  // a stop during the profile does not undo a verdict already reached
     }
     if (std::string(name) == stage::benchmark) bench = r;
@@ -169,10 +173,7 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
 
   Verdict v = verdict_from_benchmark(bench.data);
   auto out = finish(v);
-  if (out && profile_wanted(lease.spec, *out)) {
-    StageResult p = stages.run(stage::profile, [&] { return d.backend.profile(ctx); });
-    if (p.ok && !p.data.empty()) sink.emit("profile", p.data);
-  }
+  if (out && profile_wanted(lease.spec, *out)) run_profile();
   return out;
 }
 

@@ -149,6 +149,26 @@ TEST(Pipeline, GateFailuresGiveTheirVerdicts) {
   }
 }
 
+TEST(Pipeline, AProfileAfterAFailedGateIsStoredToo) {
+  for (const std::string fail : {"correctness", "performance"}) {
+    Harness h;
+    auto l = seed_lease(656, 656);
+    l.spec.simulate->fail_stage = fail;
+    ProfileSpec p;
+    p.tool = "ncu";
+    p.metrics = {"gpu__time_duration.sum"};
+    p.when = "rejected";
+    l.spec.profile = p;
+    auto v = h.run(l);
+    ASSERT_TRUE(v.has_value());
+    EXPECT_EQ(v->outcome, RunOutcome::rejected) << fail;
+    auto profiles = h.sink.of("profile");
+    ASSERT_EQ(profiles.size(), 1u) << fail;
+    EXPECT_EQ(profiles[0]["tool"], "ncu");
+    EXPECT_TRUE(profiles[0]["metrics"].contains("gpu__time_duration.sum")) << profiles[0].dump();
+  }
+}
+
 TEST(Pipeline, HangTimesOutAsAnError) {
   Harness h;
   auto l = seed_lease(656, 656);
