@@ -50,7 +50,14 @@ int follow_job(Session& s, std::int64_t job_id, const std::string& gpu, const st
                         str_field(e.data, "state") != "cancelled";
     tracker.observe(e);
     if (!repeat)
-      if (auto line = formatter.line(e)) s.io().out << prefix << *line << "\n" << std::flush;
+      if (auto line = formatter.line(e)) {
+        // A profile is a line per kernel: each line gets the job's prefix.
+        std::string text = *line;
+        for (std::size_t p = 0; !prefix.empty() && (p = text.find('\n', p)) != std::string::npos;
+             p += 1 + prefix.size())
+          text.insert(p + 1, prefix);
+        s.io().out << prefix << text << "\n" << std::flush;
+      }
     return !tracker.finished();
   };
 

@@ -1,5 +1,6 @@
 #include "kfleet/cli/progress.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -29,6 +30,64 @@ std::string format_time_us(double us) {
   if (us < 1000) return fixed(us, 1) + " µs";
   if (us < 1'000'000) return fixed(us / 1000, 2) + " ms";
   return fixed(us / 1e6, 2) + " s";
+}
+
+namespace {
+
+// Three significant digits: 183, 18.3, 1.83, 0.183.
+std::string sig3(double v) {
+  if (v == 0) return "0";
+  const int mag = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  return fixed(v, std::max(0, 2 - mag));
+}
+
+// 93531 -> "93,531"
+std::string grouped(double v) {
+  std::string digits = fixed(std::fabs(v), 0), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+std::string scaled(double v, const char* const* prefixes, std::size_t n, double step, const std::string& unit) {
+  std::size_t i = 0;
+  while (i + 1 < n && std::fabs(v) >= step) {
+    v /= step;
+    ++i;
+  }
+  return sig3(v) + " " + prefixes[i] + unit;
+}
+
+}  // namespace
+
+std::string format_profile_value(double v, const std::string& unit) {
+  std::string u = unit;
+  for (auto& c : u) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const char* const si[] = {"", "K", "M", "G", "T", "P"};
+  // ncu prints base units by default ("ns", "byte", "hz") but scaled ones when asked
+  // ("usecond", "Mbyte", "Ghz"): bring both to base.
+  auto base = [&](const std::string& stem, double& x) {
+    const std::pair<const char*, double> pre[] = {{"", 1}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"t", 1e12}};
+    for (const auto& [p, f] : pre)
+      if (u == std::string(p) + stem) {
+        x *= f;
+        return true;
+      }
+    return false;
+  };
+  double x = v;
+  if (u == "ns" || u == "nsecond") return format_time_us(v / 1e3);
+  if (u == "us" || u == "usecond") return format_time_us(v);
+  if (u == "ms" || u == "msecond") return format_time_us(v * 1e3);
+  if (u == "s" || u == "second") return format_time_us(v * 1e6);
+  if (u == "%") return fixed(v, 1) + "%";
+  if (base("byte", x)) return scaled(x, si, 6, 1000, "B");
+  if (base("byte/second", x) || base("byte/s", x)) return scaled(x, si, 6, 1000, "B/s");
+  if (base("hz", x)) return scaled(x, si, 5, 1000, "Hz");
+  const bool integral = std::fabs(v) < 1e15 && v == std::floor(v);
+  return (integral ? grouped(v) : sig3(v)) + (unit.empty() ? "" : " " + unit);
 }
 
 std::string format_verdict_line(const nlohmann::json& v, bool color) {
@@ -192,7 +251,92 @@ std::string format_bench_result(const nlohmann::json& d) {
   return line + sim_suffix(d);
 }
 
+// Short labels for ncu's SpeedOfLight rows and its common throughput metric.
+std::string profile_label(const std::string& metric) {
+  static const std::pair<const char*, const char*> labels[] = {
+      {"Compute (SM) Throughput", "SM"},
+      {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM"},
+      {"Memory Throughput", "Memory"},
+      {"DRAM Throughput", "DRAM"},
+      {"L1/TEX Cache Throughput", "L1"},
+      {"L2 Cache Throughput", "L2"},
+      {"SM Frequency", "SM clock"},
+      {"DRAM Frequency", "DRAM clock"}};
+  for (const auto& [m, l] : labels)
+    if (metric == m) return l;
+  return metric;
+}
+
+// One kernel's summary: the GPU time first, then what the job asked for, then the
+// SpeedOfLight throughputs, then the rest; at most `cap` of them.
+std::string profile_kernel_line(const nlohmann::json& k, const nlohmann::json& requested, std::size_t cap) {
+  const auto& metrics = obj_field(k, "metrics");
+  std::vector<std::string> order;
+  auto add = [&](const std::string& m) {
+    if (metrics.contains(m) && std::find(order.begin(), order.end(), m) == order.end()) order.push_back(m);
+  };
+  add("gpu__time_duration.sum");
+  if (order.empty()) add("Duration");  // ncu's SpeedOfLight row, or rocprofv3's dispatch time
+  add("AverageNs");                    // rocprofv3's kernel stats
+  for (const auto& r : requested)
+    if (r.is_string()) add(r.get<std::string>());
+  for (const char* m : {"Compute (SM) Throughput", "Memory Throughput", "DRAM Throughput",
+                        "L2 Cache Throughput", "L1/TEX Cache Throughput", "SM Frequency"})
+    add(m);
+  for (auto it = metrics.begin(); it != metrics.end(); ++it)
+    if (it.key() != "Duration" || !metrics.contains("gpu__time_duration.sum")) add(it.key());
+  std::string line;
+  std::size_t shown = 0;
+  for (const auto& m : order) {
+    if (shown == cap) break;
+    auto med = num_field(metrics[m], "median");
+    if (!med) continue;
+    line += (shown ? " · " : " ") + profile_label(m) + " " + format_profile_value(*med, str_field(metrics[m], "unit"));
+    ++shown;
+  }
+  if (order.size() > shown) line += " (+" + std::to_string(order.size() - shown) + " more)";
+  return line;
+}
+
 }  // namespace
+
+std::string format_profile(const nlohmann::json& d, bool color, bool detail) {
+  const std::string tag = stage_tag("profile");
+  std::vector<std::string> lines;
+  const auto& summary = arr_field(d, "summary");
+  for (const auto& k : summary) {
+    std::string name = str_field(k, "name");
+    if (name.empty()) name = str_field(k, "kernel");
+    lines.push_back(tag + " " + name + ":" + profile_kernel_line(k, arr_field(d, "metrics"), detail ? 12 : 6));
+  }
+  if (summary.empty()) {
+    // The simulated backend (and older agents) send {"metrics": {name: value}}.
+    const auto& flat = obj_field(d, "metrics");
+    std::string values;
+    for (auto it = flat.begin(); it != flat.end(); ++it)
+      if (it->is_number()) values += (values.empty() ? " " : " · ") + it.key() + " " + compact(it->get<double>());
+    std::string tool = str_field(d, "tool");
+    if (!values.empty()) lines.push_back(tag + " " + (tool.empty() ? "metrics" : tool) + ":" + values);
+  }
+  for (const auto& a : arr_field(d, "advice")) {
+    std::string text = str_field(a, "description");
+    if (!detail && text.size() > 140) {
+      std::size_t cut = 137;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+      text = text.substr(0, cut) + "...";
+    }
+    lines.push_back(tag + " " + ansi::paint("advice", ansi::yellow, color) + " " + str_field(a, "rule") +
+                    ": " + text);
+  }
+  if (auto note = str_field(d, "note"); !note.empty()) {
+    lines.push_back(tag + " " + (lines.empty() ? ansi::paint("no metric values", ansi::yellow, color) + ": " : "") + note);
+  }
+  if (detail && !str_field(d, "clock_note").empty()) lines.push_back(tag + " " + str_field(d, "clock_note"));
+  if (lines.empty()) lines.push_back(tag + " " + (str_field(d, "tool").empty() ? "no data" : str_field(d, "tool") + ": no data"));
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l + sim_suffix(d);
+  return out;
+}
 
 std::optional<std::string> format_event_line(const Event& e, const ProgressStyle& style) {
   const auto& d = e.data;
@@ -237,6 +381,7 @@ std::optional<std::string> format_event_line(const Event& e, const ProgressStyle
   if (e.type == event_type::bench_sample) return std::nullopt;  // raw samples: results table
   if (e.type == event_type::bench_result) return format_bench_result(d);
   if (e.type == event_type::verdict) return format_verdict_line(d, c);
+  if (e.type == "profile") return format_profile(d, c, style.show_logs);  // the agent's profile stage
   if (!style.show_logs) return std::nullopt;
   return e.type + " " + d.dump();  // unknown types: shown verbatim in `logs`
 }

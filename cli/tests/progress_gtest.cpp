@@ -116,6 +116,74 @@ TEST(Progress, Units) {
   EXPECT_EQ(format_time_us(12345), "12.35 ms");
 }
 
+TEST(Progress, ProfileSummaryIsALinePerKernel) {
+  // The profile stage's data for the H200 capture (agent/backends/tests/profiles/).
+  nlohmann::json d = {
+      {"tool", "ncu"}, {"metrics", {"dram__bytes.sum"}}, {"clock_control", "base"},
+      {"clock_note", "ncu locked the GPU clocks to base"},
+      {"summary", {{{"kernel", "axpy_kernel(float, const float *, float *, int)"}, {"name", "axpy_kernel"},
+                    {"launches", 3},
+                    {"metrics", {{"gpu__time_duration.sum", {{"median", 62432}, {"unit", "ns"}, {"n", 3}}},
+                                 {"dram__bytes.sum", {{"median", 183069952}, {"unit", "byte"}, {"n", 3}}},
+                                 {"sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                                  {{"median", 42.56}, {"unit", "%"}, {"n", 3}}}}}}}},
+      {"advice", nlohmann::json::array()}};
+  EXPECT_EQ(line(ev("profile", d)),
+            "[profile] axpy_kernel: gpu__time_duration.sum 62.4 µs · dram__bytes.sum 183 MB · SM 42.6%");
+  // `logs` adds how ncu clocked the GPU.
+  EXPECT_EQ(line(ev("profile", d), true),
+            "[profile] axpy_kernel: gpu__time_duration.sum 62.4 µs · dram__bytes.sum 183 MB · SM 42.6%\n"
+            "[profile] ncu locked the GPU clocks to base");
+
+  // SpeedOfLight (no metrics asked): the time, the throughputs by short name, advice after.
+  nlohmann::json sol = {
+      {"tool", "ncu"}, {"metrics", nlohmann::json::array()},
+      {"summary", {{{"name", "axpy_kernel"},
+                    {"metrics", {{"gpu__time_duration.sum", {{"median", 62368}, {"unit", "ns"}}},
+                                 {"Duration", {{"median", 62368}, {"unit", "ns"}}},
+                                 {"Compute (SM) Throughput", {{"median", 42.56}, {"unit", "%"}}},
+                                 {"Memory Throughput", {{"median", 60.99}, {"unit", "%"}}},
+                                 {"DRAM Throughput", {{"median", 60.99}, {"unit", "%"}}},
+                                 {"L2 Cache Throughput", {{"median", 74.33}, {"unit", "%"}}},
+                                 {"L1/TEX Cache Throughput", {{"median", 23.74}, {"unit", "%"}}},
+                                 {"SM Frequency", {{"median", 1498905688.81}, {"unit", "hz"}}},
+                                 {"Elapsed Cycles", {{"median", 93531}, {"unit", "cycle"}}}}}}}},
+      {"advice", {{{"rule", "SOLBottleneck"}, {"type", "OPT"},
+                   {"description", "Memory is more heavily utilized than Compute: Look at the Memory "
+                                   "Workload Analysis section to identify the DRAM bottleneck. Check "
+                                   "memory replay (coalescing) metrics."}}}}};
+  EXPECT_EQ(line(ev("profile", sol)),
+            "[profile] axpy_kernel: gpu__time_duration.sum 62.4 µs · SM 42.6% · Memory 61.0% · DRAM 61.0% · "
+            "L2 74.3% · L1 23.7% (+2 more)\n"
+            "[profile] advice SOLBottleneck: Memory is more heavily utilized than Compute: Look at the Memory "
+            "Workload Analysis section to identify the DRAM bottleneck. Check memory ...");
+}
+
+TEST(Progress, ProfileWithoutValuesSaysWhy) {
+  EXPECT_EQ(line(ev("profile", {{"tool", "ncu"}, {"summary", nlohmann::json::array()},
+                                {"note", "ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)"}})),
+            "[profile] no metric values: ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)");
+  // The simulated backend's flat metrics.
+  EXPECT_EQ(line(ev("profile", {{"tool", "ncu"}, {"metrics", {{"l1tex__t_bytes", 512}}}, {"simulated", true}})),
+            "[profile] ncu: l1tex__t_bytes 512 [simulated]");
+}
+
+TEST(Progress, ProfileUnits) {
+  EXPECT_EQ(format_profile_value(62432, "ns"), "62.4 µs");
+  EXPECT_EQ(format_profile_value(2412000, "nsecond"), "2.41 ms");
+  EXPECT_EQ(format_profile_value(62.43, "usecond"), "62.4 µs");
+  EXPECT_EQ(format_profile_value(183069952, "byte"), "183 MB");
+  EXPECT_EQ(format_profile_value(183.07, "Mbyte"), "183 MB");
+  EXPECT_EQ(format_profile_value(512, "byte"), "512 B");
+  EXPECT_EQ(format_profile_value(2.9e12, "byte/second"), "2.90 TB/s");
+  EXPECT_EQ(format_profile_value(3198349580.98, "hz"), "3.20 GHz");
+  EXPECT_EQ(format_profile_value(1.5, "Ghz"), "1.50 GHz");
+  EXPECT_EQ(format_profile_value(42.56, "%"), "42.6%");
+  EXPECT_EQ(format_profile_value(93531, "cycle"), "93,531 cycle");
+  EXPECT_EQ(format_profile_value(89892.95, "cycle"), "89893 cycle");
+  EXPECT_EQ(format_profile_value(16, ""), "16");
+}
+
 TEST(Tracker, TerminalJobStateDecides) {
   JobOutcomeTracker t;
   t.observe(ev("job.state", {{"state", "benchmarking"}}));

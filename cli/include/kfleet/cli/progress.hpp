@@ -29,6 +29,13 @@ std::string format_duration_ms(double ms);
 std::string format_bytes(double bytes);
 // "696.0 µs", "12.35 ms", "1.20 s"
 std::string format_time_us(double us);
+// A profiler's value in its unit (ncu's base units, rocprofv3's): "62.4 µs" (ns), "183 MB"
+// (byte, decimal as ncu counts), "42.6%", "1.50 GHz" (hz), "93,531 cycle".
+std::string format_profile_value(double v, const std::string& unit);
+// The profile event: a line per kernel with its median metrics, "[profile] axpy_kernel:
+// gpu__time_duration.sum 62.4 µs · dram__bytes.sum 183 MB · SM 42.6%", then the profiler's
+// advice, or why there are no values.
+std::string format_profile(const nlohmann::json& data, bool color, bool detail = false);
 
 // format_event_line with what earlier events said: kfleetd's lease.granted names only the
 // agent id, while the scheduling decision before it names the agent and region, and the job
