@@ -1,5 +1,5 @@
 // One job: its gates (resources, correctness per case and seed), the verdict, the timing
-// distribution, clocks, and every event, following the newest run live.
+// distribution, clocks, the profile, and every event, following the newest run live.
 import { getJson, HttpError, Json } from "../api";
 import { Chart, histogram } from "../charts";
 import { ago, esc, num, pct, simBadge, simBanner, stateBadge, table } from "../dom";
@@ -30,6 +30,46 @@ export function verdictLine(v: Json, state: string): string {
 function findClocks(evs: Json[], v: Json): Json | null {
   for (const e of [...evs].reverse()) if (e.data?.clocks) return e.data.clocks;
   return v?.metrics?.clocks ?? null;
+}
+
+/** A profiler's value in its unit: "62.4 µs" (ns), "183 MB" (byte), "42.6%", "1.50 GHz" (hz). */
+export function profileValue(v: unknown, unit: string): string {
+  if (typeof v !== "number" || !Number.isFinite(v)) return "—";
+  const sig3 = (x: number): string => (x === 0 ? "0" : x.toFixed(Math.max(0, 2 - Math.floor(Math.log10(Math.abs(x))))));
+  const scaled = (x: number, u: string): string => {
+    const p = ["", "K", "M", "G", "T", "P"];
+    let i = 0;
+    while (i + 1 < p.length && Math.abs(x) >= 1000) { x /= 1000; i++; }
+    return `${sig3(x)} ${p[i]}${u}`;
+  };
+  const u = (unit || "").toLowerCase();
+  if (u === "ns" || u === "nsecond") return v < 1000 ? `${v.toFixed(0)} ns` : v < 1e6 ? `${(v / 1e3).toFixed(1)} µs` : `${(v / 1e6).toFixed(2)} ms`;
+  if (u === "%") return `${v.toFixed(1)}%`;
+  if (u === "byte") return scaled(v, "B");
+  if (u === "hz") return scaled(v, "Hz");
+  return (Number.isInteger(v) ? v.toLocaleString("en-US") : sig3(v)) + (unit ? ` ${unit}` : "");
+}
+
+/** The profile stage's data: medians per kernel and metric, the profiler's advice, or why there is none. */
+function profileCard(p: Json): string {
+  if (!p) return "";
+  const rows: string[][] = [];
+  for (const k of p.summary || []) {
+    for (const [m, s] of Object.entries(k.metrics || {}) as [string, Json][]) {
+      rows.push([esc(k.name || k.kernel), esc(m), `<span class="num">${esc(profileValue(s.median, s.unit))}</span>`,
+        esc(profileValue(s.min, s.unit)), esc(profileValue(s.max, s.unit)), esc(s.n ?? "")]);
+    }
+  }
+  // The simulated backend sends {metrics: {name: value}}.
+  if (!p.summary && p.metrics && !Array.isArray(p.metrics)) {
+    for (const [m, v] of Object.entries(p.metrics)) rows.push(["—", esc(m), esc(profileValue(v, "")), "", "", ""]);
+  }
+  const advice = (p.advice || []).map((a: Json) => `<li><b>${esc(a.rule)}</b> ${esc(a.description)}</li>`).join("");
+  const note = p.note ? `<p class="state-reason">${esc(p.note)}</p>` : "";
+  const clocks = p.clock_note ? `<p class="muted">${esc(p.clock_note)}</p>` : "";
+  return `<section class="card" id="profile"><h2>Profile <span class="muted">${esc(p.tool || "")}${p.launches !== undefined ? ` · ${esc(p.launches)} launches` : ""}</span></h2>
+    ${note}${rows.length || !note ? table(["Kernel", "Metric", "Median", "Min", "Max", "n"], rows, "No metric values.") : ""}
+    ${advice ? `<ul>${advice}</ul>` : ""}${clocks}</section>`;
 }
 
 function eventDetail(e: Json): string {
@@ -103,6 +143,7 @@ export function mountJob(el: HTMLElement, id: number): () => void {
         ${samples.length ? `<div class="chart-box"><canvas id="timing-chart" aria-label="timing distribution"></canvas></div>`
                          : `<p class="empty">No timing samples yet.</p>`}</section>
       ${clocks ? `<section class="card" id="clocks"><h2>Clocks</h2><div class="kv">${clockRows}</div></section>` : ""}
+      ${profileCard(last("profile"))}
       <section class="card" id="event-log"><h2>Events (${evs.length})</h2>
         ${table(["#", "Run", "Time", "Type", "Data"], logRows, "No events yet.", "log")}</section>`;
 
