@@ -54,8 +54,19 @@ std::string why_nothing(const ProfileCommand& pc, const SubprocessResult& res, c
   }
   if (res.timed_out) return pc.tool + " " + res.describe() + " before it printed any values";
   if (contains(text, "No kernels were profiled")) {
+    // ncu then lists the kernels it saw ("Available Kernels:\n1. _Z4fillPfi\n...").
+    std::string seen;
+    std::istringstream in(text.substr(text.find("No kernels were profiled")));
+    int n = 0;
+    for (std::string l; std::getline(in, l) && n < 8;) {
+      auto dot = l.find(". ");
+      if (dot == std::string::npos || dot == 0 || l.find_first_not_of("0123456789") != dot) continue;
+      seen += (seen.empty() ? "" : ", ") + l.substr(dot + 2);
+      ++n;
+    }
     return "ncu profiled no kernel: no launch matched " +
-           (pc.kernel_filter.empty() ? std::string("its filter") : pc.kernel_filter);
+           (pc.kernel_filter.empty() ? std::string("its filter") : pc.kernel_filter) +
+           (seen.empty() ? "" : " (the process launched " + seen + ")");
   }
   std::string why = pc.tool + " (" + res.describe() + ") left no metric values";
   why += pc.tool == "ncu" ? " in " + pc.output : " under " + pc.output;

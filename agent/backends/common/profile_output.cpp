@@ -394,10 +394,9 @@ std::vector<KernelSummary> summarize_profile(const std::vector<ProfileLaunch>& l
 std::string kernel_short_name(const std::string& printed) {
   std::string s = strip_suffixes(printed);
   if (s.rfind("_Z", 0) == 0) s = demangle(s);
-  for (std::string anon = "(anonymous namespace)::"; ;) {
-    auto p = s.find(anon);
-    if (p == std::string::npos) break;
-    s.erase(p, anon.size());
+  // An unnamed namespace: "(anonymous namespace)::" (c++filt) or "<unnamed>::" (ncu).
+  for (const char* anon : {"(anonymous namespace)::", "<unnamed>::"}) {
+    for (std::size_t p; (p = s.find(anon)) != std::string::npos;) s.erase(p, std::string(anon).size());
   }
   // The name ends at the parameter list: the first '(' outside template arguments.
   int depth = 0;

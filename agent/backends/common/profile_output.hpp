@@ -71,8 +71,9 @@ struct KernelSummary {
 std::vector<KernelSummary> summarize_profile(const std::vector<ProfileLaunch>& launches);
 
 // "axpy_kernel(float, const float *, float *, int)" -> "axpy_kernel";
-// "void (anonymous namespace)::tile<64>(float*) [clone .kd]" -> "tile". For display, and to
-// match a profiler's names with the compiler's.
+// "void (anonymous namespace)::tile<64>(float*) [clone .kd]" -> "tile";
+// "<unnamed>::attention_rows(kfleet_attention_args)" (ncu's spelling) -> "attention_rows".
+// For display, and to match a profiler's names with the compiler's.
 std::string kernel_short_name(const std::string& printed);
 
 // The number in a profiler's cell, or nullopt: thousands separators are accepted ("1,024.5"),

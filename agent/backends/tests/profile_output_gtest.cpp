@@ -135,6 +135,29 @@ TEST(NcuCsv, SpeedOfLightSectionKeepsMetricsAndTheRuleAsAdvice) {
   EXPECT_EQ(l.advice[0].description.rfind("Memory is more heavily utilized than Compute", 0), 0u);
 }
 
+TEST(NcuCsv, LogFileOfTheStagesCommandKeepsBothFilteredKernels) {
+  // The profile stage's own command on the H200: --log-file, --page details, --print-units
+  // base, --kernel-name-base mangled with ptxas's names of axpy_kernel and a kernel in an
+  // unnamed namespace, --section SpeedOfLight --metrics gpu__time_duration.sum, 3 launches.
+  auto out = kb::parse_ncu_csv(fixture("ncu-logfile-two-kernels.csv"));
+  EXPECT_EQ(out.skipped_rows, 0u);
+  ASSERT_EQ(out.launches.size(), 3u);
+  EXPECT_EQ(out.launches[1].kernel, "<unnamed>::anon_kernel(float *, int)");
+  EXPECT_DOUBLE_EQ(value(out.launches[0], "gpu__time_duration.sum"), 62432);
+  EXPECT_DOUBLE_EQ(value(out.launches[1], "gpu__time_duration.sum"), 52736);
+  EXPECT_DOUBLE_EQ(value(out.launches[1], "Duration"), 52736);
+  EXPECT_EQ(out.launches[1].metrics.size(), 11u);
+  ASSERT_EQ(out.launches[1].advice.size(), 1u);
+  EXPECT_EQ(out.launches[1].advice[0].description.rfind("This workload exhibits low compute throughput", 0), 0u);
+  auto s = kb::summarize_profile(out.launches);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(kb::kernel_short_name(s[1].kernel), "anon_kernel");
+  EXPECT_EQ(s[0].launches, 2u);
+  EXPECT_DOUBLE_EQ(summary_of(s[0], "gpu__time_duration.sum")->median, 62416);
+  // A filter that matched nothing leaves ncu's warning and no table.
+  EXPECT_TRUE(kb::parse_ncu_csv(fixture("ncu-logfile-no-match.csv")).launches.empty());
+}
+
 TEST(NcuCsv, SkipsApplicationLinesAndRepeatedHeaders) {
   const std::string text =
       "hello \"world\"\n"
@@ -266,6 +289,9 @@ TEST(ProfileParsers, ShortKernelNames) {
                 "_ZN49_GLOBAL__N__e33efc99_16_attention_ref_cu_7a23aae214attention_rowsE21kfleet_attention_args"),
             "attention_rows");
   EXPECT_EQ(kb::kernel_short_name("__amd_rocclr_fillBufferAligned"), "__amd_rocclr_fillBufferAligned");
+  // ncu's spelling of an unnamed namespace (seen on the H200).
+  EXPECT_EQ(kb::kernel_short_name("<unnamed>::attention_rows(kfleet_attention_args)"), "attention_rows");
+  EXPECT_EQ(kb::kernel_short_name("<unnamed>::anon_kernel(float *, int)"), "anon_kernel");
 }
 
 TEST(ProfileParsers, JsonKeepsAskedForMetricsFirstWithinTheCap) {

@@ -203,6 +203,20 @@ TEST(ProfileStage, NoCounterPermissionIsANoteNotAFailure) {
   ASSERT_TRUE(d.contains("tool_output"));
 }
 
+TEST(ProfileStage, AFilterThatMatchesNothingSaysWhatRan) {
+  ProfileFixture f;
+  ::setenv("FAKE_NCU_OUTPUT", (kTests / "profiles" / "ncu-logfile-no-match.csv").c_str(), 1);
+  auto spec = job({});
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto p = f.backend->profile(c);
+  EXPECT_TRUE(p.ok);
+  const std::string note = p.data.value("note", "");
+  EXPECT_EQ(note, "ncu profiled no kernel: no launch matched regex:^(_Z8job_tilePf)$ (the process "
+                  "launched _Z11axpy_kernelfPKfPfi, _Z4fillPfi, "
+                  "_ZN37_GLOBAL__N__db13b745_5_va_cu_ccb4ed0b11anon_kernelEPfi)");
+}
+
 TEST(ProfileStage, GarbageFromTheProfilerIsANote) {
   ProfileFixture f;
   const fs::path out = f.root / "garbage.txt";
