@@ -28,11 +28,11 @@ d = evs[-1]["data"]
 print("tool:", d.get("tool"), "| asked:", d.get("metrics"), "| collected:", d.get("collected"))
 print("kernel filter:", d.get("kernel_filter"), "| clock_control:", d.get("clock_control"),
       "| launches:", d.get("launches"), "| exit:", d.get("exit"))
-print("%-28s %-52s %14s %14s %14s %3s %s" % ("kernel", "metric", "median", "min", "max", "n", "unit"))
+print("%-28s %-60s %14s %14s %14s %3s %s" % ("kernel", "metric", "median", "min", "max", "n", "unit"))
 ok = False
 for k in d.get("summary", []):
     for m, s in sorted(k.get("metrics", {}).items()):
-        print("%-28s %-52s %14.10g %14.10g %14.10g %3s %s" % (k.get("name", "?")[:28], m[:52], s["median"],
+        print("%-28s %-60s %14.10g %14.10g %14.10g %3s %s" % (k.get("name", "?")[:28], m[:60], s["median"],
               s["min"], s["max"], s["n"], s["unit"]))
     t = k.get("metrics", {}).get("gpu__time_duration.sum", {}).get("median")
     # The job'"'"'s own kernel: the filter ncu ran with names it (mangled), a harness kernel would not be.
