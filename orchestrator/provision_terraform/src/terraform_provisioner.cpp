@@ -1,6 +1,8 @@
 #include "kfleet/provision_terraform/terraform_provisioner.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 #include <atomic>
 #include <mutex>
 
@@ -226,6 +228,16 @@ class TerraformProvisionerImpl final : public TerraformProvisioner {
 
 }  // namespace
 
+std::optional<std::string> enrol_token_problem(const std::string& token) {
+  if (token.size() < 16) return "is " + std::to_string(token.size()) + " characters; it must be at least 16";
+  for (char ch : token) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(ch)) ||
+                    std::string_view("._~+/=-").find(ch) != std::string_view::npos;
+    if (!ok) return std::string("holds '") + ch + "', outside [A-Za-z0-9._~+/=-]";
+  }
+  return std::nullopt;
+}
+
 Result<std::unique_ptr<TerraformProvisioner>> make_terraform_provisioner(
     TerraformConfig config, asio::any_io_executor control_plane, ClockPtr clock) {
   if (auto exe = find_executable(config.terraform_binary); !exe) {
@@ -242,6 +254,14 @@ Result<std::unique_ptr<TerraformProvisioner>> make_terraform_provisioner(
   if (config.server_url.empty() || config.enrol_token.empty() || config.owner.empty() || config.cost_center.empty()) {
     return make_error(Errc::invalid_argument,
                       "terraform provisioner needs server_url, enrol_token, owner and cost_center");
+  }
+  // The module validates the token only at plan time, after a region was already tried; say it
+  // now, in kfleetd's words (terraform/modules/l4-agents/variables.tf has the same rule).
+  if (auto bad = enrol_token_problem(config.enrol_token)) {
+    return make_error(Errc::invalid_argument, "terraform provisioner: the enrolment token " + *bad +
+                                                  "; cloud agents could not enrol with it. Pass a "
+                                                  "--enrol-token of 16 or more characters of "
+                                                  "[A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)");
   }
   if (!clock) return make_error(Errc::invalid_argument, "terraform provisioner needs a clock");
   if (auto rc = write_cli_config(config); !rc) return rc.error();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "kfleet/provision/terraform.hpp"
+#include "kfleet/provision_terraform/terraform_provisioner.hpp"
 
 namespace kfleet::provision {
 namespace {
@@ -55,6 +56,29 @@ TEST(TerraformConfigFile, AnUnrunnableConfigAnswersFatalWithTheReason) {
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->outcome, Outcome::fatal);
   EXPECT_NE(got->message.find("fleet/main.tf"), std::string::npos);
+}
+
+TEST(TerraformConfigFile, AnEnrolmentTokenTheModuleWouldRefuseIsRefusedAtStart) {
+  EXPECT_EQ(enrol_token_problem("0123456789abcdef"), std::nullopt);
+  EXPECT_EQ(enrol_token_problem("tok._~+/=-0123456789"), std::nullopt);
+  EXPECT_EQ(enrol_token_problem("tf-enrol"), "is 8 characters; it must be at least 16");
+  EXPECT_EQ(enrol_token_problem("0123456789abcdef ok"), "holds ' ', outside [A-Za-z0-9._~+/=-]");
+
+  boost::asio::io_context io;
+  TerraformConfig c;
+  c.terraform_binary = "/bin/true";  // only its presence is checked before the token
+  c.terraform_dir = std::filesystem::path(KFLEET_SOURCE_DIR) / "terraform";
+  c.regions = {"us-east-1"};
+  c.server_url = "http://kfleetd.example:8470";
+  c.owner = "perf";
+  c.cost_center = "cc-1";
+  c.enrol_token = "short-token";
+  auto p = make_terraform_provisioner(c, io.get_executor(), nullptr);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().message,
+            "terraform provisioner: the enrolment token is 11 characters; it must be at least 16; "
+            "cloud agents could not enrol with it. Pass a --enrol-token of 16 or more characters "
+            "of [A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)");
 }
 
 }  // namespace

@@ -46,7 +46,12 @@ class TerraformProvisioner : public Provisioner {
   virtual std::vector<std::string> instance_ids() const = 0;
 };
 
-// Checks the configuration (terraform binary, directories, regions) before any apply.
+// What is wrong with an enrolment token for the l4-agents module (>= 16 characters of
+// [A-Za-z0-9._~+/=-]), or nullopt when nothing is.
+std::optional<std::string> enrol_token_problem(const std::string& token);
+
+// Checks the configuration (terraform binary, directories, regions, the enrolment token) before
+// any apply.
 Result<std::unique_ptr<TerraformProvisioner>> make_terraform_provisioner(
     TerraformConfig config, boost::asio::any_io_executor control_plane, ClockPtr clock);
 
