@@ -37,6 +37,7 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   cuda_opts.busy_wait_s = busy_wait_s;
   HipBackendOptions hip_opts;
   hip_opts.cache_dir = cache;
+  hip_opts.busy_wait_s = busy_wait_s;
   if (kind == "cuda") return make_cuda_backend(cuda_opts);
   if (kind == "hip") return make_hip_backend(hip_opts);
   if (kind == "auto") {

@@ -87,9 +87,38 @@ std::vector<GpuInfo> discover_amd_gpus(const std::string& sys_root) {
     if (g.name.empty()) g.name = "AMD " + *arch;
     g.extra["index"] = i;
     g.extra["kfd_node"] = d.filename().string();
+    g.extra["kfd_gpu_id"] = static_cast<std::int64_t>(first_number(read_file(d / "gpu_id")));
     g.extra["simd_count"] = kfd_property(props, "simd_count");
     out.push_back(std::move(g));
   }
+  return out;
+}
+
+std::vector<unsigned> amd_compute_processes(const std::string& sys_root, unsigned long gpu_id,
+                                            unsigned self) {
+  std::vector<unsigned> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(sys_root) / "class/kfd/kfd/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<unsigned>(std::stoul(name));
+    if (pid == self) continue;
+    bool uses = false;
+    std::error_code qec;
+    for (const auto& q : fs::directory_iterator(e.path() / "queues", qec)) {
+      const auto id = static_cast<unsigned long>(first_number(read_file(q.path() / "gpuid")));
+      if (gpu_id == 0 || id == gpu_id) uses = true;
+    }
+    std::error_code vec;
+    for (const auto& f : fs::directory_iterator(e.path(), vec)) {
+      const std::string fn = f.path().filename().string();
+      if (fn.rfind("vram_", 0) != 0) continue;
+      if (gpu_id != 0 && fn != "vram_" + std::to_string(gpu_id)) continue;
+      if (first_number(read_file(f.path())) > 0) uses = true;
+    }
+    if (uses) out.push_back(pid);
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -1,6 +1,10 @@
 // The HIP backend: hipcc where ROCm is installed, else clang-19 (a device-only compile: the
 // resources gate works, running needs ROCm); resource remarks for the gate; sysfs and rocm-smi
 // for GPU state; rocprofv3 for profiles.
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "common/harness_backend.hpp"
 #include "common/toolchain.hpp"
 #include "discovery/amd.hpp"
@@ -11,7 +15,8 @@ namespace {
 class HipBackend final : public HarnessBackend {
  public:
   explicit HipBackend(const agent::HipBackendOptions& o)
-      : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir, false}),
+      : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir,
+                        o.require_exclusive, o.busy_wait_s}),
         opts_(o) {}
 
   std::string name() const override { return "hip"; }
@@ -25,6 +30,7 @@ class HipBackend final : public HarnessBackend {
       if (auto s = amd_snapshot(g.extra.value("index", 0u)); s.ok()) g.extra["snapshot"] = s->to_json();
     }
     if (cfg_.device < gpus.size() && cfg_.arch.empty()) cfg_.arch = gpus[cfg_.device].arch;
+    if (cfg_.device < gpus.size()) kfd_gpu_id_ = gpus[cfg_.device].extra.value("kfd_gpu_id", 0L);
     return gpus;
   }
 
@@ -99,7 +105,13 @@ class HipBackend final : public HarnessBackend {
 
   Result<GpuSnapshot> snapshot() override { return amd_snapshot(cfg_.device); }
 
-  Result<std::vector<unsigned>> other_processes() override { return std::vector<unsigned>{}; }
+  // KFD lists every process with compute queues or VRAM on each GPU (no ROCm tool needed).
+  Result<std::vector<unsigned>> other_processes() override {
+    if (!std::filesystem::exists("/sys/class/kfd/kfd/proc"))
+      return make_error(Errc::unavailable, "/sys/class/kfd/kfd/proc is missing (is amdgpu loaded?)");
+    return amd_compute_processes("/sys", static_cast<unsigned long>(kfd_gpu_id_),
+                                 static_cast<unsigned>(::getpid()));
+  }
 
   Result<ProfileCommand> profile_argv(const ProfileSpec& p, const std::vector<std::string>& kernels,
                                       const std::vector<std::string>& cmd,
@@ -113,6 +125,7 @@ class HipBackend final : public HarnessBackend {
  private:
   agent::HipBackendOptions opts_;
   bool hipcc_ = false;
+  long kfd_gpu_id_ = 0;  // this agent's GPU in KFD's numbering; 0 until discovered (= any GPU)
   std::optional<Compiler> compiler_;
 };
 

@@ -40,6 +40,7 @@ TEST(AmdDiscovery, ReadsAFakeSysfsTree) {
   write("class/kfd/kfd/topology/nodes/1/properties",
         "simd_count 80\ngfx_target_version 110501\nmax_waves_per_simd 16\n");
   write("class/kfd/kfd/topology/nodes/1/name", "gfx1151\n");
+  write("class/kfd/kfd/topology/nodes/1/gpu_id", "30381\n");
   write("class/drm/card0/device/vendor", "0x10de\n");  // an NVIDIA card beside it
   write("class/drm/card1/device/vendor", "0x1002\n");
   write("class/drm/card1/device/product_name", "AMD Radeon 8060S\n");
@@ -52,7 +53,30 @@ TEST(AmdDiscovery, ReadsAFakeSysfsTree) {
   EXPECT_EQ(gpus[0].name, "AMD Radeon 8060S");
   EXPECT_EQ(gpus[0].memory_bytes, 536870912);
   EXPECT_EQ(gpus[0].extra["simd_count"], 80);
+  EXPECT_EQ(gpus[0].extra["kfd_gpu_id"], 30381);
   EXPECT_TRUE(kb::discover_amd_gpus((root / "missing").string()).empty());
+  fs::remove_all(root);
+}
+
+TEST(AmdDiscovery, KfdNamesTheProcessesComputingOnAGpu) {
+  auto root = fs::temp_directory_path() / ("kfleet_kfd_" + std::to_string(::getpid()));
+  auto write = [&](const fs::path& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  const std::string proc = "class/kfd/kfd/proc/";
+  write(proc + "1200/queues/3/gpuid", "30381\n");  // a compute queue on our GPU
+  write(proc + "1200/vram_30381", "1610571776\n");
+  write(proc + "1300/vram_30381", "4096\n");        // VRAM on it, no queue (yet)
+  write(proc + "1400/queues/0/gpuid", "55555\n");  // another GPU only
+  write(proc + "1400/vram_55555", "8192\n");
+  write(proc + "1500/vram_30381", "0\n");          // opened KFD, holds nothing here
+  write(proc + "1600/queues/1/gpuid", "30381\n");  // ourselves
+  auto mine = kb::amd_compute_processes(root.string(), 30381, 1600);
+  EXPECT_EQ(mine, (std::vector<unsigned>{1200, 1300}));
+  auto any = kb::amd_compute_processes(root.string(), 0, 1600);
+  EXPECT_EQ(any, (std::vector<unsigned>{1200, 1300, 1400}));
+  EXPECT_TRUE(kb::amd_compute_processes((root / "none").string(), 30381, 1).empty());
   fs::remove_all(root);
 }
 

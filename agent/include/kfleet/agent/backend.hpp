@@ -119,6 +119,8 @@ struct HipBackendOptions {
   std::string gpu_class, arch;     // override discovery ("gfx1151")
   unsigned device = 0;
   std::string cache_dir;
+  bool require_exclusive = true;   // refuse to benchmark beside another compute process (KFD)
+  double busy_wait_s = 60;         // ... after waiting this long for it to finish
 };
 BackendPtr make_hip_backend(const HipBackendOptions& o);
 
