@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The profile stage on a real NVIDIA GPU: builds as gpu-proof.sh does, starts kfleetd and one
-# CUDA agent, submits jobs/gpu/profile.yaml (ncu, when: always) and prints the stored profile
-# event's summary as a table (per kernel and metric: median, min, max, n, unit), its advice and
-# note. Exit status: 0 when the job passed and data.summary holds a numeric
-# gpu__time_duration.sum for the job's own kernel (one the ncu kernel filter names).
+# CUDA agent, submits jobs/gpu/profile.yaml (ncu, when: always; must pass) and
+# jobs/gpu/profile-rejected.yaml (an off-by-one kernel, when: rejected; must be rejected) and
+# prints each stored profile event's summary as a table (per kernel and metric: median, min,
+# max, n, unit), its advice and note. Exit status: 0 when both verdicts are as expected and each
+# data.summary holds a numeric gpu__time_duration.sum for the job's own kernel (one the ncu
+# kernel filter names).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run=${1:-$PWD/gpu-profile-run}
@@ -18,8 +20,8 @@ export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
 "$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --backend cuda --work-dir "$run/agent" \
   >"$run/agent.log" 2>&1 & ag=$!
 trap 'kill $kd $ag 2>/dev/null; wait 2>/dev/null' EXIT
-"$bin/kfleet" --no-color submit jobs/gpu/profile.yaml --follow; rc=$?
-curl -s "$KFLEET_SERVER/api/v1/jobs/1/events?limit=1000" | python3 -c '
+check_profile() {  # job id: prints the profile table; fails without values for the job's kernel
+curl -s "$KFLEET_SERVER/api/v1/jobs/$1/events?limit=1000" | python3 -c '
 import json, sys
 evs = [e for e in json.load(sys.stdin)["events"] if e["type"] == "profile"]
 if not evs:
@@ -43,6 +45,11 @@ for a in d.get("advice", []):
 for key in ("note", "clock_note", "stderr", "tool_output"):
     if d.get(key): print(key + ":", d[key])
 print("profile metric values stored:", ok); sys.exit(0 if ok else 1)'
-prc=$?
-echo "submit rc=$rc profile rc=$prc"
-[ "$rc" = 0 ] && [ "$prc" = 0 ]
+}
+"$bin/kfleet" --no-color submit jobs/gpu/profile.yaml --follow; rc=$?
+check_profile 1; prc=$?
+echo "== the same for a rejected job (profile when: rejected)"
+"$bin/kfleet" --no-color submit jobs/gpu/profile-rejected.yaml --follow; rrc=$?
+check_profile 2; rprc=$?
+echo "passing job: submit rc=$rc (want 0) profile rc=$prc | rejected job: submit rc=$rrc (want 1) profile rc=$rprc"
+[ "$rc" = 0 ] && [ "$prc" = 0 ] && [ "$rrc" = 1 ] && [ "$rprc" = 0 ]
