@@ -53,37 +53,40 @@ class CudaBackend final : public HarnessBackend {
     return *compiler_;
   }
 
+  // nvcc for this arch with `extra` options, then the job's or harness's flags, then `tail`.
+  static std::vector<std::string> nvcc(const Compiler& cc, const std::string& arch,
+                                       std::initializer_list<const char*> extra,
+                                       const std::vector<std::string>& flags,
+                                       const std::vector<std::string>& tail) {
+    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "-lineinfo"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    for (auto& f : nvcc_arch_flags(arch)) a.push_back(f);
+    a.insert(a.end(), flags.begin(), flags.end());
+    a.insert(a.end(), tail.begin(), tail.end());
+    return a;
+  }
+
+  // The job's sources, with ptxas's resource report (-Xptxas -v) for the resources gate.
   std::vector<std::string> compile_argv(const Compiler& cc, const std::string& arch,
                                         const std::vector<std::string>& flags,
                                         const std::string& source,
                                         const std::string& object) override {
-    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "-lineinfo", "-Xptxas", "-v"};
-    for (auto& f : nvcc_arch_flags(arch)) a.push_back(f);
-    a.insert(a.end(), flags.begin(), flags.end());
-    a.insert(a.end(), {"-c", source, "-o", object});
-    return a;
+    return nvcc(cc, arch, {"-Xptxas", "-v"}, flags, {"-c", source, "-o", object});
   }
 
   std::optional<std::vector<std::string>> harness_compile_argv(
       const Compiler& cc, const std::string& arch, const std::vector<std::string>& flags,
       const std::string& source, const std::string& object) override {
-    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "-lineinfo"};
-    for (auto& f : nvcc_arch_flags(arch)) a.push_back(f);
-    a.insert(a.end(), flags.begin(), flags.end());
-    a.insert(a.end(), {"-c", source, "-o", object});
-    return a;
+    return nvcc(cc, arch, {}, flags, {"-c", source, "-o", object});
   }
 
   std::vector<std::string> link_argv(const Compiler& cc, const std::string& arch,
                                      const std::vector<std::string>& flags,
                                      const std::vector<std::string>& objects,
                                      const std::string& output) override {
-    std::vector<std::string> a = {cc.path, "-std=c++17", "-O3", "-lineinfo"};
-    for (auto& f : nvcc_arch_flags(arch)) a.push_back(f);
-    a.insert(a.end(), flags.begin(), flags.end());
-    a.insert(a.end(), objects.begin(), objects.end());
-    a.insert(a.end(), {"-o", output});
-    return a;
+    std::vector<std::string> tail = objects;
+    tail.insert(tail.end(), {"-o", output});
+    return nvcc(cc, arch, {}, flags, tail);
   }
 
   std::vector<ResourceUsage> parse_resources(const std::string& log, const std::string&) override {
