@@ -29,32 +29,17 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 "$nvcc" -O2 -o "$run/busy_gpu" bench/gpu/busy_gpu.cu || die "cannot build bench/gpu/busy_gpu.cu"
 
 export KFLEET_TOKEN=excl-user KFLEET_ENROL_TOKEN=excl-enrol KFLEET_HARNESS_DIR=$root/kernels/harness
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; pkill -f "$run/busy_gpu" 2>/dev/null; wait 2>/dev/null; }
-trap cleanup EXIT INT TERM
-"$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/k.db" --user-token "$KFLEET_TOKEN" \
-  --enrol-token "$KFLEET_ENROL_TOKEN" >"$run/kfleetd.log" 2>&1 & pids+=($!)
-for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
-[ -s "$run/port" ] || die "kfleetd did not start"
-export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
-"$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --backend cuda --work-dir "$run/agent" \
-  --gpu-busy-wait 8 >"$run/agent.log" 2>&1 & pids+=($!)
+# shellcheck source=lib/local-cluster.sh
+source scripts/lib/local-cluster.sh
+start_local_cluster "$bin" "$run" --backend cuda --gpu-busy-wait 8 || die "kfleetd and agent gpu0 did not come up"
+trap 'stop_local_cluster; pkill -f "$run/busy_gpu" 2>/dev/null' EXIT INT TERM
 kf() { "$bin/kfleet" --no-color "$@"; }
-field() {
-  python3 -c '
-import json, sys
-text = sys.stdin.read(); i = text.find("{")
-obj = json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else {}
-for k in sys.argv[1].split("."):
-    obj = obj.get(k, "") if isinstance(obj, dict) else ""
-print(obj)' "$1"
-}
 # state TAB reason of job $1
 outcome() {
   local s; s=$(kf --json status "$1" 2>/dev/null)
-  local r; r=$(printf '%s' "$s" | field job.verdict.reason)
-  [ -n "$r" ] || r=$(printf '%s' "$s" | field job.state_reason)
-  printf '%s\t%s' "$(printf '%s' "$s" | field job.state)" "$r"
+  local r; r=$(printf '%s' "$s" | json_field job.verdict.reason)
+  [ -n "$r" ] || r=$(printf '%s' "$s" | json_field job.state_reason)
+  printf '%s\t%s' "$(printf '%s' "$s" | json_field job.state)" "$r"
 }
 # the job's log lines from the benchmark stage
 bench_logs() {
@@ -69,7 +54,7 @@ wait_seen() {  # until NVML (nvidia-smi) lists pid $1 as a compute process
   for _ in $(seq 100); do nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -qw "$1" && return 0; sleep 0.1; done
   return 1
 }
-submit() { kf --json submit jobs/gpu/01-correct.yaml --force "$@" 2>>"$run/submit.err" | field job.id; }
+submit() { kf --json submit jobs/gpu/01-correct.yaml --force "$@" 2>>"$run/submit.err" | json_field job.id; }
 
 nvidia-smi -L
 echo "== warm-up: the job alone (builds the kernel into the cache)"

@@ -13,13 +13,9 @@ bin=$(scripts/gpu-proof.sh --build-only | sed -n 's/^gpu-proof: built in .* s: /
 [ -x "$bin/kfleetd" ] || { echo "gpu-profile-check: build failed" >&2; exit 2; }
 rm -rf "$run"; mkdir -p "$run"
 export KFLEET_TOKEN=profile-user KFLEET_ENROL_TOKEN=profile-enrol KFLEET_HARNESS_DIR=$PWD/kernels/harness
-"$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/k.db" --user-token "$KFLEET_TOKEN" \
-  --enrol-token "$KFLEET_ENROL_TOKEN" >"$run/kfleetd.log" 2>&1 & kd=$!
-for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
-export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
-"$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --backend cuda --work-dir "$run/agent" \
-  >"$run/agent.log" 2>&1 & ag=$!
-trap 'kill $kd $ag 2>/dev/null; wait 2>/dev/null' EXIT
+# shellcheck source=lib/local-cluster.sh
+source scripts/lib/local-cluster.sh
+start_local_cluster "$bin" "$run" --backend cuda || { echo "gpu-profile-check: kfleetd and agent gpu0 did not come up" >&2; exit 2; }
 check_profile() {  # job id: prints the profile table; fails without values for the job's kernel
 curl -s "$KFLEET_SERVER/api/v1/jobs/$1/events?limit=1000" | python3 -c '
 import json, sys

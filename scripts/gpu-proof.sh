@@ -61,44 +61,16 @@ for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is mis
 rm -rf "$run"; mkdir -p "$run"
 export KFLEET_TOKEN=gpu-proof-user KFLEET_ENROL_TOKEN=gpu-proof-enrol
 export KFLEET_HARNESS_DIR=$root/kernels/harness
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
-trap cleanup EXIT INT TERM
-
-"$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/kfleet.db" \
-  --user-token "$KFLEET_TOKEN" --enrol-token "$KFLEET_ENROL_TOKEN" >"$run/kfleetd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
-[ -s "$run/port" ] || { tail "$run/kfleetd.log"; die "kfleetd did not start"; }
-export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
-
+# shellcheck source=lib/local-cluster.sh
+source "$root/scripts/lib/local-cluster.sh"
 agent_flags=(--backend "$backend")
 [ -n "$arch" ] && agent_flags+=(--arch "$arch" --gpu-class "$arch")
-"$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --work-dir "$run/agent" \
-  "${agent_flags[@]}" >"$run/agent.log" 2>&1 &
-pids+=($!)
+start_local_cluster "$bin" "$run" "${agent_flags[@]}" || die "kfleetd and agent gpu0 did not come up"
 kf() { "$bin/kfleet" --no-color "$@"; }
-for _ in $(seq 300); do
-  kf --json agents 2>/dev/null | grep -q '"gpu0"' && break
-  kill -0 "${pids[1]}" 2>/dev/null || { tail -20 "$run/agent.log"; die "the agent exited"; }
-  sleep 0.1
-done
-kf --json agents 2>/dev/null | grep -q '"gpu0"' || { tail "$run/agent.log"; die "agent gpu0 never enrolled"; }
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 echo "gpu-proof: kfleetd $KFLEET_SERVER, agent gpu0 (--backend $backend)"
 kf agents
 
-# One JSON field path out of the first JSON object on stdin ("" when absent).
-field() {
-  python3 -c '
-import json, sys
-text = sys.stdin.read()
-i = text.find("{")
-obj = json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else {}
-for k in sys.argv[1].split("."):
-    obj = obj.get(k, "") if isinstance(obj, dict) else ""
-print(obj if not isinstance(obj, (dict, list)) else json.dumps(obj))' "$1"
-}
 
 rows=() mismatches=0
 while IFS=$'\t' read -r file want_state want_gate want_reason; do
@@ -107,13 +79,13 @@ while IFS=$'\t' read -r file want_state want_gate want_reason; do
   t0=$(date +%s)
   out=$(kf --json submit "jobs/gpu/$file" --force --wait 2>"$run/submit.err"); rc=$?
   secs=$(( $(date +%s) - t0 ))
-  id=$(printf '%s' "$out" | field job.id)
+  id=$(printf '%s' "$out" | json_field job.id)
   [ -n "$id" ] || { cat "$run/submit.err"; id=0; }
   status=$(kf --json status "$id" 2>/dev/null)
-  state=$(printf '%s' "$status" | field job.state)
-  gate=$(printf '%s' "$status" | field job.verdict.gate)
-  reason=$(printf '%s' "$status" | field job.verdict.reason)
-  [ -n "$reason" ] || reason=$(printf '%s' "$status" | field job.state_reason)
+  state=$(printf '%s' "$status" | json_field job.state)
+  gate=$(printf '%s' "$status" | json_field job.verdict.gate)
+  reason=$(printf '%s' "$status" | json_field job.verdict.reason)
+  [ -n "$reason" ] || reason=$(printf '%s' "$status" | json_field job.state_reason)
   [ -n "$gate" ] || gate=-
   ok=OK
   [[ "$state" =~ ^($want_state)$ ]] || ok=MISMATCH

@@ -31,30 +31,13 @@ if [ -z "$bin" ]; then scripts/gpu-proof.sh --build-only || die "build failed"; 
 
 rm -rf "$run"; mkdir -p "$run"
 export KFLEET_TOKEN=quality-user KFLEET_ENROL_TOKEN=quality-enrol KFLEET_HARNESS_DIR=$root/kernels/harness
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
-trap cleanup EXIT INT TERM
-"$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/kfleet.db" \
-  --user-token "$KFLEET_TOKEN" --enrol-token "$KFLEET_ENROL_TOKEN" >"$run/kfleetd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
-[ -s "$run/port" ] || die "kfleetd did not start"
-export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
-"$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --work-dir "$run/agent" ${KFLEET_QUALITY_AGENT_FLAGS:---backend cuda} \
-  >"$run/agent.log" 2>&1 &
-pids+=($!)
+# shellcheck source=lib/local-cluster.sh
+source "$root/scripts/lib/local-cluster.sh"
+# shellcheck disable=SC2086  # the flags are words
+start_local_cluster "$bin" "$run" ${KFLEET_QUALITY_AGENT_FLAGS:---backend cuda} || die "kfleetd and agent gpu0 did not come up"
 kf() { "$bin/kfleet" --no-color "$@"; }
-for _ in $(seq 300); do kf --json agents 2>/dev/null | grep -q '"gpu0"' && break; sleep 0.1; done
 
-field() {
-  python3 -c '
-import json, sys
-text = sys.stdin.read(); i = text.find("{")
-obj = json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else {}
-for k in sys.argv[1].split("."):
-    obj = obj.get(k, "") if isinstance(obj, dict) else ""
-print("-" if obj == "" else round(obj, 3) if isinstance(obj, float) else obj)' "$1"
-}
+field() { json_field "$1" --table; }
 # timeline T0 ID: one line of where a job's time went, from its run's events (agent clock, same host)
 timeline() {
   local runid
