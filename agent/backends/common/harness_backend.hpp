@@ -93,9 +93,11 @@ class HarnessBackend : public agent::Backend {
     int compiled = 0, reused = 0;
     double seconds = 0;
   };
+  // `digest` is harness_digest() of the harness sources, which the caller has already read.
   Result<std::optional<HarnessObjects>> harness_objects(const Compiler& cc,
                                                         const std::vector<std::string>& defines,
-                                                        const std::string& cache_dir);
+                                                        const std::string& cache_dir,
+                                                        const std::string& digest);
   std::mutex compiler_mu_;
   std::mutex objects_mu_;
   std::map<std::string, std::shared_future<Result<std::string>>> objects_in_flight_;

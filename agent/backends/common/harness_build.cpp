@@ -127,10 +127,10 @@ Result<HarnessBackend::Compiler> HarnessBackend::locked_compiler() {
 }
 
 Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_objects(
-    const Compiler& cc, const std::vector<std::string>& defines, const std::string& cache_dir) {
+    const Compiler& cc, const std::vector<std::string>& defines, const std::string& cache_dir,
+    const std::string& digest) {
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path hdir = cfg_.harness_dir;
-  const std::string digest = harness_digest(hdir);
   const fs::path dir = fs::path(cache_dir) / "harness-objects";
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -237,7 +237,7 @@ void HarnessBackend::prepare(const std::function<void(const std::string&)>& log)
     log("harness not prepared: " + cc.error().message);
     return;
   }
-  auto h = harness_objects(*cc, {}, cfg_.cache_dir);
+  auto h = harness_objects(*cc, {}, cfg_.cache_dir, harness_digest(cfg_.harness_dir));
   if (!h.ok()) {
     log("harness objects for " + cfg_.arch + " failed to compile: " + h.error().message);
   } else if (*h) {
@@ -287,7 +287,8 @@ StageResult HarnessBackend::build_one(StageContext& c) {
                          "\n" + cc->version + "\n" + cfg_.arch + "\n" + name() + "\n";
   for (const auto& f : flags) key_text += f + "\n";
   for (const auto& s : k.sources) key_text += s + "\n";
-  key_text += sources_text + harness_digest(hdir);
+  const std::string digest = harness_digest(hdir);
+  key_text += sources_text + digest;
   const std::string key = sha256_hex(key_text);
   fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
   fs::path entry = cache / key;
@@ -340,7 +341,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::vector<std::string> entry_defines;
   for (const auto& f : flags)
     if (f.rfind("-DKFLEET_", 0) == 0 && f.find("_ENTRY=") != std::string::npos) entry_defines.push_back(f);
-  auto hobj = harness_objects(*cc, entry_defines, cache.string());
+  auto hobj = harness_objects(*cc, entry_defines, cache.string(), digest);
   if (!hobj.ok()) {
     fs::remove_all(tmp, ec);
     return infra("harness build failed: " + hobj.error().message);
