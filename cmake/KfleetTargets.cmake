@@ -2,12 +2,18 @@
 add_library(kfleet_warnings INTERFACE)
 target_compile_options(kfleet_warnings INTERFACE -Wall -Wextra -Wno-missing-field-initializers)
 
-# kfleet_add_gtest(NAME SOURCES... LIBS ...)
+# kfleet_add_gtest(NAME SOURCES... LIBS ... [PROPERTIES prop value ...])
+# PROPERTIES are set on every test the binary holds (e.g. COST, so ctest starts the slow ones
+# first and the short ones fill the other core around them).
 function(kfleet_add_gtest name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;PROPERTIES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main kfleet_warnings)
   # Tests that read files of the tree (schemas, openapi.yaml) find it through this.
   target_compile_definitions(${name} PRIVATE KFLEET_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  if(ARG_PROPERTIES)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${ARG_PROPERTIES})
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()

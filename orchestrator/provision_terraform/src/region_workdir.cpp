@@ -57,15 +57,23 @@ Placement parse_placement(const std::string& s) {
 
 Result<fs::path> write_cli_config(const TerraformConfig& config) {
   std::error_code ec;
-  fs::create_directories(config.state_root / ".plugin-cache", ec);
+  fs::create_directories(config.state_root, ec);
   if (ec) return make_error(Errc::unavailable, "cannot create " + config.state_root.string() + ": " + ec.message());
   fs::path file = config.state_root / "terraformrc";
   std::ofstream out(file, std::ios::trunc);
   if (!config.plugin_dir.empty()) {
+    // An unpacked local mirror is linked into each region's .terraform, never copied. A plugin
+    // cache on top of it would copy the provider (hundreds of MB) into every state root and
+    // link the regions to that copy: slower, and one more shared thing whose half-written
+    // state another region's init could read.
     out << "provider_installation {\n  filesystem_mirror {\n    path = "
         << nlohmann::json(config.plugin_dir).dump() << "\n  }\n}\n";
+  } else {
+    // From the registry: download each provider once for every region of this kfleetd.
+    fs::create_directories(config.state_root / ".plugin-cache", ec);
+    if (ec) return make_error(Errc::unavailable, "cannot create the plugin cache: " + ec.message());
+    out << "plugin_cache_dir = " << nlohmann::json((config.state_root / ".plugin-cache").string()).dump() << "\n";
   }
-  out << "plugin_cache_dir = " << nlohmann::json((config.state_root / ".plugin-cache").string()).dump() << "\n";
   if (!out) return make_error(Errc::unavailable, "cannot write " + file.string());
   return file;
 }

@@ -31,7 +31,9 @@ constexpr const char* kUser = "tf-e2e-user-0123456789";
 constexpr const char* kEnrol = "tf-e2e-enrol-0123456789";  // terraform wants >= 16 characters
 constexpr TimeMs kStockoutCooldownMs = 2'000;
 constexpr TimeMs kIdleTtlMs = 3'000;
-constexpr auto kTerraformDeadline = std::chrono::seconds(300);  // a few applies, init included
+// Up to four applies one after another (the fallback walks the regions in order), each starting
+// the AWS provider a few times: about two minutes on an idle 2-core machine, far more on a busy one.
+constexpr auto kTerraformDeadline = std::chrono::seconds(600);
 
 const std::vector<std::string> kFallbackRegions = {"us-east-1", "us-east-2", "us-west-2",
                                                    "ap-northeast-1"};
