@@ -27,7 +27,7 @@ if [ -n "$log" ]; then
   exec > >(tee "$log") 2>&1
 fi
 
-work=$(mktemp -d /tmp/kfleet-clean-clone.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-clean-clone.XXXXXX")
 [ "$keep" = 1 ] || trap 'rm -rf "$work"' EXIT
 clone=$work/kfleet
 commit=$(git rev-parse "$ref") || exit 2
