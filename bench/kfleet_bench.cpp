@@ -21,8 +21,8 @@ namespace {
 
 using namespace kfleet;
 using Clock = std::chrono::steady_clock;
-constexpr const char* kUser = "bench-user";
-constexpr const char* kEnrol = "bench-enrol";
+constexpr const char* kUser = "kft_bench-admin-token-0d9e4f1a";  // kfleetd's first admin token
+constexpr const char* kEnrol = "kfe_bench-enrol-token";
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -118,9 +118,10 @@ int main(int argc, char** argv) {
   const int n_events = arg(argc, argv, "--events", 200000);
   const std::string dir = e2e::make_temp_dir("kfleet-bench");
   e2e::Proc kfleetd = e2e::Proc::spawn(
-      {KFLEETD_BIN, "--listen", "127.0.0.1:0", "--db", dir + "/bench.db", "--user-token", kUser,
-       "--enrol-token", kEnrol, "--port-file", dir + "/port", "--lease-ttl-ms", "60000"},
-      dir + "/kfleetd.log", {{"KFLEET_LOG", "warn"}});
+      {KFLEETD_BIN, "--listen", "127.0.0.1:0", "--db", dir + "/bench.db", "--port-file",
+       dir + "/port", "--lease-ttl-ms", "60000", "--submit-rate-per-min", "0"},
+      dir + "/kfleetd.log",
+      {{"KFLEET_LOG", "warn"}, {"KFLEET_ADMIN_TOKEN", kUser}, {"KFLEET_ENROL_TOKEN", kEnrol}});
   if (!e2e::wait_until([&] { return std::filesystem::exists(dir + "/port"); },
                        std::chrono::seconds(20))) {
     std::fprintf(stderr, "bench: kfleetd did not start:\n%s\n", kfleetd.log().c_str());

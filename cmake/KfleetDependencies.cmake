@@ -25,6 +25,14 @@ if(KFLEET_BUILD_ORCHESTRATOR)
   endif()
 endif()
 
+if(KFLEET_BUILD_ORCHESTRATOR)
+  # kfleetd's HTTPS; optional so that hosts without libssl-dev still build (plain HTTP only).
+  find_package(OpenSSL 1.1.1 QUIET)
+  if(NOT OpenSSL_FOUND)
+    message(WARNING "OpenSSL not found (apt install libssl-dev): kfleetd will serve plain HTTP only")
+  endif()
+endif()
+
 if(KFLEET_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

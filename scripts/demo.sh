@@ -23,13 +23,17 @@ scripts/build.sh kfleetd kfleet-agent kfleet dashboards   # what the demo runs; 
 run=$PWD/demo-run
 mkdir -p "$run"
 rm -f "$run/kfleet.db" "$run/kfleet.db-wal" "$run/kfleet.db-shm" "$run/port"
-export KFLEET_TOKEN=demo-user-token KFLEET_ENROL_TOKEN=demo-enrol-token
+# Fresh random tokens for this demo, through the environment only (never on a command line):
+# kfleetd stores the admin token's hash; the CLI reads KFLEET_TOKEN, agents KFLEET_ENROL_TOKEN.
+rand_hex() { od -An -N32 -tx1 /dev/urandom | tr -d ' \n'; }
+export KFLEET_TOKEN="kft_$(rand_hex)" KFLEET_ENROL_TOKEN="kfe_$(rand_hex)"
+umask 077; printf '%s\n' "$KFLEET_TOKEN" > "$run/admin.token"; umask 022
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
-build/orchestrator/api/kfleetd --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/kfleet.db" \
-  --user-token "$KFLEET_TOKEN" --enrol-token "$KFLEET_ENROL_TOKEN" --dashboards dashboards \
+KFLEET_ADMIN_TOKEN="$KFLEET_TOKEN" build/orchestrator/api/kfleetd --listen 127.0.0.1:0 \
+  --port-file "$run/port" --db "$run/kfleet.db" --dashboards dashboards \
   >"$run/kfleetd.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$run/port" ] && break; sleep 0.1; done
@@ -63,9 +67,10 @@ echo
 build/cli/kfleet results
 cat <<MSG
 
-demo: dashboards  $KFLEET_SERVER/
+demo: dashboards  $KFLEET_SERVER/   (sign in with the admin token in $run/admin.token)
+demo: plain HTTP on loopback only (kfleetd --tls-cert/--tls-key for anything else; README: Security)
 demo: API         $KFLEET_SERVER/api/v1/jobs   (openapi: orchestrator/api/openapi.yaml)
-demo: metrics     $KFLEET_SERVER/metrics
+demo: metrics     $KFLEET_SERVER/metrics   (needs a token; kfleetd --metrics-open serves it openly)
 demo: logs        $run/*.log
 MSG
 if [ "$keep" = 1 ]; then

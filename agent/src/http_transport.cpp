@@ -27,15 +27,15 @@ Error status_error(const std::string& what, const HttpResponse& r) {
 
 class HttpTransport final : public Transport {
  public:
-  HttpTransport(std::string url, std::string enrol_token)
-      : url_(std::move(url)), token_(std::move(enrol_token)) {}
+  HttpTransport(std::string url, std::string enrol_token, HttpOptions http)
+      : url_(std::move(url)), token_(std::move(enrol_token)), http_(std::move(http)) {}
 
   Result<Enrolment> enrol(const nlohmann::json& body) override {
     auto r = client().post_json("/api/v1/agents/enrol", body);
     if (!r) return r.error();
     if (r->status != 201 && r->status != 200) {
       auto e = status_error("enrol", *r);
-      if (r->status == 401) e.message += " (check --enrol-token / KFLEET_ENROL_TOKEN)";
+      if (r->status == 401) e.message += " (check --enrol-token-file / KFLEET_ENROL_TOKEN)";
       return e;
     }
     auto j = r->json();
@@ -125,12 +125,13 @@ class HttpTransport final : public Transport {
   HttpClient& client() {
     std::lock_guard<std::mutex> l(mu_);
     auto& c = clients_[std::this_thread::get_id()];
-    if (!c) c = std::make_unique<HttpClient>(url_, token_);
+    if (!c) c = std::make_unique<HttpClient>(url_, token_, http_);
     return *c;
   }
 
   std::string url_;
   std::string token_;
+  HttpOptions http_;
   std::mutex mu_;
   std::map<std::thread::id, std::unique_ptr<HttpClient>> clients_;
 };
@@ -187,8 +188,9 @@ Comparison Comparison::from_json(const nlohmann::json& j) {
   return c;
 }
 
-TransportPtr make_http_transport(const std::string& server_url, const std::string& enrol_token) {
-  return std::make_unique<HttpTransport>(server_url, enrol_token);
+TransportPtr make_http_transport(const std::string& server_url, const std::string& enrol_token,
+                                 HttpOptions http) {
+  return std::make_unique<HttpTransport>(server_url, enrol_token, std::move(http));
 }
 
 }  // namespace kfleet::agent

@@ -11,6 +11,7 @@
 
 #include "kfleet/agent/agent.hpp"
 #include "kfleet/common/log.hpp"
+#include "kfleet/common/secret.hpp"
 
 using namespace kfleet;
 using namespace kfleet::agent;
@@ -64,14 +65,25 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
 
 int main(int argc, char** argv) {
   CLI::App app{"kfleet-agent: runs kfleet jobs on this host's GPU, leased from kfleetd"};
-  std::string server, enrol_token, backend_kind = "auto";
+  std::string server, enrol_token_file, backend_kind = "auto";
+  HttpOptions http;
   AgentConfig cfg;
   cfg.name = hostname();
   SimulatedGpuOptions sim;
   double busy_wait_s = 60;
   app.add_option("--server", server, "kfleetd URL, e.g. http://127.0.0.1:8470")->required();
-  app.add_option("--enrol-token", enrol_token, "the fleet's enrolment token")
-      ->envname("KFLEET_ENROL_TOKEN");
+  // The enrolment token comes from a file (0600) or the environment, never argv.
+  app.add_option("--enrol-token-file", enrol_token_file,
+                 "file holding the fleet's enrolment token (else $KFLEET_ENROL_TOKEN)");
+  app.add_option("--ca-file", http.ca_file,
+                 "PEM CA that signed kfleetd's certificate (https:// servers; else the system's)")
+      ->envname("KFLEET_CA_FILE");
+  app.add_option("--tls-cert", http.client_cert_file,
+                 "PEM client certificate, for a kfleetd with --tls-client-ca (mTLS)");
+  app.add_option("--tls-key", http.client_key_file, "PEM key of --tls-cert");
+  app.add_flag("--insecure", http.insecure,
+               "do NOT verify kfleetd's certificate (anyone on the path can read and forge "
+               "everything; throwaway test servers only)");
   app.add_option("--name", cfg.name, "agent name")->capture_default_str();
   app.add_option("--region", cfg.region, "region this host is in")->capture_default_str();
   app.add_option("--backend", backend_kind, "simulated | cuda | hip | auto")
@@ -98,9 +110,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  if (enrol_token.empty()) {
-    std::cerr << "kfleet-agent: --enrol-token (or KFLEET_ENROL_TOKEN) is required\n";
+  auto enrol_token = secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",
+                                             "enrolment token");
+  if (!enrol_token) {
+    std::cerr << "kfleet-agent: " << enrol_token.error().message << "\n";
     return 1;
+  }
+  if (enrol_token->empty()) {
+    std::cerr << "kfleet-agent: the enrolment token is required: --enrol-token-file FILE (mode "
+                 "0600) or KFLEET_ENROL_TOKEN\n";
+    return 1;
+  }
+  if (http.insecure)
+    log::warn("agent", "--insecure: kfleetd's certificate is NOT verified; anyone on the network "
+                       "path can impersonate kfleetd and read this agent's token and jobs");
+  if (server.rfind("http://", 0) == 0) {
+    const std::string host = server.substr(7, server.find_first_of(":/", 7) - 7);
+    if (host != "127.0.0.1" && host != "localhost" && host != "[::1]")
+      log::warn("agent", "plain HTTP to ", host,
+                ": the tokens and every result travel in clear; use an https:// kfleetd");
   }
   auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s);
   if (!backend) {
@@ -115,7 +143,7 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  Agent agent(cfg, make_http_transport(server, enrol_token), std::move(*backend),
+  Agent agent(cfg, make_http_transport(server, *enrol_token, http), std::move(*backend),
               std::make_shared<SystemClock>());
   std::thread signals([&] {
     int sig = 0;

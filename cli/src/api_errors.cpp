@@ -39,11 +39,17 @@ Error describe_http_failure(long status, const std::string& body) {
   const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   const auto& err = obj_field(j, "error");
   std::string message = str_field(err, "message");
-  if (status == 401) return make_error(code, "kfleetd refused the token: set --token or KFLEET_TOKEN");
+  if (status == 401)
+    return make_error(code, "kfleetd refused the token: set KFLEET_TOKEN or --token-file" +
+                                (message.empty() ? "" : " (" + message + ")"));
   if (status == 403)
     return make_error(code, "kfleetd refused the token for this call" +
                                 (message.empty() ? "" : " (" + message + ")") +
-                                ": use a user token (kfleetd --user-token)");
+                                ": ask an admin for a token with that scope (kfleet token create)");
+  if (status == 429) {
+    if (message.empty()) message = "too many requests";
+    return make_error(code, "kfleetd: " + message);
+  }
   if (message.empty()) {
     std::string excerpt = body.substr(0, 200);
     message = "kfleetd answered HTTP " + std::to_string(status) +

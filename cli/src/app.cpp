@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "kfleet/cli/exit_code.hpp"
+#include "kfleet/common/secret.hpp"
 
 namespace kfleet::cli {
 
@@ -34,7 +35,8 @@ constexpr const char* kFooter = R"(Exit status: 0 passed, 1 rejected, 2 usage or
 
 Examples:
   kfleet submit jobs/fa-s512.yaml --follow
-  kfleet --server http://kfleetd:8470 status
+  kfleet --server https://kfleetd:8470 --ca-file ca.pem status
+  kfleet token create --user alice --scope submit
   kfleet logs 42 --follow
 )";
 
@@ -52,7 +54,17 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
   bool json = false, no_color = false;
   app.add_option("--server", flags.server,
                  "kfleetd URL (else $KFLEET_SERVER, the config file, http://127.0.0.1:8470)");
-  app.add_option("--token", flags.token, "user API token (else $KFLEET_TOKEN, the config file)");
+  std::string token_file, argv_token;
+  app.add_option("--token-file", token_file,
+                 "file (mode 0600) holding your API token (else $KFLEET_TOKEN, the config file)")
+      ->envname("KFLEET_TOKEN_FILE");
+  // Kept only to say why it is gone: argv is visible to every local user in `ps`.
+  app.add_option("--token", argv_token)->group("");
+  app.add_option("--ca-file", flags.ca_file,
+                 "PEM CA that signed an https:// kfleetd's certificate (else $KFLEET_CA_FILE, "
+                 "ca_file: in the config file, the system's CAs)");
+  app.add_flag("--insecure", flags.insecure,
+               "do NOT verify kfleetd's certificate (anyone on the path can read your token)");
   app.add_option("--config", flags.config,
                  "config file with server: and token: (else $KFLEET_CONFIG, "
                  "~/.config/kfleet/config.yaml)");
@@ -63,7 +75,8 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
                                    add_logs_command(app),   add_cancel_command(app),
                                    add_agents_command(app), add_results_command(app),
                                    add_regress_command(app), add_baseline_command(app),
-                                   add_campaign_command(app), add_report_command(app)};
+                                   add_campaign_command(app), add_report_command(app),
+                                   add_token_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -75,11 +88,28 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
     io.err << "kfleet: no command given; see kfleet --help\n";
     return exit_usage;
   }
+  if (!argv_token.empty()) {
+    io.err << "kfleet: --token is not accepted: a token on the command line is visible to every "
+              "user of this machine (ps). Use --token-file FILE (chmod 600), KFLEET_TOKEN, or "
+              "token: in the config file\n";
+    return exit_usage;
+  }
+  if (!token_file.empty()) {
+    auto t = read_secret_file(token_file, "token");
+    if (!t) {
+      io.err << "kfleet: " << t.error().message << "\n";
+      return exit_usage;
+    }
+    flags.token = *t;
+  }
   auto config = resolve_config(flags, io.env, io.read_file);
   if (!config) {
     io.err << "kfleet: " << config.error().message << "\n";
     return exit_usage;
   }
+  if (config->insecure)
+    io.err << "kfleet: WARNING: --insecure: kfleetd's certificate is not verified; anyone on "
+              "the network path can read your token and answer as kfleetd\n";
   const bool color = io.stdout_is_tty && !no_color && !io.env("NO_COLOR").has_value();
   Session session(io, *config, json, color);
   for (auto& c : commands)

@@ -10,11 +10,11 @@ namespace kfleet::cli {
 
 Command add_cancel_command(CLI::App& app) {
   auto jobs = std::make_shared<std::vector<std::int64_t>>();
-  auto* sub = app.add_subcommand("cancel", "cancel jobs (needs a user token)");
+  auto* sub = app.add_subcommand("cancel", "cancel jobs (needs a token of scope submit)");
   sub->add_option("jobs", *jobs, "job ids")->required();
   sub->footer(R"(Examples:
   kfleet cancel 12
-  kfleet --token $TOKEN cancel 12 13 14)");
+  KFLEET_TOKEN_FILE=~/.kfleet-token kfleet cancel 12 13 14)");
   return {sub, [jobs](Session& s) {
     int worst = exit_passed;
     for (auto id : *jobs) {

@@ -24,6 +24,7 @@ Command add_regress_command(CLI::App& app);   // cmd_fleet.cpp
 Command add_baseline_command(CLI::App& app);
 Command add_campaign_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_token_command(CLI::App& app);     // cmd_token.cpp
 
 // Streams a job's events as progress lines until it ends; returns its exit status.
 // `gpu` (the job's target) completes lease lines; `prefix` tags lines when several jobs are

@@ -19,7 +19,7 @@ std::string default_config_path(const EnvLookup& env) {
 namespace {
 
 struct FileValues {
-  std::string server, token;
+  std::string server, token, ca_file;
 };
 
 Result<FileValues> parse_config_text(const std::string& text, const std::string& path) {
@@ -45,9 +45,12 @@ Result<FileValues> parse_config_text(const std::string& text, const std::string&
       v.server = kv.second.as<std::string>("");
     } else if (key == "token") {
       v.token = kv.second.as<std::string>("");
+    } else if (key == "ca_file") {
+      v.ca_file = kv.second.as<std::string>("");
     } else {
-      return make_error(Errc::invalid_argument, path + ":" + line + ": unknown key '" + key +
-                                                    "' (the config knows server: and token:)");
+      return make_error(Errc::invalid_argument,
+                        path + ":" + line + ": unknown key '" + key +
+                            "' (the config knows server:, token: and ca_file:)");
     }
   }
   return v;
@@ -88,6 +91,8 @@ Result<CliConfig> resolve_config(const ConfigFlags& flags, const EnvLookup& env,
   out.server = normalize_server_url(
       first_set({flags.server, env_or_empty("KFLEET_SERVER"), file.server, default_server}));
   out.token = first_set({flags.token, env_or_empty("KFLEET_TOKEN"), file.token});
+  out.ca_file = first_set({flags.ca_file, env_or_empty("KFLEET_CA_FILE"), file.ca_file});
+  out.insecure = flags.insecure;
   return out;
 }
 

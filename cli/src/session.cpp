@@ -13,7 +13,12 @@ Session::Session(CliIo& io, CliConfig config, bool json, bool color)
     : io_(io), config_(std::move(config)), json_(json), color_(color) {}
 
 HttpClient& Session::http() {
-  if (!http_) http_ = std::make_unique<HttpClient>(config_.server, config_.token);
+  if (!http_) {
+    HttpOptions o;
+    o.ca_file = config_.ca_file;
+    o.insecure = config_.insecure;
+    http_ = std::make_unique<HttpClient>(config_.server, config_.token, o);
+  }
   return *http_;
 }
 

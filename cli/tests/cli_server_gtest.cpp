@@ -108,7 +108,8 @@ TEST(JobYaml, FixtureIsAValidJob) {
 
 TEST_F(JobDir, SubmitSendsSpecBundleAndToken) {
   FakeKfleetd server([](const RecordedRequest&) { return created(12); });
-  Ran r = run_kfleet({"--server", server.url(), "--token", "s3cret", "submit", job(), "--force"});
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--force"},
+                     {{"KFLEET_TOKEN", "s3cret"}});
   ASSERT_EQ(r.code, 0) << r.err;
   auto reqs = server.requests();
   ASSERT_EQ(reqs.size(), 1u);
@@ -170,7 +171,8 @@ TEST_P(FollowVerdict, ExitStatusReflectsStreamedVerdict) {
     if (r.target == "/api/v1/jobs/12/events") return {200, "text/event-stream", sse_body(run_events(outcome))};
     return {404, "application/json", R"({"error":{"code":"not_found","message":"no such thing"}})"};
   });
-  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--follow"});
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--follow"},
+                     {{"KFLEET_TOKEN", "t"}});
   EXPECT_EQ(r.code, expected) << r.out << r.err;
   auto reqs = server.requests();
   ASSERT_GE(reqs.size(), 2u);
@@ -198,7 +200,8 @@ TEST_F(JobDir, FollowResumesWithLastEventIdWhenTheStreamDrops) {
     if (streams++ == 0) return {200, "text/event-stream", sse_body({all[0], all[1]}, /*dropped=*/true)};
     return {200, "text/event-stream", sse_body({all[2], all[3], all[4]})};
   });
-  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--follow"});
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--follow"},
+                     {{"KFLEET_TOKEN", "t"}});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   std::vector<RecordedRequest> sse;
   for (auto& q : server.requests())
@@ -217,7 +220,8 @@ TEST_F(JobDir, FollowAsksForTheJobWhenTheStreamEndsWithoutItsState) {
     j["state_reason"] = "cancelled by token:abc";
     return {200, "application/json", nlohmann::json{{"job", j}}.dump()};
   });
-  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--follow"});
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--follow"},
+                     {{"KFLEET_TOKEN", "t"}});
   EXPECT_EQ(r.code, 4) << r.out << r.err;
   EXPECT_NE(r.out.find("cancelled: cancelled by token:abc"), std::string::npos) << r.out;
 }
@@ -230,7 +234,8 @@ TEST_F(JobDir, DuplicateIsReportedAndWaitUsesItsVerdict) {
     if (r.target == "/api/v1/jobs/7") return {200, "application/json", nlohmann::json{{"job", old}}.dump()};
     return {404, "application/json", "{}"};
   });
-  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--wait"});
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--wait"},
+                     {{"KFLEET_TOKEN", "t"}});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.out.find("identical to job 7 (verdict rejected performance): not run again; use "
                        "--force to run it anyway"), std::string::npos) << r.out;
@@ -243,7 +248,8 @@ TEST_F(JobDir, WaitPollsUntilTheJobEnds) {
     auto j = job_json(12, ++polls < 3 ? "benchmarking" : "cancelled");
     return {200, "application/json", nlohmann::json{{"job", j}}.dump()};
   });
-  Ran r = run_kfleet({"--server", server.url(), "--token", "t", "submit", job(), "--wait"});
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--wait"},
+                     {{"KFLEET_TOKEN", "t"}});
   EXPECT_EQ(r.code, 4) << r.err;
   EXPECT_EQ(polls.load(), 3);
 }
@@ -264,7 +270,7 @@ TEST(Errors, RefusedTokenAndUnknownFlag) {
   });
   Ran r = run_kfleet({"--server", server.url(), "cancel", "3"});
   EXPECT_EQ(r.code, 5);
-  EXPECT_NE(r.err.find("kfleetd refused the token: set --token or KFLEET_TOKEN"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("kfleetd refused the token: set KFLEET_TOKEN or --token-file"), std::string::npos) << r.err;
   Ran bad = run_kfleet({"--server", server.url(), "agents", "--bogus"});
   EXPECT_EQ(bad.code, 2);
 }

@@ -28,7 +28,7 @@ TEST(ExitCode, WorstOfSeveralJobs) {
 TEST(ApiErrors, TokenRefusalTellsWhatToSet) {
   Error e = describe_http_failure(401, R"({"error":{"code":"unauthorized","message":"no token"}})");
   EXPECT_EQ(e.code, Errc::unauthorized);
-  EXPECT_EQ(e.message, "kfleetd refused the token: set --token or KFLEET_TOKEN");
+  EXPECT_EQ(e.message, "kfleetd refused the token: set KFLEET_TOKEN or --token-file (no token)");
   EXPECT_EQ(exit_code_for_error(e), exit_unreachable);
 }
 

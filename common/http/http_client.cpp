@@ -169,6 +169,19 @@ struct HttpClient::Impl {
     auto t = timeout.count() > 0 ? timeout : opts.timeout;
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(t.count()));
     curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(curl, CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+    if (!opts.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, opts.ca_file.c_str());
+    if (opts.insecure) {
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else {
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    }
+    if (!opts.client_cert_file.empty())
+      curl_easy_setopt(curl, CURLOPT_SSLCERT, opts.client_cert_file.c_str());
+    if (!opts.client_key_file.empty())
+      curl_easy_setopt(curl, CURLOPT_SSLKEY, opts.client_key_file.c_str());
     if (method == "GET") {
       curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
     } else if (method == "POST") {
@@ -189,9 +202,13 @@ struct HttpClient::Impl {
   Error transport_error(CURLcode rc, const std::string& method, const std::string& path,
                         const char* errbuf) {
     std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-    return make_error(Errc::unavailable,
-                      method + " " + base + path + " failed: " + detail +
-                          " (is kfleetd running and reachable at " + base + "?)");
+    std::string hint = " (is kfleetd running and reachable at " + base + "?)";
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || detail.find("certificate") != std::string::npos)
+      hint = " (kfleetd's certificate is not trusted: pass --ca-file with the CA that signed it)";
+    else if (rc == CURLE_SSL_CONNECT_ERROR || detail.find("SSL") != std::string::npos ||
+             detail.find("TLS") != std::string::npos)
+      hint = " (TLS failed: is it an https:// server, and does it want a client certificate?)";
+    return make_error(Errc::unavailable, method + " " + base + path + " failed: " + detail + hint);
   }
 };
 

@@ -6,9 +6,26 @@ export class HttpError extends Error {
   constructor(public status: number, message: string) { super(message); }
 }
 
+// The API token the user signed in with. It lives in sessionStorage: it stays for this tab's
+// session and goes when the tab closes; it is never put in a URL or in localStorage.
+const TOKEN_KEY = "kfleet.token";
+export function token(): string | null { return sessionStorage.getItem(TOKEN_KEY); }
+export function setToken(t: string | null): void {
+  if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY);
+}
+/** Headers with the token, when there is one. */
+export function authHeaders(extra: Record<string, string> = {}): Record<string, string> {
+  const t = token();
+  return t ? { ...extra, Authorization: `Bearer ${t}` } : extra;
+}
+/** Called when kfleetd refuses the token (revoked, or none yet): main.ts shows the sign-in. */
+let onSignedOut: () => void = () => {};
+export function whenSignedOut(f: () => void): void { onSignedOut = f; }
+
 /** GETs a JSON document from kfleetd; a non-2xx answer becomes an HttpError with its message. */
 export async function getJson(path: string): Promise<Json> {
-  const res = await fetch(path, { headers: { Accept: "application/json" } });
+  const res = await fetch(path, { headers: authHeaders({ Accept: "application/json" }) });
+  if (res.status === 401) { setToken(null); onSignedOut(); }
   const text = await res.text();
   let body: Json = null;
   try { body = text ? JSON.parse(text) : null; } catch { body = null; }
@@ -42,7 +59,12 @@ export class LiveFeed {
   on(l: Listener): () => void { this.listeners.add(l); return () => this.listeners.delete(l); }
   onStatus(l: StatusListener): void { this.statusListeners.add(l); }
 
-  start(): void { void this.findTail().then(() => this.loop()); }
+  private started = false;
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    void this.findTail().then(() => this.loop());
+  }
 
   /**
    * Starts the feed near the newest event instead of replaying a long-lived store's whole
@@ -81,8 +103,9 @@ export class LiveFeed {
       try {
         this.setStatus("connecting");
         const res = await fetch(`/api/v1/events?after=${this.lastId}`, {
-          headers: { Accept: "text/event-stream" }, cache: "no-store",
+          headers: authHeaders({ Accept: "text/event-stream" }), cache: "no-store",
         });
+        if (res.status === 401) { setToken(null); onSignedOut(); return; }
         if (!res.ok || !res.body) throw new Error(`feed: ${res.status}`);
         this.setStatus("live");
         backoff = 500;

@@ -1,6 +1,6 @@
 // The single-page app: hash routes pick a page; each page draws itself into <main> and keeps
 // itself current from the live event feed until the route changes.
-import { feed } from "./api";
+import { feed, getJson, setToken, token, whenSignedOut } from "./api";
 import { esc } from "./dom";
 import { mountQueue } from "./pages/queue";
 import { mountFleet } from "./pages/fleet";
@@ -50,6 +50,55 @@ feed.onStatus((s) => {
   status.dataset.state = s;
   status.textContent = s === "live" ? "live" : s === "down" ? "feed: reconnecting" : "feed: connecting";
 });
-feed.start();
-window.addEventListener("hashchange", route);
-route();
+/**
+ * Every API call needs a token: the page asks for one, checks it with /api/v1/whoami, and keeps
+ * it in sessionStorage for this tab. A refused token (revoked) brings the form back.
+ */
+function showSignIn(message = ""): void {
+  if (current) current();
+  current = null;
+  const who = document.getElementById("who");
+  if (who) who.textContent = "";
+  const el = document.getElementById("app") as HTMLElement;
+  el.innerHTML = `<h1>Sign in</h1>
+    <p>kfleetd needs an API token for every page. Ask an admin for one
+    (<code>kfleet token create --user you --scope read</code>); it stays in this tab only.</p>
+    <form id="login" autocomplete="off">
+      <input id="login-token" type="password" placeholder="kft_…" size="48" aria-label="API token">
+      <button type="submit">Sign in</button>
+    </form>
+    <p id="login-error" class="error">${esc(message)}</p>`;
+  const form = document.getElementById("login") as HTMLFormElement;
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const input = document.getElementById("login-token") as HTMLInputElement;
+    setToken(input.value.trim());
+    void signIn();
+  });
+}
+
+async function signIn(): Promise<void> {
+  if (!token()) { showSignIn(); return; }
+  try {
+    const me = await getJson("/api/v1/whoami");
+    const who = document.getElementById("who");
+    if (who) {
+      who.innerHTML = `${esc(me.user)} (${esc(me.scope)}) <a href="#" id="sign-out">sign out</a>`;
+      document.getElementById("sign-out")?.addEventListener("click", (e) => {
+        e.preventDefault();
+        setToken(null);
+        location.reload();
+      });
+    }
+    document.body.dataset.user = me.user;
+    feed.start();
+    route();
+  } catch (err) {
+    setToken(null);
+    showSignIn(`kfleetd refused the token: ${(err as Error).message}`);
+  }
+}
+
+whenSignedOut(() => showSignIn("kfleetd refused the token (revoked?): sign in again"));
+window.addEventListener("hashchange", () => { if (token()) route(); });
+void signIn();

@@ -1,20 +1,26 @@
 # Sourced by the GPU scripts (gpu-proof, measure-quality, gpu-profile-check, gpu-exclusive-check):
 # a kfleetd on a fresh SQLite file in RUN and one agent named gpu0, both on loopback.
 #   start_local_cluster BIN RUN AGENT_FLAG...
-#     needs KFLEET_TOKEN and KFLEET_ENROL_TOKEN; exports KFLEET_SERVER; appends the two pids to
+#     makes fresh random tokens: exports KFLEET_TOKEN (kfleetd's first admin token, given to it
+#     through its environment) and KFLEET_ENROL_TOKEN (the agent reads it from its environment);
+#     no token is ever on a command line. Exports KFLEET_SERVER; appends the two pids to
 #     `pids` (kfleetd first) and traps EXIT/INT/TERM to stop them; returns once gpu0 is enrolled
 #     (non-zero, having said why, if kfleetd or the agent does not come up).
 #   json_field PATH [--table]   the field PATH (a.b.c) of the first JSON object on stdin; ""
 #     when absent (with --table: "-", and floats rounded to 3 decimals).
 
 pids=()
+random_token() { echo "${1}$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"; }
 stop_local_cluster() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 
 start_local_cluster() {
   local bin=$1 run=$2; shift 2
   trap stop_local_cluster EXIT INT TERM
-  "$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" --db "$run/kfleet.db" \
-    --user-token "$KFLEET_TOKEN" --enrol-token "$KFLEET_ENROL_TOKEN" >"$run/kfleetd.log" 2>&1 &
+  export KFLEET_TOKEN KFLEET_ENROL_TOKEN
+  KFLEET_TOKEN=$(random_token kft_)
+  KFLEET_ENROL_TOKEN=$(random_token kfe_)
+  KFLEET_ADMIN_TOKEN="$KFLEET_TOKEN" "$bin/kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" \
+    --db "$run/kfleet.db" >"$run/kfleetd.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
   [ -s "$run/port" ] || { tail "$run/kfleetd.log" >&2; echo "kfleetd did not start (log: $run/kfleetd.log)" >&2; return 1; }

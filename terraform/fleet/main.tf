@@ -46,6 +46,7 @@ module "agents" {
   security_group_ids = var.security_group_ids
   server_url         = var.server_url
   enrol_token        = var.enrol_token
+  server_ca_pem      = var.server_ca_pem
   agent_download_url = var.agent_download_url
   agent_sha256       = var.agent_sha256
   owner              = var.owner

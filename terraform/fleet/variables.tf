@@ -82,6 +82,12 @@ variable "enrol_token" {
   sensitive   = true
 }
 
+variable "server_ca_pem" {
+  description = "PEM of the CA that signed kfleetd's TLS certificate; empty: the system's CAs."
+  type        = string
+  default     = ""
+}
+
 variable "agent_download_url" {
   type    = string
   default = ""

@@ -2,15 +2,16 @@
 # Enrols a host that no cloud offers (e.g. a gfx1151 workstation) as a static kfleet agent, with
 # the same systemd unit as the terraform fleet. Run as root on the GPU host:
 #   KFLEET_ENROL_TOKEN=... ./install-agent.sh --server https://kfleet.example.com \
-#       --region lab-berlin --backend hip [--agent-binary ./kfleet-agent]
-# The token is read from the environment (or prompted for) so it never appears in argv.
+#       --region lab-berlin --backend hip [--agent-binary ./kfleet-agent] [--ca-file ca.pem]
+# The token is read from the environment (or prompted for) so it never appears in argv; it and
+# the CA that signed kfleetd's certificate (--ca-file) land in 0600 files under /etc/kfleet.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 unit_src="$here/../modules/l4-agents/files/kfleet-agent.service"
-server="" region="" backend="hip" binary="" name=$(hostname)
+server="" region="" backend="hip" binary="" name=$(hostname) ca_file=""
 
-usage() { sed -n '2,7p' "$0" >&2; exit 2; }
+usage() { sed -n '2,8p' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --server) server=$2; shift 2 ;;
@@ -18,10 +19,15 @@ while [[ $# -gt 0 ]]; do
     --backend) backend=$2; shift 2 ;;
     --agent-binary) binary=$2; shift 2 ;;
     --name) name=$2; shift 2 ;;
+    --ca-file) ca_file=$2; shift 2 ;;
     *) usage ;;
   esac
 done
 [[ -n "$server" && -n "$region" ]] || usage
+[[ -z "$ca_file" || -f "$ca_file" ]] || { echo "--ca-file $ca_file: no such file" >&2; exit 2; }
+if [[ "$server" == http://* && ! "$server" =~ ^http://(127\.0\.0\.1|localhost)([:/]|$) ]]; then
+  echo "warning: $server is plain HTTP: the tokens and every result travel in clear; use https://" >&2
+fi
 [[ "$server" =~ ^https?://[A-Za-z0-9.:/_~%+-]+$ ]] || { echo "--server must be a plain http(s) URL" >&2; exit 2; }
 [[ "$backend" =~ ^(cuda|hip)$ ]] || { echo "--backend must be cuda or hip" >&2; exit 2; }
 [[ $EUID -eq 0 ]] || { echo "run as root: it writes /etc/kfleet and a systemd unit" >&2; exit 1; }
@@ -36,6 +42,11 @@ if [[ -n "$binary" ]]; then install -m 0755 "$binary" /usr/local/bin/kfleet-agen
 
 install -d -m 0755 /etc/kfleet
 umask 077
+ca_line=""
+if [[ -n "$ca_file" ]]; then
+  install -m 0600 "$ca_file" /etc/kfleet/ca.pem
+  ca_line="KFLEET_CA_FILE=/etc/kfleet/ca.pem"
+fi
 cat >/etc/kfleet/agent.env <<ENV
 KFLEET_SERVER=$server
 KFLEET_REGION=$region
@@ -44,6 +55,7 @@ KFLEET_PROVIDER=static
 KFLEET_INSTANCE_ID=$(cat /etc/machine-id)
 KFLEET_NAME=$name
 KFLEET_ENROL_TOKEN=$token
+$ca_line
 ENV
 chmod 0600 /etc/kfleet/agent.env
 umask 022

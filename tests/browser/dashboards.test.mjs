@@ -9,7 +9,7 @@ import { copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, re
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { api, check, killAll, readPort, runCommand, startChild, waitFor } from "./harness.mjs";
+import { api, check, killAll, readPort, runCommand, setApiToken, startChild, waitFor } from "./harness.mjs";
 import { checkBlockCountdown } from "./stubbed_pages.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -88,7 +88,9 @@ async function main() {
   mkdirSync(o.screenshots, { recursive: true });
   if (o.docsScreenshots) mkdirSync(o.docsScreenshots, { recursive: true });
   const log = createWriteStream(join(o.screenshots, "processes.log"));
-  const USER = "browser-user-token", ENROL = "browser-enrol-token";
+  // Tokens go through the environment and 0600 files, never argv. The admin token makes a
+  // read token for the browser, which signs in with it like a person would.
+  const ADMIN = "browser-admin-token-3b9f07c2d4e1", ENROL = "browser-enrol-token-61a8";
   let context = null;
   let failed = false;
   // Pages drawn from stubbed answers stay out of the docs: those show only real runs.
@@ -101,9 +103,17 @@ async function main() {
   try {
     const portFile = join(tmp, "port");
     const kfleetd = startChild("kfleetd", o.kfleetd, ["--listen", "127.0.0.1:0", "--port-file", portFile,
-      "--db", join(tmp, "kfleet.db"), "--user-token", USER, "--enrol-token", ENROL, "--dashboards", o.dist], log);
+      "--db", join(tmp, "kfleet.db"), "--dashboards", o.dist], log,
+      { ...process.env, KFLEET_ADMIN_TOKEN: ADMIN, KFLEET_ENROL_TOKEN: ENROL });
     const base = `http://127.0.0.1:${await readPort(portFile, kfleetd)}`;
     console.log(`kfleetd at ${base}`);
+    setApiToken(ADMIN);
+    const cliEnv = { ...process.env, HOME: tmp, NO_COLOR: "1", KFLEET_TOKEN: ADMIN };
+    const readTokenFile = join(tmp, "viewer.token");
+    const made = runCommand(o.cli, ["token", "create", "--user", "viewer", "--scope", "read", "--out",
+      readTokenFile, "--server", base], cliEnv);
+    check(made.status === 0, `kfleet token create exited ${made.status}: ${made.stderr}${made.stdout}`);
+    const VIEWER = readFileSync(readTokenFile, "utf8").trim();
 
     const profile = join(tmp, "chromium-profile");
     context = await chromium.launchPersistentContext(profile, {
@@ -115,6 +125,19 @@ async function main() {
     const pageErrors = [];
     page.on("pageerror", (e) => pageErrors.push(e.message));
 
+    // 0. Every page needs a token: the page asks for one; a wrong one is refused.
+    await page.goto(`${base}/#/`);
+    await page.waitForSelector("#login", { timeout: 15000 });
+    check(!(await page.isVisible("#queue, #waiting")), "nothing is shown before signing in");
+    await page.fill("#login-token", "kft_not-a-token");
+    await page.click("#login button");
+    await waitFor("the refusal", async () => (await page.textContent("#login-error")).includes("refused") || null, 15000);
+    await page.fill("#login-token", VIEWER);
+    await page.click("#login button");
+    await page.waitForSelector("body[data-user=viewer]", { timeout: 15000 });
+    check((await page.textContent("#who")).includes("viewer (read)"), "the header names the signed-in user");
+    console.log("ok: signed in with a read token");
+
     // 1. Queue page, open before anything exists, then followed live.
     await page.goto(`${base}/#/`);
     await page.waitForSelector("#feed-status[data-state=live]", { timeout: 15000 });
@@ -125,9 +148,8 @@ async function main() {
     writeFileSync(join(jobs, "kernel.cu"), KERNEL);
     writeFileSync(join(jobs, "parent.yaml"), jobYaml("browser/parent", "", 656));
     writeFileSync(join(jobs, "child.yaml"), jobYaml("browser/child", "browser/parent", 696));
-    const cliEnv = { ...process.env, HOME: tmp, NO_COLOR: "1" };
     const submit = (file) => {
-      const r = runCommand(o.cli, ["submit", join(jobs, file), "--server", base, "--token", USER], cliEnv);
+      const r = runCommand(o.cli, ["submit", join(jobs, file), "--server", base], cliEnv);
       check(r.status === 0, `kfleet submit ${file} exited ${r.status}: ${r.stderr}${r.stdout}`);
     };
     submit("parent.yaml");
@@ -151,8 +173,9 @@ async function main() {
     for (const [name, region] of [["agent-use1", "us-east-1"], ["agent-euw1", "eu-west-1"]]) {
       const wd = join(tmp, name);
       mkdirSync(wd);
-      startChild(name, o.agent, ["--server", base, "--enrol-token", ENROL, "--name", name, "--region", region,
-        "--backend", "simulated", "--gpu-class", "L4", "--arch", "sm_89", "--work-dir", wd], log);
+      startChild(name, o.agent, ["--server", base, "--name", name, "--region", region,
+        "--backend", "simulated", "--gpu-class", "L4", "--arch", "sm_89", "--work-dir", wd], log,
+        { ...process.env, KFLEET_ENROL_TOKEN: ENROL });
     }
     await page.waitForSelector("#verdicts tr:has-text('browser/parent') [data-state=passed]", { timeout: 60000 });
     check(await page.evaluate(() => window.__sameDocument) === "yes", "queue page updated without a reload");
@@ -243,7 +266,7 @@ async function main() {
     const regress = (sim, expectStatus) => {
       writeFileSync(join(reg, "gemm.yaml"), suiteJob("suite/gemm", sim));
       const out = join(reg, "run.json");
-      const r = runCommand(o.cli, ["regress", join(reg, "suite.yaml"), "--server", base, "--token", USER,
+      const r = runCommand(o.cli, ["regress", join(reg, "suite.yaml"), "--server", base,
         "--json", out, "--timeout-s", "50"], cliEnv);
       check(r.status === expectStatus, `kfleet regress exited ${r.status}, expected ${expectStatus}: ${r.stdout}${r.stderr}`);
       return JSON.parse(readFileSync(out, "utf8")).regression.id;

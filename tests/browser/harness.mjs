@@ -59,9 +59,15 @@ export async function readPort(file, child) {
   }, 20000);
 }
 
+let apiToken = "";
+/** The token api() sends (kfleetd needs one for every read). */
+export function setApiToken(t) { apiToken = t; }
+
 /** GETs JSON from kfleetd. */
 export async function api(base, path) {
-  const res = await fetch(base + path, { headers: { Accept: "application/json" } });
+  const headers = { Accept: "application/json" };
+  if (apiToken) headers.Authorization = `Bearer ${apiToken}`;
+  const res = await fetch(base + path, { headers });
   if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
   return res.json();
 }

@@ -67,8 +67,9 @@ TEST(BadInput, ServerRejectsThemTooAndKeepsServing) {
   HttpClient anon(c.url());
   EXPECT_EQ(anon.post_json("/api/v1/jobs", {{"spec_yaml", "x"}, {"bundle", bundle}})->status, 401);
   auto path = c.write_job("ok", Cluster::sim_job_yaml("ok"));
-  auto cli = run_cmd({KFLEET_CLI_BIN, "--server", c.url(), "--token", "wrong", "submit", path},
-                     60000, {{"HOME", c.dir()}, {"XDG_CONFIG_HOME", c.dir() + "/xdg"}});
+  auto cli = run_cmd({KFLEET_CLI_BIN, "--server", c.url(), "submit", path}, 60000,
+                     {{"HOME", c.dir()}, {"XDG_CONFIG_HOME", c.dir() + "/xdg"},
+                      {"KFLEET_TOKEN", "wrong"}});
   EXPECT_NE(cli.exit_code, 0) << cli.output;
   EXPECT_NE(cli.output.find("token"), std::string::npos) << cli.output;
   EXPECT_EQ(c.sql("SELECT count(*) FROM jobs")[0][0], "0");

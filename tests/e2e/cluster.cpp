@@ -28,8 +28,6 @@ void Cluster::start_kfleetd() {
   std::vector<std::string> argv = {KFLEETD_BIN,
                                    "--listen", "127.0.0.1:" + std::to_string(port_),
                                    "--db", db_path(),
-                                   "--user-token", kUserToken,
-                                   "--enrol-token", kEnrolToken,
                                    "--lease-ttl-ms", std::to_string(opts_.lease_ttl_ms),
                                    "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),
                                    "--stockout-cooldown-ms", std::to_string(opts_.stockout_cooldown_ms),
@@ -45,7 +43,9 @@ void Cluster::start_kfleetd() {
   }
   argv.insert(argv.end(), opts_.extra_args.begin(), opts_.extra_args.end());
   kfleetd_ = Proc::spawn(argv, dir_ + "/kfleetd-" + std::to_string(restarts_++) + ".log",
-                         {{"KFLEET_LOG", "debug"}});
+                         {{"KFLEET_LOG", "debug"},
+                          {"KFLEET_ADMIN_TOKEN", kUserToken},
+                          {"KFLEET_ENROL_TOKEN", kEnrolToken}});
   ASSERT_TRUE(wait_until([&] { return fs::exists(port_file) || !kfleetd_.running(); },
                          std::chrono::seconds(20)));
   ASSERT_TRUE(fs::exists(port_file)) << "kfleetd did not start:\n" << kfleetd_.log();
@@ -60,10 +60,11 @@ Proc& Cluster::start_agent(const std::string& name, const std::string& region,
   const std::string work = dir_ + "/agent-" + name;
   fs::create_directories(work);
   agents_.push_back(std::make_unique<Proc>(Proc::spawn(
-      {KFLEET_AGENT_BIN, "--server", url_, "--enrol-token", kEnrolToken, "--name", name,
+      {KFLEET_AGENT_BIN, "--server", url_, "--name", name,
        "--region", region, "--backend", "simulated", "--gpu-class", gpu_class, "--arch", arch,
        "--work-dir", work},
-      dir_ + "/agent-" + name + ".log", {{"KFLEET_LOG", "debug"}})));
+      dir_ + "/agent-" + name + ".log",
+      {{"KFLEET_LOG", "debug"}, {"KFLEET_ENROL_TOKEN", kEnrolToken}})));
   return *agents_.back();
 }
 
@@ -98,7 +99,7 @@ CmdResult Cluster::cli(const std::vector<std::string>& args, int timeout_ms) {
 }
 
 nlohmann::json Cluster::get(const std::string& path) {
-  HttpClient c(url_);
+  HttpClient c(url_, kUserToken);
   auto r = c.get(path);
   EXPECT_TRUE(r.ok()) << path << ": " << (r.ok() ? "" : r.error().message);
   if (!r.ok()) return {};
@@ -118,7 +119,7 @@ nlohmann::json Cluster::wait_terminal(std::int64_t id, int timeout_ms) {
   nlohmann::json last;
   bool done = wait_until(
       [&] {
-        HttpClient c(url_);
+        HttpClient c(url_, kUserToken);
         auto r = c.get("/api/v1/jobs/" + std::to_string(id));
         if (!r.ok() || r->status != 200) return false;
         last = *r->json();

@@ -35,8 +35,10 @@ class Cluster {
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
   std::string db_path() const { return dir_ + "/kfleet.db"; }
-  static constexpr const char* kUserToken = "e2e-user-token";
-  static constexpr const char* kEnrolToken = "e2e-enrol-token";
+  // kfleetd's first admin token (given through KFLEET_ADMIN_TOKEN, never argv); the CLI uses
+  // it through KFLEET_TOKEN. Admin includes submit and read.
+  static constexpr const char* kUserToken = "e2e-admin-token-5f0c3a9e1b7d";
+  static constexpr const char* kEnrolToken = "e2e-enrol-token-8a1d4c2e";
 
   // Writes dir/jobs/<name>/job.yaml (with `yaml`) and a kernel source k.cu beside it.
   std::string write_job(const std::string& name, const std::string& yaml);

@@ -104,7 +104,7 @@ TEST(Regression, FivePercentSlowerOnL4IsTheOnlyRegressedCell) {
     EXPECT_EQ(job["job"]["gpu"], cl["gpu_class"]) << job.dump(2);
   }
   // /metrics carries the job duration histogram of these runs.
-  HttpClient h(c.url());
+  HttpClient h(c.url(), Cluster::kUserToken);
   auto m = h.get("/metrics");
   ASSERT_TRUE(m.ok());
   EXPECT_NE(m->body.find("kfleet_job_duration_seconds_count 8"), std::string::npos) << m->body;

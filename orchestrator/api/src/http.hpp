@@ -8,7 +8,6 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
@@ -21,13 +20,35 @@ namespace http = boost::beast::http;
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 
+// Who may call a route. The table in routes.cpp gives each route one; openapi.yaml declares
+// the same as `x-kfleet-access` (tests/openapi_gtest.cpp keeps them equal) and the server
+// enforces it in one place (server.cpp) before any handler runs.
+enum class Access {
+  open,      // anyone (health)
+  metrics,   // anyone with kfleetd --metrics-open, else a read token
+  read,      // a user token of scope read or more
+  submit,    // scope submit or admin
+  admin,     // scope admin
+  bundle,    // a read token, or the agent whose current lease is for this bundle
+  agent,     // the agent named by {id} in the path, with its own token
+  agent_run, // an agent token; the handler checks it holds run {id}
+  enrol,     // the fleet's enrolment token
+};
+const char* to_string(Access a);
+
+// Writes raw bytes to the connection (SSE), TLS or not.
+using RawWriter = std::function<boost::asio::awaitable<void>(std::string)>;
+
 struct Ctx {
   const Request& req;
-  boost::beast::tcp_stream& stream;
+  RawWriter write_raw;
   core::ControlPlane& cp;
   std::map<std::string, std::string> params;  // from the path
   std::map<std::string, std::string> query;
   std::string bearer;                         // the Authorization token, if any
+  std::optional<core::Principal> user;        // set when a user token authenticated
+  std::int64_t agent_id = 0;                  // set when an agent token authenticated
+  std::string user_name() const { return user ? user->user : std::string(); }
   std::int64_t id() const;                    // params["id"] as an integer (0 if absent)
   std::int64_t query_int(const std::string& k, std::int64_t dflt) const;
   bool wants_sse() const;
@@ -47,6 +68,7 @@ using Handler = std::function<boost::asio::awaitable<std::optional<Response>>(Ct
 struct Route {
   http::verb method;
   std::string pattern;  // "/api/v1/jobs/{id}/events"
+  Access access;
   Handler handler;
 };
 

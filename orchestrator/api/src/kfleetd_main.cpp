@@ -9,10 +9,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include "kfleet/api/server.hpp"
 #include "kfleet/common/log.hpp"
+#include "kfleet/common/secret.hpp"
 #include "kfleet/core/control_plane.hpp"
 #include "kfleet/core/suite_schedule.hpp"
 #include "kfleet/provision/provisioner.hpp"
@@ -54,11 +56,6 @@ class ProvisionerSlot final : public Provisioner {
   ProvisionerPtr inner_ = kfleet::provision::make_static_provisioner();
 };
 
-std::string split_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 std::string find_agent_binary(const std::string& self) {
   std::error_code ec;
   fs::path me = fs::canonical(fs::path(self), ec);
@@ -75,8 +72,10 @@ std::string find_agent_binary(const std::string& self) {
 int main(int argc, char** argv) {
   CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
   std::string listen = "127.0.0.1:8470", db = "kfleet.db", dashboards, port_file;
-  std::vector<std::string> user_tokens;
-  std::string enrol_token = split_env("KFLEET_ENROL_TOKEN");
+  std::string admin_token_file, enrol_token_file, admin_user = "admin";
+  std::string tls_cert, tls_key, tls_client_ca;
+  bool metrics_open = false, allow_plain_http = false;
+  int submit_rate = 600, auth_fail_rate = 30;
   std::string provisioner = "static", sim_cloud_file, agent_binary, tf_config;
   bool durable = false;
   kfleet::core::Config cfg;
@@ -88,9 +87,27 @@ int main(int argc, char** argv) {
   app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
   app.add_flag("--durable", durable,
                "fsync every commit (survives power loss; default survives process crashes)");
-  app.add_option("--user-token", user_tokens,
-                 "API token that may submit and cancel (repeatable; also KFLEET_USER_TOKENS, comma-separated)");
-  app.add_option("--enrol-token", enrol_token, "token agents enrol with (also KFLEET_ENROL_TOKEN)");
+  // Secrets come from files or the environment, never argv (visible to all in `ps`).
+  app.add_option("--admin-token-file", admin_token_file,
+                 "file holding the first admin token (else $KFLEET_ADMIN_TOKEN); stored as its "
+                 "SHA-256 on first start; make more with `kfleet token create`");
+  app.add_option("--admin-user", admin_user, "user name of that first admin token")
+      ->capture_default_str();
+  app.add_option("--enrol-token-file", enrol_token_file,
+                 "file holding the token agents enrol with (else $KFLEET_ENROL_TOKEN)");
+  app.add_option("--tls-cert", tls_cert, "PEM certificate chain: serve HTTPS (TLS 1.2+)");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-client-ca", tls_client_ca,
+                 "PEM CA: agent calls then need a client certificate it signed (mTLS)");
+  app.add_flag("--allow-plain-http", allow_plain_http,
+               "serve plain HTTP on a non-loopback address (tokens and kernels travel in clear)");
+  app.add_flag("--metrics-open", metrics_open,
+               "serve /metrics without a token (for a Prometheus on a trusted network)");
+  app.add_option("--submit-rate-per-min", submit_rate,
+                 "submissions a minute per token before 429 (0: no limit)")->capture_default_str();
+  app.add_option("--auth-fail-rate-per-min", auth_fail_rate,
+                 "failed authentications a minute per client address before 429 (0: no limit)")
+      ->capture_default_str();
   app.add_option("--lease-ttl-ms", cfg.lease_ttl_ms, "an agent silent this long loses its job")
       ->capture_default_str()->check(CLI::Range(1000, 600000));
   app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "heartbeat period agents are told to use")
@@ -113,17 +130,29 @@ int main(int argc, char** argv) {
                  "a suite YAML with schedule: (cron, UTC) to run as a regression run; repeatable");
   CLI11_PARSE(app, argc, argv);
 
-  if (auto env = split_env("KFLEET_USER_TOKENS"); !env.empty()) {
-    std::stringstream ss(env);
-    for (std::string t; std::getline(ss, t, ',');)
-      if (!t.empty()) user_tokens.push_back(t);
+  auto admin_token = kfleet::secret_from_file_or_env(admin_token_file, "KFLEET_ADMIN_TOKEN",
+                                                     "admin token");
+  if (!admin_token) {
+    std::cerr << "kfleetd: " << admin_token.error().message << "\n";
+    return 2;
   }
-  if (user_tokens.empty())
-    kfleet::log::warn("kfleetd", "no --user-token: nobody can submit or cancel jobs");
-  if (enrol_token.empty())
-    kfleet::log::warn("kfleetd", "no --enrol-token: no agent can enrol");
-  cfg.user_tokens = user_tokens;
-  cfg.enrol_token = enrol_token;
+  auto enrol_token = kfleet::secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",
+                                                     "enrolment token");
+  if (!enrol_token) {
+    std::cerr << "kfleetd: " << enrol_token.error().message << "\n";
+    return 2;
+  }
+  if (!admin_token->empty() && admin_token->size() < 16) {
+    std::cerr << "kfleetd: the admin token is too short (" << admin_token->size()
+              << " characters); use 16 or more random characters, e.g. `openssl rand -hex 32`\n";
+    return 2;
+  }
+  if (enrol_token->empty())
+    kfleet::log::warn("kfleetd", "no enrolment token (--enrol-token-file or KFLEET_ENROL_TOKEN): "
+                                 "no agent can enrol");
+  cfg.admin_token = *admin_token;
+  cfg.admin_user = admin_user;
+  cfg.enrol_token = *enrol_token;
   cfg.block_policy.stockout_base_ms = stockout_base_ms;
   cfg.idle_agent_ttl_ms = idle_ttl_s * 1000;
   if (dashboards.empty()) {
@@ -141,6 +170,31 @@ int main(int argc, char** argv) {
   so.port = static_cast<std::uint16_t>(std::stoi(listen.substr(colon + 1)));
   so.max_body_bytes = max_body;
   so.static_dir = dashboards;
+  so.metrics_open = metrics_open;
+  so.tls_cert_file = tls_cert;
+  so.tls_key_file = tls_key;
+  so.tls_client_ca_file = tls_client_ca;
+  so.submit_per_minute = submit_rate;
+  so.auth_failures_per_minute = auth_fail_rate;
+  const bool tls = !tls_cert.empty();
+  {
+    boost::system::error_code aec;
+    auto addr = boost::asio::ip::make_address(so.address, aec);
+    const bool loopback = !aec && addr.is_loopback();
+    if (!tls && !loopback && !allow_plain_http) {
+      std::cerr << "kfleetd: refusing to serve plain HTTP on " << so.address
+                << ": tokens, kernels and results would travel in clear. Pass --tls-cert and "
+                   "--tls-key, listen on 127.0.0.1, or (on a trusted network only) "
+                   "--allow-plain-http\n";
+      return 2;
+    }
+    if (!tls && !loopback)
+      kfleet::log::warn("kfleetd", "PLAIN HTTP on ", so.address,
+                        " (--allow-plain-http): tokens and kernels travel in clear");
+    else if (!tls)
+      kfleet::log::info("kfleetd", "plain HTTP on loopback only (local use and the demo); "
+                                   "use --tls-cert/--tls-key for anything else");
+  }
 
   auto st = kfleet::store::open_sqlite_store({db, durable});
   if (!st) {
@@ -157,7 +211,8 @@ int main(int argc, char** argv) {
     std::cerr << "kfleetd: " << port.error().message << "\n";
     return 1;
   }
-  const std::string url = "http://" + so.address + ":" + std::to_string(*port);
+  const std::string url =
+      std::string(tls ? "https://" : "http://") + so.address + ":" + std::to_string(*port);
 
   if (provisioner == "simulated") {
     if (sim_cloud_file.empty()) {
@@ -178,7 +233,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     raw["server_url"] = url;
-    if (!raw.contains("enrol_token")) raw["enrol_token"] = enrol_token;
+    if (!raw.contains("enrol_token")) raw["enrol_token"] = *enrol_token;
     if (!raw.contains("agent_binary"))
       raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
     if (!raw.contains("work_root"))
@@ -198,7 +253,7 @@ int main(int argc, char** argv) {
     }
     // Cloud agents need an address they can reach; only a config without one gets ours.
     if (tc->server_url.empty()) tc->server_url = url;
-    if (tc->enrol_token.empty()) tc->enrol_token = enrol_token;
+    if (tc->enrol_token.empty()) tc->enrol_token = *enrol_token;
     slot.set(kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc));
 #else
     std::cerr << "kfleetd: this build has no terraform provisioner\n";

@@ -34,41 +34,69 @@ Awaitable list_regressions(Ctx&);
 Awaitable start_regression(Ctx&);
 Awaitable get_regression(Ctx&);
 Awaitable get_campaign(Ctx&);
+Awaitable whoami(Ctx&);
+Awaitable retire_agent(Ctx&);
+Awaitable list_tokens(Ctx&);
+Awaitable create_token(Ctx&);
+Awaitable revoke_token(Ctx&);
+Awaitable audit_log(Ctx&);
 
 std::vector<Route> make_routes() {
   using V = http::verb;
+  using A = Access;
   return {
-      {V::get, "/api/v1/health", health},
-      {V::get, "/api/v1/jobs", list_jobs},
-      {V::post, "/api/v1/jobs", submit_job},
-      {V::get, "/api/v1/jobs/{id}", get_job},
-      {V::post, "/api/v1/jobs/{id}/cancel", cancel_job},
-      {V::get, "/api/v1/jobs/{id}/events", job_events},
-      {V::get, "/api/v1/events", all_events},
-      {V::get, "/api/v1/runs/{id}", get_run},
-      {V::get, "/api/v1/runs/{id}/events", run_events},
-      {V::post, "/api/v1/runs/{id}/events", upload_events},
-      {V::post, "/api/v1/runs/{id}/finish", finish_run},
-      {V::get, "/api/v1/results", results},
-      {V::get, "/api/v1/agents", list_agents},
-      {V::post, "/api/v1/agents/enrol", enrol_agent},
-      {V::post, "/api/v1/agents/{id}/heartbeat", heartbeat},
-      {V::post, "/api/v1/agents/{id}/lease", nullptr},  // bound in the server (needs options)
-      {V::get, "/api/v1/bundles/{hash}", get_bundle},
-      {V::get, "/api/v1/baselines", list_baselines},
-      {V::post, "/api/v1/baselines", set_baseline},
-      {V::get, "/api/v1/regressions", list_regressions},
-      {V::post, "/api/v1/regressions", start_regression},
-      {V::get, "/api/v1/regressions/{id}", get_regression},
-      {V::get, "/api/v1/campaigns/{name}", get_campaign},
-      {V::get, "/metrics", metrics},
+      {V::get, "/api/v1/health", A::open, health},
+      {V::get, "/api/v1/whoami", A::read, whoami},
+      {V::get, "/api/v1/jobs", A::read, list_jobs},
+      {V::post, "/api/v1/jobs", A::submit, submit_job},
+      {V::get, "/api/v1/jobs/{id}", A::read, get_job},
+      {V::post, "/api/v1/jobs/{id}/cancel", A::submit, cancel_job},
+      {V::get, "/api/v1/jobs/{id}/events", A::read, job_events},
+      {V::get, "/api/v1/events", A::read, all_events},
+      {V::get, "/api/v1/runs/{id}", A::read, get_run},
+      {V::get, "/api/v1/runs/{id}/events", A::read, run_events},
+      {V::post, "/api/v1/runs/{id}/events", A::agent_run, upload_events},
+      {V::post, "/api/v1/runs/{id}/finish", A::agent_run, finish_run},
+      {V::get, "/api/v1/results", A::read, results},
+      {V::get, "/api/v1/agents", A::read, list_agents},
+      {V::post, "/api/v1/agents/enrol", A::enrol, enrol_agent},
+      {V::post, "/api/v1/agents/{id}/heartbeat", A::agent, heartbeat},
+      {V::post, "/api/v1/agents/{id}/lease", A::agent, nullptr},  // bound in the server (needs options)
+      {V::post, "/api/v1/agents/{id}/retire", A::admin, retire_agent},
+      {V::get, "/api/v1/bundles/{hash}", A::bundle, get_bundle},
+      {V::get, "/api/v1/baselines", A::read, list_baselines},
+      {V::post, "/api/v1/baselines", A::submit, set_baseline},
+      {V::get, "/api/v1/regressions", A::read, list_regressions},
+      {V::post, "/api/v1/regressions", A::submit, start_regression},
+      {V::get, "/api/v1/regressions/{id}", A::read, get_regression},
+      {V::get, "/api/v1/campaigns/{name}", A::read, get_campaign},
+      {V::get, "/api/v1/tokens", A::admin, list_tokens},
+      {V::post, "/api/v1/tokens", A::admin, create_token},
+      {V::post, "/api/v1/tokens/{id}/revoke", A::admin, revoke_token},
+      {V::get, "/api/v1/audit", A::admin, audit_log},
+      {V::get, "/metrics", A::metrics, metrics},
   };
+}
+
+const char* to_string(Access a) {
+  switch (a) {
+    case Access::open: return "open";
+    case Access::metrics: return "metrics";
+    case Access::read: return "read";
+    case Access::submit: return "submit";
+    case Access::admin: return "admin";
+    case Access::bundle: return "bundle";
+    case Access::agent: return "agent";
+    case Access::agent_run: return "agent_run";
+    case Access::enrol: return "enrol";
+  }
+  return "open";
 }
 
 std::vector<RouteInfo> route_table() {
   std::vector<RouteInfo> out;
   for (const auto& r : make_routes())
-    out.push_back({std::string(http::to_string(r.method)), r.pattern});
+    out.push_back({std::string(http::to_string(r.method)), r.pattern, to_string(r.access)});
   return out;
 }
 

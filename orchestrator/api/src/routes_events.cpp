@@ -38,13 +38,9 @@ std::string sse_frame(const Event& e, std::int64_t id) {
 // Streams until `done()` says so (checked when no new events came) or the client goes away.
 template <class Fetch, class Done, class IdOf>
 asio::awaitable<void> stream(Ctx& c, std::int64_t after, Fetch fetch, Done done, IdOf id_of) {
-  http::response<http::empty_body> head{http::status::ok, c.req.version()};
-  head.set(http::field::content_type, "text/event-stream");
-  head.set(http::field::cache_control, "no-store");
-  head.keep_alive(false);
-  http::response_serializer<http::empty_body> sr{head};
-  c.stream.expires_after(std::chrono::seconds(30));
-  co_await http::async_write_header(c.stream, sr, asio::use_awaitable);
+  // The header by hand: the connection may be TLS or not, and the body runs until it closes.
+  co_await c.write_raw("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                       "Cache-Control: no-store\r\nConnection: close\r\n\r\n");
   for (;;) {
     std::vector<Event> evs = fetch(after);
     std::string out;
@@ -54,13 +50,11 @@ asio::awaitable<void> stream(Ctx& c, std::int64_t after, Fetch fetch, Done done,
     }
     if (evs.empty() && done()) {
       out += "event: end\ndata: {}\n\n";
-      c.stream.expires_after(std::chrono::seconds(30));
-      co_await asio::async_write(c.stream, asio::buffer(out), asio::use_awaitable);
+      co_await c.write_raw(std::move(out));
       co_return;
     }
     if (out.empty()) out = ": keep-alive\n\n";  // also detects a client that went away
-    c.stream.expires_after(std::chrono::seconds(30));
-    co_await asio::async_write(c.stream, asio::buffer(out), asio::use_awaitable);
+    co_await c.write_raw(std::move(out));
     if (evs.size() < 500) co_await c.cp.wait_for_events(15'000);
   }
 }

@@ -8,16 +8,6 @@ namespace {
 
 using Awaitable = boost::asio::awaitable<std::optional<Response>>;
 
-std::optional<Response> require_user(Ctx& c) {
-  if (c.bearer.empty())
-    return error_response(c.req, http::status::unauthorized, "unauthorized",
-                          "this call needs a user API token: pass --token or set KFLEET_TOKEN");
-  if (!c.cp.is_user_token(c.bearer))
-    return error_response(c.req, http::status::unauthorized, "unauthorized",
-                          "kfleetd does not know this API token");
-  return std::nullopt;
-}
-
 Result<nlohmann::json> body_object(const Request& req) {
   auto j = nlohmann::json::parse(req.body(), nullptr, false);
   if (j.is_discarded() || !j.is_object())
@@ -37,15 +27,20 @@ Awaitable list_baselines(Ctx& c) {
 }
 
 Awaitable set_baseline(Ctx& c) {
-  if (auto deny = require_user(c)) co_return *deny;
   auto body = body_object(c.req);
   if (!body) co_return error_response(c.req, body.error());
   if (!(*body).contains("run_id") || !(*body)["run_id"].is_number_integer())
     co_return error_response(c.req, http::status::bad_request, "invalid_request",
                              "run_id (the run whose result becomes the baseline) is required");
-  const std::string reason = body->value("reason", std::string("set by ") + "token:" + c.bearer.substr(0, 6));
-  auto b = core::set_baseline_from_run(c.cp, (*body)["run_id"].get<std::int64_t>(), reason);
+  const std::string by = c.user_name();
+  std::string reason = body->value("reason", std::string());
+  reason = reason.empty() ? "set by " + by : reason + " (set by " + by + ")";
+  const auto run_id = (*body)["run_id"].get<std::int64_t>();
+  auto b = core::set_baseline_from_run(c.cp, run_id, reason);
   if (!b) co_return error_response(c.req, b.error());
+  c.cp.audit(by, "baseline.set",
+             {{"run_id", run_id}, {"baseline_id", b->id}, {"kernel", b->kernel},
+              {"case", b->case_name}, {"gpu_class", b->gpu_class}, {"reason", reason}});
   co_return json_response(c.req, http::status::created, {{"baseline", core::to_json(*b)}});
 }
 
@@ -57,10 +52,9 @@ Awaitable list_regressions(Ctx& c) {
 }
 
 Awaitable start_regression(Ctx& c) {
-  if (auto deny = require_user(c)) co_return *deny;
   auto body = body_object(c.req);
   if (!body) co_return error_response(c.req, body.error());
-  auto reg = core::start_regression(c.cp, *body, "token:" + c.bearer.substr(0, 6));
+  auto reg = core::start_regression(c.cp, *body, c.user_name());
   if (!reg) co_return error_response(c.req, reg.error());
   auto view = core::regression_view(c.cp, reg->id);
   if (!view) co_return error_response(c.req, view.error());

@@ -3,6 +3,10 @@
 // throws gets 500 and the server keeps serving.
 #include "kfleet/api/server.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -10,9 +14,15 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/asio/write.hpp>
+#ifdef KFLEET_HAVE_TLS
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
+#endif
 
 #include "http.hpp"
 #include "kfleet/common/log.hpp"
+#include "kfleet/common/sha256.hpp"
 
 namespace kfleet::api {
 
@@ -22,14 +32,157 @@ using tcp = asio::ip::tcp;
 
 boost::asio::awaitable<std::optional<Response>> lease(Ctx&, std::int64_t max_wait_ms);
 
+bool tls_available() {
+#ifdef KFLEET_HAVE_TLS
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+// Token buckets: `per_minute` calls a minute per key, bursts up to `per_minute`.
+class RateLimiter {
+ public:
+  explicit RateLimiter(int per_minute) : per_minute_(per_minute) {}
+  // Seconds to wait before the next call is allowed (0: allowed now; nothing is taken).
+  int retry_after(const std::string& key) {
+    if (per_minute_ <= 0) return 0;
+    Bucket& b = refill(key);
+    if (b.tokens >= 1.0) return 0;
+    const double rate = per_minute_ / 60.0;
+    return std::max(1, static_cast<int>(std::ceil((1.0 - b.tokens) / rate)));
+  }
+  void take(const std::string& key) {
+    if (per_minute_ <= 0) return;
+    Bucket& b = refill(key);
+    b.tokens = std::max(0.0, b.tokens - 1.0);
+  }
+
+ private:
+  struct Bucket {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  Bucket& refill(const std::string& key) {
+    const auto now = std::chrono::steady_clock::now();
+    if (buckets_.size() > 50'000) buckets_.clear();  // bounded memory under a flood of keys
+    auto [it, fresh] = buckets_.try_emplace(key);
+    Bucket& b = it->second;
+    if (fresh) {
+      b.tokens = per_minute_;
+    } else {
+      const double secs = std::chrono::duration<double>(now - b.at).count();
+      b.tokens = std::min<double>(per_minute_, b.tokens + secs * per_minute_ / 60.0);
+    }
+    b.at = now;
+    return b;
+  }
+  int per_minute_;
+  std::map<std::string, Bucket> buckets_;
+};
+
+Response too_many(const Request& req, int retry_after_s, const std::string& what) {
+  Response res = error_response(req, http::status::too_many_requests, "rate_limited",
+                                what + "; retry in " + std::to_string(retry_after_s) + " s");
+  res.set(http::field::retry_after, std::to_string(retry_after_s));
+  return res;
+}
+
+Response unauthorized(const Request& req, const std::string& message) {
+  Response res = error_response(req, http::status::unauthorized, "unauthorized", message);
+  res.set(http::field::www_authenticate, "Bearer realm=\"kfleetd\"");
+  return res;
+}
+
+Response forbidden(const Request& req, const std::string& message) {
+  return error_response(req, http::status::forbidden, "forbidden", message);
+}
+
+core::Scope needed_scope(Access a) {
+  switch (a) {
+    case Access::submit: return core::Scope::submit;
+    case Access::admin: return core::Scope::admin;
+    default: return core::Scope::read;
+  }
+}
+
+template <class Stream>
+asio::awaitable<void> write_all(Stream& s, std::string data) {
+  beast::get_lowest_layer(s).expires_after(std::chrono::seconds(30));
+  co_await asio::async_write(s, asio::buffer(data), asio::use_awaitable);
+}
+
+// Whether the TLS peer showed a client certificate that the client CA verified.
+template <class Stream>
+bool client_cert_verified(Stream&) {
+  return false;
+}
+#ifdef KFLEET_HAVE_TLS
+template <>
+bool client_cert_verified(beast::ssl_stream<beast::tcp_stream>& s) {
+  SSL* ssl = s.native_handle();
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+  X509* cert = SSL_get1_peer_certificate(ssl);
+#else
+  X509* cert = SSL_get_peer_certificate(ssl);
+#endif
+  if (!cert) return false;
+  X509_free(cert);
+  return SSL_get_verify_result(ssl) == X509_V_OK;
+}
+#endif
+
+}  // namespace
+
 struct Server::Impl {
   Impl(asio::io_context& io, core::ControlPlane& cp, ServerOptions o)
-      : io(io), cp(cp), opts(std::move(o)), acceptor(io), routes(make_routes()) {
+      : io(io), cp(cp), opts(std::move(o)), acceptor(io), routes(make_routes()),
+        submit_limit(opts.submit_per_minute), auth_fail_limit(opts.auth_failures_per_minute) {
     for (auto& r : routes)
       if (!r.handler) {
         const std::int64_t max_wait = opts.max_lease_wait_ms;
         r.handler = [max_wait](Ctx& c) { return lease(c, max_wait); };
       }
+  }
+
+  Result<void> setup_tls() {
+    if (opts.tls_cert_file.empty() && opts.tls_key_file.empty()) {
+      if (!opts.tls_client_ca_file.empty())
+        return make_error(Errc::invalid_argument, "--tls-client-ca needs --tls-cert and --tls-key");
+      return {};
+    }
+    if (opts.tls_cert_file.empty() || opts.tls_key_file.empty())
+      return make_error(Errc::invalid_argument, "TLS needs both --tls-cert and --tls-key");
+#ifdef KFLEET_HAVE_TLS
+    ssl_ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    boost::system::error_code ec;
+    ssl_ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                         asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                         asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+    SSL_CTX_set_min_proto_version(ssl_ctx->native_handle(), TLS1_2_VERSION);
+    ssl_ctx->use_certificate_chain_file(opts.tls_cert_file, ec);
+    if (ec)
+      return make_error(Errc::invalid_argument,
+                        "cannot load the TLS certificate " + opts.tls_cert_file + ": " + ec.message());
+    ssl_ctx->use_private_key_file(opts.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec)
+      return make_error(Errc::invalid_argument,
+                        "cannot load the TLS key " + opts.tls_key_file + ": " + ec.message());
+    if (!opts.tls_client_ca_file.empty()) {
+      ssl_ctx->load_verify_file(opts.tls_client_ca_file, ec);
+      if (ec)
+        return make_error(Errc::invalid_argument, "cannot load the client CA " +
+                                                      opts.tls_client_ca_file + ": " + ec.message());
+      // Optional at the handshake (browsers and the CLI have none); agent routes demand it.
+      ssl_ctx->set_verify_mode(asio::ssl::verify_peer);
+    }
+    return {};
+#else
+    return make_error(Errc::invalid_argument,
+                      "this kfleetd was built without OpenSSL: no TLS (install libssl-dev and rebuild)");
+#endif
   }
 
   asio::awaitable<void> accept_loop() {
@@ -41,16 +194,120 @@ struct Server::Impl {
         log::warn("api", "accept: ", ec.message());
         continue;
       }
-      asio::co_spawn(acceptor.get_executor(), session(beast::tcp_stream(std::move(sock))),
+#ifdef KFLEET_HAVE_TLS
+      if (ssl_ctx) {
+        asio::co_spawn(acceptor.get_executor(), tls_session(std::move(sock)), asio::detached);
+        continue;
+      }
+#endif
+      asio::co_spawn(acceptor.get_executor(), session(beast::tcp_stream(std::move(sock)), false),
                      asio::detached);
     }
   }
 
-  asio::awaitable<std::optional<Response>> dispatch(const Request& req, beast::tcp_stream& stream) {
+#ifdef KFLEET_HAVE_TLS
+  asio::awaitable<void> tls_session(tcp::socket sock) {
+    beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(sock)), *ssl_ctx);
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(15));
+    boost::system::error_code ec;
+    co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                    asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return;  // plain HTTP, a bad client certificate, or a scanner
+    const bool cert_ok = client_cert_verified(stream);
+    co_await session(std::move(stream), cert_ok);
+  }
+#endif
+
+  // Checks the route's access rule; sets ctx.user / ctx.agent_id. nullopt: go ahead.
+  std::optional<Response> authorize(const Route& r, Ctx& c, const std::string& peer,
+                                    bool client_cert_ok) {
+    const Request& req = c.req;
+    auto failed = [&](Response res) {  // a token was shown and it was wrong
+      if (!c.bearer.empty()) auth_fail_limit.take("ip:" + peer);
+      return res;
+    };
+    if (r.access == Access::open) return std::nullopt;
+    if (r.access == Access::metrics && opts.metrics_open) return std::nullopt;
+    if (int wait = auth_fail_limit.retry_after("ip:" + peer); wait > 0)
+      return too_many(req, wait, "too many failed authentications from " + peer);
+
+    const bool agent_route = r.access == Access::agent || r.access == Access::agent_run ||
+                             r.access == Access::enrol;
+    if (agent_route) {
+      if (!opts.tls_client_ca_file.empty() && !client_cert_ok)
+        return forbidden(req, "agent calls need a client certificate signed by kfleetd's "
+                              "--tls-client-ca (kfleet-agent --tls-cert/--tls-key)");
+      if (c.bearer.empty())
+        return failed(unauthorized(req, r.access == Access::enrol
+                                            ? "enrolment needs the fleet's enrolment token "
+                                              "(kfleet-agent --enrol-token-file or KFLEET_ENROL_TOKEN)"
+                                            : "agent calls need the agent token that enrol returned"));
+      if (r.access == Access::enrol) {
+        if (cp.is_enrol_token(c.bearer)) return std::nullopt;
+        if (cp.agent_for_token(c.bearer) || cp.is_user_token(c.bearer))
+          return forbidden(req, "enrolment needs the enrolment token, not a user or agent token");
+        return failed(unauthorized(req, "kfleetd does not know this enrolment token"));
+      }
+      const std::int64_t aid = cp.agent_for_token(c.bearer);
+      if (aid == 0) {
+        if (cp.is_user_token(c.bearer) || cp.is_enrol_token(c.bearer))
+          return forbidden(req, "this call is for agents; a user or enrolment token cannot make it");
+        return failed(unauthorized(req, "kfleetd does not know this agent token"));
+      }
+      if (r.access == Access::agent && aid != c.id())
+        return forbidden(req, "this token is not the agent's own (it belongs to agent " +
+                                  std::to_string(aid) + ")");
+      c.agent_id = aid;
+      return std::nullopt;
+    }
+
+    const core::Scope need = needed_scope(r.access);
+    if (c.bearer.empty())
+      return failed(unauthorized(
+          req, std::string("this call needs an API token of scope ") + core::to_string(need) +
+                   " in the Authorization header (kfleet: KFLEET_TOKEN or --token-file; "
+                   "dashboards: sign in)"));
+    auto p = cp.user_for_token(c.bearer);
+    if (!p) {
+      if (const std::int64_t aid = cp.agent_for_token(c.bearer)) {
+        if (r.access == Access::bundle) {
+          c.agent_id = aid;
+          auto a = cp.store().get_agent(aid);
+          auto run = a && a->current_run_id ? cp.store().get_run(a->current_run_id) : std::nullopt;
+          auto job = run ? cp.store().get_job(run->job_id) : std::nullopt;
+          auto it = c.params.find("hash");
+          if (job && it != c.params.end() && job->bundle_hash == it->second) return std::nullopt;
+          return forbidden(req, "an agent may read only the bundle of the job it holds");
+        }
+        return forbidden(req, "an agent token cannot make user calls");
+      }
+      if (cp.is_enrol_token(c.bearer))
+        return forbidden(req, "the enrolment token cannot make user calls");
+      return failed(unauthorized(req, "kfleetd does not know this API token (revoked, or never "
+                                      "made: an admin makes one with `kfleet token create`)"));
+    }
+    if (static_cast<int>(p->scope) < static_cast<int>(need))
+      return forbidden(req, std::string("this call needs scope ") + core::to_string(need) +
+                                "; the token of " + p->user + " has scope " +
+                                core::to_string(p->scope));
+    c.user = std::move(p);
+    if (r.access == Access::submit) {
+      const std::string key = "submit:" + sha256_hex(c.bearer);
+      if (int wait = submit_limit.retry_after(key); wait > 0)
+        return too_many(req, wait, "too many submissions for this token");
+      submit_limit.take(key);
+    }
+    return std::nullopt;
+  }
+
+  template <class Stream>
+  asio::awaitable<std::optional<Response>> dispatch(const Request& req, Stream& stream,
+                                                    const std::string& peer, bool client_cert_ok) {
     std::string_view target = req.target();
     auto qpos = target.find('?');
     std::string_view path = target.substr(0, qpos);
-    Ctx ctx{req, stream, cp, {}, {}, {}};
+    Ctx ctx{req, [&stream](std::string s) { return write_all(stream, std::move(s)); }, cp,
+            {}, {}, {}};
     if (qpos != std::string_view::npos) ctx.query = parse_query(target.substr(qpos + 1));
     if (auto it = req.find(http::field::authorization); it != req.end()) {
       std::string_view v = it->value();
@@ -63,6 +320,7 @@ struct Server::Impl {
       path_known = true;
       if (r.method != req.method()) continue;
       ctx.params = std::move(params);
+      if (auto deny = authorize(r, ctx, peer, client_cert_ok)) co_return std::move(*deny);
       co_return co_await r.handler(ctx);
     }
     if (path_known)
@@ -78,13 +336,20 @@ struct Server::Impl {
     co_return co_await serve_static(ctx, opts.static_dir);
   }
 
-  asio::awaitable<void> session(beast::tcp_stream stream) {
+  template <class Stream>
+  asio::awaitable<void> session(Stream stream, bool client_cert_ok) {
     beast::flat_buffer buf;
+    std::string peer;
+    {
+      boost::system::error_code ec;
+      auto ep = beast::get_lowest_layer(stream).socket().remote_endpoint(ec);
+      peer = ec ? "?" : ep.address().to_string();
+    }
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(opts.max_body_bytes);
       parser.header_limit(64 * 1024);
-      stream.expires_after(std::chrono::seconds(75));  // idle keep-alive and slow senders
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(75));
       boost::system::error_code ec;
       co_await http::async_read(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == http::error::end_of_stream || ec == asio::error::eof ||
@@ -103,40 +368,58 @@ struct Server::Impl {
                                             "malformed HTTP request: " + ec.message());
         res.keep_alive(false);
         res.prepare_payload();
-        stream.expires_after(std::chrono::seconds(10));
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
         co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
         break;
       }
       Request req = parser.release();
-      stream.expires_never();  // handlers may long-poll or stream
+      beast::get_lowest_layer(stream).expires_never();  // handlers may long-poll or stream
       std::optional<Response> res;
       try {
-        res = co_await dispatch(req, stream);
+        res = co_await dispatch(req, stream, peer, client_cert_ok);
       } catch (const nlohmann::json::exception& e) {
         res = error_response(req, http::status::bad_request, "invalid_request",
                              std::string("bad JSON value: ") + e.what());
       } catch (const boost::system::system_error& e) {
         break;  // the client went away mid-stream
       } catch (const std::exception& e) {
-        log::error("api", req.method_string(), " ", req.target(), ": ", e.what());
+        log::error("api", req.method_string(), " ", req.target().substr(0, req.target().find('?')),
+                   ": ", e.what());
         res = error_response(req, http::status::internal_server_error, "internal", e.what());
       }
       if (!res) break;  // streamed: the handler wrote and the connection ends
       res->keep_alive(req.keep_alive());
       res->prepare_payload();
-      stream.expires_after(std::chrono::seconds(30));
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
       co_await http::async_write(stream, *res, asio::redirect_error(asio::use_awaitable, ec));
       if (ec || !req.keep_alive()) break;
     }
+    co_await close(stream);
+  }
+
+  asio::awaitable<void> close(beast::tcp_stream& stream) {
     boost::system::error_code ignore;
     stream.socket().shutdown(tcp::socket::shutdown_send, ignore);
+    co_return;
   }
+#ifdef KFLEET_HAVE_TLS
+  asio::awaitable<void> close(beast::ssl_stream<beast::tcp_stream>& stream) {
+    boost::system::error_code ec;
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+    co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+  }
+#endif
 
   asio::io_context& io;
   core::ControlPlane& cp;
   ServerOptions opts;
   tcp::acceptor acceptor;
   std::vector<Route> routes;
+  RateLimiter submit_limit;
+  RateLimiter auth_fail_limit;
+#ifdef KFLEET_HAVE_TLS
+  std::unique_ptr<asio::ssl::context> ssl_ctx;
+#endif
 };
 
 Server::Server(asio::io_context& io, core::ControlPlane& cp, ServerOptions o)
@@ -144,6 +427,7 @@ Server::Server(asio::io_context& io, core::ControlPlane& cp, ServerOptions o)
 Server::~Server() = default;
 
 Result<std::uint16_t> Server::listen() {
+  if (auto t = impl_->setup_tls(); !t) return t.error();
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(impl_->opts.address, ec);
   if (ec) return make_error(Errc::invalid_argument, "bad listen address '" + impl_->opts.address + "'");

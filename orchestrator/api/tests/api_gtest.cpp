@@ -53,7 +53,7 @@ class ApiTest : public ::testing::Test {
     return {{"spec_yaml", yaml}, {"source_name", "job.yaml"}, {"bundle", bundle_with(src)}};
   }
   std::size_t job_count() {
-    HttpClient c(url_);
+    HttpClient c(url_, "user-secret");
     auto r = c.get("/api/v1/jobs");
     EXPECT_TRUE(r.ok());
     return (*r->json())["jobs"].size();
@@ -84,6 +84,9 @@ TEST_F(ApiTest, SubmitNeedsAUserToken) {
   EXPECT_NE(r->error_message().find("token"), std::string::npos) << r->body;
   HttpClient wrong(url_, "enrol-secret");  // an enrolment token is not a user token
   r = wrong.post_json("/api/v1/jobs", submit_body(good_yaml("a")));
+  EXPECT_EQ(r->status, 403);
+  HttpClient unknown(url_, "not-a-token");
+  r = unknown.post_json("/api/v1/jobs", submit_body(good_yaml("a")));
   EXPECT_EQ(r->status, 401);
   HttpClient user(url_, "user-secret");
   r = user.post_json("/api/v1/jobs", submit_body(good_yaml("a")));
@@ -153,13 +156,14 @@ TEST_F(ApiTest, AgentsNeedTheEnrolmentTokenAndTheirOwnToken) {
   auto j = *r->json();
   const auto id = j["agent_id"].get<std::int64_t>();
   const std::string hb = "/api/v1/agents/" + std::to_string(id) + "/heartbeat";
-  EXPECT_EQ(enrolc.post_json(hb, nlohmann::json::object())->status, 401);
+  EXPECT_EQ(enrolc.post_json(hb, nlohmann::json::object())->status, 403);
+  EXPECT_EQ(anon.post_json(hb, nlohmann::json::object())->status, 401);
   HttpClient user(url_, "user-secret");
   EXPECT_EQ(user.post_json(hb, nlohmann::json::object())->status, 403);
   HttpClient agent(url_, j["token"].get<std::string>());
   EXPECT_EQ(agent.post_json(hb, nlohmann::json::object())->status, 200);
   // The agent's GPUs are marked simulated because its backend is.
-  auto agents = *anon.get("/api/v1/agents")->json();
+  auto agents = *user.get("/api/v1/agents")->json();
   EXPECT_TRUE(agents["agents"][0]["simulated"].get<bool>());
 }
 

@@ -31,7 +31,12 @@ void ControlPlane::start() {
     auto r = store_.renew_lease(run.id, run.fencing_token, cfg_.lease_ttl_ms, now);
     if (!r) log::warn("core", "cannot renew run ", run.id, " on recovery: ", r.error().message);
   }
-  for (const auto& a : store_.list_agents()) idle_since_[a.id] = now;
+  for (const auto& a : store_.list_agents()) {
+    idle_since_[a.id] = now;
+    if (!a.token_hash.empty() && a.state != store::AgentState::retired)
+      agent_by_hash_[a.token_hash] = a.id;
+  }
+  bootstrap_tokens();
   for (const auto& j : store_.pending_jobs()) remember_pending(j);
   last_tick_ms_ = now;
   tick_timer_ = std::make_unique<asio::steady_timer>(ex_);
@@ -48,45 +53,7 @@ void ControlPlane::stop() {
   events_changed();
 }
 
-// --- auth
-
-namespace {
-bool equal_ct(const std::string& a, const std::string& b) {  // constant time for equal lengths
-  if (a.size() != b.size()) return false;
-  unsigned char d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return d == 0;
-}
-
-std::string random_token(std::mt19937_64& rng) {
-  static const char* hex = "0123456789abcdef";
-  std::random_device rd;  // mix in the OS's entropy: tokens must not be guessable from a seed
-  std::string t = "kfa_";
-  for (int i = 0; i < 40; ++i) t += hex[(rng() ^ rd()) & 15];
-  return t;
-}
-}  // namespace
-
-bool ControlPlane::is_user_token(const std::string& token) const {
-  if (token.empty()) return false;
-  return std::any_of(cfg_.user_tokens.begin(), cfg_.user_tokens.end(),
-                     [&](const std::string& t) { return equal_ct(t, token); });
-}
-
-bool ControlPlane::is_enrol_token(const std::string& token) const {
-  return !token.empty() && equal_ct(cfg_.enrol_token, token);
-}
-
-bool ControlPlane::is_agent_token(std::int64_t agent_id, const std::string& token) {
-  if (token.empty()) return false;
-  auto it = agent_hash_cache_.find(agent_id);
-  if (it == agent_hash_cache_.end()) {
-    auto a = store_.get_agent(agent_id);
-    if (!a) return false;
-    it = agent_hash_cache_.emplace(agent_id, a->token_hash).first;
-  }
-  return equal_ct(it->second, sha256_hex(token));
-}
+// --- auth: auth.cpp
 
 // --- users
 
@@ -145,7 +112,7 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   return SubmitResult{*job, 0};
 }
 
-Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id) {
+Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id, const std::string& by) {
   auto job = store_.get_job(job_id);
   if (!job) return make_error(Errc::not_found, "no job " + std::to_string(job_id));
   if (is_terminal(job->state))
@@ -153,8 +120,13 @@ Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id) {
                                           to_string(job->state) + ")");
   if (job->current_run_id) cancel_requested_.insert(job->current_run_id);
   in_flight_.erase(job_id);
-  auto r = store_.set_job_state(job_id, JobState::cancelled, "cancelled by user", clock_->now_ms());
-  if (r) remember_pending(*r);
+  auto r = store_.set_job_state(job_id, JobState::cancelled,
+                                by.empty() ? "cancelled by user" : "cancelled by " + by,
+                                clock_->now_ms());
+  if (r) {
+    remember_pending(*r);
+    audit(by, "job.cancel", {{"job_id", job_id}, {"run_id", job->current_run_id}});
+  }
   events_changed();
   request_plan();
   return r;
@@ -167,7 +139,7 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
     return make_error(Errc::invalid_argument, "enrol: the agent reported no GPU; an agent needs at "
                                               "least one (use --backend simulated without one)");
   EnrolResult out;
-  out.token = random_token(rng_);
+  out.token = random_secret("kfa_");
   store::NewAgent na;
   na.name = r.name;
   na.region = r.region;
@@ -181,6 +153,7 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
   if (!a) return a.error();
   out.agent_id = a->id;
   agent_hash_cache_[a->id] = a->token_hash;
+  agent_by_hash_[a->token_hash] = a->id;
   idle_since_[a->id] = clock_->now_ms();
   log::info("core", "agent ", a->id, " '", a->name, "' enrolled in ", a->region, " (", a->backend,
             ", ", r.gpus.front().gpu_class, ")");

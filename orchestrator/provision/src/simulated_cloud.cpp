@@ -1,5 +1,8 @@
 // SimulatedCloud: scripted answers and real agent processes. Timers carry a weak reference to
 // the state, so a completion that fires after the cloud is gone does nothing.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "kfleet/provision/simulated_cloud.hpp"
 
 #include <signal.h>
@@ -95,8 +98,19 @@ struct SimulatedCloud::State {
     if (ec)
       return make_error(Errc::unavailable,
                         "cannot create " + dir.string() + ": " + ec.message() + " (check work_root)");
+    // The enrolment token goes in a 0600 file, never on the agent's command line.
+    const std::string token_file = (dir / "enrol-token").string();
+    {
+      const int fd = ::open(token_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0)
+        return make_error(Errc::unavailable, "cannot write " + token_file);
+      const std::string line = cfg.enrol_token + "\n";
+      const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+      ::close(fd);
+      if (!ok) return make_error(Errc::unavailable, "cannot write " + token_file);
+    }
     const std::vector<std::string> argv = {
-        cfg.agent_binary, "--server",     cfg.server_url, "--enrol-token", cfg.enrol_token,
+        cfg.agent_binary, "--server",     cfg.server_url, "--enrol-token-file", token_file,
         "--name",         name,           "--region",     r.cfg.name,      "--backend",
         "simulated",      "--gpu-class",  r.cfg.gpu,      "--arch",        r.cfg.arch,
         "--provider",     "simulated",    "--instance-id", id,             "--work-dir",

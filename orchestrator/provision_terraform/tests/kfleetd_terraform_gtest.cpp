@@ -118,7 +118,7 @@ class KfleetdWithTerraform : public ::testing::Test {
   }
 
   json get(const std::string& path) {
-    HttpClient c(url_);
+    HttpClient c(url_, kUser);
     auto r = c.get(path);
     EXPECT_TRUE(r.ok() && r->status == 200) << path << ": " << (r.ok() ? r->body : r.error().message);
     return r.ok() && r->status == 200 ? *r->json() : json::object();

@@ -146,6 +146,27 @@ CREATE TABLE regression_jobs (
 );
 CREATE INDEX regression_jobs_job ON regression_jobs (job_id);
 )sql",
+      // 3: API tokens with identity and scope (only their SHA-256 is kept) and the audit log
+      R"sql(
+CREATE TABLE api_tokens (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  user TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,
+  prefix TEXT NOT NULL DEFAULT '',
+  note TEXT NOT NULL DEFAULT '',
+  created_by TEXT NOT NULL DEFAULT '',
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  ts_ms INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  action TEXT NOT NULL,
+  data TEXT NOT NULL DEFAULT '{}'
+);
+)sql",
   };
   return s;
 }

@@ -71,6 +71,14 @@ class SqliteStore final : public Store {
   std::optional<RegressionRecord> get_regression(std::int64_t id) override;
   std::vector<RegressionRecord> list_regressions(int limit) override;
 
+  Result<ApiToken> create_token(const ApiToken& t, TimeMs now) override;
+  std::optional<ApiToken> find_token_by_hash(const std::string& hash) override;
+  std::vector<ApiToken> list_tokens() override;
+  Result<ApiToken> revoke_token(std::int64_t id, TimeMs now) override;
+  Result<void> append_audit(const std::string& user, const std::string& action,
+                    const nlohmann::json& data, TimeMs now) override;
+  std::vector<AuditRecord> audit_log(int limit) override;
+
  private:
   // Helpers that run inside an open transaction and throw DbError on failure.
   std::optional<JobRecord> load_job(std::int64_t id);

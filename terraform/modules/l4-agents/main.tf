@@ -18,6 +18,7 @@ locals {
     server_url         = var.server_url
     region             = var.region
     enrol_token        = var.enrol_token
+    server_ca_pem      = var.server_ca_pem
     agent_download_url = var.agent_download_url
     agent_sha256       = var.agent_sha256
     agent_unit         = trimspace(file("${path.module}/files/kfleet-agent.service"))

@@ -92,6 +92,16 @@ variable "enrol_token" {
   }
 }
 
+variable "server_ca_pem" {
+  description = "PEM of the CA that signed kfleetd's TLS certificate (empty: the system's CAs). Written to /etc/kfleet/ca.pem (0600) and given to the agent as KFLEET_CA_FILE."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.server_ca_pem == "" || can(regex("^-----BEGIN CERTIFICATE-----", var.server_ca_pem))
+    error_message = "server_ca_pem must be empty or a PEM certificate (-----BEGIN CERTIFICATE-----)."
+  }
+}
+
 variable "agent_download_url" {
   description = "URL of a kfleet-agent binary to install; empty means the AMI already has /usr/local/bin/kfleet-agent."
   type        = string

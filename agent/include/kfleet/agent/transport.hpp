@@ -2,6 +2,7 @@
 // What the agent says to kfleetd (orchestrator/api/openapi.yaml), behind an interface so the
 // pipeline, the spool uploader and the heartbeat logic are tested without a network.
 // Every call is safe to make from several threads at once.
+#include "kfleet/common/http_client.hpp"
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -74,6 +75,8 @@ class Transport {
 using TransportPtr = std::unique_ptr<Transport>;
 
 // kfleetd over HTTP (libcurl); one connection per calling thread.
-TransportPtr make_http_transport(const std::string& server_url, const std::string& enrol_token);
+// `http` carries the TLS settings (CA file, client certificate).
+TransportPtr make_http_transport(const std::string& server_url, const std::string& enrol_token,
+                                 HttpOptions http = {});
 
 }  // namespace kfleet::agent

@@ -13,14 +13,18 @@ inline constexpr const char* default_server = "http://127.0.0.1:8470";
 
 struct ConfigFlags {
   std::string server;  // "" = not given
-  std::string token;
+  std::string token;   // read from --token-file (never taken from argv)
   std::string config;
+  std::string ca_file;
+  bool insecure = false;
 };
 
 struct CliConfig {
   std::string server;       // normalized: scheme present, no trailing slash
   std::string token;        // "" = none
   std::string config_path;  // the file consulted ("" when none exists)
+  std::string ca_file;      // PEM CA for an https:// kfleetd ("" = the system's)
+  bool insecure = false;    // do not verify kfleetd's certificate (loud)
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;

@@ -26,6 +26,12 @@ struct HttpResponse {
 struct HttpOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds timeout{30000};   // whole request; 0 = none (streams)
+  // https:// URLs: the server certificate is always verified, against ca_file when set (else
+  // the system's CAs). insecure turns verification off: only for a throwaway test server.
+  std::string ca_file;
+  bool insecure = false;
+  // A client certificate and key (PEM) for kfleetd's mTLS (--tls-client-ca).
+  std::string client_cert_file, client_key_file;
 };
 
 class HttpClient {

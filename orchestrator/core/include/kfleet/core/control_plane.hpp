@@ -36,11 +36,37 @@ struct Config {
   TimeMs tick_ms = 200;               // lease-expiry and block-expiry checks
   TimeMs enrol_deadline_ms = 10 * 60'000;  // a provisioned instance must enrol within this
   TimeMs idle_agent_ttl_ms = 0;       // provisioned agents idle this long are released (0: never)
+  // Tokens kept in memory only (tests, embedded use): scope submit, user "static".
   std::vector<std::string> user_tokens;
+  // The first admin's token (from a file or KFLEET_ADMIN_TOKEN, never argv): stored as its
+  // hash at start() if no token with that hash exists yet; user `admin_user`, scope admin.
+  std::string admin_token;
+  std::string admin_user = "admin";
   std::string enrol_token;
   sched::BlockPolicy block_policy;
   std::uint64_t rng_seed = 0;         // 0: from std::random_device
 };
+
+// What a user token may do: each scope includes the ones below it.
+enum class Scope { read = 1, submit = 2, admin = 3 };
+const char* to_string(Scope s);
+std::optional<Scope> scope_from_string(const std::string& s);
+
+// The identity behind a user token.
+struct Principal {
+  std::string user;
+  Scope scope = Scope::read;
+  std::int64_t token_id = 0;   // 0 for in-memory tokens
+};
+
+// A new token: the secret is returned once, never stored.
+struct NewToken {
+  store::ApiToken record;
+  std::string secret;
+};
+
+// 256 random bits from the OS, as hex, behind a prefix ("kft_" users, "kfa_" agents).
+std::string random_secret(const std::string& prefix);
 
 struct SubmitRequest {
   std::string spec_yaml;
@@ -95,13 +121,24 @@ class ControlPlane {
   void stop();
 
   // --- auth
-  bool is_user_token(const std::string& token) const;
+  bool is_user_token(const std::string& token);
   bool is_enrol_token(const std::string& token) const;
   bool is_agent_token(std::int64_t agent_id, const std::string& token);
+  // The user behind a token (revoked and unknown tokens: nullopt).
+  std::optional<Principal> user_for_token(const std::string& token);
+  // The agent a token belongs to (0: none).
+  std::int64_t agent_for_token(const std::string& token);
+  Result<NewToken> create_token(const std::string& user, Scope scope, const std::string& note,
+                                const std::string& by);
+  Result<store::ApiToken> revoke_token(std::int64_t id, const std::string& by);
+  // Retires an agent: no more leases, its token refused from now on (an audit event).
+  Result<store::AgentRecord> retire_agent(std::int64_t id, const std::string& by);
+  // Appends to the audit log (failures are logged, never fatal).
+  void audit(const std::string& user, const std::string& action, const nlohmann::json& data);
 
   // --- users
   std::variant<SubmitResult, SubmitError> submit(const SubmitRequest& r);
-  Result<store::JobRecord> cancel(std::int64_t job_id);
+  Result<store::JobRecord> cancel(std::int64_t job_id, const std::string& by = "");
 
   // --- agents
   Result<EnrolResult> enrol(const EnrolRequest& r);
@@ -144,6 +181,7 @@ class ControlPlane {
     TimeMs deadline_ms = 0;
   };
 
+  void bootstrap_tokens();
   void plan_now();
   // What a scheduling pass needs of a queued or waiting job. The control plane is the only
   // writer of job states, so it keeps these in memory (loaded from the store at start, kept
@@ -191,6 +229,9 @@ class ControlPlane {
   TimeMs last_tick_ms_ = 0;
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
+  std::map<std::string, std::int64_t> agent_by_hash_;       // token hash -> agent id
+  std::map<std::string, Principal> static_users_;           // hash -> in-memory user token
+  std::map<std::string, Principal> user_cache_;             // hash -> stored, unrevoked token
   bool plan_pending_ = false;
   boost::asio::steady_timer plan_timer_{ex_};
   std::chrono::steady_clock::time_point last_plan_end_{};

@@ -152,6 +152,28 @@ struct RegressionJob {
   std::string kernel, gpu_class;
 };
 
+// An API token of a person or a service. Only the SHA-256 of the secret is stored; `prefix`
+// (the first characters, e.g. "kft_1a2b") lets a person tell their tokens apart in a list.
+struct ApiToken {
+  std::int64_t id = 0;
+  std::string user;                  // who it belongs to (recorded on jobs, cancels, baselines)
+  std::string scope;                 // read | submit | admin
+  std::string token_hash;            // sha256 hex of the secret
+  std::string prefix;
+  std::string note;
+  std::string created_by;
+  TimeMs created_ms = 0;
+  TimeMs revoked_ms = 0;             // 0 while valid
+};
+
+// Who did what to whom: token create/revoke, cancels, baselines set.
+struct AuditRecord {
+  std::int64_t id = 0;
+  TimeMs ts_ms = 0;
+  std::string user, action;
+  nlohmann::json data = nlohmann::json::object();
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -247,6 +269,17 @@ class Store {
                                                      const nlohmann::json& cells, TimeMs now) = 0;
   virtual std::optional<RegressionRecord> get_regression(std::int64_t id) = 0;
   virtual std::vector<RegressionRecord> list_regressions(int limit) = 0;  // newest first
+
+  // --- API tokens and the audit log
+  // conflict if a token with the same hash exists.
+  virtual Result<ApiToken> create_token(const ApiToken& t, TimeMs now) = 0;
+  virtual std::optional<ApiToken> find_token_by_hash(const std::string& hash) = 0;
+  virtual std::vector<ApiToken> list_tokens() = 0;   // oldest first, revoked included
+  // not_found if no such token; a second revoke keeps the first time.
+  virtual Result<ApiToken> revoke_token(std::int64_t id, TimeMs now) = 0;
+  virtual Result<void> append_audit(const std::string& user, const std::string& action,
+                            const nlohmann::json& data, TimeMs now) = 0;
+  virtual std::vector<AuditRecord> audit_log(int limit) = 0;  // newest first
 };
 
 using StorePtr = std::unique_ptr<Store>;
