@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-secrets-XXXXXX")
 bin=$tmp/bin run=$tmp/run
 mkdir -p "$bin" "$run"
-ln -s "$1" "$bin/kfleetd"; ln -s "$2" "$bin/kfleet-agent"; ln -s "$3" "$bin/kfleet"
+ln -s "$(realpath "$1")" "$bin/kfleetd"; ln -s "$(realpath "$2")" "$bin/kfleet-agent"; ln -s "$(realpath "$3")" "$bin/kfleet"
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 . "$root/scripts/lib/local-cluster.sh"
@@ -35,11 +35,11 @@ cli=$!
 argv_dump=$tmp/argv
 : > "$argv_dump"
 while kill -0 "$cli" 2>/dev/null; do
-  for p in /proc/[0-9]*; do tr '\0' ' ' < "$p/cmdline" 2>/dev/null >> "$argv_dump" || true; echo >> "$argv_dump"; done
+  for p in /proc/[0-9]*; do { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null >> "$argv_dump" || true; echo >> "$argv_dump"; done
   sleep 0.2
 done
 wait "$cli" || bad "kfleet submit --follow failed: $(tail -3 "$run/cli.log")"
-for p in "${pids[@]}"; do tr '\0' ' ' < "/proc/$p/cmdline" >> "$argv_dump" 2>/dev/null || true; done
+for p in "${pids[@]}"; do { tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null >> "$argv_dump" || true; done
 grep -q "kfleetd" "$argv_dump" || bad "the argv capture saw no kfleetd"
 grep -q "kfleet-agent" "$argv_dump" || bad "the argv capture saw no agent"
 
@@ -59,10 +59,10 @@ for s in "${secrets[@]}"; do
   grep -qF -- "$s" "$argv_dump" && bad "secret $label is on a command line"
   grep -qF -- "$s" "$run"/*.log && bad "secret $label is in a log"
   grep -qF -- "$s" "$answers" && bad "secret $label is in an API answer or /metrics"
-  cat "$run"/kfleet.db* | grep -qaF -- "$s" && bad "secret $label is in the SQLite file"
+  grep -qaF -- "$s" "$run"/kfleet.db* && bad "secret $label is in the SQLite file"
 done
 hash=$(printf '%s' "$alice" | sha256sum | cut -d' ' -f1)
-cat "$run"/kfleet.db* | grep -qaF "$hash" || bad "the SQLite file does not hold alice's token hash"
+grep -qaF "$hash" "$run"/kfleet.db* || bad "the SQLite file does not hold alice's token hash"
 # The agent token: enrolment answered it to the agent only; the store has its hash.
 agent_hashes=$(python3 - "$run/kfleet.db" <<'PY'
 import sqlite3, sys
@@ -71,6 +71,6 @@ PY
 )
 [ "$agent_hashes" -ge 1 ] || bad "no agent token hash stored"
 grep -qE 'kfa_[0-9a-f]{64}' "$run"/*.log "$answers" "$argv_dump" && bad "an agent token appears in a log, an answer or an argv"
-cat "$run"/kfleet.db* | grep -qaE 'kfa_[0-9a-f]{64}' && bad "an agent token is in the SQLite file"
+grep -qaE 'kfa_[0-9a-f]{64}' "$run"/kfleet.db* && bad "an agent token is in the SQLite file"
 if [ "$fail" = 0 ]; then echo "PASS: no token in argv, logs, /metrics, API answers or the SQLite file"; fi
 exit "$fail"
