@@ -50,12 +50,18 @@ TEST_F(AgentProcessTest, StartsAgentWithTheAgreedFlagsAndKillsItOnRelease) {
   const auto dir = tmp.path / inst.id;
   ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(dir / "argv.txt"); }));
   const std::vector<std::string> expected = {
-      KFLEET_FAKE_AGENT, "--server",   "http://127.0.0.1:1", "--enrol-token", "tok",
+      KFLEET_FAKE_AGENT, "--server",   "http://127.0.0.1:1", "--enrol-token-file",
+      (dir / "enrol-token").string(),
       "--name",          inst.name,    "--region",           "us-east-1",     "--backend",
       "simulated",       "--gpu-class", "L4",                "--arch",        "sm_89",
       "--provider",      "simulated",  "--instance-id",      inst.id,         "--work-dir",
       dir.string()};
   EXPECT_EQ(read_lines(dir / "argv.txt"), expected);
+  // The token itself is in a file only its owner may read, never on the command line.
+  EXPECT_EQ(read_lines(dir / "enrol-token"), std::vector<std::string>{"tok"});
+  EXPECT_EQ(std::filesystem::status(dir / "enrol-token").permissions() &
+                std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   ASSERT_TRUE(run_until(io, [&] {
     const auto log = read_lines(dir / "agent.log");
     return !log.empty() && log[0].find("fake agent") == 0;
