@@ -66,6 +66,42 @@ TEST(ActivitySpan, LaunchLatencyWithinTheBoundIsNotSuspect) {
   EXPECT_NE(judge_sample(big, {}, kHarness, window(1'000'000, 13'000'000, 12'000.0)).suspect, "");
 }
 
+TEST(ActivitySpan, HostWorkBetweenGpuOperationsIsSuspect) {
+  // Download, 70 ms on the CPU, upload: the span covers the host time (so the sample is honest)
+  // but the GPU sat idle for almost all of it.
+  std::vector<R> in = {{R::memcpy_kind, 1'001'000, 1'002'000, 7},
+                       {R::memcpy_kind, 71'002'000, 71'003'000, 7}};
+  const auto t = judge_sample(in, {}, kHarness, window(1'000'000, 71'100'000, 70'010.0));
+  EXPECT_NEAR(t.idle_us, 70'000.0, 1e-6);
+  EXPECT_FALSE(t.structural);
+  EXPECT_NE(t.suspect.find("GPU sat idle"), std::string::npos) << t.suspect;
+  // Two kernels back to back with a 2 us gap are not.
+  std::vector<R> two = {{R::kernel_kind, 1'010'000, 1'060'000, 7},
+                        {R::kernel_kind, 1'062'000, 1'110'000, 7}};
+  EXPECT_EQ(judge_sample(two, {}, kHarness, window(1'000'000, 1'200'000, 104.0)).suspect, "");
+}
+
+TEST(ActivitySpan, MeasuredLaunchOverheadWidensTheBound) {
+  // Tracing on this host delays a launch by ~200 us after the start event: a 40 us kernel then
+  // shows 240 us of events. Without the calibration that reads as host work; with it, it does not.
+  std::vector<R> in = {{R::kernel_kind, 1'200'000, 1'240'000, 7}};
+  EXPECT_NE(judge_sample(in, {}, kHarness, window(1'000'000, 1'300'000, 240.0)).suspect, "");
+  CrossCheckBound b;
+  b.launch_overhead_us = 200;
+  EXPECT_EQ(judge_sample(in, {}, kHarness, window(1'000'000, 1'300'000, 240.0), b).suspect, "");
+}
+
+TEST(ActivitySpan, SplitAtTheSampleStart) {
+  std::vector<R> all = {{R::memset_kind, 10, 20, 7}, {R::kernel_kind, 25, 40, 3},
+                        {R::kernel_kind, 20, 30, 3}};
+  std::vector<R> between, in;
+  split_at(all, 25, &between, &in);
+  ASSERT_EQ(between.size(), 1u);  // ended by t0
+  ASSERT_EQ(in.size(), 2u);       // started at/after t0, or straddling it (then flagged)
+  EXPECT_NE(judge_sample(in, between, kHarness, window(25, 100, 15.0)).suspect.find("earlier launch"),
+            std::string::npos);
+}
+
 TEST(ActivitySpan, NoActivityIsSuspect) {
   const auto t = judge_sample({}, {}, kHarness, window(1'000'000, 2'000'000, 3.0));
   EXPECT_NE(t.suspect.find("no GPU activity"), std::string::npos);

@@ -37,8 +37,11 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
                           const SampleWindow& w, const CrossCheckBound& bound) {
   SampleTiming t;
   t.records = in_window.size();
-  auto flag = [&](std::string why) {
-    if (t.suspect.empty()) t.suspect = std::move(why);
+  auto flag = [&](std::string why, bool structural = true) {
+    if (t.suspect.empty()) {
+      t.suspect = std::move(why);
+      t.structural = structural;
+    }
   };
   for (const auto& r : between) {
     if (r.stream != harness_stream) {
@@ -68,21 +71,49 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
   if (last > w.t1)
     flag("GPU activity went on " + fmt("%.1f", (last - w.t1) / 1000.0) +
          " us after the device was synchronised: work the synchronisation did not wait for");
-  const double slack = bound.abs_us + bound.rel * std::max(t.span_us, w.event_us);
+  // Idle time inside the span: the union of the records' intervals against the span.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> iv;
+  for (const auto& r : in_window) iv.emplace_back(r.start, std::max(r.start, r.end));
+  std::sort(iv.begin(), iv.end());
+  std::uint64_t busy = 0, cur_s = iv.front().first, cur_e = iv.front().second;
+  for (const auto& [s0, e0] : iv) {
+    if (s0 > cur_e) {
+      busy += cur_e - cur_s;
+      cur_s = s0;
+      cur_e = e0;
+    } else {
+      cur_e = std::max(cur_e, e0);
+    }
+  }
+  busy += cur_e - cur_s;
+  t.idle_us = t.span_us - static_cast<double>(busy) / 1000.0;
+  const double slack = bound.slack(t.span_us, w.event_us);
+  if (t.idle_us > bound.abs_us + bound.launch_overhead_us && t.idle_us > 0.5 * t.span_us)
+    flag("the GPU sat idle for " + fmt("%.1f", t.idle_us) + " of the " + fmt("%.1f", t.span_us) +
+             " us between the launch's first and last operation: the launch did its work on the "
+             "host in between (host-side precompute?)",
+         false);
   if (t.span_us > w.event_us + slack)
     flag("work outside the timing events: GPU activity spans " + fmt("%.1f", t.span_us) +
          " us on " + std::to_string(t.streams) + " stream(s) but the events saw " +
          fmt("%.1f", w.event_us) +
-         " us (a side stream or graph the launch did not join, or work after the stop event)");
+         " us (a side stream or graph the launch did not join, or work after the stop event)",
+         false);
   else if (w.event_us > t.span_us + slack)
     flag("the events saw " + fmt("%.1f", w.event_us) + " us but GPU activity spans only " +
-         fmt("%.1f", t.span_us) +
-         " us: the launch's time went to host work or idle gaps (host-side precompute?)");
+             fmt("%.1f", t.span_us) +
+             " us: the launch's time went to host work before its GPU work (host-side precompute?)",
+         false);
   const double wall_us = w.t1 > w.t0 ? (w.t1 - w.t0) / 1000.0 : 0.0;
   if (t.span_us > wall_us + 1.0)
     flag("GPU activity spans " + fmt("%.1f", t.span_us) + " us, longer than the host's " +
          fmt("%.1f", wall_us) + " us around the launch: clocks disagree");
   return t;
+}
+
+void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0,
+              std::vector<ActivityRecord>* between, std::vector<ActivityRecord>* in_window) {
+  for (const auto& r : all) (r.end <= t0 ? between : in_window)->push_back(r);
 }
 
 std::uint64_t sample_input_seed(std::uint64_t run_nonce, std::uint64_t sample_index) {

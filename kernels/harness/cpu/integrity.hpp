@@ -37,14 +37,27 @@ struct SampleWindow {
 struct CrossCheckBound {
   double rel = 0.10;      // 10 % of the larger of the two
   double abs_us = 20.0;   // plus 20 µs
+  double launch_overhead_us = 0;  // plus the events-minus-span of the harness's own empty
+                                  // launch, measured on this host (tracing adds launch latency)
+  double slack(double a, double b) const {
+    return abs_us + launch_overhead_us + rel * (a > b ? a : b);
+  }
 };
 
 struct SampleTiming {
   double span_us = 0;          // first start to last end of everything the launch caused
   std::size_t records = 0;     // activity records inside the window
   std::size_t streams = 0;     // distinct streams they ran on
+  double idle_us = 0;          // time inside the span when no recorded activity ran
   std::string suspect;         // "" or why this sample cannot be trusted, naming the trick
+  bool structural = false;     // work outside every launch / none recorded (vs a disagreement
+                               // of span and events, or idle gaps, which one hiccup can cause)
 };
+
+// The records flushed after a sample, split by the sample's start t0: those that ended before
+// it (the harness's work between samples, or work left over from earlier launches) and the rest.
+void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0,
+              std::vector<ActivityRecord>* between, std::vector<ActivityRecord>* in_window);
 
 // Judges one sample: `in_window` are the records flushed after t1 (everything that completed
 // since t0), `between` those flushed just before t0 (the harness's own work between samples,

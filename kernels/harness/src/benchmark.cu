@@ -17,6 +17,8 @@ namespace kfleet::harness {
 namespace {
 
 constexpr std::size_t kMinFlushBytes = 64u << 20;
+// A replay of seen inputs faster than this fraction of the fresh median is a cache.
+constexpr double kReplayFraction = 0.75;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -29,6 +31,8 @@ double quantile(std::vector<double> v, double p) {
   const std::size_t lo = (std::size_t)pos, hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
+
+__global__ void harness_noop() {}
 
 struct Launch {
   double event_us = NAN;
@@ -75,9 +79,33 @@ class EventTimer {
     return l;
   }
 
+  // The harness's own empty kernel, timed like a launch (calibrates the cross-check bound).
+  Launch time_noop(const ActivityTracer* tracer) {
+    Launch l;
+    l.t0 = tracer->now();
+    KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
+    harness_noop<<<1, 1, 0, nullptr>>>();
+    KFLEET_GPU_CHECK(gpuGetLastError());
+    KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
+    l.t_return = tracer->now();
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    l.t1 = tracer->now();
+    float ms = 0;
+    KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
+    l.event_us = 1000.0 * ms;
+    return l;
+  }
+
  private:
   gpuEvent_t start_{}, stop_{};
 };
+
+SampleTiming judge(ActivityTracer& tracer, const Launch& l, const CrossCheckBound& bound) {
+  std::vector<ActivityRecord> between, in_window;
+  split_at(tracer.flush(), l.t0, &between, &in_window);
+  return judge_sample(in_window, between, tracer.harness_stream_id(),
+                      SampleWindow{l.t0, l.t_return, l.t1, l.event_us}, bound);
+}
 
 }  // namespace
 
@@ -133,7 +161,20 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   const RecheckPolicy policy;
   double overhead_s = 0, refresh_s = 0, recheck_s = 0;
   gpuStream_t hs = harness_stream();
-  if (tracer) tracer->flush();  // warm-up's records are not samples
+  // What tracing adds to a launch on this host: the harness's own empty kernel through the same
+  // path; the events-minus-span it shows widens the cross-check bound (PROTOCOL.md).
+  CrossCheckBound bound;
+  std::vector<double> gaps, idle_us;
+  if (tracer) {
+    tracer->flush();  // warm-up's records are not samples
+    for (int i = 0; i < 9; ++i) {
+      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+      const Launch l = timer.time_noop(tracer);
+      const SampleTiming t = judge(*tracer, l, bound);
+      gaps.push_back(std::max(0.0, l.event_us - t.span_us));
+    }
+    bound.launch_overhead_us = quantile(gaps, 0.5);
+  }
   const auto sample_start = std::chrono::steady_clock::now();
   while (stop_reason.empty()) {
     // Outside the window: new input content, cold L2, poisoned output, an idle device.
@@ -143,7 +184,6 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       KFLEET_GPU_CHECK(gpuMemsetAsync(flush.get(), static_cast<int>(timed_runs & 0xFF), flush_bytes, hs));
     KFLEET_GPU_CHECK(gpuMemsetAsync(problem->output().get(), 0xFF, problem->output().bytes(), hs));
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    const std::vector<ActivityRecord> between = tracer ? tracer->flush() : std::vector<ActivityRecord>{};
     const double prep_s = seconds_since(prep);
     refresh_s += prep_s;
 
@@ -153,16 +193,15 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     const auto post = std::chrono::steady_clock::now();
     double us = l.event_us;
     if (tracer) {
-      const SampleTiming t = judge_sample(tracer->flush(), between, tracer->harness_stream_id(),
-                                          SampleWindow{l.t0, l.t_return, l.t1, l.event_us});
+      // One flush per sample, after it: what ended before t0 ran between samples.
+      const SampleTiming t = judge(*tracer, l, bound);
       us = t.span_us > 0 ? t.span_us : l.event_us;
       records += t.records;
+      idle_us.push_back(t.idle_us);
       max_streams = std::max(max_streams, t.streams);
       if (!t.suspect.empty()) {
-        const bool disagree = t.suspect.find("timing events") != std::string::npos ||
-                              t.suspect.find("the events saw") != std::string::npos;
-        std::string& first = disagree ? disagreement_reason : structural_reason;
-        (disagree ? disagreements : structural) += 1;
+        std::string& first = t.structural ? structural_reason : disagreement_reason;
+        (t.structural ? structural : disagreements) += 1;
         if (first.empty()) first = "timed run " + std::to_string(timed_runs) + ": " + t.suspect;
       }
     }
@@ -207,6 +246,29 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     stop_reason = slowed ? rule.time_up(sampling_s) : rule.add(us, sampling_s);
     if (!recheck_reason.empty() && timed_runs >= 3) stop_reason = "recheck_failed";
   }
+  // Replay probe: the last sample's inputs again, three times (outside the samples). A kernel
+  // that keeps results across launches (a content-keyed cache, on the device or the host) is
+  // much faster on inputs it has seen; an honest one takes the same time.
+  std::vector<double> replay;
+  if (recheck_reason.empty() && timed_runs > 0) {
+    const auto rp = std::chrono::steady_clock::now();
+    for (int r = 0; r < 3; ++r) {
+      problem->refresh_inputs(sample_input_seed(nonce, timed_runs - 1));
+      if (flush_bytes)
+        KFLEET_GPU_CHECK(gpuMemsetAsync(flush.get(), r, flush_bytes, hs));
+      KFLEET_GPU_CHECK(gpuMemsetAsync(problem->output().get(), 0xFF, problem->output().bytes(), hs));
+      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+      const Launch l = timer.time_launch(*problem, tracer, o, o.case_name);
+      double us = l.event_us;
+      if (tracer) {
+        const SampleTiming t = judge(*tracer, l, bound);
+        if (t.span_us > 0) us = t.span_us;
+      }
+      replay.push_back(us);
+    }
+    overhead_s += seconds_since(rp);
+  }
+  const double replay_median = quantile(replay, 0.5);
   if (samples.empty()) {
     JsonLine("bench").str("case", o.case_name).boolean("unsupported", true)
         .str("reason", "every sample ran with the SM clock over " + std::to_string(o.throttle_pct) +
@@ -236,6 +298,10 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     suspect_reason = disagreement_reason + " (" + std::to_string(disagreements) + " of " +
                      std::to_string(timed_runs) + " samples)";
   else if (!floor.suspect.empty()) suspect_reason = floor.suspect;
+  else if (replay_median < kReplayFraction * median)
+    suspect_reason = "the kernel took " + JsonLine::number(replay_median) +
+                     " us on inputs it had already seen but " + JsonLine::number(median) +
+                     " us on fresh ones: it keeps results across launches (a content-keyed cache)";
   const bool suspect = !suspect_reason.empty();
   JsonLine("bench")
       .str("case", o.case_name)
@@ -255,9 +321,12 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
                                        tracer->library() + "), cross-checked with events"
                                  : "LESS TRUSTWORTHY: events on the launch stream only; " + no_tracer)
       .num("event_median_us", quantile(event_samples, 0.5))
+      .nums("replay_us", replay)
       .integer("activity_records", (long long)records)
       .integer("max_streams", (long long)max_streams)
       .integer("timing_disagreements", (long long)disagreements)
+      .num("launch_overhead_us", bound.launch_overhead_us)
+      .num("idle_median_us", quantile(idle_us, 0.5))
       .integer("structural_flags", (long long)structural)
       .raw("inputs", JsonLine("inputs").str("policy", "fresh content per timed run")
                          .integer("sets", (long long)timed_runs)
