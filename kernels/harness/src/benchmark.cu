@@ -56,6 +56,7 @@ class EventTimer {
   Launch time_launch(Problem& p, const ActivityTracer* tracer, const Options& o,
                      const std::string& case_name) {
     Launch l;
+    read_only_ = inputs_read_only(true);  // a write to an input faults at once
     l.t0 = tracer ? tracer->now() : 0;
     KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
     set_phase("kernel");
@@ -73,6 +74,7 @@ class EventTimer {
     });
     l.t1 = tracer ? tracer->now() : 0;
     set_phase("setup");
+    inputs_read_only(false);
     float ms = 0;
     KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
     l.event_us = 1000.0 * ms;
@@ -96,8 +98,11 @@ class EventTimer {
     return l;
   }
 
+  bool read_only() const { return read_only_; }
+
  private:
   gpuEvent_t start_{}, stop_{};
+  bool read_only_ = false;
 };
 
 SampleTiming judge(ActivityTracer& tracer, const Launch& l, const CrossCheckBound& bound) {
@@ -326,6 +331,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       .integer("max_streams", (long long)max_streams)
       .integer("timing_disagreements", (long long)disagreements)
       .num("launch_overhead_us", bound.launch_overhead_us)
+      .boolean("inputs_read_only", timer.read_only())
       .num("idle_median_us", quantile(idle_us, 0.5))
       .integer("structural_flags", (long long)structural)
       .raw("inputs", JsonLine("inputs").str("policy", "fresh content per timed run")

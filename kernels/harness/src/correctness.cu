@@ -67,6 +67,7 @@ int run_correctness(const Options& o) {
     }
     KFLEET_GPU_CHECK(gpuMemset(problem->output().get(), 0xFF, problem->output().bytes()));
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    const bool read_only = inputs_read_only(true);  // a write to an input faults at once
     const auto start = std::chrono::steady_clock::now();
     set_phase("kernel");
     const int status = problem->launch(nullptr);
@@ -80,6 +81,7 @@ int run_correctness(const Options& o) {
           .print();
     });
     set_phase("setup");
+    inputs_read_only(false);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -115,6 +117,7 @@ int run_correctness(const Options& o) {
         .integer("inf_count", static_cast<long long>(m.inf_count))
         .integer("unwritten", static_cast<long long>(unwritten))
         .boolean("inputs_intact", changed.empty())
+        .boolean("inputs_read_only", read_only)
         .integer("elements", static_cast<long long>(n))
         .raw("tolerance", tolerance_json(o.tolerance))
         .integer("allclose_violations", static_cast<long long>(violations))

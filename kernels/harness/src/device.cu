@@ -49,12 +49,13 @@ void device_sync_bounded(double timeout_s, const std::function<void()>& on_timeo
   KFLEET_GPU_CHECK(done.get());
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes) KFLEET_GPU_CHECK(gpuMalloc(&p_, bytes));
+DeviceBuffer::DeviceBuffer(std::size_t bytes, bool protect) : bytes_(bytes) {
+  if (bytes && protect) p_ = protected_alloc(bytes);
+  if (bytes && !p_) KFLEET_GPU_CHECK(gpuMalloc(&p_, bytes));
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (p_) KFLEET_GPU_CHECK(gpuFree(p_));
+  if (p_ && !protected_free(p_)) KFLEET_GPU_CHECK(gpuFree(p_));
 }
 
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {

@@ -34,10 +34,18 @@ gpuStream_t harness_stream();
 // device go idle, and that is the kernel's failure, named, not a hang).
 void device_sync_bounded(double timeout_s, const std::function<void()>& on_timeout);
 
+// Inputs mapped so they can be made read-only around a launch (protect.cu). protected_alloc
+// returns nullptr where that is not possible (plain allocations then).
+void* protected_alloc(std::size_t bytes);
+bool protected_free(void* p);
+bool inputs_read_only(bool read_only);  // false when no input is protected or it failed
+bool inputs_protected();
+bool inputs_are_read_only_now();
+
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
+  explicit DeviceBuffer(std::size_t bytes, bool protect = false);
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer();

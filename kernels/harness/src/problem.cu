@@ -13,7 +13,7 @@ Problem::Input& Problem::add_input(const std::string& name, HostTensor t) {
   in.host = std::move(t);
   in.hash = fnv1a64(in.host.bytes.data(), in.host.bytes.size());
   in.scale = in.host.scale;
-  in.device = std::make_unique<DeviceBuffer>(in.host.bytes.size());
+  in.device = std::make_unique<DeviceBuffer>(in.host.bytes.size(), /*protect=*/true);
   in.device->upload(in.host.bytes.data(), in.host.bytes.size());
   // The fp32 copy for the reference is filled only while a reference is computed
   // (compute_reference) and zeroed afterwards (scrub_reference).
