@@ -64,11 +64,14 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
   }
   t.streams = streams.size();
   t.span_us = last > first ? static_cast<double>(last - first) / 1000.0 : 0.0;
-  if (first < w.t0)
+  // CUPTI converts GPU timestamps to the host clock; allow that conversion a little slack at the
+  // window's edges (kEdgeNs) before calling activity early or late.
+  constexpr std::uint64_t kEdgeNs = 50'000;
+  if (first + kEdgeNs < w.t0)
     flag("GPU activity began " + fmt("%.1f", (w.t0 - first) / 1000.0) +
          " us before the sample did: work left running from an earlier launch (deferred or "
          "persistent work)");
-  if (last > w.t1)
+  if (last > w.t1 + kEdgeNs)
     flag("GPU activity went on " + fmt("%.1f", (last - w.t1) / 1000.0) +
          " us after the device was synchronised: work the synchronisation did not wait for");
   // Idle time inside the span: the union of the records' intervals against the span.

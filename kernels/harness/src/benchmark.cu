@@ -294,12 +294,16 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   const Peaks peaks = device_peaks(dev.arch, dev.sm_count, dev.sm_clock_mhz, dev.peak_bw_gbs,
                                    problem->fp8_operands);
   const FloorJudgement floor = judge_floor(median, problem->flops, problem->bytes, peaks);
-  // Suspect: a structural sign (work outside every launch, none recorded) twice, or the span
-  // and the events disagreeing in more than a tenth of the samples (one hiccup of the host is
-  // not a trick; a trick shows in every sample), or the median above 95 % of a peak.
+  // Suspect: a structural sign (work outside every launch, none recorded) or the span and the
+  // events disagreeing, in at least a tenth of the samples and at least 2 (one hiccup of the
+  // host or of the clock conversion is not a trick; a trick shows in every sample), or the
+  // median above 95 % of a peak, or a replay of seen inputs much faster than fresh ones.
   std::string suspect_reason;
-  if (structural >= 2) suspect_reason = structural_reason + " (" + std::to_string(structural) + " samples)";
-  else if (disagreements >= std::max<std::size_t>(2, timed_runs / 10))
+  const std::size_t enough = std::max<std::size_t>(2, timed_runs / 10);
+  if (structural >= enough)
+    suspect_reason = structural_reason + " (" + std::to_string(structural) + " of " +
+                     std::to_string(timed_runs) + " samples)";
+  else if (disagreements >= enough)
     suspect_reason = disagreement_reason + " (" + std::to_string(disagreements) + " of " +
                      std::to_string(timed_runs) + " samples)";
   else if (!floor.suspect.empty()) suspect_reason = floor.suspect;

@@ -46,7 +46,10 @@ void device_sync_bounded(double timeout_s, const std::function<void()>& on_timeo
     std::fflush(stdout);
     std::_Exit(1);  // the synchronising thread is still blocked: no orderly shutdown possible
   }
-  KFLEET_GPU_CHECK(done.get());
+  const gpuError_t err = done.get();
+  if (err != gpuSuccess)
+    kfleet_harness_gpu_failure(static_cast<int>(err), gpuGetErrorName(err), gpuGetErrorString(err),
+                               "gpuDeviceSynchronize() after the launch", __FILE__, __LINE__);
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes, bool protect) : bytes_(bytes) {
