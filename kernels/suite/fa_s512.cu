@@ -1,0 +1,327 @@
+// fa_s512: fp16 attention for S <= 512 and D = 64 on tensor cores (kfleet ABI, family attention).
+//
+// FlashAttention-2 style: a block owns BM = 16 x WARPS query rows, each warp 16 of them. Q is
+// held in registers as mma.sync A fragments (ldmatrix); K and V stream through shared memory in
+// 64-key tiles with cp.async double buffering (tile t+1 loads while tile t is computed).
+// S = Q K^T (mma.sync m16n8k16, fp32 accumulate), an online softmax in registers (exp2, the row
+// max and sum kept per thread and reduced across the quad), then O += P V with P re-packed as
+// fp16 A fragments and V read with ldmatrix.trans. Non-causal and causal (top-left aligned);
+// any S up to 512 (rows past S are zero-filled, keys past S masked).
+//
+// Variants (one define each, so a campaign child changes one thing):
+//   O_ACCUM_HALF=1   seed 001 iteration 1: the O accumulator is fp16 (half2 registers, P V on
+//                    the f16-accumulate mma) instead of fp32: half the O registers.
+//   FA_WARPS=N       warps per block (BM = 16 N); 0 (default) picks 4, or 2 when the grid would
+//                    not fill the GPU twice over.
+// Needs sm_80 or newer (cp.async, ldmatrix, mma.sync m16n8k16).
+#include "kfleet_harness/kernel.hpp"
+
+#include <cuda_fp16.h>
+
+#ifndef O_ACCUM_HALF
+#define O_ACCUM_HALF 0
+#endif
+#ifndef FA_WARPS
+#define FA_WARPS 0
+#endif
+
+namespace {
+
+constexpr int kD = 64;              // head dim
+constexpr int kBN = 64;             // keys per tile
+constexpr int kStride = kD + 8;     // halves per smem row: 144 bytes keeps ldmatrix conflict-free
+constexpr int kMaxS = 512;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(pred ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void mma_f32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%0,%1};\n"
+      : "+r"(c[0]), "+r"(c[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+struct Params {
+  const __half* q;
+  const __half* k;
+  const __half* v;
+  __half* o;
+  int S, causal;
+  float scale_log2;  // softmax_scale * q_scale * k_scale * log2(e)
+  float out_scale;   // v_scale
+};
+
+template <int WARPS>
+struct Smem {
+  __half q[16 * WARPS][kStride];
+  __half k[2][kBN][kStride];
+  __half v[2][kBN][kStride];
+};
+
+template <int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) fa_s512_kernel(Params p) {
+  constexpr int BM = 16 * WARPS;
+  constexpr int NT = WARPS * 32;
+  __shared__ __align__(128) Smem<WARPS> sm;
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, q4 = lane & 3;
+  const int S = p.S;
+  // Causal: the heaviest query blocks (most key tiles) start first.
+  const int qb = p.causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+  const int row0 = qb * BM;
+  const size_t head = (size_t)blockIdx.y * S * kD;
+  const __half* Q = p.q + head;
+  const __half* K = p.k + head;
+  const __half* V = p.v + head;
+
+  int n_tiles = (S + kBN - 1) / kBN;
+  if (p.causal) n_tiles = min(n_tiles, (row0 + BM - 1) / kBN + 1);
+
+  auto load_kv = [&](int t, int st) {
+    const int base = t * kBN;
+#pragma unroll
+    for (int i = tid; i < kBN * 8; i += NT) {
+      const int r = i >> 3, c = (i & 7) * 8;
+      const bool ok = base + r < S;
+      const size_t off = (size_t)(ok ? base + r : 0) * kD + c;
+      cp_async16(&sm.k[st][r][c], K + off, ok);
+      cp_async16(&sm.v[st][r][c], V + off, ok);
+    }
+  };
+
+#pragma unroll
+  for (int i = tid; i < BM * 8; i += NT) {
+    const int r = i >> 3, c = (i & 7) * 8;
+    const bool ok = row0 + r < S;
+    cp_async16(&sm.q[r][c], Q + (size_t)(ok ? row0 + r : 0) * kD + c, ok);
+  }
+  load_kv(0, 0);
+  cp_async_commit();
+
+  uint32_t qf[4][4];
+  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+#if O_ACCUM_HALF
+  uint32_t oh[8][2];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) oh[j][0] = oh[j][1] = 0u;
+#else
+  float o[8][4];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+#endif
+  const int qrow_g = row0 + warp * 16 + g;  // this thread's rows: qrow_g and qrow_g + 8
+
+  for (int t = 0; t < n_tiles; ++t) {
+    const int st = t & 1;
+    if (t + 1 < n_tiles) {
+      load_kv(t + 1, st ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (t == 0) {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int r = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+        ldmatrix_x4(qf[kk], &sm.q[r][kk * 16 + (lane >> 4) * 8]);
+      }
+    }
+
+    // S = Q K^T for 16 rows x 64 keys.
+    float s[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int kk = 0; kk < 4; kk += 2) {
+        uint32_t b[4];
+        ldmatrix_x4(b, &sm.k[st][j * 8 + (lane & 7)][kk * 16 + (lane >> 3) * 8]);
+        mma_f32(s[j], qf[kk], b[0], b[1]);
+        mma_f32(s[j], qf[kk + 1], b[2], b[3]);
+      }
+    }
+
+    // Mask keys past S and (causal) keys after the query.
+    const int key0 = t * kBN;
+    const bool need_mask =
+        key0 + kBN > S || (p.causal && key0 + kBN - 1 > row0 + warp * 16);
+    if (need_mask) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + j * 8 + q4 * 2 + (e & 1);
+          const int qrow = qrow_g + (e >> 1) * 8;
+          if (key >= S || (p.causal && key > qrow)) s[j][e] = -INFINITY;
+        }
+    }
+
+    // Online softmax (scores in log2 units).
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_r[h], mx * p.scale_log2);
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      alpha[h] = exp2f(m_r[h] - m_use);
+      m_r[h] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        s[j][2 * h] = exp2f(s[j][2 * h] * p.scale_log2 - m_use);
+        s[j][2 * h + 1] = exp2f(s[j][2 * h + 1] * p.scale_log2 - m_use);
+        sum += s[j][2 * h] + s[j][2 * h + 1];
+      }
+      l_r[h] = l_r[h] * alpha[h] + sum;
+    }
+#if O_ACCUM_HALF
+    const __half2 a0 = __float2half2_rn(alpha[0]), a1 = __float2half2_rn(alpha[1]);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      __half2 x = __hmul2(*reinterpret_cast<__half2*>(&oh[j][0]), a0);
+      __half2 y = __hmul2(*reinterpret_cast<__half2*>(&oh[j][1]), a1);
+      oh[j][0] = *reinterpret_cast<uint32_t*>(&x);
+      oh[j][1] = *reinterpret_cast<uint32_t*>(&y);
+    }
+#else
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      o[j][0] *= alpha[0];
+      o[j][1] *= alpha[0];
+      o[j][2] *= alpha[1];
+      o[j][3] *= alpha[1];
+    }
+#endif
+
+    // O += P V.
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]),
+                              pack_half2(s[2 * kk][2], s[2 * kk][3]),
+                              pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int j = 0; j < 8; j += 2) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(
+            b, &sm.v[st][kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][j * 8 + (lane >> 4) * 8]);
+#if O_ACCUM_HALF
+        mma_f16(oh[j], pa, b[0], b[1]);
+        mma_f16(oh[j + 1], pa, b[2], b[3]);
+#else
+        mma_f32(o[j], pa, b[0], b[1]);
+        mma_f32(o[j + 1], pa, b[2], b[3]);
+#endif
+      }
+    }
+    __syncthreads();  // the next iteration's loads overwrite this stage
+  }
+
+  // Normalise and store.
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = l_r[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[h] = p.out_scale / l;
+  }
+  __half* O = p.o + head;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = qrow_g + h * 8;
+    if (row >= S) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#if O_ACCUM_HALF
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&oh[j][h]));
+      const float x = f.x, y = f.y;
+#else
+      const float x = o[j][2 * h], y = o[j][2 * h + 1];
+#endif
+      *reinterpret_cast<__half2*>(O + (size_t)row * kD + j * 8 + q4 * 2) =
+          __floats2half2_rn(x * inv[h], y * inv[h]);
+    }
+  }
+}
+
+template <int WARPS>
+void launch(const kfleet_attention_args* a, const Params& p, gpuStream_t stream) {
+  constexpr int BM = 16 * WARPS;
+  const dim3 grid((unsigned)((a->seq_len + BM - 1) / BM), (unsigned)(a->batch * a->heads));
+  fa_s512_kernel<WARPS><<<grid, WARPS * 32, 0, stream>>>(p);
+}
+
+}  // namespace
+
+extern "C" int kfleet_attention_launch(const kfleet_attention_args* a, gpuStream_t stream) {
+  if (a->abi_version != KFLEET_ABI_VERSION || a->head_dim != kD || a->seq_len < 1 ||
+      a->seq_len > kMaxS || a->q_dtype != KFLEET_FP16 || a->kv_dtype != KFLEET_FP16 ||
+      a->out_dtype != KFLEET_FP16 || (a->causal != 0 && a->causal != 1))
+    return KFLEET_UNSUPPORTED;
+  Params p;
+  p.q = static_cast<const __half*>(a->q);
+  p.k = static_cast<const __half*>(a->k);
+  p.v = static_cast<const __half*>(a->v);
+  p.o = static_cast<__half*>(a->o);
+  p.S = a->seq_len;
+  p.causal = a->causal;
+  p.scale_log2 = a->softmax_scale * a->q_scale * a->k_scale * kLog2e;
+  p.out_scale = a->v_scale;
+  int warps = FA_WARPS;
+  if (warps == 0) {
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const long blocks4 = (long)((a->seq_len + 63) / 64) * a->batch * a->heads;
+    warps = blocks4 < 2L * sms ? 2 : 4;
+  }
+  if (warps == 2) launch<2>(a, p, stream);
+  else if (warps == 4) launch<4>(a, p, stream);
+  else if (warps == 8) launch<8>(a, p, stream);
+  else return KFLEET_UNSUPPORTED;
+  return KFLEET_OK;
+}
