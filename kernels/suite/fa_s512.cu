@@ -11,8 +11,8 @@
 // Variants (one define each, so a campaign child changes one thing):
 //   O_ACCUM_HALF=1   seed 001 iteration 1: the O accumulator is fp16 (half2 registers, P V on
 //                    the f16-accumulate mma) instead of fp32: half the O registers.
-//   FA_WARPS=N       warps per block (BM = 16 N); 0 (default) picks 4, or 2 when the grid would
-//                    not fill the GPU twice over.
+//   FA_WARPS=N       warps per block, 2 or 4 (BM = 16 N); 0 (default) picks 4, or 2 when the
+//                    grid would not fill the GPU twice over.
 // Needs sm_80 or newer (cp.async, ldmatrix, mma.sync m16n8k16).
 #include "kfleet_harness/kernel.hpp"
 
@@ -63,6 +63,7 @@ __device__ __forceinline__ void mma_f32(float (&c)[4], const uint32_t (&a)[4], u
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#if O_ACCUM_HALF
 __device__ __forceinline__ void mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4], uint32_t b0,
                                         uint32_t b1) {
   asm volatile(
@@ -71,6 +72,7 @@ __device__ __forceinline__ void mma_f16(uint32_t (&c)[2], const uint32_t (&a)[4]
       : "+r"(c[0]), "+r"(c[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&h);
@@ -321,7 +323,6 @@ extern "C" int kfleet_attention_launch(const kfleet_attention_args* a, gpuStream
   }
   if (warps == 2) launch<2>(a, p, stream);
   else if (warps == 4) launch<4>(a, p, stream);
-  else if (warps == 8) launch<8>(a, p, stream);
   else return KFLEET_UNSUPPORTED;
   return KFLEET_OK;
 }
