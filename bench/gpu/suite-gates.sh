@@ -89,6 +89,8 @@ for b in fa_s512 fa_s512_half; do
   step "$b-mission" $b correctness --case mission --shape B=2,H=8,S=512,D=64 --seeds 0,1,2 "${fa_tol[@]}"
   step "$b-mission-causal" $b correctness --case mission-causal --shape B=2,H=8,S=512,D=64 --causal --seeds 0 "${fa_tol[@]}"
   step "$b-odd-causal" $b correctness --case odd --shape B=1,H=3,S=300,D=64 --causal --seeds 0 "${fa_tol[@]}"
+  step "$b-wide" $b correctness --case wide --shape B=4,H=16,S=512,D=64 --seeds 0 "${fa_tol[@]}"
+  step "$b-wide-causal" $b correctness --case wide-causal --shape B=4,H=16,S=384,D=64 --causal --seeds 0 "${fa_tol[@]}"
   step "$b-bench" $b "${bench[@]}" --case mission --shape B=2,H=8,S=512,D=64 "${fa_tol[@]}"
 done
 for b in fp8_sdpa fp8_sdpa_xor; do

@@ -80,6 +80,12 @@ __device__ __forceinline__ void mma_f32(float (&c)[4], const uint32_t (&a)[4], u
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// 2^x on the SFU (ex2.approx, ~2 ulp; -inf gives +0), without exp2f's slow-path checks.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&h);
@@ -234,13 +240,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m_r[h], mx * p.scale_log2);
       const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      alpha[h] = exp2f(m_r[h] - m_use);
+      alpha[h] = fast_exp2(m_r[h] - m_use);
       m_r[h] = m_new;
       float sum = 0.f;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        s[j][2 * h] = exp2f(s[j][2 * h] * p.scale_log2 - m_use);
-        s[j][2 * h + 1] = exp2f(s[j][2 * h + 1] * p.scale_log2 - m_use);
+        s[j][2 * h] = fast_exp2(s[j][2 * h] * p.scale_log2 - m_use);
+        s[j][2 * h + 1] = fast_exp2(s[j][2 * h + 1] * p.scale_log2 - m_use);
         sum += s[j][2 * h] + s[j][2 * h + 1];
       }
       l_r[h] = l_r[h] * alpha[h] + sum;
