@@ -171,7 +171,8 @@ class KfleetdWithGce : public ::testing::Test {
     return found;
   }
   json block_for(const std::string& region) {
-    for (const auto& b : get("/api/v1/agents")["blocks"])
+    const json fleet = get("/api/v1/agents");  // outlives the loop
+    for (const auto& b : fleet["blocks"])
       if (b["region"] == region) return b;
     return nullptr;
   }
@@ -262,7 +263,8 @@ TEST_F(KfleetdWithGce, SeedListWithUsCentral1aStockedOutLandsInSouthamericaEast1
   ASSERT_GT(agent_id, 0);
   ASSERT_TRUE(wait_until(std::chrono::seconds(10), [&] { return job(id)["state"] == "passed"; })) << job(id).dump();
   json agent;
-  for (const auto& a : get("/api/v1/agents")["agents"])
+  const json fleet = get("/api/v1/agents");  // outlives the loop
+  for (const auto& a : fleet["agents"])
     if (a["id"] == agent_id) agent = a;
   ASSERT_FALSE(agent.is_null());
   EXPECT_EQ(agent["region"], "southamerica-east1-c");
@@ -280,7 +282,8 @@ TEST_F(KfleetdWithGce, SeedListWithUsCentral1aStockedOutLandsInSouthamericaEast1
       if (n == instance) return true;
     return false;
   })) << "no instances.delete for " << instance << "; agents: " << get("/api/v1/agents").dump();
-  for (const auto& a : get("/api/v1/agents")["agents"])
+  const json after_idle = get("/api/v1/agents");
+  for (const auto& a : after_idle["agents"])
     if (a["id"] == agent_id) {
       EXPECT_EQ(a["state"], "retired") << a.dump();
     }
