@@ -17,6 +17,7 @@
 #include "kfleet/core/suite_schedule.hpp"
 #include "kfleet/provision/provisioner.hpp"
 #include "kfleet/provision/simulated_cloud.hpp"
+#include "kfleet/store/db_lock.hpp"
 #include "kfleet/store/store.hpp"
 #include "kfleet/provision/multi_provisioner.hpp"
 #ifdef KFLEET_HAVE_TERRAFORM
@@ -168,6 +169,12 @@ int main(int argc, char** argv) {
   so.max_body_bytes = max_body;
   so.static_dir = dashboards;
 
+  // One kfleetd per SQLite file; the lock lives as long as this process (kill -9 included).
+  auto db_lock = kfleet::store::DbLock::acquire(db);
+  if (!db_lock) {
+    std::cerr << "kfleetd: " << db_lock.error().message << "\n";
+    return 1;
+  }
   auto st = kfleet::store::open_sqlite_store({db, durable});
   if (!st) {
     std::cerr << "kfleetd: cannot open the store " << db << ": " << st.error().message << "\n";
@@ -184,6 +191,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string url = "http://" + so.address + ":" + std::to_string(*port);
+  db_lock->set_serving(url);
 
   // Builds one provisioner of a kind from its config; kfleetd's own URL and enrolment token
   // fill what the config leaves out. Errors are printed and end kfleetd (exit 2).
