@@ -103,7 +103,9 @@ async function main() {
   try {
     const portFile = join(tmp, "port");
     const kfleetd = startChild("kfleetd", o.kfleetd, ["--listen", "127.0.0.1:0", "--port-file", portFile,
-      "--db", join(tmp, "kfleet.db"), "--dashboards", o.dist], log,
+      "--db", join(tmp, "kfleet.db"),
+      // As scripts/demo.sh does: the dashboards source folder, whose built pages are in dist/.
+      "--dashboards", dirname(o.dist)], log,
       { ...process.env, KFLEET_ADMIN_TOKEN: ADMIN, KFLEET_ENROL_TOKEN: ENROL });
     const base = `http://127.0.0.1:${await readPort(portFile, kfleetd)}`;
     console.log(`kfleetd at ${base}`);

@@ -260,7 +260,7 @@ Result<std::unique_ptr<TerraformProvisioner>> make_terraform_provisioner(
   if (auto bad = enrol_token_problem(config.enrol_token)) {
     return make_error(Errc::invalid_argument, "terraform provisioner: the enrolment token " + *bad +
                                                   "; cloud agents could not enrol with it. Pass a "
-                                                  "--enrol-token of 16 or more characters of "
+                                                  "--enrol-token-file (or KFLEET_ENROL_TOKEN) of 16 or more characters of "
                                                   "[A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)");
   }
   if (!clock) return make_error(Errc::invalid_argument, "terraform provisioner needs a clock");

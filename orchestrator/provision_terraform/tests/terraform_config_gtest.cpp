@@ -77,7 +77,7 @@ TEST(TerraformConfigFile, AnEnrolmentTokenTheModuleWouldRefuseIsRefusedAtStart) 
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().message,
             "terraform provisioner: the enrolment token is 11 characters; it must be at least 16; "
-            "cloud agents could not enrol with it. Pass a --enrol-token of 16 or more characters "
+            "cloud agents could not enrol with it. Pass a --enrol-token-file (or KFLEET_ENROL_TOKEN) of 16 or more characters "
             "of [A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)");
 }
 
