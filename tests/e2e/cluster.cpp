@@ -147,7 +147,9 @@ std::int64_t Cluster::submit_api(const std::string& yaml_path, bool force) {
   auto spec = parse_job_spec_file(yaml_path);
   EXPECT_TRUE(spec.ok()) << spec.error_text();
   if (!spec.ok()) return 0;
-  auto b = pack_bundle(fs::path(yaml_path).parent_path().string(), spec.spec->kernel.sources);
+  // lib: sources come from this source tree's kernel library (read, never written).
+  auto b = pack_job_bundle(fs::path(yaml_path).parent_path().string(), spec.spec->kernel.sources,
+                           std::string(KFLEET_SOURCE_DIR) + "/kernels");
   EXPECT_TRUE(b.ok());
   HttpClient c(url_, kUserToken);
   auto r = c.post_json("/api/v1/jobs", {{"spec_yaml", read_file(yaml_path)},

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/harness_backend.hpp"
+#include "kfleet/common/bundle.hpp"
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/sha256.hpp"
 
@@ -271,7 +272,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
   for (const auto& [name, value] : k.defines) flags.push_back("-D" + name + "=" + value);
   std::string sources_text;
-  for (const auto& s : k.sources) sources_text += read_all(fs::path(c.bundle_dir) / s);
+  for (const auto& s : k.sources) sources_text += read_all(fs::path(c.bundle_dir) / source_bundle_path(s));
   if (!k.entry.empty()) {
     std::regex launch("\\b" + k.entry + "\\s*\\(\\s*const\\s+kfleet_(attention|scaled_mm)_args");
     std::smatch m;
@@ -318,7 +319,8 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   for (const auto& s : k.sources) {
     std::string obj = (tmp / (fs::path(s).filename().string() + ".o")).string();
     SubprocessSpec sp;
-    sp.argv = compile_argv(*cc, cfg_.arch, flags, (fs::path(c.bundle_dir) / s).string(), obj);
+    sp.argv = compile_argv(*cc, cfg_.arch, flags, (fs::path(c.bundle_dir) / source_bundle_path(s)).string(),
+                           obj);
     sp.cwd = c.bundle_dir;
     sp.timeout_s = c.spec.timeout_s;
     sp.should_stop = [&] { return c.stop.requested(); };

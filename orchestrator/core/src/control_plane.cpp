@@ -107,15 +107,16 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   auto bundle = bundle_from_json(r.bundle);
   if (!bundle) return SubmitError{bundle.error(), {}};
   for (const auto& src : spec.kernel.sources) {
-    auto norm = normalize_bundle_path(src);
-    const std::string want = norm ? *norm : src;
+    auto norm = normalize_source_entry(src);
+    const std::string want = source_bundle_path(norm ? *norm : src);
     bool found = std::any_of(bundle->files.begin(), bundle->files.end(),
                              [&](const BundleFile& f) { return f.path == want; });
     if (!found)
       return SubmitError{make_error(Errc::invalid_argument,
                                     r.source_name + ": kernel.sources names '" + src +
                                         "' but the bundle does not contain it (pack it with "
-                                        "`kfleet submit`, which reads the sources beside the YAML)"),
+                                        "`kfleet submit`, which reads the sources beside the YAML "
+                                        "and lib: sources from the kernel library)"),
                          {}};
   }
   const std::string bundle_hash = bundle->hash();

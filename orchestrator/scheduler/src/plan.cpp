@@ -168,8 +168,30 @@ struct Planner {
     return region + " blocked (" + b.kind + ")" + until;
   }
 
+  // A region the provisioner lists only by its zones ("us-central1" when it lists
+  // us-central1-a and us-central1-b) stands for those zones, in the provisioner's order.
+  std::vector<std::string> expand_to_zones(const std::vector<std::string>& wanted) const {
+    std::vector<std::string> out;
+    auto add = [&](const std::string& r) {
+      if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+    };
+    const auto& offered = s.provisioner->regions;
+    for (const auto& w : wanted) {
+      if (std::find(offered.begin(), offered.end(), w) != offered.end()) {
+        add(w);
+        continue;
+      }
+      bool zones = false;
+      for (const auto& o : offered)
+        if (o != w && region_matches(w, o)) add(o), zones = true;
+      if (!zones) add(w);
+    }
+    return out;
+  }
+
   void provision(const PendingJob& j, const std::string& cls) {
-    const auto& candidates = j.regions.empty() ? s.provisioner->regions : j.regions;
+    const std::vector<std::string> candidates =
+        j.regions.empty() ? s.provisioner->regions : expand_to_zones(j.regions);
     std::vector<std::string> skipped;
     TimeMs retry_at = 0;
     for (const auto& region : candidates) {
