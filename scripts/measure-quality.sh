@@ -115,7 +115,7 @@ echo "== (b) independent timing: triton do_bench on the same source (KFLEET_FAUL
 nvcc=${KFLEET_NVCC:-/usr/local/cuda/bin/nvcc}
 "$nvcc" -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a \
   -I"$root/kernels/harness/include" -DKFLEET_FAULT=6 -DKFLEET_SLOW_PCT=0 \
-  jobs/gpu/quality/attention_faults.cu -o "$run/attention.so" || die "nvcc failed for the do_bench library"
+  kernels/tests/gpu/attention_faults.cu -o "$run/attention.so" || die "nvcc failed for the do_bench library"
 python3 bench/gpu/do_bench_attention.py "$run/attention.so" 4 16 500 64 3 | tee "$run/do_bench.txt"
 indep=$(python3 -c '
 import json, statistics, sys
