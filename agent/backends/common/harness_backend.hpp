@@ -25,6 +25,10 @@ struct HarnessBackendConfig {
   std::string cache_dir;
   bool require_exclusive = true;
   double busy_wait_s = 60;  // how long a busy GPU is waited for before the benchmark is refused
+  // The harness's throttle filter for benchmarks (--throttle-pct): a sample whose SM clock is
+  // more than this below the best seen is discarded. < 0 keeps the harness default (2 %); 0
+  // keeps every sample, for GPUs whose clocks sag under long runs (the H100 at 300+ µs kernels).
+  double throttle_pct = -1;
 };
 
 class HarnessBackend : public agent::Backend {

@@ -110,6 +110,7 @@ struct CudaBackendOptions {
   std::string cache_dir;           // build cache; "" = <work_dir>/../build-cache
   bool require_exclusive = true;   // refuse to benchmark beside another compute process
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
+  double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 
@@ -121,6 +122,7 @@ struct HipBackendOptions {
   std::string cache_dir;
   bool require_exclusive = true;   // refuse to benchmark beside another compute process (KFD)
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
+  double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
 };
 BackendPtr make_hip_backend(const HipBackendOptions& o);
 
