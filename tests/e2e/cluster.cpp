@@ -67,6 +67,19 @@ Proc& Cluster::start_agent(const std::string& name, const std::string& region,
   return *agents_.back();
 }
 
+Proc& Cluster::start_compile_agent(const std::string& name,
+                                   const std::map<std::string, std::string>& env) {
+  const std::string work = dir_ + "/agent-" + name;
+  fs::create_directories(work);
+  std::map<std::string, std::string> e = env;
+  e.emplace("KFLEET_LOG", "debug");
+  agents_.push_back(std::make_unique<Proc>(Proc::spawn(
+      {KFLEET_AGENT_BIN, "--server", url_, "--enrol-token", kEnrolToken, "--name", name,
+       "--region", "build", "--backend", "compile", "--work-dir", work},
+      dir_ + "/agent-" + name + ".log", e)));
+  return *agents_.back();
+}
+
 std::string Cluster::write_job(const std::string& name, const std::string& yaml) {
   const std::string d = dir_ + "/jobs/" + name;
   fs::create_directories(d);

@@ -136,6 +136,10 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
       return "outputs of timed runs failed the re-check: " +
              (*rep.bench)["recheck"].value("reason", std::string("wrong results"));
     }
+    if (rep.bench && rep.bench->value("suspect", false)) {
+      return "suspect: " + rep.bench->value("suspect_reason", std::string("no reason given")) +
+             " (the timing cannot be trusted, so the result is not accepted)";
+    }
     if (rep.bench && rep.bench->value("unsupported", false)) {
       // No timing came out: the kernel declined the case, or (the host's fault, not the
       // kernel's) every sample was dropped by the throttle filter.
