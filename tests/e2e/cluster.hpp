@@ -29,8 +29,11 @@ class Cluster {
   void start_kfleetd();                 // first start: port 0; restarts reuse the port
   void kill_kfleetd();                  // SIGKILL
   Proc& kfleetd() { return kfleetd_; }
+  // `extra`: more kfleet-agent flags (e.g. --provider gce --instance-id NAME, as a cloud
+  // instance's startup script passes them).
   Proc& start_agent(const std::string& name, const std::string& region = "local",
-                    const std::string& gpu_class = "L4", const std::string& arch = "sm_89");
+                    const std::string& gpu_class = "L4", const std::string& arch = "sm_89",
+                    const std::vector<std::string>& extra = {});
 
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
