@@ -119,7 +119,9 @@ int main(int argc, char** argv) {
                  "how long a zone that does not offer the machine type is blocked")->capture_default_str();
   app.add_option("--idle-agent-ttl-s", idle_ttl_s,
                  "release provisioned agents idle this long (0: never)")->capture_default_str();
-  app.add_option("--dashboards", dashboards, "directory with the built dashboards");
+  app.add_option("--dashboards", dashboards,
+                 "the built dashboards: dashboards/dist, or the dashboards source folder that "
+                 "holds it");
   app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port here once listening");
   std::vector<std::string> suite_files;
@@ -143,6 +145,16 @@ int main(int argc, char** argv) {
   if (dashboards.empty()) {
     for (auto cand : {fs::path("dashboards/dist"), fs::path("dashboards")})
       if (fs::exists(cand / "index.html")) { dashboards = cand.string(); break; }
+  } else if (!fs::exists(fs::path(dashboards) / "index.html")) {
+    // The source folder (dashboards/) holds the built pages in dist/: take either.
+    if (fs::exists(fs::path(dashboards) / "dist" / "index.html")) {
+      dashboards = (fs::path(dashboards) / "dist").string();
+    } else {
+      std::cerr << "kfleetd: --dashboards " << dashboards
+                << " has no index.html (nor dist/index.html): build the dashboards with "
+                   "`cmake --build build --target dashboards` (they go to dashboards/dist)\n";
+      return 2;
+    }
   }
 
   auto colon = listen.rfind(':');

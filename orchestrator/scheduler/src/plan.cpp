@@ -39,6 +39,7 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 }
 
 bool serves_gpu(const AgentSlot& a, const std::string& gpu) {
+  if (a.compiler) return false;  // builds only: never a GPU stage
   return std::any_of(a.gpus.begin(), a.gpus.end(),
                      [&](const GpuInfo& g) { return gpu_matches(gpu, g); });
 }
@@ -58,6 +59,10 @@ struct Planner {
   int requested = 0;             // capacity requests issued in this plan
 
   void job(const PendingJob& j) {
+    if (j.compile) {
+      if (!try_assign_compile(j)) out.wait.push_back(Wait{j.id, false, waiting_for_compiler(), 0});
+      return;  // GPU capacity is asked for once the job has built
+    }
     if (try_assign(j)) return;
     if (const InFlight* f = in_flight_for(j.id)) {
       out.wait.push_back(Wait{j.id, true, "capacity requested in " + f->region, 0});
@@ -81,11 +86,31 @@ struct Planner {
     out.wait.push_back(Wait{j.id, false, cannot_grow_reason(j), 0});
   }
 
+  // The idle compile agent with the lowest id: builds are the same everywhere.
+  bool try_assign_compile(const PendingJob& j) {
+    for (const auto& a : s.agents) {
+      if (!a.compiler || !a.idle || taken.count(a.id)) continue;
+      taken.insert(a.id);
+      out.assign.push_back(Assign{j.id, a.id, a.region,
+                                  "idle compile agent " + std::to_string(a.id) +
+                                      ": build and resources gate before any GPU time"});
+      return true;
+    }
+    return false;
+  }
+
+  std::string waiting_for_compiler() const {
+    int busy = 0;
+    for (const auto& a : s.agents)
+      if (a.compiler) ++busy;
+    return "waiting for an idle compile agent (" + std::to_string(busy) + " busy, 0 idle)";
+  }
+
   bool try_assign(const PendingJob& j) {
     const AgentSlot* best = nullptr;
     std::size_t best_rank = 0;
     for (const auto& a : s.agents) {
-      if (!a.idle || taken.count(a.id) || !serves_gpu(a, j.gpu)) continue;
+      if (a.compiler || !a.idle || taken.count(a.id) || !serves_gpu(a, j.gpu)) continue;
       const std::size_t rank = region_rank(j, a);
       if (rank == 0) continue;
       if (!best || rank < best_rank || (rank == best_rank && a.id < best->id)) {

@@ -17,6 +17,9 @@ struct PendingJob {
   int priority = 0;
   std::string gpu;                   // class or arch
   std::vector<std::string> regions;  // preference order; empty = any
+  // Its build and resources gate go to a compile agent first (any region: a build needs no
+  // GPU); false: a GPU agent of its class runs it, whole or after a compile agent built it.
+  bool compile = false;
 };
 
 struct AgentSlot {
@@ -24,6 +27,7 @@ struct AgentSlot {
   std::string region;
   std::vector<GpuInfo> gpus;
   bool idle = false;                 // enrolled, alive, holding no run
+  bool compiler = false;             // a compile agent (no GPU): takes only compile-phase jobs
 };
 
 struct ProvisionerView {
