@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-class", sim.gpu_class, "GPU class of the simulated backend")
       ->capture_default_str();
   app.add_option("--arch", sim.arch, "GPU arch of the simulated backend")->capture_default_str();
-  app.add_option("--provider", cfg.provider, "static | simulated | terraform")
-      ->check(CLI::IsMember({"static", "simulated", "terraform"}))
+  app.add_option("--provider", cfg.provider, "static | simulated | terraform | gce")
+      ->check(CLI::IsMember({"static", "simulated", "terraform", "gce"}))
       ->capture_default_str();
   app.add_option("--instance-id", cfg.instance_id, "the cloud instance id, when provisioned");
   app.add_option("--work-dir", cfg.work_dir, "holds the event spool and run dirs")
