@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # kfleet's three jobs on one machine without a GPU, with real compiles:
-#   1. submit: the seed jobs in jobs/ are built and resource-gated for real by a compile agent
+#   1. stockout fallback: a job on seed 001's zone list, with a simulated cloud whose first
+#      zone is stocked out; the fallback lines show the job moving on to the next zone.
+#   2. submit: the seed jobs in jobs/ are built and resource-gated for real by a compile agent
 #      (nvcc for sm_89, clang-19 for gfx1151); a job that fails either never takes GPU time.
 #      Jobs that pass go on to simulated GPU agents, whose results are marked [simulated].
-#   2. stockout fallback: a job on seed 001's zone list, with a simulated cloud whose first
-#      zone is stocked out; the fallback lines show the job moving on to the next zone.
 #   3. fleet regression: a suite run twice over the simulated L4 and gfx1151 classes; the
 #      second run's matrix has one cell scripted 5% slower, and its verdict says so.
 # It installs and builds kfleet first; everything it writes goes to a new temp dir, never
@@ -109,14 +109,6 @@ agent sim-gfx1151 --backend simulated --gpu-class gfx1151 --arch gfx1151 --regio
 echo "demo: L4 agents come from the simulated cloud ($zones; $first_zone is stocked out)"
 
 status=0
-echo
-echo "=== 1/3 the seed jobs: real builds and resources gates on build-0, then the GPU stages"
-for f in jobs/fa-s512/baseline.yaml jobs/fa-s512/iter1.yaml jobs/fp8-sdpa/stage2.yaml \
-         jobs/fp8-sdpa/stage3-step2-xor.yaml jobs/scaled-mm-hip/stepC09.yaml jobs/custom-steps/job.yaml; do
-  echo; echo "== kfleet submit $f --follow"
-  "$kfleet" submit "$f" --follow --force || true   # a rejected job exits non-zero: expected here
-done
-
 # A small kernel that builds for both arches (it includes nothing vendor-specific).
 demo_jobs=$run/jobs
 mkdir -p "$demo_jobs"
@@ -145,10 +137,18 @@ YAML
 }
 
 echo
-echo "=== 2/3 stockout fallback: a job on seed 001's zones ($zones)"
+echo "=== 1/3 stockout fallback: a job on seed 001's zones ($zones)"
 kernel_yaml demo/fallback L4 ", regions: [$zones]" "{time_us: 50, stage_ms: 100}" >"$demo_jobs/fallback.yaml"
 echo "== kfleet submit fallback.yaml --follow"
 "$kfleet" submit "$demo_jobs/fallback.yaml" --follow || status=$?
+
+echo
+echo "=== 2/3 the seed jobs: real builds and resources gates on build-0, then the GPU stages"
+for f in jobs/fa-s512/baseline.yaml jobs/fa-s512/iter1.yaml jobs/fp8-sdpa/stage2.yaml \
+         jobs/fp8-sdpa/stage3-step2-xor.yaml jobs/scaled-mm-hip/stepC09.yaml jobs/custom-steps/job.yaml; do
+  echo; echo "== kfleet submit $f --follow"
+  "$kfleet" submit "$f" --follow --force || true   # a rejected job exits non-zero: expected here
+done
 
 echo
 echo "=== 3/3 fleet regression: one suite over the simulated L4 and gfx1151 classes"

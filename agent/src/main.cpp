@@ -28,7 +28,8 @@ std::string hostname() {
 // The build cache lives beside the run dirs, not inside one: each run dir is removed when its
 // run ends, and a cache there would never be hit again.
 Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim,
-                                const std::string& work_dir, double busy_wait_s) {
+                                const std::string& work_dir, double busy_wait_s,
+                                double throttle_pct) {
   if (kind == "simulated") return make_simulated_backend(sim);
 #ifdef KFLEET_HAVE_GPU_BACKENDS
   std::error_code ec;
@@ -36,9 +37,11 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   CudaBackendOptions cuda_opts;
   cuda_opts.cache_dir = cache;
   cuda_opts.busy_wait_s = busy_wait_s;
+  cuda_opts.throttle_pct = throttle_pct;
   HipBackendOptions hip_opts;
   hip_opts.cache_dir = cache;
   hip_opts.busy_wait_s = busy_wait_s;
+  hip_opts.throttle_pct = throttle_pct;
   if (kind == "compile") {
     CompileBackendOptions o;
     o.cache_dir = cache;
@@ -58,6 +61,7 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
 #else
   (void)work_dir;
   (void)busy_wait_s;
+  (void)throttle_pct;
   if (kind == "cuda" || kind == "hip" || kind == "auto" || kind == "compile")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
   cfg.name = hostname();
   SimulatedGpuOptions sim;
   double busy_wait_s = 60;
+  double throttle_pct = -1;
   app.add_option("--server", server, "kfleetd URL, e.g. http://127.0.0.1:8470")->required();
   // The enrolment token comes from a file (0600) or the environment, never argv.
   app.add_option("--enrol-token-file", enrol_token_file,
@@ -99,8 +104,8 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-class", sim.gpu_class, "GPU class of the simulated backend")
       ->capture_default_str();
   app.add_option("--arch", sim.arch, "GPU arch of the simulated backend")->capture_default_str();
-  app.add_option("--provider", cfg.provider, "static | simulated | terraform")
-      ->check(CLI::IsMember({"static", "simulated", "terraform"}))
+  app.add_option("--provider", cfg.provider, "static | simulated | terraform | gce")
+      ->check(CLI::IsMember({"static", "simulated", "terraform", "gce"}))
       ->capture_default_str();
   app.add_option("--instance-id", cfg.instance_id, "the cloud instance id, when provisioned");
   app.add_option("--work-dir", cfg.work_dir, "holds the event spool and run dirs")
@@ -115,6 +120,11 @@ int main(int argc, char** argv) {
                  "benchmark beside it")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--throttle-pct", throttle_pct,
+                 "benchmark throttle filter: drop samples whose SM clock is more than this % "
+                 "below the best seen (the harness default is 2; 0 keeps every sample, for GPUs "
+                 "whose clocks sag under long kernels)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   auto enrol_token = secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",
@@ -137,7 +147,7 @@ int main(int argc, char** argv) {
       log::warn("agent", "plain HTTP to ", host,
                 ": the tokens and every result travel in clear; use an https:// kfleetd");
   }
-  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s);
+  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s, throttle_pct);
   if (!backend) {
     log::error("agent", backend.error().message);
     return 2;

@@ -201,6 +201,7 @@ std::string kernel_resources(const nlohmann::json& k) {
 
 std::string format_resources(const nlohmann::json& d, bool color) {
   std::string line = stage_tag("resources");
+  if (auto skipped = str_field(d, "skipped"); !skipped.empty()) return line + " skipped: " + skipped;
   const auto& kernels = arr_field(d, "kernels");
   for (const auto& k : kernels) {
     std::string name = str_field(k, "name");

@@ -223,3 +223,31 @@ TEST(SubmitRequest, SubmittedAndDuplicateLines) {
 
 }  // namespace
 }  // namespace kfleet::cli
+
+namespace kfleet::cli {
+namespace {
+
+Event stage_ev(const char* type, nlohmann::json data) {
+  Event e;
+  e.type = type;
+  e.data = std::move(data);
+  return e;
+}
+
+std::string follow_line(const Event& e) {
+  return format_event_line(e, ProgressStyle{false, false}).value_or("<none>");
+}
+
+// With compile agents a job's stages run on two machines; each stage line names its agent.
+TEST(Progress, StageLinesNameTheAgentAndTheHandOffIsShown) {
+  EXPECT_EQ(follow_line(stage_ev("stage.finished", {{"stage", "build"}, {"ok", true}, {"seconds", 2.5},
+                                                    {"agent_id", 1}, {"agent", "build-0"}})),
+            "[build] ok 2.5s on build-0");
+  EXPECT_EQ(follow_line(stage_ev("run.handed_off", {{"run_id", 7}, {"agent_id", 1}, {"reason", "built"}})),
+            "handed on: run 7 built it; the GPU stages go to a GPU agent");
+  EXPECT_EQ(follow_line(stage_ev("resources", {{"skipped", "custom jobs report no compiler resources"}})),
+            "[resources] skipped: custom jobs report no compiler resources");
+}
+
+}  // namespace
+}  // namespace kfleet::cli

@@ -120,7 +120,7 @@ async function main() {
     await page.goto(`${url}#/jobs/${hip.id}`);
     await page.waitForSelector("#resources tbody tr", { timeout: 15000 });
     const resText = (await page.textContent("#resources")).replace(/\s+/g, " ");
-    check(/scaled_mm_fp8/.test(resText) && /\d+ VGPR/.test(resText), `resources show the kernel's VGPRs (got '${resText}')`);
+    check(/scaled_mm/.test(resText) && /\d+( \/ \d+)? VGPR/.test(resText), `resources show the kernel's VGPRs (got '${resText}')`);
     check((await page.textContent("#built-by")).includes("build-0"), "the page says the compile agent built it");
     check((await page.textContent("#ran-by")).includes("sim-gfx1151"), "the page says which agent ran the GPU stages");
     check(await page.isVisible("#verdict .badge.sim"), "its verdict is marked SIMULATED");

@@ -56,13 +56,16 @@ void Cluster::start_kfleetd() {
 void Cluster::kill_kfleetd() { kfleetd_.kill9(); }
 
 Proc& Cluster::start_agent(const std::string& name, const std::string& region,
-                           const std::string& gpu_class, const std::string& arch) {
+                           const std::string& gpu_class, const std::string& arch,
+                           const std::vector<std::string>& extra) {
   const std::string work = dir_ + "/agent-" + name;
   fs::create_directories(work);
+  std::vector<std::string> argv = {KFLEET_AGENT_BIN, "--server", url_,
+                                   "--name", name, "--region", region, "--backend", "simulated",
+                                   "--gpu-class", gpu_class, "--arch", arch, "--work-dir", work};
+  argv.insert(argv.end(), extra.begin(), extra.end());
   agents_.push_back(std::make_unique<Proc>(Proc::spawn(
-      {KFLEET_AGENT_BIN, "--server", url_, "--name", name,
-       "--region", region, "--backend", "simulated", "--gpu-class", gpu_class, "--arch", arch,
-       "--work-dir", work},
+      argv,
       dir_ + "/agent-" + name + ".log",
       {{"KFLEET_LOG", "debug"}, {"KFLEET_ENROL_TOKEN", kEnrolToken}})));
   return *agents_.back();

@@ -29,8 +29,11 @@ class Cluster {
   void start_kfleetd();                 // first start: port 0; restarts reuse the port
   void kill_kfleetd();                  // SIGKILL
   Proc& kfleetd() { return kfleetd_; }
+  // `extra`: more kfleet-agent flags (e.g. --provider gce --instance-id NAME, as a cloud
+  // instance's startup script passes them).
   Proc& start_agent(const std::string& name, const std::string& region = "local",
-                    const std::string& gpu_class = "L4", const std::string& arch = "sm_89");
+                    const std::string& gpu_class = "L4", const std::string& arch = "sm_89",
+                    const std::vector<std::string>& extra = {});
   // A compile agent (--backend compile): real nvcc / clang-19 builds, no GPU stages.
   Proc& start_compile_agent(const std::string& name,
                             const std::map<std::string, std::string>& env = {});

@@ -28,6 +28,10 @@ struct HarnessBackendConfig {
   // false on compile agents: the job's sources are compiled (the resources gate's input) but
   // not linked with the harness, which only a GPU agent can run.
   bool link_harness = true;
+  // The harness's throttle filter for benchmarks (--throttle-pct): a sample whose SM clock is
+  // more than this below the best seen is discarded. < 0 keeps the harness default (2 %); 0
+  // keeps every sample, for GPUs whose clocks sag under long runs (the H100 at 300+ µs kernels).
+  double throttle_pct = -1;
 };
 
 class HarnessBackend : public agent::Backend {

@@ -140,6 +140,14 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
       return "suspect: " + rep.bench->value("suspect_reason", std::string("no reason given")) +
              " (the timing cannot be trusted, so the result is not accepted)";
     }
+    if (rep.bench && rep.bench->value("unsupported", false)) {
+      // No timing came out: the kernel declined the case, or (the host's fault, not the
+      // kernel's) every sample was dropped by the throttle filter.
+      const std::string why = rep.bench->value("reason", std::string("no samples"));
+      infra = why.find("throttled") != std::string::npos;
+      return "benchmark gave no result: " + why +
+             (infra ? " (kfleet-agent --throttle-pct sets the filter)" : "");
+    }
     return with_tail("the kernel failed the stage (exit 1)");
   }
   if (rep.error) {

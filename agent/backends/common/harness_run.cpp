@@ -94,6 +94,11 @@ Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std:
   if (args.empty() || args[0] != "probe") {
     sp.argv.insert(sp.argv.end(), {"--device", std::to_string(cfg_.device)});
   }
+  if (!args.empty() && args[0] == "benchmark" && cfg_.throttle_pct >= 0) {
+    std::ostringstream t;
+    t << cfg_.throttle_pct;
+    sp.argv.insert(sp.argv.end(), {"--throttle-pct", t.str()});
+  }
   sp.cwd = c.work_dir;
   sp.timeout_s = c.spec.timeout_s;
   sp.should_stop = [&] { return c.stop.requested(); };

@@ -86,6 +86,20 @@ TEST(HarnessProtocol, ParsesLinesAndClassifiesEndings) {
   EXPECT_TRUE(infra);  // the host's problem, not the kernel's
   EXPECT_NE(kb::harness_failure(-1, SIGKILL, true, 30, rep, "", infra).find("timed out after 30 s"),
             std::string::npos);
+
+  // A benchmark with no samples left says why instead of a bare "exit 1": a throttled GPU is
+  // the host's problem, a declined case the kernel's.
+  kb::HarnessReport throttled;
+  throttled.add(*kb::parse_harness_line(R"j({"type":"bench","case":"mission","unsupported":true,"reason":"every sample ran with the SM clock over 2 % below its best (1980 MHz): the GPU is throttled; let it cool or pass --throttle-pct 0"})j"));
+  const auto why = kb::harness_failure(1, 0, false, 60, throttled, "", infra);
+  EXPECT_NE(why.find("benchmark gave no result: every sample"), std::string::npos) << why;
+  EXPECT_NE(why.find("kfleet-agent --throttle-pct"), std::string::npos) << why;
+  EXPECT_TRUE(infra);
+  kb::HarnessReport declined;
+  declined.add(*kb::parse_harness_line(R"j({"type":"bench","case":"mission","unsupported":true,"reason":"kernel returned status 1 for this case"})j"));
+  EXPECT_EQ(kb::harness_failure(1, 0, false, 60, declined, "", infra),
+            "benchmark gave no result: kernel returned status 1 for this case");
+  EXPECT_FALSE(infra);
 }
 
 TEST(HarnessProtocol, SuspectTimingAndFailedRecheckAreTheKernelsFailure) {

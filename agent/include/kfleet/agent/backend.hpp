@@ -111,6 +111,7 @@ struct CudaBackendOptions {
   bool require_exclusive = true;   // refuse to benchmark beside another compute process
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
   bool link_harness = true;        // false: compile the job only (a compile agent)
+  double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 
@@ -123,6 +124,7 @@ struct HipBackendOptions {
   bool require_exclusive = true;   // refuse to benchmark beside another compute process (KFD)
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
   bool link_harness = true;        // false: compile the job only (a compile agent)
+  double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
 };
 BackendPtr make_hip_backend(const HipBackendOptions& o);
 

@@ -1,0 +1,105 @@
+// One kfleetd process, two clouds: `--provisioner multi` with the Compute Engine provisioner
+// (against the fake Compute Engine on loopback) for seed 001's zones and the simulated cloud for
+// an AWS region. Agents are real kfleet-agent processes on the simulated GPU backend; the GCE
+// one is started as the instance's startup script would start it (zone, provider, instance name).
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "cluster.hpp"
+#include "fake_gce.hpp"
+
+namespace kfleet::e2e {
+namespace {
+
+using nlohmann::json;
+using provision::testing::FakeGce;
+using provision::testing::ZoneBehaviour;
+
+const char* kSeedZones = "us-central1-a, southamerica-east1-c, us-west1-b, us-east4-a, europe-west4-a";
+
+std::string agent_field(Cluster& c, const json& job, const char* field) {
+  const json fleet = c.get("/api/v1/agents");  // outlives the loop
+  for (const auto& a : fleet["agents"])
+    if (a["id"] == job["runs"].back()["agent_id"]) return a[field];
+  return "";
+}
+
+TEST(GceFallback, OneKfleetdServesComputeEngineZonesAndAnotherCloudsRegion) {
+  FakeGce gce;
+  gce.set_behaviour("us-central1-a", ZoneBehaviour::stockout);
+  const std::string cfg_dir = make_temp_dir("kfleet-gce-multi");
+  const json multi = {
+      {"provisioners",
+       {{{"kind", "gce"},
+         {"config",
+          {{"project", "kfleet-e2e"},
+           {"zones", {"us-central1-a", "southamerica-east1-c", "us-west1-b", "us-east4-a", "europe-west4-a"}},
+           {"owner", "perf-team"},
+           {"cost_center", "cc-1234"},
+           {"enrol_token", "startup-script-token-0123"},  // what the script would carry
+           {"api_endpoint", gce.endpoint()},
+           {"token_url", gce.metadata_token_url()},  // no key file: the metadata server
+           {"poll_interval_ms", 20},
+           {"prices", {{"g2-standard-4", 0.7068}}}}}},
+        {{"kind", "simulated"},
+         {"config",
+          {{"regions", {{{"name", "us-east-1"}, {"gpu", "L4"}, {"arch", "sm_89"}, {"capacity", 1}}}}}}},
+        {{"kind", "static"}}}}};
+  write_file(cfg_dir + "/multi.json", multi.dump(2));
+  ClusterOptions o;
+  o.provisioner = "multi";
+  o.extra_args = {"--multi-config", cfg_dir + "/multi.json"};
+  Cluster run(o);
+  run.start_kfleetd();
+
+  // Seed 001's zone list: us-central1-a is out, the job gets an instance in southamerica-east1-c.
+  const auto id = run.submit_api(run.write_job("seed", Cluster::sim_job_yaml("gce/seed-001", "L4", kSeedZones)));
+  json ok;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (auto& e : run.job_events(id))
+          if (e["type"] == "capacity" && e["data"]["outcome"] == "ok") return ok = e, true;
+        return false;
+      },
+      std::chrono::seconds(30)))
+      << run.job(id).dump(2) << run.logs();
+  EXPECT_EQ(ok["data"]["region"], "southamerica-east1-c");
+  EXPECT_EQ(ok["data"]["provider"], "gce");
+  const std::string instance = ok["data"]["instance_ids"][0];
+  EXPECT_EQ(gce.inserts("us-central1-a"), 1);
+  EXPECT_EQ(gce.inserts("us-west1-b"), 0);
+  const json fleet = run.get("/api/v1/agents");
+  bool zone_block = false;
+  for (const auto& b : fleet["blocks"])
+    if (b["region"] == "us-central1-a" && b["kind"] == "stockout") zone_block = true;
+  EXPECT_TRUE(zone_block) << fleet.dump(2);
+
+  // The instance boots: its agent enrols with the zone as its region and runs the job.
+  run.start_agent("gce-agent", "southamerica-east1-c", "L4", "sm_89",
+                  {"--provider", "gce", "--instance-id", instance});
+  auto j = run.wait_terminal(id, 60000);
+  EXPECT_EQ(j["job"]["state"], "passed") << run.logs();
+  EXPECT_EQ(agent_field(run, j, "region"), "southamerica-east1-c");
+  EXPECT_EQ(agent_field(run, j, "instance_id"), instance);
+  bool costed = false;
+  for (auto& e : run.job_events(id))
+    if (e["type"] == "cost" && e["data"]["usd_per_hour"] == 0.7068) costed = true;
+  EXPECT_TRUE(costed) << "no instance-hour cost at the g2-standard-4 price";
+
+  // A job for the other cloud's region goes to that provisioner, which starts its own agent.
+  const auto aws = run.submit_api(run.write_job("aws", Cluster::sim_job_yaml("gce/aws-side", "L4", "us-east-1")));
+  auto ja = run.wait_terminal(aws, 60000);
+  EXPECT_EQ(ja["job"]["state"], "passed") << run.logs();
+  EXPECT_EQ(agent_field(run, ja, "region"), "us-east-1");
+  for (auto& e : run.job_events(aws))
+    if (e["type"] == "capacity") {
+      EXPECT_EQ(e["data"]["provider"], "simulated") << e.dump();
+    }
+  EXPECT_EQ(gce.instances().size(), 1u) << "the AWS-side job must not reach Compute Engine";
+  for (const auto& p : gce.problems()) ADD_FAILURE() << "fake Compute Engine: " << p;
+  std::filesystem::remove_all(cfg_dir);
+}
+
+}  // namespace
+}  // namespace kfleet::e2e
