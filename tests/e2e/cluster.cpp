@@ -56,14 +56,17 @@ void Cluster::start_kfleetd() {
 void Cluster::kill_kfleetd() { kfleetd_.kill9(); }
 
 Proc& Cluster::start_agent(const std::string& name, const std::string& region,
-                           const std::string& gpu_class, const std::string& arch) {
+                           const std::string& gpu_class, const std::string& arch,
+                           const std::vector<std::string>& extra_args) {
   const std::string work = dir_ + "/agent-" + name;
   fs::create_directories(work);
-  agents_.push_back(std::make_unique<Proc>(Proc::spawn(
-      {KFLEET_AGENT_BIN, "--server", url_, "--enrol-token", kEnrolToken, "--name", name,
-       "--region", region, "--backend", "simulated", "--gpu-class", gpu_class, "--arch", arch,
-       "--work-dir", work},
-      dir_ + "/agent-" + name + ".log", {{"KFLEET_LOG", "debug"}})));
+  std::vector<std::string> argv = {KFLEET_AGENT_BIN, "--server", url_, "--enrol-token",
+                                   kEnrolToken, "--name", name, "--region", region, "--backend",
+                                   "simulated", "--gpu-class", gpu_class, "--arch", arch,
+                                   "--work-dir", work};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  agents_.push_back(std::make_unique<Proc>(
+      Proc::spawn(argv, dir_ + "/agent-" + name + ".log", {{"KFLEET_LOG", "debug"}})));
   return *agents_.back();
 }
 

@@ -30,7 +30,8 @@ class Cluster {
   void kill_kfleetd();                  // SIGKILL
   Proc& kfleetd() { return kfleetd_; }
   Proc& start_agent(const std::string& name, const std::string& region = "local",
-                    const std::string& gpu_class = "L4", const std::string& arch = "sm_89");
+                    const std::string& gpu_class = "L4", const std::string& arch = "sm_89",
+                    const std::vector<std::string>& extra_args = {});
 
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }

@@ -106,7 +106,7 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
     ASSERT_TRUE(s->create_job(nj, 1).ok());
   }
   const std::string version = query_one(path, "SELECT version FROM schema_version");
-  EXPECT_EQ(version, "2");  // 1: core tables; 2: baselines, regression runs
+  EXPECT_EQ(version, "3");  // 1: core tables; 2: baselines, regression runs; 3: GPU slots
   for (int i = 0; i < 3; ++i) {
     auto s = open_or_die(path);
     ASSERT_TRUE(s);
