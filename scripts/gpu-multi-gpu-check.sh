@@ -73,7 +73,7 @@ sed 's/^name: .*/name: gpu-proof\/correct-exclusive/; s/warmup_max_s: 1}/warmup_
   jobs/gpu/01-correct.yaml >"$run/jobs/exclusive.yaml"
 grep -q 'host_exclusive: true' "$run/jobs/exclusive.yaml" || die "could not write the host-exclusive job"
 if [ "$backend" = simulated ]; then
-  for f in "$run"/jobs/*.yaml; do printf 'simulate: {time_us: 50, stage_ms: 300}\n' >>"$f"; done
+  for f in "$run"/jobs/*.yaml; do printf 'simulate: {time_us: 50, stage_ms: 800}\n' >>"$f"; done
 fi
 submit() { kf --json submit "$1" --force 2>>"$run/submit.err" | python3 -c '
 import json, sys
@@ -144,18 +144,22 @@ fi
 
 echo; echo "== 2. a host-exclusive job while every GPU is busy"
 busy=(); for ((g = 0; g < gpus; g++)); do busy+=("$(submit "$run/jobs/01-correct.yaml")"); done
-wait_running "${busy[@]}" || echo "  (the busy jobs finished before the exclusive one was sent)"
+busy_first=1
+wait_running "${busy[@]}" || { busy_first=0; echo "  (the busy jobs finished before the exclusive one was sent)"; }
 excl=$(submit "$run/jobs/exclusive.yaml")
 wait_done "${busy[@]}" "$excl"
 report rows "${busy[@]}" "$excl" | tee "$run/excl.txt"
-report waits "$excl"
-python3 - "$run/excl.txt" <<'EOF' || bad=$((bad + 1))
+report waits "$excl" | tee "$run/excl-waits.txt"
+python3 - "$run/excl.txt" "$busy_first" "$(grep -c 'waits_for=host' "$run/excl-waits.txt")" <<'EOF' || bad=$((bad + 1))
 import sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 x, others = rows[-1], rows[:-1]
 alone = all(int(o[6]) < int(x[5]) or int(x[6]) < int(o[5]) for o in others)
-ok = x[1] == "passed" and x[12] == "True" and alone
-print(f"  exclusive job {x[0]}: {x[1]}, host_exclusive={x[12]}, ran alone: {alone}")
+waited = int(sys.argv[3]) > 0
+# Sent while the host was busy, it must have said it waits for the host.
+ok = x[1] == "passed" and x[12] == "True" and alone and (waited or sys.argv[2] == "0")
+print(f"  exclusive job {x[0]}: {x[1]}, host_exclusive={x[12]}, ran alone: {alone}, "
+      f"waited for the host: {waited}")
 print("  CHECK 2:", "OK" if ok else "MISMATCH")
 sys.exit(0 if ok else 1)
 EOF
