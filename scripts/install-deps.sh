@@ -20,6 +20,7 @@ pkgs=(
   libboost1.81-all-dev          # Beast + C++20 coroutines (1.74 lacks awaitable operators)
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libcurl4-openssl-dev libsqlite3-dev sqlite3
+  libssl-dev openssl            # RS256 JWTs for the Compute Engine provisioner; its tests make keys
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-19 lld-19 llvm-19       # HIP for gfx1151 without ROCm; resource remarks + readelf notes
   clang-tools-19 libamdhip64-dev # clang-offload-bundler and HIP headers/lib for the gfx1151 compile tests

@@ -73,6 +73,29 @@ submit() {
        "$(printf '%s' "$st" | field job.verdict.ci_low_pct) $(printf '%s' "$st" | field job.verdict.ci_high_pct) $secs"
   timeline "$t0" "${id:-0}" "$t1"
 }
+# costs ID: the integrity costs of a job's benchmark (from its bench.result event) to RUN/costs.txt:
+# activity median, event-only median, their difference, and the refresh / re-check / replay time
+costs() {
+  local runid
+  runid=$(kf --json status "$1" 2>/dev/null | python3 -c '
+import json, sys
+t = sys.stdin.read(); i = t.find("{"); o = json.JSONDecoder().raw_decode(t[i:])[0] if i >= 0 else {}
+r = o.get("runs") or [{}]
+print(r[-1].get("id", r[-1].get("run_id", 0)))' 2>/dev/null)
+  kf --json logs "${runid:-0}" 2>/dev/null | python3 -c '
+import json, sys
+job = sys.argv[1]
+ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+b = [e["data"] for e in ev if e.get("type") == "bench.result"]
+if not b: print(f"{job:>4} no bench.result"); sys.exit()
+d = b[-1]
+g = lambda k: d.get(k) if isinstance(d.get(k), (int, float)) else float("nan")
+m, e = g("median_us"), g("event_median_us")
+pct = 100 * (m / e - 1) if e == e and e > 0 else float("nan")
+print("%4s %11s %12.2f %12.2f %+8.3f%% %9.3f %9.3f %9.3f %9.3f %8.1f %5s %s" % (
+    job, d.get("timing", "-"), m, e, pct, g("overhead_s"), g("refresh_s"), g("recheck_s"),
+    g("sampling_s"), g("launch_overhead_us"), d.get("inputs_read_only", "-"), d.get("n", "-")))' "$1" >>"$run/costs.txt" 2>&1
+}
 # fields LINE: the 8 fields of a submit line into f1..f8, "-" for any missing (a killed submit)
 fields() { local a=($1); for k in 0 1 2 3 4 5 6 7; do printf -v "f$((k + 1))" '%s' "${a[$k]:--}"; done; }
 
@@ -80,7 +103,7 @@ fail=0 a_ok=SKIPPED b_ok=SKIPPED c_ok=SKIPPED spread=- agent_median=0 medians=()
 case $parts in *a*|*b*)
 echo "== (a) quality/base as 5 separate jobs"
 for i in 1 2 3 4 5; do
-  r=$(submit jobs/gpu/quality/base.yaml); echo "  try $i: $r"; fields "$r"; medians+=("$f4")
+  r=$(submit jobs/gpu/quality/base.yaml); echo "  try $i: $r"; fields "$r"; medians+=("$f4"); costs "$f1"
 done
 spread=$(python3 -c "import sys; m=[float(x) for x in sys.argv[1:]]; print(f'{(max(m)-min(m))/min(m)*100:.3f}')" "${medians[@]}" 2>/dev/null || echo 999)
 agent_median=$(python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "${medians[@]}" 2>/dev/null || echo 0)
@@ -92,7 +115,7 @@ echo "== (b) independent timing: triton do_bench on the same source (KFLEET_FAUL
 nvcc=${KFLEET_NVCC:-/usr/local/cuda/bin/nvcc}
 "$nvcc" -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode=arch=compute_90a,code=sm_90a \
   -I"$root/kernels/harness/include" -DKFLEET_FAULT=6 -DKFLEET_SLOW_PCT=0 \
-  jobs/gpu/quality/attention_faults.cu -o "$run/attention.so" || die "nvcc failed for the do_bench library"
+  kernels/tests/gpu/attention_faults.cu -o "$run/attention.so" || die "nvcc failed for the do_bench library"
 python3 bench/gpu/do_bench_attention.py "$run/attention.so" 4 16 500 64 3 | tee "$run/do_bench.txt"
 indep=$(python3 -c '
 import json, statistics, sys
@@ -157,6 +180,11 @@ if [ ${#irows[@]} -gt 0 ]; then
   echo "(i) interleaved: same: $i_same/$itries, regressed: $i_reg/$itries"
   echo "    try kind   expected   verdict    median_us  delta%       CI of delta%    time rounds check"
   for r in "${irows[@]}"; do echo "    $r"; done
+fi
+if [ -s "$run/costs.txt" ]; then
+  echo "== integrity costs per job (last process of each pooled benchmark; seconds)"
+  echo " job      timing  median_us  event_med_us  act/event  overhead_s refresh_s recheck_s sampling_s launch_ovh_us ro  n"
+  cat "$run/costs.txt"
 fi
 echo "== where each job's time went ($run/timeline.txt)"
 cat "$run/timeline.txt" 2>/dev/null

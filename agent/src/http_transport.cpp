@@ -146,6 +146,8 @@ Result<Lease> lease_from_json(const nlohmann::json& j) {
   l.ttl_ms = j.value("ttl_ms", 30000);
   l.attempt = j.value("attempt", 1);
   l.bundle_hash = j.value("bundle_hash", std::string());
+  if (j.contains("phase") && j["phase"].is_string()) l.phase = j["phase"].get<std::string>();
+  if (j.contains("arch") && j["arch"].is_string()) l.arch = j["arch"].get<std::string>();
   if (l.run_id <= 0) return make_error(Errc::invalid_argument, "lease without a run_id");
   if (j.contains("spec")) {
     auto s = job_spec_from_json(j["spec"]);

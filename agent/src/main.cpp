@@ -41,6 +41,11 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   hip_opts.cache_dir = cache;
   hip_opts.busy_wait_s = busy_wait_s;
   hip_opts.device = gpu;
+  if (kind == "compile") {
+    CompileBackendOptions o;
+    o.cache_dir = cache;
+    return make_compile_backend(o);
+  }
   if (kind == "cuda") return make_cuda_backend(cuda_opts);
   if (kind == "hip") return make_hip_backend(hip_opts);
   if (kind == "auto") {
@@ -56,7 +61,7 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   (void)work_dir;
   (void)busy_wait_s;
   (void)gpu;
-  if (kind == "cuda" || kind == "hip" || kind == "auto")
+  if (kind == "cuda" || kind == "hip" || kind == "auto" || kind == "compile")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
                       "--backend simulated for the no-GPU demo");
@@ -80,8 +85,10 @@ int main(int argc, char** argv) {
       ->envname("KFLEET_ENROL_TOKEN");
   app.add_option("--name", cfg.name, "agent name")->capture_default_str();
   app.add_option("--region", cfg.region, "region this host is in")->capture_default_str();
-  app.add_option("--backend", backend_kind, "simulated | cuda | hip | auto")
-      ->check(CLI::IsMember({"simulated", "cuda", "hip", "auto"}))
+  app.add_option("--backend", backend_kind,
+                 "simulated | cuda | hip | auto | compile (no GPU: builds and resources gates "
+                 "for real, then kfleetd hands each job to a GPU agent)")
+      ->check(CLI::IsMember({"simulated", "cuda", "hip", "auto", "compile"}))
       ->capture_default_str();
   app.add_option("--gpu-class", sim.gpu_class, "GPU class of the simulated backend")
       ->capture_default_str();

@@ -156,7 +156,13 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
   if (d.stop.requested()) return std::nullopt;
   if (!fetched.ok) return finish(verdict_for_failed_stage(stage::fetch, fetched));
 
-  StageContext ctx{lease.spec, src_dir, scratch, d.gpu, lease.compare, sink, d.stop,
+  GpuInfo gpu = d.gpu;
+  if (lease.phase == "compile") {
+    // A compile agent builds for the GPU the job targets, not for a GPU of its own.
+    gpu.gpu_class = lease.spec.target.gpu;
+    gpu.arch = lease.arch;
+  }
+  StageContext ctx{lease.spec, src_dir, scratch, gpu, lease.compare, sink, d.stop,
                    lease.bundle_hash, lease.attempt, ref_dir};
   // The profile's data (metric values, advice, or why there are none) is the profile event,
   // whichever gate the verdict came from.
@@ -173,18 +179,37 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
   };
   StageResult bench;
   for (const auto& [name, step] : steps) {
+    const std::string n = name;
+    // Compile phase: build and the resources gate, then the job goes on to a GPU agent.
+    if (lease.phase == "compile" && (n == stage::correctness || n == stage::benchmark)) break;
+    // GPU phase: a compile agent already built the job and passed its resources gate. A real
+    // backend builds again (cached) for the binary it runs; the simulator needs none.
+    if (lease.phase == "gpu" && (n == stage::resources || (n == stage::build && d.backend.simulated())))
+      continue;
     StageResult r = stages.run(name, [&] { return (d.backend.*step)(ctx); });
     if (d.stop.requested()) return std::nullopt;
     emit_stage_data(sink, name, r);
     if (!r.ok) {
       Verdict v = verdict_for_failed_stage(name, r);
       auto out = finish(v);
-      if (out && profile_wanted(lease.spec, *out)) run_profile();
+      // A compile agent has no GPU to profile on.
+      if (out && profile_wanted(lease.spec, *out) && lease.phase != "compile") run_profile();
       return out;  // a stop during the profile does not undo a verdict already reached
     }
     if (std::string(name) == stage::benchmark) bench = r;
   }
 
+  if (lease.phase == "compile") {
+    if (d.stop.requested()) return std::nullopt;
+    const std::string why = "build and resources gate passed; correctness and benchmark go to a " +
+                            lease.spec.target.gpu + " GPU agent";
+    sink.emit(event_type::handoff, {{"to", "gpu"}, {"gpu", lease.spec.target.gpu}, {"reason", why}});
+    Verdict v;
+    v.outcome = RunOutcome::passed;
+    v.reason = why;
+    v.simulated = d.backend.simulated();
+    return v;  // kfleetd hands the job on; the job's verdict comes from the GPU phase
+  }
   Verdict v = verdict_from_benchmark(bench.data);
   auto out = finish(v);
   if (out && profile_wanted(lease.spec, *out)) run_profile();

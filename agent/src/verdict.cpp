@@ -33,6 +33,12 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
     v.outcome = RunOutcome::rejected;
     v.gate = stage;
     v.reason = why;
+  } else if (stage == "benchmark") {
+    // The kernel's own doing while timed: a suspect timing, outputs that fail the re-check on
+    // fresh inputs, a crash or a hang. Not the infrastructure's: the job is rejected.
+    v.outcome = RunOutcome::rejected;
+    v.gate = "integrity";
+    v.reason = why;
   } else if (stage == "build") {
     v.outcome = RunOutcome::error;
     v.reason = "build failed: " + why;
@@ -42,6 +48,8 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
   }
   return v;
 }
+
+Verdict verdict_from_benchmark_numbers(const nlohmann::json& bench);
 
 namespace {
 
@@ -53,6 +61,17 @@ std::optional<double> num(const nlohmann::json& j, const char* k) {
 }  // namespace
 
 Verdict verdict_from_benchmark(const nlohmann::json& bench) {
+  Verdict v = verdict_from_benchmark_numbers(bench);
+  if (bench.value("timing", std::string()) == "events_only") {
+    // Never a silent fallback: a result timed without the activity tracer says so.
+    v.reason += " [timing: events only, less trustworthy: " +
+                bench.value("timing_note", std::string("no activity tracer")) + "]";
+    v.metrics["timing"] = "events_only";
+  }
+  return v;
+}
+
+Verdict verdict_from_benchmark_numbers(const nlohmann::json& bench) {
   Verdict v;
   v.outcome = RunOutcome::passed;
   v.median_us = num(bench, "median_us");

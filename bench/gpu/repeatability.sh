@@ -14,7 +14,7 @@ bin=$out/harness
 if [ ! -x "$bin" ]; then
   "$nvcc" -std=c++17 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -Ikernels/harness/include \
     -DKFLEET_FAULT=6 -DKFLEET_SLOW_PCT=0 kernels/harness/src/*.cu kernels/harness/cpu/*.cpp \
-    jobs/gpu/quality/attention_faults.cu -o "$bin"
+    kernels/tests/gpu/attention_faults.cu -o "$bin"
 fi
 for i in $(seq "$n"); do
   "$bin" benchmark --case mission --shape B=4,H=16,S=500,D=64 --dtype fp16 --atol 1e-3 --rtol 1e-3 \

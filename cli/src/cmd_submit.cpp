@@ -17,6 +17,7 @@ struct SubmitOptions {
   std::vector<std::string> files;
   bool follow = false, wait = false, force = false;
   std::optional<int> priority;
+  std::string kernel_lib;  // resolves lib: sources; default $KFLEET_KERNEL_LIB, then the clone's kernels/
 };
 
 struct Prepared {
@@ -47,7 +48,8 @@ std::optional<Prepared> prepare(Session& s, const SubmitOptions& o, const std::s
     return std::nullopt;
   }
   std::filesystem::path dir = std::filesystem::path(file).parent_path();
-  auto bundle = pack_bundle(dir.empty() ? "." : dir.string(), parsed.spec->kernel.sources);
+  auto bundle = pack_job_bundle(dir.empty() ? "." : dir.string(), parsed.spec->kernel.sources,
+                                o.kernel_lib);
   if (!bundle) {
     s.io().err << file << ": kernel.sources: " << bundle.error().message << "\n";
     return std::nullopt;
@@ -66,8 +68,13 @@ Command add_submit_command(CLI::App& app) {
   sub->add_flag("--wait", o->wait, "wait quietly for the verdict (exit status says it)")->excludes(follow);
   sub->add_flag("--force", o->force, "run even if an identical job already ran");
   sub->add_option("--priority", o->priority, "override the job's priority (higher runs first)");
+  sub->add_option("--kernel-lib", o->kernel_lib,
+                  "the kernel library that lib:PATH sources name (default: $KFLEET_KERNEL_LIB, "
+                  "else the kernels/ folder of the clone the job file is in)");
   sub->footer(R"(Each file is checked locally first: problems print as file:line:col: field: message
-and nothing is sent (exit 2).
+and nothing is sent (exit 2). kernel.sources entries are read beside the YAML; an entry
+lib:PATH is read from the kernel library instead (e.g. lib:suite/fa_s512.cu), and both kinds
+must stay inside their folder.
 
 Examples:
   kfleet submit jobs/fa-s512-iter1.yaml

@@ -173,6 +173,8 @@ std::string format_stage_finished(const nlohmann::json& d, bool color) {
   } else if (auto s = first_num(d, {"seconds", "duration_s", "elapsed_s"})) {
     line += " " + format_duration_ms(*s * 1000);
   }
+  // kfleetd names the agent that ran the stage: with compile agents, not every stage ran on one.
+  if (auto agent = str_field(d, "agent"); !agent.empty()) line += " on " + agent;
   if (auto reason = str_field(d, "reason"); !reason.empty()) line += ": " + reason;
   // No [simulated] here: the mark belongs on results, and every simulated event carries it.
   return line;
@@ -355,6 +357,9 @@ std::optional<std::string> format_event_line(const Event& e, const ProgressStyle
     return line;
   }
   if (e.type == event_type::lease_granted) return format_lease(d);
+  // The job.state line that follows gives the reason; this one marks the hand-off itself.
+  if (e.type == event_type::run_handed_off)
+    return "handed on: run " + str_field(d, "run_id") + " built it; the GPU stages go to a GPU agent";
   if (e.type == event_type::lease_lost) {
     std::string line = ansi::paint("lease lost", ansi::yellow, c) + ": agent " + str_field(d, "agent_id");
     if (auto r = str_field(d, "reason"); !r.empty()) line += ": " + r;

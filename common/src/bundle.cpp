@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -79,7 +81,8 @@ Result<std::string> normalize_bundle_path(const std::string& rel) {
     if (part.empty() || part == ".") continue;
     if (part == "..") {
       return invalid("source path '" + rel +
-                     "' uses '..'; sources must stay inside the job's folder (copy the file in)");
+                     "' uses '..'; sources must stay inside the job's folder (copy the file in, or name a "
+                   "kernel of the library as lib:PATH)");
     }
     parts.push_back(part);
   }
@@ -92,46 +95,158 @@ Result<std::string> normalize_bundle_path(const std::string& rel) {
   return out;
 }
 
+namespace {
+
+// Reads `rel` (already normalized) under `base` (canonical), refusing anything that resolves
+// outside it. `where` names the folder in messages ("the job's folder", "the kernel library").
+Result<std::string> read_confined(const fs::path& base, const std::string& rel,
+                                  const std::string& shown, const std::string& where,
+                                  std::uint64_t max_file_bytes) {
+  std::error_code ec;
+  const fs::path full = base / rel;
+  if (!fs::exists(fs::symlink_status(full, ec))) {
+    return invalid("source '" + shown + "' not found in '" + base.string() + "'");
+  }
+  const fs::path real = fs::canonical(full, ec);
+  if (ec) {
+    return invalid("source '" + shown + "' cannot be resolved (dangling symlink?): " +
+                   ec.message());
+  }
+  if (!is_within(base, real)) {
+    return invalid("source '" + shown + "' resolves to '" + real.string() + "', outside " + where +
+                   " ('" + base.string() + "'); sources must stay inside it");
+  }
+  if (fs::is_directory(real)) {
+    return invalid("source '" + shown + "' is a folder; list the files in it one by one");
+  }
+  if (!fs::is_regular_file(real)) return invalid("source '" + shown + "' is not a regular file");
+  const auto size = fs::file_size(real, ec);
+  if (ec) return invalid("source '" + shown + "' cannot be read: " + ec.message());
+  if (size > max_file_bytes) {
+    return make_error(Errc::too_large, "source '" + shown + "' is " + std::to_string(size) +
+                                           " bytes; the limit is " +
+                                           std::to_string(max_file_bytes));
+  }
+  std::ifstream in(real, std::ios::binary);
+  if (!in) return invalid("source '" + shown + "' cannot be opened for reading");
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+Result<fs::path> canonical_folder(const std::string& dir, const std::string& what) {
+  std::error_code ec;
+  const fs::path base = fs::canonical(dir, ec);
+  if (ec || !fs::is_directory(base)) {
+    return invalid(what + " '" + dir + "' does not exist or is not a folder");
+  }
+  return base;
+}
+
+}  // namespace
+
 Result<Bundle> pack_bundle(const std::string& base_dir, const std::vector<std::string>& rel_paths,
                            std::uint64_t max_file_bytes) {
-  std::error_code ec;
-  const fs::path base = fs::canonical(base_dir, ec);
-  if (ec || !fs::is_directory(base)) {
-    return invalid("bundle folder '" + base_dir + "' does not exist or is not a folder");
-  }
+  auto base = canonical_folder(base_dir, "bundle folder");
+  if (!base) return base.error();
   Bundle b;
   for (const auto& raw : rel_paths) {
     auto rel = normalize_bundle_path(raw);
     if (!rel) return rel.error();
-    const fs::path full = base / *rel;
-    if (!fs::exists(fs::symlink_status(full, ec))) {
-      return invalid("source '" + *rel + "' not found in '" + base.string() + "'");
+    auto content = read_confined(*base, *rel, *rel, "the job's folder", max_file_bytes);
+    if (!content) return content.error();
+    b.files.push_back(BundleFile{*rel, std::move(*content)});
+  }
+  if (auto r = sort_unique(b.files); !r) return r.error();
+  return b;
+}
+
+bool is_library_source(const std::string& entry) {
+  return entry.rfind(kLibrarySourcePrefix, 0) == 0;
+}
+
+Result<std::string> normalize_source_entry(const std::string& entry) {
+  if (!is_library_source(entry)) return normalize_bundle_path(entry);
+  const std::string rest = entry.substr(std::string(kLibrarySourcePrefix).size());
+  if (rest.empty()) {
+    return invalid("source '" + entry + "' names no file; write lib:PATH, PATH relative to the "
+                                        "kernel library (kernels/), e.g. lib:suite/fa_s512.cu");
+  }
+  if (rest.front() == '/') {
+    return invalid("source '" + entry +
+                   "' is absolute; lib: paths are relative to the kernel library (kernels/)");
+  }
+  std::stringstream ss(rest);
+  std::string part;
+  while (std::getline(ss, part, '/')) {
+    if (part == "..") {
+      return invalid("source '" + entry +
+                     "' uses '..'; lib: sources must stay inside the kernel library (kernels/)");
     }
-    const fs::path real = fs::canonical(full, ec);
-    if (ec) {
-      return invalid("source '" + *rel + "' cannot be resolved (dangling symlink?): " +
-                     ec.message());
+  }
+  auto rel = normalize_bundle_path(rest);
+  if (!rel) return invalid("source '" + entry + "': " + rel.error().message);
+  return std::string(kLibrarySourcePrefix) + *rel;
+}
+
+std::string source_bundle_path(const std::string& entry) {
+  if (!is_library_source(entry)) return entry;
+  return "lib/" + entry.substr(std::string(kLibrarySourcePrefix).size());
+}
+
+Result<std::string> find_kernel_library(const std::string& job_dir,
+                                        const std::string& explicit_dir) {
+  if (!explicit_dir.empty()) {
+    auto d = canonical_folder(explicit_dir, "kernel library (--kernel-lib)");
+    if (!d) return d.error();
+    return d->string();
+  }
+  if (const char* env = std::getenv("KFLEET_KERNEL_LIB"); env && *env) {
+    auto d = canonical_folder(env, "kernel library ($KFLEET_KERNEL_LIB)");
+    if (!d) return d.error();
+    return d->string();
+  }
+  std::error_code ec;
+  fs::path p = fs::canonical(job_dir.empty() ? "." : job_dir, ec);
+  if (!ec) {
+    for (;;) {
+      if (fs::is_regular_file(p / "kernels" / "harness" / "ABI.md", ec))
+        return (p / "kernels").string();
+      if (p.filename() == "kernels" && fs::is_regular_file(p / "harness" / "ABI.md", ec))
+        return p.string();
+      if (!p.has_parent_path() || p.parent_path() == p) break;
+      p = p.parent_path();
     }
-    if (!is_within(base, real)) {
-      return invalid("source '" + *rel + "' resolves to '" + real.string() +
-                     "', outside the job's folder; copy the file in instead of linking it");
+  }
+  return invalid("no kernel library found for lib: sources: no kernels/harness/ABI.md at or above '" +
+                 job_dir + "'; pass --kernel-lib DIR or set KFLEET_KERNEL_LIB to the kfleet "
+                           "clone's kernels/ folder");
+}
+
+Result<Bundle> pack_job_bundle(const std::string& job_dir, const std::vector<std::string>& entries,
+                               const std::string& library_dir, std::uint64_t max_file_bytes) {
+  auto base = canonical_folder(job_dir.empty() ? "." : job_dir, "job folder");
+  if (!base) return base.error();
+  std::optional<fs::path> lib;
+  Bundle b;
+  for (const auto& raw : entries) {
+    auto entry = normalize_source_entry(raw);
+    if (!entry) return entry.error();
+    if (!is_library_source(*entry)) {
+      auto content = read_confined(*base, *entry, *entry, "the job's folder", max_file_bytes);
+      if (!content) return content.error();
+      b.files.push_back(BundleFile{*entry, std::move(*content)});
+      continue;
     }
-    if (fs::is_directory(real)) {
-      return invalid("source '" + *rel + "' is a folder; list the files in it one by one");
+    if (!lib) {
+      auto found = find_kernel_library(base->string(), library_dir);
+      if (!found) return found.error();
+      lib = fs::path(*found);
     }
-    if (!fs::is_regular_file(real)) return invalid("source '" + *rel + "' is not a regular file");
-    const auto size = fs::file_size(real, ec);
-    if (ec) return invalid("source '" + *rel + "' cannot be read: " + ec.message());
-    if (size > max_file_bytes) {
-      return make_error(Errc::too_large, "source '" + *rel + "' is " + std::to_string(size) +
-                                             " bytes; the limit is " +
-                                             std::to_string(max_file_bytes));
-    }
-    std::ifstream in(real, std::ios::binary);
-    if (!in) return invalid("source '" + *rel + "' cannot be opened for reading");
-    std::ostringstream content;
-    content << in.rdbuf();
-    b.files.push_back(BundleFile{*rel, content.str()});
+    const std::string rel = entry->substr(std::string(kLibrarySourcePrefix).size());
+    auto content = read_confined(*lib, rel, *entry, "the kernel library", max_file_bytes);
+    if (!content) return content.error();
+    b.files.push_back(BundleFile{source_bundle_path(*entry), std::move(*content)});
   }
   if (auto r = sort_unique(b.files); !r) return r.error();
   return b;

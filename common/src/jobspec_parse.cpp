@@ -74,7 +74,7 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
     const YAML::Node src = m.get("sources");
     if (auto v = read_string_list(is, src, m.path("sources"), m.mark())) {
       for (std::size_t i = 0; i < v->size(); ++i) {
-        auto p = normalize_bundle_path((*v)[i]);
+        auto p = normalize_source_entry((*v)[i]);
         if (p) {
           k.sources.push_back(*p);
         } else {
@@ -86,7 +86,7 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
       }
     }
   } else if (!k.family.empty() && !custom) {
-    m.require("sources", "the kernel's files, relative to the job file's folder");
+    m.require("sources", "the kernel's files, relative to the job file's folder, or lib:PATH in kernels/");
   }
   if (m.has("entry")) {
     if (auto s = read_string(is, m.get("entry"), m.path("entry"), m.mark())) k.entry = *s;

@@ -159,7 +159,7 @@ Result<nlohmann::json> load_suite_request(const std::string& suite_path) {
     auto spec = parse_job_spec(*yaml, p.string());
     if (!spec.ok()) return make_error(Errc::invalid_argument, spec.error_text());
     const fs::path jdir = p.parent_path();
-    auto bundle = pack_bundle(jdir.empty() ? "." : jdir.string(), spec.spec->kernel.sources);
+    auto bundle = pack_job_bundle(jdir.empty() ? "." : jdir.string(), spec.spec->kernel.sources);
     if (!bundle)
       return make_error(Errc::invalid_argument, p.string() + ": kernel.sources: " + bundle.error().message);
     jobs.push_back({{"source_name", p.filename().string()}, {"spec_yaml", *yaml},

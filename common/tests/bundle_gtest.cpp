@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -71,6 +72,100 @@ TEST(Bundle, HashIndependentOfOrderAndSensitiveToBytes) {
   Bundle renamed = *b1;
   renamed.files[0].path = "a2.cu";
   EXPECT_NE(renamed.hash(), b1->hash());
+}
+
+// A clone: <root>/kernels/{harness/ABI.md, suite/k.cu} and a job folder <root>/jobs/x.
+struct Clone {
+  TempDir root;
+  Clone() {
+    root.write("kernels/harness/ABI.md", "abi");
+    root.write("kernels/suite/k.cu", "library kernel");
+    root.write("jobs/x/job.yaml", "name: x");
+    root.write("jobs/x/a.cu", "job kernel");
+  }
+  std::string job() const { return (root.path() / "jobs" / "x").string(); }
+  std::string lib() const { return fs::canonical(root.path() / "kernels").string(); }
+};
+
+TEST(LibrarySources, EntriesNormalizeAndRefuseEscapes) {
+  EXPECT_EQ(*normalize_source_entry("lib:suite//./k.cu"), "lib:suite/k.cu");
+  EXPECT_EQ(*normalize_source_entry("a.cu"), "a.cu");
+  EXPECT_EQ(source_bundle_path("lib:suite/k.cu"), "lib/suite/k.cu");
+  EXPECT_EQ(source_bundle_path("suite/k.cu"), "suite/k.cu");
+  for (const char* bad : {"lib:", "lib:/etc/passwd", "lib:../harness/src/x.cu",
+                          "lib:suite/../../x.cu", "lib:a\\b.cu"}) {
+    auto r = normalize_source_entry(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("lib:"), std::string::npos) << r.error().message;
+  }
+  EXPECT_NE(normalize_source_entry("lib:../x.cu").error().message.find("kernel library"),
+            std::string::npos);
+}
+
+TEST(LibrarySources, PackedFromTheClonesKernelsFolderAndHashed) {
+  Clone c;
+  auto b = pack_job_bundle(c.job(), {"a.cu", "lib:suite/k.cu"});
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  ASSERT_EQ(b->files.size(), 2u);
+  EXPECT_EQ(b->files[0].path, "a.cu");
+  EXPECT_EQ(b->files[1].path, "lib/suite/k.cu");
+  EXPECT_EQ(b->files[1].content, "library kernel");
+  // The library file's content is part of the hash: editing it changes the bundle.
+  const auto before = b->hash();
+  c.root.write("kernels/suite/k.cu", "library kernel, edited");
+  auto b2 = pack_job_bundle(c.job(), {"a.cu", "lib:suite/k.cu"});
+  ASSERT_TRUE(b2.ok());
+  EXPECT_NE(b2->hash(), before);
+  // Unpacked, the file sits where the agent compiles it from.
+  TempDir out;
+  ASSERT_TRUE(unpack_bundle(*b2, out.path().string()).ok());
+  EXPECT_EQ(read(out.path() / source_bundle_path("lib:suite/k.cu")), "library kernel, edited");
+}
+
+TEST(LibrarySources, LibraryFromFlagThenEnvThenClone) {
+  Clone c;
+  TempDir other;
+  other.write("suite/k.cu", "other library");
+  EXPECT_EQ(*find_kernel_library(c.job()), c.lib());
+  auto flag = pack_job_bundle(c.job(), {"lib:suite/k.cu"}, other.path().string());
+  ASSERT_TRUE(flag.ok()) << flag.error().message;
+  EXPECT_EQ(flag->files[0].content, "other library");
+  ::setenv("KFLEET_KERNEL_LIB", other.path().string().c_str(), 1);
+  auto env = find_kernel_library(c.job());
+  ::unsetenv("KFLEET_KERNEL_LIB");
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(*env, fs::canonical(other.path()).string());
+  // Outside any clone and with neither flag nor env: an error that says what to do.
+  TempDir lone;
+  lone.write("job.yaml", "name: x");
+  auto none = pack_job_bundle(lone.path().string(), {"lib:suite/k.cu"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("--kernel-lib"), std::string::npos) << none.error().message;
+  // A job without lib: sources never needs a library.
+  lone.write("a.cu", "x");
+  EXPECT_TRUE(pack_job_bundle(lone.path().string(), {"a.cu"}).ok());
+  auto bad_flag = find_kernel_library(c.job(), (lone.path() / "nope").string());
+  ASSERT_FALSE(bad_flag.ok());
+  EXPECT_NE(bad_flag.error().message.find("--kernel-lib"), std::string::npos);
+}
+
+TEST(LibrarySources, ConfinedToTheLibrary) {
+  Clone c;
+  TempDir outside;
+  outside.write("secret.cu", "nope");
+  fs::create_symlink(outside.path() / "secret.cu", c.root.path() / "kernels" / "suite" / "link.cu");
+  auto link = pack_job_bundle(c.job(), {"lib:suite/link.cu"});
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.error().message.find("outside the kernel library"), std::string::npos)
+      << link.error().message;
+  auto up = pack_job_bundle(c.job(), {"lib:../jobs/x/a.cu"});
+  ASSERT_FALSE(up.ok());
+  EXPECT_NE(up.error().message.find("'..'"), std::string::npos) << up.error().message;
+  auto missing = pack_job_bundle(c.job(), {"lib:suite/nope.cu"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("not found"), std::string::npos);
+  // Plain entries are still confined to the job's folder.
+  EXPECT_FALSE(pack_job_bundle(c.job(), {"../../kernels/suite/k.cu"}).ok());
 }
 
 TEST(Bundle, RefusesEscapesMissingAndFolders) {

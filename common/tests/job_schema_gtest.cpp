@@ -89,12 +89,24 @@ TEST(JobSchema, BadDocumentsFailParserAndSchema) {
       "name: t\ntarget: {gpu: L4}\nkernel: {family: custom, language: hip, steps: {build: make}}\n",
       "name: t\ntarget: [L4]\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
       "target: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
+      // Sources stay inside the job's folder or the kernel library.
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [../k.cu]}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [/k.cu]}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:../harness/src/x.cu']}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:suite/../../x.cu']}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:/etc/passwd']}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:']}\n",
   };
   for (const char* f : {"wrong-type.yaml", "unknown-key.yaml", "missing-field.yaml", "bad-enum-range.yaml"}) {
     bad.push_back(slurp(testing::source_dir() / "jobs/bad" / f));
   }
   const auto schema = load_schema();
   ASSERT_TRUE(parse_job_spec(ok, "ok.yaml").ok());
+  const std::string lib_ok =
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:suite/fa_s512.cu', k.cu]}\n";
+  ASSERT_TRUE(parse_job_spec(lib_ok, "ok.yaml").ok());
+  std::vector<std::string> lib_errors;
+  EXPECT_TRUE(schema.validate(yaml_as_json(lib_ok), lib_errors)) << ::testing::PrintToString(lib_errors);
   std::vector<std::string> none;
   ASSERT_TRUE(schema.validate(yaml_as_json(ok), none)) << ::testing::PrintToString(none);
   for (const auto& doc : bad) {

@@ -49,7 +49,7 @@ TEST(JobSpecJson, EveryExampleBundlesFromItsOwnFolder) {
   for (const auto& path : example_jobs()) {
     auto p = parse_job_spec_file(path.string());
     ASSERT_TRUE(p.ok()) << p.error_text();
-    auto b = pack_bundle(path.parent_path().string(), p.spec->kernel.sources);
+    auto b = pack_job_bundle(path.parent_path().string(), p.spec->kernel.sources);
     ASSERT_TRUE(b.ok()) << path << ": " << b.error().message;
     EXPECT_EQ(b->files.size(), p.spec->kernel.sources.size()) << path;
     EXPECT_GT(b->total_bytes(), 0u);

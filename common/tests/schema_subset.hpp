@@ -4,6 +4,7 @@
 // would ignore.
 #include <nlohmann/json.hpp>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,8 @@ class SchemaSubset {
     static const std::vector<std::string> known = {
         "$schema", "$id", "$defs", "$ref", "title", "description", "type", "properties",
         "required", "additionalProperties", "enum", "minimum", "maximum", "exclusiveMinimum",
-        "minLength", "maxLength", "minItems", "minProperties", "items", "oneOf", "anyOf"};
+        "minLength", "maxLength", "minItems", "minProperties", "items", "oneOf", "anyOf",
+        "pattern"};
     for (auto it = s.begin(); it != s.end(); ++it) {
       if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
         throw std::runtime_error("schema keyword outside the tested subset: " + it.key());
@@ -78,6 +80,10 @@ class SchemaSubset {
     if (v.is_string()) {
       if (s.contains("minLength") && v.get<std::string>().size() < s["minLength"].get<std::size_t>()) fail("too short");
       if (s.contains("maxLength") && v.get<std::string>().size() > s["maxLength"].get<std::size_t>()) fail("too long");
+      // "pattern" is an ECMAScript regex, unanchored (as JSON Schema says): std::regex's default.
+      if (s.contains("pattern") &&
+          !std::regex_search(v.get<std::string>(), std::regex(s["pattern"].get<std::string>())))
+        fail("does not match pattern " + s["pattern"].get<std::string>());
     }
     if (v.is_array()) {
       if (s.contains("minItems") && v.size() < s["minItems"].get<std::size_t>()) fail("too few items");

@@ -56,7 +56,8 @@ export function table(headers: string[], rows: string[][], emptyText: string, cl
   if (rows.length === 0) return `<p class="empty">${esc(emptyText)}</p>`;
   const head = headers.map((h) => `<th>${h}</th>`).join("");
   const body = rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join("")}</tr>`).join("");
-  return `<table class="${cls}"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  // Wide tables scroll inside their wrapper, so a phone-width page never scrolls sideways.
+  return `<div class="table-wrap"><table class="${cls}"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
 /** The banner a page shows when any of what it renders is simulated. */

@@ -101,7 +101,9 @@ async function main() {
   try {
     const portFile = join(tmp, "port");
     const kfleetd = startChild("kfleetd", o.kfleetd, ["--listen", "127.0.0.1:0", "--port-file", portFile,
-      "--db", join(tmp, "kfleet.db"), "--user-token", USER, "--enrol-token", ENROL, "--dashboards", o.dist], log);
+      "--db", join(tmp, "kfleet.db"), "--user-token", USER, "--enrol-token", ENROL,
+      // As scripts/demo.sh does: the dashboards source folder, whose built pages are in dist/.
+      "--dashboards", dirname(o.dist)], log);
     const base = `http://127.0.0.1:${await readPort(portFile, kfleetd)}`;
     console.log(`kfleetd at ${base}`);
 

@@ -19,12 +19,18 @@ TEST(Campaign, Seed000ChildIsARejectionAndIsNotRunTwice) {
   // The jobs of the repository, copied so that nothing is written into the source tree.
   const std::string d = c.dir() + "/fp8-sdpa";
   fs::create_directories(d);
-  for (const char* f : {"stage2.yaml", "stage3-step2-xor.yaml", "fp8_sdpa.cu"})
+  // Their kernel comes from the library (lib:suite/fp8_sdpa.cu), named with --kernel-lib since
+  // the copies no longer sit in the clone.
+  for (const char* f : {"stage2.yaml", "stage3-step2-xor.yaml"})
     fs::copy_file(std::string(KFLEET_SOURCE_DIR) + "/jobs/fp8-sdpa/" + f, d + "/" + f);
+  const std::string lib = std::string(KFLEET_SOURCE_DIR) + "/kernels";
 
-  auto parent = c.cli({"submit", d + "/stage2.yaml", "--wait"});
+  auto no_lib = c.cli({"submit", d + "/stage2.yaml", "--kernel-lib", c.dir() + "/nope"});
+  EXPECT_NE(no_lib.exit_code, 0);
+  EXPECT_NE(no_lib.output.find("--kernel-lib"), std::string::npos) << no_lib.output;
+  auto parent = c.cli({"submit", d + "/stage2.yaml", "--wait", "--kernel-lib", lib});
   ASSERT_EQ(parent.exit_code, 0) << parent.output << c.logs();
-  auto child = c.cli({"submit", d + "/stage3-step2-xor.yaml", "--wait"});
+  auto child = c.cli({"submit", d + "/stage3-step2-xor.yaml", "--wait", "--kernel-lib", lib});
   EXPECT_EQ(child.exit_code, 1) << child.output;  // rejected
 
   auto camp = c.cli({"campaign", "show", "fp8-sdpa-stage3"});
@@ -48,7 +54,7 @@ TEST(Campaign, Seed000ChildIsARejectionAndIsNotRunTwice) {
   EXPECT_TRUE(c.get("/api/v1/baselines")["baselines"].empty());
 
   // The no-repeat map: the identical child is answered from the store, not run again.
-  auto again = c.cli({"submit", d + "/stage3-step2-xor.yaml"});
+  auto again = c.cli({"submit", d + "/stage3-step2-xor.yaml", "--kernel-lib", lib});
   EXPECT_NE(again.output.find("identical to job " + std::to_string(child_id)), std::string::npos)
       << again.output;
   EXPECT_EQ(c.sql("SELECT count(*) FROM jobs WHERE name = 'fp8-sdpa/stage3-step2-xor'")[0][0], "1");

@@ -70,6 +70,19 @@ Proc& Cluster::start_agent(const std::string& name, const std::string& region,
   return *agents_.back();
 }
 
+Proc& Cluster::start_compile_agent(const std::string& name,
+                                   const std::map<std::string, std::string>& env) {
+  const std::string work = dir_ + "/agent-" + name;
+  fs::create_directories(work);
+  std::map<std::string, std::string> e = env;
+  e.emplace("KFLEET_LOG", "debug");
+  agents_.push_back(std::make_unique<Proc>(Proc::spawn(
+      {KFLEET_AGENT_BIN, "--server", url_, "--enrol-token", kEnrolToken, "--name", name,
+       "--region", "build", "--backend", "compile", "--work-dir", work},
+      dir_ + "/agent-" + name + ".log", e)));
+  return *agents_.back();
+}
+
 std::string Cluster::write_job(const std::string& name, const std::string& yaml) {
   const std::string d = dir_ + "/jobs/" + name;
   fs::create_directories(d);
@@ -137,7 +150,9 @@ std::int64_t Cluster::submit_api(const std::string& yaml_path, bool force) {
   auto spec = parse_job_spec_file(yaml_path);
   EXPECT_TRUE(spec.ok()) << spec.error_text();
   if (!spec.ok()) return 0;
-  auto b = pack_bundle(fs::path(yaml_path).parent_path().string(), spec.spec->kernel.sources);
+  // lib: sources come from this source tree's kernel library (read, never written).
+  auto b = pack_job_bundle(fs::path(yaml_path).parent_path().string(), spec.spec->kernel.sources,
+                           std::string(KFLEET_SOURCE_DIR) + "/kernels");
   EXPECT_TRUE(b.ok());
   HttpClient c(url_, kUserToken);
   auto r = c.post_json("/api/v1/jobs", {{"spec_yaml", read_file(yaml_path)},

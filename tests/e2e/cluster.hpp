@@ -32,6 +32,9 @@ class Cluster {
   Proc& start_agent(const std::string& name, const std::string& region = "local",
                     const std::string& gpu_class = "L4", const std::string& arch = "sm_89",
                     const std::vector<std::string>& extra_args = {});
+  // A compile agent (--backend compile): real nvcc / clang-19 builds, no GPU stages.
+  Proc& start_compile_agent(const std::string& name,
+                            const std::map<std::string, std::string>& env = {});
 
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }

@@ -25,6 +25,9 @@ struct HarnessBackendConfig {
   std::string cache_dir;
   bool require_exclusive = true;
   double busy_wait_s = 60;  // how long a busy GPU is waited for before the benchmark is refused
+  // false on compile agents: the job's sources are compiled (the resources gate's input) but
+  // not linked with the harness, which only a GPU agent can run.
+  bool link_harness = true;
 };
 
 class HarnessBackend : public agent::Backend {

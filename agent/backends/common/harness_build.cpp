@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/harness_backend.hpp"
+#include "kfleet/common/bundle.hpp"
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/sha256.hpp"
 
@@ -231,7 +232,7 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
 }
 
 void HarnessBackend::prepare(const std::function<void(const std::string&)>& log) {
-  if (cfg_.cache_dir.empty() || !fs::exists(fs::path(cfg_.harness_dir) / "include")) return;
+  if (!cfg_.link_harness || cfg_.cache_dir.empty() || !fs::exists(fs::path(cfg_.harness_dir) / "include")) return;
   auto cc = locked_compiler();
   if (!cc.ok()) {
     log("harness not prepared: " + cc.error().message);
@@ -271,7 +272,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
   for (const auto& [name, value] : k.defines) flags.push_back("-D" + name + "=" + value);
   std::string sources_text;
-  for (const auto& s : k.sources) sources_text += read_all(fs::path(c.bundle_dir) / s);
+  for (const auto& s : k.sources) sources_text += read_all(fs::path(c.bundle_dir) / source_bundle_path(s));
   if (!k.entry.empty()) {
     std::regex launch("\\b" + k.entry + "\\s*\\(\\s*const\\s+kfleet_(attention|scaled_mm)_args");
     std::smatch m;
@@ -289,6 +290,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   for (const auto& s : k.sources) key_text += s + "\n";
   const std::string digest = harness_digest(hdir);
   key_text += sources_text + digest;
+  if (!cfg_.link_harness) key_text += "\nnot linked";
   const std::string key = sha256_hex(key_text);
   fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
   fs::path entry = cache / key;
@@ -317,7 +319,8 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   for (const auto& s : k.sources) {
     std::string obj = (tmp / (fs::path(s).filename().string() + ".o")).string();
     SubprocessSpec sp;
-    sp.argv = compile_argv(*cc, cfg_.arch, flags, (fs::path(c.bundle_dir) / s).string(), obj);
+    sp.argv = compile_argv(*cc, cfg_.arch, flags, (fs::path(c.bundle_dir) / source_bundle_path(s)).string(),
+                           obj);
     sp.cwd = c.bundle_dir;
     sp.timeout_s = c.spec.timeout_s;
     sp.should_stop = [&] { return c.stop.requested(); };
@@ -341,7 +344,9 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::vector<std::string> entry_defines;
   for (const auto& f : flags)
     if (f.rfind("-DKFLEET_", 0) == 0 && f.find("_ENTRY=") != std::string::npos) entry_defines.push_back(f);
-  auto hobj = harness_objects(*cc, entry_defines, cache.string(), digest);
+  auto hobj = cfg_.link_harness
+                  ? harness_objects(*cc, entry_defines, cache.string(), digest)
+                  : Result<std::optional<HarnessObjects>>(std::optional<HarnessObjects>());
   if (!hobj.ok()) {
     fs::remove_all(tmp, ec);
     return infra("harness build failed: " + hobj.error().message);
@@ -365,6 +370,10 @@ StageResult HarnessBackend::build_one(StageContext& c) {
       fs::remove_all(tmp, ec);
       return r;
     }
+  } else if (!cfg_.link_harness) {
+    c.sink.log(stage::build, "compiled for " + cfg_.arch + " (" + cc->version +
+                                 "); the GPU agent links it with the harness");
+    r.data["linked"] = false;
   } else {
     c.sink.log(stage::build, "no GPU runtime to link against: built for the resources gate only");
   }

@@ -136,6 +136,10 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
       return "outputs of timed runs failed the re-check: " +
              (*rep.bench)["recheck"].value("reason", std::string("wrong results"));
     }
+    if (rep.bench && rep.bench->value("suspect", false)) {
+      return "suspect: " + rep.bench->value("suspect_reason", std::string("no reason given")) +
+             " (the timing cannot be trusted, so the result is not accepted)";
+    }
     return with_tail("the kernel failed the stage (exit 1)");
   }
   if (rep.error) {

@@ -320,7 +320,11 @@ TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
     return t;
   }
   for (const char* f : {"stop_reason", "tflops", "gbs", "roofline_floor_us", "suspect",
-                        "sm_clock_mhz", "recheck", "l2_flush_bytes", "throttled_discarded"}) {
+                        "sm_clock_mhz", "recheck", "l2_flush_bytes", "throttled_discarded",
+                        "timing", "timing_note", "event_median_us", "activity_records",
+                        "max_streams", "timing_disagreements", "inputs", "overhead_s",
+                        "refresh_s", "recheck_s", "sampling_s", "peak_tflops",
+                        "peak_tflops_basis", "peak_gbs", "tflops_frac", "gbs_frac"}) {
     if (b.contains(f)) t.fields[f] = b[f];
   }
   if (rep.device) t.fields["device"] = *rep.device;

@@ -1,6 +1,7 @@
 #include "common/toolchain.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 
 #include "common/subprocess.hpp"
@@ -63,6 +64,27 @@ std::vector<std::string> hip_clang_device_argv(const std::string& clang, const s
   return {clang, "-x", "hip", "--offload-arch=" + arch, "-nogpulib", "-nogpuinc",
           "--cuda-device-only", "--no-gpu-bundle-output", "-O3",
           "-Rpass-analysis=kernel-resource-usage", "-o", output, source};
+}
+
+std::string find_hip_path() {
+  for (const std::string& dir : {env_or("KFLEET_HIP_PATH"), env_or("ROCM_PATH"),
+                                 std::string("/opt/rocm"), std::string("/usr")}) {
+    if (!dir.empty() && std::filesystem::exists(dir + "/include/hip/hip_runtime.h")) return dir;
+  }
+  return "";
+}
+
+std::vector<std::string> hip_clang_headers_device_argv(const std::string& clang,
+                                                       const std::string& arch,
+                                                       const std::string& hip_path,
+                                                       const std::string& harness_include,
+                                                       const std::string& source,
+                                                       const std::string& output) {
+  return {clang, "-std=c++17", "-x", "hip", "--offload-arch=" + arch, "-nogpulib",
+          "--hip-path=" + hip_path, "-DKFLEET_HIP_NO_DEVICE_LIBS", "-I" + harness_include,
+          "-include", "kfleet_harness/gpu_runtime.hpp", "--cuda-device-only",
+          "--no-gpu-bundle-output", "-O3", "-Rpass-analysis=kernel-resource-usage", "-c",
+          "-o", output, source};
 }
 
 Result<std::string> compiler_version(const std::string& compiler) {

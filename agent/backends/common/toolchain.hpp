@@ -23,6 +23,22 @@ std::vector<std::string> nvcc_arch_flags(const std::string& arch);
 
 // Device-only compile of one HIP source to a code object (no ROCm device libraries), with the
 // resource remarks on stderr: what the resources gate needs when there is no hipcc.
+// The HIP install whose headers (hip/hip_runtime.h) clang's --hip-path takes: $KFLEET_HIP_PATH,
+// $ROCM_PATH, /opt/rocm, or /usr (Debian/Ubuntu's ROCm packages); "" when there is none.
+std::string find_hip_path();
+
+// Device-only compile of one HIP source that includes the HIP headers, with clang and no ROCm
+// device libraries: the flags of the kernels_compile_hip_* tests (--hip-path, -nogpulib,
+// -DKFLEET_HIP_NO_DEVICE_LIBS with the work-item shim of kfleet_harness/gpu_runtime.hpp,
+// force-included so a job's own kernel links without it). `harness_include` is
+// kernels/harness/include. The code object goes to `output`, resource remarks to stderr.
+std::vector<std::string> hip_clang_headers_device_argv(const std::string& clang,
+                                                       const std::string& arch,
+                                                       const std::string& hip_path,
+                                                       const std::string& harness_include,
+                                                       const std::string& source,
+                                                       const std::string& output);
+
 std::vector<std::string> hip_clang_device_argv(const std::string& clang, const std::string& arch,
                                                const std::string& source,
                                                const std::string& output);

@@ -13,7 +13,7 @@ class CudaBackend final : public HarnessBackend {
  public:
   explicit CudaBackend(const agent::CudaBackendOptions& o)
       : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir,
-                        o.require_exclusive, o.busy_wait_s}),
+                        o.require_exclusive, o.busy_wait_s, o.link_harness}),
         nvcc_override_(o.nvcc) {}
 
   std::string name() const override { return "cuda"; }

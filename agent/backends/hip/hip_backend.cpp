@@ -16,7 +16,7 @@ class HipBackend final : public HarnessBackend {
  public:
   explicit HipBackend(const agent::HipBackendOptions& o)
       : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir,
-                        o.require_exclusive, o.busy_wait_s}),
+                        o.require_exclusive, o.busy_wait_s, o.link_harness}),
         opts_(o) {}
 
   std::string name() const override { return "hip"; }
@@ -66,8 +66,14 @@ class HipBackend final : public HarnessBackend {
                                         const std::string& source,
                                         const std::string& object) override {
     if (!hipcc_) {
-      // No ROCm: device code only, no HIP headers; enough for the resource report.
-      auto a = hip_clang_device_argv(cc.path, arch, source, object);
+      // No ROCm: device code only, enough for the resource report. With HIP headers installed
+      // (Debian's ROCm packages), the same flags as the kernels_compile_hip_* tests, so that
+      // sources including <hip/hip_runtime.h> build; without them, no HIP headers at all.
+      const std::string hip_path = find_hip_path();
+      auto a = hip_path.empty()
+                   ? hip_clang_device_argv(cc.path, arch, source, object)
+                   : hip_clang_headers_device_argv(cc.path, arch, hip_path,
+                                                   cfg_.harness_dir + "/include", source, object);
       a.insert(a.end() - 1, flags.begin(), flags.end());
       return a;
     }

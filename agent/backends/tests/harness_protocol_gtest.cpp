@@ -87,3 +87,31 @@ TEST(HarnessProtocol, ParsesLinesAndClassifiesEndings) {
   EXPECT_NE(kb::harness_failure(-1, SIGKILL, true, 30, rep, "", infra).find("timed out after 30 s"),
             std::string::npos);
 }
+
+TEST(HarnessProtocol, SuspectTimingAndFailedRecheckAreTheKernelsFailure) {
+  bool infra = true;
+  kb::HarnessReport suspect;
+  suspect.add(*kb::parse_harness_line(
+      R"j({"type":"bench","case":"mission","suspect":true,"suspect_reason":"timed run 0: work outside the timing events","recheck":{"pass":true}})j"));
+  const std::string why = kb::harness_failure(1, 0, false, 60, suspect, "", infra);
+  EXPECT_NE(why.find("suspect: timed run 0: work outside the timing events"), std::string::npos) << why;
+  EXPECT_FALSE(infra);
+  // A persistent kernel: the harness names it in a bench line and exits 1.
+  kb::HarnessReport persistent;
+  persistent.add(*kb::parse_harness_line(
+      R"j({"type":"bench","case":"mission","suspect":true,"suspect_reason":"the device did not go idle within 10 s after the launch returned: a persistent kernel or work left running past the stop event"})j"));
+  EXPECT_NE(kb::harness_failure(1, 0, false, 60, persistent, "", infra).find("persistent kernel"),
+            std::string::npos);
+  kb::HarnessReport recheck;
+  recheck.add(*kb::parse_harness_line(
+      R"j({"type":"bench","case":"mission","suspect":false,"recheck":{"pass":false,"reason":"timed run 5: 4096 elements outside atol/rtol"}})j"));
+  EXPECT_EQ(kb::harness_failure(1, 0, false, 60, recheck, "", infra),
+            "outputs of timed runs failed the re-check: timed run 5: 4096 elements outside atol/rtol");
+  EXPECT_FALSE(infra);
+  // A refused tolerance (gate strength) comes back as a failed correctness case.
+  kb::HarnessReport weak;
+  weak.add(*kb::parse_harness_line(
+      R"j({"type":"correctness","case":"mission","seed":0,"pass":false,"refused":true,"reason":"refused: the tolerance is too loose to tell a kernel from a do-nothing output: the mean of V passes it"})j"));
+  EXPECT_NE(kb::harness_failure(1, 0, false, 60, weak, "", infra).find("mean of V passes"),
+            std::string::npos);
+}

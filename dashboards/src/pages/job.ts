@@ -102,11 +102,25 @@ export function mountJob(el: HTMLElement, id: number): () => void {
     const last = (type: string): Json => [...runEvs].reverse().find((e) => e.type === type)?.data;
 
     const budget = job.spec?.gates?.resources || {};
-    const res = last("resources");
+    // A compile agent's run has the resources report; the GPU agent's run that follows has
+    // none: take the newest report of any run.
+    const resEv = [...evs].reverse().find((e) => e.type === "resources");
+    const res = resEv?.data;
+    const amd = (k: Json) => k.vgprs !== undefined && k.registers === undefined;
     const resRows = (res?.kernels || []).map((k: Json) => [esc(k.name),
-      budgetCell(k.registers, budget.max_registers), budgetCell(k.shared_bytes, budget.max_shared_bytes),
-      budgetCell(k.spill_bytes, budget.max_spill_bytes), okMark(res.ok)]);
-    const violations = (res?.violations || []).map((v: string) => `<li class="bad">${esc(v)}</li>`).join("");
+      amd(k) ? `${budgetCell(k.vgprs, budget.max_vgprs)} VGPR · ${budgetCell(k.sgprs, budget.max_sgprs)} SGPR`
+             : budgetCell(k.registers, budget.max_registers),
+      amd(k) ? budgetCell(k.lds_bytes, budget.max_lds_bytes) : budgetCell(k.shared_bytes, budget.max_shared_bytes),
+      amd(k) ? budgetCell(k.scratch_bytes, budget.max_scratch_bytes) : budgetCell(k.spill_bytes, budget.max_spill_bytes),
+      okMark(res.ok)]);
+    const violations = (res?.violations || []).map((v: Json) =>
+      `<li class="bad">${esc(typeof v === "string" ? v : v.reason ?? JSON.stringify(v))}</li>`).join("");
+    // Which agent ran each stage (kfleetd names it on the stage events).
+    const stageAgents = new Map<string, string>();
+    for (const e of evs)
+      if (e.type === "stage.started" && e.data?.agent) stageAgents.set(e.data.stage, e.data.agent);
+    const builtBy = stageAgents.get("build");
+    const ranBy = stageAgents.get("benchmark") ?? stageAgents.get("correctness");
 
     const corr = runEvs.filter((e) => e.type === "correctness").map((e) => e.data);
     const tol = job.spec?.gates?.correctness?.tolerance?.max_abs;
@@ -131,10 +145,12 @@ export function mountJob(el: HTMLElement, id: number): () => void {
         ${run ? ` · run ${run.id} (${esc(run.stage || run.outcome)})${simBadge(run.simulated)}` : ""}</p>
       ${verdictLine(job.verdict, job.state)}
       <div class="grid2">
-        <section class="card" id="resources"><h2>Gate 1 · Resources</h2>
-          ${table(["Kernel", "Registers", "Shared bytes", "Spill bytes", ""], resRows, "No resource report yet.")}
+        <section class="card" id="resources"><h2>Gate 1 · Resources
+          ${builtBy ? `<span class="muted" id="built-by">built on ${esc(builtBy)}${resEv?.data?.simulated ? "" : " (real compiler)"}</span>` : ""}</h2>
+          ${table(["Kernel", "Registers", "Shared / LDS bytes", "Spill / scratch bytes", ""], resRows, "No resource report yet.")}
           ${violations ? `<ul>${violations}</ul>` : ""}</section>
         <section class="card" id="correctness"><h2>Gate 2 · Correctness
+          ${ranBy && ranBy !== builtBy ? `<span class="muted" id="ran-by">on ${esc(ranBy)}</span>` : ""}
           ${corr.length ? `<span class="muted">${corrPassed}/${corr.length} pass${tol !== undefined ? `, max_abs ≤ ${esc(tol)}` : ""}</span>` : ""}</h2>
           ${table(["Case", "Seed", "max_abs", "max_rel", "rel_l2", ""], corrRows, "No correctness results yet.")}</section>
       </div>

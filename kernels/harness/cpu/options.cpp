@@ -112,6 +112,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--max-time-s") good = number(&o->stop.max_time_s);
     else if (flag == "--warmup-max-s") good = number(&o->warmup_max_s);
     else if (flag == "--warmup-min-s") good = number(&o->warmup_min_s) && o->warmup_min_s >= 0;
+    else if (flag == "--idle-timeout-s") good = number(&o->idle_timeout_s) && o->idle_timeout_s > 0;
     else if (flag == "--throttle-pct") good = number(&o->throttle_pct) && o->throttle_pct >= 0;
     else return "unknown option '" + flag + "'";
     (void)d;

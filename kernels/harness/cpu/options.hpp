@@ -27,6 +27,7 @@ struct Options {
   double warmup_max_s = 2;
   double warmup_min_s = 1;       // clamped to warmup_max_s
   double throttle_pct = 2;       // discard samples whose SM clock is this far below the best
+  double idle_timeout_s = 10;    // the device must go idle this soon after a launch returns
 };
 
 // "" on success, else what is wrong with the command line, in words.

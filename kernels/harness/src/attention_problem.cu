@@ -59,17 +59,33 @@ class AttentionProblem : public Problem {
     args_.workspace = workspace_->get();
     args_.workspace_bytes = workspace_->bytes();
 
-    attention_reference_f32(static_cast<const float*>(inputs_[0].real_f32->get()),
-                            static_cast<const float*>(inputs_[1].real_f32->get()),
-                            static_cast<const float*>(inputs_[2].real_f32->get()),
-                            static_cast<float*>(reference_->get()), shape_.batch, shape_.heads,
-                            shape_.seq_len, shape_.head_dim, causal_, (float)scale_);
+    fp8_operands = kv_t == KFLEET_FP8_E4M3;
     const double s = shape_.seq_len, pairs = causal_ ? s * (s + 1) / 2 : s * s;
     flops = 4.0 * shape_.batch * shape_.heads * pairs * shape_.head_dim;
     bytes = (double)n * (dtype_size(q_t) + 2 * dtype_size(kv_t) + dtype_size(out_t));
   }
 
   int launch(gpuStream_t stream) override { return KFLEET_ATTENTION_ENTRY(&args_, stream); }
+
+  void run_reference() override {
+    attention_reference_f32(static_cast<const float*>(inputs_[0].real_f32->get()),
+                            static_cast<const float*>(inputs_[1].real_f32->get()),
+                            static_cast<const float*>(inputs_[2].real_f32->get()),
+                            static_cast<float*>(reference_->get()), shape_.batch, shape_.heads,
+                            shape_.seq_len, shape_.head_dim, causal_, (float)scale_);
+  }
+
+  void update_scales() override {
+    args_.q_scale = inputs_[0].scale;
+    args_.k_scale = inputs_[1].scale;
+    args_.v_scale = inputs_[2].scale;
+  }
+
+  std::vector<DoNothing> do_nothing_outputs() const override {
+    return {{"an all-zeros output", std::vector<float>(out_elements_, 0.0f)},
+            {"the mean of V (attention that ignores Q and K)",
+             mean_of_v_output(shape_, inputs_[2].host.real, causal_)}};
+  }
 
   std::vector<double> cpu_reference() const override {
     return attention_reference(shape_, inputs_[0].host.real, inputs_[1].host.real,

@@ -34,7 +34,11 @@ int run_correctness(const Options& o) {
   for (const std::uint64_t seed : o.seeds) {
     auto problem = make_problem(o, seed);
     const std::size_t n = problem->out_elements();
+    // The reference goes to the host and is zeroed on the device before the kernel runs: a
+    // kernel that searched device memory for it would find nothing to copy.
+    problem->compute_reference(false);
     const auto reference = problem->reference_host();
+    problem->scrub_reference();
     if (problem->flops <= kCpuCrossCheckMaxFlops) {
       const auto cpu = problem->cpu_reference();
       std::vector<float> gpu(reference.begin(), reference.end());
@@ -43,14 +47,41 @@ int run_correctness(const Options& o) {
         fail_setup("the harness's GPU reference disagrees with its CPU reference (rel_l2 " +
                    std::to_string(agree.rel_l2) + "): a harness or device fault, not the kernel's");
     }
+    // Gate strength: if an output that does no work passes this tolerance, no verdict the gate
+    // gives can be trusted; the case is refused before the kernel runs (PROTOCOL.md).
+    std::vector<std::pair<std::string, Metrics>> scores;
+    const std::string weak =
+        gate_strength_failure(reference, problem->do_nothing_outputs(), o.tolerance, &scores);
+    std::string strength = "{";
+    for (const auto& [name, m] : scores)
+      strength += (strength.size() > 1 ? "," : "") + JsonLine::quote(name) + ":{\"max_abs\":" +
+                  JsonLine::number(m.max_abs) + ",\"max_rel\":" + JsonLine::number(m.max_rel) +
+                  ",\"rel_l2\":" + JsonLine::number(m.rel_l2) + "}";
+    strength += "}";
+    if (!weak.empty()) {
+      JsonLine("correctness").str("case", o.case_name).integer("seed", static_cast<long long>(seed))
+          .boolean("pass", false).str("reason", weak).boolean("refused", true)
+          .raw("tolerance", tolerance_json(o.tolerance)).raw("do_nothing", strength).print();
+      all_pass = false;
+      continue;
+    }
     KFLEET_GPU_CHECK(gpuMemset(problem->output().get(), 0xFF, problem->output().bytes()));
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    const bool read_only = inputs_read_only(true);  // a write to an input faults at once
     const auto start = std::chrono::steady_clock::now();
     set_phase("kernel");
     const int status = problem->launch(nullptr);
     KFLEET_GPU_CHECK(gpuGetLastError());
-    KFLEET_GPU_CHECK(gpuDeviceSynchronize());  // the whole device: side streams count too
+    // The whole device, side streams too, and bounded: work that never ends fails the case.
+    device_sync_bounded(o.idle_timeout_s, [&] {
+      JsonLine("correctness").str("case", o.case_name).integer("seed", static_cast<long long>(seed))
+          .boolean("pass", false)
+          .str("reason", "the device did not go idle within " + JsonLine::number(o.idle_timeout_s) +
+                             " s after the launch returned: a persistent kernel or work left running")
+          .print();
+    });
     set_phase("setup");
+    inputs_read_only(false);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -86,10 +117,12 @@ int run_correctness(const Options& o) {
         .integer("inf_count", static_cast<long long>(m.inf_count))
         .integer("unwritten", static_cast<long long>(unwritten))
         .boolean("inputs_intact", changed.empty())
+        .boolean("inputs_read_only", read_only)
         .integer("elements", static_cast<long long>(n))
         .raw("tolerance", tolerance_json(o.tolerance))
         .integer("allclose_violations", static_cast<long long>(violations))
         .num("time_ms", ms)
+        .raw("do_nothing", strength)
         .print();
   }
   return all_pass ? 0 : 1;

@@ -1,28 +1,15 @@
 // Device facts for the `device` line and the roofline, device memory, and the SM clock probe.
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <future>
+#include <thread>
 
 #include "harness.hpp"
 
 namespace kfleet::harness {
 namespace {
-
-// Dense tensor-core flops per SM (CU) per clock, rounded up from the fastest dtype each
-// generation has (fp8 where it exists). No attribute reports this; it only feeds the roofline
-// floor, where an overestimate is the safe side (a lower floor flags fewer honest results).
-double flops_per_sm_per_clock(const std::string& arch) {
-  if (arch.rfind("sm_", 0) == 0) {
-    const int cc = std::atoi(arch.c_str() + 3);
-    if (cc >= 100) return 16384;
-    if (cc >= 90) return 8192;
-    if (cc >= 89) return 2048;
-    if (cc >= 80) return 2048;
-    return 1024;
-  }
-  if (arch.rfind("gfx9", 0) == 0) return 8192;   // CDNA: MI300-class fp8
-  if (arch.rfind("gfx12", 0) == 0) return 2048;
-  return 1024;                                   // RDNA3/3.5 WMMA fp16 and others
-}
 
 __global__ void sm_clock_probe(unsigned long long* out) {
 #if defined(KFLEET_CUDA)
@@ -43,12 +30,35 @@ __global__ void sm_clock_probe(unsigned long long* out) {
 
 }  // namespace
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes) KFLEET_GPU_CHECK(gpuMalloc(&p_, bytes));
+gpuStream_t harness_stream() {
+  static gpuStream_t s = [] {
+    gpuStream_t made{};
+    KFLEET_GPU_CHECK(gpuStreamCreateWithFlags(&made, gpuStreamNonBlocking));
+    return made;
+  }();
+  return s;
+}
+
+void device_sync_bounded(double timeout_s, const std::function<void()>& on_timeout) {
+  auto done = std::async(std::launch::async, [] { return gpuDeviceSynchronize(); });
+  if (done.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready) {
+    on_timeout();
+    std::fflush(stdout);
+    std::_Exit(1);  // the synchronising thread is still blocked: no orderly shutdown possible
+  }
+  const gpuError_t err = done.get();
+  if (err != gpuSuccess)
+    kfleet_harness_gpu_failure(static_cast<int>(err), gpuGetErrorName(err), gpuGetErrorString(err),
+                               "gpuDeviceSynchronize() after the launch", __FILE__, __LINE__);
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes, bool protect) : bytes_(bytes) {
+  if (bytes && protect) p_ = protected_alloc(bytes);
+  if (bytes && !p_) KFLEET_GPU_CHECK(gpuMalloc(&p_, bytes));
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (p_) KFLEET_GPU_CHECK(gpuFree(p_));
+  if (p_ && !protected_free(p_)) KFLEET_GPU_CHECK(gpuFree(p_));
 }
 
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {
@@ -93,7 +103,8 @@ DeviceInfo probe_device(int device) {
   KFLEET_GPU_CHECK(gpuDeviceGetAttribute(&v, gpuDevAttrMemoryBusWidth, device));
   d.mem_bus_bits = v;
   d.peak_bw_gbs = 2.0 * d.mem_clock_mhz * 1e6 * (d.mem_bus_bits / 8.0) / 1e9;  // DDR
-  d.peak_tflops = d.sm_count * (d.sm_clock_mhz * 1e6) * flops_per_sm_per_clock(d.arch) / 1e12;
+  d.peak_tflops = device_peaks(d.arch, d.sm_count, d.sm_clock_mhz, d.peak_bw_gbs, false).tflops;
+  d.peak_tflops_fp8 = device_peaks(d.arch, d.sm_count, d.sm_clock_mhz, d.peak_bw_gbs, true).tflops;
   int runtime = 0, driver = 0;
   KFLEET_GPU_CHECK(gpuRuntimeGetVersion(&runtime));
   KFLEET_GPU_CHECK(gpuDriverGetVersion(&driver));
@@ -109,6 +120,7 @@ DeviceInfo probe_device(int device) {
       .integer("mem_bytes", static_cast<long long>(d.mem_bytes))
       .num("peak_bw_gbs", d.peak_bw_gbs)
       .num("peak_tflops", d.peak_tflops)
+      .num("peak_tflops_fp8", d.peak_tflops_fp8)
       .integer("runtime_version", runtime)
       .integer("driver_version", driver)
       .print();
@@ -119,11 +131,12 @@ double measure_sm_clock_mhz() {
 #if defined(KFLEET_CUDA)
   // Never freed: a static's destructor would run after the runtime has shut down.
   static DeviceBuffer* buf = new DeviceBuffer(2 * sizeof(unsigned long long));
-  sm_clock_probe<<<1, 1>>>(static_cast<unsigned long long*>(buf->get()));
+  gpuStream_t s = harness_stream();
+  sm_clock_probe<<<1, 1, 0, s>>>(static_cast<unsigned long long*>(buf->get()));
   KFLEET_GPU_CHECK(gpuGetLastError());
-  KFLEET_GPU_CHECK(gpuDeviceSynchronize());
   unsigned long long r[2];
-  KFLEET_GPU_CHECK(gpuMemcpy(r, buf->get(), sizeof r, gpuMemcpyDeviceToHost));
+  KFLEET_GPU_CHECK(gpuMemcpyAsync(r, buf->get(), sizeof r, gpuMemcpyDeviceToHost, s));
+  KFLEET_GPU_CHECK(gpuStreamSynchronize(s));
   return r[1] ? 1000.0 * static_cast<double>(r[0]) / static_cast<double>(r[1]) : NAN;
 #else
   return NAN;  // gfx11's counters are narrow; the agent samples clocks via amd-smi

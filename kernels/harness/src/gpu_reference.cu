@@ -77,29 +77,30 @@ void attention_reference_f32(const float* q, const float* k, const float* v, flo
                              int batch, int heads, int seq, int dim, bool causal, float scale) {
   if (dim > kMaxRefHeadDim) fail_setup("head_dim > 512 is beyond the harness's reference");
   const size_t rows = (size_t)batch * heads * seq;
-  attention_f32<<<(unsigned)((rows + 127) / 128), 128>>>(q, k, v, out, rows, seq, dim, causal, scale);
+  attention_f32<<<(unsigned)((rows + 127) / 128), 128, 0, harness_stream()>>>(q, k, v, out, rows, seq, dim, causal, scale);
   KFLEET_GPU_CHECK(gpuGetLastError());
-  KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+  KFLEET_GPU_CHECK(gpuStreamSynchronize(harness_stream()));
 }
 
 void scaled_mm_reference_f32(const float* a, const float* b, const float* bias, float* out,
                              int m, int n, int k, bool b_nk, float scale) {
   const dim3 threads(kTile, kTile), blocks((n + kTile - 1) / kTile, (m + kTile - 1) / kTile);
-  gemm_f32<<<blocks, threads>>>(a, b, bias, out, m, n, k, b_nk, scale);
+  gemm_f32<<<blocks, threads, 0, harness_stream()>>>(a, b, bias, out, m, n, k, b_nk, scale);
   KFLEET_GPU_CHECK(gpuGetLastError());
-  KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+  KFLEET_GPU_CHECK(gpuStreamSynchronize(harness_stream()));
 }
 
 DeviceCheck check_on_device(const void* out, kfleet_dtype out_dtype, const float* ref,
                             std::size_t n, double atol, double rtol) {
   static DeviceBuffer* counters = new DeviceBuffer(5 * sizeof(unsigned long long));  // see device.cu
-  KFLEET_GPU_CHECK(gpuMemset(counters->get(), 0, counters->bytes()));
+  gpuStream_t s = harness_stream();
+  KFLEET_GPU_CHECK(gpuMemsetAsync(counters->get(), 0, counters->bytes(), s));
   auto* c = static_cast<unsigned long long*>(counters->get());
-  check_output<<<1024, 256>>>(out, out_dtype, ref, n, (float)atol, (float)rtol, c);
+  check_output<<<1024, 256, 0, s>>>(out, out_dtype, ref, n, (float)atol, (float)rtol, c);
   KFLEET_GPU_CHECK(gpuGetLastError());
-  KFLEET_GPU_CHECK(gpuDeviceSynchronize());
   unsigned long long h[5];
-  KFLEET_GPU_CHECK(gpuMemcpy(h, c, sizeof h, gpuMemcpyDeviceToHost));
+  KFLEET_GPU_CHECK(gpuMemcpyAsync(h, c, sizeof h, gpuMemcpyDeviceToHost, s));
+  KFLEET_GPU_CHECK(gpuStreamSynchronize(s));
   DeviceCheck r;
   r.unwritten = h[0];
   r.nan = h[1];

@@ -3,11 +3,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "../cpu/inputs.hpp"
+#include "../cpu/integrity.hpp"
 #include "../cpu/json_line.hpp"
 #include "kfleet_harness/abi.h"
 #include "kfleet_harness/gpu_runtime.hpp"
@@ -22,10 +24,28 @@ void set_phase(const char* phase);
 [[noreturn]] void fail_usage(const std::string& message);
 [[noreturn]] void fail_setup(const std::string& message);
 
+// The non-blocking stream every harness operation between samples runs on (flush, poison,
+// fresh inputs, references, checks, the clock probe): the kernel gets the legacy default
+// stream, so activity on any stream but this one outside a launch is the kernel's.
+gpuStream_t harness_stream();
+
+// Waits for the whole device to go idle, at most `timeout_s`; past that `on_timeout` prints its
+// protocol line and the process exits 1 (a persistent kernel or work left running never lets the
+// device go idle, and that is the kernel's failure, named, not a hang).
+void device_sync_bounded(double timeout_s, const std::function<void()>& on_timeout);
+
+// Inputs mapped so they can be made read-only around a launch (protect.cu). protected_alloc
+// returns nullptr where that is not possible (plain allocations then).
+void* protected_alloc(std::size_t bytes);
+bool protected_free(void* p);
+bool inputs_read_only(bool read_only);  // false when no input is protected or it failed
+bool inputs_protected();
+bool inputs_are_read_only_now();
+
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
+  explicit DeviceBuffer(std::size_t bytes, bool protect = false);
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer();
@@ -43,7 +63,22 @@ struct DeviceInfo {
   std::string name, arch;
   int sm_count = 0, sm_clock_mhz = 0, mem_clock_mhz = 0, mem_bus_bits = 0;
   std::size_t l2_bytes = 0, mem_bytes = 0;
-  double peak_bw_gbs = 0, peak_tflops = 0;
+  double peak_bw_gbs = 0, peak_tflops = 0, peak_tflops_fp8 = 0;  // dense tensor, fp16 / fp8
+};
+
+// GPU activity records (CUPTI on CUDA), for timing that sees every stream (activity.cu).
+class ActivityTracer {
+ public:
+  // The process's tracer, or nullptr with *why_not saying why there is none.
+  static ActivityTracer* start(std::string* why_not);
+  std::uint64_t now() const;               // ns, the records' clock
+  std::vector<ActivityRecord> flush();     // every record completed since the last flush
+  std::uint32_t harness_stream_id() const { return harness_stream_id_; }
+  const std::string& library() const { return library_; }
+
+ private:
+  std::uint32_t harness_stream_id_ = 0;
+  std::string library_;
 };
 DeviceInfo probe_device(int device);  // selects the device and prints the `device` line
 double measure_sm_clock_mhz();          // NaN where not measurable (HIP)
@@ -66,6 +101,21 @@ class Problem {
   virtual ~Problem() = default;
   virtual int launch(gpuStream_t stream) = 0;  // the kernel's status (KFLEET_OK/UNSUPPORTED)
   virtual std::vector<double> cpu_reference() const = 0;
+  // Outputs that do no work (all zeros; for attention the mean of V), for the gate-strength
+  // check: host-side, from the inputs as generated.
+  virtual std::vector<DoNothing> do_nothing_outputs() const = 0;
+  bool fp8_operands = false;  // the roofline may assume fp8 tensor math
+  // New input content on the device from `seed` (the same buffers; fp8 scale 1/448), outside
+  // any timed window. The reference then needs compute_reference(true).
+  void refresh_inputs(std::uint64_t seed);
+  // "" or which input differs from what refresh_inputs(seed) generated (device-side compare).
+  std::string inputs_changed_since_refresh();
+  // The fp32 reference for the inputs now on the device: from the fp32 copies uploaded with
+  // host-generated inputs, or (decode = true) decoded on the device from the encoded inputs.
+  void compute_reference(bool decode);
+  // Zeroes the fp32 reference and the fp32 input copies: nothing a kernel could find and copy
+  // is left in device memory while it runs.
+  void scrub_reference();
   const DeviceBuffer& output() const { return *output_; }
   kfleet_dtype out_dtype() const { return out_dtype_; }
   std::size_t out_elements() const { return out_elements_; }
@@ -80,10 +130,14 @@ class Problem {
     std::string name;
     HostTensor host;
     std::uint64_t hash = 0;
+    float scale = 1.0f;             // current dequantisation scale (host's, or 1/448 refreshed)
     std::unique_ptr<DeviceBuffer> device, real_f32;  // encoded, and dequantised for the ref
   };
   Input& add_input(const std::string& name, HostTensor t);
   void allocate_output(kfleet_dtype t, std::size_t elements);
+  virtual void run_reference() = 0;   // the family's fp32 reference from the fp32 inputs
+  virtual void update_scales() = 0;   // copy inputs_[i].scale into the kernel's args
+  std::uint64_t refresh_seed_ = 0;
   std::deque<Input> inputs_;  // a deque: add_input hands out references that must stay valid
   std::unique_ptr<DeviceBuffer> output_, reference_, workspace_;
   kfleet_dtype out_dtype_ = KFLEET_FP16;

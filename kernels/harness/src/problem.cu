@@ -12,11 +12,13 @@ Problem::Input& Problem::add_input(const std::string& name, HostTensor t) {
   in.name = name;
   in.host = std::move(t);
   in.hash = fnv1a64(in.host.bytes.data(), in.host.bytes.size());
-  in.device = std::make_unique<DeviceBuffer>(in.host.bytes.size());
+  in.scale = in.host.scale;
+  in.device = std::make_unique<DeviceBuffer>(in.host.bytes.size(), /*protect=*/true);
   in.device->upload(in.host.bytes.data(), in.host.bytes.size());
-  std::vector<float> real(in.host.real.begin(), in.host.real.end());
-  in.real_f32 = std::make_unique<DeviceBuffer>(real.size() * sizeof(float));
-  in.real_f32->upload(real.data(), real.size() * sizeof(float));
+  // The fp32 copy for the reference is filled only while a reference is computed
+  // (compute_reference) and zeroed afterwards (scrub_reference).
+  in.real_f32 = std::make_unique<DeviceBuffer>(in.host.real.size() * sizeof(float));
+  KFLEET_GPU_CHECK(gpuMemset(in.real_f32->get(), 0, in.real_f32->bytes()));
   inputs_.push_back(std::move(in));
   return inputs_.back();
 }
@@ -26,6 +28,7 @@ void Problem::allocate_output(kfleet_dtype t, std::size_t elements) {
   out_elements_ = elements;
   output_ = std::make_unique<DeviceBuffer>(elements * dtype_size(t));
   reference_ = std::make_unique<DeviceBuffer>(elements * sizeof(float));
+  KFLEET_GPU_CHECK(gpuMemset(reference_->get(), 0, reference_->bytes()));
 }
 
 std::vector<double> Problem::reference_host() const {
@@ -72,6 +75,142 @@ std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed) {
   if (scaled_mm) return make_scaled_mm_problem(o, seed);
   fail_setup("the kernel defines neither kfleet_attention_launch nor kfleet_scaled_mm_launch "
              "(or the KFLEET_*_ENTRY it was built with); see kernels/harness/ABI.md");
+}
+
+}  // namespace kfleet::harness
+
+// ---- Fresh inputs on the device, the reference on demand, and nothing left to find ----
+namespace kfleet::harness {
+namespace {
+
+constexpr float kFp8RefreshScale = 1.0f / 448.0f;  // refreshed values lie in [-1, 1)
+
+__device__ std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// OCP e4m3fn, round to nearest even, saturating to +-448 (ABI.md "Number formats").
+__device__ std::uint8_t fp8_e4m3_encode_dev(float x) {
+  const std::uint8_t sign = x < 0 ? 0x80 : 0;
+  float a = fabsf(x);
+  if (!(a < 448.0f)) return sign | 0x7E;
+  if (a < 0.015625f) {  // below 2^-6: subnormal steps of 2^-9 (8 rounds up into the normals)
+    const int q = (int)rintf(a * 512.0f);
+    return sign | (std::uint8_t)q;
+  }
+  const std::uint32_t bits = kfleet_float_to_bits(a);
+  int e = (int)((bits >> 23) & 0xFF) - 127;      // a = 1.m * 2^e (a is a normal float here)
+  const float mant = kfleet_bits_to_float((bits & 0x7FFFFFu) | 0x3F800000u);
+  int m = (int)rintf((mant - 1.0f) * 8.0f);
+  if (m == 8) { m = 0; ++e; }
+  int code = ((e + 7) << 3) | m;
+  if (code > 0x7E) code = 0x7E;
+  return sign | (std::uint8_t)code;
+}
+
+__global__ void generate(void* out, kfleet_dtype t, size_t n, std::uint64_t seed, float inv_scale) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const float x = (float)((double)(mix(seed ^ (i * 0x9e3779b97f4a7c15ULL)) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+    if (t == KFLEET_FP8_E4M3) static_cast<std::uint8_t*>(out)[i] = fp8_e4m3_encode_dev(x * inv_scale);
+    else if (t == KFLEET_BF16) static_cast<std::uint16_t*>(out)[i] = kfleet_float_to_bf16_bits(x);
+    else if (t == KFLEET_FP32) static_cast<float*>(out)[i] = x;
+    else static_cast<std::uint16_t*>(out)[i] = kfleet_float_to_half_bits(x);
+  }
+}
+
+__global__ void decode(const void* in, kfleet_dtype t, size_t n, float scale, float* out) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    float x;
+    if (t == KFLEET_FP8_E4M3) x = kfleet_fp8_e4m3_to_float(static_cast<const std::uint8_t*>(in)[i]) * scale;
+    else if (t == KFLEET_BF16) x = kfleet_bf16_bits_to_float(static_cast<const std::uint16_t*>(in)[i]);
+    else if (t == KFLEET_FP32) x = static_cast<const float*>(in)[i];
+    else x = kfleet_half_bits_to_float(static_cast<const std::uint16_t*>(in)[i]);
+    out[i] = x;
+  }
+}
+
+__global__ void count_diff(const std::uint8_t* a, const std::uint8_t* b, size_t n,
+                           unsigned long long* diff) {
+  unsigned long long local = 0;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    local += a[i] != b[i];
+  if (local) atomicAdd(diff, local);
+}
+
+std::uint64_t tensor_refresh_seed(std::uint64_t seed, std::size_t index) {
+  return seed ^ (0x632be59bd9b4e019ULL * (index + 1));
+}
+
+}  // namespace
+
+void Problem::refresh_inputs(std::uint64_t seed) {
+  refresh_seed_ = seed;
+  gpuStream_t s = harness_stream();
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    Input& in = inputs_[i];
+    const std::size_t n = in.host.elements();
+    in.scale = in.host.dtype == KFLEET_FP8_E4M3 ? kFp8RefreshScale : 1.0f;
+    generate<<<1024, 256, 0, s>>>(in.device->get(), in.host.dtype, n, tensor_refresh_seed(seed, i),
+                                  1.0f / in.scale);
+    KFLEET_GPU_CHECK(gpuGetLastError());
+  }
+  update_scales();
+}
+
+std::string Problem::inputs_changed_since_refresh() {
+  static DeviceBuffer* counter = new DeviceBuffer(sizeof(unsigned long long));  // see device.cu
+  gpuStream_t s = harness_stream();
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    Input& in = inputs_[i];
+    DeviceBuffer again(in.device->bytes());
+    generate<<<1024, 256, 0, s>>>(again.get(), in.host.dtype, in.host.elements(),
+                                  tensor_refresh_seed(refresh_seed_, i), 1.0f / in.scale);
+    KFLEET_GPU_CHECK(gpuMemsetAsync(counter->get(), 0, sizeof(unsigned long long), s));
+    count_diff<<<1024, 256, 0, s>>>(static_cast<const std::uint8_t*>(in.device->get()),
+                                    static_cast<const std::uint8_t*>(again.get()), again.bytes(),
+                                    static_cast<unsigned long long*>(counter->get()));
+    KFLEET_GPU_CHECK(gpuGetLastError());
+    unsigned long long diff = 0;
+    KFLEET_GPU_CHECK(gpuMemcpyAsync(&diff, counter->get(), sizeof diff, gpuMemcpyDeviceToHost, s));
+    KFLEET_GPU_CHECK(gpuStreamSynchronize(s));
+    if (diff)
+      return "input " + in.name + " was modified by the kernel (" + std::to_string(diff) +
+             " bytes differ from what was generated)";
+  }
+  return "";
+}
+
+void Problem::compute_reference(bool decode_inputs) {
+  gpuStream_t s = harness_stream();
+  if (decode_inputs) {
+    for (auto& in : inputs_) {
+      decode<<<1024, 256, 0, s>>>(in.device->get(), in.host.dtype, in.host.elements(), in.scale,
+                                  static_cast<float*>(in.real_f32->get()));
+      KFLEET_GPU_CHECK(gpuGetLastError());
+    }
+  } else {
+    for (auto& in : inputs_) {
+      std::vector<float> real(in.host.real.begin(), in.host.real.end());
+      KFLEET_GPU_CHECK(gpuMemcpyAsync(in.real_f32->get(), real.data(), real.size() * sizeof(float),
+                                      gpuMemcpyHostToDevice, s));
+      KFLEET_GPU_CHECK(gpuStreamSynchronize(s));
+    }
+  }
+  run_reference();
+}
+
+void Problem::scrub_reference() {
+  gpuStream_t s = harness_stream();
+  KFLEET_GPU_CHECK(gpuMemsetAsync(reference_->get(), 0, reference_->bytes(), s));
+  for (auto& in : inputs_)
+    KFLEET_GPU_CHECK(gpuMemsetAsync(in.real_f32->get(), 0, in.real_f32->bytes(), s));
+  KFLEET_GPU_CHECK(gpuStreamSynchronize(s));
 }
 
 }  // namespace kfleet::harness

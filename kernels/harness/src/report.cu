@@ -32,7 +32,12 @@ void kfleet_harness_gpu_failure(int code, const char* name, const char* message,
       .str("where", std::string(file) + ":" + std::to_string(line))
       .integer("code", code)
       .str("name", name ? name : "")
-      .str("message", message ? message : "")
+      .str("message", std::string(message ? message : "") +
+                          (std::string(kfleet::harness::g_phase) == "kernel" &&
+                                   kfleet::harness::inputs_are_read_only_now()
+                               ? " (the inputs are mapped read-only while the kernel runs: a "
+                                 "write to an input, even one restored later, faults here)"
+                               : ""))
       .print();
   std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, call, message ? message : "");
   std::exit(3);

@@ -51,16 +51,36 @@ class ScaledMmProblem : public Problem {
     args_.workspace = workspace_->get();
     args_.workspace_bytes = workspace_->bytes();
 
-    // The fp32 copies are already dequantised (scale applied), so the reference scale is 1.
-    scaled_mm_reference_f32(static_cast<const float*>(inputs_[0].real_f32->get()),
-                            static_cast<const float*>(inputs_[1].real_f32->get()),
-                            bias ? static_cast<const float*>(inputs_[2].real_f32->get()) : nullptr,
-                            static_cast<float*>(reference_->get()), m_, n_, k_, b_nk_, 1.0f);
+    fp8_operands = true;
     flops = 2.0 * M * N * K;
     bytes = (double)(M * K + K * N) + (double)(M * N + (bias ? N : 0)) * dtype_size(out_t);
   }
 
   int launch(gpuStream_t stream) override { return KFLEET_SCALED_MM_ENTRY(&args_, stream); }
+
+  void run_reference() override {
+    // The fp32 copies are already dequantised (scale applied), so the reference scale is 1.
+    const bool bias = inputs_.size() > 2;
+    scaled_mm_reference_f32(static_cast<const float*>(inputs_[0].real_f32->get()),
+                            static_cast<const float*>(inputs_[1].real_f32->get()),
+                            bias ? static_cast<const float*>(inputs_[2].real_f32->get()) : nullptr,
+                            static_cast<float*>(reference_->get()), m_, n_, k_, b_nk_, 1.0f);
+  }
+
+  void update_scales() override {
+    a_scale_ = args_.a_scale = inputs_[0].scale;
+    b_scale_ = args_.b_scale = inputs_[1].scale;
+  }
+
+  std::vector<DoNothing> do_nothing_outputs() const override {
+    std::vector<DoNothing> out = {{"an all-zeros output", std::vector<float>(out_elements_, 0.0f)}};
+    if (inputs_.size() > 2) {  // the bias alone, broadcast over the rows
+      std::vector<float> b(out_elements_);
+      for (std::size_t i = 0; i < out_elements_; ++i) b[i] = (float)inputs_[2].host.real[i % n_];
+      out.push_back({"the bias alone (no matrix product)", std::move(b)});
+    }
+    return out;
+  }
 
   std::vector<double> cpu_reference() const override {
     const std::vector<double> bias = inputs_.size() > 2 ? inputs_[2].host.real : std::vector<double>{};

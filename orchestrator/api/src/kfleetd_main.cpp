@@ -17,9 +17,14 @@
 #include "kfleet/core/suite_schedule.hpp"
 #include "kfleet/provision/provisioner.hpp"
 #include "kfleet/provision/simulated_cloud.hpp"
+#include "kfleet/store/db_lock.hpp"
 #include "kfleet/store/store.hpp"
+#include "kfleet/provision/multi_provisioner.hpp"
 #ifdef KFLEET_HAVE_TERRAFORM
 #include "kfleet/provision/terraform.hpp"
+#endif
+#ifdef KFLEET_HAVE_GCE
+#include "kfleet/provision_gce/gce_provisioner.hpp"
 #endif
 
 namespace {
@@ -38,6 +43,7 @@ class ProvisionerSlot final : public Provisioner {
   int capacity_budget() const override { return inner_->capacity_budget(); }
   std::vector<std::string> regions() const override { return inner_->regions(); }
   std::vector<std::string> gpu_classes() const override { return inner_->gpu_classes(); }
+  std::string provider_for(const std::string& region) const override { return inner_->provider_for(region); }
   void request(const kfleet::provision::CapacityRequest& r,
                std::function<void(kfleet::provision::CapacityResult)> done) override {
     inner_->request(r, std::move(done));
@@ -80,7 +86,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:8470", db = "kfleet.db", dashboards, port_file;
   std::vector<std::string> user_tokens;
   std::string enrol_token = split_env("KFLEET_ENROL_TOKEN");
-  std::string provisioner = "static", sim_cloud_file, agent_binary, tf_config;
+  std::string provisioner = "static", sim_cloud_file, agent_binary, tf_config, gce_config, multi_config;
   bool durable = false;
   kfleet::core::Config cfg;
   std::size_t max_body = 8u << 20;
@@ -99,16 +105,27 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "heartbeat period agents are told to use")
       ->capture_default_str()->check(CLI::Range(100, 60000));
   app.add_option("--provisioner", provisioner, "where agents come from")
-      ->check(CLI::IsMember({"static", "simulated", "terraform"}))->capture_default_str();
+      ->check(CLI::IsMember({"static", "simulated", "terraform", "gce", "multi"}))->capture_default_str();
   app.add_option("--simulated-cloud", sim_cloud_file,
                  "JSON config of the simulated cloud (regions, capacity, scripted stockouts)");
   app.add_option("--terraform-config", tf_config, "JSON config of the terraform provisioner");
+  app.add_option("--gce-config", gce_config,
+                 "JSON config of the Compute Engine provisioner (docs/examples/gce.json)");
+  app.add_option("--multi-config", multi_config,
+                 "JSON list of provisioners for --provisioner multi, each serving its own regions or "
+                 "zones (docs/examples/multi-cloud.json)");
   app.add_option("--agent-binary", agent_binary, "kfleet-agent used by the simulated cloud");
   app.add_option("--stockout-cooldown-ms", stockout_base_ms,
                  "first cool-down after a stockout (doubles on repeats)")->capture_default_str();
+  app.add_option("--quota-block-ms", cfg.block_policy.quota_ms,
+                 "how long a quota error (or a stop) blocks its region")->capture_default_str();
+  app.add_option("--unsupported-block-ms", cfg.block_policy.unsupported_ms,
+                 "how long a zone that does not offer the machine type is blocked")->capture_default_str();
   app.add_option("--idle-agent-ttl-s", idle_ttl_s,
                  "release provisioned agents idle this long (0: never)")->capture_default_str();
-  app.add_option("--dashboards", dashboards, "directory with the built dashboards");
+  app.add_option("--dashboards", dashboards,
+                 "the built dashboards: dashboards/dist, or the dashboards source folder that "
+                 "holds it");
   app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port here once listening");
   std::vector<std::string> suite_files;
@@ -132,6 +149,16 @@ int main(int argc, char** argv) {
   if (dashboards.empty()) {
     for (auto cand : {fs::path("dashboards/dist"), fs::path("dashboards")})
       if (fs::exists(cand / "index.html")) { dashboards = cand.string(); break; }
+  } else if (!fs::exists(fs::path(dashboards) / "index.html")) {
+    // The source folder (dashboards/) holds the built pages in dist/: take either.
+    if (fs::exists(fs::path(dashboards) / "dist" / "index.html")) {
+      dashboards = (fs::path(dashboards) / "dist").string();
+    } else {
+      std::cerr << "kfleetd: --dashboards " << dashboards
+                << " has no index.html (nor dist/index.html): build the dashboards with "
+                   "`cmake --build build --target dashboards` (they go to dashboards/dist)\n";
+      return 2;
+    }
   }
 
   auto colon = listen.rfind(':');
@@ -145,6 +172,12 @@ int main(int argc, char** argv) {
   so.max_body_bytes = max_body;
   so.static_dir = dashboards;
 
+  // One kfleetd per SQLite file; the lock lives as long as this process (kill -9 included).
+  auto db_lock = kfleet::store::DbLock::acquire(db);
+  if (!db_lock) {
+    std::cerr << "kfleetd: " << db_lock.error().message << "\n";
+    return 1;
+  }
   auto st = kfleet::store::open_sqlite_store({db, durable});
   if (!st) {
     std::cerr << "kfleetd: cannot open the store " << db << ": " << st.error().message << "\n";
@@ -161,52 +194,136 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string url = "http://" + so.address + ":" + std::to_string(*port);
+  db_lock->set_serving(url);
 
-  if (provisioner == "simulated") {
-    if (sim_cloud_file.empty()) {
-      std::cerr << "kfleetd: --provisioner simulated needs --simulated-cloud FILE\n";
-      return 2;
+  // Builds one provisioner of a kind from its config; kfleetd's own URL and enrolment token
+  // fill what the config leaves out. Errors are printed and end kfleetd (exit 2).
+  auto build = [&](const std::string& kind, const nlohmann::json& inline_cfg,
+                   const std::string& file) -> ProvisionerPtr {
+    auto read_json = [&](nlohmann::json& out) -> bool {
+      if (!inline_cfg.is_null()) { out = inline_cfg; return true; }
+      try {
+        out = nlohmann::json::parse(std::ifstream(file));
+      } catch (const std::exception& e) {
+        std::cerr << "kfleetd: cannot read " << file << ": " << e.what() << "\n";
+        return false;
+      }
+      return true;
+    };
+    if (kind == "static") return kfleet::provision::make_static_provisioner();
+    if (kind == "simulated") {
+      // What kfleetd knows itself (its URL, the enrolment token, where kfleet-agent is) is
+      // filled in before the config is checked; the file only describes the cloud.
+      nlohmann::json raw;
+      if (!read_json(raw)) return nullptr;
+      if (!raw.is_object()) {
+        std::cerr << "kfleetd: " << file << " must hold a JSON object\n";
+        return nullptr;
+      }
+      raw["server_url"] = url;
+      if (!raw.contains("enrol_token")) raw["enrol_token"] = enrol_token;
+      if (!raw.contains("agent_binary"))
+        raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
+      if (!raw.contains("work_root"))
+        raw["work_root"] = (fs::path(db).parent_path() / "simulated-cloud").string();
+      auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
+      if (!sc) {
+        std::cerr << "kfleetd: " << file << ": " << sc.error().message << "\n";
+        return nullptr;
+      }
+      return kfleet::provision::make_simulated_cloud(io.get_executor(), *sc);
     }
-    // What kfleetd knows itself (its URL, the enrolment token, where kfleet-agent is) is
-    // filled in before the config is checked; the file only describes the cloud.
-    nlohmann::json raw;
-    try {
-      raw = nlohmann::json::parse(std::ifstream(sim_cloud_file));
-    } catch (const std::exception& e) {
-      std::cerr << "kfleetd: cannot read " << sim_cloud_file << ": " << e.what() << "\n";
-      return 2;
-    }
-    if (!raw.is_object()) {
-      std::cerr << "kfleetd: " << sim_cloud_file << " must hold a JSON object\n";
-      return 2;
-    }
-    raw["server_url"] = url;
-    if (!raw.contains("enrol_token")) raw["enrol_token"] = enrol_token;
-    if (!raw.contains("agent_binary"))
-      raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
-    if (!raw.contains("work_root"))
-      raw["work_root"] = (fs::path(db).parent_path() / "simulated-cloud").string();
-    auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
-    if (!sc) {
-      std::cerr << "kfleetd: " << sim_cloud_file << ": " << sc.error().message << "\n";
-      return 2;
-    }
-    slot.set(kfleet::provision::make_simulated_cloud(io.get_executor(), *sc));
-  } else if (provisioner == "terraform") {
+    if (kind == "terraform") {
 #ifdef KFLEET_HAVE_TERRAFORM
-    auto tc = kfleet::provision::load_terraform_config(tf_config);
-    if (!tc) {
-      std::cerr << "kfleetd: " << tc.error().message << "\n";
+      auto tc = kfleet::provision::load_terraform_config(file);
+      if (!tc) {
+        std::cerr << "kfleetd: " << tc.error().message << "\n";
+        return nullptr;
+      }
+      // Cloud agents need an address they can reach; only a config without one gets ours.
+      if (tc->server_url.empty()) tc->server_url = url;
+      if (tc->enrol_token.empty()) tc->enrol_token = enrol_token;
+      return kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc);
+#else
+      std::cerr << "kfleetd: this build has no terraform provisioner\n";
+      return nullptr;
+#endif
+    }
+    if (kind == "gce") {
+#ifdef KFLEET_HAVE_GCE
+      nlohmann::json raw;
+      if (!read_json(raw)) return nullptr;
+      auto gc = kfleet::provision::gce_config_from_json(raw);
+      if (!gc) {
+        std::cerr << "kfleetd: " << file << ": " << gc.error().message << "\n";
+        return nullptr;
+      }
+      if (gc->server_url.empty()) gc->server_url = url;
+      if (gc->enrol_token.empty()) gc->enrol_token = enrol_token;
+      return kfleet::provision::make_gce_provisioner_or_explain(*gc, io.get_executor());
+#else
+      std::cerr << "kfleetd: this build has no gce provisioner\n";
+      return nullptr;
+#endif
+    }
+    std::cerr << "kfleetd: unknown provisioner kind '" << kind
+              << "' (static, simulated, terraform, gce)\n";
+    return nullptr;
+  };
+
+  if (provisioner == "simulated" || provisioner == "terraform" || provisioner == "gce") {
+    const std::string& file = provisioner == "simulated" ? sim_cloud_file
+                              : provisioner == "terraform" ? tf_config : gce_config;
+    if (file.empty()) {
+      std::cerr << "kfleetd: --provisioner " << provisioner << " needs --"
+                << (provisioner == "simulated" ? "simulated-cloud" : provisioner + "-config") << " FILE\n";
       return 2;
     }
-    // Cloud agents need an address they can reach; only a config without one gets ours.
-    if (tc->server_url.empty()) tc->server_url = url;
-    if (tc->enrol_token.empty()) tc->enrol_token = enrol_token;
-    slot.set(kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc));
-#else
-    std::cerr << "kfleetd: this build has no terraform provisioner\n";
-    return 2;
-#endif
+    auto p = build(provisioner, nullptr, file);
+    if (!p) return 2;
+    slot.set(std::move(p));
+  } else if (provisioner == "multi") {
+    // {"provisioners": [{"kind": "gce", "config_file": "gce.json"}, {"kind": "terraform",
+    // "config_file": "tf.json"}, ...]}: each serves the regions or zones its config lists.
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(std::ifstream(multi_config));
+    } catch (const std::exception& e) {
+      std::cerr << "kfleetd: --provisioner multi needs --multi-config FILE; cannot read '" << multi_config
+                << "': " << e.what() << "\n";
+      return 2;
+    }
+    if (!doc.is_object() || !doc.contains("provisioners") || !doc["provisioners"].is_array() ||
+        doc["provisioners"].empty()) {
+      std::cerr << "kfleetd: " << multi_config
+                << " must hold {\"provisioners\": [{\"kind\": \"gce\", \"config_file\": \"...\"}, ...]}\n";
+      return 2;
+    }
+    std::vector<ProvisionerPtr> members;
+    const fs::path base = fs::path(multi_config).parent_path();
+    for (const auto& m : doc["provisioners"]) {
+      if (!m.is_object() || !m.contains("kind") || !m["kind"].is_string()) {
+        std::cerr << "kfleetd: " << multi_config << ": each provisioner needs a \"kind\"\n";
+        return 2;
+      }
+      std::string file = m.value("config_file", "");
+      if (!file.empty() && fs::path(file).is_relative()) file = (base / file).string();
+      nlohmann::json inline_cfg = m.contains("config") ? m["config"] : nlohmann::json();
+      const std::string kind = m["kind"];
+      if (kind != "static" && file.empty() && inline_cfg.is_null()) {
+        std::cerr << "kfleetd: " << multi_config << ": the " << kind
+                  << " provisioner needs \"config_file\" or \"config\"\n";
+        return 2;
+      }
+      if (kind == "terraform" && file.empty()) {
+        std::cerr << "kfleetd: " << multi_config << ": the terraform provisioner needs \"config_file\"\n";
+        return 2;
+      }
+      auto p = build(kind, inline_cfg, file);
+      if (!p) return 2;
+      members.push_back(std::move(p));
+    }
+    slot.set(kfleet::provision::make_multi_provisioner(std::move(members)));
   }
 
   cp.start();

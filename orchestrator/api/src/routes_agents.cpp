@@ -122,7 +122,9 @@ Awaitable lease(Ctx& c, std::int64_t max_wait_ms) {
                              {"attempt", o.attempt},
                              {"spec", o.spec},
                              {"bundle_hash", o.bundle_hash},
-                             {"compare", o.compare}}}});
+                             {"compare", o.compare},
+                             {"phase", o.phase},
+                             {"arch", o.arch}}}});
 }
 
 Awaitable upload_events(Ctx& c) {

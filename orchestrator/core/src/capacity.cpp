@@ -18,11 +18,12 @@ void ControlPlane::ask_capacity(const sched::RequestCapacity& r) {
   const TimeMs now = clock_->now_ms();
   store_.append_job_event(r.job_id, event_type::sched_decision,
                           {{"action", "provision"}, {"region", r.region}, {"gpu", r.gpu},
-                           {"provider", prov_.name()}, {"gpus", r.gpus}, {"reason", r.reason}},
+                           {"provider", prov_.provider_for(r.region)}, {"gpus", r.gpus},
+                           {"reason", r.reason}},
                           now);
   if (auto q = queue_.find(r.job_id); q != queue_.end() && q->second.state != JobState::waiting_capacity) {
     auto j = store_.set_job_state(r.job_id, JobState::waiting_capacity,
-                                  "asking " + prov_.name() + " for a " + r.gpu + " agent in " + r.region,
+                                  "asking " + prov_.provider_for(r.region) + " for a " + r.gpu + " agent in " + r.region,
                                   now);
     if (j) remember_pending(*j);
   }
@@ -38,17 +39,20 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
                                const provision::CapacityResult& res) {
   in_flight_.erase(r.job_id);
   const TimeMs now = clock_->now_ms();
-  nlohmann::json ev = {{"provider", prov_.name()}, {"region", r.region}, {"gpu", r.gpu},
+  nlohmann::json ev = {{"provider", prov_.provider_for(r.region)}, {"region", r.region}, {"gpu", r.gpu},
                        {"outcome", provision::to_string(res.outcome)},
                        {"message", res.message}, {"seconds", res.seconds},
                        {"instance_ids", res.instance_ids}};
   auto block = [&](const std::string& kind, const std::string& gpu_class) {
+    // A regional quota blocks every zone of the region, not only the one asked.
+    const std::string where = res.block_region.empty() ? r.region : res.block_region;
     std::optional<store::RegionBlock> prev;
     for (const auto& b : store_.region_blocks())
-      if (b.provider == prov_.name() && b.region == r.region && b.gpu_class == gpu_class) prev = b;
-    auto b = sched::next_block(cfg_.block_policy, prev, prov_.name(), r.region, gpu_class, kind,
+      if (b.provider == prov_.name() && b.region == where && b.gpu_class == gpu_class) prev = b;
+    auto b = sched::next_block(cfg_.block_policy, prev, prov_.name(), where, gpu_class, kind,
                                res.message, now, jitter_unit());
     store_.put_region_block(b);
+    ev["blocked_region"] = where;
     ev["blocked_until_ms"] = b.until_ms;
     ev["blocked_until"] = format_iso8601(b.until_ms);
     ev["strikes"] = b.strikes;
@@ -99,7 +103,7 @@ void ControlPlane::tick() {
     if (it->second.deadline_ms > now) { ++it; continue; }
     const std::string id = it->first;
     store_.append_job_event(it->second.job_id, event_type::capacity,
-                            {{"provider", prov_.name()}, {"region", it->second.region},
+                            {{"provider", prov_.provider_for(it->second.region)}, {"region", it->second.region},
                              {"outcome", "never_enrolled"}, {"instance_ids", {id}},
                              {"message", "instance " + id + " did not enrol in time; released"}},
                             now);

@@ -33,6 +33,13 @@ void ControlPlane::start() {
   }
   for (const auto& a : store_.list_agents()) idle_since_[a.id] = now;
   for (const auto& j : store_.pending_jobs()) remember_pending(j);
+  // A job whose compile run handed it on needs only GPU stages, whatever happened since.
+  auto note_built = [&](std::int64_t job_id) {
+    for (const auto& r : store_.runs_for_job(job_id))
+      if (r.outcome == RunOutcome::passed && !r.verdict) built_.insert(job_id);
+  };
+  for (const auto& [id, j] : queue_) note_built(id);
+  for (const auto& r : store_.running_runs()) note_built(r.job_id);
   last_tick_ms_ = now;
   tick_timer_ = std::make_unique<asio::steady_timer>(ex_);
   tick();
@@ -100,15 +107,16 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   auto bundle = bundle_from_json(r.bundle);
   if (!bundle) return SubmitError{bundle.error(), {}};
   for (const auto& src : spec.kernel.sources) {
-    auto norm = normalize_bundle_path(src);
-    const std::string want = norm ? *norm : src;
+    auto norm = normalize_source_entry(src);
+    const std::string want = source_bundle_path(norm ? *norm : src);
     bool found = std::any_of(bundle->files.begin(), bundle->files.end(),
                              [&](const BundleFile& f) { return f.path == want; });
     if (!found)
       return SubmitError{make_error(Errc::invalid_argument,
                                     r.source_name + ": kernel.sources names '" + src +
                                         "' but the bundle does not contain it (pack it with "
-                                        "`kfleet submit`, which reads the sources beside the YAML)"),
+                                        "`kfleet submit`, which reads the sources beside the YAML "
+                                        "and lib: sources from the kernel library)"),
                          {}};
   }
   const std::string bundle_hash = bundle->hash();
@@ -224,9 +232,18 @@ Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int
     return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
                                            std::to_string(run->agent_id));
   std::vector<Event> evs = events;
+  // Stage events say which agent ran the stage: with compile agents a job's stages are split
+  // between two machines.
+  std::string agent_name;
+  if (auto a = store_.get_agent(agent_id)) agent_name = a->name;
   for (auto& e : evs) {
     e.job_id = run->job_id;
     e.run_id = run_id;
+    if ((e.type == event_type::stage_started || e.type == event_type::stage_finished) &&
+        e.data.is_object()) {
+      e.data["agent_id"] = agent_id;
+      e.data["agent"] = agent_name;
+    }
   }
   auto r = store_.append_run_events(run_id, fencing_token, evs, clock_->now_ms());
   if (r && r->accepted > 0) events_changed();
@@ -240,6 +257,9 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
   if (run->agent_id != agent_id)
     return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
                                            std::to_string(run->agent_id));
+  if (auto a = store_.get_agent(agent_id); a && a->backend == "compile" &&
+                                            v.outcome == RunOutcome::passed)
+    return hand_off(*run, *a, fencing_token);
   Verdict verdict = v;
   // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
   // (or become a baseline of) real hardware.
@@ -255,6 +275,29 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
   events_changed();
   request_plan();
   return r;
+}
+
+// A compile agent built the job within its budget: a GPU agent of its class does the rest.
+Result<store::RunRecord> ControlPlane::hand_off(const store::RunRecord& run,
+                                                const store::AgentRecord& agent,
+                                                std::int64_t fencing_token) {
+  auto job = store_.get_job(run.job_id);
+  const std::string gpu = job ? job->gpu : std::string("GPU");
+  auto r = store_.hand_off_run(run.id, fencing_token,
+                               "built and within its resource budget on compile agent " +
+                                   std::to_string(agent.id) + " (" + agent.name +
+                                   "); waiting for a " + gpu + " GPU agent",
+                               clock_->now_ms());
+  if (!r) return r.error();
+  built_.insert(r->id);
+  remember_pending(*r);
+  cancel_requested_.erase(run.id);
+  idle_since_[agent.id] = clock_->now_ms();
+  events_changed();
+  request_plan();
+  auto done = store_.get_run(run.id);
+  if (!done) return make_error(Errc::internal, "run " + std::to_string(run.id) + " vanished");
+  return *done;
 }
 
 // An instance the provisioner has a price for costs the job the hours its agent held the run,

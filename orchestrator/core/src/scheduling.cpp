@@ -107,15 +107,20 @@ sched::Snapshot ControlPlane::snapshot() {
         continue;
       }
     }
-    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, j.host_exclusive});
+    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive});
   }
+  bool compilers = false;  // with compile agents in the fleet, every job builds on one first
   for (const auto& a : store_.list_agents()) {
     if (a.state == store::AgentState::retired) continue;
     auto w = waiters_.find(a.id);
     bool idle = w != waiters_.end() && !w->second->done && a.current_run_id == 0;
-    s.agents.push_back({a.id, a.region, a.gpus, idle, a.host, a.slot});
+    const bool compiler = a.backend == "compile";
+    compilers = compilers || compiler;
+    s.agents.push_back({a.id, a.region, a.gpus, idle, compiler, a.host, a.slot});
   }
   for (const auto& r : store_.running_runs()) s.running.push_back({r.host, r.slot, r.host_exclusive});
+  if (compilers)
+    for (auto& j : s.queue) j.compile = built_.count(j.id) == 0;
   s.blocks = store_.region_blocks();
   for (const auto& [job, f] : in_flight_) s.in_flight.push_back(f);
   const int gpus_per_instance = std::max(prov_.gpus_per_instance(""), 1);
@@ -204,7 +209,20 @@ void ControlPlane::grant(const sched::Assign& a) {
   offer.attempt = job->attempts + 1;
   offer.spec = job->spec;
   offer.bundle_hash = job->bundle_hash;
-  offer.compare = resolve_compare(*job, *agent);
+  if (agent->backend == "compile") {
+    offer.phase = "compile";
+    // The arch the job's GPU class runs, from any agent that has one; the compile agent
+    // falls back to its own table when no such agent has enrolled yet.
+    for (const auto& other : store_.list_agents())
+      for (const auto& g : other.gpus)
+        if (other.backend != "compile" && offer.arch.empty() && gpu_matches(job->gpu, g))
+          offer.arch = g.arch;
+    if (offer.arch.empty() && job->gpu.rfind("sm_", 0) == 0) offer.arch = job->gpu;
+    if (offer.arch.empty() && job->gpu.rfind("gfx", 0) == 0) offer.arch = job->gpu;
+  } else {
+    offer.phase = built_.count(a.job_id) ? "gpu" : "";
+    offer.compare = resolve_compare(*job, *agent);
+  }
   auto waiter = w->second;
   waiters_.erase(w);
   waiter->offer = std::move(offer);

@@ -29,11 +29,14 @@ using testing::RegionBehaviour;
 
 constexpr const char* kUser = "tf-e2e-user-0123456789";
 constexpr const char* kEnrol = "tf-e2e-enrol-0123456789";  // terraform wants >= 16 characters
-constexpr TimeMs kStockoutCooldownMs = 2'000;
+// Longer than one apply on an idle machine, so the walk through the regions does not keep
+// going back to us-east-1 (each retry is another apply); step 2 waits for it to expire.
+constexpr TimeMs kStockoutCooldownMs = 45'000;
 constexpr TimeMs kIdleTtlMs = 3'000;
 // Up to four applies one after another (the fallback walks the regions in order), each starting
-// the AWS provider a few times: about two minutes on an idle 2-core machine, far more on a busy one.
-constexpr auto kTerraformDeadline = std::chrono::seconds(600);
+// the AWS provider a few times: about two minutes on an idle 2-core machine, over ten minutes on
+// one whose cores are shared with builds (seen: 190 s per apply at a load of 15).
+constexpr auto kTerraformDeadline = std::chrono::seconds(1200);
 
 const std::vector<std::string> kFallbackRegions = {"us-east-1", "us-east-2", "us-west-2",
                                                    "ap-northeast-1"};

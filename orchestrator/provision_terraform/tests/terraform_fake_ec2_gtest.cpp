@@ -73,7 +73,7 @@ class TerraformAgainstFakeEc2 : public ::testing::Test {
   CapacityResult request(const std::string& region, std::int64_t job) {
     std::optional<CapacityResult> got;
     provisioner_->request(CapacityRequest{job, region, "L4"}, [&](CapacityResult r) { got = std::move(r); });
-    EXPECT_TRUE(run_until(io_, [&] { return got.has_value(); }, std::chrono::seconds(300)))
+    EXPECT_TRUE(run_until(io_, [&] { return got.has_value(); }, std::chrono::seconds(900)))
         << "no answer for " << region;
     return got.value_or(CapacityResult{Outcome::fatal, "no answer", {}, 0});
   }
@@ -81,7 +81,7 @@ class TerraformAgainstFakeEc2 : public ::testing::Test {
   Result<void> release(const std::string& id) {
     std::optional<Result<void>> got;
     provisioner_->release(id, [&](Result<void> r) { got = std::move(r); });
-    EXPECT_TRUE(run_until(io_, [&] { return got.has_value(); }, std::chrono::seconds(300)));
+    EXPECT_TRUE(run_until(io_, [&] { return got.has_value(); }, std::chrono::seconds(900)));
     return got.value_or(Result<void>(make_error(Errc::internal, "no answer")));
   }
 
@@ -123,7 +123,7 @@ TEST_F(TerraformAgainstFakeEc2, EachRegionGetsTheOutcomeItsCloudReported) {
     provisioner_->request(CapacityRequest{7, e.region, "L4"},
                           [&, region = std::string(e.region)](CapacityResult r) { results[region] = std::move(r); });
   }
-  ASSERT_TRUE(run_until(io_, [&] { return results.size() == failing.size(); }, std::chrono::seconds(400)));
+  ASSERT_TRUE(run_until(io_, [&] { return results.size() == failing.size(); }, std::chrono::seconds(900)));
   for (const Expect& e : failing) {
     const CapacityResult& r = results.at(e.region);
     EXPECT_EQ(outcome_name(r.outcome), std::string(outcome_name(e.outcome))) << e.region << ": " << r.message;
@@ -176,7 +176,7 @@ TEST_F(TerraformAgainstFakeEc2, EachRegionGetsTheOutcomeItsCloudReported) {
 
   std::optional<Result<void>> destroyed;
   provisioner_->release_region("ap-northeast-1", [&](Result<void> r) { destroyed = std::move(r); });
-  ASSERT_TRUE(run_until(io_, [&] { return destroyed.has_value(); }, std::chrono::seconds(300)));
+  ASSERT_TRUE(run_until(io_, [&] { return destroyed.has_value(); }, std::chrono::seconds(900)));
   ASSERT_TRUE(destroyed->ok()) << destroyed->error().message;
   EXPECT_EQ(running_ids("ap-northeast-1"), "");
   EXPECT_TRUE(provisioner_->instance_ids().empty());

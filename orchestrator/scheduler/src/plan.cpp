@@ -39,6 +39,7 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 }
 
 bool serves_gpu(const AgentSlot& a, const std::string& gpu) {
+  if (a.compiler) return false;  // builds only: never a GPU stage
   return std::any_of(a.gpus.begin(), a.gpus.end(),
                      [&](const GpuInfo& g) { return gpu_matches(gpu, g); });
 }
@@ -91,6 +92,10 @@ struct Planner {
   }
 
   void job(const PendingJob& j) {
+    if (j.compile) {
+      if (!try_assign_compile(j)) out.wait.push_back(Wait{j.id, false, waiting_for_compiler(), 0});
+      return;  // GPU capacity is asked for once the job has built
+    }
     if (try_assign(j)) return;
     if (wait_for_host(j)) return;
     if (const InFlight* f = in_flight_for(j.id)) {
@@ -116,11 +121,31 @@ struct Planner {
     out.wait.push_back(Wait{j.id, false, cannot_grow_reason(j), 0});
   }
 
+  // The idle compile agent with the lowest id: builds are the same everywhere.
+  bool try_assign_compile(const PendingJob& j) {
+    for (const auto& a : s.agents) {
+      if (!a.compiler || !a.idle || taken.count(a.id)) continue;
+      taken.insert(a.id);
+      out.assign.push_back(Assign{j.id, a.id, a.region,
+                                  "idle compile agent " + std::to_string(a.id) +
+                                      ": build and resources gate before any GPU time"});
+      return true;
+    }
+    return false;
+  }
+
+  std::string waiting_for_compiler() const {
+    int busy = 0;
+    for (const auto& a : s.agents)
+      if (a.compiler) ++busy;
+    return "waiting for an idle compile agent (" + std::to_string(busy) + " busy, 0 idle)";
+  }
+
   bool try_assign(const PendingJob& j) {
     const AgentSlot* best = nullptr;
     std::size_t best_rank = 0;
     for (const auto& a : s.agents) {
-      if (!a.idle || taken.count(a.id) || !serves_gpu(a, j.gpu)) continue;
+      if (a.compiler || !a.idle || taken.count(a.id) || !serves_gpu(a, j.gpu)) continue;
       const std::size_t rank = region_rank(j, a);
       if (rank == 0) continue;
       if (!host_allows(j, a)) continue;
@@ -266,8 +291,30 @@ struct Planner {
     return region + " blocked (" + b.kind + ")" + until;
   }
 
+  // A region the provisioner lists only by its zones ("us-central1" when it lists
+  // us-central1-a and us-central1-b) stands for those zones, in the provisioner's order.
+  std::vector<std::string> expand_to_zones(const std::vector<std::string>& wanted) const {
+    std::vector<std::string> out;
+    auto add = [&](const std::string& r) {
+      if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+    };
+    const auto& offered = s.provisioner->regions;
+    for (const auto& w : wanted) {
+      if (std::find(offered.begin(), offered.end(), w) != offered.end()) {
+        add(w);
+        continue;
+      }
+      bool zones = false;
+      for (const auto& o : offered)
+        if (o != w && region_matches(w, o)) add(o), zones = true;
+      if (!zones) add(w);
+    }
+    return out;
+  }
+
   void provision(const PendingJob& j, const std::string& cls) {
-    const auto& candidates = j.regions.empty() ? s.provisioner->regions : j.regions;
+    const std::vector<std::string> candidates =
+        j.regions.empty() ? s.provisioner->regions : expand_to_zones(j.regions);
     std::vector<std::string> skipped;
     TimeMs retry_at = 0;
     for (const auto& region : candidates) {

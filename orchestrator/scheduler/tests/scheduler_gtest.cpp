@@ -140,6 +140,46 @@ TEST(Plan, QuotaBlockIsShownAndSkipped) {
       << p.provision[0].reason;
 }
 
+TEST(Plan, ARegionNamedByAJobMeansItsZonesInTheProvisionersOrder) {
+  Snapshot s;
+  s.now = kNow;
+  s.queue = {job(1, "L4", {"us-central1", "us-west1-b"})};
+  s.provisioner = sim_cloud(4, {"us-west1-b", "us-central1-c", "us-central1-a"});
+  s.blocks = {block("us-central1-c", "stockout", kNow + 60'000)};
+  Plan p = plan(s);
+  ASSERT_EQ(p.provision.size(), 1u);
+  EXPECT_EQ(p.provision[0].region, "us-central1-a") << p.provision[0].reason;
+  EXPECT_NE(p.provision[0].reason.find("us-central1-c blocked (stockout)"), std::string::npos)
+      << p.provision[0].reason;
+
+  // Every zone of the region out: the job's next entry is tried; all out: it waits, naming zones.
+  s.blocks.push_back(block("us-central1-a", "stockout", kNow + 30'000));
+  p = plan(s);
+  ASSERT_EQ(p.provision.size(), 1u);
+  EXPECT_EQ(p.provision[0].region, "us-west1-b");
+  s.blocks.push_back(block("us-west1-b", "stockout", kNow + 90'000));
+  p = plan(s);
+  ASSERT_EQ(p.wait.size(), 1u);
+  EXPECT_TRUE(p.wait[0].capacity);
+  EXPECT_EQ(p.wait[0].retry_at_ms, kNow + 30'000);
+  for (const char* z : {"us-central1-c", "us-central1-a", "us-west1-b"})
+    EXPECT_NE(p.wait[0].reason.find(z), std::string::npos) << p.wait[0].reason;
+}
+
+TEST(Plan, ARegionWideQuotaBlockCoversEachOfItsZones) {
+  Snapshot s;
+  s.now = kNow;
+  s.queue = {job(1, "L4", {"us-central1-a", "us-central1-b", "europe-west4-a"})};
+  s.provisioner = sim_cloud(4, {"us-central1-a", "us-central1-b", "europe-west4-a"});
+  s.blocks = {block("us-central1", "quota", kNow + 1'800'000,
+                    "QUOTA_EXCEEDED: Quota 'NVIDIA_L4_GPUS' exceeded. Limit: 0.0 in region us-central1.")};
+  const Plan p = plan(s);
+  ASSERT_EQ(p.provision.size(), 1u);
+  EXPECT_EQ(p.provision[0].region, "europe-west4-a");
+  EXPECT_NE(p.provision[0].reason.find("quota exceeded in us-central1-b: QUOTA_EXCEEDED"), std::string::npos)
+      << p.provision[0].reason;
+}
+
 TEST(Plan, AnyRegionUsesTheProvisionersOrder) {
   Snapshot s;
   s.now = kNow;

@@ -29,6 +29,8 @@ class SqliteStore final : public Store {
                                          const std::vector<Event>& events, TimeMs now) override;
   Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token, const Verdict& v,
                                TimeMs now) override;
+  Result<JobRecord> hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
+                                 const std::string& reason, TimeMs now) override;
   Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,
                                TimeMs now) override;
   std::vector<RunRecord> expired_runs(TimeMs now) override;

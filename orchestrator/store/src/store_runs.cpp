@@ -241,6 +241,30 @@ Result<RunRecord> SqliteStore::finish_run(std::int64_t run_id, std::int64_t fenc
   });
 }
 
+Result<JobRecord> SqliteStore::hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
+                                            const std::string& reason, TimeMs now) {
+  return db_->transaction([&]() -> Result<JobRecord> {
+    auto run = check_fenced(run_id, fencing_token);
+    if (!run) return run.error();
+    auto job = load_job(run->job_id);
+    if (!job || job->current_run_id != run_id || !is_active(job->state)) {
+      return make_error(Errc::conflict, "run " + str(run_id) + " no longer holds job " +
+                                            str(run->job_id) + "; nothing to hand on");
+    }
+    db_->prepare("UPDATE runs SET outcome = 'passed', finished_ms = ? WHERE id = ?")
+        .args(now, run_id)
+        .run();
+    db_->prepare("UPDATE jobs SET current_run_id = 0, attempts = 0 WHERE id = ?")
+        .args(job->id)
+        .run();
+    free_agent(run->agent_id, run_id, AgentState::idle, now);
+    insert_job_event(job->id, event_type::run_handed_off,
+                     {{"run_id", run_id}, {"agent_id", run->agent_id}, {"reason", reason}}, now);
+    write_job_state(job->id, JobState::queued, reason, now);
+    return *load_job(job->id);
+  });
+}
+
 Result<JobRecord> SqliteStore::expire_run(std::int64_t run_id, const std::string& reason,
                                           TimeMs now) {
   return db_->transaction([&]() -> Result<JobRecord> {

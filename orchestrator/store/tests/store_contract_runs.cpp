@@ -354,3 +354,70 @@ TEST_P(StoreContract, CancellingAnActiveJobEndsItsRunAndFreesTheAgent) {
 }
 
 }  // namespace kfleet::store::testing
+
+namespace kfleet::store::testing {
+
+// A compile agent's run hands the job on to the GPU phase in one step: the run ends without a
+// verdict (the results table shows only the GPU run's), the agent is free, the job is queued
+// with a fresh attempt count, and a stale token hands nothing on.
+TEST_P(StoreContract, HandOffEndsTheCompileRunAndQueuesTheJobForAGpuAgent) {
+  auto j = create("j", 0, 2);
+  auto builder = enrol("builder");
+  auto gpu = enrol("gpu");
+  auto l = lease(j.id, builder.id);
+  ASSERT_TRUE(store().append_run_events(l.run_id, l.fencing_token,
+                                        {stage_started(1, "build")}, ++now_).ok());
+
+  EXPECT_EQ(store().hand_off_run(l.run_id, l.fencing_token + 1, "built", ++now_).error().code,
+            Errc::conflict);
+  auto h = store().hand_off_run(l.run_id, l.fencing_token, "built on builder", ++now_);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_EQ(h->state, JobState::queued);
+  EXPECT_EQ(h->state_reason, "built on builder");
+  EXPECT_EQ(h->attempts, 0);
+  EXPECT_EQ(h->current_run_id, 0);
+  EXPECT_FALSE(h->verdict);
+
+  auto run = store().get_run(l.run_id);
+  EXPECT_EQ(run->outcome, RunOutcome::passed);
+  EXPECT_EQ(run->finished_ms, now_);
+  EXPECT_FALSE(run->verdict);
+  EXPECT_TRUE(store().finished_runs(10).empty());
+  EXPECT_EQ(store().get_agent(builder.id)->state, AgentState::idle);
+  EXPECT_EQ(store().get_agent(builder.id)->current_run_id, 0);
+  auto pending = store().pending_jobs();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].id, j.id);
+
+  bool handed = false;
+  for (const auto& e : store().job_events(j.id, 0, 100))
+    if (e.type == event_type::run_handed_off) {
+      handed = true;
+      EXPECT_EQ(e.data["run_id"], l.run_id);
+      EXPECT_EQ(e.data["agent_id"], builder.id);
+    }
+  EXPECT_TRUE(handed);
+
+  // The same run cannot hand on twice, and its late events are refused.
+  EXPECT_EQ(store().hand_off_run(l.run_id, l.fencing_token, "again", ++now_).error().code,
+            Errc::conflict);
+  EXPECT_FALSE(store().append_run_events(l.run_id, l.fencing_token, {ev(2)}, ++now_).ok());
+
+  // The GPU phase gets the job's full attempt budget.
+  auto g = lease(j.id, gpu.id);
+  EXPECT_EQ(store().get_run(g.run_id)->attempt, 1);
+  ASSERT_TRUE(store().expire_run(g.run_id, "lost", ++now_).ok());
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::queued);
+}
+
+TEST_P(StoreContract, HandOffRefusesAJobNoLongerHeldByTheRun) {
+  auto j = create("j");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id);
+  ASSERT_TRUE(store().set_job_state(j.id, JobState::cancelled, "cancelled by user", ++now_).ok());
+  auto h = store().hand_off_run(l.run_id, l.fencing_token, "built", ++now_);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(store().get_job(j.id)->state, JobState::cancelled);
+}
+
+}  // namespace kfleet::store::testing

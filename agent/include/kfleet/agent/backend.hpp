@@ -112,6 +112,7 @@ struct CudaBackendOptions {
   std::string cache_dir;           // build cache; "" = <work_dir>/../build-cache
   bool require_exclusive = true;   // refuse to benchmark beside another compute process
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
+  bool link_harness = true;        // false: compile the job only (a compile agent)
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 
@@ -123,7 +124,21 @@ struct HipBackendOptions {
   std::string cache_dir;
   bool require_exclusive = true;   // refuse to benchmark beside another compute process (KFD)
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
+  bool link_harness = true;        // false: compile the job only (a compile agent)
 };
 BackendPtr make_hip_backend(const HipBackendOptions& o);
+
+// A compile agent (no GPU): fetch, build and the resources gate for real, with nvcc for a CUDA
+// job's arch and hipcc or clang-19 for a HIP one; then kfleetd hands the job to a GPU agent.
+// Its correctness, benchmark and profile stages refuse to run. The arch comes with the lease
+// (the StageContext's gpu.arch) or, failing that, from the job's target (compile_arch_for).
+struct CompileBackendOptions {
+  std::string harness_dir;
+  std::string cache_dir;           // build cache; "" = beside the run dirs
+};
+BackendPtr make_compile_backend(const CompileBackendOptions& o);
+// The arch a GPU class or arch compiles for ("L4" -> "sm_89", "gfx1151" -> "gfx1151"); "" if
+// unknown.
+std::string compile_arch_for(const std::string& gpu);
 
 }  // namespace kfleet::agent

@@ -35,6 +35,10 @@ struct Lease {
   JobSpec spec;
   std::string bundle_hash;
   Comparison compare;
+  // "": every stage; "compile": fetch, build, resources, then hand the job on (a compile
+  // agent); "gpu": a compile agent built it, so the GPU stages only.
+  std::string phase;
+  std::string arch;        // compile phase: the arch to build for; "" when kfleetd knows none
   std::string spec_error;  // the spec did not parse: the run is reported as an error at once
 };
 // Errc::invalid_argument when the lease has no run; a spec that does not parse is kept in

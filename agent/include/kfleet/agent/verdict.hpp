@@ -16,7 +16,9 @@ std::string format_us(double us);
 std::string format_pct(double pct);
 
 // A failed stage's verdict: infra_error -> error; resources / correctness -> rejected at that
-// gate; build -> error "build failed: ...". Never called with an ok result.
+// gate; benchmark -> rejected at the `integrity` gate (a suspect timing, a failed re-check on
+// fresh inputs, a crash or hang while timed); build -> error "build failed: ...". Never called
+// with an ok result.
 Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r);
 
 // The verdict after a successful benchmark, from the bench.result fields (median_us and, when a

@@ -36,6 +36,34 @@ Result<Bundle> pack_bundle(const std::string& base_dir, const std::vector<std::s
 nlohmann::json bundle_to_json(const Bundle& b);
 Result<Bundle> bundle_from_json(const nlohmann::json& j);
 
+// Kernel library sources. A kernel.sources entry "lib:REL" names REL inside the kernel library
+// (the repo's kernels/ folder), so a job can use a suite kernel without a copy beside its YAML.
+// It is read from the library, confined to it exactly as plain entries are confined to the job's
+// folder, content-hashed with the rest, and travels in the bundle (and lands in the agent's
+// build folder) as "lib/REL".
+inline constexpr const char* kLibrarySourcePrefix = "lib:";
+bool is_library_source(const std::string& entry);
+
+// Checks one kernel.sources entry: returns it normalized (a "lib:" prefix kept) or an error that
+// says what to fix.
+Result<std::string> normalize_source_entry(const std::string& entry);
+
+// The path a (normalized) kernel.sources entry has inside the bundle: "lib/REL" for "lib:REL",
+// the entry itself otherwise.
+std::string source_bundle_path(const std::string& entry);
+
+// The kernel library to resolve "lib:" entries against: `explicit_dir` when given (the CLI's
+// --kernel-lib), else $KFLEET_KERNEL_LIB, else the nearest folder named kernels/ that holds
+// harness/ABI.md at or above `job_dir` (the clone the job file lives in).
+Result<std::string> find_kernel_library(const std::string& job_dir,
+                                        const std::string& explicit_dir = "");
+
+// Packs a job's kernel.sources: plain entries from job_dir, "lib:" entries from the kernel
+// library (looked up with find_kernel_library only when an entry needs it).
+Result<Bundle> pack_job_bundle(const std::string& job_dir, const std::vector<std::string>& entries,
+                               const std::string& library_dir = "",
+                               std::uint64_t max_file_bytes = 16u << 20);
+
 // Writes the bundle under dir (which must exist), refusing any path that escapes it.
 Result<void> unpack_bundle(const Bundle& b, const std::string& dir);
 

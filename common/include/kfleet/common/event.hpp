@@ -20,6 +20,8 @@ inline constexpr const char* sched_decision = "sched.decision";  // {action, age
 inline constexpr const char* capacity = "capacity";              // {region, outcome, message}
 inline constexpr const char* lease_granted = "lease.granted";    // {run_id, agent_id, token}
 inline constexpr const char* lease_lost = "lease.lost";          // {run_id, agent_id, reason}
+// A compile agent's run passed build and resources: the job goes on to a GPU agent.
+inline constexpr const char* run_handed_off = "run.handed_off";  // {run_id, agent_id, reason}
 // agent-side (per run)
 inline constexpr const char* stage_started = "stage.started";    // {stage}
 inline constexpr const char* stage_finished = "stage.finished";  // {stage, ok, reason?, ...}
@@ -29,6 +31,7 @@ inline constexpr const char* correctness = "correctness";        // {case, seed,
 inline constexpr const char* bench_sample = "bench.samples";     // {case, samples_us: [...]}
 inline constexpr const char* bench_result = "bench.result";      // {median_us, mean_us, ...}
 inline constexpr const char* verdict = "verdict";                // {status, gate?, reason, ...}
+inline constexpr const char* handoff = "handoff";                // {to, reason}: compile phase done
 }  // namespace event_type
 
 // Stages of a run, in order. Each stage.started / stage.finished names one.

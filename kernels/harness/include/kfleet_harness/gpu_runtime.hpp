@@ -66,6 +66,10 @@ extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(__cl_m
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuStreamCreate hipStreamCreate
 #define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuMemcpyAsync hipMemcpyAsync
 #define gpuEventCreate hipEventCreate
 #define gpuEventDestroy hipEventDestroy
 #define gpuEventRecord hipEventRecord
@@ -104,6 +108,10 @@ extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(__cl_m
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuStreamCreate cudaStreamCreate
 #define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuEventCreate cudaEventCreate
 #define gpuEventDestroy cudaEventDestroy
 #define gpuEventRecord cudaEventRecord

@@ -77,6 +77,10 @@ struct LeaseOffer {
   nlohmann::json spec;
   std::string bundle_hash;
   nlohmann::json compare;             // resolved baseline, {} when the job does not compare
+  // "" the whole pipeline; "compile": build and resources gate only, then hand the job on
+  // (a compile agent); "gpu": correctness, benchmark and profile of a job a compile agent built.
+  std::string phase;
+  std::string arch;                   // compile phase: the arch the job's GPU class runs ("sm_89")
 };
 
 struct HeartbeatReply {
@@ -194,6 +198,9 @@ class ControlPlane {
   TimeMs last_tick_ms_ = 0;
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
+  std::set<std::int64_t> built_;  // jobs a compile agent built: only GPU stages are left
+  Result<store::RunRecord> hand_off(const store::RunRecord& run, const store::AgentRecord& agent,
+                                    std::int64_t fencing_token);
   bool plan_pending_ = false;
   boost::asio::steady_timer plan_timer_{ex_};
   std::chrono::steady_clock::time_point last_plan_end_{};

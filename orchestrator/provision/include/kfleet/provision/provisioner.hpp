@@ -37,6 +37,9 @@ struct CapacityResult {
   std::string message;                    // the cloud's own words, shortened
   std::vector<std::string> instance_ids;  // on ok
   double seconds = 0;                     // how long the attempt took
+  // Where the outcome holds when that is wider than the request: a zone's region for a regional
+  // quota ("us-central1" after QUOTA_EXCEEDED in us-central1-a). Empty: the requested region.
+  std::string block_region;
 };
 
 class Provisioner {
@@ -47,6 +50,9 @@ class Provisioner {
   virtual int capacity_budget() const = 0;
   virtual std::vector<std::string> regions() const = 0;
   virtual std::vector<std::string> gpu_classes() const = 0;
+  // Which provider serves a region, for events ("gce", "terraform"); a provisioner that
+  // routes among several (multi) names the one it routes to.
+  virtual std::string provider_for(const std::string& /*region*/) const { return name(); }
   // Asks for one agent in one region; `done` runs on the control-plane executor.
   virtual void request(const CapacityRequest& r, std::function<void(CapacityResult)> done) = 0;
   // Gives an instance back (idle past its TTL, or never enrolled).

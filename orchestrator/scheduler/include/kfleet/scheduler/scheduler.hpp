@@ -17,6 +17,9 @@ struct PendingJob {
   int priority = 0;
   std::string gpu;                   // class or arch
   std::vector<std::string> regions;  // preference order; empty = any
+  // Its build and resources gate go to a compile agent first (any region: a build needs no
+  // GPU); false: a GPU agent of its class runs it, whole or after a compile agent built it.
+  bool compile = false;
   bool host_exclusive = false;       // needs every other GPU slot of its host idle
 };
 
@@ -26,6 +29,7 @@ struct AgentSlot {
   std::string region;
   std::vector<GpuInfo> gpus;
   bool idle = false;                 // enrolled, alive, holding no run
+  bool compiler = false;             // a compile agent (no GPU): takes only compile-phase jobs
   std::string host;
   int slot = 0;
 };

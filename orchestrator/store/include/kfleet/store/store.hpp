@@ -200,6 +200,13 @@ class Store {
   // Ends the run with the agent's verdict; the job takes the verdict's outcome; agent -> idle.
   virtual Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token,
                                        const Verdict& v, TimeMs now) = 0;
+  // A compile agent built the job and it passed its resources gate: atomically the run ends
+  // (outcome passed, no verdict: the job's verdict comes from the GPU phase), the agent is
+  // idle again, and the job is queued for a GPU agent with a fresh attempt count (attempts 0:
+  // the build's attempts do not use up the GPU phase's), + run.handed_off and job.state
+  // events. conflict if the token is stale, the run ended, or the job is no longer active.
+  virtual Result<JobRecord> hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
+                                         const std::string& reason, TimeMs now) = 0;
   // The lease expired: run -> lost, agent -> lost, job -> queued again (attempts < max) or
   // error "agent lost" (+ lease.lost and job.state events).
   virtual Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,

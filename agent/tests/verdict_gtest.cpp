@@ -1,0 +1,32 @@
+// How a benchmark that the kernel failed becomes a verdict: rejected with the reason (not an
+// infrastructure error), and a result timed without the activity tracer says so.
+#include "kfleet/agent/verdict.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kfleet::agent {
+namespace {
+
+TEST(Verdict, SuspectOrFailedRecheckInTheBenchmarkIsARejection) {
+  StageResult r;
+  r.reason = "suspect: timed run 0: work outside the timing events: GPU activity spans 9615.0 us";
+  const Verdict v = verdict_for_failed_stage("benchmark", r);
+  EXPECT_EQ(v.outcome, RunOutcome::rejected);
+  EXPECT_EQ(v.gate, "integrity");
+  EXPECT_EQ(v.reason, r.reason);
+  r.infra_error = true;  // the GPU was busy: the host's problem
+  EXPECT_EQ(verdict_for_failed_stage("benchmark", r).outcome, RunOutcome::error);
+}
+
+TEST(Verdict, EventsOnlyTimingIsMarkedLessTrustworthy) {
+  nlohmann::json bench = {{"median_us", 40.0}, {"timing", "events_only"},
+                          {"timing_note", "LESS TRUSTWORTHY: CUPTI could not be loaded"}};
+  const Verdict v = verdict_from_benchmark(bench);
+  EXPECT_EQ(v.outcome, RunOutcome::passed);
+  EXPECT_NE(v.reason.find("timing: events only, less trustworthy"), std::string::npos) << v.reason;
+  bench["timing"] = "activity";
+  EXPECT_EQ(verdict_from_benchmark(bench).reason.find("events only"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kfleet::agent

@@ -1,0 +1,128 @@
+#pragma once
+// The rules that keep a kernel from faking its verdict (PROTOCOL.md, "What a sample is",
+// "Fresh inputs", "Honest floors", "Gate strength"), as plain C++ so CI tests them on recorded
+// data without a GPU. The GPU side (benchmark.cu, activity.cu) feeds them.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cpu_reference.hpp"
+#include "kfleet_harness/abi.h"
+#include "metrics.hpp"
+
+namespace kfleet::harness {
+
+// ---- What a sample is: GPU activity records (CUPTI) against the events and the host clock ----
+
+// One activity record as CUPTI reports it: a kernel, memcpy or memset, timestamps in ns on the
+// same clock as the host timestamps below (cuptiGetTimestamp).
+struct ActivityRecord {
+  enum Kind { kernel_kind, memcpy_kind, memset_kind, other_kind } kind = kernel_kind;
+  std::uint64_t start = 0, end = 0;
+  std::uint32_t stream = 0;
+};
+
+// One timed sample as the host saw it: t0 just before the start event is recorded (the device
+// idle, the activity buffers just flushed), t_return when the launch function returned, t1 when
+// the device had gone idle again after the stop event.
+struct SampleWindow {
+  std::uint64_t t0 = 0, t_return = 0, t1 = 0;
+  double event_us = 0;  // stop event - start event
+};
+
+// The bound within which the activity span and the event time must agree (PROTOCOL.md): the
+// events include launch latency and the span does not, so a small absolute slack is allowed.
+struct CrossCheckBound {
+  double rel = 0.10;      // 10 % of the larger of the two
+  double abs_us = 20.0;   // plus 20 µs
+  double launch_overhead_us = 0;  // plus the events-minus-span of the harness's own empty
+                                  // launch, measured on this host (tracing adds launch latency)
+  double slack(double a, double b) const {
+    return abs_us + launch_overhead_us + rel * (a > b ? a : b);
+  }
+};
+
+struct SampleTiming {
+  double span_us = 0;          // first start to last end of everything the launch caused
+  std::size_t records = 0;     // activity records inside the window
+  std::size_t streams = 0;     // distinct streams they ran on
+  double idle_us = 0;          // time inside the span when no recorded activity ran
+  std::string suspect;         // "" or why this sample cannot be trusted, naming the trick
+  bool structural = false;     // work outside every launch / none recorded (vs a disagreement
+                               // of span and events, or idle gaps, which one hiccup can cause)
+};
+
+// The records flushed after a sample, split by the sample's start t0: those that ended before
+// it (the harness's work between samples, or work left over from earlier launches) and the rest.
+void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0,
+              std::vector<ActivityRecord>* between, std::vector<ActivityRecord>* in_window);
+
+// Judges one sample: `in_window` are the records flushed after t1 (everything that completed
+// since t0), `between` those flushed just before t0 (the harness's own work between samples,
+// which runs on `harness_stream`; anything else there ran outside every launch).
+SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
+                          const std::vector<ActivityRecord>& between, std::uint32_t harness_stream,
+                          const SampleWindow& w, const CrossCheckBound& bound = {});
+
+// ---- Fresh inputs for every timed sample, and which samples are re-checked ----
+
+// The seed of timed sample i's inputs: a nonce drawn when the run starts (never the same twice)
+// mixed with the sample index, so no two samples, and no two runs, share input content.
+std::uint64_t sample_input_seed(std::uint64_t run_nonce, std::uint64_t sample_index);
+
+// Which timed samples are re-checked against a reference for their own inputs: the first
+// `always_first` unconditionally, then each with probability p, drawn from `u` (uniform [0,1))
+// AFTER the sample has run, so the kernel cannot know whether it is being checked.
+struct RecheckPolicy {
+  std::size_t always_first = 3;
+  double p = 0.25;
+  bool checked(std::size_t sample_index, double u) const {
+    return sample_index < always_first || u < p;
+  }
+};
+
+// ---- Honest floors: dense tensor-core peaks per dtype, and the memory bandwidth ----
+
+// Dense (no sparsity) tensor-core flops per SM (CU) per clock for the fastest math the given
+// operand dtypes allow on `arch` ("sm_90", "gfx942"): fp8 operands may use fp8 MMA, fp16/bf16
+// the 16-bit rate. 0 for an unknown arch (no flops floor then).
+double dense_flops_per_sm_clock(const std::string& arch, bool fp8_operands);
+
+struct Peaks {
+  double tflops = 0;   // dense tensor peak for the dtypes involved, at the attribute clock
+  double gbs = 0;      // DRAM bandwidth from the memory clock and bus width
+  std::string tflops_basis;  // "fp16 dense tensor" | "fp8 dense tensor"
+};
+Peaks device_peaks(const std::string& arch, int sm_count, double sm_clock_mhz,
+                   double peak_bw_gbs, bool fp8_operands);
+
+struct FloorJudgement {
+  double floor_us = 0;           // max(bytes / bandwidth, flops / tensor peak)
+  double tflops_frac = 0, gbs_frac = 0;  // achieved / peak at the median
+  std::string suspect;           // "" or which peak the median would exceed
+};
+// Above `max_frac` (0.95) of a physical peak is not believed.
+FloorJudgement judge_floor(double median_us, double flops, double bytes, const Peaks& p,
+                           double max_frac = 0.95);
+
+// ---- Gate strength: what a do-nothing output scores against the same reference ----
+
+// The attention output that ignores Q and K: for each query row the mean of V over the keys it
+// may see (all keys, or keys 0..i when causal). v: [B, H, S, D].
+std::vector<float> mean_of_v_output(const AttentionShape& s, const std::vector<double>& v,
+                                    bool causal);
+
+struct DoNothing {
+  std::string name;          // "all zeros", "mean of V"
+  std::vector<float> output;
+};
+
+// "" when no do-nothing output passes `tol` against `reference`; else a refusal naming the
+// output that passes, with its metrics. `scores` gets one entry per output either way.
+std::string gate_strength_failure(const std::vector<double>& reference,
+                                  const std::vector<DoNothing>& outputs, const Tolerance& tol,
+                                  std::vector<std::pair<std::string, Metrics>>* scores = nullptr);
+
+}  // namespace kfleet::harness

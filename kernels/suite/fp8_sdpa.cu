@@ -1,0 +1,338 @@
+// fp8_sdpa: attention with fp16 Q and fp8-e4m3 K/V (per-tensor scales), D = 64, any S (tested to
+// 4096 and beyond: the key loop streams), non-causal and causal (kfleet ABI, family attention).
+//
+// FlashAttention-2 style like fa_s512.cu: a block owns BM = 16 x WARPS query rows; Q sits in
+// registers as mma.sync A fragments. K and V arrive as fp8 bytes through a cp.async double
+// buffer (half the global traffic of fp16), and each 64-key tile is converted once to an fp16
+// shared tile (cvt.rn.f16x2.e4m3x2, two values per instruction) that ldmatrix feeds to
+// mma.sync m16n8k16 with fp32 accumulation. The scales cost nothing in the loop: q_scale and
+// k_scale fold into the softmax exponent, v_scale into the final 1/l.
+//
+// Variants (one define each):
+//   USE_SMEM_SWIZZLE_XOR=1  seed 000 stage 3 step 2: the fp16 K/V tiles use unpadded 128-byte
+//                           rows with the 16-byte chunk index XORed by (row & 7), instead of
+//                           the default padded 144-byte rows (both avoid ldmatrix bank
+//                           conflicts; the swizzle saves the padding and changes the
+//                           conversion's store pattern).
+//   FP8_WARPS=N             warps per block (4 or 8); 0 (default) picks 8 when the grid still
+//                           fills the GPU twice over, else 4.
+// Needs sm_89 or newer (the fp8 conversion instruction).
+#include "kfleet_harness/kernel.hpp"
+
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#ifndef USE_SMEM_SWIZZLE_XOR
+#define USE_SMEM_SWIZZLE_XOR 0
+#endif
+#ifndef FP8_WARPS
+#define FP8_WARPS 0
+#endif
+
+namespace {
+
+constexpr int kD = 64;
+constexpr int kBN = 64;
+#if USE_SMEM_SWIZZLE_XOR
+constexpr int kKVStride = kD;      // halves per fp16 K/V row; chunks XOR-swizzled
+#else
+constexpr int kKVStride = kD + 8;  // padded rows
+#endif
+constexpr int kQStride = kD + 8;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Offset (in halves) of element (r, c) of an fp16 K/V tile; c is a multiple of 8 for ldmatrix.
+__device__ __forceinline__ int kv_idx(int r, int c) {
+#if USE_SMEM_SWIZZLE_XOR
+  return r * kKVStride + ((((c >> 3) ^ (r & 7))) << 3) + (c & 7);
+#else
+  return r * kKVStride + c;
+#endif
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+               "r"(pred ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void mma_f32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// 2^x on the SFU (ex2.approx, ~2 ulp; -inf gives +0), without exp2f's slow-path checks.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+__device__ __forceinline__ uint32_t fp8x2_to_half2(uint16_t x) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(x), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+struct Params {
+  const __half* q;
+  const uint8_t* k;
+  const uint8_t* v;
+  __half* o;
+  int S, causal;
+  float scale_log2;  // softmax_scale * q_scale * k_scale * log2(e)
+  float out_scale;   // v_scale
+};
+
+template <int WARPS>
+constexpr size_t smem_bytes() {
+  return (size_t)16 * WARPS * kQStride * 2      // Q (fp16)
+         + (size_t)2 * 2 * kBN * kD             // raw fp8 K, V x 2 stages
+         + (size_t)2 * kBN * kKVStride * 2;     // fp16 K, V
+}
+
+template <int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
+  constexpr int BM = 16 * WARPS;
+  constexpr int NT = WARPS * 32;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __half* sq = reinterpret_cast<__half*>(smem_raw);                          // [BM][kQStride]
+  uint8_t* sraw = smem_raw + (size_t)BM * kQStride * 2;                       // [2][2][kBN][kD]
+  __half* sk = reinterpret_cast<__half*>(sraw + 2 * 2 * kBN * kD);           // [kBN] rows
+  __half* sv = sk + kBN * kKVStride;
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, q4 = lane & 3;
+  const int S = p.S;
+  const int qb = p.causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
+  const int row0 = qb * BM;
+  const size_t head = (size_t)blockIdx.y * S * kD;
+  const __half* Q = p.q + head;
+  const uint8_t* K = p.k + head;
+  const uint8_t* V = p.v + head;
+
+  int n_tiles = (S + kBN - 1) / kBN;
+  if (p.causal) n_tiles = min(n_tiles, (row0 + BM - 1) / kBN + 1);
+
+  auto raw = [&](int st, int which) { return sraw + ((size_t)st * 2 + which) * kBN * kD; };
+  auto load_kv = [&](int t, int st) {
+    const int base = t * kBN;
+    uint8_t* rk = raw(st, 0);
+    uint8_t* rv = raw(st, 1);
+#pragma unroll
+    for (int i = tid; i < kBN * 4; i += NT) {  // 64 rows x 4 chunks of 16 fp8
+      const int r = i >> 2, c = (i & 3) * 16;
+      const bool ok = base + r < S;
+      const size_t off = (size_t)(ok ? base + r : 0) * kD + c;
+      cp_async16(rk + r * kD + c, K + off, ok);
+      cp_async16(rv + r * kD + c, V + off, ok);
+    }
+  };
+
+#pragma unroll
+  for (int i = tid; i < BM * 8; i += NT) {
+    const int r = i >> 3, c = (i & 7) * 8;
+    const bool ok = row0 + r < S;
+    cp_async16(sq + r * kQStride + c, Q + (size_t)(ok ? row0 + r : 0) * kD + c, ok);
+  }
+  load_kv(0, 0);
+  cp_async_commit();
+
+  uint32_t qf[4][4];
+  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+  float o[8][4];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  const int qrow_g = row0 + warp * 16 + g;
+
+  for (int t = 0; t < n_tiles; ++t) {
+    const int st = t & 1;
+    if (t + 1 < n_tiles) {
+      load_kv(t + 1, st ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();  // tile t landed; every warp is done with the previous fp16 tiles
+    if (t == 0) {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int r = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+        ldmatrix_x4(qf[kk], sq + r * kQStride + kk * 16 + (lane >> 4) * 8);
+      }
+    }
+    // fp8 -> fp16, once per tile.
+#pragma unroll
+    for (int i = tid; i < 2 * kBN * 4; i += NT) {
+      const int which = i / (kBN * 4), rem = i % (kBN * 4);
+      const int r = rem >> 2, c = (rem & 3) * 16;
+      const uint4 x = *reinterpret_cast<const uint4*>(raw(st, which) + r * kD + c);
+      const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+      uint32_t h[8];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        h[2 * e] = fp8x2_to_half2((uint16_t)(w[e] & 0xffffu));
+        h[2 * e + 1] = fp8x2_to_half2((uint16_t)(w[e] >> 16));
+      }
+      __half* dst = which ? sv : sk;
+      *reinterpret_cast<uint4*>(dst + kv_idx(r, c)) = make_uint4(h[0], h[1], h[2], h[3]);
+      *reinterpret_cast<uint4*>(dst + kv_idx(r, c + 8)) = make_uint4(h[4], h[5], h[6], h[7]);
+    }
+    __syncthreads();
+
+    float s[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int kk = 0; kk < 4; kk += 2) {
+        uint32_t b[4];
+        ldmatrix_x4(b, sk + kv_idx(j * 8 + (lane & 7), kk * 16 + (lane >> 3) * 8));
+        mma_f32(s[j], qf[kk], b[0], b[1]);
+        mma_f32(s[j], qf[kk + 1], b[2], b[3]);
+      }
+    }
+
+    const int key0 = t * kBN;
+    const bool need_mask = key0 + kBN > S || (p.causal && key0 + kBN - 1 > row0 + warp * 16);
+    if (need_mask) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + j * 8 + q4 * 2 + (e & 1);
+          const int qrow = qrow_g + (e >> 1) * 8;
+          if (key >= S || (p.causal && key > qrow)) s[j][e] = -INFINITY;
+        }
+    }
+
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_r[h], mx * p.scale_log2);
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      alpha[h] = fast_exp2(m_r[h] - m_use);
+      m_r[h] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        s[j][2 * h] = fast_exp2(s[j][2 * h] * p.scale_log2 - m_use);
+        s[j][2 * h + 1] = fast_exp2(s[j][2 * h + 1] * p.scale_log2 - m_use);
+        sum += s[j][2 * h] + s[j][2 * h + 1];
+      }
+      l_r[h] = l_r[h] * alpha[h] + sum;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      o[j][0] *= alpha[0];
+      o[j][1] *= alpha[0];
+      o[j][2] *= alpha[1];
+      o[j][3] *= alpha[1];
+    }
+
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const uint32_t pa[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]),
+                              pack_half2(s[2 * kk][2], s[2 * kk][3]),
+                              pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int j = 0; j < 8; j += 2) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, sv + kv_idx(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                         j * 8 + (lane >> 4) * 8));
+        mma_f32(o[j], pa, b[0], b[1]);
+        mma_f32(o[j + 1], pa, b[2], b[3]);
+      }
+    }
+  }
+
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = l_r[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[h] = p.out_scale / l;
+  }
+  __half* O = p.o + head;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = qrow_g + h * 8;
+    if (row >= S) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      *reinterpret_cast<__half2*>(O + (size_t)row * kD + j * 8 + q4 * 2) =
+          __floats2half2_rn(o[j][2 * h] * inv[h], o[j][2 * h + 1] * inv[h]);
+  }
+}
+
+template <int WARPS>
+int launch(const kfleet_attention_args* a, const Params& p, gpuStream_t stream) {
+  constexpr int BM = 16 * WARPS;
+  constexpr size_t bytes = smem_bytes<WARPS>();
+  if (cudaFuncSetAttribute(fp8_sdpa_kernel<WARPS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           (int)bytes) != cudaSuccess)
+    return KFLEET_UNSUPPORTED;
+  const dim3 grid((unsigned)((a->seq_len + BM - 1) / BM), (unsigned)(a->batch * a->heads));
+  fp8_sdpa_kernel<WARPS><<<grid, WARPS * 32, bytes, stream>>>(p);
+  return KFLEET_OK;
+}
+
+}  // namespace
+
+extern "C" int kfleet_attention_launch(const kfleet_attention_args* a, gpuStream_t stream) {
+  if (a->abi_version != KFLEET_ABI_VERSION || a->head_dim != kD || a->seq_len < 1 ||
+      a->q_dtype != KFLEET_FP16 || a->kv_dtype != KFLEET_FP8_E4M3 ||
+      a->out_dtype != KFLEET_FP16 || (a->causal != 0 && a->causal != 1))
+    return KFLEET_UNSUPPORTED;
+  Params p;
+  p.q = static_cast<const __half*>(a->q);
+  p.k = static_cast<const uint8_t*>(a->k);
+  p.v = static_cast<const uint8_t*>(a->v);
+  p.o = static_cast<__half*>(a->o);
+  p.S = a->seq_len;
+  p.causal = a->causal;
+  p.scale_log2 = a->softmax_scale * a->q_scale * a->k_scale * kLog2e;
+  p.out_scale = a->v_scale;
+  int warps = FP8_WARPS;
+  if (warps == 0) {
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const long blocks8 = (long)((a->seq_len + 127) / 128) * a->batch * a->heads;
+    warps = blocks8 >= 2L * sms ? 8 : 4;
+  }
+  if (warps == 4) return launch<4>(a, p, stream);
+  if (warps == 8) return launch<8>(a, p, stream);
+  return KFLEET_UNSUPPORTED;
+}

@@ -1,0 +1,89 @@
+#pragma once
+// The Compute Engine provisioner: one L4 agent per instances.insert in one zone, over the REST
+// API v1 (libcurl, no SDK). It polls zoneOperations.get until the operation is DONE, turns
+// error.errors[].code into a zone block, a region block (quota), a stop (auth) or a retry
+// (throttling), and deletes instances that stay idle or never enrol. Calls run on worker
+// threads; completions are posted to the control-plane executor.
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <nlohmann/json.hpp>
+
+#include "kfleet/common/clock.hpp"
+#include "kfleet/provision/provisioner.hpp"
+
+namespace kfleet::provision {
+
+struct GceConfig {
+  std::string project;
+  // The zone table, in the order a job that names only a region tries them
+  // ("us-central1" = us-central1-a, us-central1-b, ... as listed here).
+  std::vector<std::string> zones;
+  std::string machine_type = "g2-standard-4";  // one L4
+  std::string gpu_class = "L4";
+  std::string arch = "sm_89";
+  std::string accelerator_type;                // "" for G2 (the GPU comes with the type); n1: nvidia-tesla-t4
+  int accelerator_count = 1;
+  std::string image_project = "deeplearning-platform-release";
+  std::string image_family = "common-cu124-ubuntu-2204";  // an image with the NVIDIA driver
+  int boot_disk_gb = 100;
+  std::string boot_disk_type = "pd-balanced";
+  std::string network = "global/networks/default";
+  std::string subnetwork;                      // "regions/<r>/subnetworks/<s>"; "" = the network's
+  bool external_ip = true;                     // agents reach kfleetd over the internet
+  std::string service_account_email;           // attached to agents; "" = none
+  std::string name_prefix = "kfleet";
+  std::string server_url;                      // what agents enrol with
+  std::string enrol_token;                     // lands in the startup-script metadata
+  std::string agent_download_url;              // "" = baked into the image
+  std::string agent_sha256;
+  std::string owner;                           // labels: who pays
+  std::string cost_center;
+  std::map<std::string, std::string> labels;   // more labels (ownership labels win)
+  int capacity_budget = 4;                     // instances this provisioner may hold at once
+  // Auth: a service-account key file, or the metadata server when kfleetd runs on GCE.
+  std::string credentials_file;                // "" = metadata server
+  std::string token_url;                       // "" = the key's token_uri / the metadata server
+  std::string api_endpoint = "https://compute.googleapis.com/compute/v1";
+  std::chrono::milliseconds poll_interval{2000};
+  std::chrono::milliseconds operation_timeout{300000};
+  int http_attempts = 4;                       // 429 / rateLimitExceeded / 5xx: retried this often
+  std::chrono::milliseconds retry_base{1000};  // doubles per retry
+  std::map<std::string, double> prices;        // machine type -> USD per hour
+};
+
+// Reads the JSON config (see docs/examples/gce.json). Errors name the key to fix.
+Result<GceConfig> gce_config_from_json(const nlohmann::json& doc);
+Result<GceConfig> load_gce_config(const std::filesystem::path& file);
+// What kfleetd cannot run with (zones, labels, token, URL), or nullopt.
+std::optional<std::string> gce_config_problem(const GceConfig& c);
+
+// The startup-script metadata for an instance in `zone`: writes /etc/kfleet/agent.env, installs
+// kfleet-agent (when a download URL is set) and the same systemd unit as the terraform fleet.
+std::string gce_startup_script(const GceConfig& c, const std::string& zone);
+// The instances.insert body.
+nlohmann::json gce_instance_body(const GceConfig& c, const std::string& zone, const std::string& name,
+                                 std::int64_t job_id);
+
+class GceProvisioner : public Provisioner {
+ public:
+  // Instances it started and has not deleted: name -> zone.
+  virtual std::map<std::string, std::string> instances() const = 0;
+};
+
+// Checks the configuration and the credentials file before any request. A config it cannot
+// run is an error here; kfleetd turns it into a provisioner that answers `fatal` with the reason.
+Result<std::unique_ptr<GceProvisioner>> make_gce_provisioner(GceConfig config,
+                                                             boost::asio::any_io_executor control_plane,
+                                                             ClockPtr clock);
+// For kfleetd: never fails; a bad config yields a provisioner that says why on every request.
+ProvisionerPtr make_gce_provisioner_or_explain(GceConfig config, boost::asio::any_io_executor control_plane);
+
+}  // namespace kfleet::provision

@@ -1,0 +1,211 @@
+// The gce provisioner's config file, its checks, and what it sends: the startup script and
+// the instances.insert body.
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "kfleet/provision_gce/gce_error.hpp"
+#include "kfleet/provision_gce/gce_provisioner.hpp"
+
+namespace kfleet::provision {
+namespace gce {
+extern const char* const kAgentUnit;
+}
+
+namespace {
+
+// Compute Engine label values: lower-case letters, digits, '_' and '-', at most 63.
+bool label_value_ok(const std::string& v) {
+  static const std::regex re("^[a-z0-9_-]{0,63}$");
+  return std::regex_match(v, re);
+}
+bool label_key_ok(const std::string& k) {
+  static const std::regex re("^[a-z][a-z0-9_-]{0,62}$");
+  return std::regex_match(k, re);
+}
+
+std::string trim_unit(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+Result<GceConfig> gce_config_from_json(const nlohmann::json& doc) {
+  if (!doc.is_object()) return make_error(Errc::invalid_argument, "the gce config must be a JSON object");
+  GceConfig c;
+  try {
+    c.project = doc.at("project").get<std::string>();
+    c.zones = doc.at("zones").get<std::vector<std::string>>();
+    c.owner = doc.at("owner").get<std::string>();
+    c.cost_center = doc.at("cost_center").get<std::string>();
+    c.machine_type = doc.value("machine_type", c.machine_type);
+    c.gpu_class = doc.value("gpu_class", c.gpu_class);
+    c.arch = doc.value("arch", c.arch);
+    c.accelerator_type = doc.value("accelerator_type", c.accelerator_type);
+    c.accelerator_count = doc.value("accelerator_count", c.accelerator_count);
+    c.image_project = doc.value("image_project", c.image_project);
+    c.image_family = doc.value("image_family", c.image_family);
+    c.boot_disk_gb = doc.value("boot_disk_gb", c.boot_disk_gb);
+    c.boot_disk_type = doc.value("boot_disk_type", c.boot_disk_type);
+    c.network = doc.value("network", c.network);
+    c.subnetwork = doc.value("subnetwork", c.subnetwork);
+    c.external_ip = doc.value("external_ip", c.external_ip);
+    c.service_account_email = doc.value("service_account_email", c.service_account_email);
+    c.name_prefix = doc.value("name_prefix", c.name_prefix);
+    c.server_url = doc.value("server_url", c.server_url);
+    c.enrol_token = doc.value("enrol_token", c.enrol_token);
+    c.agent_download_url = doc.value("agent_download_url", c.agent_download_url);
+    c.agent_sha256 = doc.value("agent_sha256", c.agent_sha256);
+    c.labels = doc.value("labels", c.labels);
+    c.capacity_budget = doc.value("capacity_budget", c.capacity_budget);
+    c.credentials_file = doc.value("credentials_file", c.credentials_file);
+    c.token_url = doc.value("token_url", c.token_url);
+    c.api_endpoint = doc.value("api_endpoint", c.api_endpoint);
+    c.poll_interval = std::chrono::milliseconds(doc.value("poll_interval_ms", c.poll_interval.count()));
+    c.operation_timeout = std::chrono::milliseconds(doc.value("operation_timeout_ms", c.operation_timeout.count()));
+    c.http_attempts = doc.value("http_attempts", c.http_attempts);
+    c.retry_base = std::chrono::milliseconds(doc.value("retry_base_ms", c.retry_base.count()));
+    c.prices = doc.value("prices", c.prices);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(Errc::invalid_argument, std::string("gce config: ") + e.what());
+  }
+  return c;
+}
+
+Result<GceConfig> load_gce_config(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) return make_error(Errc::not_found, "cannot read the gce config " + file.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded()) return make_error(Errc::invalid_argument, file.string() + " is not JSON");
+  auto c = gce_config_from_json(doc);
+  if (!c) return make_error(c.error().code, file.string() + ": " + c.error().message);
+  return c;
+}
+
+std::optional<std::string> gce_config_problem(const GceConfig& c) {
+  static const std::regex zone_re("^[a-z]+-[a-z]+[0-9]+-[a-z]$");
+  static const std::regex name_re("^[a-z]([-a-z0-9]{0,20})$");
+  static const std::regex url_re("^https?://[A-Za-z0-9.:/_~%+-]+$");
+  static const std::regex token_re("^[A-Za-z0-9._~+/=-]{16,}$");
+  static const std::regex simple_re("^[A-Za-z0-9._/-]+$");
+  if (c.project.empty()) return "project is empty: name the Google Cloud project (e.g. my-gpu-project)";
+  if (c.zones.empty()) return "zones is empty: list the zones to provision in, e.g. [\"us-central1-a\"]";
+  for (const auto& z : c.zones)
+    if (!std::regex_match(z, zone_re)) return "zone '" + z + "' is not a Compute Engine zone name like us-central1-a";
+  if (!std::regex_match(c.name_prefix, name_re))
+    return "name_prefix '" + c.name_prefix + "' must be lower-case letters, digits and '-', starting with a letter";
+  for (const auto* v : {&c.machine_type, &c.image_project, &c.image_family, &c.boot_disk_type, &c.network})
+    if (!std::regex_match(*v, simple_re)) return "'" + *v + "' is not a plain Compute Engine resource name";
+  if (!c.server_url.empty() && !std::regex_match(c.server_url, url_re))
+    return "server_url '" + c.server_url + "' must be a plain http(s) URL agents can reach";
+  if (!c.enrol_token.empty() && !std::regex_match(c.enrol_token, token_re))
+    return "the enrolment token must be 16 or more characters of [A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)";
+  if (!c.agent_download_url.empty() && !std::regex_match(c.agent_download_url, url_re))
+    return "agent_download_url must be a plain http(s) URL";
+  if (!c.agent_download_url.empty() && !std::regex_match(c.agent_sha256, std::regex("^[0-9a-f]{64}$")))
+    return "agent_download_url needs agent_sha256 (64 hex digits of sha256sum kfleet-agent)";
+  for (const auto* v : {&c.owner, &c.cost_center})
+    if (v->empty() || !label_value_ok(*v))
+      return "owner and cost_center become labels: lower-case letters, digits, '_' and '-', 1 to 63 characters ('" +
+             *v + "')";
+  for (const auto& [k, v] : c.labels)
+    if (!label_key_ok(k) || !label_value_ok(v)) return "label " + k + "=" + v + " is not a valid Compute Engine label";
+  if (c.capacity_budget < 1) return "capacity_budget must be at least 1";
+  if (c.http_attempts < 1) return "http_attempts must be at least 1";
+  if (c.poll_interval.count() < 1 || c.operation_timeout.count() < 1) return "poll_interval_ms and operation_timeout_ms must be positive";
+  for (const auto& [type, price] : c.prices)
+    if (price < 0) return "the price of " + type + " must be a non-negative USD per hour";
+  return std::nullopt;
+}
+
+std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
+  std::ostringstream s;
+  s << "#!/bin/bash\n"
+       "# kfleet agent bootstrap on Compute Engine (written by kfleetd's gce provisioner). Runs as root at\n"
+       "# every boot; installs once.\n"
+       "set -euo pipefail\n"
+       "if systemctl is-enabled --quiet kfleet-agent.service 2>/dev/null; then exit 0; fi\n"
+       "install -d -m 0755 /etc/kfleet\n"
+       "md=http://metadata.google.internal/computeMetadata/v1/instance\n"
+       "instance_name=$(curl -sf -H 'Metadata-Flavor: Google' \"$md/name\")\n"
+       "\n"
+       "# The token lives only in this 0600 file, read by systemd as KFLEET_ENROL_TOKEN.\n"
+       "umask 077\n"
+       "cat > /etc/kfleet/agent.env <<ENV\n"
+       "KFLEET_SERVER=" << c.server_url << "\n"
+       "KFLEET_REGION=" << zone << "\n"
+       "KFLEET_BACKEND=cuda\n"
+       "KFLEET_PROVIDER=gce\n"
+       "KFLEET_INSTANCE_ID=$instance_name\n"
+       "KFLEET_NAME=$instance_name\n"
+       "KFLEET_ENROL_TOKEN=" << c.enrol_token << "\n"
+       "ENV\n"
+       "chmod 0600 /etc/kfleet/agent.env\n"
+       "umask 022\n\n";
+  if (!c.agent_download_url.empty()) {
+    s << "curl -fsSL --retry 5 -o /usr/local/bin/kfleet-agent.download '" << c.agent_download_url << "'\n"
+      << "echo '" << c.agent_sha256 << "  /usr/local/bin/kfleet-agent.download' | sha256sum -c -\n"
+      << "install -m 0755 /usr/local/bin/kfleet-agent.download /usr/local/bin/kfleet-agent\n"
+      << "rm -f /usr/local/bin/kfleet-agent.download\n";
+  }
+  s << "test -x /usr/local/bin/kfleet-agent || { echo \"kfleet-agent is not installed: set agent_download_url or "
+       "bake it into the image\" >&2; exit 1; }\n\n"
+       "cat > /etc/systemd/system/kfleet-agent.service <<'UNIT'\n"
+    << trim_unit(gce::kAgentUnit) << "\nUNIT\n"
+    << "systemctl daemon-reload\n"
+       "systemctl enable --now kfleet-agent.service\n";
+  return s.str();
+}
+
+nlohmann::json gce_instance_body(const GceConfig& c, const std::string& zone, const std::string& name,
+                                 std::int64_t job_id) {
+  const std::string zp = "zones/" + zone;
+  nlohmann::json labels = nlohmann::json::object();
+  for (const auto& [k, v] : c.labels) labels[k] = v;
+  // Ownership and cost labels come last so extra labels can never hide who pays for a GPU.
+  labels["project"] = "kfleet";
+  labels["owner"] = c.owner;
+  labels["cost-center"] = c.cost_center;
+  labels["kfleet-role"] = "agent";
+  labels["kfleet-gpu"] = lower(c.gpu_class);
+  labels["kfleet-zone"] = zone;
+  labels["kfleet-job"] = std::to_string(job_id);
+  labels["managed-by"] = "kfleetd";
+  nlohmann::json nic = {{"network", c.network}};
+  if (!c.subnetwork.empty()) nic["subnetwork"] = c.subnetwork;
+  if (c.external_ip) nic["accessConfigs"] = {{{"type", "ONE_TO_ONE_NAT"}, {"name", "External NAT"}}};
+  nlohmann::json body = {
+      {"name", name},
+      {"machineType", zp + "/machineTypes/" + c.machine_type},
+      // GPUs cannot live-migrate: the host's maintenance stops the instance instead.
+      {"scheduling", {{"onHostMaintenance", "TERMINATE"}, {"automaticRestart", true}, {"provisioningModel", "STANDARD"}}},
+      {"disks",
+       {{{"boot", true},
+         {"autoDelete", true},
+         {"initializeParams",
+          {{"sourceImage", "projects/" + c.image_project + "/global/images/family/" + c.image_family},
+           {"diskSizeGb", std::to_string(c.boot_disk_gb)},
+           {"diskType", zp + "/diskTypes/" + c.boot_disk_type},
+           {"labels", labels}}}}}},
+      {"networkInterfaces", {nic}},
+      {"metadata", {{"items", {{{"key", "startup-script"}, {"value", gce_startup_script(c, zone)}}}}}},
+      {"labels", labels},
+  };
+  if (!c.accelerator_type.empty())
+    body["guestAccelerators"] = {{{"acceleratorType", zp + "/acceleratorTypes/" + c.accelerator_type},
+                                  {"acceleratorCount", c.accelerator_count}}};
+  if (!c.service_account_email.empty())
+    body["serviceAccounts"] = {{{"email", c.service_account_email},
+                                {"scopes", {"https://www.googleapis.com/auth/cloud-platform"}}}};
+  return body;
+}
+
+}  // namespace kfleet::provision
