@@ -35,6 +35,8 @@ void Agent::stop_current(const std::string& why) {
 Result<Enrolment> Agent::enrol_with_retry() {
   nlohmann::json gpus = nlohmann::json::array({to_json(gpu_)});
   nlohmann::json body = {{"name", cfg_.name},
+                         {"host", cfg_.host_id},
+                         {"slot", cfg_.gpu},
                          {"region", cfg_.region},
                          {"backend", backend_->name()},
                          {"gpus", gpus},
@@ -94,9 +96,19 @@ int Agent::run() {
                " (pass --backend simulated for the no-GPU demo)");
     return 2;
   }
-  gpu_ = gpus->front();
-  log::info("agent", "backend ", backend_->name(), ": ", gpu_.name, " (", gpu_.gpu_class, ", ",
-            gpu_.arch, ")", backend_->simulated() ? " [simulated]" : "");
+  if (cfg_.gpu >= gpus->size()) {
+    log::error("agent", "--gpu ", cfg_.gpu, ": backend ", backend_->name(), " found ", gpus->size(),
+               " GPU(s) on this host (indices 0..", gpus->size() - 1, ")");
+    return 2;
+  }
+  gpu_ = (*gpus)[cfg_.gpu];
+  gpu_.extra["index"] = cfg_.gpu;
+  log::info("agent", "backend ", backend_->name(), ": GPU ", cfg_.gpu, " of ", gpus->size(), ": ",
+            gpu_.name, " (", gpu_.gpu_class, ", ", gpu_.arch, ", ",
+            gpu_.extra.value("uuid", std::string("no uuid")), ", pci ",
+            gpu_.extra.value("pci_bus_id", std::string("?")), ")",
+            cfg_.host_id.empty() ? "" : ", slot " + std::to_string(cfg_.gpu) + " of host " + cfg_.host_id,
+            backend_->simulated() ? " [simulated]" : "");
   // The harness objects compile while we enrol and wait for work; a job that comes first waits
   // only for what is still compiling.
   std::thread prepare([this] {

@@ -1,4 +1,5 @@
-// kfleet-agent: one per GPU host. See agent/include/kfleet/agent/agent.hpp.
+// kfleet-agent: one per GPU (--gpu N --host-id H on a multi-GPU host). See
+// agent/include/kfleet/agent/agent.hpp.
 #include <unistd.h>
 
 #include <csignal>
@@ -29,7 +30,7 @@ std::string hostname() {
 // run ends, and a cache there would never be hit again.
 Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim,
                                 const std::string& work_dir, double busy_wait_s,
-                                double throttle_pct) {
+                                double throttle_pct, unsigned gpu) {
   if (kind == "simulated") return make_simulated_backend(sim);
 #ifdef KFLEET_HAVE_GPU_BACKENDS
   std::error_code ec;
@@ -38,10 +39,12 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   cuda_opts.cache_dir = cache;
   cuda_opts.busy_wait_s = busy_wait_s;
   cuda_opts.throttle_pct = throttle_pct;
+  cuda_opts.device = gpu;
   HipBackendOptions hip_opts;
   hip_opts.cache_dir = cache;
   hip_opts.busy_wait_s = busy_wait_s;
   hip_opts.throttle_pct = throttle_pct;
+  hip_opts.device = gpu;
   if (kind == "compile") {
     CompileBackendOptions o;
     o.cache_dir = cache;
@@ -62,6 +65,7 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   (void)work_dir;
   (void)busy_wait_s;
   (void)throttle_pct;
+  (void)gpu;
   if (kind == "cuda" || kind == "hip" || kind == "auto" || kind == "compile")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
@@ -73,7 +77,9 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kfleet-agent: runs kfleet jobs on this host's GPU, leased from kfleetd"};
+  CLI::App app{"kfleet-agent: runs kfleet jobs on one GPU of this host, leased from kfleetd. "
+               "A host with several GPUs runs one agent per GPU (--gpu N, same --host-id), so a "
+               "crash or hang on one GPU never stops another GPU's job"};
   std::string server, enrol_token_file, backend_kind = "auto";
   HttpOptions http;
   AgentConfig cfg;
@@ -125,7 +131,22 @@ int main(int argc, char** argv) {
                  "below the best seen (the harness default is 2; 0 keeps every sample, for GPUs "
                  "whose clocks sag under long kernels)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu", cfg.gpu,
+                 "the GPU (index as the backend lists it) this agent serves; its harness and "
+                 "profiler see only this GPU (CUDA_VISIBLE_DEVICES=<uuid> / HIP_VISIBLE_DEVICES)")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
+  app.add_option("--host-id", cfg.host_id,
+                 "the host this GPU belongs to, the same for every agent of the host; kfleetd "
+                 "keeps one job per GPU and runs host-exclusive jobs alone on it (default: none, "
+                 "this agent is a host of its own)");
+  app.add_option("--sim-gpus", sim.gpus,
+                 "GPUs of the simulated backend's host (a simulated 8-GPU host: 8, one agent "
+                 "per --gpu)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  sim.host_id = cfg.host_id.empty() ? cfg.name : cfg.host_id;
 
   auto enrol_token = secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",
                                              "enrolment token");
@@ -147,7 +168,7 @@ int main(int argc, char** argv) {
       log::warn("agent", "plain HTTP to ", host,
                 ": the tokens and every result travel in clear; use an https:// kfleetd");
   }
-  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s, throttle_pct);
+  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s, throttle_pct, cfg.gpu);
   if (!backend) {
     log::error("agent", backend.error().message);
     return 2;

@@ -12,18 +12,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Marks everything a simulated backend's run emits, so no simulated number can pass for real.
+// The GPU a run is pinned to, as every stage event names it.
+nlohmann::json gpu_identity(const GpuInfo& g) {
+  nlohmann::json id = {{"index", g.extra.value("index", 0)}};
+  for (const char* k : {"uuid", "pci_bus_id"})
+    if (g.extra.contains(k) && g.extra[k].is_string()) id[k] = g.extra[k];
+  return id;
+}
+
+// Marks everything a simulated backend's run emits, so no simulated number can pass for real,
+// and names the GPU on every stage event, so each stage says which GPU ran it.
 class MarkingSink final : public EventSink {
  public:
-  MarkingSink(EventSink& inner, bool simulated) : inner_(inner), simulated_(simulated) {}
+  MarkingSink(EventSink& inner, bool simulated, nlohmann::json gpu)
+      : inner_(inner), simulated_(simulated), gpu_(std::move(gpu)) {}
   void emit(const std::string& type, nlohmann::json data) override {
     if (simulated_ && data.is_object()) data["simulated"] = true;
+    if (data.is_object() && (type == event_type::stage_started ||
+                             type == event_type::stage_finished || type == event_type::bench_result))
+      data["gpu"] = gpu_;
     inner_.emit(type, std::move(data));
   }
 
  private:
   EventSink& inner_;
   bool simulated_;
+  nlohmann::json gpu_;
 };
 
 bool profile_wanted(const JobSpec& spec, const Verdict& v) {
@@ -108,7 +122,7 @@ void emit_stage_data(EventSink& sink, const std::string& stage, const StageResul
 }  // namespace
 
 std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
-  MarkingSink sink(d.sink, d.backend.simulated());
+  MarkingSink sink(d.sink, d.backend.simulated(), gpu_identity(d.gpu));
   StageRunner stages(sink, *d.clock);
   const std::string src_dir = (fs::path(d.run_dir) / "src").string();
   const std::string scratch = (fs::path(d.run_dir) / "work").string();

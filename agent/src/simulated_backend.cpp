@@ -53,16 +53,28 @@ class SimulatedBackend final : public Backend {
   bool simulated() const override { return true; }
 
   Result<std::vector<GpuInfo>> discover() override {
-    GpuInfo g;
-    g.gpu_class = o_.gpu_class;
-    g.arch = o_.arch;
-    g.name = "Simulated " + o_.gpu_class;
-    g.vendor = "simulated";
-    g.memory_bytes = std::int64_t{24} << 30;
-    g.l2_bytes = std::int64_t{48} << 20;
-    g.driver = "simulated";
-    g.simulated = true;
-    return std::vector<GpuInfo>{g};
+    std::vector<GpuInfo> out;
+    const std::size_t host_hash = std::hash<std::string>()(o_.host_id);
+    for (unsigned i = 0; i < std::max(o_.gpus, 1u); ++i) {
+      GpuInfo g;
+      g.gpu_class = o_.gpu_class;
+      g.arch = o_.arch;
+      g.name = "Simulated " + o_.gpu_class;
+      g.vendor = "simulated";
+      g.memory_bytes = std::int64_t{24} << 30;
+      g.l2_bytes = std::int64_t{48} << 20;
+      g.driver = "simulated";
+      g.simulated = true;
+      // Identities shaped like NVML's, marked SIM so no one takes them for a real board.
+      char uuid[64], pci[32];
+      std::snprintf(uuid, sizeof uuid, "GPU-SIM-%08zx-%04x", host_hash & 0xffffffffu, i);
+      std::snprintf(pci, sizeof pci, "00000000:%02X:00.0", 0x10 + i);
+      g.extra["index"] = i;
+      g.extra["uuid"] = uuid;
+      g.extra["pci_bus_id"] = pci;
+      out.push_back(std::move(g));
+    }
+    return out;
   }
 
   StageResult build(StageContext& c) override {

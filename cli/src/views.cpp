@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "ansi.hpp"
 #include "json_fields.hpp"
@@ -154,18 +155,33 @@ std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
   if (agents.empty()) {
     out = "no agents enrolled\n";
   } else {
-    TextTable t({"ID", "NAME", "REGION", "GPU", "BACKEND", "STATE", "RUN", "LAST SEEN", "SIM"});
+    // One agent serves one GPU (a slot of its host), so the fleet counts GPUs by agent.
+    TextTable t({"ID", "NAME", "REGION", "HOST:GPU", "GPU", "BACKEND", "STATE", "RUN", "LAST SEEN",
+                 "SIM"});
+    std::map<std::string, int> hosts;
+    int gpus_total = 0, busy = 0, idle = 0;
     for (const auto& a : agents) {
       std::string gpus;
       for (const auto& g : arr_field(a, "gpus"))
         gpus += (gpus.empty() ? "" : ",") + str_field(g, "gpu_class") + "/" + str_field(g, "arch");
       const std::string run = str_field(a, "current_run_id");
-      t.add_row({str_field(a, "id"), str_field(a, "name"), str_field(a, "region"), or_dash(gpus),
-                 str_field(a, "backend"), paint_state(str_field(a, "state"), color),
+      const std::string state = str_field(a, "state");
+      const std::string host = str_field(a, "host");
+      std::string slot = str_field(a, "slot");
+      if (state != "retired") {
+        ++gpus_total;
+        ++hosts[host.empty() ? "agent:" + str_field(a, "id") : host];
+        if (state == "busy") ++busy;
+        if (state == "idle") ++idle;
+      }
+      t.add_row({str_field(a, "id"), str_field(a, "name"), str_field(a, "region"),
+                 host.empty() ? "-" : host + ":" + (slot.empty() ? "0" : slot), or_dash(gpus),
+                 str_field(a, "backend"), paint_state(state, color),
                  run.empty() || run == "0" ? "-" : run, age_of(a, "last_seen", now) + " ago",
                  sim_mark(a)});
     }
-    out = t.render();
+    out = t.render() + std::to_string(gpus_total) + " GPU(s) on " + std::to_string(hosts.size()) +
+          " host(s): " + std::to_string(busy) + " busy, " + std::to_string(idle) + " idle\n";
   }
   const auto& blocks = arr_field(body, "blocks");
   if (blocks.empty()) return out;

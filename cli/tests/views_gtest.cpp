@@ -59,6 +59,19 @@ TEST(Views, AgentsAndBlocks) {
   EXPECT_NE(out.find("4s ago"), std::string::npos) << out;
   EXPECT_NE(out.find("region blocks:"), std::string::npos) << out;
   EXPECT_NE(out.find("InsufficientInstanceCapacity  2m"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 GPU(s) on 1 host(s): 1 busy, 0 idle"), std::string::npos) << out;
+}
+
+TEST(Views, AgentsCountGpusPerHost) {
+  nlohmann::json agents = nlohmann::json::array();
+  for (int i = 0; i < 8; ++i)
+    agents.push_back({{"id", i + 1}, {"name", "h-gpu" + std::to_string(i)}, {"host", "i-0abc"},
+                      {"slot", i}, {"state", i < 3 ? "busy" : "idle"},
+                      {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}});
+  agents.push_back({{"id", 9}, {"name", "solo"}, {"host", "agent:9"}, {"slot", 0}, {"state", "idle"}});
+  const std::string out = render_agents({{"agents", agents}}, kNow, false);
+  EXPECT_NE(out.find("i-0abc:7"), std::string::npos) << out;
+  EXPECT_NE(out.find("9 GPU(s) on 2 host(s): 3 busy, 6 idle"), std::string::npos) << out;
 }
 
 TEST(Views, ResultsShowDeltaWithCi) {

@@ -1,5 +1,7 @@
 // JobSpec <-> JSON (the wire and store form) and the content hash used by the no-repeat map.
 #include "kfleet/common/jobspec.hpp"
+
+#include <cctype>
 #include "kfleet/common/sha256.hpp"
 
 namespace kfleet {
@@ -126,6 +128,7 @@ nlohmann::json benchmark_json(const BenchmarkSpec& b) {
   // Written only when set, so jobs that do not use them keep their content hashes.
   if (b.interleave) j["interleave"] = true;
   if (b.processes != 1) j["processes"] = b.processes;
+  if (b.host_exclusive) j["host_exclusive"] = *b.host_exclusive;
   return j;
 }
 
@@ -178,6 +181,20 @@ std::string job_content_hash(const JobSpec& s, const std::string& bundle_hash) {
                           {"simulate", s.simulate ? simulate_json(*s.simulate) : nlohmann::json()},
                           {"bundle", bundle_hash}};
   return "sha256:" + sha256_hex(canon.dump());
+}
+
+}  // namespace kfleet
+
+namespace kfleet {
+
+bool target_is_apu(const std::string& gpu) {
+  std::string g;
+  for (char c : gpu) g += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return g == "gfx1151";
+}
+
+bool host_exclusive(const JobSpec& s) {
+  return s.benchmark.host_exclusive.value_or(target_is_apu(s.target.gpu));
 }
 
 }  // namespace kfleet

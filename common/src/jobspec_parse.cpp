@@ -169,6 +169,10 @@ void parse_benchmark(Issues& is, const YAML::Node& n, const YAML::Mark& at, Benc
   if (m.has("interleave")) {
     if (auto v = read_bool(is, m.get("interleave"), m.path("interleave"), m.mark())) b.interleave = *v;
   }
+  if (m.has("host_exclusive")) {
+    if (auto v = read_bool(is, m.get("host_exclusive"), m.path("host_exclusive"), m.mark()))
+      b.host_exclusive = *v;
+  }
   if (m.has("processes")) {
     if (auto v = read_int(is, m.get("processes"), m.path("processes"), m.mark(), 1, 16)) {
       b.processes = static_cast<int>(*v);

@@ -41,6 +41,7 @@ module "agents" {
   availability_zone  = var.availability_zone
   agent_slots        = toset(local.slots)
   instance_type      = var.instance_type
+  gpus_per_instance  = var.gpus_per_instance
   ami_id             = var.ami_id != null ? var.ami_id : data.aws_ami.dlami[0].id
   subnet_id          = var.subnet_id
   security_group_ids = var.security_group_ids

@@ -19,3 +19,8 @@ output "instances" {
   description = "Per slot: id, addresses, zone and type (kfleetd reads this with terraform output -json)."
   value       = module.agents.instances
 }
+
+output "gpus_per_instance" {
+  description = "GPUs, and so agents (one per GPU), on each instance."
+  value       = module.agents.gpus_per_instance
+}

@@ -41,6 +41,12 @@ variable "agent_slots" {
   }
 }
 
+variable "gpus_per_instance" {
+  description = "GPUs per instance (one agent each); null takes the instance type's count (g6.48xlarge: 8)."
+  type        = number
+  default     = null
+}
+
 variable "instance_type" {
   description = "g6-family (L4) instance type."
   type        = string

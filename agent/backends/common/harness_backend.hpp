@@ -80,6 +80,12 @@ class HarnessBackend : public agent::Backend {
                                               const std::vector<std::string>& kernels,
                                               const std::vector<std::string>& cmd,
                                               const std::string& out_dir) = 0;
+  // Pins every child that touches the GPU (harness, profiler, custom steps) to cfg_.device:
+  // CUDA_VISIBLE_DEVICES=<uuid> or HIP_VISIBLE_DEVICES=<index>, set by discover(). The child
+  // then sees only that GPU, as its device 0. NVML and sysfs still use cfg_.device.
+  void pin_children(const std::vector<GpuInfo>& gpus, const char* env_name, bool by_uuid);
+  unsigned child_device() const { return pin_env_.empty() ? cfg_.device : 0u; }
+  std::vector<std::pair<std::string, std::string>> pin_env_;
   HarnessBackendConfig cfg_;
 
  private:

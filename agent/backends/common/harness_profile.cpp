@@ -124,7 +124,7 @@ StageResult HarnessBackend::profile(StageContext& c) {
   std::vector<std::string> cmd = {harness_binary_};
   auto args = harness_benchmark_args(c.spec, *cs);
   cmd.insert(cmd.end(), args.begin(), args.end());
-  cmd.insert(cmd.end(), {"--device", std::to_string(cfg_.device), "--max-samples", "3",
+  cmd.insert(cmd.end(), {"--device", std::to_string(child_device()), "--max-samples", "3",
                          "--warmup-max-s", "0"});
   fs::path out = fs::path(c.work_dir) / "profile";
   std::error_code ec;
@@ -163,6 +163,7 @@ StageResult HarnessBackend::profile(StageContext& c) {
 
   SubprocessSpec sp;
   sp.argv = pc->argv;
+  sp.env = pin_env_;
   sp.cwd = c.work_dir;
   sp.timeout_s = c.spec.timeout_s;
   sp.should_stop = [&] { return c.stop.requested(); };

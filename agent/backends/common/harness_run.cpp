@@ -84,6 +84,18 @@ void add_comparison(const agent::Comparison& cmp, const std::vector<double>& sam
   data["threshold_pct"] = threshold_pct;
 }
 
+void HarnessBackend::pin_children(const std::vector<GpuInfo>& gpus, const char* env_name,
+                                  bool by_uuid) {
+  if (cfg_.device >= gpus.size()) return;
+  const auto& extra = gpus[cfg_.device].extra;
+  std::string value = std::to_string(cfg_.device);
+  if (by_uuid) {
+    if (!extra.contains("uuid") || !extra["uuid"].is_string()) return;  // cannot pin by name
+    value = extra["uuid"].get<std::string>();
+  }
+  pin_env_ = {{env_name, value}};
+}
+
 Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std::string& stage,
                                                      const std::vector<std::string>& args,
                                                      std::vector<nlohmann::json>& messages,
@@ -92,13 +104,14 @@ Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std:
   sp.argv = {binary.empty() ? harness_binary_ : binary};
   sp.argv.insert(sp.argv.end(), args.begin(), args.end());
   if (args.empty() || args[0] != "probe") {
-    sp.argv.insert(sp.argv.end(), {"--device", std::to_string(cfg_.device)});
+    sp.argv.insert(sp.argv.end(), {"--device", std::to_string(child_device())});
   }
   if (!args.empty() && args[0] == "benchmark" && cfg_.throttle_pct >= 0) {
     std::ostringstream t;
     t << cfg_.throttle_pct;
     sp.argv.insert(sp.argv.end(), {"--throttle-pct", t.str()});
   }
+  sp.env = pin_env_;
   sp.cwd = c.work_dir;
   sp.timeout_s = c.spec.timeout_s;
   sp.should_stop = [&] { return c.stop.requested(); };
@@ -119,7 +132,9 @@ StageResult HarnessBackend::run_custom_step(StageContext& c, const std::string& 
   sp.cwd = c.bundle_dir;
   sp.timeout_s = c.spec.timeout_s;
   sp.should_stop = [&] { return c.stop.requested(); };
-  sp.env = {{"KFLEET_GPU_ARCH", cfg_.arch}, {"KFLEET_DEVICE", std::to_string(cfg_.device)}};
+  sp.env = pin_env_;
+  sp.env.insert(sp.env.end(), {{"KFLEET_GPU_ARCH", cfg_.arch},
+                               {"KFLEET_DEVICE", std::to_string(child_device())}});
   sp.on_line = [&](OutputStream s, const std::string& line) {
     c.sink.emit(event_type::log_line,
                 {{"stage", stage}, {"stream", s == OutputStream::out ? "stdout" : "stderr"},

@@ -32,6 +32,8 @@ class CudaBackend final : public HarnessBackend {
       if (cfg_.arch.empty()) cfg_.arch = (*devs)[cfg_.device].arch;
       if (cfg_.gpu_class.empty()) cfg_.gpu_class = (*devs)[cfg_.device].gpu_class;
     }
+    // By UUID: CUDA's device order (fastest first) need not be NVML's (PCI order).
+    pin_children(*devs, "CUDA_VISIBLE_DEVICES", /*by_uuid=*/true);
     return devs;
   }
 

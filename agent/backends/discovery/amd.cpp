@@ -1,6 +1,7 @@
 #include "discovery/amd.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -30,6 +31,18 @@ double first_number(const std::string& s) {
   static const std::regex re(R"(([0-9]+(\.[0-9]+)?))");
   std::smatch m;
   return std::regex_search(s, m, re) ? std::stod(m[1]) : 0;
+}
+
+// A KFD property that may use all 64 bits (unique_id).
+unsigned long long kfd_property_u64(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string line, k;
+  unsigned long long v = 0;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    if (ls >> k >> v && k == key) return v;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -89,6 +102,18 @@ std::vector<GpuInfo> discover_amd_gpus(const std::string& sys_root) {
     g.extra["kfd_node"] = d.filename().string();
     g.extra["kfd_gpu_id"] = static_cast<std::int64_t>(first_number(read_file(d / "gpu_id")));
     g.extra["simd_count"] = kfd_property(props, "simd_count");
+    // The identities a stage reports, and HIP_VISIBLE_DEVICES / rocm-smi accept.
+    if (auto uid = kfd_property_u64(props, "unique_id"); uid != 0) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "GPU-%016llx", uid);
+      g.extra["uuid"] = buf;
+    }
+    if (long loc = kfd_property(props, "location_id"); loc != 0) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%04lx:%02lx:%02lx.%lx", kfd_property(props, "domain"),
+                    (loc >> 8) & 0xff, (loc >> 3) & 0x1f, loc & 0x7);
+      g.extra["pci_bus_id"] = buf;
+    }
     out.push_back(std::move(g));
   }
   return out;

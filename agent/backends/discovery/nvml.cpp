@@ -18,6 +18,11 @@ constexpr int kTemperatureGpu = 0;
 struct nvmlMemory_t {
   unsigned long long total, free, used;
 };
+struct nvmlPciInfo_t {  // nvmlPciInfo_st as nvmlDeviceGetPciInfo_v3 fills it
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
 struct nvmlProcessInfo_t {  // v2 layout, as returned by the _v3 query
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -42,6 +47,8 @@ struct Nvml::Api {
   nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*driver)(char*, unsigned) = nullptr;
   nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
 
   std::string why(nvmlReturn_t r) const {
     return error_string ? error_string(r) : "NVML error " + std::to_string(r);
@@ -88,6 +95,8 @@ Result<std::shared_ptr<Nvml>> Nvml::load() {
   sym(a.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
   sym(a.driver, "nvmlSystemGetDriverVersion");
   sym(a.processes, "nvmlDeviceGetComputeRunningProcesses_v3", false);
+  sym(a.uuid, "nvmlDeviceGetUUID", false);
+  sym(a.pci, "nvmlDeviceGetPciInfo_v3", false);
   if (missing) {
     return make_error(Errc::unavailable,
                       "NVML lacks " + missing_name + ": update the NVIDIA driver");
@@ -131,6 +140,15 @@ Result<std::vector<GpuInfo>> Nvml::devices() {
     g.memory_bytes = static_cast<std::int64_t>(mem.total);
     g.driver = driver;
     g.extra["index"] = i;
+    // The UUID is what CUDA_VISIBLE_DEVICES pins a child to (indices can differ between NVML
+    // and CUDA); the PCI bus id says which board it is.
+    char uuid[96] = {};
+    if (a.uuid && a.uuid(d, uuid, sizeof uuid) == kSuccess) g.extra["uuid"] = std::string(uuid);
+    nvmlPciInfo_t pci{};
+    if (a.pci && a.pci(d, &pci) == kSuccess) {
+      pci.busId[sizeof pci.busId - 1] = 0;
+      g.extra["pci_bus_id"] = std::string(pci.busId);
+    }
     g.extra["compute_capability"] = std::to_string(major) + "." + std::to_string(minor);
     if (auto s = snapshot(i); s.ok()) g.extra["snapshot"] = s->to_json();
     out.push_back(std::move(g));

@@ -31,6 +31,8 @@ class HipBackend final : public HarnessBackend {
     }
     if (cfg_.device < gpus.size() && cfg_.arch.empty()) cfg_.arch = gpus[cfg_.device].arch;
     if (cfg_.device < gpus.size()) kfd_gpu_id_ = gpus[cfg_.device].extra.value("kfd_gpu_id", 0L);
+    // By index: discovery lists KFD nodes in the order the ROCm runtime enumerates them.
+    pin_children(gpus, "HIP_VISIBLE_DEVICES", /*by_uuid=*/false);
     return gpus;
   }
 

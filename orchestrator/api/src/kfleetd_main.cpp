@@ -54,6 +54,9 @@ class ProvisionerSlot final : public Provisioner {
     inner_->release(id, std::move(done));
   }
   void shutdown() override { inner_->shutdown(); }
+  int gpus_per_instance(const std::string& id) const override {
+    return inner_->gpus_per_instance(id);
+  }
   std::optional<double> usd_per_hour(const std::string& id) const override {
     return inner_->usd_per_hour(id);
   }

@@ -51,6 +51,19 @@ Awaitable enrol_agent(Ctx& c) {
   r.provider = j.value("provider", "static");
   r.instance_id = j.value("instance_id", "");
   if (j.contains("info") && j["info"].is_object()) r.info = j["info"];
+  if (j.contains("host") && !j["host"].is_null()) {
+    if (!j["host"].is_string() || j["host"].get<std::string>().size() > 200)
+      co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                               "host must be a string of at most 200 characters");
+    r.host = j["host"];
+  }
+  if (j.contains("slot") && !j["slot"].is_null()) {
+    if (!j["slot"].is_number_integer() || j["slot"].get<std::int64_t>() < 0 ||
+        j["slot"].get<std::int64_t>() > 255)
+      co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                               "slot must be the GPU's index on its host (0..255)");
+    r.slot = j["slot"].get<int>();
+  }
   for (const auto& g : j["gpus"]) r.gpus.push_back(gpu_info_from_json(g));
   if (r.backend == "simulated")
     for (auto& g : r.gpus) g.simulated = true;

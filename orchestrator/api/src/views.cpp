@@ -49,7 +49,10 @@ nlohmann::json run_json(const store::RunRecord& r) {
           {"lease_expires", time_or_null(r.lease_expires_ms)},
           {"verdict", r.verdict ? to_json(*r.verdict) : nlohmann::json(nullptr)},
           {"simulated", r.simulated},
-          {"events_contiguous", r.events_contiguous}};
+          {"events_contiguous", r.events_contiguous},
+          {"host", r.host},
+          {"slot", r.slot},
+          {"host_exclusive", r.host_exclusive}};
 }
 
 nlohmann::json agent_json(const store::AgentRecord& a) {
@@ -63,6 +66,8 @@ nlohmann::json agent_json(const store::AgentRecord& a) {
           {"instance_id", a.instance_id},
           {"state", store::to_string(a.state)},
           {"current_run_id", a.current_run_id},
+          {"host", a.host},
+          {"slot", a.slot},
           {"gpus", gpus},
           {"enrolled", time_or_null(a.enrolled_ms)},
           {"last_seen", time_or_null(a.last_seen_ms)},

@@ -14,11 +14,12 @@ namespace kfleet::core {
 namespace asio = boost::asio;
 
 void ControlPlane::ask_capacity(const sched::RequestCapacity& r) {
-  in_flight_[r.job_id] = sched::InFlight{r.job_id, r.region, r.gpu};
+  in_flight_[r.job_id] = sched::InFlight{r.job_id, r.region, r.gpu, r.gpus};
   const TimeMs now = clock_->now_ms();
   store_.append_job_event(r.job_id, event_type::sched_decision,
                           {{"action", "provision"}, {"region", r.region}, {"gpu", r.gpu},
-                           {"provider", prov_.provider_for(r.region)}, {"reason", r.reason}},
+                           {"provider", prov_.provider_for(r.region)}, {"gpus", r.gpus},
+                           {"reason", r.reason}},
                           now);
   if (auto q = queue_.find(r.job_id); q != queue_.end() && q->second.state != JobState::waiting_capacity) {
     auto j = store_.set_job_state(r.job_id, JobState::waiting_capacity,
@@ -28,7 +29,7 @@ void ControlPlane::ask_capacity(const sched::RequestCapacity& r) {
   }
   wait_reason_.erase(r.job_id);
   events_changed();
-  prov_.request(provision::CapacityRequest{r.job_id, r.region, r.gpu},
+  prov_.request(provision::CapacityRequest{r.job_id, r.region, r.gpu, r.gpus},
                 [this, r](provision::CapacityResult res) {
                   if (!stopped_) on_capacity(r, res);
                 });

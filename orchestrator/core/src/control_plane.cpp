@@ -112,6 +112,7 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   nj.content_hash = content_hash;
   nj.max_attempts = spec.max_attempts;
   nj.submitted_by = r.submitted_by;
+  nj.host_exclusive = host_exclusive(spec);
   auto job = store_.create_job(nj, clock_->now_ms());
   if (!job) return SubmitError{job.error(), {}};
   remember_pending(*job);
@@ -157,6 +158,8 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
   na.provider = r.provider.empty() ? "static" : r.provider;
   na.instance_id = r.instance_id;
   na.info = r.info;
+  na.host = r.host;
+  na.slot = r.slot;
   auto a = store_.enrol_agent(na, clock_->now_ms());
   if (!a) return a.error();
   out.agent_id = a->id;
@@ -270,17 +273,22 @@ Result<store::RunRecord> ControlPlane::hand_off(const store::RunRecord& run,
   return *done;
 }
 
-// An instance the provisioner has a price for costs the job the hours its agent held the run.
+// An instance the provisioner has a price for costs the job the hours its agent held the run,
+// at one GPU's share of the instance-hour (the run held one GPU slot of the instance).
 void ControlPlane::record_cost(const store::RunRecord& run) {
   auto agent = store_.get_agent(run.agent_id);
   if (!agent || agent->instance_id.empty()) return;
   auto price = prov_.usd_per_hour(agent->instance_id);
   if (!price) return;
+  const int gpus = std::max(prov_.gpus_per_instance(agent->instance_id), 1);
   const double hours = std::max<TimeMs>(run.finished_ms - run.started_ms, 0) / 3'600'000.0;
+  const double per_gpu = *price / gpus;
   store_.append_job_event(run.job_id, "cost",
                           {{"run_id", run.id}, {"instance_id", agent->instance_id},
                            {"provider", agent->provider}, {"usd_per_hour", *price},
-                           {"instance_hours", hours}, {"usd", hours * *price}},
+                           {"gpus_per_instance", gpus}, {"usd_per_gpu_hour", per_gpu},
+                           {"instance_hours", hours}, {"gpu_hours", hours},
+                           {"usd", hours * per_gpu}},
                           clock_->now_ms());
 }
 

@@ -79,8 +79,8 @@ void ControlPlane::remember_pending(const store::JobRecord& j) {
     queue_.erase(j.id);
     return;
   }
-  queue_[j.id] = QueuedJob{j.id, j.priority, j.name, j.campaign, j.parent,
-                           j.gpu, j.regions, j.state, j.state_reason};
+  queue_[j.id] = QueuedJob{j.id,    j.priority, j.name,  j.campaign,        j.parent,
+                           j.gpu,   j.regions,  j.state, j.state_reason, j.host_exclusive};
 }
 
 sched::Snapshot ControlPlane::snapshot() {
@@ -107,7 +107,7 @@ sched::Snapshot ControlPlane::snapshot() {
         continue;
       }
     }
-    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false});
+    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive});
   }
   bool compilers = false;  // with compile agents in the fleet, every job builds on one first
   for (const auto& a : store_.list_agents()) {
@@ -116,13 +116,16 @@ sched::Snapshot ControlPlane::snapshot() {
     bool idle = w != waiters_.end() && !w->second->done && a.current_run_id == 0;
     const bool compiler = a.backend == "compile";
     compilers = compilers || compiler;
-    s.agents.push_back({a.id, a.region, a.gpus, idle, compiler});
+    s.agents.push_back({a.id, a.region, a.gpus, idle, compiler, a.host, a.slot});
   }
+  for (const auto& r : store_.running_runs()) s.running.push_back({r.host, r.slot, r.host_exclusive});
   if (compilers)
     for (auto& j : s.queue) j.compile = built_.count(j.id) == 0;
   s.blocks = store_.region_blocks();
   for (const auto& [job, f] : in_flight_) s.in_flight.push_back(f);
-  for (const auto& [id, p] : pending_instances_) s.in_flight.push_back({p.job_id, p.region, p.gpu});
+  const int gpus_per_instance = std::max(prov_.gpus_per_instance(""), 1);
+  for (const auto& [id, p] : pending_instances_)
+    s.in_flight.push_back({p.job_id, p.region, p.gpu, gpus_per_instance});
   if (prov_.can_grow()) {
     sched::ProvisionerView v;
     v.name = prov_.name();
@@ -130,6 +133,7 @@ sched::Snapshot ControlPlane::snapshot() {
     v.capacity_budget = prov_.capacity_budget() + static_cast<int>(s.in_flight.size());
     v.regions = prov_.regions();
     v.gpu_classes = prov_.gpu_classes();
+    v.gpus_per_instance = gpus_per_instance;
     s.provisioner = v;
   }
   return s;
@@ -171,6 +175,13 @@ void ControlPlane::apply_wait(QueuedJob& j, const sched::Wait& w) {
   last = reason;
   if (j.state == want && (j.state_reason == reason || reason_key(j.state_reason) == reason_key(reason)))
     return;
+  if (!w.waits_for.empty()) {
+    // A job waiting for a whole host (not a GPU) says which: the queue view and the CLI show it.
+    store_.append_job_event(j.id, event_type::sched_decision,
+                            {{"action", "wait"}, {"waits_for", w.waits_for}, {"host", w.host},
+                             {"reason", reason}},
+                            clock_->now_ms());
+  }
   auto r = store_.set_job_state(j.id, want, reason, clock_->now_ms());
   if (r) remember_pending(*r);
   events_changed();

@@ -77,6 +77,11 @@ class MultiProvisioner final : public Provisioner {
   void shutdown() override {
     for (auto& p : members_) p->shutdown();
   }
+  int gpus_per_instance(const std::string& instance_id) const override {
+    if (auto it = owner_.find(instance_id); it != owner_.end())
+      return it->second->gpus_per_instance(instance_id);
+    return members_.empty() ? 1 : members_.front()->gpus_per_instance(instance_id);
+  }
   std::optional<double> usd_per_hour(const std::string& instance_id) const override {
     if (auto it = owner_.find(instance_id); it != owner_.end()) return it->second->usd_per_hour(instance_id);
     for (const auto& p : members_)

@@ -49,6 +49,10 @@ class TerraformProvisionerImpl final : public TerraformProvisioner {
     if (!config_.prices) return std::nullopt;
     return config_.prices->usd_per_hour(config_.instance_type);
   }
+  int gpus_per_instance(const std::string& /*instance_id*/) const override {
+    return config_.prices ? config_.prices->gpus_per_instance(config_.instance_type)
+                          : provision::known_gpus_per_instance(config_.instance_type);
+  }
   std::vector<std::string> regions() const override { return config_.regions; }
   std::vector<std::string> gpu_classes() const override { return {"L4"}; }
 

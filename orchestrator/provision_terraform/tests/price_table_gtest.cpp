@@ -15,6 +15,23 @@ TEST(PriceTable, CostIsRateTimesHours) {
   EXPECT_NEAR(*table->cost_usd("g6.12xlarge", 7200), 9.2032, 1e-9);
 }
 
+TEST(PriceTable, AnInstanceHourIsSplitAcrossItsGpus) {
+  auto table = PriceTable::parse(
+      R"({"g6.xlarge": 0.8048, "g6.48xlarge": 13.3504, "custom.8gpu": {"usd_per_hour": 16, "gpus": 8}})");
+  ASSERT_TRUE(table.ok()) << table.error().message;
+  EXPECT_EQ(table->gpus_per_instance("g6.xlarge"), 1);
+  EXPECT_EQ(table->gpus_per_instance("g6.48xlarge"), 8);  // known type
+  EXPECT_EQ(table->gpus_per_instance("custom.8gpu"), 8);  // from the table
+  EXPECT_NEAR(*table->usd_per_gpu_hour("g6.48xlarge"), 13.3504 / 8, 1e-9);
+  EXPECT_NEAR(*table->usd_per_gpu_hour("custom.8gpu"), 2.0, 1e-9);
+  EXPECT_NEAR(*table->usd_per_gpu_hour("g6.xlarge"), 0.8048, 1e-9);
+  EXPECT_NEAR(*table->usd_per_hour("custom.8gpu"), 16.0, 1e-9);
+  EXPECT_EQ(known_gpus_per_instance("g2-standard-96"), 8);
+  EXPECT_EQ(known_gpus_per_instance("g2-standard-48"), 4);
+  EXPECT_FALSE(PriceTable::parse(R"({"x": {"usd_per_hour": 1, "gpus": 0}})").ok());
+  EXPECT_FALSE(PriceTable::parse(R"({"x": {"gpus": 2}})").ok());
+}
+
 TEST(PriceTable, UnknownTypeIsAnErrorNamingIt) {
   auto table = PriceTable::parse(R"({"g6.xlarge": 0.8048})");
   ASSERT_TRUE(table.ok());

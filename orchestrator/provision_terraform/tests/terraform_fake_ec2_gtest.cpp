@@ -154,7 +154,8 @@ TEST_F(TerraformAgainstFakeEc2, EachRegionGetsTheOutcomeItsCloudReported) {
   EXPECT_EQ(inst.tags.at("ManagedBy"), "terraform");
   EXPECT_NE(inst.user_data.find("KFLEET_SERVER=https://kfleet.test.example"), std::string::npos);
   EXPECT_NE(inst.user_data.find(std::string("KFLEET_ENROL_TOKEN=") + kToken), std::string::npos);
-  EXPECT_NE(inst.user_data.find("systemctl enable --now kfleet-agent.service"), std::string::npos);
+  EXPECT_NE(inst.user_data.find("systemctl enable --now \"kfleet-agent@$gpu.service\""),
+            std::string::npos);
   for (const auto& action : ec2_.unknown_actions()) ADD_FAILURE() << "the fake has no " << action;
 
   // Release terminates exactly the released agent.

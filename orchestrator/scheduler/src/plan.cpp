@@ -52,11 +52,44 @@ std::size_t region_rank(const PendingJob& j, const AgentSlot& a) {
   return 0;
 }
 
+std::string host_of(const AgentSlot& a) {
+  return a.host.empty() ? "agent:" + std::to_string(a.id) : a.host;
+}
+
+// What a host holds now and in this plan.
+struct HostUse {
+  int running = 0;                   // leases held
+  int assigned = 0;                  // given in this plan
+  bool exclusive = false;            // a host-exclusive job holds it (or was given it now)
+  std::int64_t reserved_for = 0;     // a host-exclusive job waiting for it to drain
+  std::set<int> busy_slots;
+};
+
 struct Planner {
   const Snapshot& s;
   Plan out;
   std::set<std::int64_t> taken;  // agents given a job in this plan
   int requested = 0;             // capacity requests issued in this plan
+  std::map<std::string, HostUse> hosts;
+
+  void start() {
+    for (const auto& r : s.running) {
+      auto& h = hosts[r.host];
+      ++h.running;
+      h.busy_slots.insert(r.slot);
+      if (r.host_exclusive) h.exclusive = true;
+    }
+  }
+
+  // May the job take this agent's slot, host-wise?
+  bool host_allows(const PendingJob& j, const AgentSlot& a) {
+    const auto& h = hosts[host_of(a)];
+    if (h.busy_slots.count(a.slot)) return false;  // its slot still holds a lease
+    if (h.exclusive) return false;
+    if (h.reserved_for != 0 && h.reserved_for != j.id) return false;
+    if (j.host_exclusive && (h.running > 0 || h.assigned > 0)) return false;
+    return true;
+  }
 
   void job(const PendingJob& j) {
     if (j.compile) {
@@ -64,10 +97,12 @@ struct Planner {
       return;  // GPU capacity is asked for once the job has built
     }
     if (try_assign(j)) return;
+    if (wait_for_host(j)) return;
     if (const InFlight* f = in_flight_for(j.id)) {
       out.wait.push_back(Wait{j.id, true, "capacity requested in " + f->region, 0});
       return;
     }
+    if (ride_request(j)) return;
     if (const std::string cls = provisioned_class(j); !cls.empty()) {
       const int left = s.provisioner->capacity_budget - static_cast<int>(s.in_flight.size()) -
                        requested;
@@ -113,6 +148,7 @@ struct Planner {
       if (a.compiler || !a.idle || taken.count(a.id) || !serves_gpu(a, j.gpu)) continue;
       const std::size_t rank = region_rank(j, a);
       if (rank == 0) continue;
+      if (!host_allows(j, a)) continue;
       if (!best || rank < best_rank || (rank == best_rank && a.id < best->id)) {
         best = &a;
         best_rank = rank;
@@ -120,11 +156,98 @@ struct Planner {
     }
     if (!best) return false;
     taken.insert(best->id);
+    auto& h = hosts[host_of(*best)];
+    ++h.assigned;
+    h.busy_slots.insert(best->slot);
+    if (j.host_exclusive) {
+      h.exclusive = true;
+      h.reserved_for = 0;
+    }
     std::ostringstream why;
     why << "idle " << j.gpu << " agent " << best->id << " in " << best->region;
     if (!j.regions.empty()) why << " (" << ordinal(best_rank) << " choice)";
+    if (!best->host.empty()) why << ", GPU " << best->slot << " of host " << best->host;
+    if (j.host_exclusive) why << " (host-exclusive: its other GPUs stay idle)";
     out.assign.push_back(Assign{j.id, best->id, best->region, why.str()});
     return true;
+  }
+
+  // No slot now, but a host that serves the job exists and is only busy: wait for that host
+  // rather than for any GPU. A host-exclusive job reserves the host it waits for (the one with
+  // the fewest leases), so jobs behind it cannot keep it busy forever; a job blocked only by a
+  // host-exclusive job says so.
+  bool wait_for_host(const PendingJob& j) {
+    const AgentSlot* pick = nullptr;
+    int pick_load = 0;
+    for (const auto& a : s.agents) {
+      if (!serves_gpu(a, j.gpu) || region_rank(j, a) == 0) continue;
+      const std::string name = host_of(a);
+      auto& h = hosts[name];
+      if (!j.host_exclusive) {
+        // Free slot (idle agent) kept from us only by the host's exclusive holder or reservation.
+        if (a.idle && !taken.count(a.id) && !h.busy_slots.count(a.slot) &&
+            (h.exclusive || (h.reserved_for != 0 && h.reserved_for != j.id))) {
+          const char* what = h.exclusive ? "runs a host-exclusive job" : "is draining for a host-exclusive job";
+          out.wait.push_back(Wait{j.id, false,
+                                  "waiting for host " + name + ": it " + what + " (" +
+                                      std::to_string(h.running + h.assigned) + " of its GPUs busy)",
+                                  0, "host", name});
+          return true;
+        }
+        continue;
+      }
+      if (h.reserved_for != 0 && h.reserved_for != j.id) continue;
+      const int load = h.running + h.assigned;
+      if (!pick || load < pick_load || (load == pick_load && host_of(*pick) > name)) {
+        pick = &a;
+        pick_load = load;
+      }
+    }
+    if (!pick) return false;
+    const std::string name = host_of(*pick);
+    hosts[name].reserved_for = j.id;
+    out.wait.push_back(Wait{j.id, false,
+                            "host-exclusive: waiting for host " + name + " to drain (" +
+                                std::to_string(pick_load) + " of its GPUs busy)",
+                            0, "host", name});
+    return true;
+  }
+
+  // Capacity is asked for in GPUs: a request for a multi-GPU instance brings a slot for each of
+  // its GPUs, so queued jobs for the same GPU and region wait for those spare slots instead of
+  // asking for an instance each. A host-exclusive job needs a host of its own.
+  std::map<std::size_t, int> riders;          // in_flight index -> jobs riding on it
+  std::map<std::size_t, int> riders_planned;  // out.provision index -> jobs riding on it
+
+  bool rides(const PendingJob& j, const std::string& gpu, const std::string& region) const {
+    if (!iequals(gpu, j.gpu)) return false;
+    if (j.regions.empty()) return true;
+    return std::any_of(j.regions.begin(), j.regions.end(),
+                       [&](const std::string& r) { return region_matches(r, region); });
+  }
+
+  bool ride_request(const PendingJob& j) {
+    if (j.host_exclusive) return false;
+    auto wait = [&](const std::string& region, int gpus) {
+      out.wait.push_back(Wait{j.id, true,
+                              "capacity requested in " + region + ": an instance of " +
+                                  std::to_string(gpus) + " GPUs is coming, one is for this job",
+                              0});
+      return true;
+    };
+    for (std::size_t i = 0; i < s.in_flight.size(); ++i) {
+      const auto& f = s.in_flight[i];
+      if (f.gpus <= 1 || riders[i] + 1 >= f.gpus || !rides(j, f.gpu, f.region)) continue;
+      ++riders[i];
+      return wait(f.region, f.gpus);
+    }
+    for (std::size_t i = 0; i < out.provision.size(); ++i) {
+      const auto& r = out.provision[i];
+      if (r.gpus <= 1 || riders_planned[i] + 1 >= r.gpus || !rides(j, r.gpu, r.region)) continue;
+      ++riders_planned[i];
+      return wait(r.region, r.gpus);
+    }
+    return false;
   }
 
   const InFlight* in_flight_for(std::int64_t job_id) const {
@@ -207,7 +330,9 @@ struct Planner {
       std::string why = "no idle " + j.gpu + " agent";
       if (!skipped.empty()) why += "; " + join(skipped, "; ");
       why += "; requesting capacity in " + region;
-      out.provision.push_back(RequestCapacity{j.id, region, cls, why});
+      const int gpus = std::max(s.provisioner->gpus_per_instance, 1);
+      if (gpus > 1) why += " (one instance, " + std::to_string(gpus) + " GPUs)";
+      out.provision.push_back(RequestCapacity{j.id, region, cls, why, gpus});
       ++requested;
       return;
     }
@@ -264,7 +389,8 @@ Plan plan(const Snapshot& s) {
     if (a->priority != b->priority) return a->priority > b->priority;
     return a->id < b->id;
   });
-  Planner p{s, {}, {}, 0};
+  Planner p{s, {}, {}, 0, {}, {}, {}};
+  p.start();
   for (const auto* j : order) p.job(*j);
   return std::move(p.out);
 }

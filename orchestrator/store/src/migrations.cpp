@@ -1,5 +1,6 @@
 #include "migrations.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,26 @@ CREATE TABLE audit_log (
   data TEXT NOT NULL DEFAULT '{}'
 );
 )sql",
+      // 4: GPU slots. An agent serves one GPU (slot) of a host; a run holds its agent's slot,
+      // and a host-exclusive run its whole host. Agents enrolled before slots are each a host
+      // of their own. The partial unique indexes make "a slot holds at most one running lease"
+      // and "at most one host-exclusive lease per host" hold whatever the code above does.
+      R"sql(
+ALTER TABLE agents ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE agents ADD COLUMN slot INTEGER NOT NULL DEFAULT 0;
+UPDATE agents SET host = 'agent:' || id WHERE host = '';
+CREATE INDEX agents_host_slot ON agents (host, slot);
+
+ALTER TABLE jobs ADD COLUMN host_exclusive INTEGER NOT NULL DEFAULT 0;
+
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN slot INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN host_exclusive INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET host = 'agent:' || agent_id WHERE host = '';
+CREATE UNIQUE INDEX runs_running_slot ON runs (host, slot) WHERE outcome = 'running';
+CREATE UNIQUE INDEX runs_running_host_exclusive ON runs (host)
+  WHERE outcome = 'running' AND host_exclusive = 1;
+)sql",
   };
   return s;
 }
@@ -175,7 +196,9 @@ CREATE TABLE audit_log (
 
 int latest_schema_version() { return static_cast<int>(steps().size()); }
 
-Result<void> migrate(Db& db) {
+Result<void> migrate(Db& db) { return migrate_to(db, latest_schema_version()); }
+
+Result<void> migrate_to(Db& db, int target) {
   int version = 0;
   try {
     db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
@@ -193,7 +216,7 @@ Result<void> migrate(Db& db) {
                           std::to_string(latest) +
                           "); run a newer kfleetd or point --db at another file");
   }
-  for (int v = version + 1; v <= latest; ++v) {
+  for (int v = version + 1; v <= std::min(latest, target); ++v) {
     auto r = db.transaction([&]() -> Result<void> {
       db.exec(steps()[static_cast<std::size_t>(v - 1)]);
       db.exec("DELETE FROM schema_version");

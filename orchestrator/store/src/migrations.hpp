@@ -6,8 +6,12 @@
 namespace kfleet::store::sqlite {
 
 int latest_schema_version();
+// The step that added GPU slots (agents.host/slot, runs.host/slot/host_exclusive).
+inline constexpr int kSlotsSchemaVersion = 4;
 // Applies every step above the database's version, one transaction each. Refuses a database
 // written by a newer kfleetd rather than guessing at its schema.
 Result<void> migrate(Db& db);
+// Applies the steps up to `version` only: tests build a database as an older kfleetd left it.
+Result<void> migrate_to(Db& db, int version);
 
 }  // namespace kfleet::store::sqlite

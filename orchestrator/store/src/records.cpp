@@ -25,13 +25,14 @@ namespace sqlite {
 const char* const kJobColumns =
     "id, name, campaign, parent, priority, gpu, regions, spec, spec_yaml, source_name, "
     "bundle_hash, content_hash, state, state_reason, attempts, max_attempts, current_run_id, "
-    "submitted_by, created_ms, updated_ms, verdict, simulated";
+    "submitted_by, created_ms, updated_ms, verdict, simulated, host_exclusive";
 const char* const kRunColumns =
     "id, job_id, agent_id, attempt, fencing_token, outcome, stage, started_ms, "
-    "lease_expires_ms, finished_ms, verdict, simulated, events_contiguous";
+    "lease_expires_ms, finished_ms, verdict, simulated, events_contiguous, host, slot, "
+    "host_exclusive";
 const char* const kAgentColumns =
     "id, name, region, backend, gpus, token_hash, provider, instance_id, info, state, "
-    "current_run_id, enrolled_ms, last_seen_ms";
+    "current_run_id, enrolled_ms, last_seen_ms, host, slot";
 const char* const kEventColumns = "id, job_id, run_id, seq, ts_ms, type, data";
 
 namespace {
@@ -79,6 +80,7 @@ JobRecord read_job(const Stmt& q) {
   j.updated_ms = q.i64(19);
   j.verdict = read_verdict(q, 20);
   j.simulated = q.boolean(21);
+  j.host_exclusive = q.boolean(22);
   return j;
 }
 
@@ -97,6 +99,9 @@ RunRecord read_run(const Stmt& q) {
   r.verdict = read_verdict(q, 10);
   r.simulated = q.boolean(11);
   r.events_contiguous = q.i64(12);
+  r.host = q.text(13);
+  r.slot = q.i32(14);
+  r.host_exclusive = q.boolean(15);
   return r;
 }
 
@@ -118,6 +123,8 @@ AgentRecord read_agent(const Stmt& q) {
   a.current_run_id = q.i64(10);
   a.enrolled_ms = q.i64(11);
   a.last_seen_ms = q.i64(12);
+  a.host = q.text(13);
+  a.slot = q.i32(14);
   return a;
 }
 

@@ -6,18 +6,24 @@ namespace kfleet::store::sqlite {
 Result<AgentRecord> SqliteStore::enrol_agent(const NewAgent& a, TimeMs now) {
   if (a.name.empty())
     return make_error(Errc::invalid_argument, "an agent needs a name (--name or the host name)");
+  if (a.slot < 0 || a.slot > 255)
+    return make_error(Errc::invalid_argument,
+                      "GPU slot " + std::to_string(a.slot) + " is out of range (0..255)");
   return db_->transaction([&]() -> Result<AgentRecord> {
     nlohmann::json gpus = nlohmann::json::array();
     for (const auto& g : a.gpus) gpus.push_back(to_json(g));
     db_->prepare(
            "INSERT INTO agents (name, region, backend, gpus, token_hash, provider, instance_id, "
-           "info, state, current_run_id, enrolled_ms, last_seen_ms) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'idle', 0, ?, ?)")
+           "info, state, current_run_id, enrolled_ms, last_seen_ms, host, slot) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'idle', 0, ?, ?, ?, ?)")
         .args(a.name, a.region, a.backend, dump_json(gpus), a.token_hash, a.provider,
               a.instance_id, dump_json(a.info.is_null() ? nlohmann::json::object() : a.info),
-              now, now)
+              now, now, a.host, a.slot)
         .run();
-    return *load_agent(db_->last_insert_id());
+    const std::int64_t id = db_->last_insert_id();
+    if (a.host.empty())
+      db_->prepare("UPDATE agents SET host = 'agent:' || id, slot = 0 WHERE id = ?").args(id).run();
+    return *load_agent(id);
   });
 }
 

@@ -14,12 +14,12 @@ Result<JobRecord> SqliteStore::create_job(const NewJob& j, TimeMs now) {
     db_->prepare(
            "INSERT INTO jobs (name, campaign, parent, priority, gpu, regions, spec, spec_yaml, "
            "source_name, bundle_hash, content_hash, state, state_reason, attempts, max_attempts, "
-           "current_run_id, submitted_by, created_ms, updated_ms, simulated) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, 0, ?, ?, ?, 0)")
+           "current_run_id, submitted_by, created_ms, updated_ms, simulated, host_exclusive) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, 0, ?, ?, ?, 0, ?)")
         .args(j.name, j.campaign, j.parent, j.priority, j.gpu,
               dump_json(nlohmann::json(j.regions)), dump_json(j.spec), j.spec_yaml,
               j.source_name, j.bundle_hash, j.content_hash, j.max_attempts, j.submitted_by, now,
-              now)
+              now, j.host_exclusive ? 1 : 0)
         .run();
     const std::int64_t id = db_->last_insert_id();
     insert_job_event(id, event_type::job_submitted,

@@ -54,6 +54,29 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
                                                    : std::string()) +
                             "; an agent runs one job at a time");
     }
+    // The slot rules (also unique indexes, see migration 3): one running lease per GPU slot;
+    // a host-exclusive lease only on an empty host, and nothing beside one.
+    {
+      auto q = db_->prepare(
+          "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND host = ? "
+          "ORDER BY id");
+      q.args(agent->host);
+      while (q.step()) {
+        const std::int64_t other = q.i64(0);
+        const int other_slot = q.i32(1);
+        const bool other_exclusive = q.boolean(2);
+        std::string why;
+        if (other_slot == agent->slot)
+          why = "GPU slot " + std::to_string(agent->slot) + " of host " + agent->host +
+                " already holds run " + str(other) + "; a slot holds one lease at a time";
+        else if (other_exclusive)
+          why = "host " + agent->host + " is held by host-exclusive run " + str(other);
+        else if (job->host_exclusive)
+          why = "job " + str(job_id) + " is host-exclusive and host " + agent->host +
+                " still runs run " + str(other) + " on slot " + std::to_string(other_slot);
+        if (!why.empty()) return make_error(Errc::conflict, why);
+      }
+    }
     db_->prepare("UPDATE counters SET value = value + 1 WHERE name = 'fencing_token'").run();
     std::int64_t token = 0;
     {
@@ -65,8 +88,10 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
     const TimeMs expires = now + ttl_ms;
     db_->prepare(
            "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
-           "lease_expires_ms) VALUES (?, ?, ?, ?, 'running', ?, ?)")
-        .args(job_id, agent_id, attempt, token, now, expires)
+           "lease_expires_ms, host, slot, host_exclusive) "
+           "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)")
+        .args(job_id, agent_id, attempt, token, now, expires, agent->host, agent->slot,
+              job->host_exclusive ? 1 : 0)
         .run();
     const std::int64_t run_id = db_->last_insert_id();
     db_->prepare("UPDATE jobs SET attempts = ?, current_run_id = ? WHERE id = ?")
@@ -80,7 +105,10 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
                      {{"run_id", run_id},
                       {"agent_id", agent_id},
                       {"fencing_token", token},
-                      {"attempt", attempt}},
+                      {"attempt", attempt},
+                      {"host", agent->host},
+                      {"slot", agent->slot},
+                      {"host_exclusive", job->host_exclusive}},
                      now);
     write_job_state(job_id, JobState::leased,
                     "leased to agent " + str(agent_id) + " (" + agent->name + "), attempt " +

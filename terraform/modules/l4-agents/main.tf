@@ -14,6 +14,14 @@ locals {
   }
   tags = merge(var.extra_tags, local.ownership_tags)
 
+  # L4s per g6 instance type; the agents run one per GPU (kfleet-agent@N).
+  known_gpus = {
+    "g6.12xlarge" = 4
+    "g6.24xlarge" = 4
+    "g6.48xlarge" = 8
+  }
+  gpus_per_instance = coalesce(var.gpus_per_instance, lookup(local.known_gpus, var.instance_type, 1))
+
   user_data = templatefile("${path.module}/templates/user-data.sh.tftpl", {
     server_url         = var.server_url
     region             = var.region
@@ -21,7 +29,8 @@ locals {
     server_ca_pem      = var.server_ca_pem
     agent_download_url = var.agent_download_url
     agent_sha256       = var.agent_sha256
-    agent_unit         = trimspace(file("${path.module}/files/kfleet-agent.service"))
+    agent_unit         = trimspace(file("${path.module}/files/kfleet-agent@.service"))
+    gpus_per_instance  = local.gpus_per_instance
   })
 }
 

@@ -23,3 +23,8 @@ output "instances" {
     instance_type     = i.instance_type
   } }
 }
+
+output "gpus_per_instance" {
+  description = "GPUs (and so agents, one per GPU) on each instance."
+  value       = local.gpus_per_instance
+}

@@ -36,6 +36,16 @@ variable "instance_type" {
   }
 }
 
+variable "gpus_per_instance" {
+  description = "GPUs per instance, one kfleet-agent (one job slot) each; null takes the instance type's count (g6.12xlarge: 4, g6.48xlarge: 8, else 1)."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.gpus_per_instance == null ? true : (var.gpus_per_instance >= 1 && var.gpus_per_instance <= 8 && floor(var.gpus_per_instance) == var.gpus_per_instance)
+    error_message = "gpus_per_instance must be a whole number from 1 to 8 (a g6 instance has at most 8 L4s)."
+  }
+}
+
 variable "ami_id" {
   description = "AMI with the NVIDIA driver (e.g. an AWS Deep Learning Base GPU AMI) for this region."
   type        = string

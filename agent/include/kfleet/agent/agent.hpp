@@ -22,6 +22,10 @@ struct AgentConfig {
   int max_jobs = 0;          // 0 = forever
   int heartbeat_ms = 0;      // 0 = what kfleetd says
   int lease_wait_ms = 20000;
+  // One agent serves one GPU: the discovered GPU with this index is its slot on `host_id`.
+  // An empty host_id makes the agent a host of its own (one GPU, as before slots).
+  unsigned gpu = 0;
+  std::string host_id;
 };
 
 class Agent {

@@ -96,6 +96,8 @@ using BackendPtr = std::unique_ptr<Backend>;
 struct SimulatedGpuOptions {
   std::string gpu_class = "L4";
   std::string arch = "sm_89";
+  unsigned gpus = 1;               // GPUs the simulated host has (a simulated 8-GPU host: 8)
+  std::string host_id = "sim";     // makes the simulated UUIDs distinct per host
 };
 BackendPtr make_simulated_backend(const SimulatedGpuOptions& o);
 

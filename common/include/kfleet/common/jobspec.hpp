@@ -104,6 +104,9 @@ struct BenchmarkSpec {
   bool interleave = false;          // verdicts from A/B rounds against the reference's own build
   int processes = 1;                // harness processes whose samples are pooled (per-process
                                     // offsets average out instead of deciding the median)
+  // Every other GPU slot of the host stays idle while this job runs. Unset: the target's
+  // default (true for APUs, whose GPU shares the host's memory and power).
+  std::optional<bool> host_exclusive;
 };
 
 struct ProfileSpec {
@@ -152,6 +155,11 @@ SpecParse parse_job_spec_file(const std::string& path);
 // JSON form used on the wire and in the store (lossless round trip with the structs).
 nlohmann::json to_json(const JobSpec& s);
 Result<JobSpec> job_spec_from_json(const nlohmann::json& j);
+
+// Does the job need its host to itself? benchmark.host_exclusive when set, else true for
+// targets that are APUs (gfx1151: the GPU shares the host's memory and power).
+bool target_is_apu(const std::string& gpu);
+bool host_exclusive(const JobSpec& s);
 
 // A content hash of what determines a result: sources (by bundle hash), defines, flags, params,
 // target, gates, benchmark. Same inputs -> same hash (the campaign no-repeat map uses it).

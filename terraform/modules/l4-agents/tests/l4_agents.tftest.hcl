@@ -113,8 +113,12 @@ run "user_data_installs_and_enrols_the_agent" {
     error_message = "the instance id must come from IMDS"
   }
   assert {
-    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "systemctl enable --now kfleet-agent.service")
-    error_message = "the unit must be enabled and started"
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "for gpu in $(seq 0 0); do") && strcontains(aws_instance.agent["agent-00"].user_data, "systemctl enable --now \"kfleet-agent@$gpu.service\"")
+    error_message = "one agent unit per GPU must be enabled and started (one GPU on g6.xlarge)"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "--gpu %i --host-id $${KFLEET_INSTANCE_ID}")
+    error_message = "each agent serves its own GPU and names the instance as its host"
   }
   assert {
     condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "sha256sum")
@@ -201,4 +205,45 @@ run "rejects_a_missing_owner" {
     owner = " "
   }
   expect_failures = [var.owner]
+}
+
+run "starts_one_agent_per_gpu_on_a_multi_gpu_type" {
+  command = plan
+
+  variables {
+    instance_type = "g6.48xlarge"
+  }
+
+  assert {
+    condition     = output.gpus_per_instance == 8
+    error_message = "g6.48xlarge has 8 L4s"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "for gpu in $(seq 0 7); do")
+    error_message = "an 8-GPU instance starts kfleet-agent@0 .. kfleet-agent@7"
+  }
+}
+
+run "gpus_per_instance_can_be_set" {
+  command = plan
+
+  variables {
+    instance_type     = "g6.12xlarge"
+    gpus_per_instance = 2
+  }
+
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "for gpu in $(seq 0 1); do")
+    error_message = "gpus_per_instance overrides the type's count"
+  }
+}
+
+run "rejects_a_bad_gpu_count" {
+  command = plan
+
+  variables {
+    gpus_per_instance = 9
+  }
+
+  expect_failures = [var.gpus_per_instance]
 }

@@ -89,6 +89,8 @@ struct EnrolRequest {
   std::string name, region, backend, provider, instance_id;
   std::vector<GpuInfo> gpus;
   nlohmann::json info = nlohmann::json::object();
+  std::string host;                  // "" = a host of its own
+  int slot = 0;                      // the GPU's index on the host
 };
 struct EnrolResult {
   std::int64_t agent_id = 0;
@@ -197,6 +199,7 @@ class ControlPlane {
     std::vector<std::string> regions;
     JobState state = JobState::queued;
     std::string state_reason;
+    bool host_exclusive = false;
   };
   void remember_pending(const store::JobRecord& j);
   sched::Snapshot snapshot();

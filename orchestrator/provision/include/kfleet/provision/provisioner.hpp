@@ -29,6 +29,7 @@ struct CapacityRequest {
   std::int64_t job_id = 0;
   std::string region;
   std::string gpu;  // class, e.g. "L4"
+  int gpus = 1;     // GPUs asked for: one instance with this many (gpus_per_instance)
 };
 
 struct CapacityResult {
@@ -63,6 +64,9 @@ class Provisioner {
   virtual std::optional<double> usd_per_hour(const std::string& /*instance_id*/) const {
     return std::nullopt;
   }
+  // GPUs on one of its instances (one agent per GPU): a job pays one GPU's share of an
+  // instance-hour, and one capacity request brings that many GPU slots.
+  virtual int gpus_per_instance(const std::string& /*instance_id*/) const { return 1; }
 };
 using ProvisionerPtr = std::unique_ptr<Provisioner>;
 

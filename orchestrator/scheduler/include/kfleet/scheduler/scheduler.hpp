@@ -20,14 +20,25 @@ struct PendingJob {
   // Its build and resources gate go to a compile agent first (any region: a build needs no
   // GPU); false: a GPU agent of its class runs it, whole or after a compile agent built it.
   bool compile = false;
+  bool host_exclusive = false;       // needs every other GPU slot of its host idle
 };
 
+// One agent serves one GPU: the slot `slot` of host `host`. An empty host is a host of its own.
 struct AgentSlot {
   std::int64_t id = 0;
   std::string region;
   std::vector<GpuInfo> gpus;
   bool idle = false;                 // enrolled, alive, holding no run
   bool compiler = false;             // a compile agent (no GPU): takes only compile-phase jobs
+  std::string host;
+  int slot = 0;
+};
+
+// A running lease: the slot it holds, and whether it holds its whole host.
+struct SlotUse {
+  std::string host;
+  int slot = 0;
+  bool host_exclusive = false;
 };
 
 struct ProvisionerView {
@@ -36,17 +47,20 @@ struct ProvisionerView {
   int capacity_budget = 0;           // instances it may still start now
   std::vector<std::string> regions;  // where it can provision (used when a job says "any")
   std::vector<std::string> gpu_classes;
+  int gpus_per_instance = 1;         // GPU slots one request brings (one agent per GPU)
 };
 
 struct InFlight {                    // a capacity request under way
   std::int64_t job_id = 0;
   std::string region;
   std::string gpu;
+  int gpus = 1;                      // GPU slots it brings; the rest serve other queued jobs
 };
 
 struct Snapshot {
   std::vector<PendingJob> queue;     // any order; plan() orders by priority desc, id asc
   std::vector<AgentSlot> agents;
+  std::vector<SlotUse> running;      // leases held now (a lost agent's slot stays held)
   std::vector<store::RegionBlock> blocks;
   std::optional<ProvisionerView> provisioner;
   std::vector<InFlight> in_flight;
@@ -62,12 +76,15 @@ struct RequestCapacity {
   std::int64_t job_id = 0;
   std::string region, gpu;
   std::string reason;                // "no idle L4; us-central1-a blocked (stockout) until ..."
+  int gpus = 1;                      // GPUs it asks for: one instance of this many
 };
 struct Wait {
   std::int64_t job_id = 0;
   bool capacity = false;             // true: show waiting_capacity (every region out)
   std::string reason;
   TimeMs retry_at_ms = 0;            // earliest block expiry that could help; 0 = on any change
+  std::string waits_for;             // "host": a whole host, not a GPU (host-exclusive jobs)
+  std::string host;                  // which host, when waits_for is "host"
 };
 struct Plan {
   std::vector<Assign> assign;

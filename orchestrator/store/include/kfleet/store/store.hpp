@@ -31,6 +31,7 @@ struct NewJob {
   std::string content_hash;          // job_content_hash(): the no-repeat map's key
   int max_attempts = 3;
   std::string submitted_by;
+  bool host_exclusive = false;       // host_exclusive(spec): no other job on its host meanwhile
 };
 
 struct JobRecord {
@@ -50,6 +51,7 @@ struct JobRecord {
   TimeMs created_ms = 0, updated_ms = 0;
   std::optional<Verdict> verdict;    // set when terminal via a run
   bool simulated = false;            // its result came from the simulated GPU backend
+  bool host_exclusive = false;       // runs with every other slot of its host idle
 };
 
 struct JobFilter {
@@ -72,6 +74,9 @@ struct RunRecord {
   std::optional<Verdict> verdict;
   bool simulated = false;
   std::int64_t events_contiguous = 0;  // highest seq with every seq in 1..n stored
+  std::string host;                  // the GPU slot it holds (its agent's, at grant time)
+  int slot = 0;
+  bool host_exclusive = false;       // it holds the whole host
 };
 
 struct Lease {
@@ -87,6 +92,10 @@ struct NewAgent {
   std::string region;
   std::string backend;               // cuda | hip | simulated
   std::vector<GpuInfo> gpus;         // what it runs jobs on (one job at a time, whatever the count)
+  // The GPU slot it serves: one agent per GPU, `slot` = the GPU's index on `host`. An empty
+  // host makes the agent a host of its own ("agent:<id>"), as agents were before slots.
+  std::string host;
+  int slot = 0;
   std::string token_hash;            // sha256 of the agent's bearer token
   std::string provider;              // static | simulated | terraform
   std::string instance_id;           // the provisioner's id for it, if it made it
@@ -102,6 +111,8 @@ struct AgentRecord {
   AgentState state = AgentState::idle;
   std::int64_t current_run_id = 0;
   TimeMs enrolled_ms = 0, last_seen_ms = 0;
+  std::string host;                  // never empty once stored
+  int slot = 0;
   bool simulated() const;
 };
 
@@ -195,7 +206,9 @@ class Store {
   // --- leases and runs
   // Atomically: new run (attempt+1, next fencing token), job -> leased, agent -> busy,
   // lease.granted event. conflict if the job is not pending or the agent is not idle: an
-  // agent holds at most one run, ever.
+  // agent holds at most one run, ever. Also conflict when the agent's GPU slot (host, slot)
+  // holds a running run, when the job is host-exclusive and its host runs anything, or when
+  // the host runs a host-exclusive job: a slot never holds two leases.
   virtual Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                                     TimeMs now) = 0;
   // Extends the lease of the agent's current run. conflict if the token is stale.
