@@ -87,7 +87,7 @@ class KfleetdWithTerraform : public ::testing::Test {
     url_ = "http://127.0.0.1:" + std::to_string(*port);
     cp_->start();
     thread_ = std::thread([this] { io_.run(); });
-    watch_ = std::make_unique<testing::AgentsWatch>(url_);
+    watch_ = std::make_unique<testing::AgentsWatch>(url_, kUser);
   }
 
   void TearDown() override {

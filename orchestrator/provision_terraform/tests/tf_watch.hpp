@@ -29,7 +29,9 @@ bool wait_until(std::chrono::steady_clock::duration deadline, Pred ready) {
 
 class AgentsWatch {
  public:
-  explicit AgentsWatch(std::string url) : thread_([this, url = std::move(url)] { run(url); }) {}
+  // `token`: a read token; the fleet view, like every route but /health, needs one.
+  AgentsWatch(std::string url, std::string token)
+      : thread_([this, url = std::move(url), token = std::move(token)] { run(url, token); }) {}
   ~AgentsWatch() {
     {
       std::lock_guard lock(mutex_);
@@ -55,12 +57,13 @@ class AgentsWatch {
     std::lock_guard lock(mutex_);
     std::string out;
     for (const auto& b : blocks_) out += b + "\n";
+    if (!last_error_.empty()) out += "last failed look: " + last_error_ + "\n";
     return out;
   }
 
  private:
-  void run(const std::string& url) {
-    HttpClient client(url);
+  void run(const std::string& url, const std::string& token) {
+    HttpClient client(url, token);
     std::unique_lock lock(mutex_);
     while (!stop_) {
       lock.unlock();
@@ -73,6 +76,9 @@ class AgentsWatch {
             b.erase("seconds_left");  // changes on every look; the rest names the block
             blocks_.insert(b.dump());
           }
+      } else {  // a watch that cannot look must say so, not just see nothing
+        last_error_ = r.ok() ? "HTTP " + std::to_string(r->status) + " " + r->body
+                             : r.error().message;
       }
       wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; });
     }
@@ -82,6 +88,7 @@ class AgentsWatch {
   std::condition_variable wake_;
   bool stop_ = false;
   std::set<std::string> blocks_;
+  std::string last_error_;
   std::thread thread_;  // last: starts once the members it uses exist
 };
 
