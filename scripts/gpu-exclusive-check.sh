@@ -41,9 +41,9 @@ outcome() {
   [ -n "$r" ] || r=$(printf '%s' "$s" | json_field job.state_reason)
   printf '%s\t%s' "$(printf '%s' "$s" | json_field job.state)" "$r"
 }
-# the job's log lines from the benchmark stage
+# the job's log lines from the benchmark stage (the token goes to curl on stdin, never its argv)
 bench_logs() {
-  curl -s -H "Authorization: Bearer $KFLEET_TOKEN" "$KFLEET_SERVER/api/v1/jobs/$1/events?limit=1000" |
+  printf 'Authorization: Bearer %s\n' "$KFLEET_TOKEN" | curl -s -H @- "$KFLEET_SERVER/api/v1/jobs/$1/events?limit=1000" |
     python3 -c 'import json,sys
 for e in json.load(sys.stdin)["events"]:
     d = e.get("data", {})
@@ -80,7 +80,7 @@ rows+=("2 busy for ~5 s|waits, then passed|$st|$ok|$why")
 echo "== 3. another process starts while the benchmark runs"
 id=$(submit)
 for _ in $(seq 600); do
-  curl -s -H "Authorization: Bearer $KFLEET_TOKEN" "$KFLEET_SERVER/api/v1/jobs/$id/events?limit=1000" |
+  printf 'Authorization: Bearer %s\n' "$KFLEET_TOKEN" | curl -s -H @- "$KFLEET_SERVER/api/v1/jobs/$id/events?limit=1000" |
     grep -q '"stage":"benchmark"' && break
   sleep 0.05
 done
