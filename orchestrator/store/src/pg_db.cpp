@@ -1,5 +1,7 @@
 #include "pg_db.hpp"
 
+#include "kfleet/store/postgres.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,18 +28,6 @@ void check(PGconn* c, PGresult* r, const std::string& what) {
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   PQclear(r);
   throw DbError{state ? state : "", msg.empty() ? what + " failed" : msg};
-}
-
-// The URL as it may be printed: any password replaced.
-std::string without_password(const std::string& url) {
-  auto scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  auto at = url.find('@', scheme + 3);
-  auto slash = url.find('/', scheme + 3);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return url;
-  auto colon = url.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon) + ":***" + url.substr(at);
 }
 
 }  // namespace
@@ -204,7 +194,7 @@ std::string Stmt::blob(int col) const {
 // --- Db
 
 Result<std::unique_ptr<Db>> Db::open(const std::string& url) {
-  const std::string where = without_password(url);
+  const std::string where = redact_postgres_url(url);
   PGconn* c = PQconnectdb(url.c_str());
   if (!c) return make_error(Errc::internal, "cannot connect to " + where + ": out of memory");
   if (PQstatus(c) != CONNECTION_OK) {

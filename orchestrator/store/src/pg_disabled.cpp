@@ -3,10 +3,6 @@
 
 namespace kfleet::store {
 
-bool is_postgres_url(const std::string& db) {
-  return db.rfind("postgresql://", 0) == 0 || db.rfind("postgres://", 0) == 0;
-}
-
 bool postgres_supported() { return false; }
 
 Result<StorePtr> open_postgres_store(const PostgresOptions&) {

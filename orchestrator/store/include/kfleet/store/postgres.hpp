@@ -17,6 +17,10 @@ struct PostgresOptions {
 
 // True for "postgresql://..." and "postgres://..." (what --db takes for this backend).
 bool is_postgres_url(const std::string& db);
+// The URL as it may be logged: a password in it is replaced by ***.
+std::string redact_postgres_url(const std::string& url);
+// True when the URL carries a password (which then shows in `ps`; prefer ~/.pgpass).
+bool postgres_url_has_password(const std::string& url);
 // False when this build has no libpq (configured with -DKFLEET_WITH_POSTGRESQL=OFF).
 bool postgres_supported();
 // Connects and migrates the schema (refusing one newer than this build knows).
