@@ -1,5 +1,8 @@
 // Leases and runs: granting, fencing, event ingestion, finishing and expiry.
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <unordered_set>
 
 #include "pg_store.hpp"
 
@@ -157,31 +160,58 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     }
     std::string last_stage;
     JobState furthest = JobState::queued;
-    // Event ids come from the counters row, read once under the write lock and written back
-    // once: an id is used only by an event that was stored, so ids stay gap-free.
-    std::int64_t next_id = 0;
+    // Two statements per batch, whatever its size: which of its seqs are stored already (an
+    // index lookup), then the new ones inserted from arrays, numbered from the counters row in
+    // batch order (ids stay gap-free and follow the batch, as with SQLite).
+    auto array_of = [](const auto& items, auto&& put) {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& it : items) {
+        if (!first) out += ',';
+        first = false;
+        put(out, it);
+      }
+      return out + "}";
+    };
+    auto put_int = [](std::string& out, std::int64_t v) { out += std::to_string(v); };
+    auto put_text = [](std::string& out, const std::string& v) {
+      out += '"';
+      for (char ch : v) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        out += ch;
+      }
+      out += '"';
+    };
+    std::unordered_set<std::int64_t> seen;
     {
-      auto q = db_->prepare("SELECT value FROM counters WHERE name = 'event_id' FOR UPDATE");
-      if (!q.step()) throw DbError{"", "the event counter is missing (schema damaged?)"};
-      next_id = q.i64(0);
+      std::vector<std::int64_t> all;
+      all.reserve(events.size());
+      std::int64_t lo = INT64_MAX, hi = 0;
+      for (const auto& e : events) {
+        all.push_back(e.seq);
+        lo = std::min(lo, e.seq);
+        hi = std::max(hi, e.seq);
+      }
+      // The BETWEEN bounds the index range whatever plan the server picks (before its
+      // statistics know the table, it may filter the ANY instead of looking each seq up).
+      auto q = db_->prepare(
+          "SELECT seq FROM events WHERE job_id = ? AND run_id = ? AND seq BETWEEN ? AND ? "
+          "AND seq = ANY(?::bigint[])");
+      q.args(run->job_id, run_id, lo, hi, array_of(all, put_int));
+      while (q.step()) seen.insert(q.i64(0));
     }
-    const std::int64_t first_id = next_id;
-    // The ingestion hot path: one statement, rebound per event.
-    auto insert = db_->prepare(
-        "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, run_id, seq) DO NOTHING");
+    std::vector<std::int64_t> seqs, tss;
+    std::vector<std::string> types, datas;
     for (const auto& e : events) {
-      insert.reset();
-      insert
-          .args(next_id + 1, run->job_id, run_id, e.seq, e.ts_ms ? e.ts_ms : now, e.type,
-                e.data.is_null() ? std::string("{}") : dump_json(e.data))
-          .run();
-      if (insert.changes() == 0) {
+      if (!seen.insert(e.seq).second) {
         ++res.duplicates;
         continue;
       }
-      ++next_id;
       ++res.accepted;
+      seqs.push_back(e.seq);
+      tss.push_back(e.ts_ms ? e.ts_ms : now);
+      types.push_back(e.type);
+      datas.push_back(e.data.is_null() ? std::string("{}") : dump_json(e.data));
       if (e.type != event_type::stage_started) continue;
       auto it = e.data.is_object() ? e.data.find("stage") : e.data.end();
       if (!e.data.is_object() || it == e.data.end() || !it->is_string()) continue;
@@ -193,15 +223,29 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       const JobState s = state_for_stage(stage_name);
       if (progress(s) > progress(furthest)) furthest = s;
     }
-    if (next_id != first_id) {
-      db_->prepare("UPDATE counters SET value = ? WHERE name = 'event_id'").args(next_id).run();
+    if (!seqs.empty()) {
+      const auto n = static_cast<std::int64_t>(seqs.size());
+      db_->prepare(
+             "WITH c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' "
+             "RETURNING value - ? AS base) "
+             "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+             "SELECT c.base + t.ord, ?, ?, t.seq, t.ts_ms, t.type, t.data FROM c, "
+             "unnest(?::bigint[], ?::bigint[], ?::text[], ?::text[]) "
+             "WITH ORDINALITY AS t(seq, ts_ms, type, data, ord)")
+          .args(n, n, run->job_id, run_id, array_of(seqs, put_int), array_of(tss, put_int),
+                array_of(types, put_text), array_of(datas, put_text))
+          .run();
     }
+    // The watermark: how far the stored seqs above it run on without a gap, counted by the
+    // server (seq = watermark + rank holds exactly for the gap-free prefix).
     res.contiguous = run->events_contiguous;
     {
       auto q = db_->prepare(
-          "SELECT seq FROM events WHERE job_id = ? AND run_id = ? AND seq > ? ORDER BY seq");
-      q.args(run->job_id, run_id, res.contiguous);
-      while (q.step() && q.i64(0) == res.contiguous + 1) ++res.contiguous;
+          "SELECT ? + count(*) FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS rn "
+          "FROM events WHERE job_id = ? AND run_id = ? AND seq > ?) t WHERE seq = ? + rn");
+      const std::int64_t c = res.contiguous;
+      q.args(c, run->job_id, run_id, c, c);
+      if (q.step()) res.contiguous = q.i64(0);
     }
     db_->prepare("UPDATE runs SET events_contiguous = ? WHERE id = ?")
         .args(res.contiguous, run_id)

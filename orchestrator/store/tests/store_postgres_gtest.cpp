@@ -176,6 +176,47 @@ TEST(PostgresStore, ReconnectsAfterTheServerDropsTheConnection) {
   EXPECT_EQ(back->name, "before");
 }
 
+// A batch goes in as arrays: duplicates inside it, gaps, and payloads with quotes,
+// backslashes, braces, commas and non-ASCII text all come back as sent.
+TEST(PostgresStore, EventBatchesKeepTheirContentDuplicatesAndWatermark) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  auto job = s->create_job(a_job("batch"), 1);
+  auto agent = s->enrol_agent(an_agent("a"), 2);
+  auto l = s->grant_lease(job->id, agent->id, 60'000, 3);
+  ASSERT_TRUE(l.ok());
+  auto ev = [](std::int64_t seq, const std::string& line) {
+    Event e;
+    e.seq = seq;
+    e.type = "log \"q\" {x,y}";
+    e.data = {{"line", line}};
+    return e;
+  };
+  const std::string tricky = "a \"quoted\" \\back\\slash, {brace} \u00e9\u6f22 NULL \t tab";
+  auto r = s->append_run_events(l->run_id, l->fencing_token,
+                                {ev(3, tricky), ev(1, "one"), ev(1, "one again"), ev(2, "two"),
+                                 ev(5, "five")},
+                                4);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->accepted, 4);
+  EXPECT_EQ(r->duplicates, 1);
+  EXPECT_EQ(r->contiguous, 3);
+  auto r2 = s->append_run_events(l->run_id, l->fencing_token, {ev(4, "four"), ev(2, "dup")}, 5);
+  ASSERT_TRUE(r2.ok()) << r2.error().message;
+  EXPECT_EQ(r2->accepted, 1);
+  EXPECT_EQ(r2->duplicates, 1);
+  EXPECT_EQ(r2->contiguous, 5);
+  auto got = s->run_events(l->run_id, 0, 100);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].data["line"], "one") << "the first of a duplicated seq is kept";
+  EXPECT_EQ(got[2].data["line"], tricky);
+  EXPECT_EQ(got[2].type, "log \"q\" {x,y}");
+  auto all = s->events_after(0, 1000);
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].id, static_cast<std::int64_t>(i + 1));
+}
+
 // Several connections (as several kfleetd would have) write at once: every call succeeds or
 // fails cleanly, event ids are exactly 1..N, each job's seqs are 1..n, and no job or agent is
 // ever leased twice.
