@@ -72,7 +72,7 @@ struct SimulatedCloud::State {
     return nullptr;
   }
   std::string instance_type(const RegionState& r) const {
-    return r.cfg.instance_type.empty() ? detail::instance_type_for(r.cfg.gpu) : r.cfg.instance_type;
+    return r.cfg.instance_type.empty() ? detail::instance_type_for(r.cfg.gpu, r.cfg.name) : r.cfg.instance_type;
   }
 
   // What the cloud answers next in this region; consumes one script word.
@@ -212,7 +212,7 @@ void SimulatedCloud::request(const CapacityRequest& req, std::function<void(Capa
     name = "sim-" + region_name + "-" + std::to_string(serial);
   }
   const detail::CloudAnswer answer{word, st.instance_type(*r), region_name,
-                                   st.cfg.max_instances * kVcpusPerInstance};
+                                   st.cfg.max_instances * kVcpusPerInstance, st.cfg.max_instances};
   const int delay_ms = r->cfg.delay_ms;
   auto timer = std::make_shared<boost::asio::steady_timer>(st.ex, std::chrono::milliseconds(delay_ms));
   std::weak_ptr<State> weak = st_;
