@@ -352,6 +352,9 @@ async function mainWalk() {
     if (access === "open") continue;
     const params = access === "agent" ? agentIds : access === "agent_run" ? runIds : ids;
     await call(key, params, { expect: 401 });
+    // The event streams check the token too.
+    if (op.responses["200"]?.content?.["text/event-stream"])
+      await call(key, params, { accept: "text/event-stream", expect: 401 });
     let wrong;
     if (access === "agent" || access === "agent_run" || access === "enrol") wrong = sam;   // a user token
     else if (access === "submit") wrong = rita;                                           // too low a scope
