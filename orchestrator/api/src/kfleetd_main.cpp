@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@
 #include "kfleet/provision/provisioner.hpp"
 #include "kfleet/provision/simulated_cloud.hpp"
 #include "kfleet/store/db_lock.hpp"
+#include "kfleet/store/postgres.hpp"
 #include "kfleet/store/store.hpp"
 #include "kfleet/provision/multi_provisioner.hpp"
 #ifdef KFLEET_HAVE_TERRAFORM
@@ -94,7 +96,11 @@ int main(int argc, char** argv) {
   std::int64_t idle_ttl_s = 0;
   app.add_option("--listen", listen, "address:port to serve on (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
+  app.add_option("--db", db,
+                 "SQLite database file (created if missing), or a PostgreSQL URL "
+                 "(postgresql://user@host:5432/kfleet; the database must exist; put a password "
+                 "in ~/.pgpass or $PGPASSWORD, not the URL)")
+      ->capture_default_str();
   app.add_flag("--durable", durable,
                "fsync every commit (survives power loss; default survives process crashes)");
   // Secrets come from files or the environment, never argv (visible to all in `ps`).
@@ -251,15 +257,33 @@ int main(int argc, char** argv) {
                                    "use --tls-cert/--tls-key for anything else");
   }
 
+  const bool postgres = kfleet::store::is_postgres_url(db);
+  const std::string db_name = postgres ? kfleet::store::redact_postgres_url(db) : db;
   // One kfleetd per SQLite file; the lock lives as long as this process (kill -9 included).
-  auto db_lock = kfleet::store::DbLock::acquire(db);
-  if (!db_lock) {
-    std::cerr << "kfleetd: " << db_lock.error().message << "\n";
-    return 1;
+  // PostgreSQL needs no file lock: the store serialises its writers on the server.
+  std::optional<kfleet::store::DbLock> db_lock;
+  kfleet::Result<kfleet::store::StorePtr> st =
+      kfleet::make_error(kfleet::Errc::internal, "no store opened");
+  if (postgres) {
+    if (kfleet::store::postgres_url_has_password(db))
+      kfleet::log::warn("kfleetd", "the --db URL holds a password, visible to every user in "
+                                   "`ps`: put it in ~/.pgpass or $PGPASSWORD instead");
+    if (durable)
+      kfleet::log::info("kfleetd", "--durable is a SQLite setting; on PostgreSQL every commit "
+                                   "is as durable as the server's synchronous_commit");
+    st = kfleet::store::open_postgres_store({db});
+  } else {
+    auto lock = kfleet::store::DbLock::acquire(db);
+    if (!lock) {
+      std::cerr << "kfleetd: " << lock.error().message << "\n";
+      return 1;
+    }
+    db_lock.emplace(std::move(*lock));
+    st = kfleet::store::open_sqlite_store({db, durable});
   }
-  auto st = kfleet::store::open_sqlite_store({db, durable});
   if (!st) {
-    std::cerr << "kfleetd: cannot open the store " << db << ": " << st.error().message << "\n";
+    std::cerr << "kfleetd: cannot open the store " << db_name << ": " << st.error().message
+              << "\n";
     return 1;
   }
   boost::asio::io_context io;
@@ -274,7 +298,7 @@ int main(int argc, char** argv) {
   }
   const std::string url =
       std::string(tls ? "https://" : "http://") + so.address + ":" + std::to_string(*port);
-  db_lock->set_serving(url);
+  if (db_lock) db_lock->set_serving(url);
 
   // Builds one provisioner of a kind from its config; kfleetd's own URL and enrolment token
   // fill what the config leaves out. Errors are printed and end kfleetd (exit 2).
@@ -306,7 +330,9 @@ int main(int argc, char** argv) {
       if (!raw.contains("agent_binary"))
         raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
       if (!raw.contains("work_root"))
-        raw["work_root"] = (fs::path(db).parent_path() / "simulated-cloud").string();
+        raw["work_root"] = ((postgres ? fs::current_path() : fs::path(db).parent_path()) /
+                            "simulated-cloud")
+                               .string();
       auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
       if (!sc) {
         std::cerr << "kfleetd: " << file << ": " << sc.error().message << "\n";
@@ -422,7 +448,8 @@ int main(int argc, char** argv) {
     std::ofstream(port_file + ".tmp") << *port << "\n";
     fs::rename(port_file + ".tmp", port_file);
   }
-  kfleet::log::info("kfleetd", "serving ", url, " (store ", db, durable ? ", durable" : "",
+  kfleet::log::info("kfleetd", "serving ", url, " (store ", db_name,
+                    !postgres && durable ? ", durable" : "",
                     "; provisioner ", slot.name(), "; dashboards ",
                     dashboards.empty() ? "(built-in page)" : dashboards, ")");
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
