@@ -2,6 +2,7 @@
 // SQLite file. Agents here are simulated: threads that enrol, long-poll for leases and finish
 // each job at once, so what is measured is kfleetd (HTTP, scheduler, store), not a kernel.
 //   kfleet_bench [--agents 100] [--jobs 10000] [--latency-samples 300] [--events 200000]
+//                [--db sqlite|postgres|both|postgresql://...]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kfleet/common/bundle.hpp"
+#include "backend_compare.hpp"
 #include "kfleet/common/http_client.hpp"
 #include "support.hpp"
 
@@ -96,6 +98,12 @@ void submit_many(const std::string& url, int from, int to, int threads) {
   for (auto& t : ts) t.join();
 }
 
+std::string sarg(int argc, char** argv, const char* name, const char* dflt) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], name)) return argv[i + 1];
+  return dflt;
+}
+
 int arg(int argc, char** argv, const char* name, int dflt) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], name)) return std::atoi(argv[i + 1]);
@@ -108,17 +116,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::puts("kfleet_bench [--agents N] [--jobs N] [--latency-samples N] [--events N]\n"
+                "             [--db sqlite|postgres|both|postgresql://...]\n"
                 "Starts kfleetd on a temporary SQLite file and measures submit-to-lease latency,\n"
-                "scheduling throughput and event ingestion through HTTP; prints a table.");
+                "scheduling throughput and event ingestion through HTTP; prints a table.\n"
+                "--db postgres: kfleetd on a scratch PostgreSQL server (initdb in a temp dir);\n"
+                "--db both: both runs, then a table of PostgreSQL / SQLite ratios;\n"
+                "--db postgresql://...: an existing (empty) database.");
       return 0;
     }
   const int n_agents = arg(argc, argv, "--agents", 100);
   const int n_jobs = arg(argc, argv, "--jobs", 10000);
   const int n_lat = arg(argc, argv, "--latency-samples", 300);
   const int n_events = arg(argc, argv, "--events", 200000);
+  const std::string backend = sarg(argc, argv, "--db", "sqlite");
+  if (backend == "both") return kfleet::bench::compare_backends(argc, argv);
   const std::string dir = e2e::make_temp_dir("kfleet-bench");
+  std::shared_ptr<void> pg_server;  // a scratch PostgreSQL server, when --db postgres
+  const std::string db = kfleet::bench::backend_db(backend, dir, pg_server);
   e2e::Proc kfleetd = e2e::Proc::spawn(
-      {KFLEETD_BIN, "--listen", "127.0.0.1:0", "--db", dir + "/bench.db", "--port-file",
+      {KFLEETD_BIN, "--listen", "127.0.0.1:0", "--db", db, "--port-file",
        dir + "/port", "--lease-ttl-ms", "60000", "--submit-rate-per-min", "0"},
       dir + "/kfleetd.log",
       {{"KFLEET_LOG", "warn"}, {"KFLEET_ADMIN_TOKEN", kUser}, {"KFLEET_ENROL_TOKEN", kEnrol}});
@@ -128,7 +144,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(e2e::read_file(dir + "/port")));
-  std::printf("kfleet_bench: kfleetd at %s, SQLite file %s/bench.db\n", url.c_str(), dir.c_str());
+  std::printf("kfleet_bench: kfleetd at %s, %s %s\n", url.c_str(),
+              backend == "sqlite" ? "SQLite file" : "PostgreSQL", db.c_str());
 
   // 1. Submit-to-lease latency: one agent waiting in a long-poll; a job is submitted; the
   //    time until the agent holds the lease.
