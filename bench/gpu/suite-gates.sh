@@ -9,7 +9,8 @@
 # --throttle-pct 0 keeps every sample (shared or clock-locked cloud GPUs report clocks that
 # the default 2 % filter would reject wholesale). --only builds and runs only the variants whose
 # name matches REGEX (e.g. '^scaled_mm$'). Each harness run is killed after --step-timeout-s
-# (default 300) and counted as a failure, so a hanging kernel cannot stall the whole run.
+# (default 300) and counted as a failure, and that binary's later steps are skipped, so a
+# hanging kernel cannot stall the whole run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -70,12 +71,15 @@ for v in "${variants[@]}"; do
 done
 echo "suite-gates: built in $(( $(date +%s) - t0 )) s"
 
-fails=0
+fails=0 hung=""
 step() {  # label binary args...
   local label=$1 bin=$2; shift 2
   built "$bin" || return 0
+  if [[ " $hung " == *" $bin "* ]]; then
+    echo "$label: skipped ($bin hung in an earlier step)"; fails=$((fails + 1)); return 0
+  fi
   timeout -k 10 "$step_timeout" "$out/$bin" "$@" >"$out/$label.jsonl" 2>"$out/$label.err"; local rc=$?
-  [ "$rc" = 124 ] && echo "$label: killed after $step_timeout s (a hang?)"
+  [ "$rc" = 124 ] && { echo "$label: killed after $step_timeout s (a hang?)"; hung="$hung $bin"; }
   python3 - "$label" "$rc" "$out/$label.jsonl" <<'EOF'
 import json, sys
 label, rc, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
