@@ -21,6 +21,7 @@
 #include "kfleet/api/server.hpp"
 #include "standby_responder.hpp"
 #include "kfleet/common/log.hpp"
+#include "kfleet/common/pem.hpp"
 #include "kfleet/common/secret.hpp"
 #include "kfleet/core/control_plane.hpp"
 #include "kfleet/core/suite_schedule.hpp"
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
   std::string listen = "127.0.0.1:8470", db = "kfleet.db", dashboards, port_file;
   std::string admin_token_file, enrol_token_file, admin_user = "admin";
-  std::string tls_cert, tls_key, tls_client_ca;
+  std::string tls_cert, tls_key, tls_client_ca, agent_ca_file;
   bool metrics_open = false, allow_plain_http = false;
   int submit_rate = 600, auth_fail_rate = 30;
   std::string provisioner = "static", sim_cloud_file, agent_binary, tf_config, gce_config, multi_config;
@@ -133,6 +134,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
   app.add_option("--tls-client-ca", tls_client_ca,
                  "PEM CA: agent calls then need a client certificate it signed (mTLS)");
+  app.add_option("--agent-ca-file", agent_ca_file,
+                 "PEM CA that signed --tls-cert: the agents kfleetd provisions (simulated, "
+                 "terraform, gce) get it as a 0600 file and verify kfleetd with it (--ca-file); "
+                 "without it they trust the system's CAs");
   app.add_flag("--allow-plain-http", allow_plain_http,
                "serve plain HTTP on a non-loopback address (tokens and kernels travel in clear)");
   app.add_flag("--metrics-open", metrics_open,
@@ -232,6 +237,26 @@ int main(int argc, char** argv) {
   so.submit_per_minute = submit_rate;
   so.auth_failures_per_minute = auth_fail_rate;
   const bool tls = !tls_cert.empty();
+  std::string agent_ca_pem;
+  if (!agent_ca_file.empty()) {
+    std::ifstream in(agent_ca_file, std::ios::binary);
+    if (!in) {
+      std::cerr << "kfleetd: cannot read --agent-ca-file " << agent_ca_file << "\n";
+      return 2;
+    }
+    agent_ca_pem.assign(std::istreambuf_iterator<char>(in), {});
+    if (auto why = kfleet::pem_certificates_problem(agent_ca_pem); !why.empty()) {
+      std::cerr << "kfleetd: --agent-ca-file " << agent_ca_file
+                << " must hold the PEM CA certificate that signed --tls-cert: " << why << "\n";
+      return 2;
+    }
+    if (!tls)
+      kfleet::log::warn("kfleetd", "--agent-ca-file without --tls-cert: agents reach this kfleetd "
+                                   "over plain HTTP and have no certificate to verify");
+  } else if (tls && provisioner != "static") {
+    kfleet::log::info("kfleetd", "no --agent-ca-file: the agents kfleetd provisions verify its "
+                                 "certificate against their system's CAs");
+  }
   {
     boost::system::error_code aec;
     auto addr = boost::asio::ip::make_address(so.address, aec);
@@ -397,6 +422,7 @@ int main(int argc, char** argv) {
       }
       raw["server_url"] = url;
       if (!raw.contains("enrol_token")) raw["enrol_token"] = *enrol_token;
+      if (!raw.contains("server_ca_pem") && tls) raw["server_ca_pem"] = agent_ca_pem;
       if (!raw.contains("agent_binary"))
         raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
       if (!raw.contains("work_root"))
@@ -420,6 +446,7 @@ int main(int argc, char** argv) {
       // Cloud agents need an address they can reach; only a config without one gets ours.
       if (tc->server_url.empty()) tc->server_url = url;
       if (tc->enrol_token.empty()) tc->enrol_token = *enrol_token;
+      if (tc->server_ca_pem.empty()) tc->server_ca_pem = agent_ca_pem;
       return kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc);
 #else
       std::cerr << "kfleetd: this build has no terraform provisioner\n";
@@ -437,6 +464,7 @@ int main(int argc, char** argv) {
       }
       if (gc->server_url.empty()) gc->server_url = url;
       if (gc->enrol_token.empty()) gc->enrol_token = *enrol_token;
+      if (gc->server_ca_pem.empty()) gc->server_ca_pem = agent_ca_pem;
       return kfleet::provision::make_gce_provisioner_or_explain(*gc, io.get_executor());
 #else
       std::cerr << "kfleetd: this build has no gce provisioner\n";

@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 
+#include "kfleet/common/pem.hpp"
 #include "kfleet/provision_gce/gce_error.hpp"
 #include "kfleet/provision_gce/gce_provisioner.hpp"
 
@@ -60,6 +61,7 @@ Result<GceConfig> gce_config_from_json(const nlohmann::json& doc) {
     c.name_prefix = doc.value("name_prefix", c.name_prefix);
     c.server_url = doc.value("server_url", c.server_url);
     c.enrol_token = doc.value("enrol_token", c.enrol_token);
+    c.server_ca_pem = doc.value("server_ca_pem", c.server_ca_pem);
     c.agent_download_url = doc.value("agent_download_url", c.agent_download_url);
     c.agent_sha256 = doc.value("agent_sha256", c.agent_sha256);
     c.labels = doc.value("labels", c.labels);
@@ -108,6 +110,9 @@ std::optional<std::string> gce_config_problem(const GceConfig& c) {
     return "server_url '" + c.server_url + "' must be a plain http(s) URL agents can reach";
   if (!c.enrol_token.empty() && !std::regex_match(c.enrol_token, token_re))
     return "the enrolment token must be 16 or more characters of [A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)";
+  if (!c.server_ca_pem.empty())
+    if (auto why = pem_certificates_problem(c.server_ca_pem); !why.empty())
+      return "server_ca_pem must be the PEM CA certificate that signed kfleetd's (kfleetd --agent-ca-file): " + why;
   if (!c.agent_download_url.empty() && !std::regex_match(c.agent_download_url, url_re))
     return "agent_download_url must be a plain http(s) URL";
   if (!c.agent_download_url.empty() && !std::regex_match(c.agent_sha256, std::regex("^[0-9a-f]{64}$")))
@@ -137,17 +142,26 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
        "md=http://metadata.google.internal/computeMetadata/v1/instance\n"
        "instance_name=$(curl -sf -H 'Metadata-Flavor: Google' \"$md/name\")\n"
        "\n"
-       "# The token lives only in this 0600 file, read by systemd as KFLEET_ENROL_TOKEN.\n"
-       "umask 077\n"
-       "cat > /etc/kfleet/agent.env <<ENV\n"
+       "# The token lives only in this 0600 file, read by systemd as KFLEET_ENROL_TOKEN; the CA that\n"
+       "# signed kfleetd's certificate in another, which the agent verifies kfleetd with\n"
+       "# (KFLEET_CA_FILE is its --ca-file).\n"
+       "umask 077\n";
+  if (!c.server_ca_pem.empty()) {
+    std::string pem = c.server_ca_pem;
+    while (!pem.empty() && (pem.back() == '\n' || pem.back() == '\r')) pem.pop_back();
+    s << "cat > /etc/kfleet/ca.pem <<'PEM'\n" << pem << "\nPEM\n"
+      << "chmod 0600 /etc/kfleet/ca.pem\n";
+  }
+  s << "cat > /etc/kfleet/agent.env <<ENV\n"
        "KFLEET_SERVER=" << c.server_url << "\n"
        "KFLEET_REGION=" << zone << "\n"
        "KFLEET_BACKEND=cuda\n"
        "KFLEET_PROVIDER=gce\n"
        "KFLEET_INSTANCE_ID=$instance_name\n"
        "KFLEET_NAME=$instance_name\n"
-       "KFLEET_ENROL_TOKEN=" << c.enrol_token << "\n"
-       "ENV\n"
+       "KFLEET_ENROL_TOKEN=" << c.enrol_token << "\n";
+  if (!c.server_ca_pem.empty()) s << "KFLEET_CA_FILE=/etc/kfleet/ca.pem\n";
+  s << "ENV\n"
        "chmod 0600 /etc/kfleet/agent.env\n"
        "umask 022\n\n";
   if (!c.agent_download_url.empty()) {

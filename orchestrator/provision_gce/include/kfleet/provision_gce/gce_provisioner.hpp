@@ -42,6 +42,7 @@ struct GceConfig {
   std::string name_prefix = "kfleet";
   std::string server_url;                      // what agents enrol with
   std::string enrol_token;                     // lands in the startup-script metadata
+  std::string server_ca_pem;                   // CA of kfleetd's certificate: /etc/kfleet/ca.pem
   std::string agent_download_url;              // "" = baked into the image
   std::string agent_sha256;
   std::string owner;                           // labels: who pays
