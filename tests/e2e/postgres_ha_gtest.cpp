@@ -151,6 +151,15 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
     EXPECT_EQ(any.base_url(), fleet.url(0));
   }
 
+  // So does the CLI, given the list in KFLEET_SERVER.
+  {
+    auto r = run_cmd({KFLEET_CLI_BIN, "status"}, 60000,
+                     {{"KFLEET_SERVER", fleet.url(1) + "," + fleet.url(2) + "," + fleet.url(0)},
+                      {"KFLEET_TOKEN", kToken}, {"NO_COLOR", "1"}, {"HOME", fleet.dir()},
+                      {"XDG_CONFIG_HOME", fleet.dir() + "/xdg"}});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+
   // 200 jobs, submitted through the URL list.
   const std::string jobdir = fleet.dir() + "/job";
   fs::create_directories(jobdir);
