@@ -1,7 +1,8 @@
-// Live responses against openapi.yaml: starts a real kfleetd (loopback, port 0, a fresh SQLite
-// file in a temp dir), drives every route in the document through the states that produce each
-// status it documents (success, 400, 401, 403, 404, 409, 413, 429; 204 for an empty lease
-// poll; the SSE variants of the event routes), and validates every body against the response
+// Live responses against openapi.yaml: starts real kfleetds (loopback, port 0, a fresh SQLite
+// file in a temp dir each; one with tight rate limits, one with a simulated cloud out of stock),
+// drives every route in the document through the states that produce each status it documents
+// (success, 400, 401, 403, 404, 409, 413, 429; 204 for an empty lease poll; the SSE variants of
+// the event routes), and validates every body against the response
 // schema the document gives for that status and content type, with ajv (JSON Schema) on the
 // document as @apidevtools/swagger-parser dereferences it.
 //
@@ -383,10 +384,30 @@ async function limitsWalk() {
   }
 }
 
+// A third kfleetd with a simulated cloud whose only region is out of L4s: the fleet view then
+// carries a region block (and the job waits for capacity), which the other walks never show.
+async function cloudWalk() {
+  const { writeFileSync } = await import("node:fs");
+  const cloud = join(tmp, "cloud.json");
+  writeFileSync(cloud, JSON.stringify({ max_instances: 1, regions: [
+    { name: "sim-1", gpu: "L4", arch: "sm_89", capacity: 1, script: ["stockout", "stockout", "stockout"] }] }));
+  const s = await startKfleetd("cloud", ["--provisioner", "simulated", "--simulated-cloud", cloud,
+                                         "--stockout-cooldown-ms", "600000"]);
+  const call = makeClient(s);
+  await call("POST /api/v1/jobs", {}, { token: s.admin, body: { spec_yaml: JOB_SPEC("cloud/one"), source_name: "job.yaml", bundle: BUNDLE }, expect: 201 });
+  for (let i = 0; i < 100; i++) {
+    const r = await call("GET /api/v1/agents", {}, { token: s.admin, expect: 200 });
+    if (r.body?.blocks?.length) return;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  fail("the simulated stockout never showed as a region block in GET /api/v1/agents");
+}
+
 let crashed = null;
 try {
   await mainWalk();
   await limitsWalk();
+  await cloudWalk();
 } catch (e) {
   crashed = e;
   fail(`the walk stopped: ${e.stack || e}`);

@@ -6,14 +6,20 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "kfleet/api/server.hpp"
+#include "standby_responder.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/pem.hpp"
 #include "kfleet/common/secret.hpp"
@@ -77,6 +83,19 @@ std::string find_agent_binary(const std::string& self) {
       if (fs::exists(cand)) return cand.string();
   }
   return "kfleet-agent";  // from PATH
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<bool> g_standby_stop{false};
+void on_standby_signal(int) { g_standby_stop = true; }
+
+kfleet::TimeMs wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -262,6 +281,7 @@ int main(int argc, char** argv) {
   // One kfleetd per SQLite file; the lock lives as long as this process (kill -9 included).
   // PostgreSQL needs no file lock: the store serialises its writers on the server.
   std::optional<kfleet::store::DbLock> db_lock;
+  std::unique_ptr<kfleet::store::PostgresLeader> leader;
   kfleet::Result<kfleet::store::StorePtr> st =
       kfleet::make_error(kfleet::Errc::internal, "no store opened");
   if (postgres) {
@@ -271,7 +291,57 @@ int main(int argc, char** argv) {
     if (durable)
       kfleet::log::info("kfleetd", "--durable is a SQLite setting; on PostgreSQL every commit "
                                    "is as durable as the server's synchronous_commit");
-    st = kfleet::store::open_postgres_store({db});
+    // Several kfleetd may share one database: one leads (schedules, leases, provisions), the
+    // others wait as standbys, answering 503 with the leader's URL, and take over when the
+    // leader's lock connection dies (kill -9 included).
+    auto l = kfleet::store::PostgresLeader::connect(db);
+    if (!l) {
+      std::cerr << "kfleetd: cannot open the store " << db_name << ": " << l.error().message
+                << "\n";
+      return 1;
+    }
+    leader = std::move(*l);
+    auto got = leader->try_acquire(wall_ms());
+    if (!got) {
+      std::cerr << "kfleetd: " << got.error().message << "\n";
+      return 1;
+    }
+    if (!*got) {
+      std::unique_ptr<kfleet::api::StandbyResponder> responder;
+      if (!tls) {
+        auto r = kfleet::api::StandbyResponder::start(so.address, so.port);
+        if (!r) {
+          std::cerr << "kfleetd: " << r.error().message << "\n";
+          return 1;
+        }
+        responder = std::move(*r);
+        so.port = responder->port();
+        if (!port_file.empty()) {
+          std::ofstream(port_file + ".tmp") << so.port << "\n";
+          fs::rename(port_file + ".tmp", port_file);
+        }
+      }
+      auto cur = leader->current();
+      kfleet::log::info("kfleetd", "standby on ", so.address, ":", so.port, ": ",
+                        cur ? "the leader is " + (cur->url.empty() ? "starting" : cur->url) +
+                                  " (epoch " + std::to_string(cur->epoch) + ")"
+                            : cur.error().message,
+                        "; taking over when it stops",
+                        tls ? " (a TLS standby does not answer until it leads)" : "");
+      std::signal(SIGINT, on_standby_signal);
+      std::signal(SIGTERM, on_standby_signal);
+      while (true) {
+        if (g_standby_stop) return 0;
+        if (auto c = leader->current(); c && responder) responder->set_leader(c->url, c->epoch);
+        auto g = leader->try_acquire(wall_ms());
+        if (!g) kfleet::log::warn("kfleetd", "standby: ", g.error().message);
+        if (g && *g) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+      responder.reset();  // the port is the leader's now
+    }
+    kfleet::log::info("kfleetd", "leading ", db_name, " (epoch ", leader->epoch(), ")");
+    st = kfleet::store::open_postgres_store({db, leader->epoch()});
   } else {
     auto lock = kfleet::store::DbLock::acquire(db);
     if (!lock) {
@@ -299,6 +369,32 @@ int main(int argc, char** argv) {
   const std::string url =
       std::string(tls ? "https://" : "http://") + so.address + ":" + std::to_string(*port);
   if (db_lock) db_lock->set_serving(url);
+  // The leader says where it serves, and steps down (exits; a supervisor restarts it as a
+  // standby) as soon as its lock connection is gone or another kfleetd has taken over: its
+  // store writes are fenced by the epoch anyway.
+  boost::asio::steady_timer leader_check(io);
+  std::function<void()> check_leader;
+  if (leader) {
+    if (auto r = leader->set_url(url); !r) {
+      std::cerr << "kfleetd: " << r.error().message << "\n";
+      return 1;
+    }
+    check_leader = [&] {
+      leader_check.expires_after(std::chrono::seconds(1));
+      leader_check.async_wait([&](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (!leader->still_leader()) {
+          kfleet::log::error("kfleetd", "lost the leadership of ", db_name,
+                             " (its lock connection closed or another kfleetd took over); "
+                             "exiting so that this one restarts as a standby");
+          std::fflush(nullptr);
+          std::_Exit(3);
+        }
+        check_leader();
+      });
+    };
+    check_leader();
+  }
 
   // Builds one provisioner of a kind from its config; kfleetd's own URL and enrolment token
   // fill what the config leaves out. Errors are printed and end kfleetd (exit 2).

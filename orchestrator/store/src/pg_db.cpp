@@ -278,17 +278,32 @@ void Db::exec(const std::string& sql) {
 }
 
 void Db::begin() {
-  static const std::string sql =
+  static const std::string lock =
       "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(kWriteLockKey) + ")";
+  static const std::string fenced = lock + "; SELECT epoch FROM kfleet_leader WHERE id = 1";
   if (!ensure_connected()) throw_conn(conn_, "reconnecting to " + where_);
   if (PQtransactionStatus(conn_) != PQTRANS_IDLE) rollback();  // never nest in a leftover one
+  auto start = [&] {
+    PGresult* r = PQexec(conn_, (fence_ ? fenced : lock).c_str());
+    check(conn_, r, "BEGIN");
+    std::int64_t epoch = 0;
+    if (fence_ && PQntuples(r) > 0) epoch = std::strtoll(PQgetvalue(r, 0, 0), nullptr, 10);
+    PQclear(r);
+    if (fence_ && epoch != fence_) {
+      rollback();
+      throw DbError{kNotLeaderState,
+                    "this kfleetd is no longer the leader (its epoch is " +
+                        std::to_string(fence_) + ", the database's " + std::to_string(epoch) +
+                        "): another kfleetd took over"};
+    }
+  };
   try {
-    exec(sql);
-  } catch (const DbError&) {
+    start();
+  } catch (const DbError& e) {
     // A connection the server dropped (restart, idle timeout) shows only when used: reopen it
     // once; nothing of this transaction ran yet.
-    if (!broken() || !ensure_connected()) throw;
-    exec(sql);
+    if (e.sqlstate == kNotLeaderState || !broken() || !ensure_connected()) throw;
+    start();
   }
 }
 
@@ -301,6 +316,7 @@ void Db::rollback() {
 }
 
 Error Db::failure(const DbError& e) const {
+  if (e.sqlstate == kNotLeaderState) return make_error(Errc::unavailable, e.message);
   if (e.sqlstate.empty() || e.sqlstate.rfind("08", 0) == 0 || e.sqlstate.rfind("57", 0) == 0 ||
       e.sqlstate == "40001" || e.sqlstate == "40P01" || e.sqlstate == "53100" ||
       e.sqlstate == "53200" || e.sqlstate == "53300")

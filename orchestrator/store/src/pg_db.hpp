@@ -25,6 +25,10 @@ namespace kfleet::store::pg {
 
 // The key of the advisory lock every store transaction holds (ASCII "kfleetwr").
 inline constexpr std::int64_t kWriteLockKey = 0x6b666c6565747772;
+// The key of the session advisory lock the leader kfleetd holds (ASCII "kfleetld").
+inline constexpr std::int64_t kLeaderLockKey = 0x6b666c6565746c64;
+// The SQLSTATE a fenced write fails with when another kfleetd has taken over.
+inline constexpr const char* kNotLeaderState = "KF001";
 
 struct Bytes {
   std::string_view bytes;
@@ -93,6 +97,7 @@ class Stmt {
   PGresult* res_ = nullptr;
   int row_ = -1;
   std::int64_t changes_ = 0;
+  std::int64_t fence_ = 0;
 };
 
 class Db {
@@ -108,6 +113,8 @@ class Db {
   const std::string& where() const { return where_; }  // the URL without its password
   std::int64_t changes() const { return changes_; }    // rows the last statement changed
   std::int64_t last_insert_id();                       // lastval() of this session
+  // Every transaction from now on checks kfleet_leader.epoch == epoch (0: no check).
+  void set_fence(std::int64_t epoch) { fence_ = epoch; }
 
   // Runs f (returning Result<T>) inside BEGIN ... COMMIT holding the write lock; an error
   // result or a failure rolls everything back.
@@ -157,6 +164,7 @@ class Db {
   std::unordered_map<std::string, std::string> prepared_;
   int next_name_ = 0;
   std::int64_t changes_ = 0;
+  std::int64_t fence_ = 0;
 };
 
 // Rewrites `?` placeholders (outside quotes) to $1, $2, ...

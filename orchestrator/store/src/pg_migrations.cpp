@@ -181,6 +181,18 @@ CREATE TABLE audit_log (
   data TEXT NOT NULL DEFAULT '{}'
 );
 )sql",
+      // 2: leadership among several kfleetd on one database. The leader holds a session
+      // advisory lock and bumps `epoch` (its fencing number) when it takes over; every store
+      // transaction of a leader checks the epoch is still its own.
+      R"sql(
+CREATE TABLE kfleet_leader (
+  id BIGINT PRIMARY KEY CHECK (id = 1),
+  epoch BIGINT NOT NULL,
+  url TEXT NOT NULL DEFAULT '',
+  since_ms BIGINT NOT NULL DEFAULT 0
+);
+INSERT INTO kfleet_leader (id, epoch, url, since_ms) VALUES (1, 0, '', 0);
+)sql",
   };
   return s;
 }

@@ -15,7 +15,97 @@ Result<StorePtr> open_postgres_store(const PostgresOptions& o) {
   if (!db) return db.error();
   auto m = pg::migrate(**db);
   if (!m) return m.error();
+  (*db)->set_fence(o.leader_epoch);
   return StorePtr(std::make_unique<pg::PgStore>(std::move(*db)));
+}
+
+// --- leadership
+
+struct PostgresLeader::Impl {
+  std::unique_ptr<pg::Db> db;
+};
+
+PostgresLeader::PostgresLeader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PostgresLeader::~PostgresLeader() = default;
+
+Result<std::unique_ptr<PostgresLeader>> PostgresLeader::connect(const std::string& url) {
+  auto db = pg::Db::open(url);
+  if (!db) return db.error();
+  auto m = pg::migrate(**db);
+  if (!m) return m.error();
+  auto impl = std::make_unique<Impl>();
+  impl->db = std::move(*db);
+  return std::unique_ptr<PostgresLeader>(new PostgresLeader(std::move(impl)));
+}
+
+Result<bool> PostgresLeader::try_acquire(TimeMs now) {
+  auto& db = *impl_->db;
+  if (epoch_ != 0) return still_leader();
+  try {
+    if (!db.ensure_connected())
+      return make_error(Errc::unavailable, "cannot reach PostgreSQL at " + db.where());
+    auto q = db.prepare("SELECT pg_try_advisory_lock(?)");
+    q.args(pg::kLeaderLockKey);
+    if (!q.step() || !q.boolean(0)) return false;
+  } catch (const pg::DbError& e) {
+    return make_error(Errc::unavailable, "PostgreSQL at " + db.where() + ": " + e.message);
+  }
+  // The lock is ours: a new epoch, written under the store's write lock, so every write of
+  // the previous leader either committed before it or is refused after it.
+  auto r = db.transaction([&]() -> Result<std::int64_t> {
+    auto q = db.prepare(
+        "UPDATE kfleet_leader SET epoch = epoch + 1, url = '', since_ms = ? WHERE id = 1 "
+        "RETURNING epoch");
+    q.args(now);
+    if (!q.step()) return make_error(Errc::internal, "kfleet_leader has no row (schema damaged?)");
+    return q.i64(0);
+  });
+  if (!r) return r.error();
+  epoch_ = *r;
+  return true;
+}
+
+Result<void> PostgresLeader::set_url(const std::string& url) {
+  auto& db = *impl_->db;
+  return db.transaction([&]() -> Result<void> {
+    db.prepare("UPDATE kfleet_leader SET url = ? WHERE id = 1 AND epoch = ?")
+        .args(url, epoch_)
+        .run();
+    if (db.changes() == 0)
+      return make_error(Errc::unavailable, "another kfleetd took over before this one served");
+    return ok_result();
+  });
+}
+
+Result<LeaderInfo> PostgresLeader::current() {
+  auto& db = *impl_->db;
+  try {
+    if (epoch_ == 0 && !db.ensure_connected())
+      return make_error(Errc::unavailable, "cannot reach PostgreSQL at " + db.where());
+    auto q = db.prepare("SELECT epoch, url, since_ms FROM kfleet_leader WHERE id = 1");
+    if (!q.step()) return make_error(Errc::internal, "kfleet_leader has no row");
+    return LeaderInfo{q.i64(0), q.text(1), q.i64(2)};
+  } catch (const pg::DbError& e) {
+    return make_error(Errc::unavailable, "PostgreSQL at " + db.where() + ": " + e.message);
+  }
+}
+
+bool PostgresLeader::still_leader() {
+  if (epoch_ == 0) return false;
+  auto& db = *impl_->db;
+  if (db.broken()) return false;  // never reconnect: the lock died with the connection
+  try {
+    // The epoch is still ours and this session still holds the lock.
+    auto q = db.prepare(
+        "SELECT epoch = ? AND EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+        "AND pid = pg_backend_pid() AND granted AND classid::bigint = ? AND objid::bigint = ? "
+        "AND objsubid = 1) FROM kfleet_leader WHERE id = 1");
+    q.args(epoch_, static_cast<std::int64_t>(static_cast<std::uint64_t>(pg::kLeaderLockKey) >> 32),
+           static_cast<std::int64_t>(static_cast<std::uint64_t>(pg::kLeaderLockKey) & 0xffffffffu));
+    return q.step() && q.boolean(0);
+  } catch (const pg::DbError&) {
+    return false;
+  }
 }
 
 namespace pg {

@@ -118,7 +118,7 @@ TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
   EXPECT_EQ(job->current_run_id, run_id);
   EXPECT_EQ(s->get_run(run_id)->fencing_token, token);
   EXPECT_EQ(*s->get_bundle("sha256:bin"), std::string("\x00\x01\xff bytes", 9));
-  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"), "1");
+  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"), "2");
 }
 
 TEST(PostgresStore, RefusesANewerSchema) {
@@ -174,6 +174,39 @@ TEST(PostgresStore, ReconnectsAfterTheServerDropsTheConnection) {
   auto back = s->get_job(j->id);  // so does a read
   ASSERT_TRUE(back);
   EXPECT_EQ(back->name, "before");
+}
+
+// One leader at a time; a takeover bumps the epoch, and the old leader's store is fenced off.
+TEST(PostgresStore, OneLeaderAtATimeAndTheOldOneIsFenced) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto a = PostgresLeader::connect(url);
+  auto b = PostgresLeader::connect(url);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(*(*a)->try_acquire(1));
+  EXPECT_FALSE(*(*b)->try_acquire(2)) << "a second leader while the first holds the lock";
+  EXPECT_TRUE((*a)->still_leader());
+  EXPECT_FALSE((*b)->still_leader());
+  ASSERT_TRUE((*a)->set_url("http://a:1").ok());
+  EXPECT_EQ((*b)->current()->url, "http://a:1");
+  const auto epoch_a = (*a)->epoch();
+  auto store_a = open_postgres_store({url, epoch_a});
+  ASSERT_TRUE(store_a.ok());
+  ASSERT_TRUE((*store_a)->create_job(a_job("by-a"), 3).ok());
+
+  a->reset();  // the leader's connection closes (as when its process is killed)
+  ASSERT_TRUE(*(*b)->try_acquire(4));
+  EXPECT_EQ((*b)->epoch(), epoch_a + 1);
+  EXPECT_TRUE((*b)->still_leader());
+  auto late = (*store_a)->create_job(a_job("late-a"), 5);
+  ASSERT_FALSE(late.ok()) << "the old leader's writes must be refused";
+  EXPECT_EQ(late.error().code, Errc::unavailable);
+  EXPECT_NE(late.error().message.find("no longer the leader"), std::string::npos)
+      << late.error().message;
+  auto store_b = open_postgres_store({url, (*b)->epoch()});
+  ASSERT_TRUE(store_b.ok());
+  EXPECT_TRUE((*store_b)->create_job(a_job("by-b"), 6).ok());
+  EXPECT_EQ((*store_b)->list_jobs({}).size(), 2u);
 }
 
 // A batch goes in as arrays: duplicates inside it, gaps, and payloads with quotes,
