@@ -18,7 +18,7 @@ class PgStore final : public Store {
   std::vector<JobRecord> list_jobs(const JobFilter& f) override;
   std::vector<JobRecord> pending_jobs() override;
   Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
-                                  TimeMs now) override;
+                                  TimeMs now, const std::string& by = {}) override;
   std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
@@ -117,6 +117,9 @@ class PgStore final : public Store {
 };
 
 int latest_schema_version();
+// The step that made who set a baseline and who cancelled a job fields of their own
+// (baselines.set_by, jobs.cancelled_by).
+inline constexpr int kAuditFieldsSchemaVersion = 3;
 // Applies every step above the database's version in one transaction; refuses a database
 // written by a newer kfleetd.
 Result<void> migrate(Db& db);

@@ -18,7 +18,7 @@ class SqliteStore final : public Store {
   std::vector<JobRecord> list_jobs(const JobFilter& f) override;
   std::vector<JobRecord> pending_jobs() override;
   Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
-                                  TimeMs now) override;
+                                  TimeMs now, const std::string& by = {}) override;
   std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,

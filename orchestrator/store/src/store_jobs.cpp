@@ -77,7 +77,8 @@ std::vector<JobRecord> SqliteStore::pending_jobs() {
 }
 
 Result<JobRecord> SqliteStore::set_job_state(std::int64_t id, JobState s,
-                                             const std::string& reason, TimeMs now) {
+                                             const std::string& reason, TimeMs now,
+                                             const std::string& by) {
   return db_->transaction([&]() -> Result<JobRecord> {
     auto job = load_job(id);
     if (!job) return make_error(Errc::not_found, "job " + std::to_string(id) + " not found");
@@ -105,6 +106,8 @@ Result<JobRecord> SqliteStore::set_job_state(std::int64_t id, JobState s,
       }
     }
     write_job_state(id, s, reason, now);
+    if (s == JobState::cancelled)
+      db_->prepare("UPDATE jobs SET cancelled_by = ? WHERE id = ?").args(by, id).run();
     return *load_job(id);
   });
 }

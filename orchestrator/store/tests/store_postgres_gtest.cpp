@@ -12,6 +12,7 @@
 
 #include "kfleet/store/pg_scratch.hpp"
 #include "kfleet/store/postgres.hpp"
+#include "../src/pg_store.hpp"
 #include "store_contract.hpp"
 
 namespace kfleet::store::testing {
@@ -118,7 +119,40 @@ TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
   EXPECT_EQ(job->current_run_id, run_id);
   EXPECT_EQ(s->get_run(run_id)->fencing_token, token);
   EXPECT_EQ(*s->get_bundle("sha256:bin"), std::string("\x00\x01\xff bytes", 9));
-  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"), "3");
+}
+
+// Rows written before set_by and cancelled_by existed get the user from the reason text the
+// API wrote then, or the job's submitter for a baseline kfleetd set itself; else "".
+TEST(PostgresStore, MigrationFillsSetByAndCancelledByOfOldRows) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  {
+    auto db = pg::Db::open(url);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    ASSERT_TRUE(pg::migrate_to(**db, pg::kAuditFieldsSchemaVersion - 1).ok());
+  }
+  query_one(url,
+            "INSERT INTO jobs (id, name, state, state_reason, max_attempts, created_ms, "
+            "updated_ms, submitted_by) VALUES (1, 'v1', 'passed', '', 3, 1, 1, 'carol'),"
+            "(2, 'c1', 'cancelled', 'cancelled by sam', 3, 1, 1, 'alice'),"
+            "(3, 'c2', 'cancelled', 'cancelled by user', 3, 1, 1, 'alice')");
+  query_one(url,
+            "INSERT INTO baselines (kernel, case_name, gpu_class, simulated, run_id, job_id, "
+            "median_us, reason, set_ms) VALUES "
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'set by sam', 1),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'stage-2 accepted (set by alice@lab.example)', 2),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'odd (set by x) (set by bob)', 3),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'kept win of campaign k (job 1)', 4),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'by hand', 5)");
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  std::vector<std::string> by;
+  for (const auto& b : s->baseline_history("k")) by.push_back(b.set_by);
+  EXPECT_EQ(by, (std::vector<std::string>{"", "carol", "", "alice@lab.example", "sam"}));
+  EXPECT_EQ(s->get_job(1)->cancelled_by, "");
+  EXPECT_EQ(s->get_job(2)->cancelled_by, "sam");
+  EXPECT_EQ(s->get_job(3)->cancelled_by, "");
 }
 
 TEST(PostgresStore, RefusesANewerSchema) {
