@@ -29,7 +29,7 @@ PostgresLeader::PostgresLeader(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 PostgresLeader::~PostgresLeader() = default;
 
 Result<std::unique_ptr<PostgresLeader>> PostgresLeader::connect(const std::string& url) {
-  auto db = pg::Db::open(url);
+  auto db = pg::Db::open(url, "kfleetd-leader");
   if (!db) return db.error();
   auto m = pg::migrate(**db);
   if (!m) return m.error();
