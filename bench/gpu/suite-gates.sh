@@ -47,8 +47,8 @@ for o in "${objs[@]}"; do [ -s "$o" ] || { echo "suite-gates: harness build fail
 # name source defines...
 variants=("fa_s512 fa_s512 O_ACCUM_HALF=0" "fa_s512_half fa_s512 O_ACCUM_HALF=1"
           "fp8_sdpa fp8_sdpa USE_SMEM_SWIZZLE_XOR=0" "fp8_sdpa_xor fp8_sdpa USE_SMEM_SWIZZLE_XOR=1"
-          "fp8_sdpa_wgmma fp8_sdpa FP8_WGMMA=1 USE_SMEM_SWIZZLE_XOR=0"
-          "fp8_sdpa_wgmma_xor fp8_sdpa FP8_WGMMA=1 USE_SMEM_SWIZZLE_XOR=1"
+          "fp8_sdpa_mma_sync fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=0"
+          "fp8_sdpa_mma_sync_xor fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=1"
           "scaled_mm scaled_mm")
 if [ -n "$only" ]; then
   kept=(); for v in "${variants[@]}"; do [[ ${v%% *} =~ $only ]] && kept+=("$v"); done
@@ -112,7 +112,7 @@ for b in fa_s512 fa_s512_half; do
   step "$b-wide-causal" $b correctness --case wide-causal --shape B=4,H=16,S=384,D=64 --causal --seeds 0 "${fa_tol[@]}"
   step "$b-bench" $b "${bench[@]}" --case mission --shape B=2,H=8,S=512,D=64 "${fa_tol[@]}"
 done
-for b in fp8_sdpa fp8_sdpa_xor fp8_sdpa_wgmma fp8_sdpa_wgmma_xor; do
+for b in fp8_sdpa fp8_sdpa_xor fp8_sdpa_mma_sync fp8_sdpa_mma_sync_xor; do
   step "$b-small" $b correctness --case small --shape B=1,H=4,S=256,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-mission" $b correctness --case mission --shape B=4,H=16,S=2048,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-s4096-causal" $b correctness --case s4096 --shape B=1,H=8,S=4096,D=64 --causal --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"

@@ -1,5 +1,6 @@
 // The gce provisioner's config file, its checks, and what it sends: the startup script and
 // the instances.insert body.
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -131,13 +132,21 @@ std::optional<std::string> gce_config_problem(const GceConfig& c) {
   return std::nullopt;
 }
 
+int gce_gpus_per_instance(const GceConfig& c) {
+  const std::string& t = c.machine_type;
+  if (t == "g2-standard-24") return 2;
+  if (t == "g2-standard-48") return 4;
+  if (t == "g2-standard-96") return 8;
+  return std::max(c.accelerator_count, 1);
+}
+
 std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
   std::ostringstream s;
   s << "#!/bin/bash\n"
        "# kfleet agent bootstrap on Compute Engine (written by kfleetd's gce provisioner). Runs as root at\n"
        "# every boot; installs once.\n"
        "set -euo pipefail\n"
-       "if systemctl is-enabled --quiet kfleet-agent.service 2>/dev/null; then exit 0; fi\n"
+       "if systemctl is-enabled --quiet kfleet-agent@0.service 2>/dev/null; then exit 0; fi\n"
        "install -d -m 0755 /etc/kfleet\n"
        "md=http://metadata.google.internal/computeMetadata/v1/instance\n"
        "instance_name=$(curl -sf -H 'Metadata-Flavor: Google' \"$md/name\")\n"
@@ -172,10 +181,14 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
   }
   s << "test -x /usr/local/bin/kfleet-agent || { echo \"kfleet-agent is not installed: set agent_download_url or "
        "bake it into the image\" >&2; exit 1; }\n\n"
-       "cat > /etc/systemd/system/kfleet-agent.service <<'UNIT'\n"
+       "# One agent per GPU: kfleet-agent@0 .. kfleet-agent@" << gce_gpus_per_instance(c) - 1 << ", each pinned to its\n"
+       "# GPU (--gpu N) and grouped by the instance name (--host-id).\n"
+       "cat > /etc/systemd/system/kfleet-agent@.service <<'UNIT'\n"
     << trim_unit(gce::kAgentUnit) << "\nUNIT\n"
     << "systemctl daemon-reload\n"
-       "systemctl enable --now kfleet-agent.service\n";
+       "for gpu in $(seq 0 " << gce_gpus_per_instance(c) - 1 << "); do\n"
+       "  systemctl enable --now \"kfleet-agent@$gpu.service\"\n"
+       "done\n";
   return s.str();
 }
 

@@ -1,6 +1,9 @@
 // The gce config: what a user can get wrong is refused with what to fix; the startup script
 // installs the terraform fleet's own unit and enrols with the zone as its region.
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -73,14 +76,40 @@ TEST(GceConfig, TheStartupScriptInstallsTheFleetsUnitAndEnrolsWithTheZone) {
   for (const char* want : {"KFLEET_SERVER=https://kfleet.example.com\n", "KFLEET_REGION=southamerica-east1-c\n",
                            "KFLEET_PROVIDER=gce\n", "KFLEET_BACKEND=cuda\n", "KFLEET_ENROL_TOKEN=enrol-0123456789abcdef\n",
                            "chmod 0600 /etc/kfleet/agent.env", "Metadata-Flavor: Google",
-                           "systemctl enable --now kfleet-agent.service"})
+                           "for gpu in $(seq 0 0); do\n  systemctl enable --now \"kfleet-agent@$gpu.service\"\ndone\n"})
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
-  // The unit is the terraform fleet's file, byte for byte (up to trailing newlines).
-  std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/kfleet-agent.service");
+  // The unit is the terraform fleet's per-GPU template, byte for byte (up to trailing newlines).
+  std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/kfleet-agent@.service");
   std::string unit((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!unit.empty() && unit.back() == '\n') unit.pop_back();
   ASSERT_FALSE(unit.empty());
   EXPECT_NE(s.find("<<'UNIT'\n" + unit + "\nUNIT\n"), std::string::npos) << s;
+}
+
+// A multi-GPU machine type brings one agent per GPU, each its own kfleet-agent@N pinned to GPU N
+// and grouped by the instance (--host-id); the scheduler is told the same count.
+TEST(GceConfig, AMultiGpuMachineStartsOneAgentPerGpu) {
+  auto j = minimal();
+  for (const auto& [type, gpus] : std::vector<std::pair<std::string, int>>{
+           {"g2-standard-4", 1}, {"g2-standard-24", 2}, {"g2-standard-48", 4}, {"g2-standard-96", 8}}) {
+    j["machine_type"] = type;
+    auto c = gce_config_from_json(j);
+    ASSERT_TRUE(c.ok()) << type;
+    EXPECT_EQ(gce_gpus_per_instance(*c), gpus) << type;
+    const std::string s = gce_startup_script(*c, "us-central1-a");
+    EXPECT_NE(s.find("for gpu in $(seq 0 " + std::to_string(gpus - 1) + "); do\n"), std::string::npos) << s;
+    EXPECT_NE(s.find("cat > /etc/systemd/system/kfleet-agent@.service <<'UNIT'\n"), std::string::npos);
+    EXPECT_NE(s.find("--gpu %i --host-id ${KFLEET_INSTANCE_ID}"), std::string::npos) << s;
+    for (const char* single : {"/etc/systemd/system/kfleet-agent.service", "enable --now kfleet-agent.service"})
+      EXPECT_EQ(s.find(single), std::string::npos) << "no single-agent unit beside the template";
+  }
+  // An explicit accelerator count counts where the machine type does not say.
+  j["machine_type"] = "a2-highgpu-2g";
+  j["accelerator_type"] = "nvidia-tesla-a100";
+  j["accelerator_count"] = 2;
+  auto c = gce_config_from_json(j);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(gce_gpus_per_instance(*c), 2);
 }
 
 // With kfleetd on https and its CA given (kfleetd --agent-ca-file), the script writes the CA to a
@@ -99,7 +128,7 @@ TEST(GceConfig, TheStartupScriptDeliversTheCaAndTheTokenAs0600Files) {
   const auto ca_at = s.find("cat > /etc/kfleet/ca.pem <<'PEM'\n" + ca + "PEM\nchmod 0600 /etc/kfleet/ca.pem\n");
   const auto env_at = s.find("cat > /etc/kfleet/agent.env <<ENV\n");
   const auto env_end = s.find("\nENV\nchmod 0600 /etc/kfleet/agent.env\n");
-  const auto start = s.find("systemctl enable --now kfleet-agent.service");
+  const auto start = s.find("systemctl enable --now \"kfleet-agent@$gpu.service\"");
   ASSERT_NE(umask, std::string::npos) << s;
   ASSERT_NE(ca_at, std::string::npos) << s;
   ASSERT_NE(env_at, std::string::npos) << s;
