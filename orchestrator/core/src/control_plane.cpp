@@ -45,6 +45,14 @@ void ControlPlane::start() {
   };
   for (const auto& [id, j] : queue_) note_built(id);
   for (const auto& r : store_.running_runs()) note_built(r.job_id);
+  // Being built changes a job's class: index the queue again now that built_ is known.
+  classes_.clear();
+  for (auto& [id, j] : queue_) {
+    j.cls = class_key(j);
+    auto& c = classes_[j.cls];
+    c.order.insert(QueueKey{-j.priority, id});
+    c.sync_from = *c.order.begin();
+  }
   last_tick_ms_ = now;
   tick_timer_ = std::make_unique<asio::steady_timer>(ex_);
   tick();
