@@ -187,8 +187,11 @@ sched::Snapshot ControlPlane::snapshot() {
   }
   for (const auto& [id, f] : in_flight_)
     if (auto it = queue_.find(id); it != queue_.end() && !backing_off(id)) plan_job(it->second);
+  std::vector<store::Store::JobStateChange> changes;
   for (auto& [id, w] : parent_waits)
-    if (auto it = queue_.find(id); it != queue_.end()) apply_wait(it->second, w);
+    if (auto it = queue_.find(id); it != queue_.end())
+      if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
+  apply_waits(changes);
   for (const auto& r : store_.running_runs()) s.running.push_back({r.host, r.slot, r.host_exclusive});
   if (compilers)
     for (auto& j : s.queue) j.compile = built_.count(j.id) == 0;
@@ -228,6 +231,7 @@ void ControlPlane::plan_now() {
     for (auto& [key, c] : classes_)
       if (c.planned_last) deepest[c.planned_last->second] = &c;
     sched::Plan plan = sched::plan(snap);
+    std::vector<store::Store::JobStateChange> changes;  // written in one transaction
     for (const auto& a : plan.assign) grant(a);
     for (const auto& r : plan.provision) ask_capacity(r);
     for (auto& w : plan.wait) {
@@ -236,16 +240,18 @@ void ControlPlane::plan_now() {
       if (!w.capacity && !provisioning_stopped_.empty() && prov_.can_grow())
         w.reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
       if (auto d = deepest.find(w.job_id); d != deepest.end()) d->second->rep = w;
-      if (auto it = queue_.find(w.job_id); it != queue_.end()) apply_wait(it->second, w);
+      if (auto it = queue_.find(w.job_id); it != queue_.end())
+        if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
     }
+    apply_waits(changes);
   }
   sync_tails();
 }
 
 void ControlPlane::sync_tails() {
-  // Bounded per pass (each change is a store transaction), so that a reason changing for a
-  // long queue (the first agent for its GPU enrols) does not stall the API; another pass
-  // follows while some are left.
+  // Bounded per pass (the changes are one store transaction, but each is a job row and an
+  // event), so that a reason changing for a long queue (the first agent for its GPU enrols)
+  // does not stall the API; another pass follows while some are left.
   constexpr std::size_t kPerPass = 256;
   std::vector<std::pair<std::int64_t, sched::Wait>> todo;
   bool more = false;
@@ -274,21 +280,29 @@ void ControlPlane::sync_tails() {
       more = true;
     }
   }
+  std::vector<store::Store::JobStateChange> changes;
   for (auto& [id, w] : todo)
-    if (auto it = queue_.find(id); it != queue_.end()) apply_wait(it->second, w);
+    if (auto it = queue_.find(id); it != queue_.end())
+      if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
+  apply_waits(changes);
   if (more) request_plan();
 }
 
 void ControlPlane::apply_wait(QueuedJob& j, const sched::Wait& w) {
+  if (auto c = wait_change(j, w)) apply_waits({*c});
+}
+
+std::optional<store::Store::JobStateChange> ControlPlane::wait_change(QueuedJob& j,
+                                                                      const sched::Wait& w) {
   std::string reason = w.reason;
   if (!provisioning_stopped_.empty() && w.capacity)
     reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
   const JobState want = w.capacity ? JobState::waiting_capacity : JobState::queued;
   auto& last = wait_reason_[j.id];
-  if (j.state == want && (last == reason || reason_key(last) == reason_key(reason))) return;
+  if (j.state == want && (last == reason || reason_key(last) == reason_key(reason))) return std::nullopt;
   last = reason;
   if (j.state == want && (j.state_reason == reason || reason_key(j.state_reason) == reason_key(reason)))
-    return;
+    return std::nullopt;
   if (!w.waits_for.empty()) {
     // A job waiting for a whole host (not a GPU) says which: the queue view and the CLI show it.
     store_.append_job_event(j.id, event_type::sched_decision,
@@ -296,8 +310,13 @@ void ControlPlane::apply_wait(QueuedJob& j, const sched::Wait& w) {
                              {"reason", reason}},
                             clock_->now_ms());
   }
-  auto r = store_.set_job_state(j.id, want, reason, clock_->now_ms());
-  if (r) remember_pending(*r);
+  return store::Store::JobStateChange{j.id, want, reason};
+}
+
+void ControlPlane::apply_waits(const std::vector<store::Store::JobStateChange>& changes) {
+  if (changes.empty()) return;
+  for (auto& r : store_.set_job_states(changes, clock_->now_ms()))
+    if (r) remember_pending(*r);
   events_changed();
 }
 

@@ -155,7 +155,7 @@ class ControlPlane {
   boost::asio::awaitable<Result<std::optional<LeaseOffer>>> wait_for_lease(std::int64_t agent_id,
                                                                            TimeMs wait_ms);
   Result<store::IngestResult> ingest(std::int64_t agent_id, std::int64_t run_id,
-                                     std::int64_t fencing_token, const std::vector<Event>& events);
+                                     std::int64_t fencing_token, std::vector<Event> events);
   Result<store::RunRecord> finish(std::int64_t agent_id, std::int64_t run_id,
                                   std::int64_t fencing_token, const Verdict& v);
 
@@ -221,6 +221,9 @@ class ControlPlane {
   void sync_tails();
   sched::Snapshot snapshot();
   void apply_wait(QueuedJob& j, const sched::Wait& w);
+  // What apply_wait would write for the job; nothing when it already says so.
+  std::optional<store::Store::JobStateChange> wait_change(QueuedJob& j, const sched::Wait& w);
+  void apply_waits(const std::vector<store::Store::JobStateChange>& changes);  // one batch
   void grant(const sched::Assign& a);
   void ask_capacity(const sched::RequestCapacity& r);
   void on_capacity(const sched::RequestCapacity& r, const provision::CapacityResult& res);
