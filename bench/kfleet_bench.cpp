@@ -1,8 +1,8 @@
 // kfleet_bench: how fast the control plane is, through real HTTP against a real kfleetd on a
 // SQLite file. Agents here are simulated: threads that enrol, long-poll for leases and finish
 // each job at once, so what is measured is kfleetd (HTTP, scheduler, store), not a kernel.
-//   kfleet_bench [--agents 100] [--jobs 50000] [--depths 10000,50000] [--latency-samples 300]
-//                [--events 200000] [--kfleetd PATH]
+//   kfleet_bench [--agents 100] [--jobs 10000] [--depths 10000,50000] [--latency-samples 300]
+//                [--events 200000] [--kfleetd PATH] [--db sqlite|postgres|both|postgresql://...]
 // Every figure is taken at each queue depth, each on a fresh kfleetd and database: the backlog
 // is queued first (jobs for a GPU class no agent serves yet), latency and event ingestion are
 // measured beside it, then agents for the backlog's class enrol and drain it.
@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend_compare.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
 #include "support.hpp"
@@ -118,12 +119,15 @@ struct Figures {
   double p50 = 0, p99 = 0, submit_per_s = 0, jobs_per_s = 0, events_per_s = 0;
 };
 
-Figures measure(const std::string& kfleetd_bin, int depth, int n_agents, int n_lat, int n_events) {
+Figures measure(const std::string& kfleetd_bin, const std::string& backend, int depth,
+                int n_agents, int n_lat, int n_events) {
   Figures f;
   f.depth = depth;
   const std::string dir = e2e::make_temp_dir("kfleet-bench");
+  std::shared_ptr<void> pg_server;  // a scratch PostgreSQL server, when --db postgres
+  const std::string db = kfleet::bench::backend_db(backend, dir, pg_server);
   e2e::Proc kfleetd = e2e::Proc::spawn(
-      {kfleetd_bin, "--listen", "127.0.0.1:0", "--db", dir + "/bench.db", "--port-file",
+      {kfleetd_bin, "--listen", "127.0.0.1:0", "--db", db, "--port-file",
        dir + "/port", "--lease-ttl-ms", "60000", "--submit-rate-per-min", "0"},
       dir + "/kfleetd.log",
       {{"KFLEET_LOG", "warn"}, {"KFLEET_ADMIN_TOKEN", kUser}, {"KFLEET_ENROL_TOKEN", kEnrol}});
@@ -133,8 +137,8 @@ Figures measure(const std::string& kfleetd_bin, int depth, int n_agents, int n_l
     std::exit(1);
   }
   const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(e2e::read_file(dir + "/port")));
-  std::fprintf(stderr, "kfleet_bench: %d queued: kfleetd at %s, SQLite file %s/bench.db\n", depth,
-               url.c_str(), dir.c_str());
+  std::fprintf(stderr, "kfleet_bench: %d queued: kfleetd at %s, %s %s\n", depth, url.c_str(),
+               backend == "sqlite" ? "SQLite file" : "PostgreSQL", db.c_str());
 
   // 0. The backlog: `depth` jobs for H100, which no agent serves until step 3.
   auto ts = Clock::now();
@@ -237,20 +241,25 @@ int main(int argc, char** argv) {
       std::puts(
           "kfleet_bench [--agents N] [--jobs N] [--depths N,N,...] [--latency-samples N]\n"
           "             [--events N] [--kfleetd PATH]\n"
-          "Measures kfleetd through HTTP at each queue depth (default 10000 and --jobs, 50000),\n"
+          "Measures kfleetd through HTTP at each queue depth (default: 10000 and --jobs),\n"
           "each on a fresh kfleetd and temporary SQLite file: N jobs are queued for a GPU class\n"
           "no agent serves yet; beside that backlog it measures submit-to-lease latency (one\n"
           "waiting agent, --latency-samples jobs) and event ingestion (--events, batches of 500\n"
           "from 4 clients); then --agents agents for the backlog's class enrol and drain it\n"
           "(scheduling throughput). Prints one table, a column per depth.\n"
-          "--kfleetd PATH runs another kfleetd binary (to compare builds on one machine).");
+          "--kfleetd PATH runs another kfleetd binary (to compare builds on one machine).\n"
+          "--db sqlite (default): a temporary SQLite file; --db postgres: a scratch PostgreSQL\n"
+          "server (initdb in a temp dir); --db both: both runs, then a table of PostgreSQL /\n"
+          "SQLite ratios; --db postgresql://...: an existing (empty) database.");
       return 0;
     }
   const int n_agents = arg(argc, argv, "--agents", 100);
-  const int n_jobs = arg(argc, argv, "--jobs", 50000);
+  const int n_jobs = arg(argc, argv, "--jobs", 10000);
   const int n_lat = arg(argc, argv, "--latency-samples", 300);
   const int n_events = arg(argc, argv, "--events", 200000);
   const std::string bin = arg_str(argc, argv, "--kfleetd", KFLEETD_BIN);
+  const std::string backend = arg_str(argc, argv, "--db", "sqlite");
+  if (backend == "both") return kfleet::bench::compare_backends(argc, argv);
   std::vector<int> depths;
   {
     std::string d = arg_str(argc, argv, "--depths", "");
@@ -272,7 +281,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Figures> figs;
-  for (int d : depths) figs.push_back(measure(bin, d, n_agents, n_lat, n_events));
+  for (int d : depths) figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events));
 
   // The targets hold at the deepest queue measured.
   const Figures& last = figs.back();
@@ -301,7 +310,7 @@ int main(int argc, char** argv) {
       ">= 150,000", last.events_per_s >= 150000 ? "ok" : "MISSED");
   row("job submission (jobs/s, 4 clients, YAML parsed server-side)", &Figures::submit_per_s, "k",
       "", "");
-  std::printf("\n(%d latency samples, %d events per depth; kfleetd %s)\n", n_lat,
-              n_events / 500 * 500, bin.c_str());
+  std::printf("\n(%d latency samples, %d events per depth; kfleetd %s on %s)\n", n_lat,
+              n_events / 500 * 500, bin.c_str(), backend.c_str());
   return 0;
 }

@@ -25,6 +25,28 @@ if(KFLEET_BUILD_ORCHESTRATOR)
   endif()
 endif()
 
+if(KFLEET_BUILD_ORCHESTRATOR AND KFLEET_WITH_POSTGRESQL)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
+  endif()
+  if(NOT LIBPQ_FOUND)
+    message(FATAL_ERROR "the PostgreSQL store needs libpq (apt install libpq-dev, or run "
+                        "scripts/install-deps.sh), or configure with -DKFLEET_WITH_POSTGRESQL=OFF")
+  endif()
+  # The server binaries (initdb, postgres) for the tests and kfleet_bench's scratch server:
+  # Debian's postgresql package puts them in /usr/lib/postgresql/<major>/bin.
+  file(GLOB _kfleet_pg_bindirs LIST_DIRECTORIES true /usr/lib/postgresql/*/bin)
+  list(SORT _kfleet_pg_bindirs COMPARE NATURAL ORDER DESCENDING)
+  find_path(KFLEET_PG_BINDIR initdb HINTS ${_kfleet_pg_bindirs} /usr/local/pgsql/bin
+            DOC "the directory holding PostgreSQL's initdb and postgres")
+  if(NOT KFLEET_PG_BINDIR)
+    message(WARNING "PostgreSQL's initdb was not found (apt install postgresql): the "
+                    "PostgreSQL store tests will FAIL until it is installed")
+    set(KFLEET_PG_BINDIR "")
+  endif()
+endif()
+
 if(KFLEET_BUILD_ORCHESTRATOR)
   # kfleetd's HTTPS; optional so that hosts without libssl-dev still build (plain HTTP only).
   find_package(OpenSSL 1.1.1 QUIET)

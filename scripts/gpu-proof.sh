@@ -39,6 +39,8 @@ build() {
     cm+=(-DSQLite3_INCLUDE_DIR="$root/.device/sqlite" -DSQLite3_LIBRARY="$lib")
     echo "gpu-proof: no sqlite3.h installed: using .device/sqlite/sqlite3.h with $lib"
   fi
+  # The GPU machines have no libpq-dev: kfleetd runs on SQLite there.
+  pkg-config --exists libpq 2>/dev/null || cm+=(-DKFLEET_WITH_POSTGRESQL=OFF)
   local gen=() ; command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S "$root" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_TESTS=OFF -DKFLEET_BUILD_DASHBOARDS=OFF \
     -DKFLEET_BUILD_BENCH=OFF "${cm[@]}" >"$b.configure.log" 2>&1 ||

@@ -20,6 +20,7 @@ pkgs=(
   libboost1.81-all-dev          # Beast + C++20 coroutines (1.74 lacks awaitable operators)
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libcurl4-openssl-dev libsqlite3-dev sqlite3
+  libpq-dev postgresql          # the PostgreSQL store; its tests run a scratch server (initdb + postgres)
   libssl-dev openssl            # kfleetd HTTPS (TLS tests make their CA with the openssl CLI); RS256 JWTs for Compute Engine
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-19 lld-19 llvm-19       # HIP for gfx1151 without ROCm; resource remarks + readelf notes

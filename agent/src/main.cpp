@@ -87,7 +87,10 @@ int main(int argc, char** argv) {
   SimulatedGpuOptions sim;
   double busy_wait_s = 60;
   double throttle_pct = -1;
-  app.add_option("--server", server, "kfleetd URL, e.g. http://127.0.0.1:8470")->required();
+  app.add_option("--server", server,
+                 "kfleetd URL, e.g. http://127.0.0.1:8470; several, comma-separated, for a "
+                 "leader and its standbys (the agent moves to the one that answers)")
+      ->required();
   // The enrolment token comes from a file (0600) or the environment, never argv.
   app.add_option("--enrol-token-file", enrol_token_file,
                  "file holding the fleet's enrolment token (else $KFLEET_ENROL_TOKEN)");

@@ -175,3 +175,31 @@ TEST(HttpClient, StreamOnErrorStatusFailsWithTheMessage) {
   EXPECT_EQ(r.error().code, kfleet::Errc::not_found);
   EXPECT_NE(r.error().message.find("no route"), std::string::npos);
 }
+
+// Several URLs (a kfleetd leader and its standbys): a refused connection or a standby's 503
+// moves the request on to the next URL, and the client stays with the one that answered.
+TEST(HttpClient, MovesOnFromRefusedAndStandbyServersToTheOneThatAnswers) {
+  CannedHttpServer standby([](const SeenRequest&) {
+    CannedReply c{503, R"({"error":{"code":"standby","message":"a standby"}})"};
+    c.headers = {{"X-Kfleet-Role", "standby"}};
+    return c;
+  });
+  CannedHttpServer leader(route);
+  // 127.0.0.1:1 refuses connections.
+  HttpClient c("http://127.0.0.1:1, " + standby.url() + "," + leader.url(), "tok");
+  auto r = c.post_json("/echo", {{"a", 1}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(c.base_url(), leader.url());
+  auto again = c.get("/echo");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->status, 200);
+
+  // A plain 503 (not a standby's) is an answer, not a reason to move on.
+  CannedHttpServer busy([](const SeenRequest&) { return CannedReply{503, "{}"}; });
+  HttpClient b(busy.url() + "," + leader.url(), "tok");
+  auto br = b.get("/echo");
+  ASSERT_TRUE(br.ok());
+  EXPECT_EQ(br->status, 503);
+  EXPECT_EQ(b.base_url(), busy.url());
+}

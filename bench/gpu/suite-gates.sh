@@ -5,19 +5,25 @@
 # and the benchmark stage at each mission case. Prints one summary line per step; exits 1 if any
 # correctness or benchmark stage failed, 2 on a build failure.
 #   bench/gpu/suite-gates.sh [--arch sm_90a] [--out DIR] [--throttle-pct X] [--max-time-s X]
+#                            [--only REGEX] [--step-timeout-s S]
 # --throttle-pct 0 keeps every sample (shared or clock-locked cloud GPUs report clocks that
-# the default 2 % filter would reject wholesale).
+# the default 2 % filter would reject wholesale). --only builds and runs only the variants whose
+# name matches REGEX (e.g. '^scaled_mm$'). Each harness run is killed after --step-timeout-s
+# (default 300) and counted as a failure, and that binary's later steps are skipped, so a
+# hanging kernel cannot stall the whole run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-arch="" out=$root/suite-gates throttle=0 max_time=5
+arch="" out=$root/suite-gates throttle=0 max_time=5 only="" step_timeout=300
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --throttle-pct) throttle=$2; shift 2 ;;
     --max-time-s) max_time=$2; shift 2 ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    --only) only=$2; shift 2 ;;
+    --step-timeout-s) step_timeout=$2; shift 2 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "suite-gates: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +47,15 @@ for o in "${objs[@]}"; do [ -s "$o" ] || { echo "suite-gates: harness build fail
 # name source defines...
 variants=("fa_s512 fa_s512 O_ACCUM_HALF=0" "fa_s512_half fa_s512 O_ACCUM_HALF=1"
           "fp8_sdpa fp8_sdpa USE_SMEM_SWIZZLE_XOR=0" "fp8_sdpa_xor fp8_sdpa USE_SMEM_SWIZZLE_XOR=1"
+          "fp8_sdpa_mma_sync fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=0"
+          "fp8_sdpa_mma_sync_xor fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=1"
           "scaled_mm scaled_mm")
+if [ -n "$only" ]; then
+  kept=(); for v in "${variants[@]}"; do [[ ${v%% *} =~ $only ]] && kept+=("$v"); done
+  [ ${#kept[@]} -gt 0 ] || { echo "suite-gates: --only '$only' matches no variant"; exit 2; }
+  variants=("${kept[@]}")
+fi
+built() { local v; for v in "${variants[@]}"; do [ "${v%% *}" = "$1" ] && return 0; done; return 1; }
 for v in "${variants[@]}"; do
   set -- $v; name=$1 src=$2; shift 2; defs=(); for d in "$@"; do defs+=("-D$d"); done
   ( "$nvcc" -std=c++17 -O3 -lineinfo $gen -Xptxas -v -I"$H/include" "${defs[@]}" \
@@ -57,10 +71,15 @@ for v in "${variants[@]}"; do
 done
 echo "suite-gates: built in $(( $(date +%s) - t0 )) s"
 
-fails=0
+fails=0 hung=""
 step() {  # label binary args...
   local label=$1 bin=$2; shift 2
-  "$out/$bin" "$@" >"$out/$label.jsonl" 2>"$out/$label.err"; local rc=$?
+  built "$bin" || return 0
+  if [[ " $hung " == *" $bin "* ]]; then
+    echo "$label: skipped ($bin hung in an earlier step)"; fails=$((fails + 1)); return 0
+  fi
+  timeout -k 10 "$step_timeout" "$out/$bin" "$@" >"$out/$label.jsonl" 2>"$out/$label.err"; local rc=$?
+  [ "$rc" = 124 ] && { echo "$label: killed after $step_timeout s (a hang?)"; hung="$hung $bin"; }
   python3 - "$label" "$rc" "$out/$label.jsonl" <<'EOF'
 import json, sys
 label, rc, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -93,7 +112,7 @@ for b in fa_s512 fa_s512_half; do
   step "$b-wide-causal" $b correctness --case wide-causal --shape B=4,H=16,S=384,D=64 --causal --seeds 0 "${fa_tol[@]}"
   step "$b-bench" $b "${bench[@]}" --case mission --shape B=2,H=8,S=512,D=64 "${fa_tol[@]}"
 done
-for b in fp8_sdpa fp8_sdpa_xor; do
+for b in fp8_sdpa fp8_sdpa_xor fp8_sdpa_mma_sync fp8_sdpa_mma_sync_xor; do
   step "$b-small" $b correctness --case small --shape B=1,H=4,S=256,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-mission" $b correctness --case mission --shape B=4,H=16,S=2048,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-s4096-causal" $b correctness --case s4096 --shape B=1,H=8,S=4096,D=64 --causal --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"

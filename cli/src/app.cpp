@@ -53,7 +53,8 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
   ConfigFlags flags;
   bool json = false, no_color = false;
   app.add_option("--server", flags.server,
-                 "kfleetd URL (else $KFLEET_SERVER, the config file, http://127.0.0.1:8470)");
+                 "kfleetd URL (else $KFLEET_SERVER, the config file, http://127.0.0.1:8470); "
+                 "several, comma-separated, for a leader and its standbys");
   std::string token_file, argv_token;
   app.add_option("--token-file", token_file,
                  "file (mode 0600) holding your API token (else $KFLEET_TOKEN, the config file)")

@@ -5,7 +5,16 @@
 namespace kfleet::cli {
 
 std::string normalize_server_url(std::string url) {
+  // Several servers (a kfleetd leader and its standbys) come comma-separated; each is
+  // normalised on its own.
+  if (auto comma = url.find(','); comma != std::string::npos) {
+    std::string head = normalize_server_url(url.substr(0, comma));
+    std::string tail = normalize_server_url(url.substr(comma + 1));
+    if (head.empty()) return tail;
+    return tail.empty() ? head : head + "," + tail;
+  }
   while (!url.empty() && (url.back() == '/' || url.back() == ' ')) url.pop_back();
+  while (!url.empty() && url.front() == ' ') url.erase(0, 1);
   if (!url.empty() && url.find("://") == std::string::npos) url = "http://" + url;
   return url;
 }

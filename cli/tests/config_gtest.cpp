@@ -99,6 +99,9 @@ TEST(Config, UnknownKeyAndBadYamlNameTheFile) {
 TEST(Config, NormalizesServerUrls) {
   EXPECT_EQ(normalize_server_url("https://k.example/"), "https://k.example");
   EXPECT_EQ(normalize_server_url("10.0.0.1:8470"), "http://10.0.0.1:8470");
+  // A leader and its standbys, comma-separated: each one normalised.
+  EXPECT_EQ(normalize_server_url("10.0.0.1:8470/, https://k2.example/ ,"),
+            "http://10.0.0.1:8470,https://k2.example");
 }
 
 }  // namespace

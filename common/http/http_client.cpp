@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include <curl/curl.h>
 
@@ -151,7 +153,9 @@ std::string HttpResponse::error_message() const {
 }
 
 struct HttpClient::Impl {
-  std::string base;
+  std::vector<std::string> bases;  // the comma-separated list the client was given
+  std::size_t current = 0;
+  std::string base;                // bases[current]
   std::string token;
   HttpOptions opts;
   CURL* curl = nullptr;
@@ -215,8 +219,20 @@ struct HttpClient::Impl {
 HttpClient::HttpClient(std::string base_url, std::string bearer_token, HttpOptions o)
     : impl_(std::make_unique<Impl>()) {
   global_init_once();
-  while (!base_url.empty() && base_url.back() == '/') base_url.pop_back();
-  impl_->base = std::move(base_url);
+  // "http://a:8470,http://b:8470": several kfleetd (a leader and its standbys); requests go
+  // to the one that answers.
+  std::size_t start = 0;
+  while (true) {
+    auto comma = base_url.find(',', start);
+    std::string one = trim(base_url.substr(start, comma == std::string::npos ? std::string::npos
+                                                                             : comma - start));
+    while (!one.empty() && one.back() == '/') one.pop_back();
+    if (!one.empty()) impl_->bases.push_back(std::move(one));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (impl_->bases.empty()) impl_->bases.push_back("");
+  impl_->base = impl_->bases[0];
   impl_->token = std::move(bearer_token);
   impl_->opts = o;
   impl_->curl = curl_easy_init();
@@ -240,10 +256,64 @@ Result<HttpResponse> HttpClient::post_json(const std::string& path, const nlohma
                  "application/json", timeout);
 }
 
+namespace {
+
+// Failures after which a request certainly never reached a server: safe to send elsewhere.
+bool never_sent(CURLcode rc) {
+  return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+         rc == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+// The connection broke before an answer came: the server may or may not have acted.
+bool lost_reply(CURLcode rc) {
+  return rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR;
+}
+
+// How long a client with several URLs keeps going round them while none answers (a standby
+// takes over from a dead leader well within it).
+constexpr std::chrono::milliseconds kFailoverWait{10000};
+
+// A standby kfleetd's answer: it did nothing with the request; the leader is elsewhere.
+bool from_standby(const HttpResponse& r) {
+  if (r.status != 503) return false;
+  auto it = r.headers.find("x-kfleet-role");
+  return it != r.headers.end() && it->second == "standby";
+}
+
+}  // namespace
+
 Result<HttpResponse> HttpClient::request(const std::string& method, const std::string& path,
                                          const std::string& body,
                                          const std::string& content_type,
                                          std::chrono::milliseconds timeout) {
+  // With several URLs: a refused connection or a standby's 503 moves on to the next one (the
+  // request was not acted on), and so does a GET that lost its connection (reading twice is
+  // harmless). While none of them answers (a failover under way), rounds over the list go on
+  // for up to kFailoverWait. Other failures return as they are (the server may have acted),
+  // but the next request starts at the next URL.
+  const std::size_t n = impl_->bases.size();
+  const auto deadline = std::chrono::steady_clock::now() + kFailoverWait;
+  for (std::size_t attempt = 1;; ++attempt) {
+    int rc = CURLE_OK;
+    auto r = request_once(method, path, body, content_type, timeout, &rc);
+    if (n <= 1) return r;
+    const auto code = static_cast<CURLcode>(rc);
+    if (r.ok() && !from_standby(*r)) return r;
+    impl_->current = (impl_->current + 1) % n;
+    impl_->base = impl_->bases[impl_->current];
+    const bool again = r.ok() || never_sent(code) || (method == "GET" && lost_reply(code));
+    if (!again) return r;
+    if (attempt % n == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+Result<HttpResponse> HttpClient::request_once(const std::string& method, const std::string& path,
+                                              const std::string& body,
+                                              const std::string& content_type,
+                                              std::chrono::milliseconds timeout, int* curl_rc) {
   CURL* c = impl_->curl;
   curl_slist* h = impl_->prepare(method, path, timeout, content_type, "");
   HttpResponse resp;
@@ -259,6 +329,7 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp.headers);
   CURLcode rc = curl_easy_perform(c);
   curl_slist_free_all(h);
+  *curl_rc = static_cast<int>(rc);
   if (rc != CURLE_OK) return impl_->transport_error(rc, method, path, errbuf);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
   return resp;
@@ -266,6 +337,24 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
 
 Result<void> HttpClient::stream_sse(const std::string& path, const SseHandler& on_event,
                                     const std::string& last_event_id) {
+  // As request(): a refused connection or a standby's answer moves on to the next URL.
+  const std::size_t n = impl_->bases.size();
+  const auto deadline = std::chrono::steady_clock::now() + kFailoverWait;
+  for (std::size_t attempt = 1;; ++attempt) {
+    bool retry = false;
+    auto r = stream_once(path, on_event, last_event_id, &retry);
+    if (n <= 1 || !retry) return r;
+    impl_->current = (impl_->current + 1) % n;
+    impl_->base = impl_->bases[impl_->current];
+    if (attempt % n == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+Result<void> HttpClient::stream_once(const std::string& path, const SseHandler& on_event,
+                                     const std::string& last_event_id, bool* retry) {
   CURL* c = impl_->curl;
   std::string extra = last_event_id.empty() ? "" : "Last-Event-ID: " + last_event_id;
   curl_slist* h = impl_->prepare("GET", path, std::chrono::milliseconds(0), "", extra);
@@ -286,11 +375,15 @@ Result<void> HttpClient::stream_sse(const std::string& path, const SseHandler& o
   CURLcode rc = curl_easy_perform(c);
   curl_slist_free_all(h);
   if (parser.stopped) return ok_result();  // the handler asked to stop: not a failure
-  if (rc != CURLE_OK) return impl_->transport_error(rc, "GET", path, errbuf);
+  if (rc != CURLE_OK) {
+    *retry = never_sent(rc);
+    return impl_->transport_error(rc, "GET", path, errbuf);
+  }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   if (status < 200 || status >= 300) {
     HttpResponse r{status, parser.error_body, headers};
+    *retry = from_standby(r);
     Errc code = status == 404   ? Errc::not_found
                 : status == 401 ? Errc::unauthorized
                 : status == 403 ? Errc::forbidden

@@ -162,6 +162,32 @@ TEST(FreshInputs, RecheckTakesTheFirstSamplesAndARandomQuarter) {
   EXPECT_FALSE(p.checked(100, 0.9));
 }
 
+// A re-check that costs hundreds of timed runs (an 8192^3 GEMM's fp32 reference) lowers p so
+// re-checking costs about what the runs do, never below p_min; a cheap one keeps p_max. Nonsense
+// timings change nothing.
+TEST(FreshInputs, RecheckRateFollowsItsCostWithinBounds) {
+  RecheckPolicy p;
+  p.calibrate(0.0005, 0.0001);  // re-check cheaper than a run: the most checks
+  EXPECT_DOUBLE_EQ(p.p, p.p_max);
+  p.calibrate(0.001, 0.01);  // ten runs per re-check
+  EXPECT_DOUBLE_EQ(p.p, 0.1);
+  p.calibrate(0.003, 0.4);  // a large GEMM's reference
+  EXPECT_DOUBLE_EQ(p.p, p.p_min);
+  for (double bad : {0.0, -1.0, std::nan(""), double(INFINITY)}) {
+    RecheckPolicy q;
+    q.calibrate(bad, 0.01);
+    q.calibrate(0.01, bad);
+    EXPECT_DOUBLE_EQ(q.p, q.p_max) << bad;
+  }
+  // The first runs are checked whatever p became; later ones follow the draw.
+  EXPECT_TRUE(p.checked(0, 0.99));
+  EXPECT_TRUE(p.checked(2, 0.99));
+  EXPECT_TRUE(p.checked(50, 0.01));
+  EXPECT_FALSE(p.checked(50, 0.03));
+  // At p_min, a kernel wrong on half of 1000 runs is still caught but for odds under 1e-4.
+  EXPECT_LT(std::pow(1 - p.p_min, 500), 1e-4);
+}
+
 TEST(Floors, DenseTensorPeaksPerDtype) {
   // H100 SXM: 132 SMs at 1980 MHz: fp16 1070 TFLOP/s (989 at the 1830 MHz NVIDIA quotes),
   // fp8 twice that; 3352 GB/s.

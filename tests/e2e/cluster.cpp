@@ -27,7 +27,7 @@ void Cluster::start_kfleetd() {
   fs::remove(port_file);
   std::vector<std::string> argv = {KFLEETD_BIN,
                                    "--listen", "127.0.0.1:" + std::to_string(port_),
-                                   "--db", db_path(),
+                                   "--db", opts_.db_url.empty() ? db_path() : opts_.db_url,
                                    "--lease-ttl-ms", std::to_string(opts_.lease_ttl_ms),
                                    "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),
                                    "--stockout-cooldown-ms", std::to_string(opts_.stockout_cooldown_ms),

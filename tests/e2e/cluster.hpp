@@ -19,6 +19,7 @@ struct ClusterOptions {
   int heartbeat_ms = 300;
   int stockout_cooldown_ms = 60000;
   std::vector<std::string> extra_args;  // more kfleetd flags
+  std::string db_url;                   // --db for kfleetd: "" = a SQLite file in dir()
 };
 
 class Cluster {

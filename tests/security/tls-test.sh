@@ -2,7 +2,10 @@
 # kfleetd over HTTPS with a CA and certificates made now (tests/support/make-test-certs.sh), and
 # the real kfleet and kfleet-agent binaries against it:
 #   - the CLI refuses a certificate it cannot verify, and works with --ca-file;
-#   - the agent refuses it too (never enrols), and enrols with --ca-file;
+#   - the agent refuses it too (never enrols), and enrols with --ca-file, or with KFLEET_CA_FILE
+#     (how the systemd unit gives it the CA file from /etc/kfleet/agent.env);
+#   - kfleetd --agent-ca-file: the agents its simulated cloud starts get the CA as a 0600 file
+#     and --ca-file, enrol over HTTPS and run a job; no token is on their command line;
 #   - with --tls-client-ca, an agent without a client certificate is refused and one with a
 #     certificate the CA signed enrols (mTLS); users need no certificate;
 #   - kfleetd refuses plain HTTP on a non-loopback address.
@@ -74,6 +77,43 @@ grep -q "ca-file" "$tmp/rogue-trust.log" && ok "the agent refuses an unknown cer
   bad "the agent log does not say why: $(tail -3 "$tmp/rogue-trust.log")"
 start_agent trusting --ca-file "$c/ca.pem"
 enrolled trusting 15 && ok "the agent enrols with --ca-file" || bad "the agent with the right CA did not enrol: $(tail -3 "$tmp/trusting.log")"
+KFLEET_CA_FILE="$c/ca.pem" start_agent env-trust
+enrolled env-trust 15 && ok "the agent enrols with KFLEET_CA_FILE (the systemd unit's way)" ||
+  bad "the agent with KFLEET_CA_FILE did not enrol: $(tail -3 "$tmp/env-trust.log")"
+
+# kfleetd's simulated cloud over HTTPS: its agents get the CA (--agent-ca-file) as a file.
+mkdir -p "$tmp/sim"
+cat >"$tmp/sim/cloud.json" <<JSON
+{ "work_root": "$tmp/sim/cloud", "max_instances": 1,
+  "regions": [{"name": "sim-1", "gpu": "L4", "arch": "sm_89", "capacity": 1}] }
+JSON
+start_kfleetd sim --provisioner simulated --simulated-cloud "$tmp/sim/cloud.json" \
+  --agent-binary "$agent" --agent-ca-file "$c/ca.pem"
+printf '__global__ void k() {}\n' >"$tmp/sim/k.cu"
+printf 'name: tls/sim\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\nsimulate: {time_us: 50, stage_ms: 1}\n' >"$tmp/sim/job.yaml"
+if out=$(timeout 60 "$cli" --server "$url" --ca-file "$c/ca.pem" submit "$tmp/sim/job.yaml" --follow 2>&1); then
+  ok "a job ran on an agent the simulated cloud started against https kfleetd"
+else
+  bad "the job on the simulated cloud did not finish: $(tail -5 <<<"$out"); $(tail -3 "$tmp"/sim/cloud/*/agent.log 2>/dev/null)"
+fi
+inst=$(ls -d "$tmp"/sim/cloud/*/ 2>/dev/null | head -1)
+if [ -n "$inst" ] && [ -f "$inst/ca.pem" ]; then
+  [ "$(stat -c %a "$inst/ca.pem")" = 600 ] && [ "$(stat -c %a "$inst/enrol-token")" = 600 ] &&
+    ok "the instance's CA and enrolment token are 0600 files" || bad "ca.pem or enrol-token is not 0600"
+  cmp -s "$inst/ca.pem" "$c/ca.pem" || bad "the instance's ca.pem is not kfleetd's --agent-ca-file"
+else
+  bad "the simulated instance has no ca.pem (${inst:-no instance dir})"
+fi
+seen=0
+for p in $(pgrep -f -- "--work-dir $tmp/sim/cloud" || true); do
+  argv=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null || true)
+  [ -n "$argv" ] || continue
+  seen=$((seen + 1))
+  grep -q -- "--ca-file $tmp/sim/cloud/[^ ]*/ca.pem" <<<"$argv" && ok "the simulated agent runs with --ca-file" ||
+    bad "the simulated agent's argv has no --ca-file: $argv"
+  grep -qF -- "$KFLEET_ENROL_TOKEN" <<<"$argv" && bad "the enrolment token is on the simulated agent's command line"
+done
+[ "$seen" -gt 0 ] || bad "no simulated agent process to check the command line of"
 
 # mTLS: agent calls need a client certificate the client CA signed.
 start_kfleetd two --tls-client-ca "$c/ca.pem"

@@ -67,13 +67,26 @@ class StreamCapture {
   bool truncated_ = false;
 };
 
+}  // namespace
+
+bool secret_variable(const std::string& name) {
+  return name.rfind("KFLEET_", 0) == 0 && name.find("TOKEN") != std::string::npos;
+}
+
+namespace {
+
 std::vector<std::string> merged_environment(
     const std::vector<std::pair<std::string, std::string>>& extra) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string kv = *e;
     auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (eq == std::string::npos) continue;
+    // The agent's own secrets (its enrolment token, from the systemd unit's 0600 agent.env)
+    // stay with it: builds, the harness and custom steps run the submitter's code, and a step
+    // that prints its environment would put the token in the job's log.
+    if (secret_variable(kv.substr(0, eq))) continue;
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : extra) env[k] = v;
   std::vector<std::string> out;

@@ -147,6 +147,23 @@ TEST(Subprocess, EnvironmentAndWorkingDirectoryReachTheChild) {
   EXPECT_EQ(r->out, "forty-two\n" + std::filesystem::canonical(dir).string() + "\n");
 }
 
+// The agent's enrolment token (KFLEET_ENROL_TOKEN from the unit's agent.env) never reaches a
+// child: builds and custom steps run the job submitter's code.
+TEST(Subprocess, TheAgentsTokensStayOutOfTheChildsEnvironment) {
+  ::setenv("KFLEET_ENROL_TOKEN", "kfe_secret-for-the-agent-only", 1);
+  ::setenv("KFLEET_TOKEN", "kft_secret-of-a-user", 1);
+  ::setenv("KFLEET_CA_FILE", "/etc/kfleet/ca.pem", 1);
+  auto r = run_sh("env");
+  ::unsetenv("KFLEET_ENROL_TOKEN");
+  ::unsetenv("KFLEET_TOKEN");
+  ::unsetenv("KFLEET_CA_FILE");
+  EXPECT_EQ(r.out.find("kfe_secret"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("kft_secret"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KFLEET_CA_FILE=/etc/kfleet/ca.pem"), std::string::npos) << "others pass";
+  EXPECT_TRUE(kb::secret_variable("KFLEET_ENROL_TOKEN"));
+  EXPECT_FALSE(kb::secret_variable("KFLEET_SERVER"));
+}
+
 TEST(Subprocess, AMissingProgramIsAnErrorNamingIt) {
   kb::SubprocessSpec s;
   s.argv = {"kfleet-no-such-compiler", "--version"};

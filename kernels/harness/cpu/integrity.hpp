@@ -75,11 +75,28 @@ std::uint64_t sample_input_seed(std::uint64_t run_nonce, std::uint64_t sample_in
 // Which timed samples are re-checked against a reference for their own inputs: the first
 // `always_first` unconditionally, then each with probability p, drawn from `u` (uniform [0,1))
 // AFTER the sample has run, so the kernel cannot know whether it is being checked.
+//
+// p starts at p_max. Once the always-checked runs have shown what a re-check costs next to a
+// timed run (its refresh, flush and launch), calibrate() lowers p so that re-checking costs
+// about as much wall time as the runs themselves, never below p_min: an 8192^3 GEMM, whose fp32
+// reference takes hundreds of times longer than the kernel, is then re-checked on ~2 % of its
+// runs rather than a quarter (which took minutes), and a small kernel keeps p_max. A kernel that
+// answers wrongly on a fraction f of n runs escapes with probability (1 - p)^(f n): at p_min and
+// 1000 runs, under 1e-4 for f = 0.5. A kernel cannot lower p by being slow (that raises it).
 struct RecheckPolicy {
   std::size_t always_first = 3;
-  double p = 0.25;
+  double p_max = 0.25, p_min = 0.02;
+  double cost_ratio = 1.0;  // re-check wall time allowed per unit of timed-run wall time
+  double p = p_max;
   bool checked(std::size_t sample_index, double u) const {
     return sample_index < always_first || u < p;
+  }
+  // run_s: mean wall time of one timed run with its refresh (no re-check); recheck_s: mean wall
+  // time of one re-check. Non-positive or non-finite inputs leave p as it is.
+  void calibrate(double run_s, double recheck_s) {
+    if (!(run_s > 0) || !(recheck_s > 0) || !(run_s < 1e9) || !(recheck_s < 1e9)) return;
+    const double want = cost_ratio * run_s / recheck_s;
+    p = want < p_min ? p_min : want > p_max ? p_max : want;
   }
 };
 

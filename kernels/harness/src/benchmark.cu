@@ -163,7 +163,8 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   std::random_device os_random;
   const std::uint64_t nonce = (std::uint64_t(os_random()) << 32) ^ os_random();
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  const RecheckPolicy policy;
+  RecheckPolicy policy;
+  double run_wall_s = 0;  // timed runs with their refresh, re-checks excluded: calibrates policy
   double overhead_s = 0, refresh_s = 0, recheck_s = 0;
   gpuStream_t hs = harness_stream();
   // What tracing adds to a launch on this host: the harness's own empty kernel through the same
@@ -218,6 +219,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       clocks.push_back(clock);
     }
     // The re-check draw, made now that the sample has run: the kernel cannot know it.
+    double this_recheck_s = 0;
     if (policy.checked(timed_runs, uniform(os_random))) {
       const auto rc = std::chrono::steady_clock::now();
       ++checked_runs;
@@ -241,10 +243,14 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
           recheck_reason += " (on fresh inputs the kernel had not seen before: a cached or "
                             "precomputed answer?)";
       }
-      recheck_s += seconds_since(rc);
+      this_recheck_s = seconds_since(rc);
+      recheck_s += this_recheck_s;
     }
     overhead_s += prep_s + seconds_since(post);
+    run_wall_s += seconds_since(prep) - this_recheck_s;
     ++timed_runs;
+    if (timed_runs == policy.always_first)
+      policy.calibrate(run_wall_s / timed_runs, recheck_s / std::max<std::size_t>(checked_runs, 1));
     // The sampling budget counts the timed launches, not the refresh and re-check around them,
     // so the integrity work never costs samples.
     const double sampling_s = seconds_since(sample_start) - overhead_s;
@@ -355,6 +361,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
                           .integer("checked_runs", (long long)checked_runs)
                           .integer("timed_runs", (long long)timed_runs)
                           .num("p", policy.p).integer("always_first", (long long)policy.always_first)
+                          .num("p_max", policy.p_max).num("p_min", policy.p_min)
                           .num("max_abs", recheck_max_abs).str("reason", recheck_reason)
                           .text())
       .print();

@@ -5,21 +5,30 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "kfleet/api/server.hpp"
+#include "standby_responder.hpp"
 #include "kfleet/common/log.hpp"
+#include "kfleet/common/pem.hpp"
 #include "kfleet/common/secret.hpp"
 #include "kfleet/core/control_plane.hpp"
 #include "kfleet/core/suite_schedule.hpp"
 #include "kfleet/provision/provisioner.hpp"
 #include "kfleet/provision/simulated_cloud.hpp"
 #include "kfleet/store/db_lock.hpp"
+#include "kfleet/store/postgres.hpp"
 #include "kfleet/store/store.hpp"
 #include "kfleet/provision/multi_provisioner.hpp"
 #ifdef KFLEET_HAVE_TERRAFORM
@@ -78,11 +87,24 @@ std::string find_agent_binary(const std::string& self) {
 
 }  // namespace
 
+namespace {
+
+std::atomic<bool> g_standby_stop{false};
+void on_standby_signal(int) { g_standby_stop = true; }
+
+kfleet::TimeMs wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
   std::string listen = "127.0.0.1:8470", db = "kfleet.db", dashboards, port_file;
   std::string admin_token_file, enrol_token_file, admin_user = "admin";
-  std::string tls_cert, tls_key, tls_client_ca;
+  std::string tls_cert, tls_key, tls_client_ca, agent_ca_file;
   bool metrics_open = false, allow_plain_http = false;
   int submit_rate = 600, auth_fail_rate = 30;
   std::string provisioner = "static", sim_cloud_file, agent_binary, tf_config, gce_config, multi_config;
@@ -93,7 +115,11 @@ int main(int argc, char** argv) {
   std::int64_t idle_ttl_s = 0;
   app.add_option("--listen", listen, "address:port to serve on (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--db", db, "SQLite database file (created if missing)")->capture_default_str();
+  app.add_option("--db", db,
+                 "SQLite database file (created if missing), or a PostgreSQL URL "
+                 "(postgresql://user@host:5432/kfleet; the database must exist; put a password "
+                 "in ~/.pgpass or $PGPASSWORD, not the URL)")
+      ->capture_default_str();
   app.add_flag("--durable", durable,
                "fsync every commit (survives power loss; default survives process crashes)");
   // Secrets come from files or the environment, never argv (visible to all in `ps`).
@@ -108,6 +134,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
   app.add_option("--tls-client-ca", tls_client_ca,
                  "PEM CA: agent calls then need a client certificate it signed (mTLS)");
+  app.add_option("--agent-ca-file", agent_ca_file,
+                 "PEM CA that signed --tls-cert: the agents kfleetd provisions (simulated, "
+                 "terraform, gce) get it as a 0600 file and verify kfleetd with it (--ca-file); "
+                 "without it they trust the system's CAs");
   app.add_flag("--allow-plain-http", allow_plain_http,
                "serve plain HTTP on a non-loopback address (tokens and kernels travel in clear)");
   app.add_flag("--metrics-open", metrics_open,
@@ -207,6 +237,26 @@ int main(int argc, char** argv) {
   so.submit_per_minute = submit_rate;
   so.auth_failures_per_minute = auth_fail_rate;
   const bool tls = !tls_cert.empty();
+  std::string agent_ca_pem;
+  if (!agent_ca_file.empty()) {
+    std::ifstream in(agent_ca_file, std::ios::binary);
+    if (!in) {
+      std::cerr << "kfleetd: cannot read --agent-ca-file " << agent_ca_file << "\n";
+      return 2;
+    }
+    agent_ca_pem.assign(std::istreambuf_iterator<char>(in), {});
+    if (auto why = kfleet::pem_certificates_problem(agent_ca_pem); !why.empty()) {
+      std::cerr << "kfleetd: --agent-ca-file " << agent_ca_file
+                << " must hold the PEM CA certificate that signed --tls-cert: " << why << "\n";
+      return 2;
+    }
+    if (!tls)
+      kfleet::log::warn("kfleetd", "--agent-ca-file without --tls-cert: agents reach this kfleetd "
+                                   "over plain HTTP and have no certificate to verify");
+  } else if (tls && provisioner != "static") {
+    kfleet::log::info("kfleetd", "no --agent-ca-file: the agents kfleetd provisions verify its "
+                                 "certificate against their system's CAs");
+  }
   {
     boost::system::error_code aec;
     auto addr = boost::asio::ip::make_address(so.address, aec);
@@ -226,15 +276,84 @@ int main(int argc, char** argv) {
                                    "use --tls-cert/--tls-key for anything else");
   }
 
+  const bool postgres = kfleet::store::is_postgres_url(db);
+  const std::string db_name = postgres ? kfleet::store::redact_postgres_url(db) : db;
   // One kfleetd per SQLite file; the lock lives as long as this process (kill -9 included).
-  auto db_lock = kfleet::store::DbLock::acquire(db);
-  if (!db_lock) {
-    std::cerr << "kfleetd: " << db_lock.error().message << "\n";
-    return 1;
+  // PostgreSQL needs no file lock: the store serialises its writers on the server.
+  std::optional<kfleet::store::DbLock> db_lock;
+  std::unique_ptr<kfleet::store::PostgresLeader> leader;
+  kfleet::Result<kfleet::store::StorePtr> st =
+      kfleet::make_error(kfleet::Errc::internal, "no store opened");
+  if (postgres) {
+    if (kfleet::store::postgres_url_has_password(db))
+      kfleet::log::warn("kfleetd", "the --db URL holds a password, visible to every user in "
+                                   "`ps`: put it in ~/.pgpass or $PGPASSWORD instead");
+    if (durable)
+      kfleet::log::info("kfleetd", "--durable is a SQLite setting; on PostgreSQL every commit "
+                                   "is as durable as the server's synchronous_commit");
+    // Several kfleetd may share one database: one leads (schedules, leases, provisions), the
+    // others wait as standbys, answering 503 with the leader's URL, and take over when the
+    // leader's lock connection dies (kill -9 included).
+    auto l = kfleet::store::PostgresLeader::connect(db);
+    if (!l) {
+      std::cerr << "kfleetd: cannot open the store " << db_name << ": " << l.error().message
+                << "\n";
+      return 1;
+    }
+    leader = std::move(*l);
+    auto got = leader->try_acquire(wall_ms());
+    if (!got) {
+      std::cerr << "kfleetd: " << got.error().message << "\n";
+      return 1;
+    }
+    if (!*got) {
+      std::unique_ptr<kfleet::api::StandbyResponder> responder;
+      if (!tls) {
+        auto r = kfleet::api::StandbyResponder::start(so.address, so.port);
+        if (!r) {
+          std::cerr << "kfleetd: " << r.error().message << "\n";
+          return 1;
+        }
+        responder = std::move(*r);
+        so.port = responder->port();
+        if (!port_file.empty()) {
+          std::ofstream(port_file + ".tmp") << so.port << "\n";
+          fs::rename(port_file + ".tmp", port_file);
+        }
+      }
+      auto cur = leader->current();
+      kfleet::log::info("kfleetd", "standby on ", so.address, ":", so.port, ": ",
+                        cur ? "the leader is " + (cur->url.empty() ? "starting" : cur->url) +
+                                  " (epoch " + std::to_string(cur->epoch) + ")"
+                            : cur.error().message,
+                        "; taking over when it stops",
+                        tls ? " (a TLS standby does not answer until it leads)" : "");
+      std::signal(SIGINT, on_standby_signal);
+      std::signal(SIGTERM, on_standby_signal);
+      while (true) {
+        if (g_standby_stop) return 0;
+        if (auto c = leader->current(); c && responder) responder->set_leader(c->url, c->epoch);
+        auto g = leader->try_acquire(wall_ms());
+        if (!g) kfleet::log::warn("kfleetd", "standby: ", g.error().message);
+        if (g && *g) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+      responder.reset();  // the port is the leader's now
+    }
+    kfleet::log::info("kfleetd", "leading ", db_name, " (epoch ", leader->epoch(), ")");
+    st = kfleet::store::open_postgres_store({db, leader->epoch()});
+  } else {
+    auto lock = kfleet::store::DbLock::acquire(db);
+    if (!lock) {
+      std::cerr << "kfleetd: " << lock.error().message << "\n";
+      return 1;
+    }
+    db_lock.emplace(std::move(*lock));
+    st = kfleet::store::open_sqlite_store({db, durable});
   }
-  auto st = kfleet::store::open_sqlite_store({db, durable});
   if (!st) {
-    std::cerr << "kfleetd: cannot open the store " << db << ": " << st.error().message << "\n";
+    std::cerr << "kfleetd: cannot open the store " << db_name << ": " << st.error().message
+              << "\n";
     return 1;
   }
   boost::asio::io_context io;
@@ -249,7 +368,33 @@ int main(int argc, char** argv) {
   }
   const std::string url =
       std::string(tls ? "https://" : "http://") + so.address + ":" + std::to_string(*port);
-  db_lock->set_serving(url);
+  if (db_lock) db_lock->set_serving(url);
+  // The leader says where it serves, and steps down (exits; a supervisor restarts it as a
+  // standby) as soon as its lock connection is gone or another kfleetd has taken over: its
+  // store writes are fenced by the epoch anyway.
+  boost::asio::steady_timer leader_check(io);
+  std::function<void()> check_leader;
+  if (leader) {
+    if (auto r = leader->set_url(url); !r) {
+      std::cerr << "kfleetd: " << r.error().message << "\n";
+      return 1;
+    }
+    check_leader = [&] {
+      leader_check.expires_after(std::chrono::seconds(1));
+      leader_check.async_wait([&](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (!leader->still_leader()) {
+          kfleet::log::error("kfleetd", "lost the leadership of ", db_name,
+                             " (its lock connection closed or another kfleetd took over); "
+                             "exiting so that this one restarts as a standby");
+          std::fflush(nullptr);
+          std::_Exit(3);
+        }
+        check_leader();
+      });
+    };
+    check_leader();
+  }
 
   // Builds one provisioner of a kind from its config; kfleetd's own URL and enrolment token
   // fill what the config leaves out. Errors are printed and end kfleetd (exit 2).
@@ -277,10 +422,13 @@ int main(int argc, char** argv) {
       }
       raw["server_url"] = url;
       if (!raw.contains("enrol_token")) raw["enrol_token"] = *enrol_token;
+      if (!raw.contains("server_ca_pem") && tls) raw["server_ca_pem"] = agent_ca_pem;
       if (!raw.contains("agent_binary"))
         raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
       if (!raw.contains("work_root"))
-        raw["work_root"] = (fs::path(db).parent_path() / "simulated-cloud").string();
+        raw["work_root"] = ((postgres ? fs::current_path() : fs::path(db).parent_path()) /
+                            "simulated-cloud")
+                               .string();
       auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
       if (!sc) {
         std::cerr << "kfleetd: " << file << ": " << sc.error().message << "\n";
@@ -298,6 +446,7 @@ int main(int argc, char** argv) {
       // Cloud agents need an address they can reach; only a config without one gets ours.
       if (tc->server_url.empty()) tc->server_url = url;
       if (tc->enrol_token.empty()) tc->enrol_token = *enrol_token;
+      if (tc->server_ca_pem.empty()) tc->server_ca_pem = agent_ca_pem;
       return kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc);
 #else
       std::cerr << "kfleetd: this build has no terraform provisioner\n";
@@ -315,6 +464,7 @@ int main(int argc, char** argv) {
       }
       if (gc->server_url.empty()) gc->server_url = url;
       if (gc->enrol_token.empty()) gc->enrol_token = *enrol_token;
+      if (gc->server_ca_pem.empty()) gc->server_ca_pem = agent_ca_pem;
       return kfleet::provision::make_gce_provisioner_or_explain(*gc, io.get_executor());
 #else
       std::cerr << "kfleetd: this build has no gce provisioner\n";
@@ -394,7 +544,8 @@ int main(int argc, char** argv) {
     std::ofstream(port_file + ".tmp") << *port << "\n";
     fs::rename(port_file + ".tmp", port_file);
   }
-  kfleet::log::info("kfleetd", "serving ", url, " (store ", db, durable ? ", durable" : "",
+  kfleet::log::info("kfleetd", "serving ", url, " (store ", db_name,
+                    !postgres && durable ? ", durable" : "",
                     "; provisioner ", slot.name(), "; dashboards ",
                     dashboards.empty() ? "(built-in page)" : dashboards, ")");
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);

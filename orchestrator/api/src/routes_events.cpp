@@ -35,20 +35,23 @@ std::string sse_frame(const Event& e, std::int64_t id) {
          to_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
 }
 
-// Streams until `done()` says so (checked when no new events came) or the client goes away.
+// Streams until `done()` says so and every event is sent, or the client goes away.
 template <class Fetch, class Done, class IdOf>
 asio::awaitable<void> stream(Ctx& c, std::int64_t after, Fetch fetch, Done done, IdOf id_of) {
   // The header by hand: the connection may be TLS or not, and the body runs until it closes.
   co_await c.write_raw("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                        "Cache-Control: no-store\r\nConnection: close\r\n\r\n");
   for (;;) {
+    // done() before fetch(): once the job or run has ended, its last events are stored, so a
+    // stream that has sent them ends now instead of after the next wait.
+    const bool ended = done();
     std::vector<Event> evs = fetch(after);
     std::string out;
     for (const auto& e : evs) {
       after = id_of(e);
       out += sse_frame(e, after);
     }
-    if (evs.empty() && done()) {
+    if (ended && evs.size() < 500) {
       out += "event: end\ndata: {}\n\n";
       co_await c.write_raw(std::move(out));
       co_return;

@@ -301,6 +301,35 @@ TEST(Tokens, NoSecretIsStoredOrAnswered) {
   EXPECT_NE(db.find(sha256_hex(w.submit)), std::string::npos);
 }
 
+// The first admin token comes from the environment at every start, but is stored only when it is
+// new: once revoked, a restart with the same KFLEET_ADMIN_TOKEN does not bring it back.
+TEST(Tokens, ARevokedFirstAdminTokenStaysRevokedAcrossRestarts) {
+  const std::string dir = temp_dir();
+  boost::asio::io_context io;
+  core::Config cfg;
+  cfg.admin_token = kAdmin;
+  auto start = [&](auto&& body) {
+    auto st = store::open_sqlite_store({dir + "/kfleet.db", false});
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    auto prov = provision::make_static_provisioner();
+    core::ControlPlane cp(io.get_executor(), **st, std::make_shared<SystemClock>(), *prov, cfg);
+    cp.start();  // a kfleetd start: stores the first admin token if it is new
+    body(cp);
+  };
+  start([&](core::ControlPlane& cp) {
+    auto p = cp.user_for_token(kAdmin);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->scope, core::Scope::admin);
+    ASSERT_TRUE(cp.revoke_token(p->token_id, "test").ok());
+    EXPECT_FALSE(cp.user_for_token(kAdmin).has_value());
+  });
+  start([&](core::ControlPlane& cp) {
+    EXPECT_FALSE(cp.user_for_token(kAdmin).has_value()) << "a restart revived a revoked admin token";
+    EXPECT_EQ(cp.store().list_tokens().size(), 1u) << "nor stored it again";
+  });
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 TEST(Tokens, ARetiredAgentsTokenIsRefused) {
   Fleet f;
   HttpClient enrol(f.url(), kEnrol);

@@ -1,6 +1,7 @@
 // SimulatedCloud: scripted answers and real agent processes. Timers carry a weak reference to
 // the state, so a completion that fires after the cloud is gone does nothing.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kfleet/provision/simulated_cloud.hpp"
@@ -71,7 +72,7 @@ struct SimulatedCloud::State {
     return nullptr;
   }
   std::string instance_type(const RegionState& r) const {
-    return r.cfg.instance_type.empty() ? detail::instance_type_for(r.cfg.gpu) : r.cfg.instance_type;
+    return r.cfg.instance_type.empty() ? detail::instance_type_for(r.cfg.gpu, r.cfg.name) : r.cfg.instance_type;
   }
 
   // What the cloud answers next in this region; consumes one script word.
@@ -98,23 +99,30 @@ struct SimulatedCloud::State {
     if (ec)
       return make_error(Errc::unavailable,
                         "cannot create " + dir.string() + ": " + ec.message() + " (check work_root)");
-    // The enrolment token goes in a 0600 file, never on the agent's command line.
-    const std::string token_file = (dir / "enrol-token").string();
-    {
-      const int fd = ::open(token_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (fd < 0)
-        return make_error(Errc::unavailable, "cannot write " + token_file);
-      const std::string line = cfg.enrol_token + "\n";
-      const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    // The enrolment token (and the CA kfleetd's certificate chains to) go in 0600 files, never
+    // on the agent's command line.
+    auto write_0600 = [](const std::string& path, const std::string& text) -> Result<void> {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0) return make_error(Errc::unavailable, "cannot write " + path);
+      const bool ok = ::fchmod(fd, 0600) == 0 &&
+                      ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
       ::close(fd);
-      if (!ok) return make_error(Errc::unavailable, "cannot write " + token_file);
-    }
-    const std::vector<std::string> argv = {
+      if (!ok) return make_error(Errc::unavailable, "cannot write " + path);
+      return ok_result();
+    };
+    const std::string token_file = (dir / "enrol-token").string();
+    if (auto w = write_0600(token_file, cfg.enrol_token + "\n"); !w) return w.error();
+    std::vector<std::string> argv = {
         cfg.agent_binary, "--server",     cfg.server_url, "--enrol-token-file", token_file,
         "--name",         name,           "--region",     r.cfg.name,      "--backend",
         "simulated",      "--gpu-class",  r.cfg.gpu,      "--arch",        r.cfg.arch,
         "--provider",     "simulated",    "--instance-id", id,             "--work-dir",
         dir.string()};
+    if (!cfg.server_ca_pem.empty()) {
+      const std::string ca_file = (dir / "ca.pem").string();
+      if (auto w = write_0600(ca_file, cfg.server_ca_pem); !w) return w.error();
+      argv.insert(argv.end(), {"--ca-file", ca_file});
+    }
     auto pid = detail::spawn_in_group(argv, (dir / "agent.log").string());
     if (!pid) return pid.error();
     return SimulatedInstance{id, name, r.cfg.name, *pid, true};
@@ -204,7 +212,7 @@ void SimulatedCloud::request(const CapacityRequest& req, std::function<void(Capa
     name = "sim-" + region_name + "-" + std::to_string(serial);
   }
   const detail::CloudAnswer answer{word, st.instance_type(*r), region_name,
-                                   st.cfg.max_instances * kVcpusPerInstance};
+                                   st.cfg.max_instances * kVcpusPerInstance, st.cfg.max_instances};
   const int delay_ms = r->cfg.delay_ms;
   auto timer = std::make_shared<boost::asio::steady_timer>(st.ex, std::chrono::milliseconds(delay_ms));
   std::weak_ptr<State> weak = st_;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cloud_messages.hpp"
+#include "kfleet/common/pem.hpp"
 #include "kfleet/provision/simulated_cloud.hpp"
 
 namespace kfleet::provision {
@@ -74,6 +75,13 @@ Result<SimulatedCloudConfig> simulated_cloud_config_from_json(const nlohmann::js
     auto v = get_string(j, key, /*required=*/std::string(key) != "enrol_token");
     if (!v) return v.error();
     *field = *v;
+  }
+  auto ca = get_string(j, "server_ca_pem", false);
+  if (!ca) return ca.error();
+  if (!ca->empty()) {
+    if (auto why = pem_certificates_problem(*ca); !why.empty())
+      return bad("\"server_ca_pem\" must be the PEM CA certificate that signed kfleetd's: " + why);
+    c.server_ca_pem = *ca;
   }
   auto max = get_int(j, "max_instances", c.max_instances, "");
   if (!max) return max.error();

@@ -75,6 +75,33 @@ TEST_F(AgentProcessTest, StartsAgentWithTheAgreedFlagsAndKillsItOnRelease) {
   EXPECT_TRUE(cloud.instances().empty());
 }
 
+// With kfleetd on https, the agent gets the CA that signed kfleetd's certificate as a 0600 file
+// and --ca-file; the token stays in its file, off the command line.
+constexpr const char* kTestCa =
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2E=\n-----END CERTIFICATE-----\n";
+
+TEST_F(AgentProcessTest, HttpsAgentGetsTheCaAsA0600FileAndCaFile) {
+  auto cfg = one_region(tmp.path.string(), 1);
+  cfg.server_url = "https://127.0.0.1:1";
+  cfg.enrol_token = "kfe_secret-0123456789abcdef";
+  cfg.server_ca_pem = kTestCa;
+  SimulatedCloud cloud(io.get_executor(), cfg);
+  const SimulatedInstance inst = start(cloud);
+  const auto dir = tmp.path / inst.id;
+  ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(dir / "argv.txt"); }));
+  const auto argv = read_lines(dir / "argv.txt");
+  ASSERT_GE(argv.size(), 2u);
+  EXPECT_EQ(argv[argv.size() - 2], "--ca-file");
+  EXPECT_EQ(argv.back(), (dir / "ca.pem").string());
+  for (const auto& a : argv) EXPECT_EQ(a.find("kfe_secret"), std::string::npos) << "a token on the command line";
+  std::ifstream in(dir / "ca.pem");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), kTestCa);
+  const auto owner_rw = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
+  EXPECT_EQ(std::filesystem::status(dir / "ca.pem").permissions() & std::filesystem::perms::all, owner_rw);
+  EXPECT_EQ(std::filesystem::status(dir / "enrol-token").permissions() & std::filesystem::perms::all, owner_rw);
+  cloud.shutdown();
+}
+
 TEST_F(AgentProcessTest, AgentIgnoringSigtermIsKilledAfterTheGrace) {
   auto cfg = one_region(tmp.path.string(), 1);
   cfg.release_grace_ms = 100;

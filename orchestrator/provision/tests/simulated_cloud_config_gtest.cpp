@@ -64,6 +64,17 @@ TEST(SimulatedCloudConfig, ErrorsNameTheField) {
   j = valid();
   j["regions"][0]["capacity"] = -1;
   EXPECT_FALSE(simulated_cloud_config_from_json(j).ok());
+
+  // The CA goes into a file on the instance: a PEM certificate and nothing else.
+  j = valid();
+  j["server_ca_pem"] = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n";
+  c = simulated_cloud_config_from_json(j);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->server_ca_pem, j["server_ca_pem"].get<std::string>());
+  j["server_ca_pem"] = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n$(reboot)\n";
+  c = simulated_cloud_config_from_json(j);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("server_ca_pem"), std::string::npos) << c.error().message;
 }
 
 TEST(SimulatedCloudConfig, MissingOrBrokenFile) {

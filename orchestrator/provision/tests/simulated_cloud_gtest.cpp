@@ -1,4 +1,5 @@
-// SimulatedCloud's answers: scripts, capacity per region, instance limits and AWS messages.
+// SimulatedCloud's answers: scripts, capacity per region, instance limits, and the messages of
+// the cloud that owns the location (AWS EC2 or Compute Engine).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -92,6 +93,44 @@ TEST_F(SimulatedCloudTest, MessagesReadLikeAws) {
   r = ask(cloud, "us-east-1");
   EXPECT_EQ(r.outcome, Outcome::transient);
   EXPECT_EQ(r.message.rfind("RequestLimitExceeded", 0), 0u) << r.message;
+}
+
+// Seed 001's fleet lists Google Cloud zones: the simulated answers there speak Compute Engine's
+// words and machine types, not EC2's.
+TEST_F(SimulatedCloudTest, MessagesInGoogleCloudZonesReadLikeComputeEngine) {
+  auto cfg = one_region(tmp.path.string(), 0, {"stockout", "unsupported", "quota", "auth", "throttle"});
+  cfg.regions[0].name = "southamerica-east1-c";
+  SimulatedCloud cloud(io.get_executor(), cfg);
+  auto r = ask(cloud, "southamerica-east1-c");
+  EXPECT_EQ(r.outcome, Outcome::stockout);
+  EXPECT_EQ(r.message, "ZONE_RESOURCE_POOL_EXHAUSTED: The zone 'projects/kfleet-sim/zones/southamerica-east1-c' "
+                       "does not have enough resources available to fulfill the request.  Try a different "
+                       "zone, or try again later.");
+  r = ask(cloud, "southamerica-east1-c");
+  EXPECT_EQ(r.outcome, Outcome::unsupported);
+  EXPECT_NE(r.message.find("Machine type with name 'g2-standard-4' does not exist in zone "
+                           "'southamerica-east1-c'"),
+            std::string::npos) << r.message;
+  r = ask(cloud, "southamerica-east1-c");
+  EXPECT_EQ(r.outcome, Outcome::quota);
+  EXPECT_EQ(r.message.rfind("QUOTA_EXCEEDED: Quota 'GPUS_ALL_REGIONS' exceeded.", 0), 0u) << r.message;
+  r = ask(cloud, "southamerica-east1-c");
+  EXPECT_EQ(r.outcome, Outcome::fatal);
+  EXPECT_EQ(r.message.rfind("forbidden: Required 'compute.instances.create' permission", 0), 0u) << r.message;
+  r = ask(cloud, "southamerica-east1-c");
+  EXPECT_EQ(r.outcome, Outcome::transient);
+  EXPECT_EQ(r.message, "rateLimitExceeded: Rate Limit Exceeded");
+  for (const auto& m : {std::string("Availability Zone"), std::string("g6.xlarge")})
+    EXPECT_EQ(r.message.find(m), std::string::npos);
+}
+
+// A Google Cloud region (no zone letter) lands in its "-a" zone, as an AWS region lands in its "a".
+TEST_F(SimulatedCloudTest, GoogleCloudRegionLandsInItsFirstZone) {
+  auto cfg = one_region(tmp.path.string(), 0, {"stockout"});
+  cfg.regions[0].name = "us-central1";
+  SimulatedCloud cloud(io.get_executor(), cfg);
+  const auto r = ask(cloud, "us-central1");
+  EXPECT_NE(r.message.find("zones/us-central1-a'"), std::string::npos) << r.message;
 }
 
 TEST_F(SimulatedCloudTest, WrongGpuOrRegionIsUnsupported) {

@@ -1,9 +1,11 @@
 // The gce provisioner's config file, its checks, and what it sends: the startup script and
 // the instances.insert body.
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "kfleet/common/pem.hpp"
 #include "kfleet/provision_gce/gce_error.hpp"
 #include "kfleet/provision_gce/gce_provisioner.hpp"
 
@@ -60,6 +62,7 @@ Result<GceConfig> gce_config_from_json(const nlohmann::json& doc) {
     c.name_prefix = doc.value("name_prefix", c.name_prefix);
     c.server_url = doc.value("server_url", c.server_url);
     c.enrol_token = doc.value("enrol_token", c.enrol_token);
+    c.server_ca_pem = doc.value("server_ca_pem", c.server_ca_pem);
     c.agent_download_url = doc.value("agent_download_url", c.agent_download_url);
     c.agent_sha256 = doc.value("agent_sha256", c.agent_sha256);
     c.labels = doc.value("labels", c.labels);
@@ -108,6 +111,9 @@ std::optional<std::string> gce_config_problem(const GceConfig& c) {
     return "server_url '" + c.server_url + "' must be a plain http(s) URL agents can reach";
   if (!c.enrol_token.empty() && !std::regex_match(c.enrol_token, token_re))
     return "the enrolment token must be 16 or more characters of [A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)";
+  if (!c.server_ca_pem.empty())
+    if (auto why = pem_certificates_problem(c.server_ca_pem); !why.empty())
+      return "server_ca_pem must be the PEM CA certificate that signed kfleetd's (kfleetd --agent-ca-file): " + why;
   if (!c.agent_download_url.empty() && !std::regex_match(c.agent_download_url, url_re))
     return "agent_download_url must be a plain http(s) URL";
   if (!c.agent_download_url.empty() && !std::regex_match(c.agent_sha256, std::regex("^[0-9a-f]{64}$")))
@@ -126,28 +132,45 @@ std::optional<std::string> gce_config_problem(const GceConfig& c) {
   return std::nullopt;
 }
 
+int gce_gpus_per_instance(const GceConfig& c) {
+  const std::string& t = c.machine_type;
+  if (t == "g2-standard-24") return 2;
+  if (t == "g2-standard-48") return 4;
+  if (t == "g2-standard-96") return 8;
+  return std::max(c.accelerator_count, 1);
+}
+
 std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
   std::ostringstream s;
   s << "#!/bin/bash\n"
        "# kfleet agent bootstrap on Compute Engine (written by kfleetd's gce provisioner). Runs as root at\n"
        "# every boot; installs once.\n"
        "set -euo pipefail\n"
-       "if systemctl is-enabled --quiet kfleet-agent.service 2>/dev/null; then exit 0; fi\n"
+       "if systemctl is-enabled --quiet kfleet-agent@0.service 2>/dev/null; then exit 0; fi\n"
        "install -d -m 0755 /etc/kfleet\n"
        "md=http://metadata.google.internal/computeMetadata/v1/instance\n"
        "instance_name=$(curl -sf -H 'Metadata-Flavor: Google' \"$md/name\")\n"
        "\n"
-       "# The token lives only in this 0600 file, read by systemd as KFLEET_ENROL_TOKEN.\n"
-       "umask 077\n"
-       "cat > /etc/kfleet/agent.env <<ENV\n"
+       "# The token lives only in this 0600 file, read by systemd as KFLEET_ENROL_TOKEN; the CA that\n"
+       "# signed kfleetd's certificate in another, which the agent verifies kfleetd with\n"
+       "# (KFLEET_CA_FILE is its --ca-file).\n"
+       "umask 077\n";
+  if (!c.server_ca_pem.empty()) {
+    std::string pem = c.server_ca_pem;
+    while (!pem.empty() && (pem.back() == '\n' || pem.back() == '\r')) pem.pop_back();
+    s << "cat > /etc/kfleet/ca.pem <<'PEM'\n" << pem << "\nPEM\n"
+      << "chmod 0600 /etc/kfleet/ca.pem\n";
+  }
+  s << "cat > /etc/kfleet/agent.env <<ENV\n"
        "KFLEET_SERVER=" << c.server_url << "\n"
        "KFLEET_REGION=" << zone << "\n"
        "KFLEET_BACKEND=cuda\n"
        "KFLEET_PROVIDER=gce\n"
        "KFLEET_INSTANCE_ID=$instance_name\n"
        "KFLEET_NAME=$instance_name\n"
-       "KFLEET_ENROL_TOKEN=" << c.enrol_token << "\n"
-       "ENV\n"
+       "KFLEET_ENROL_TOKEN=" << c.enrol_token << "\n";
+  if (!c.server_ca_pem.empty()) s << "KFLEET_CA_FILE=/etc/kfleet/ca.pem\n";
+  s << "ENV\n"
        "chmod 0600 /etc/kfleet/agent.env\n"
        "umask 022\n\n";
   if (!c.agent_download_url.empty()) {
@@ -158,10 +181,14 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
   }
   s << "test -x /usr/local/bin/kfleet-agent || { echo \"kfleet-agent is not installed: set agent_download_url or "
        "bake it into the image\" >&2; exit 1; }\n\n"
-       "cat > /etc/systemd/system/kfleet-agent.service <<'UNIT'\n"
+       "# One agent per GPU: kfleet-agent@0 .. kfleet-agent@" << gce_gpus_per_instance(c) - 1 << ", each pinned to its\n"
+       "# GPU (--gpu N) and grouped by the instance name (--host-id).\n"
+       "cat > /etc/systemd/system/kfleet-agent@.service <<'UNIT'\n"
     << trim_unit(gce::kAgentUnit) << "\nUNIT\n"
     << "systemctl daemon-reload\n"
-       "systemctl enable --now kfleet-agent.service\n";
+       "for gpu in $(seq 0 " << gce_gpus_per_instance(c) - 1 << "); do\n"
+       "  systemctl enable --now \"kfleet-agent@$gpu.service\"\n"
+       "done\n";
   return s.str();
 }
 

@@ -51,13 +51,7 @@ class GceProvisionerImpl final : public GceProvisioner {
   std::vector<std::string> regions() const override { return cfg_.zones; }
   std::vector<std::string> gpu_classes() const override { return {cfg_.gpu_class}; }
   // L4s per g2 machine type (one agent per GPU): a request for g2-standard-96 brings 8 slots.
-  int gpus_per_instance(const std::string& /*instance_id*/) const override {
-    const std::string& t = cfg_.machine_type;
-    if (t == "g2-standard-24") return 2;
-    if (t == "g2-standard-48") return 4;
-    if (t == "g2-standard-96") return 8;
-    return std::max(cfg_.accelerator_count, 1);
-  }
+  int gpus_per_instance(const std::string& /*instance_id*/) const override { return gce_gpus_per_instance(cfg_); }
   std::optional<double> usd_per_hour(const std::string& instance_id) const override {
     {
       std::lock_guard lock(mutex_);

@@ -1,6 +1,9 @@
 // The gce config: what a user can get wrong is refused with what to fix; the startup script
 // installs the terraform fleet's own unit and enrols with the zone as its region.
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -57,6 +60,10 @@ TEST(GceConfig, MistakesAreNamed) {
   j = minimal();
   j["prices"] = {{"g2-standard-4", "cheap"}};
   expect_problem(j, "number");
+  // The CA lands in a heredoc of the startup script: a PEM certificate and nothing else.
+  j = minimal();
+  j["server_ca_pem"] = "-----BEGIN CERTIFICATE-----\nQUJD\nPEM\ntouch /pwned\n-----END CERTIFICATE-----\n";
+  expect_problem(j, "server_ca_pem");
 }
 
 TEST(GceConfig, TheStartupScriptInstallsTheFleetsUnitAndEnrolsWithTheZone) {
@@ -69,14 +76,96 @@ TEST(GceConfig, TheStartupScriptInstallsTheFleetsUnitAndEnrolsWithTheZone) {
   for (const char* want : {"KFLEET_SERVER=https://kfleet.example.com\n", "KFLEET_REGION=southamerica-east1-c\n",
                            "KFLEET_PROVIDER=gce\n", "KFLEET_BACKEND=cuda\n", "KFLEET_ENROL_TOKEN=enrol-0123456789abcdef\n",
                            "chmod 0600 /etc/kfleet/agent.env", "Metadata-Flavor: Google",
-                           "systemctl enable --now kfleet-agent.service"})
+                           "for gpu in $(seq 0 0); do\n  systemctl enable --now \"kfleet-agent@$gpu.service\"\ndone\n"})
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
-  // The unit is the terraform fleet's file, byte for byte (up to trailing newlines).
-  std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/kfleet-agent.service");
+  // The unit is the terraform fleet's per-GPU template, byte for byte (up to trailing newlines).
+  std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/kfleet-agent@.service");
   std::string unit((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!unit.empty() && unit.back() == '\n') unit.pop_back();
   ASSERT_FALSE(unit.empty());
   EXPECT_NE(s.find("<<'UNIT'\n" + unit + "\nUNIT\n"), std::string::npos) << s;
+}
+
+// A multi-GPU machine type brings one agent per GPU, each its own kfleet-agent@N pinned to GPU N
+// and grouped by the instance (--host-id); the scheduler is told the same count.
+TEST(GceConfig, AMultiGpuMachineStartsOneAgentPerGpu) {
+  auto j = minimal();
+  for (const auto& [type, gpus] : std::vector<std::pair<std::string, int>>{
+           {"g2-standard-4", 1}, {"g2-standard-24", 2}, {"g2-standard-48", 4}, {"g2-standard-96", 8}}) {
+    j["machine_type"] = type;
+    auto c = gce_config_from_json(j);
+    ASSERT_TRUE(c.ok()) << type;
+    EXPECT_EQ(gce_gpus_per_instance(*c), gpus) << type;
+    const std::string s = gce_startup_script(*c, "us-central1-a");
+    EXPECT_NE(s.find("for gpu in $(seq 0 " + std::to_string(gpus - 1) + "); do\n"), std::string::npos) << s;
+    EXPECT_NE(s.find("cat > /etc/systemd/system/kfleet-agent@.service <<'UNIT'\n"), std::string::npos);
+    EXPECT_NE(s.find("--gpu %i --host-id ${KFLEET_INSTANCE_ID}"), std::string::npos) << s;
+    for (const char* single : {"/etc/systemd/system/kfleet-agent.service", "enable --now kfleet-agent.service"})
+      EXPECT_EQ(s.find(single), std::string::npos) << "no single-agent unit beside the template";
+  }
+  // An explicit accelerator count counts where the machine type does not say.
+  j["machine_type"] = "a2-highgpu-2g";
+  j["accelerator_type"] = "nvidia-tesla-a100";
+  j["accelerator_count"] = 2;
+  auto c = gce_config_from_json(j);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(gce_gpus_per_instance(*c), 2);
+}
+
+// With kfleetd on https and its CA given (kfleetd --agent-ca-file), the script writes the CA to a
+// 0600 file and names it in agent.env as KFLEET_CA_FILE (the agent's --ca-file); the enrolment
+// token appears once, inside the 0600 agent.env, and on no command line.
+TEST(GceConfig, TheStartupScriptDeliversTheCaAndTheTokenAs0600Files) {
+  auto c = gce_config_from_json(minimal());
+  ASSERT_TRUE(c.ok());
+  c->server_url = "https://kfleet.example.com";
+  c->enrol_token = "enrol-0123456789abcdef";
+  const std::string ca = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2E=\n-----END CERTIFICATE-----\n";
+  c->server_ca_pem = ca;
+  ASSERT_FALSE(gce_config_problem(*c).has_value()) << *gce_config_problem(*c);
+  const std::string s = gce_startup_script(*c, "us-central1-a");
+  const auto umask = s.find("umask 077\n");
+  const auto ca_at = s.find("cat > /etc/kfleet/ca.pem <<'PEM'\n" + ca + "PEM\nchmod 0600 /etc/kfleet/ca.pem\n");
+  const auto env_at = s.find("cat > /etc/kfleet/agent.env <<ENV\n");
+  const auto env_end = s.find("\nENV\nchmod 0600 /etc/kfleet/agent.env\n");
+  const auto start = s.find("systemctl enable --now \"kfleet-agent@$gpu.service\"");
+  ASSERT_NE(umask, std::string::npos) << s;
+  ASSERT_NE(ca_at, std::string::npos) << s;
+  ASSERT_NE(env_at, std::string::npos) << s;
+  ASSERT_NE(env_end, std::string::npos) << s;
+  EXPECT_LT(umask, ca_at) << "files are created private";
+  EXPECT_LT(ca_at, start);
+  EXPECT_LT(env_end, start);
+  const std::string env = s.substr(env_at, env_end - env_at);
+  EXPECT_NE(env.find("\nKFLEET_CA_FILE=/etc/kfleet/ca.pem"), std::string::npos) << env;
+  EXPECT_NE(env.find("\nKFLEET_ENROL_TOKEN=enrol-0123456789abcdef"), std::string::npos) << env;
+  EXPECT_EQ(s.find("enrol-0123456789abcdef"), s.find("KFLEET_ENROL_TOKEN=") + 19) << "the token once";
+  EXPECT_EQ(s.find("enrol-0123456789abcdef", s.find("enrol-0123456789abcdef") + 1), std::string::npos);
+  // Without a CA: no ca.pem, and the agent trusts the system's CAs.
+  c->server_ca_pem.clear();
+  const std::string plain = gce_startup_script(*c, "us-central1-a");
+  EXPECT_EQ(plain.find("ca.pem"), std::string::npos);
+  EXPECT_EQ(plain.find("\nKFLEET_CA_FILE="), std::string::npos);
+}
+
+// Both systemd units start the agent with no token on its command line: the enrolment token and
+// the CA file come from /etc/kfleet/agent.env (0600) through the environment.
+TEST(AgentUnits, NoTokenOnTheCommandLine) {
+  for (const char* name : {"kfleet-agent.service", "kfleet-agent@.service"}) {
+    std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/" + name);
+    ASSERT_TRUE(in) << name;
+    int exec = 0;
+    bool env_file = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line == "EnvironmentFile=/etc/kfleet/agent.env") env_file = true;
+      if (line.rfind("ExecStart=", 0) != 0) continue;
+      ++exec;
+      for (const char* bad : {"TOKEN", "token", "--enrol", "--tls-key"})
+        EXPECT_EQ(line.find(bad), std::string::npos) << name << ": " << line;
+    }
+    EXPECT_EQ(exec, 1) << name;
+    EXPECT_TRUE(env_file) << name << " must read /etc/kfleet/agent.env";
+  }
 }
 
 }  // namespace

@@ -92,6 +92,9 @@ std::map<std::string, std::string> RegionWorkdir::environment() const {
   env["TF_INPUT"] = "0";
   env["CHECKPOINT_DISABLE"] = "1";
   env["TF_VAR_enrol_token"] = config_.enrol_token;  // argv is world-readable in /proc
+  // The module writes it to /etc/kfleet/ca.pem (0600) and gives it to the agents as
+  // KFLEET_CA_FILE, their --ca-file.
+  if (!config_.server_ca_pem.empty()) env["TF_VAR_server_ca_pem"] = config_.server_ca_pem;
   return env;
 }
 

@@ -35,9 +35,12 @@ class RegionWorkdir {
 
   const std::filesystem::path& root_dir() const { return fleet_dir_; }
 
- private:
+  // What terraform gets: -var arguments (visible to every local user in /proc, so no secret
+  // goes there) and its environment (the enrolment token and the CA, as TF_VAR_*).
   std::vector<std::string> var_args(const std::vector<std::string>& slots) const;
   std::map<std::string, std::string> environment() const;
+
+ private:
   Result<ProcessRun> terraform(std::vector<std::string> args, double budget_s);
 
   const TerraformConfig& config_;

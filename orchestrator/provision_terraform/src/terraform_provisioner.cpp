@@ -10,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "kfleet/common/pem.hpp"
 #include "kfleet/provision_terraform/aws_error.hpp"
 #include "kfleet/provision_terraform/terraform_output.hpp"
 #include "region_workdir.hpp"
@@ -267,6 +268,11 @@ Result<std::unique_ptr<TerraformProvisioner>> make_terraform_provisioner(
                                                   "--enrol-token-file (or KFLEET_ENROL_TOKEN) of 16 or more characters of "
                                                   "[A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)");
   }
+  if (!config.server_ca_pem.empty())
+    if (auto why = pem_certificates_problem(config.server_ca_pem); !why.empty())
+      return make_error(Errc::invalid_argument,
+                        "terraform provisioner: server_ca_pem must be the PEM CA certificate that "
+                        "signed kfleetd's (kfleetd --agent-ca-file): " + why);
   if (!clock) return make_error(Errc::invalid_argument, "terraform provisioner needs a clock");
   if (auto rc = write_cli_config(config); !rc) return rc.error();
   return std::unique_ptr<TerraformProvisioner>(

@@ -6,6 +6,7 @@
 
 #include "kfleet/provision/terraform.hpp"
 #include "kfleet/provision_terraform/terraform_provisioner.hpp"
+#include "../src/region_workdir.hpp"
 
 namespace kfleet::provision {
 namespace {
@@ -79,6 +80,29 @@ TEST(TerraformConfigFile, AnEnrolmentTokenTheModuleWouldRefuseIsRefusedAtStart) 
             "terraform provisioner: the enrolment token is 11 characters; it must be at least 16; "
             "cloud agents could not enrol with it. Pass a --enrol-token-file (or KFLEET_ENROL_TOKEN) of 16 or more characters "
             "of [A-Za-z0-9._~+/=-] (e.g. openssl rand -hex 24)");
+}
+
+// The enrolment token and the CA that signed kfleetd's certificate reach terraform through its
+// environment (TF_VAR_*), never its argv; the module writes both to 0600 files on the instance.
+TEST(TerraformRegionWorkdir, SecretsAndTheCaGoThroughTheEnvironmentNotArgv) {
+  TerraformConfig c;
+  c.state_root = std::filesystem::temp_directory_path();
+  c.server_url = "https://kfleet.example.com";
+  c.enrol_token = "kfe_secret-0123456789abcdef";
+  c.server_ca_pem = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n";
+  c.owner = "team";
+  c.cost_center = "cc";
+  RegionWorkdir w(c, "us-east-1");
+  const auto env = w.environment();
+  EXPECT_EQ(env.at("TF_VAR_enrol_token"), c.enrol_token);
+  EXPECT_EQ(env.at("TF_VAR_server_ca_pem"), c.server_ca_pem);
+  for (const auto& a : w.var_args({"agent-00"})) {
+    EXPECT_EQ(a.find("kfe_secret"), std::string::npos) << a;
+    EXPECT_EQ(a.find("enrol_token"), std::string::npos) << a;
+  }
+  c.server_ca_pem.clear();
+  EXPECT_EQ(RegionWorkdir(c, "us-east-1").environment().count("TF_VAR_server_ca_pem"), 0u)
+      << "no CA: the module's default (the system's CAs)";
 }
 
 }  // namespace

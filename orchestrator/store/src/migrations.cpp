@@ -188,6 +188,30 @@ CREATE UNIQUE INDEX runs_running_slot ON runs (host, slot) WHERE outcome = 'runn
 CREATE UNIQUE INDEX runs_running_host_exclusive ON runs (host)
   WHERE outcome = 'running' AND host_exclusive = 1;
 )sql",
+      // 5: who set a baseline and who cancelled a job, as fields. Before this step the user
+      // was only in the baseline's reason text ("set by sam", or "<reason> (set by sam)": user
+      // names hold no spaces or parentheses, so the text after the one " (set by " is the
+      // name) and in the job's state reason. Baselines whose reason names no user get the
+      // job's submitter when kfleetd set them itself (a campaign's kept win or a regression
+      // run's first result: the submitter of that campaign or run); any other old row is ''.
+      // A cancelled job's state reason was "cancelled by <user>", or "cancelled by user" when
+      // no token named one (that stays '': it cannot be told from a user named "user").
+      R"sql(
+ALTER TABLE baselines ADD COLUMN set_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN cancelled_by TEXT NOT NULL DEFAULT '';
+UPDATE baselines
+  SET set_by = substr(reason, instr(reason, ' (set by ') + 9,
+                      length(reason) - instr(reason, ' (set by ') - 9)
+  WHERE instr(reason, ' (set by ') > 0 AND substr(reason, length(reason), 1) = ')'
+    AND instr(substr(reason, instr(reason, ' (set by ') + 9), '(set by ') = 0;
+UPDATE baselines SET set_by = substr(reason, 8)
+  WHERE set_by = '' AND reason LIKE 'set by %' AND instr(reason, '(set by ') = 0;
+UPDATE baselines SET set_by = COALESCE((SELECT submitted_by FROM jobs WHERE jobs.id = baselines.job_id), '')
+  WHERE set_by = '' AND (reason LIKE 'kept win of campaign %' OR reason LIKE 'first result in regression run %');
+UPDATE jobs SET cancelled_by = substr(state_reason, 14)
+  WHERE state = 'cancelled' AND state_reason LIKE 'cancelled by %'
+    AND state_reason <> 'cancelled by user';
+)sql",
   };
   return s;
 }

@@ -8,6 +8,9 @@ namespace kfleet::store::sqlite {
 int latest_schema_version();
 // The step that added GPU slots (agents.host/slot, runs.host/slot/host_exclusive).
 inline constexpr int kSlotsSchemaVersion = 4;
+// The step that made who set a baseline and who cancelled a job fields of their own
+// (baselines.set_by, jobs.cancelled_by).
+inline constexpr int kAuditFieldsSchemaVersion = 5;
 // Applies every step above the database's version, one transaction each. Refuses a database
 // written by a newer kfleetd rather than guessing at its schema.
 Result<void> migrate(Db& db);

@@ -25,7 +25,7 @@ namespace sqlite {
 const char* const kJobColumns =
     "id, name, campaign, parent, priority, gpu, regions, spec, spec_yaml, source_name, "
     "bundle_hash, content_hash, state, state_reason, attempts, max_attempts, current_run_id, "
-    "submitted_by, created_ms, updated_ms, verdict, simulated, host_exclusive";
+    "submitted_by, created_ms, updated_ms, verdict, simulated, host_exclusive, cancelled_by";
 const char* const kRunColumns =
     "id, job_id, agent_id, attempt, fencing_token, outcome, stage, started_ms, "
     "lease_expires_ms, finished_ms, verdict, simulated, events_contiguous, host, slot, "
@@ -81,6 +81,7 @@ JobRecord read_job(const Stmt& q) {
   j.verdict = read_verdict(q, 20);
   j.simulated = q.boolean(21);
   j.host_exclusive = q.boolean(22);
+  j.cancelled_by = q.text(23);
   return j;
 }
 

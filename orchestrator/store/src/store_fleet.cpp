@@ -9,7 +9,7 @@ namespace {
 
 constexpr const char* kBaselineColumns =
     "id, kernel, case_name, gpu_class, simulated, run_id, job_id, median_us, samples_us, reason, "
-    "set_ms, superseded_ms";
+    "set_ms, superseded_ms, set_by";
 constexpr const char* kRegressionColumns = "id, suite, state, spec, cells, created_ms, updated_ms";
 
 Baseline read_baseline(const Stmt& q) {
@@ -28,6 +28,7 @@ Baseline read_baseline(const Stmt& q) {
   b.reason = q.text(9);
   b.set_ms = q.i64(10);
   b.superseded_ms = q.i64(11);
+  b.set_by = q.text(12);
   return b;
 }
 
@@ -59,11 +60,11 @@ Result<Baseline> SqliteStore::set_baseline(const Baseline& b, TimeMs now) {
         .args(now, b.kernel, b.case_name, b.gpu_class, b.simulated)
         .run();
     db_->prepare("INSERT INTO baselines (kernel, case_name, gpu_class, simulated, run_id, job_id, "
-                 "median_us, samples_us, reason, set_ms, superseded_ms) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)")
+                 "median_us, samples_us, reason, set_ms, superseded_ms, set_by) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)")
         .args(b.kernel, b.case_name, b.gpu_class, b.simulated, b.run_id, b.job_id, b.median_us,
               dump_json(b.samples_us.is_array() ? b.samples_us : nlohmann::json::array()),
-              b.reason, now)
+              b.reason, now, b.set_by)
         .run();
     Baseline out = b;
     out.id = db_->last_insert_id();

@@ -77,8 +77,10 @@ std::vector<JobRecord> SqliteStore::pending_jobs() {
 }
 
 Result<JobRecord> SqliteStore::set_job_state(std::int64_t id, JobState s,
-                                             const std::string& reason, TimeMs now) {
-  return db_->transaction([&]() -> Result<JobRecord> { return change_job_state(id, s, reason, now); });
+                                             const std::string& reason, TimeMs now,
+                                             const std::string& by) {
+  return db_->transaction(
+      [&]() -> Result<JobRecord> { return change_job_state(id, s, reason, now, by); });
 }
 
 std::vector<Result<JobRecord>> SqliteStore::set_job_states(
@@ -88,7 +90,8 @@ std::vector<Result<JobRecord>> SqliteStore::set_job_states(
   // One transaction for all: a refusal writes nothing (change_job_state refuses before it
   // writes), so it stays that change's own result; a database failure fails them all.
   auto r = db_->transaction([&]() -> Result<void> {
-    for (const auto& c : changes) out.push_back(change_job_state(c.id, c.state, c.reason, now));
+    for (const auto& c : changes)
+      out.push_back(change_job_state(c.id, c.state, c.reason, now, {}));
     return ok_result();
   });
   if (!r) {
@@ -99,7 +102,8 @@ std::vector<Result<JobRecord>> SqliteStore::set_job_states(
 }
 
 Result<JobRecord> SqliteStore::change_job_state(std::int64_t id, JobState s,
-                                                const std::string& reason, TimeMs now) {
+                                                const std::string& reason, TimeMs now,
+                                                const std::string& by) {
   {
     auto job = load_job(id);
     if (!job) return make_error(Errc::not_found, "job " + std::to_string(id) + " not found");
@@ -127,6 +131,8 @@ Result<JobRecord> SqliteStore::change_job_state(std::int64_t id, JobState s,
       }
     }
     write_job_state(id, s, reason, now);
+    if (s == JobState::cancelled)
+      db_->prepare("UPDATE jobs SET cancelled_by = ? WHERE id = ?").args(by, id).run();
     return *load_job(id);
   }
 }

@@ -137,6 +137,32 @@ TEST_P(StoreContract, UnknownIdsAreEmptyNotErrors) {
   EXPECT_EQ(s.error().code, Errc::not_found);
 }
 
+TEST_P(StoreContract, CancelRecordsWhoCancelled) {
+  auto a = create("a");
+  auto b = create("b");
+  auto c = create("c");
+  EXPECT_EQ(a.cancelled_by, "");
+  auto ca = store().set_job_state(a.id, JobState::cancelled, "cancelled by sam", ++now_, "sam");
+  ASSERT_TRUE(ca.ok()) << ca.error().message;
+  EXPECT_EQ(ca->cancelled_by, "sam");
+  // Other states never name a canceller, whatever `by` says.
+  ASSERT_TRUE(store().set_job_state(b.id, JobState::waiting_capacity, "stockout", ++now_, "eve").ok());
+  EXPECT_EQ(store().get_job(b.id)->cancelled_by, "");
+  ASSERT_TRUE(store().set_job_state(c.id, JobState::cancelled, "cancelled by user", ++now_).ok());
+  // A refused second cancel keeps the first canceller.
+  EXPECT_EQ(store().set_job_state(a.id, JobState::cancelled, "again", ++now_, "eve").error().code,
+            Errc::conflict);
+  EXPECT_EQ(store().get_job(a.id)->cancelled_by, "sam");
+  EXPECT_EQ(store().get_job(c.id)->cancelled_by, "");
+  JobFilter f;
+  f.states = {JobState::cancelled};
+  auto listed = store().list_jobs(f);  // newest first: c, then a
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].cancelled_by, "");
+  EXPECT_EQ(listed[1].cancelled_by, "sam");
+  EXPECT_EQ(store().pending_jobs().at(0).cancelled_by, "");  // b, waiting for capacity
+}
+
 TEST_P(StoreContract, ListJobsIsNewestFirstAndFilters) {
   auto a = create("a");
   auto b = create("b");

@@ -46,6 +46,26 @@ TEST_P(StoreContract, BaselineSetThenSupersededKeepsHistory) {
   EXPECT_EQ(hist[1].reason, "test");
 }
 
+TEST_P(StoreContract, BaselineRecordsWhoSetIt) {
+  auto b = baseline("fa", "L4", 656.5);
+  b.set_by = "sam";
+  auto set = store().set_baseline(b, 1000);
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  EXPECT_EQ(set->set_by, "sam");
+  EXPECT_EQ(store().current_baseline("fa", "mission", "L4", false)->set_by, "sam");
+  auto kept = baseline("fa", "L4", 640.25, false, 2);
+  kept.set_by = "alice@lab.example";
+  ASSERT_TRUE(store().set_baseline(kept, 2000).ok());
+  auto unknown = baseline("fa", "H100", 300, false, 3);  // nobody named: stays ""
+  ASSERT_TRUE(store().set_baseline(unknown, 3000).ok());
+  auto hist = store().baseline_history("fa");
+  ASSERT_EQ(hist.size(), 3u);
+  EXPECT_EQ(hist[0].set_by, "");
+  EXPECT_EQ(hist[1].set_by, "alice@lab.example");
+  EXPECT_EQ(hist[2].set_by, "sam");  // superseded, still says who set it
+  EXPECT_EQ(hist[2].superseded_ms, 2000);
+}
+
 TEST_P(StoreContract, BaselinesAreKeyedByClassCaseAndSimulation) {
   ASSERT_TRUE(store().set_baseline(baseline("fa", "L4", 100, /*simulated=*/true), 1).ok());
   // A simulated baseline is not a real one, and another class or case has none.

@@ -337,9 +337,11 @@ TEST_P(StoreContract, CancellingAnActiveJobEndsItsRunAndFreesTheAgent) {
   // Requeueing a held job would let two agents run it.
   EXPECT_EQ(store().set_job_state(j.id, JobState::queued, "x", ++now_).error().code,
             Errc::conflict);
-  auto c = store().set_job_state(j.id, JobState::cancelled, "user cancelled", ++now_);
+  auto c = store().set_job_state(j.id, JobState::cancelled, "user cancelled", ++now_, "sam");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->current_run_id, 0);
+  EXPECT_EQ(c->cancelled_by, "sam");
+  EXPECT_EQ(store().get_job(j.id)->cancelled_by, "sam");
   EXPECT_EQ(store().get_run(l.run_id)->outcome, RunOutcome::cancelled);
   EXPECT_EQ(store().get_agent(a.id)->state, AgentState::idle);
   EXPECT_EQ(store().append_run_events(l.run_id, l.fencing_token, {ev(2)}, ++now_).error().code,

@@ -2,6 +2,8 @@
 // reopening, migrations and their versioning.
 #include <sqlite3.h>
 
+#include "../src/migrations.hpp"
+#include "../src/sqlite_db.hpp"
 #include "store_contract.hpp"
 #include "temp_dir.hpp"
 
@@ -106,8 +108,8 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
     ASSERT_TRUE(s->create_job(nj, 1).ok());
   }
   const std::string version = query_one(path, "SELECT version FROM schema_version");
-  EXPECT_EQ(version, "4");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
-                            // 4: GPU slots
+  EXPECT_EQ(version, "5");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
+                            // 4: GPU slots; 5: baselines.set_by, jobs.cancelled_by
   for (int i = 0; i < 3; ++i) {
     auto s = open_or_die(path);
     ASSERT_TRUE(s);
@@ -117,6 +119,46 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
   EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"), version);
   EXPECT_EQ(query_one(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(query_one(path, "PRAGMA integrity_check"), "ok");
+}
+
+// Rows written before set_by and cancelled_by existed: the user is taken from the reason text
+// the API wrote then ("set by X", "<reason> (set by X)", "cancelled by X"), or from the job's
+// submitter for a baseline kfleetd set itself; anything else is "".
+TEST(SqliteStore, MigrationFillsSetByAndCancelledByOfOldRows) {
+  const std::string path = make_temp_dir() + "/old.db";
+  {
+    auto db = sqlite::Db::open(path, false);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    ASSERT_TRUE(sqlite::migrate_to(**db, sqlite::kAuditFieldsSchemaVersion - 1).ok());
+    (*db)->exec(
+        "INSERT INTO jobs (name, state, state_reason, max_attempts, created_ms, updated_ms, "
+        "submitted_by) VALUES ('v1', 'passed', '', 3, 1, 1, 'carol'),"
+        "('c1', 'cancelled', 'cancelled by sam', 3, 1, 1, 'alice'),"
+        "('c2', 'cancelled', 'cancelled by user', 3, 1, 1, 'alice'),"
+        "('q1', 'error', 'cancelled by nobody', 3, 1, 1, 'alice');"
+        "INSERT INTO baselines (kernel, case_name, gpu_class, simulated, run_id, job_id, "
+        "median_us, reason, set_ms) VALUES "
+        "('k', 'c', 'L4', 0, 1, 1, 10, 'set by sam', 1),"
+        "('k', 'c', 'L4', 0, 1, 1, 10, 'stage-2 accepted (set by alice@lab.example)', 2),"
+        "('k', 'c', 'L4', 0, 1, 1, 10, 'odd (set by x) (set by bob)', 3),"
+        "('k', 'c', 'L4', 0, 1, 1, 10, 'kept win of campaign k (job 1)', 4),"
+        "('k', 'c', 'L4', 0, 1, 1, 10, 'first result in regression run 3', 5),"
+        "('k', 'c', 'L4', 0, 1, 1, 10, 'by hand', 6),"
+        "('k', 'c', 'L4', 0, 1, 1, 10, 'set by ', 7);");
+  }
+  auto s = open_or_die(path);
+  ASSERT_TRUE(s);
+  auto hist = s->baseline_history("k");  // newest first
+  std::vector<std::string> by;
+  for (const auto& b : hist) by.push_back(b.set_by);
+  EXPECT_EQ(by, (std::vector<std::string>{"", "", "carol", "carol", "", "alice@lab.example",
+                                          "sam"}));
+  EXPECT_EQ(s->get_job(1)->cancelled_by, "");
+  EXPECT_EQ(s->get_job(2)->cancelled_by, "sam");
+  EXPECT_EQ(s->get_job(3)->cancelled_by, "");
+  EXPECT_EQ(s->get_job(4)->cancelled_by, "");  // not cancelled
+  EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"),
+            std::to_string(sqlite::latest_schema_version()));
 }
 
 TEST(SqliteStore, ADatabaseFromANewerVersionIsRefused) {

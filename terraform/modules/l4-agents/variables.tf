@@ -107,8 +107,9 @@ variable "server_ca_pem" {
   type        = string
   default     = ""
   validation {
-    condition     = var.server_ca_pem == "" || can(regex("^-----BEGIN CERTIFICATE-----", var.server_ca_pem))
-    error_message = "server_ca_pem must be empty or a PEM certificate (-----BEGIN CERTIFICATE-----)."
+    # The whole value, not just its start: it lands in a shell heredoc of the user data.
+    condition     = var.server_ca_pem == "" || can(regex("^(-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=]{1,76}\r?\n)+-----END CERTIFICATE-----\r?\n?)+$", var.server_ca_pem))
+    error_message = "server_ca_pem must be empty or PEM certificates only (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)."
   }
 }
 

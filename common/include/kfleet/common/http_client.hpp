@@ -36,13 +36,16 @@ struct HttpOptions {
 
 class HttpClient {
  public:
+  // base_url may list several servers, comma-separated (a kfleetd leader and its standbys):
+  // a request that finds one refusing connections, or answering as a standby (503 with
+  // X-Kfleet-Role: standby), goes to the next, and the client stays with the one that answered.
   explicit HttpClient(std::string base_url, std::string bearer_token = "", HttpOptions o = {});
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
   void set_token(std::string token);
-  const std::string& base_url() const;
+  const std::string& base_url() const;  // the server in use now
 
   // Transport failures (refused, timeout, DNS) are errors (Errc::unavailable); any HTTP status
   // is a response. `path` starts with "/".
@@ -62,6 +65,11 @@ class HttpClient {
                           const std::string& last_event_id = "");
 
  private:
+  Result<HttpResponse> request_once(const std::string& method, const std::string& path,
+                                    const std::string& body, const std::string& content_type,
+                                    std::chrono::milliseconds timeout, int* curl_rc);
+  Result<void> stream_once(const std::string& path, const SseHandler& on_event,
+                           const std::string& last_event_id, bool* retry);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

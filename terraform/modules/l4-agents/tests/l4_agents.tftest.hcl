@@ -124,6 +124,35 @@ run "user_data_installs_and_enrols_the_agent" {
     condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "sha256sum")
     error_message = "no download step without agent_download_url"
   }
+  assert {
+    condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "/etc/kfleet/ca.pem")
+    error_message = "no CA file without server_ca_pem (the agent trusts the system's CAs)"
+  }
+}
+
+run "delivers_the_ca_as_a_0600_file_and_names_it_to_the_agent" {
+  command = plan
+
+  variables {
+    server_ca_pem = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2E=\n-----END CERTIFICATE-----\n"
+  }
+
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "umask 077\ncat > /etc/kfleet/ca.pem <<'PEM'\n-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2E=\n-----END CERTIFICATE-----\nPEM\nchmod 0600 /etc/kfleet/ca.pem")
+    error_message = "the CA must be written, private, to /etc/kfleet/ca.pem"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "\nKFLEET_CA_FILE=/etc/kfleet/ca.pem\n")
+    error_message = "agent.env must name the CA file (KFLEET_CA_FILE is the agent's --ca-file)"
+  }
+  assert {
+    condition     = length(regexall("(?i)ExecStart=[^\n]*token", aws_instance.agent["agent-00"].user_data)) == 0
+    error_message = "no token on the agent's command line"
+  }
+  assert {
+    condition     = length(regexall("enrol-0123456789abcdef", aws_instance.agent["agent-00"].user_data)) == 1
+    error_message = "the enrolment token appears once, in the 0600 agent.env"
+  }
 }
 
 run "downloads_and_verifies_the_agent_when_asked" {
@@ -189,6 +218,14 @@ run "rejects_a_short_token" {
     enrol_token = "short"
   }
   expect_failures = [var.enrol_token]
+}
+
+run "rejects_a_ca_with_more_than_certificates" {
+  command = plan
+  variables {
+    server_ca_pem = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\nPEM\ntouch /pwned\n"
+  }
+  expect_failures = [var.server_ca_pem]
 }
 
 run "rejects_a_url_with_shell_characters" {

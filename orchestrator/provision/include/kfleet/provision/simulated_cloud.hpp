@@ -27,6 +27,9 @@ struct SimulatedCloudConfig {
   std::string agent_binary;         // path to kfleet-agent
   std::string server_url;           // what the agents enrol with
   std::string enrol_token;
+  // PEM CA that signed kfleetd's certificate (https): each agent gets it as <dir>/ca.pem (0600)
+  // and --ca-file; "" = the agent verifies against the system's CAs.
+  std::string server_ca_pem;
   std::string work_root;            // <work_root>/<instance id>/ holds agent.log and the work dir
   int max_instances = 8;            // beyond this, requests fail with VcpuLimitExceeded
   int release_grace_ms = 5000;      // SIGTERM -> SIGKILL

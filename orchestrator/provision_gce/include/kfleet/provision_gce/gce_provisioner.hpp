@@ -42,6 +42,7 @@ struct GceConfig {
   std::string name_prefix = "kfleet";
   std::string server_url;                      // what agents enrol with
   std::string enrol_token;                     // lands in the startup-script metadata
+  std::string server_ca_pem;                   // CA of kfleetd's certificate: /etc/kfleet/ca.pem
   std::string agent_download_url;              // "" = baked into the image
   std::string agent_sha256;
   std::string owner;                           // labels: who pays
@@ -65,8 +66,12 @@ Result<GceConfig> load_gce_config(const std::filesystem::path& file);
 // What kfleetd cannot run with (zones, labels, token, URL), or nullopt.
 std::optional<std::string> gce_config_problem(const GceConfig& c);
 
+// How many GPUs (so agents, so slots) one instance of the configured machine type brings:
+// g2-standard-24/48/96 carry 2/4/8 L4s; otherwise accelerator_count (at least 1).
+int gce_gpus_per_instance(const GceConfig& c);
 // The startup-script metadata for an instance in `zone`: writes /etc/kfleet/agent.env, installs
-// kfleet-agent (when a download URL is set) and the same systemd unit as the terraform fleet.
+// kfleet-agent (when a download URL is set) and the terraform fleet's per-GPU unit template, and
+// starts one agent per GPU (kfleet-agent@0 .. @N-1, N = gce_gpus_per_instance).
 std::string gce_startup_script(const GceConfig& c, const std::string& zone);
 // The instances.insert body.
 nlohmann::json gce_instance_body(const GceConfig& c, const std::string& zone, const std::string& name,

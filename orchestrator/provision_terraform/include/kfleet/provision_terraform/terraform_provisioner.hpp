@@ -27,6 +27,7 @@ struct TerraformConfig {
   std::vector<std::string> regions;     // "us-east-1", or a zone "us-east-1a" for a per-zone state
   std::string server_url;               // what agents enrol with
   std::string enrol_token;              // reaches terraform as TF_VAR_enrol_token, never argv
+  std::string server_ca_pem;            // CA of kfleetd's certificate: TF_VAR_server_ca_pem
   std::string owner;
   std::string cost_center;
   std::string instance_type = "g6.xlarge";

@@ -52,6 +52,7 @@ struct JobRecord {
   std::optional<Verdict> verdict;    // set when terminal via a run
   bool simulated = false;            // its result came from the simulated GPU backend
   bool host_exclusive = false;       // runs with every other slot of its host idle
+  std::string cancelled_by;          // the user who cancelled it; "" unless cancelled by one
 };
 
 struct JobFilter {
@@ -144,6 +145,10 @@ struct Baseline {
   nlohmann::json samples_us = nlohmann::json::array();
   bool simulated = false;
   std::string reason;                // "kfleet baseline set", "kept win of campaign X", ...
+  // The user who set it: the token's user for `kfleet baseline set`, the campaign's (or
+  // regression run's) submitter for a kept win (or first result). "" for rows set before
+  // this was recorded whose reason did not name the user.
+  std::string set_by;
   TimeMs set_ms = 0;
   TimeMs superseded_ms = 0;          // 0 while it is the current one
 };
@@ -198,9 +203,10 @@ class Store {
   virtual std::vector<JobRecord> pending_jobs() = 0;
   // Moves a non-terminal job to `s` (+ job.state event). conflict if already terminal.
   // Moving to a terminal state also ends its running run (outcome cancelled/error) and frees
-  // the agent, so a cancelled job's agent can take the next one.
+  // the agent, so a cancelled job's agent can take the next one. `by` (the user who asked)
+  // is recorded as the job's cancelled_by when s is cancelled; it is ignored otherwise.
   virtual Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
-                                          TimeMs now) = 0;
+                                          TimeMs now, const std::string& by = {}) = 0;
   // Several set_job_state calls, each judged as it would be alone (one refused leaves the
   // others); results in the order given. A backend may write them in one transaction, as
   // SQLite does, so that a scheduling pass moving many waiting jobs pays for one commit.

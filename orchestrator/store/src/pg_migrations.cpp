@@ -1,0 +1,269 @@
+// The PostgreSQL schema as an ordered list of steps; schema_version records how many ran.
+// Its own list (PostgreSQL dialect), independent of the SQLite one: step 1 is the schema the
+// SQLite store reached at its step 4. Append steps, never edit one that has shipped.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "pg_store.hpp"
+
+namespace kfleet::store::pg {
+namespace {
+
+const std::vector<const char*>& steps() {
+  static const std::vector<const char*> s = {
+      // 1: the initial schema. Integers are BIGINT and flags 0/1 BIGINT, as in SQLite, so the
+      // store's SQL reads the same on both. events.id is not a SERIAL: the store takes ids from
+      // counters('event_id') inside the write-locked transaction, so they are gap-free and in
+      // commit order (a reader paging with events_after never skips one committed later).
+      R"sql(
+CREATE TABLE counters (
+  name TEXT PRIMARY KEY,
+  value BIGINT NOT NULL
+);
+INSERT INTO counters (name, value) VALUES ('fencing_token', 0), ('event_id', 0);
+
+CREATE TABLE jobs (
+  id BIGSERIAL PRIMARY KEY,
+  name TEXT NOT NULL,
+  campaign TEXT NOT NULL DEFAULT '',
+  parent TEXT NOT NULL DEFAULT '',
+  priority BIGINT NOT NULL DEFAULT 0,
+  gpu TEXT NOT NULL DEFAULT '',
+  regions TEXT NOT NULL DEFAULT '[]',
+  spec TEXT NOT NULL DEFAULT 'null',
+  spec_yaml TEXT NOT NULL DEFAULT '',
+  source_name TEXT NOT NULL DEFAULT '',
+  bundle_hash TEXT NOT NULL DEFAULT '',
+  content_hash TEXT NOT NULL DEFAULT '',
+  state TEXT NOT NULL,
+  state_reason TEXT NOT NULL DEFAULT '',
+  attempts BIGINT NOT NULL DEFAULT 0,
+  max_attempts BIGINT NOT NULL,
+  current_run_id BIGINT NOT NULL DEFAULT 0,
+  submitted_by TEXT NOT NULL DEFAULT '',
+  created_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  verdict TEXT,
+  simulated BIGINT NOT NULL DEFAULT 0,
+  host_exclusive BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_state_priority ON jobs (state, priority, id);
+CREATE INDEX jobs_pending ON jobs (priority DESC, id)
+  WHERE state IN ('queued', 'waiting_capacity');
+CREATE INDEX jobs_content_hash ON jobs (content_hash);
+
+CREATE TABLE agents (
+  id BIGSERIAL PRIMARY KEY,
+  name TEXT NOT NULL,
+  region TEXT NOT NULL DEFAULT '',
+  backend TEXT NOT NULL DEFAULT '',
+  gpus TEXT NOT NULL DEFAULT '[]',
+  token_hash TEXT NOT NULL DEFAULT '',
+  provider TEXT NOT NULL DEFAULT '',
+  instance_id TEXT NOT NULL DEFAULT '',
+  info TEXT NOT NULL DEFAULT '{}',
+  state TEXT NOT NULL,
+  current_run_id BIGINT NOT NULL DEFAULT 0,
+  enrolled_ms BIGINT NOT NULL,
+  last_seen_ms BIGINT NOT NULL,
+  host TEXT NOT NULL DEFAULT '',
+  slot BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX agents_host_slot ON agents (host, slot);
+
+CREATE TABLE runs (
+  id BIGSERIAL PRIMARY KEY,
+  job_id BIGINT NOT NULL REFERENCES jobs (id),
+  agent_id BIGINT NOT NULL REFERENCES agents (id),
+  attempt BIGINT NOT NULL,
+  fencing_token BIGINT NOT NULL UNIQUE,
+  outcome TEXT NOT NULL,
+  stage TEXT NOT NULL DEFAULT '',
+  stage_seq BIGINT NOT NULL DEFAULT 0,
+  started_ms BIGINT NOT NULL,
+  lease_expires_ms BIGINT NOT NULL,
+  finished_ms BIGINT NOT NULL DEFAULT 0,
+  verdict TEXT,
+  simulated BIGINT NOT NULL DEFAULT 0,
+  events_contiguous BIGINT NOT NULL DEFAULT 0,
+  host TEXT NOT NULL DEFAULT '',
+  slot BIGINT NOT NULL DEFAULT 0,
+  host_exclusive BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_job ON runs (job_id);
+CREATE INDEX runs_outcome_expiry ON runs (outcome, lease_expires_ms);
+CREATE UNIQUE INDEX runs_running_slot ON runs (host, slot) WHERE outcome = 'running';
+CREATE UNIQUE INDEX runs_running_host_exclusive ON runs (host)
+  WHERE outcome = 'running' AND host_exclusive = 1;
+
+CREATE TABLE events (
+  id BIGINT PRIMARY KEY,
+  job_id BIGINT NOT NULL REFERENCES jobs (id),
+  run_id BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  ts_ms BIGINT NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX events_job_run_seq ON events (job_id, run_id, seq);
+CREATE INDEX events_job_id ON events (job_id, id);
+
+CREATE TABLE region_blocks (
+  provider TEXT NOT NULL,
+  region TEXT NOT NULL,
+  gpu_class TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  strikes BIGINT NOT NULL DEFAULT 1,
+  since_ms BIGINT NOT NULL,
+  until_ms BIGINT NOT NULL,
+  PRIMARY KEY (provider, region, gpu_class)
+);
+
+CREATE TABLE bundles (
+  hash TEXT PRIMARY KEY,
+  body BYTEA NOT NULL,
+  size BIGINT NOT NULL
+);
+
+CREATE TABLE baselines (
+  id BIGSERIAL PRIMARY KEY,
+  kernel TEXT NOT NULL,
+  case_name TEXT NOT NULL,
+  gpu_class TEXT NOT NULL,
+  simulated BIGINT NOT NULL,
+  run_id BIGINT NOT NULL,
+  job_id BIGINT NOT NULL,
+  median_us DOUBLE PRECISION NOT NULL,
+  samples_us TEXT NOT NULL DEFAULT '[]',
+  reason TEXT NOT NULL DEFAULT '',
+  set_ms BIGINT NOT NULL,
+  superseded_ms BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX baselines_key ON baselines (kernel, case_name, gpu_class, simulated, superseded_ms);
+
+CREATE TABLE regressions (
+  id BIGSERIAL PRIMARY KEY,
+  suite TEXT NOT NULL,
+  state TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  cells TEXT NOT NULL DEFAULT '[]',
+  created_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL
+);
+
+CREATE TABLE regression_jobs (
+  regression_id BIGINT NOT NULL REFERENCES regressions (id),
+  job_id BIGINT NOT NULL REFERENCES jobs (id),
+  kernel TEXT NOT NULL,
+  gpu_class TEXT NOT NULL,
+  PRIMARY KEY (regression_id, job_id)
+);
+CREATE INDEX regression_jobs_job ON regression_jobs (job_id);
+
+CREATE TABLE api_tokens (
+  id BIGSERIAL PRIMARY KEY,
+  "user" TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,
+  prefix TEXT NOT NULL DEFAULT '',
+  note TEXT NOT NULL DEFAULT '',
+  created_by TEXT NOT NULL DEFAULT '',
+  created_ms BIGINT NOT NULL,
+  revoked_ms BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE audit_log (
+  id BIGSERIAL PRIMARY KEY,
+  ts_ms BIGINT NOT NULL,
+  "user" TEXT NOT NULL,
+  action TEXT NOT NULL,
+  data TEXT NOT NULL DEFAULT '{}'
+);
+)sql",
+      // 2: leadership among several kfleetd on one database. The leader holds a session
+      // advisory lock and bumps `epoch` (its fencing number) when it takes over; every store
+      // transaction of a leader checks the epoch is still its own.
+      R"sql(
+CREATE TABLE kfleet_leader (
+  id BIGINT PRIMARY KEY CHECK (id = 1),
+  epoch BIGINT NOT NULL,
+  url TEXT NOT NULL DEFAULT '',
+  since_ms BIGINT NOT NULL DEFAULT 0
+);
+INSERT INTO kfleet_leader (id, epoch, url, since_ms) VALUES (1, 0, '', 0);
+)sql",
+      // 3: who set a baseline and who cancelled a job, as fields. Before this step the user
+      // was only in the baseline's reason text ("set by sam", or "<reason> (set by sam)": user
+      // names hold no spaces or parentheses, so the text after the one " (set by " is the
+      // name) and in the job's state reason. Baselines whose reason names no user get the
+      // job's submitter when kfleetd set them itself (a campaign's kept win or a regression
+      // run's first result: the submitter of that campaign or run); any other old row is ''.
+      // A cancelled job's state reason was "cancelled by <user>", or "cancelled by user" when
+      // no token named one (that stays '': it cannot be told from a user named "user").
+      R"sql(
+ALTER TABLE baselines ADD COLUMN set_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN cancelled_by TEXT NOT NULL DEFAULT '';
+UPDATE baselines
+  SET set_by = substr(reason, strpos(reason, ' (set by ') + 9,
+                      length(reason) - strpos(reason, ' (set by ') - 9)
+  WHERE strpos(reason, ' (set by ') > 0 AND substr(reason, length(reason), 1) = ')'
+    AND strpos(substr(reason, strpos(reason, ' (set by ') + 9), '(set by ') = 0;
+UPDATE baselines SET set_by = substr(reason, 8)
+  WHERE set_by = '' AND reason LIKE 'set by %' AND strpos(reason, '(set by ') = 0;
+UPDATE baselines SET set_by = COALESCE((SELECT submitted_by FROM jobs WHERE jobs.id = baselines.job_id), '')
+  WHERE set_by = '' AND (reason LIKE 'kept win of campaign %' OR reason LIKE 'first result in regression run %');
+UPDATE jobs SET cancelled_by = substr(state_reason, 14)
+  WHERE state = 'cancelled' AND state_reason LIKE 'cancelled by %'
+    AND state_reason <> 'cancelled by user';
+)sql",
+  };
+  return s;
+}
+
+}  // namespace
+
+int latest_schema_version() { return static_cast<int>(steps().size()); }
+
+Result<void> migrate(Db& db) { return migrate_to(db, latest_schema_version()); }
+
+Result<void> migrate_to(Db& db, int target) {
+  const int latest = latest_schema_version();
+  // One transaction holding the write lock: kfleetds starting together on a fresh database
+  // migrate one after the other, and the second finds the work done.
+  auto r = db.transaction([&]() -> Result<void> {
+    db.exec("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)");
+    int version = 0;
+    {
+      auto q = db.prepare("SELECT version FROM schema_version LIMIT 1");
+      if (q.step()) version = q.i32(0);
+    }
+    if (version > latest) {
+      return make_error(Errc::invalid_argument,
+                        "the database " + db.where() + " has schema version " +
+                            std::to_string(version) + ", newer than this kfleetd knows (" +
+                            std::to_string(latest) +
+                            "); run a newer kfleetd or point --db at another database");
+    }
+    for (int v = version + 1; v <= std::min(latest, target); ++v) {
+      try {
+        db.exec(steps()[static_cast<std::size_t>(v - 1)]);
+      } catch (const DbError& e) {
+        return make_error(Errc::internal, "migrating " + db.where() + " to schema version " +
+                                              std::to_string(v) + " failed: " + e.message);
+      }
+      db.exec("DELETE FROM schema_version");
+      db.prepare("INSERT INTO schema_version (version) VALUES (?)").args(v).run();
+    }
+    return ok_result();
+  });
+  if (!r && r.error().code == Errc::internal &&
+      r.error().message.find("schema version") == std::string::npos) {
+    return make_error(Errc::internal, "cannot read or migrate the schema of " + db.where() +
+                                          ": " + r.error().message +
+                                          " (is it a kfleet database?)");
+  }
+  return r;
+}
+
+}  // namespace kfleet::store::pg

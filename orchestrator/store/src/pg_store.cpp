@@ -1,0 +1,227 @@
+// Opening the PostgreSQL store, and the in-transaction helpers its methods share.
+#include "pg_store.hpp"
+
+#include "kfleet/store/postgres.hpp"
+
+namespace kfleet::store {
+
+bool postgres_supported() { return true; }
+
+Result<StorePtr> open_postgres_store(const PostgresOptions& o) {
+  if (o.url.empty())
+    return make_error(Errc::invalid_argument,
+                      "no PostgreSQL URL given (use --db postgresql://user@host/database)");
+  auto db = pg::Db::open(o.url);
+  if (!db) return db.error();
+  auto m = pg::migrate(**db);
+  if (!m) return m.error();
+  (*db)->set_fence(o.leader_epoch);
+  return StorePtr(std::make_unique<pg::PgStore>(std::move(*db)));
+}
+
+// --- leadership
+
+struct PostgresLeader::Impl {
+  std::unique_ptr<pg::Db> db;
+};
+
+PostgresLeader::PostgresLeader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PostgresLeader::~PostgresLeader() = default;
+
+Result<std::unique_ptr<PostgresLeader>> PostgresLeader::connect(const std::string& url) {
+  auto db = pg::Db::open(url);
+  if (!db) return db.error();
+  auto m = pg::migrate(**db);
+  if (!m) return m.error();
+  auto impl = std::make_unique<Impl>();
+  impl->db = std::move(*db);
+  return std::unique_ptr<PostgresLeader>(new PostgresLeader(std::move(impl)));
+}
+
+Result<bool> PostgresLeader::try_acquire(TimeMs now) {
+  auto& db = *impl_->db;
+  if (epoch_ != 0) return still_leader();
+  try {
+    if (!db.ensure_connected())
+      return make_error(Errc::unavailable, "cannot reach PostgreSQL at " + db.where());
+    auto q = db.prepare("SELECT pg_try_advisory_lock(?)");
+    q.args(pg::kLeaderLockKey);
+    if (!q.step() || !q.boolean(0)) return false;
+  } catch (const pg::DbError& e) {
+    return make_error(Errc::unavailable, "PostgreSQL at " + db.where() + ": " + e.message);
+  }
+  // The lock is ours: a new epoch, written under the store's write lock, so every write of
+  // the previous leader either committed before it or is refused after it.
+  auto r = db.transaction([&]() -> Result<std::int64_t> {
+    auto q = db.prepare(
+        "UPDATE kfleet_leader SET epoch = epoch + 1, url = '', since_ms = ? WHERE id = 1 "
+        "RETURNING epoch");
+    q.args(now);
+    if (!q.step()) return make_error(Errc::internal, "kfleet_leader has no row (schema damaged?)");
+    return q.i64(0);
+  });
+  if (!r) return r.error();
+  epoch_ = *r;
+  return true;
+}
+
+Result<void> PostgresLeader::set_url(const std::string& url) {
+  auto& db = *impl_->db;
+  return db.transaction([&]() -> Result<void> {
+    db.prepare("UPDATE kfleet_leader SET url = ? WHERE id = 1 AND epoch = ?")
+        .args(url, epoch_)
+        .run();
+    if (db.changes() == 0)
+      return make_error(Errc::unavailable, "another kfleetd took over before this one served");
+    return ok_result();
+  });
+}
+
+Result<LeaderInfo> PostgresLeader::current() {
+  auto& db = *impl_->db;
+  try {
+    if (epoch_ == 0 && !db.ensure_connected())
+      return make_error(Errc::unavailable, "cannot reach PostgreSQL at " + db.where());
+    auto q = db.prepare("SELECT epoch, url, since_ms FROM kfleet_leader WHERE id = 1");
+    if (!q.step()) return make_error(Errc::internal, "kfleet_leader has no row");
+    return LeaderInfo{q.i64(0), q.text(1), q.i64(2)};
+  } catch (const pg::DbError& e) {
+    return make_error(Errc::unavailable, "PostgreSQL at " + db.where() + ": " + e.message);
+  }
+}
+
+bool PostgresLeader::still_leader() {
+  if (epoch_ == 0) return false;
+  auto& db = *impl_->db;
+  if (db.broken()) return false;  // never reconnect: the lock died with the connection
+  try {
+    // The epoch is still ours and this session still holds the lock.
+    auto q = db.prepare(
+        "SELECT epoch = ? AND EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+        "AND pid = pg_backend_pid() AND granted AND classid::bigint = ? AND objid::bigint = ? "
+        "AND objsubid = 1) FROM kfleet_leader WHERE id = 1");
+    q.args(epoch_, static_cast<std::int64_t>(static_cast<std::uint64_t>(pg::kLeaderLockKey) >> 32),
+           static_cast<std::int64_t>(static_cast<std::uint64_t>(pg::kLeaderLockKey) & 0xffffffffu));
+    return q.step() && q.boolean(0);
+  } catch (const pg::DbError&) {
+    return false;
+  }
+}
+
+namespace pg {
+
+std::optional<JobRecord> PgStore::load_job(std::int64_t id) {
+  static const std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
+  auto q = db_->prepare(sql);
+  q.args(id);
+  if (!q.step()) return std::nullopt;
+  return read_job(q);
+}
+
+std::optional<RunRecord> PgStore::load_run(std::int64_t id) {
+  static const std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?";
+  auto q = db_->prepare(sql);
+  q.args(id);
+  if (!q.step()) return std::nullopt;
+  return read_run(q);
+}
+
+std::optional<AgentRecord> PgStore::load_agent(std::int64_t id) {
+  static const std::string sql =
+      std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?";
+  auto q = db_->prepare(sql);
+  q.args(id);
+  if (!q.step()) return std::nullopt;
+  return read_agent(q);
+}
+
+Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
+                                const nlohmann::json& data, TimeMs now) {
+  Event e;
+  e.job_id = job_id;
+  e.run_id = 0;
+  e.ts_ms = now;
+  e.type = type;
+  e.data = data.is_null() ? nlohmann::json::object() : data;
+  // The id comes from the counters row (gap-free: the write lock orders every transaction
+  // that takes one), the seq from the job's own events; one round trip.
+  auto q = db_->prepare(
+      "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
+      "RETURNING value) "
+      "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+      "SELECT c.value, ?, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
+      "run_id = 0), 0) + 1, ?, ?, ? FROM c RETURNING id, seq");
+  q.args(job_id, job_id, now, type, dump_json(e.data));
+  if (!q.step()) throw DbError{"", "the event counter is missing (schema damaged?)"};
+  e.id = q.i64(0);
+  e.seq = q.i64(1);
+  return e;
+}
+
+void PgStore::write_job_state(std::int64_t job_id, JobState s, const std::string& reason,
+                                  TimeMs now) {
+  db_->prepare("UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ?")
+      .args(to_string(s), reason, now, job_id)
+      .run();
+  insert_job_event(job_id, event_type::job_state, {{"state", to_string(s)}, {"reason", reason}},
+                   now);
+}
+
+void PgStore::free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s,
+                             TimeMs now) {
+  // Only the agent still holding this run is freed: it may have been retired meanwhile.
+  db_->prepare(
+         "UPDATE agents SET state = CASE WHEN state = 'busy' THEN ? ELSE state END, "
+         "current_run_id = 0, last_seen_ms = GREATEST(last_seen_ms, ?) "
+         "WHERE id = ? AND current_run_id = ?")
+      .args(to_string(s), now, agent_id, run_id)
+      .run();
+}
+
+void PgStore::end_run(const RunRecord& run, RunOutcome outcome, TimeMs now) {
+  db_->prepare("UPDATE runs SET outcome = ?, finished_ms = ? WHERE id = ? AND outcome = 'running'")
+      .args(to_string(outcome), now, run.id)
+      .run();
+  db_->prepare("UPDATE jobs SET current_run_id = 0 WHERE id = ? AND current_run_id = ?")
+      .args(run.job_id, run.id)
+      .run();
+  free_agent(run.agent_id, run.id, AgentState::idle, now);
+}
+
+Result<RunRecord> PgStore::check_fenced(std::int64_t run_id, std::int64_t fencing_token) {
+  auto run = load_run(run_id);
+  if (!run) return make_error(Errc::not_found, "run " + std::to_string(run_id) + " not found");
+  if (run->fencing_token != fencing_token) {
+    return make_error(Errc::conflict, "stale fencing token " + std::to_string(fencing_token) +
+                                          " for run " + std::to_string(run_id) +
+                                          ": the lease was given to another holder; stop "
+                                          "this run and ask for a new lease");
+  }
+  if (run->outcome != RunOutcome::running) {
+    return make_error(Errc::conflict, "run " + std::to_string(run_id) + " is no longer running (" +
+                                          to_string(run->outcome) +
+                                          "); its results are refused, ask for a new lease");
+  }
+  return *run;
+}
+
+std::vector<JobRecord> PgStore::query_jobs(Stmt& q) {
+  std::vector<JobRecord> out;
+  while (q.step()) out.push_back(read_job(q));
+  return out;
+}
+
+std::vector<RunRecord> PgStore::query_runs(Stmt& q) {
+  std::vector<RunRecord> out;
+  while (q.step()) out.push_back(read_run(q));
+  return out;
+}
+
+std::vector<Event> PgStore::query_events(Stmt& q) {
+  std::vector<Event> out;
+  while (q.step()) out.push_back(read_event(q));
+  return out;
+}
+
+}  // namespace pg
+}  // namespace kfleet::store

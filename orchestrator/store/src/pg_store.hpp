@@ -1,0 +1,138 @@
+#pragma once
+// The PostgreSQL backend of kfleet::store::Store. One connection, used from the control-plane
+// thread only; every mutating method is one transaction holding the write lock (pg_db.hpp).
+#include <memory>
+#include <string>
+
+#include "kfleet/store/store.hpp"
+#include "pg_db.hpp"
+
+namespace kfleet::store::pg {
+
+class PgStore final : public Store {
+ public:
+  explicit PgStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+
+  Result<JobRecord> create_job(const NewJob& j, TimeMs now) override;
+  std::optional<JobRecord> get_job(std::int64_t id) override;
+  std::vector<JobRecord> list_jobs(const JobFilter& f) override;
+  std::vector<JobRecord> pending_jobs() override;
+  Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
+                                  TimeMs now, const std::string& by = {}) override;
+  std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
+
+  Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
+                            TimeMs now) override;
+  Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token, TimeMs ttl_ms,
+                            TimeMs now) override;
+  Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
+                                         const std::vector<Event>& events, TimeMs now) override;
+  Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token, const Verdict& v,
+                               TimeMs now) override;
+  Result<JobRecord> hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
+                                 const std::string& reason, TimeMs now) override;
+  Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,
+                               TimeMs now) override;
+  std::vector<RunRecord> expired_runs(TimeMs now) override;
+  std::optional<RunRecord> get_run(std::int64_t id) override;
+  std::vector<RunRecord> runs_for_job(std::int64_t job_id) override;
+  std::vector<RunRecord> running_runs() override;
+  std::vector<RunRecord> finished_runs(int limit, std::int64_t before_id) override;
+
+  Result<AgentRecord> enrol_agent(const NewAgent& a, TimeMs now) override;
+  std::optional<AgentRecord> get_agent(std::int64_t id) override;
+  std::vector<AgentRecord> list_agents() override;
+  Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) override;
+  Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) override;
+
+  void put_region_block(const RegionBlock& b) override;
+  std::vector<RegionBlock> region_blocks() override;
+  void clear_region_block(const std::string& provider, const std::string& region,
+                          const std::string& gpu_class) override;
+
+  Event append_job_event(std::int64_t job_id, const std::string& type,
+                         const nlohmann::json& data, TimeMs now) override;
+  std::vector<Event> job_events(std::int64_t job_id, std::int64_t after_id, int limit) override;
+  std::vector<Event> run_events(std::int64_t run_id, std::int64_t after_seq, int limit) override;
+  std::vector<Event> events_after(std::int64_t after_id, int limit) override;
+
+  Result<void> put_bundle(const std::string& hash, const std::string& body) override;
+  std::optional<std::string> get_bundle(const std::string& hash) override;
+
+  Result<Baseline> set_baseline(const Baseline& b, TimeMs now) override;
+  std::optional<Baseline> current_baseline(const std::string& kernel, const std::string& case_name,
+                                           const std::string& gpu_class, bool simulated) override;
+  std::vector<Baseline> baseline_history(const std::string& kernel) override;
+  Result<RegressionRecord> create_regression(const std::string& suite, const nlohmann::json& spec,
+                                             TimeMs now) override;
+  Result<void> add_regression_job(const RegressionJob& rj) override;
+  std::vector<RegressionJob> regression_jobs(std::int64_t regression_id) override;
+  std::int64_t regression_of_job(std::int64_t job_id) override;
+  Result<RegressionRecord> update_regression(std::int64_t id, const std::string& state,
+                                             const nlohmann::json& cells, TimeMs now) override;
+  std::optional<RegressionRecord> get_regression(std::int64_t id) override;
+  std::vector<RegressionRecord> list_regressions(int limit) override;
+
+  Result<ApiToken> create_token(const ApiToken& t, TimeMs now) override;
+  std::optional<ApiToken> find_token_by_hash(const std::string& hash) override;
+  std::vector<ApiToken> list_tokens() override;
+  Result<ApiToken> revoke_token(std::int64_t id, TimeMs now) override;
+  Result<void> append_audit(const std::string& user, const std::string& action,
+                    const nlohmann::json& data, TimeMs now) override;
+  std::vector<AuditRecord> audit_log(int limit) override;
+
+ private:
+  // Helpers that run inside an open transaction and throw DbError on failure.
+  std::optional<JobRecord> load_job(std::int64_t id);
+  std::optional<RunRecord> load_run(std::int64_t id);
+  std::optional<AgentRecord> load_agent(std::int64_t id);
+  Event insert_job_event(std::int64_t job_id, const std::string& type,
+                         const nlohmann::json& data, TimeMs now);
+  // Sets state and reason and writes the job.state event, in the caller's transaction.
+  void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
+  // Ends a running run (for cancel or error) and frees its agent if it still holds it.
+  void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
+  void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);
+  Result<RunRecord> check_fenced(std::int64_t run_id, std::int64_t fencing_token);
+  std::vector<JobRecord> query_jobs(Stmt& q);
+  std::vector<RunRecord> query_runs(Stmt& q);
+  std::vector<Event> query_events(Stmt& q);
+
+  // Runs a read; a dropped connection is reopened and the read tried once more. Aborts with
+  // the database's message otherwise (the signatures of reads cannot carry an error).
+  template <class F>
+  auto or_die(const char* what, F&& f) -> decltype(f()) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        db_->ensure_connected();
+        return f();
+      } catch (const DbError& e) {
+        if (attempt == 0 && db_->broken()) continue;
+        die(e, what);
+      }
+    }
+  }
+
+  std::unique_ptr<Db> db_;
+};
+
+int latest_schema_version();
+// The step that made who set a baseline and who cancelled a job fields of their own
+// (baselines.set_by, jobs.cancelled_by).
+inline constexpr int kAuditFieldsSchemaVersion = 3;
+// Applies every step above the database's version in one transaction; refuses a database
+// written by a newer kfleetd.
+Result<void> migrate(Db& db);
+Result<void> migrate_to(Db& db, int version);
+
+// Column lists and row readers shared by the store's files (pg_records.cpp).
+extern const char* const kJobColumns;
+extern const char* const kRunColumns;
+extern const char* const kAgentColumns;
+extern const char* const kEventColumns;
+JobRecord read_job(const Stmt& q);
+RunRecord read_run(const Stmt& q);
+AgentRecord read_agent(const Stmt& q);
+Event read_event(const Stmt& q);
+
+}  // namespace kfleet::store::pg

@@ -1,0 +1,410 @@
+// Leases and runs: granting, fencing, event ingestion, finishing and expiry.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+
+#include "pg_store.hpp"
+
+namespace kfleet::store::pg {
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+// Which job state a started stage implies; queued when the stage moves nothing.
+JobState state_for_stage(const std::string& s) {
+  if (s == stage::fetch || s == stage::build) return JobState::building;
+  if (s == stage::resources || s == stage::correctness) return JobState::gating;
+  if (s == stage::benchmark || s == stage::verdict || s == stage::profile)
+    return JobState::benchmarking;
+  return JobState::queued;
+}
+
+// Progress order of the active states, so a replayed early stage never moves a job back.
+int progress(JobState s) {
+  switch (s) {
+    case JobState::leased: return 1;
+    case JobState::building: return 2;
+    case JobState::gating: return 3;
+    case JobState::benchmarking: return 4;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
+                                       TimeMs now) {
+  if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
+  return db_->transaction([&]() -> Result<Lease> {
+    auto job = load_job(job_id);
+    if (!job) return make_error(Errc::not_found, "job " + str(job_id) + " not found");
+    if (job->state != JobState::queued && job->state != JobState::waiting_capacity) {
+      return make_error(Errc::conflict, "job " + str(job_id) + " is " + to_string(job->state) +
+                                            ", not pending; only queued or waiting_capacity "
+                                            "jobs can be leased");
+    }
+    if (job->attempts >= job->max_attempts) {
+      return make_error(Errc::conflict, "job " + str(job_id) + " has used all " +
+                                            str(job->max_attempts) + " attempts");
+    }
+    auto agent = load_agent(agent_id);
+    if (!agent) return make_error(Errc::not_found, "agent " + str(agent_id) + " not found");
+    if (agent->state != AgentState::idle || agent->current_run_id != 0) {
+      return make_error(Errc::conflict,
+                        "agent " + str(agent_id) + " is " + to_string(agent->state) +
+                            (agent->current_run_id ? " with run " + str(agent->current_run_id)
+                                                   : std::string()) +
+                            "; an agent runs one job at a time");
+    }
+    // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
+    // a host-exclusive lease only on an empty host, and nothing beside one.
+    {
+      auto q = db_->prepare(
+          "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND host = ? "
+          "ORDER BY id");
+      q.args(agent->host);
+      while (q.step()) {
+        const std::int64_t other = q.i64(0);
+        const int other_slot = q.i32(1);
+        const bool other_exclusive = q.boolean(2);
+        std::string why;
+        if (other_slot == agent->slot)
+          why = "GPU slot " + std::to_string(agent->slot) + " of host " + agent->host +
+                " already holds run " + str(other) + "; a slot holds one lease at a time";
+        else if (other_exclusive)
+          why = "host " + agent->host + " is held by host-exclusive run " + str(other);
+        else if (job->host_exclusive)
+          why = "job " + str(job_id) + " is host-exclusive and host " + agent->host +
+                " still runs run " + str(other) + " on slot " + std::to_string(other_slot);
+        if (!why.empty()) return make_error(Errc::conflict, why);
+      }
+    }
+    std::int64_t token = 0;
+    {
+      auto q = db_->prepare(
+          "UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' RETURNING value");
+      if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
+      token = q.i64(0);
+    }
+    const int attempt = job->attempts + 1;
+    const TimeMs expires = now + ttl_ms;
+    std::int64_t run_id = 0;
+    {
+      auto q = db_->prepare(
+          "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
+          "lease_expires_ms, host, slot, host_exclusive) "
+          "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING id");
+      q.args(job_id, agent_id, attempt, token, now, expires, agent->host, agent->slot,
+             job->host_exclusive ? 1 : 0);
+      q.step();
+      run_id = q.i64(0);
+    }
+    db_->prepare("UPDATE jobs SET attempts = ?, current_run_id = ? WHERE id = ?")
+        .args(attempt, run_id, job_id)
+        .run();
+    db_->prepare("UPDATE agents SET state = 'busy', current_run_id = ?, last_seen_ms = ? "
+                 "WHERE id = ?")
+        .args(run_id, now, agent_id)
+        .run();
+    insert_job_event(job_id, event_type::lease_granted,
+                     {{"run_id", run_id},
+                      {"agent_id", agent_id},
+                      {"fencing_token", token},
+                      {"attempt", attempt},
+                      {"host", agent->host},
+                      {"slot", agent->slot},
+                      {"host_exclusive", job->host_exclusive}},
+                     now);
+    write_job_state(job_id, JobState::leased,
+                    "leased to agent " + str(agent_id) + " (" + agent->name + "), attempt " +
+                        std::to_string(attempt) + " of " + std::to_string(job->max_attempts),
+                    now);
+    return Lease{run_id, job_id, agent_id, token, expires};
+  });
+}
+
+Result<Lease> PgStore::renew_lease(std::int64_t run_id, std::int64_t fencing_token,
+                                       TimeMs ttl_ms, TimeMs now) {
+  if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
+  return db_->transaction([&]() -> Result<Lease> {
+    auto run = check_fenced(run_id, fencing_token);
+    if (!run) return run.error();
+    const TimeMs expires = now + ttl_ms;
+    db_->prepare("UPDATE runs SET lease_expires_ms = ? WHERE id = ?").args(expires, run_id).run();
+    db_->prepare("UPDATE agents SET last_seen_ms = ? WHERE id = ?").args(now, run->agent_id).run();
+    return Lease{run_id, run->job_id, run->agent_id, fencing_token, expires};
+  });
+}
+
+Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
+                                                   std::int64_t fencing_token,
+                                                   const std::vector<Event>& events, TimeMs now) {
+  for (const auto& e : events) {
+    if (e.seq < 1) {
+      return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " of run " +
+                                                    str(run_id) + " must be >= 1");
+    }
+    if (e.type.empty())
+      return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " has no type");
+  }
+  return db_->transaction([&]() -> Result<IngestResult> {
+    auto run = check_fenced(run_id, fencing_token);
+    if (!run) return run.error();
+    IngestResult res;
+    std::int64_t stage_seq = 0;
+    {
+      auto q = db_->prepare("SELECT stage_seq FROM runs WHERE id = ?");
+      q.args(run_id);
+      if (q.step()) stage_seq = q.i64(0);
+    }
+    std::string last_stage;
+    JobState furthest = JobState::queued;
+    // Two statements per batch, whatever its size: which of its seqs are stored already (an
+    // index lookup), then the new ones inserted from arrays, numbered from the counters row in
+    // batch order (ids stay gap-free and follow the batch, as with SQLite).
+    auto array_of = [](const auto& items, auto&& put) {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& it : items) {
+        if (!first) out += ',';
+        first = false;
+        put(out, it);
+      }
+      return out + "}";
+    };
+    auto put_int = [](std::string& out, std::int64_t v) { out += std::to_string(v); };
+    auto put_text = [](std::string& out, const std::string& v) {
+      out += '"';
+      for (char ch : v) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        out += ch;
+      }
+      out += '"';
+    };
+    std::unordered_set<std::int64_t> seen;
+    {
+      std::vector<std::int64_t> all;
+      all.reserve(events.size());
+      std::int64_t lo = INT64_MAX, hi = 0;
+      for (const auto& e : events) {
+        all.push_back(e.seq);
+        lo = std::min(lo, e.seq);
+        hi = std::max(hi, e.seq);
+      }
+      // The BETWEEN bounds the index range whatever plan the server picks (before its
+      // statistics know the table, it may filter the ANY instead of looking each seq up).
+      auto q = db_->prepare(
+          "SELECT seq FROM events WHERE job_id = ? AND run_id = ? AND seq BETWEEN ? AND ? "
+          "AND seq = ANY(?::bigint[])");
+      q.args(run->job_id, run_id, lo, hi, array_of(all, put_int));
+      while (q.step()) seen.insert(q.i64(0));
+    }
+    std::vector<std::int64_t> seqs, tss;
+    std::vector<std::string> types, datas;
+    for (const auto& e : events) {
+      if (!seen.insert(e.seq).second) {
+        ++res.duplicates;
+        continue;
+      }
+      ++res.accepted;
+      seqs.push_back(e.seq);
+      tss.push_back(e.ts_ms ? e.ts_ms : now);
+      types.push_back(e.type);
+      datas.push_back(e.data.is_null() ? std::string("{}") : dump_json(e.data));
+      if (e.type != event_type::stage_started) continue;
+      auto it = e.data.is_object() ? e.data.find("stage") : e.data.end();
+      if (!e.data.is_object() || it == e.data.end() || !it->is_string()) continue;
+      const auto stage_name = it->get<std::string>();
+      if (e.seq > stage_seq) {
+        stage_seq = e.seq;
+        last_stage = stage_name;
+      }
+      const JobState s = state_for_stage(stage_name);
+      if (progress(s) > progress(furthest)) furthest = s;
+    }
+    if (!seqs.empty()) {
+      const auto n = static_cast<std::int64_t>(seqs.size());
+      db_->prepare(
+             "WITH c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' "
+             "RETURNING value - ? AS base) "
+             "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+             "SELECT c.base + t.ord, ?, ?, t.seq, t.ts_ms, t.type, t.data FROM c, "
+             "unnest(?::bigint[], ?::bigint[], ?::text[], ?::text[]) "
+             "WITH ORDINALITY AS t(seq, ts_ms, type, data, ord)")
+          .args(n, n, run->job_id, run_id, array_of(seqs, put_int), array_of(tss, put_int),
+                array_of(types, put_text), array_of(datas, put_text))
+          .run();
+    }
+    // The watermark: how far the stored seqs above it run on without a gap, counted by the
+    // server (seq = watermark + rank holds exactly for the gap-free prefix).
+    res.contiguous = run->events_contiguous;
+    {
+      auto q = db_->prepare(
+          "SELECT ? + count(*) FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS rn "
+          "FROM events WHERE job_id = ? AND run_id = ? AND seq > ?) t WHERE seq = ? + rn");
+      const std::int64_t c = res.contiguous;
+      q.args(c, run->job_id, run_id, c, c);
+      if (q.step()) res.contiguous = q.i64(0);
+    }
+    db_->prepare("UPDATE runs SET events_contiguous = ? WHERE id = ?")
+        .args(res.contiguous, run_id)
+        .run();
+    if (!last_stage.empty()) {
+      db_->prepare("UPDATE runs SET stage = ?, stage_seq = ? WHERE id = ?")
+          .args(last_stage, stage_seq, run_id)
+          .run();
+    }
+    if (progress(furthest) > 0) {
+      auto job = load_job(run->job_id);
+      if (job && job->current_run_id == run_id && is_active(job->state) &&
+          progress(furthest) > progress(job->state)) {
+        write_job_state(job->id, furthest, std::string("agent ") + str(run->agent_id) +
+                                               " reached the " + to_string(furthest) + " stage",
+                        now);
+      }
+    }
+    return res;
+  });
+}
+
+Result<RunRecord> PgStore::finish_run(std::int64_t run_id, std::int64_t fencing_token,
+                                          const Verdict& v, TimeMs now) {
+  JobState job_state = JobState::error;
+  switch (v.outcome) {
+    case RunOutcome::passed: job_state = JobState::passed; break;
+    case RunOutcome::rejected: job_state = JobState::rejected; break;
+    case RunOutcome::error: job_state = JobState::error; break;
+    default:
+      return make_error(Errc::invalid_argument,
+                        std::string("a verdict's outcome must be passed, rejected or error, not ") +
+                            to_string(v.outcome));
+  }
+  return db_->transaction([&]() -> Result<RunRecord> {
+    auto run = check_fenced(run_id, fencing_token);
+    if (!run) return run.error();
+    const std::string verdict = dump_json(to_json(v));
+    db_->prepare("UPDATE runs SET outcome = ?, finished_ms = ?, verdict = ?, simulated = ? "
+                 "WHERE id = ?")
+        .args(to_string(v.outcome), now, verdict, v.simulated, run_id)
+        .run();
+    auto job = load_job(run->job_id);
+    if (job && job->current_run_id == run_id && !is_terminal(job->state)) {
+      db_->prepare("UPDATE jobs SET verdict = ?, simulated = ?, current_run_id = 0 WHERE id = ?")
+          .args(verdict, v.simulated, job->id)
+          .run();
+      std::string reason = v.reason.empty() ? std::string(to_string(v.outcome)) : v.reason;
+      write_job_state(job->id, job_state, reason, now);
+    }
+    free_agent(run->agent_id, run_id, AgentState::idle, now);
+    return *load_run(run_id);
+  });
+}
+
+Result<JobRecord> PgStore::hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
+                                            const std::string& reason, TimeMs now) {
+  return db_->transaction([&]() -> Result<JobRecord> {
+    auto run = check_fenced(run_id, fencing_token);
+    if (!run) return run.error();
+    auto job = load_job(run->job_id);
+    if (!job || job->current_run_id != run_id || !is_active(job->state)) {
+      return make_error(Errc::conflict, "run " + str(run_id) + " no longer holds job " +
+                                            str(run->job_id) + "; nothing to hand on");
+    }
+    db_->prepare("UPDATE runs SET outcome = 'passed', finished_ms = ? WHERE id = ?")
+        .args(now, run_id)
+        .run();
+    db_->prepare("UPDATE jobs SET current_run_id = 0, attempts = 0 WHERE id = ?")
+        .args(job->id)
+        .run();
+    free_agent(run->agent_id, run_id, AgentState::idle, now);
+    insert_job_event(job->id, event_type::run_handed_off,
+                     {{"run_id", run_id}, {"agent_id", run->agent_id}, {"reason", reason}}, now);
+    write_job_state(job->id, JobState::queued, reason, now);
+    return *load_job(job->id);
+  });
+}
+
+Result<JobRecord> PgStore::expire_run(std::int64_t run_id, const std::string& reason,
+                                          TimeMs now) {
+  return db_->transaction([&]() -> Result<JobRecord> {
+    auto run = load_run(run_id);
+    if (!run) return make_error(Errc::not_found, "run " + str(run_id) + " not found");
+    if (run->outcome != RunOutcome::running) {
+      return make_error(Errc::conflict, "run " + str(run_id) + " already ended (" +
+                                            to_string(run->outcome) + ")");
+    }
+    const std::string why = reason.empty() ? std::string("lease expired") : reason;
+    db_->prepare("UPDATE runs SET outcome = 'lost', finished_ms = ? WHERE id = ?")
+        .args(now, run_id)
+        .run();
+    free_agent(run->agent_id, run_id, AgentState::lost, now);
+    insert_job_event(run->job_id, event_type::lease_lost,
+                     {{"run_id", run_id}, {"agent_id", run->agent_id}, {"reason", why}}, now);
+    auto job = load_job(run->job_id);
+    if (job && job->current_run_id == run_id && !is_terminal(job->state)) {
+      db_->prepare("UPDATE jobs SET current_run_id = 0 WHERE id = ?").args(job->id).run();
+      // The caller's detail goes to the lease.lost event; the job's reason keeps one form.
+      const std::string lost = "agent " + str(run->agent_id) + " lost (lease expired)";
+      if (job->attempts < job->max_attempts) {
+        write_job_state(job->id, JobState::queued,
+                        lost + "; requeued, attempt " + std::to_string(job->attempts + 1) +
+                            " of " + std::to_string(job->max_attempts),
+                        now);
+      } else {
+        write_job_state(job->id, JobState::error,
+                        "agent lost: " + lost + " on the last of " +
+                            std::to_string(job->max_attempts) + " attempts",
+                        now);
+      }
+    }
+    return *load_job(run->job_id);
+  });
+}
+
+std::vector<RunRecord> PgStore::expired_runs(TimeMs now) {
+  static const std::string sql = std::string("SELECT ") + kRunColumns +
+                                 " FROM runs WHERE outcome = 'running' AND lease_expires_ms <= ?"
+                                 " ORDER BY lease_expires_ms, id";
+  return or_die("expired_runs", [&] {
+    auto q = db_->prepare(sql);
+    q.args(now);
+    return query_runs(q);
+  });
+}
+
+std::optional<RunRecord> PgStore::get_run(std::int64_t id) {
+  return or_die("get_run", [&] { return load_run(id); });
+}
+
+std::vector<RunRecord> PgStore::runs_for_job(std::int64_t job_id) {
+  static const std::string sql =
+      std::string("SELECT ") + kRunColumns + " FROM runs WHERE job_id = ? ORDER BY id";
+  return or_die("runs_for_job", [&] {
+    auto q = db_->prepare(sql);
+    q.args(job_id);
+    return query_runs(q);
+  });
+}
+
+std::vector<RunRecord> PgStore::running_runs() {
+  static const std::string sql =
+      std::string("SELECT ") + kRunColumns + " FROM runs WHERE outcome = 'running' ORDER BY id";
+  return or_die("running_runs", [&] {
+    auto q = db_->prepare(sql);
+    return query_runs(q);
+  });
+}
+
+std::vector<RunRecord> PgStore::finished_runs(int limit, std::int64_t before_id) {
+  static const std::string sql = std::string("SELECT ") + kRunColumns +
+                                 " FROM runs WHERE verdict IS NOT NULL AND (? = 0 OR id < ?)"
+                                 " ORDER BY id DESC LIMIT ?";
+  return or_die("finished_runs", [&] {
+    auto q = db_->prepare(sql);
+    q.args(before_id, before_id, limit > 0 ? limit : 100);
+    return query_runs(q);
+  });
+}
+
+}  // namespace kfleet::store::pg

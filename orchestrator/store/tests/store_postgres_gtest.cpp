@@ -1,0 +1,384 @@
+// The contract suite on a real PostgreSQL server (a scratch one: initdb in a temporary
+// directory, a unix socket, no TCP port), each test on its own database; plus what only
+// PostgreSQL shows: migrations and their versioning on a server, reconnecting, and several
+// connections writing at once (gap-free event ids, nothing leased twice).
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "kfleet/store/pg_scratch.hpp"
+#include "kfleet/store/postgres.hpp"
+#include "../src/pg_store.hpp"
+#include "store_contract.hpp"
+
+namespace kfleet::store::testing {
+namespace {
+
+std::unique_ptr<ScratchPostgres>& server() {
+  static std::unique_ptr<ScratchPostgres> s;
+  return s;
+}
+
+// A fresh database on the scratch server (started on first use); "" on failure (recorded).
+std::string fresh_database() {
+  if (!server()) {
+    auto s = ScratchPostgres::start();
+    if (!s.ok()) {
+      ADD_FAILURE() << "cannot start a PostgreSQL server for the tests: " << s.error().message;
+      return "";
+    }
+    server() = std::move(*s);
+  }
+  auto url = server()->create_database();
+  if (!url.ok()) {
+    ADD_FAILURE() << url.error().message;
+    return "";
+  }
+  return *url;
+}
+
+StorePtr open_or_fail(const std::string& url) {
+  if (url.empty()) return nullptr;
+  auto r = open_postgres_store({url});
+  if (!r.ok()) {
+    ADD_FAILURE() << r.error().message << "\nserver log:\n"
+                  << (server() ? server()->log_tail() : "");
+    return nullptr;
+  }
+  return std::move(*r);
+}
+
+class StopServer : public ::testing::Environment {
+ public:
+  void TearDown() override { server().reset(); }
+};
+[[maybe_unused]] const auto* const kStop = ::testing::AddGlobalTestEnvironment(new StopServer);
+
+INSTANTIATE_TEST_SUITE_P(Postgres, StoreContract,
+                         ::testing::Values(StoreBackend{
+                             "postgres", [] { return open_or_fail(fresh_database()); }}),
+                         StoreBackendName{});
+
+// One SQL statement on its own connection; the first column of the first row ("" if none).
+std::string query_one(const std::string& url, const std::string& sql) {
+  PGconn* c = PQconnectdb(url.c_str());
+  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  PGresult* r = PQexec(c, sql.c_str());
+  std::string out;
+  const auto st = PQresultStatus(r);
+  if (st == PGRES_TUPLES_OK && PQntuples(r) > 0)
+    out = PQgetvalue(r, 0, 0);
+  else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+    ADD_FAILURE() << "query failed: " << sql << ": " << PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(c);
+  return out;
+}
+
+NewJob a_job(const std::string& name) {
+  NewJob j;
+  j.name = name;
+  j.content_hash = "sha256:" + name;
+  j.regions = {"r1"};
+  j.spec = nlohmann::json{{"name", name}};
+  return j;
+}
+
+NewAgent an_agent(const std::string& name) {
+  NewAgent a;
+  a.name = name;
+  a.backend = "simulated";
+  return a;
+}
+
+TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  std::int64_t job_id = 0, run_id = 0, token = 0;
+  {
+    auto s = open_or_fail(url);
+    ASSERT_TRUE(s);
+    job_id = s->create_job(a_job("kept"), 10)->id;
+    auto agent = s->enrol_agent(an_agent("a"), 11);
+    ASSERT_TRUE(agent.ok()) << agent.error().message;
+    auto lease = s->grant_lease(job_id, agent->id, 30'000, 12);
+    ASSERT_TRUE(lease.ok()) << lease.error().message;
+    run_id = lease->run_id;
+    token = lease->fencing_token;
+    ASSERT_TRUE(s->put_bundle("sha256:bin", std::string("\x00\x01\xff bytes", 9)).ok());
+  }
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  auto job = s->get_job(job_id);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, JobState::leased);
+  EXPECT_EQ(job->current_run_id, run_id);
+  EXPECT_EQ(s->get_run(run_id)->fencing_token, token);
+  EXPECT_EQ(*s->get_bundle("sha256:bin"), std::string("\x00\x01\xff bytes", 9));
+  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"), "3");
+}
+
+// Rows written before set_by and cancelled_by existed get the user from the reason text the
+// API wrote then, or the job's submitter for a baseline kfleetd set itself; else "".
+TEST(PostgresStore, MigrationFillsSetByAndCancelledByOfOldRows) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  {
+    auto db = pg::Db::open(url);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    ASSERT_TRUE(pg::migrate_to(**db, pg::kAuditFieldsSchemaVersion - 1).ok());
+  }
+  query_one(url,
+            "INSERT INTO jobs (id, name, state, state_reason, max_attempts, created_ms, "
+            "updated_ms, submitted_by) VALUES (1, 'v1', 'passed', '', 3, 1, 1, 'carol'),"
+            "(2, 'c1', 'cancelled', 'cancelled by sam', 3, 1, 1, 'alice'),"
+            "(3, 'c2', 'cancelled', 'cancelled by user', 3, 1, 1, 'alice')");
+  query_one(url,
+            "INSERT INTO baselines (kernel, case_name, gpu_class, simulated, run_id, job_id, "
+            "median_us, reason, set_ms) VALUES "
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'set by sam', 1),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'stage-2 accepted (set by alice@lab.example)', 2),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'odd (set by x) (set by bob)', 3),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'kept win of campaign k (job 1)', 4),"
+            "('k', 'c', 'L4', 0, 1, 1, 10, 'by hand', 5)");
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  std::vector<std::string> by;
+  for (const auto& b : s->baseline_history("k")) by.push_back(b.set_by);
+  EXPECT_EQ(by, (std::vector<std::string>{"", "carol", "", "alice@lab.example", "sam"}));
+  EXPECT_EQ(s->get_job(1)->cancelled_by, "");
+  EXPECT_EQ(s->get_job(2)->cancelled_by, "sam");
+  EXPECT_EQ(s->get_job(3)->cancelled_by, "");
+}
+
+TEST(PostgresStore, RefusesANewerSchema) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  ASSERT_TRUE(open_or_fail(url));
+  query_one(url, "UPDATE schema_version SET version = 99");
+  auto r = open_postgres_store({url});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::invalid_argument);
+  EXPECT_NE(r.error().message.find("schema version 99, newer than this kfleetd knows"),
+            std::string::npos)
+      << r.error().message;
+}
+
+TEST(PostgresStore, ANonKfleetDatabaseIsRefusedClearly) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  query_one(url, "CREATE TABLE schema_version (v TEXT)");
+  auto r = open_postgres_store({url});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("kfleet database"), std::string::npos) << r.error().message;
+}
+
+TEST(PostgresStore, AMissingServerIsAClearError) {
+  auto r = open_postgres_store({"postgresql:///nodb?host=/nonexistent-kfleet-dir&user=x"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, Errc::unavailable);
+  EXPECT_NE(r.error().message.find("cannot connect to PostgreSQL"), std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(is_postgres_url("postgresql://h/db"));
+  EXPECT_TRUE(is_postgres_url("postgres://h/db"));
+  EXPECT_FALSE(is_postgres_url("/var/lib/kfleet/kfleet.db"));
+}
+
+TEST(PostgresStore, ReconnectsAfterTheServerDropsTheConnection) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  auto j = s->create_job(a_job("before"), 1);
+  ASSERT_TRUE(j.ok());
+  // Every other session on this database is terminated, the store's included.
+  const std::string db = url.substr(url.find(":///") + 4, url.find('?') - url.find(":///") - 4);
+  query_one(server()->url("postgres"),
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
+                db + "'");
+  auto j2 = s->create_job(a_job("after"), 2);  // a write reopens the connection
+  ASSERT_TRUE(j2.ok()) << j2.error().message;
+  query_one(server()->url("postgres"),
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
+                db + "'");
+  auto back = s->get_job(j->id);  // so does a read
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->name, "before");
+}
+
+// One leader at a time; a takeover bumps the epoch, and the old leader's store is fenced off.
+TEST(PostgresStore, OneLeaderAtATimeAndTheOldOneIsFenced) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto a = PostgresLeader::connect(url);
+  auto b = PostgresLeader::connect(url);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(*(*a)->try_acquire(1));
+  EXPECT_FALSE(*(*b)->try_acquire(2)) << "a second leader while the first holds the lock";
+  EXPECT_TRUE((*a)->still_leader());
+  EXPECT_FALSE((*b)->still_leader());
+  ASSERT_TRUE((*a)->set_url("http://a:1").ok());
+  EXPECT_EQ((*b)->current()->url, "http://a:1");
+  const auto epoch_a = (*a)->epoch();
+  auto store_a = open_postgres_store({url, epoch_a});
+  ASSERT_TRUE(store_a.ok());
+  ASSERT_TRUE((*store_a)->create_job(a_job("by-a"), 3).ok());
+
+  a->reset();  // the leader's connection closes (as when its process is killed)
+  // The server lets the lock go once its backend has seen the connection close: poll, as a
+  // standby does.
+  bool took = false;
+  for (int i = 0; i < 200 && !took; ++i) {
+    auto r = (*b)->try_acquire(4);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    took = *r;
+    if (!took) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(took) << "the lock was not released within 5 s of the leader's disconnect";
+  EXPECT_EQ((*b)->epoch(), epoch_a + 1);
+  EXPECT_TRUE((*b)->still_leader());
+  auto late = (*store_a)->create_job(a_job("late-a"), 5);
+  ASSERT_FALSE(late.ok()) << "the old leader's writes must be refused";
+  EXPECT_EQ(late.error().code, Errc::unavailable);
+  EXPECT_NE(late.error().message.find("no longer the leader"), std::string::npos)
+      << late.error().message;
+  auto store_b = open_postgres_store({url, (*b)->epoch()});
+  ASSERT_TRUE(store_b.ok());
+  EXPECT_TRUE((*store_b)->create_job(a_job("by-b"), 6).ok());
+  EXPECT_EQ((*store_b)->list_jobs({}).size(), 2u);
+}
+
+// A batch goes in as arrays: duplicates inside it, gaps, and payloads with quotes,
+// backslashes, braces, commas and non-ASCII text all come back as sent.
+TEST(PostgresStore, EventBatchesKeepTheirContentDuplicatesAndWatermark) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  auto job = s->create_job(a_job("batch"), 1);
+  auto agent = s->enrol_agent(an_agent("a"), 2);
+  auto l = s->grant_lease(job->id, agent->id, 60'000, 3);
+  ASSERT_TRUE(l.ok());
+  auto ev = [](std::int64_t seq, const std::string& line) {
+    Event e;
+    e.seq = seq;
+    e.type = "log \"q\" {x,y}";
+    e.data = {{"line", line}};
+    return e;
+  };
+  const std::string tricky = "a \"quoted\" \\back\\slash, {brace} \u00e9\u6f22 NULL \t tab";
+  auto r = s->append_run_events(l->run_id, l->fencing_token,
+                                {ev(3, tricky), ev(1, "one"), ev(1, "one again"), ev(2, "two"),
+                                 ev(5, "five")},
+                                4);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->accepted, 4);
+  EXPECT_EQ(r->duplicates, 1);
+  EXPECT_EQ(r->contiguous, 3);
+  auto r2 = s->append_run_events(l->run_id, l->fencing_token, {ev(4, "four"), ev(2, "dup")}, 5);
+  ASSERT_TRUE(r2.ok()) << r2.error().message;
+  EXPECT_EQ(r2->accepted, 1);
+  EXPECT_EQ(r2->duplicates, 1);
+  EXPECT_EQ(r2->contiguous, 5);
+  auto got = s->run_events(l->run_id, 0, 100);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].data["line"], "one") << "the first of a duplicated seq is kept";
+  EXPECT_EQ(got[2].data["line"], tricky);
+  EXPECT_EQ(got[2].type, "log \"q\" {x,y}");
+  auto all = s->events_after(0, 1000);
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].id, static_cast<std::int64_t>(i + 1));
+}
+
+// Several connections (as several kfleetd would have) write at once: every call succeeds or
+// fails cleanly, event ids are exactly 1..N, each job's seqs are 1..n, and no job or agent is
+// ever leased twice.
+TEST(PostgresStore, ConcurrentWritersKeepEventIdsGapFreeAndLeaseOnce) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  constexpr int kWriters = 4, kJobs = 40, kAgentsPerWriter = 3;
+  std::vector<std::int64_t> job_ids;
+  {
+    auto s = open_or_fail(url);
+    ASSERT_TRUE(s);
+    for (int i = 0; i < kJobs; ++i) job_ids.push_back(s->create_job(a_job("j" + std::to_string(i)), i)->id);
+  }
+  std::atomic<int> granted{0}, conflicts{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto s = open_or_fail(url);
+      if (!s) return;
+      TimeMs now = 1000 + w;
+      for (int a = 0; a < kAgentsPerWriter; ++a) {
+        auto agent = s->enrol_agent(an_agent("w" + std::to_string(w) + "a" + std::to_string(a)), ++now);
+        if (!agent.ok()) { ++failures; continue; }
+        // Each agent tries every job until one lease sticks, then runs it to the end.
+        for (auto id : job_ids) {
+          auto l = s->grant_lease(id, agent->id, 60'000, ++now);
+          if (!l.ok()) {
+            if (l.error().code == Errc::conflict) ++conflicts; else ++failures;
+            continue;
+          }
+          ++granted;
+          std::vector<Event> evs;
+          for (int q = 1; q <= 5; ++q) {
+            Event e;
+            e.seq = q;
+            e.type = "log";
+            e.data = {{"line", q}};
+            evs.push_back(e);
+          }
+          if (!s->append_run_events(l->run_id, l->fencing_token, evs, ++now).ok()) ++failures;
+          // a replay and a stale token: no ids used
+          if (!s->append_run_events(l->run_id, l->fencing_token, evs, ++now).ok()) ++failures;
+          if (s->append_run_events(l->run_id, l->fencing_token + 1000, evs, ++now).ok()) ++failures;
+          s->append_job_event(id, "note", {{"w", w}}, ++now);
+          Verdict v;
+          v.outcome = RunOutcome::passed;
+          if (!s->finish_run(l->run_id, l->fencing_token, v, ++now).ok()) ++failures;
+          break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(granted.load(), kWriters * kAgentsPerWriter);
+
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  auto all = s->events_after(0, 1'000'000);
+  ASSERT_FALSE(all.empty());
+  for (std::size_t i = 0; i < all.size(); ++i)
+    ASSERT_EQ(all[i].id, static_cast<std::int64_t>(i + 1)) << "event ids must be 1..N";
+  EXPECT_EQ(query_one(url, "SELECT value FROM counters WHERE name = 'event_id'"),
+            std::to_string(all.size()));
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> seqs;
+  for (const auto& e : all) seqs[{e.job_id, e.run_id}].push_back(e.seq);
+  for (auto& [key, v] : seqs) {
+    std::sort(v.begin(), v.end());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      ASSERT_EQ(v[i], static_cast<std::int64_t>(i + 1))
+          << "job " << key.first << " run " << key.second << ": seqs must be 1..n";
+  }
+  std::set<std::int64_t> leased_jobs, agents;
+  int runs = 0;
+  for (auto id : job_ids) {
+    auto rs = s->runs_for_job(id);
+    EXPECT_LE(rs.size(), 1u) << "job " << id << " was leased twice";
+    for (const auto& r : rs) {
+      ++runs;
+      leased_jobs.insert(r.job_id);
+      EXPECT_TRUE(agents.insert(r.agent_id).second) << "agent " << r.agent_id << " ran two jobs";
+      EXPECT_EQ(r.outcome, RunOutcome::passed);
+    }
+  }
+  EXPECT_EQ(runs, kWriters * kAgentsPerWriter);
+}
+
+}  // namespace
+}  // namespace kfleet::store::testing

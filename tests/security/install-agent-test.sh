@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# terraform/static/install-agent.sh (the static-host install) under a temp root (--root): the
+# enrolment token comes from the environment and lands only in the 0600 agent.env; --ca-file
+# lands in a 0600 ca.pem that agent.env names as KFLEET_CA_FILE (the agent's --ca-file); the
+# unit it installs starts the agent with no token on its command line. Also: what it refuses.
+# Usage: install-agent-test.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+script=$root/terraform/static/install-agent.sh
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-install-XXXXXX")
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+ok() { echo "ok: $*"; }
+trap 'if [ "$fail" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXIT
+
+"$root/tests/support/make-test-certs.sh" "$tmp/certs" >/dev/null
+printf '#!/bin/sh\necho fake agent\n' >"$tmp/kfleet-agent"
+chmod 0755 "$tmp/kfleet-agent"
+token="kfe_$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+
+install_into() {  # dir, then flags
+  local dir=$1; shift
+  mkdir -p "$dir"
+  KFLEET_ENROL_TOKEN=$token bash "$script" --server https://kfleet.example.com:8470 --region lab-1 \
+    --backend hip --agent-binary "$tmp/kfleet-agent" --name gfx-box --root "$dir" "$@"
+}
+
+# With a CA.
+r=$tmp/with-ca
+install_into "$r" --ca-file "$tmp/certs/ca.pem" >"$tmp/with-ca.log" 2>&1 || bad "install failed: $(cat "$tmp/with-ca.log")"
+env=$r/etc/kfleet/agent.env unit=$r/etc/systemd/system/kfleet-agent.service
+[ "$(stat -c %a "$env" 2>/dev/null)" = 600 ] && ok "agent.env is 0600" || bad "agent.env is not 0600"
+[ "$(stat -c %a "$r/etc/kfleet/ca.pem" 2>/dev/null)" = 600 ] && ok "ca.pem is 0600" || bad "ca.pem is not 0600"
+cmp -s "$r/etc/kfleet/ca.pem" "$tmp/certs/ca.pem" || bad "ca.pem is not the --ca-file given"
+grep -qx "KFLEET_CA_FILE=/etc/kfleet/ca.pem" "$env" && ok "agent.env names the CA (KFLEET_CA_FILE)" ||
+  bad "agent.env does not name the CA: $(cat "$env")"
+grep -qx "KFLEET_ENROL_TOKEN=$token" "$env" && ok "the token is in agent.env" || bad "the token is not in agent.env"
+grep -qx "KFLEET_SERVER=https://kfleet.example.com:8470" "$env" || bad "agent.env has no KFLEET_SERVER"
+[ -x "$r/usr/local/bin/kfleet-agent" ] || bad "the agent binary was not installed"
+cmp -s "$unit" "$root/terraform/modules/l4-agents/files/kfleet-agent.service" && ok "the unit is the fleet's own" ||
+  bad "the installed unit differs from terraform/modules/l4-agents/files/kfleet-agent.service"
+grep -q '^EnvironmentFile=/etc/kfleet/agent.env$' "$unit" || bad "the unit does not read agent.env"
+grep '^ExecStart=' "$unit" | grep -qi 'token' && bad "a token on the unit's command line: $(grep '^ExecStart=' "$unit")"
+[ "$(grep -rlF -- "$token" "$r" | wc -l)" = 1 ] && ok "the token is in agent.env only" ||
+  bad "the token is in more files: $(grep -rlF -- "$token" "$r")"
+
+# Without a CA: the agent trusts the system's CAs; nothing names a CA file.
+r=$tmp/no-ca
+install_into "$r" >"$tmp/no-ca.log" 2>&1 || bad "install without a CA failed: $(cat "$tmp/no-ca.log")"
+[ ! -e "$r/etc/kfleet/ca.pem" ] && ! grep -q KFLEET_CA_FILE "$r/etc/kfleet/agent.env" &&
+  ok "no CA given: no ca.pem, no KFLEET_CA_FILE" || bad "a CA file appeared without --ca-file"
+
+# Refusals: a CA file that holds no certificate, and no token.
+printf 'not a certificate\n' >"$tmp/junk.pem"
+if install_into "$tmp/junk" --ca-file "$tmp/junk.pem" >"$tmp/junk.log" 2>&1; then
+  bad "a --ca-file without a certificate was accepted"
+else
+  grep -q "no PEM certificate" "$tmp/junk.log" && ok "a --ca-file without a certificate is refused" ||
+    bad "the refusal does not say why: $(cat "$tmp/junk.log")"
+fi
+mkdir -p "$tmp/notoken"
+if KFLEET_ENROL_TOKEN=short bash "$script" --server https://k.example.com --region r --root "$tmp/notoken" \
+     --agent-binary "$tmp/kfleet-agent" </dev/null >"$tmp/notoken.log" 2>&1; then
+  bad "a short enrolment token was accepted"
+else
+  ok "a short enrolment token is refused"
+fi
+[ "$fail" = 0 ] && echo "PASS: static install delivers the CA and the token as 0600 files"
+exit "$fail"
