@@ -27,9 +27,11 @@ std::string trim(std::string s) {
   return s.substr(b);
 }
 
-// The rows of the markdown table a kfleet_bench run prints: metric -> measured figure.
+// The rows of the markdown table a kfleet_bench run prints: "metric at <depth> queued" ->
+// measured figure, one per depth column (the unit is the metric's, in parentheses).
 std::vector<std::pair<std::string, Figure>> parse_table(const std::string& out) {
   std::vector<std::pair<std::string, Figure>> rows;
+  std::vector<std::string> header;
   std::istringstream in(out);
   std::string line;
   while (std::getline(in, line)) {
@@ -42,11 +44,25 @@ std::vector<std::pair<std::string, Figure>> parse_table(const std::string& out) 
       cells.push_back(trim(line.substr(p, q - p)));
       p = q + 1;
     }
-    if (cells.size() < 2 || cells[0] == "metric") continue;
-    char* end = nullptr;
-    const double v = std::strtod(cells[1].c_str(), &end);
-    if (end == cells[1].c_str()) continue;
-    rows.push_back({cells[0], {v, trim(end)}});
+    if (cells.size() < 2) continue;
+    if (cells[0].rfind("metric", 0) == 0) {
+      header = cells;
+      continue;
+    }
+    std::string unit;
+    if (auto a = cells[0].find('('); a != std::string::npos)
+      unit = cells[0].substr(a + 1, cells[0].find_first_of(",)", a) - a - 1);
+    // Depth columns: every one the header names "... queued".
+    for (std::size_t i = 1; i < cells.size() && i < header.size(); ++i) {
+      if (header[i].find("queued") == std::string::npos) continue;
+      std::string v;
+      for (char c : cells[i])
+        if (c != ',') v += c;
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (end == v.c_str()) continue;
+      rows.push_back({cells[0] + " at " + header[i], {x, unit}});
+    }
   }
   return rows;
 }

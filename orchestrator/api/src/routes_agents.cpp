@@ -121,14 +121,20 @@ Awaitable upload_events(Ctx& c) {
                              "events (a list) is required");
   std::vector<Event> evs;
   evs.reserve((*b)["events"].size());
-  for (const auto& e : (*b)["events"]) {
+  for (auto& e : (*b)["events"]) {
+    // The data is moved out of the parsed body, not copied: batches are large.
+    nlohmann::json data;
+    if (e.is_object())
+      if (auto d = e.find("data"); d != e.end() && d->is_object()) data = std::move(*d);
     Event ev = event_from_json(e);
+    if (data.is_object()) ev.data = std::move(data);
     if (ev.seq <= 0 || ev.type.empty())
       co_return error_response(c.req, http::status::bad_request, "invalid_request",
                                "every event needs seq >= 1 and a type");
     evs.push_back(std::move(ev));
   }
-  auto r = c.cp.ingest(agent_id, c.id(), b->value("fencing_token", std::int64_t{0}), evs);
+  auto r = c.cp.ingest(agent_id, c.id(), b->value("fencing_token", std::int64_t{0}),
+                         std::move(evs));
   if (!r) co_return error_response(c.req, r.error());
   co_return json_response(c.req, http::status::ok,
                           {{"accepted", r->accepted}, {"duplicates", r->duplicates},

@@ -45,6 +45,14 @@ void ControlPlane::start() {
   };
   for (const auto& [id, j] : queue_) note_built(id);
   for (const auto& r : store_.running_runs()) note_built(r.job_id);
+  // Being built changes a job's class: index the queue again now that built_ is known.
+  classes_.clear();
+  for (auto& [id, j] : queue_) {
+    j.cls = class_key(j);
+    auto& c = classes_[j.cls];
+    c.order.insert(QueueKey{-j.priority, id});
+    c.sync_from = *c.order.begin();
+  }
   last_tick_ms_ = now;
   tick_timer_ = std::make_unique<asio::steady_timer>(ex_);
   tick();
@@ -198,13 +206,13 @@ Result<HeartbeatReply> ControlPlane::heartbeat(std::int64_t agent_id, std::int64
 
 Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int64_t run_id,
                                                  std::int64_t fencing_token,
-                                                 const std::vector<Event>& events) {
+                                                 std::vector<Event> events) {
   auto run = store_.get_run(run_id);
   if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
   if (run->agent_id != agent_id)
     return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
                                            std::to_string(run->agent_id));
-  std::vector<Event> evs = events;
+  std::vector<Event>& evs = events;  // taken by value: the caller moves its parsed batch in
   // Stage events say which agent ran the stage: with compile agents a job's stages are split
   // between two machines.
   std::string agent_name;

@@ -74,41 +74,52 @@ std::string reason_key(const std::string& s) {
 }
 }  // namespace
 
+std::string ControlPlane::class_key(const QueuedJob& j) const {
+  std::string k = j.gpu;
+  k += '\x1f';
+  for (const auto& r : j.regions) k += r + '\x1e';
+  k += '\x1f';
+  k += j.host_exclusive ? 'x' : '-';
+  k += built_.count(j.id) ? 'b' : '-';
+  if (!j.parent.empty()) k += '\x1f' + j.campaign + '\x1f' + j.parent;
+  return k;
+}
+
 void ControlPlane::remember_pending(const store::JobRecord& j) {
   if (j.state != JobState::queued && j.state != JobState::waiting_capacity) {
-    queue_.erase(j.id);
+    forget_pending(j.id);
     return;
   }
-  queue_[j.id] = QueuedJob{j.id,    j.priority, j.name,  j.campaign,        j.parent,
-                           j.gpu,   j.regions,  j.state, j.state_reason, j.host_exclusive};
+  QueuedJob q{j.id,  j.priority, j.name,  j.campaign,       j.parent,
+              j.gpu, j.regions,  j.state, j.state_reason, j.host_exclusive, {}};
+  q.cls = class_key(q);
+  if (auto it = queue_.find(j.id); it != queue_.end()) {
+    if (it->second.cls == q.cls && it->second.priority == q.priority) {
+      it->second = std::move(q);  // a new state or reason: its place in the queue stays
+      return;
+    }
+    forget_pending(j.id);
+  }
+  const QueueKey key{-q.priority, q.id};
+  auto& c = classes_[q.cls];
+  c.order.insert(key);
+  if (!c.sync_from || key < *c.sync_from) c.sync_from = key;  // it has not heard the tail's reason
+  queue_.emplace(j.id, std::move(q));
+}
+
+void ControlPlane::forget_pending(std::int64_t job_id) {
+  auto it = queue_.find(job_id);
+  if (it == queue_.end()) return;
+  if (auto c = classes_.find(it->second.cls); c != classes_.end()) {
+    c->second.order.erase(QueueKey{-it->second.priority, job_id});
+    if (c->second.order.empty()) classes_.erase(c);
+  }
+  queue_.erase(it);
 }
 
 sched::Snapshot ControlPlane::snapshot() {
   sched::Snapshot s;
   s.now = clock_->now_ms();
-  s.queue.reserve(queue_.size());
-  for (auto& [id, j] : queue_) {
-    if (auto it = retry_after_.find(j.id); it != retry_after_.end()) {
-      if (it->second > s.now) continue;  // backing off after a transient cloud error
-      retry_after_.erase(it);
-    }
-    if (!j.parent.empty()) {
-      // A child is judged against its parent: it waits until the parent has a result.
-      store::JobFilter f;
-      f.campaign = j.campaign;
-      f.name = j.parent;
-      f.limit = 1;
-      auto parents = store_.list_jobs(f);
-      if (!parents.empty() && !is_terminal(parents.front().state)) {
-        apply_wait(j, sched::Wait{j.id, false,
-                                  "waiting for parent " + j.parent + " (job " +
-                                      std::to_string(parents.front().id) + ") to finish",
-                                  0});
-        continue;
-      }
-    }
-    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive});
-  }
   bool compilers = false;  // with compile agents in the fleet, every job builds on one first
   for (const auto& a : store_.list_agents()) {
     if (a.state == store::AgentState::retired) continue;
@@ -118,12 +129,74 @@ sched::Snapshot ControlPlane::snapshot() {
     compilers = compilers || compiler;
     s.agents.push_back({a.id, a.region, a.gpus, idle, compiler, a.host, a.slot});
   }
+  // How deep into a class a pass must look: past every job that could be given an agent, ask
+  // for capacity or ride on capacity asked for, plus one that can only wait.
+  const int gpus_per_instance = std::max(prov_.gpus_per_instance(""), 1);
+  const std::size_t per_class =
+      s.agents.size() +
+      static_cast<std::size_t>(gpus_per_instance) * (in_flight_.size() + pending_instances_.size() +
+                           static_cast<std::size_t>(std::max(prov_.capacity_budget(), 0))) +
+      1;
+  auto backing_off = [&](std::int64_t id) {
+    auto it = retry_after_.find(id);
+    if (it == retry_after_.end()) return false;
+    if (it->second > s.now) return true;  // backing off after a transient cloud error
+    retry_after_.erase(it);
+    return false;
+  };
+  std::vector<std::pair<std::int64_t, sched::Wait>> parent_waits;
+  auto plan_job = [&](QueuedJob& j) {
+    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive});
+  };
+  for (auto& [key, c] : classes_) {
+    c.planned_last.reset();
+    std::size_t n = 0;
+    std::optional<std::optional<sched::Wait>> parent_wait;  // looked up once per class and pass
+    for (const auto& k : c.order) {
+      if (n >= per_class) break;
+      QueuedJob& j = queue_.at(k.second);
+      // Jobs backing off or with capacity coming are planned on their own (below).
+      if (in_flight_.count(j.id) || backing_off(j.id)) continue;
+      ++n;
+      c.planned_last = k;
+      if (!j.parent.empty()) {
+        // A child is judged against its parent: it waits until the parent has a result.
+        if (!parent_wait) {
+          store::JobFilter f;
+          f.campaign = j.campaign;
+          f.name = j.parent;
+          f.limit = 1;
+          auto parents = store_.list_jobs(f);
+          parent_wait.emplace();
+          if (!parents.empty() && !is_terminal(parents.front().state))
+            *parent_wait = sched::Wait{0, false,
+                                       "waiting for parent " + j.parent + " (job " +
+                                           std::to_string(parents.front().id) + ") to finish",
+                                       0};
+        }
+        if (*parent_wait) {
+          sched::Wait w = **parent_wait;
+          w.job_id = j.id;
+          parent_waits.emplace_back(j.id, w);
+          c.rep = w;
+          continue;
+        }
+      }
+      plan_job(j);
+    }
+  }
+  for (const auto& [id, f] : in_flight_)
+    if (auto it = queue_.find(id); it != queue_.end() && !backing_off(id)) plan_job(it->second);
+  std::vector<store::Store::JobStateChange> changes;
+  for (auto& [id, w] : parent_waits)
+    if (auto it = queue_.find(id); it != queue_.end())
+      if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
+  apply_waits(changes);
   for (const auto& r : store_.running_runs()) s.running.push_back({r.host, r.slot, r.host_exclusive});
   if (compilers)
     for (auto& j : s.queue) j.compile = built_.count(j.id) == 0;
   s.blocks = store_.region_blocks();
   for (const auto& [job, f] : in_flight_) s.in_flight.push_back(f);
-  const int gpus_per_instance = std::max(prov_.gpus_per_instance(""), 1);
   for (const auto& [id, p] : pending_instances_)
     s.in_flight.push_back({p.job_id, p.region, p.gpu, gpus_per_instance});
   if (prov_.can_grow()) {
@@ -152,29 +225,84 @@ void ControlPlane::plan_now() {
     }
   } pace{*this, t0};
   sched::Snapshot snap = snapshot();
-  if (snap.queue.empty()) return;
-  sched::Plan plan = sched::plan(snap);
-  for (const auto& a : plan.assign) grant(a);
-  for (const auto& r : plan.provision) ask_capacity(r);
-  for (auto& w : plan.wait) {
-    // With provisioning stopped the plan only knows that the fleet cannot grow; the job must
-    // also say why (an auth failure, a broken config), or the user cannot fix it.
-    if (!w.capacity && !provisioning_stopped_.empty() && prov_.can_grow())
-      w.reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
-    if (auto it = queue_.find(w.job_id); it != queue_.end()) apply_wait(it->second, w);
+  if (!snap.queue.empty()) {
+    // The deepest planned job of each class: what it is told, its class's tail is told too.
+    std::map<std::int64_t, JobClass*> deepest;
+    for (auto& [key, c] : classes_)
+      if (c.planned_last) deepest[c.planned_last->second] = &c;
+    sched::Plan plan = sched::plan(snap);
+    std::vector<store::Store::JobStateChange> changes;  // written in one transaction
+    for (const auto& a : plan.assign) grant(a);
+    for (const auto& r : plan.provision) ask_capacity(r);
+    for (auto& w : plan.wait) {
+      // With provisioning stopped the plan only knows that the fleet cannot grow; the job must
+      // also say why (an auth failure, a broken config), or the user cannot fix it.
+      if (!w.capacity && !provisioning_stopped_.empty() && prov_.can_grow())
+        w.reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
+      if (auto d = deepest.find(w.job_id); d != deepest.end()) d->second->rep = w;
+      if (auto it = queue_.find(w.job_id); it != queue_.end())
+        if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
+    }
+    apply_waits(changes);
   }
+  sync_tails();
+}
+
+void ControlPlane::sync_tails() {
+  // Bounded per pass (the changes are one store transaction, but each is a job row and an
+  // event), so that a reason changing for a long queue (the first agent for its GPU enrols)
+  // does not stall the API; another pass follows while some are left.
+  constexpr std::size_t kPerPass = 256;
+  std::vector<std::pair<std::int64_t, sched::Wait>> todo;
+  bool more = false;
+  for (auto& [key, c] : classes_) {
+    if (!c.rep || !c.planned_last) continue;
+    const std::string want = std::string(c.rep->capacity ? "c" : "q") + '\x1f' +
+                             reason_key(c.rep->reason) + '\x1f' + c.rep->waits_for + '\x1f' +
+                             c.rep->host;
+    if (want != c.rep_synced) {
+      c.rep_synced = want;
+      c.sync_from = *c.planned_last;
+    }
+    if (!c.sync_from) continue;
+    auto it = *c.sync_from > *c.planned_last ? c.order.lower_bound(*c.sync_from)
+                                             : c.order.upper_bound(*c.planned_last);
+    for (; it != c.order.end() && todo.size() < kPerPass; ++it) {
+      if (in_flight_.count(it->second) || retry_after_.count(it->second)) continue;
+      sched::Wait w = *c.rep;
+      w.job_id = it->second;
+      todo.emplace_back(it->second, std::move(w));
+    }
+    if (it == c.order.end()) {
+      c.sync_from.reset();
+    } else {
+      c.sync_from = *it;
+      more = true;
+    }
+  }
+  std::vector<store::Store::JobStateChange> changes;
+  for (auto& [id, w] : todo)
+    if (auto it = queue_.find(id); it != queue_.end())
+      if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
+  apply_waits(changes);
+  if (more) request_plan();
 }
 
 void ControlPlane::apply_wait(QueuedJob& j, const sched::Wait& w) {
+  if (auto c = wait_change(j, w)) apply_waits({*c});
+}
+
+std::optional<store::Store::JobStateChange> ControlPlane::wait_change(QueuedJob& j,
+                                                                      const sched::Wait& w) {
   std::string reason = w.reason;
   if (!provisioning_stopped_.empty() && w.capacity)
     reason += " (provisioning stopped: " + provisioning_stopped_ + ")";
   const JobState want = w.capacity ? JobState::waiting_capacity : JobState::queued;
   auto& last = wait_reason_[j.id];
-  if (j.state == want && (last == reason || reason_key(last) == reason_key(reason))) return;
+  if (j.state == want && (last == reason || reason_key(last) == reason_key(reason))) return std::nullopt;
   last = reason;
   if (j.state == want && (j.state_reason == reason || reason_key(j.state_reason) == reason_key(reason)))
-    return;
+    return std::nullopt;
   if (!w.waits_for.empty()) {
     // A job waiting for a whole host (not a GPU) says which: the queue view and the CLI show it.
     store_.append_job_event(j.id, event_type::sched_decision,
@@ -182,8 +310,13 @@ void ControlPlane::apply_wait(QueuedJob& j, const sched::Wait& w) {
                              {"reason", reason}},
                             clock_->now_ms());
   }
-  auto r = store_.set_job_state(j.id, want, reason, clock_->now_ms());
-  if (r) remember_pending(*r);
+  return store::Store::JobStateChange{j.id, want, reason};
+}
+
+void ControlPlane::apply_waits(const std::vector<store::Store::JobStateChange>& changes) {
+  if (changes.empty()) return;
+  for (auto& r : store_.set_job_states(changes, clock_->now_ms()))
+    if (r) remember_pending(*r);
   events_changed();
 }
 
@@ -228,7 +361,7 @@ void ControlPlane::grant(const sched::Assign& a) {
   waiter->offer = std::move(offer);
   waiter->done = true;
   waiter->timer.cancel();
-  queue_.erase(a.job_id);
+  forget_pending(a.job_id);
   in_flight_.erase(a.job_id);
   wait_reason_.erase(a.job_id);
   idle_since_.erase(a.agent_id);

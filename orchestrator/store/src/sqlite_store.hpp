@@ -19,6 +19,8 @@ class SqliteStore final : public Store {
   std::vector<JobRecord> pending_jobs() override;
   Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
                                   TimeMs now, const std::string& by = {}) override;
+  std::vector<Result<JobRecord>> set_job_states(const std::vector<JobStateChange>& changes,
+                                                TimeMs now) override;
   std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
@@ -82,6 +84,9 @@ class SqliteStore final : public Store {
   std::vector<AuditRecord> audit_log(int limit) override;
 
  private:
+  // set_job_state's work, inside the caller's transaction; refusals come before any write.
+  Result<JobRecord> change_job_state(std::int64_t id, JobState s, const std::string& reason,
+                                     TimeMs now, const std::string& by);
   // Helpers that run inside an open transaction and throw DbError on failure.
   std::optional<JobRecord> load_job(std::int64_t id);
   std::optional<RunRecord> load_run(std::int64_t id);

@@ -253,6 +253,36 @@ TEST_P(StoreContract, SetJobStateWritesAnEventAndTerminalJobsCannotChange) {
   EXPECT_EQ(store().job_events(j.id, 0, 100).size(), 3u);
 }
 
+TEST_P(StoreContract, SetJobStatesJudgesEachChangeAloneAndKeepsTheirOrder) {
+  auto a = create("a");
+  auto b = create("b");
+  auto gone = create("gone");
+  ASSERT_TRUE(store().set_job_state(gone.id, JobState::cancelled, "user", 5000).ok());
+  auto rs = store().set_job_states({{a.id, JobState::waiting_capacity, "stockout"},
+                                    {gone.id, JobState::queued, "again"},
+                                    {999, JobState::queued, "nobody"},
+                                    {b.id, JobState::queued, "waiting for an idle L4 agent"}},
+                                   6000);
+  ASSERT_EQ(rs.size(), 4u);
+  ASSERT_TRUE(rs[0].ok()) << rs[0].error().message;
+  EXPECT_EQ(rs[0]->id, a.id);
+  EXPECT_EQ(rs[0]->state, JobState::waiting_capacity);
+  ASSERT_FALSE(rs[1].ok());
+  EXPECT_EQ(rs[1].error().code, Errc::conflict);
+  ASSERT_FALSE(rs[2].ok());
+  EXPECT_EQ(rs[2].error().code, Errc::not_found);
+  ASSERT_TRUE(rs[3].ok()) << rs[3].error().message;
+  EXPECT_EQ(rs[3]->state_reason, "waiting for an idle L4 agent");
+  // The refusals wrote nothing; the others are stored with their job.state event.
+  EXPECT_EQ(store().get_job(gone.id)->state, JobState::cancelled);
+  EXPECT_EQ(store().get_job(a.id)->state_reason, "stockout");
+  auto evs = store().job_events(b.id, 0, 100);
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[1].data["reason"], "waiting for an idle L4 agent");
+  EXPECT_EQ(evs[1].ts_ms, 6000);
+  EXPECT_TRUE(store().set_job_states({}, 7000).empty());
+}
+
 TEST_P(StoreContract, FindJobByContentHashReturnsTheNewest) {
   auto first = store().create_job(job("x"), ++now_);
   auto second = store().create_job(job("x"), ++now_);

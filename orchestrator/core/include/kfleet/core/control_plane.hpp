@@ -155,7 +155,7 @@ class ControlPlane {
   boost::asio::awaitable<Result<std::optional<LeaseOffer>>> wait_for_lease(std::int64_t agent_id,
                                                                            TimeMs wait_ms);
   Result<store::IngestResult> ingest(std::int64_t agent_id, std::int64_t run_id,
-                                     std::int64_t fencing_token, const std::vector<Event>& events);
+                                     std::int64_t fencing_token, std::vector<Event> events);
   Result<store::RunRecord> finish(std::int64_t agent_id, std::int64_t run_id,
                                   std::int64_t fencing_token, const Verdict& v);
 
@@ -200,10 +200,30 @@ class ControlPlane {
     JobState state = JobState::queued;
     std::string state_reason;
     bool host_exclusive = false;
+    std::string cls;  // its JobClass key
+  };
+  // Queued jobs a pass cannot tell apart (same GPU, regions, host exclusivity, parent and
+  // build state) form a class. A pass plans only the first jobs of each class, as many as could
+  // possibly be placed (agents, capacity budget) and one more: the rest of the class can only
+  // wait, and wait for the same reason as that last one (`rep`), which is carried to them a
+  // bounded number per pass. So a pass costs what the fleet's size does, not the queue's.
+  using QueueKey = std::pair<int, std::int64_t>;  // (-priority, id): the order a pass takes
+  struct JobClass {
+    std::set<QueueKey> order;
+    std::optional<QueueKey> planned_last;  // the deepest job the current pass planned
+    std::optional<sched::Wait> rep;        // what the last pass told that job
+    std::string rep_synced;                // the reason (as reason_key) the tail is brought to
+    std::optional<QueueKey> sync_from;     // tail jobs from here on may not carry it yet
   };
   void remember_pending(const store::JobRecord& j);
+  void forget_pending(std::int64_t job_id);
+  std::string class_key(const QueuedJob& j) const;
+  void sync_tails();
   sched::Snapshot snapshot();
   void apply_wait(QueuedJob& j, const sched::Wait& w);
+  // What apply_wait would write for the job; nothing when it already says so.
+  std::optional<store::Store::JobStateChange> wait_change(QueuedJob& j, const sched::Wait& w);
+  void apply_waits(const std::vector<store::Store::JobStateChange>& changes);  // one batch
   void grant(const sched::Assign& a);
   void ask_capacity(const sched::RequestCapacity& r);
   void on_capacity(const sched::RequestCapacity& r, const provision::CapacityResult& res);
@@ -224,6 +244,7 @@ class ControlPlane {
   std::mt19937_64 rng_;
 
   std::map<std::int64_t, QueuedJob> queue_;                      // job id -> pending job
+  std::map<std::string, JobClass> classes_;                      // class key -> its jobs
   std::map<std::int64_t, std::shared_ptr<Waiter>> waiters_;      // agent id -> its long-poll
   std::map<std::int64_t, sched::InFlight> in_flight_;            // job id -> capacity request
   std::map<std::string, PendingInstance> pending_instances_;     // instance id -> what it is for

@@ -207,6 +207,21 @@ class Store {
   // is recorded as the job's cancelled_by when s is cancelled; it is ignored otherwise.
   virtual Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
                                           TimeMs now, const std::string& by = {}) = 0;
+  // Several set_job_state calls, each judged as it would be alone (one refused leaves the
+  // others); results in the order given. A backend may write them in one transaction, as
+  // SQLite does, so that a scheduling pass moving many waiting jobs pays for one commit.
+  struct JobStateChange {
+    std::int64_t id = 0;
+    JobState state = JobState::queued;
+    std::string reason;
+  };
+  virtual std::vector<Result<JobRecord>> set_job_states(const std::vector<JobStateChange>& changes,
+                                                        TimeMs now) {
+    std::vector<Result<JobRecord>> out;
+    out.reserve(changes.size());
+    for (const auto& c : changes) out.push_back(set_job_state(c.id, c.state, c.reason, now));
+    return out;
+  }
   virtual std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) = 0;
 
   // --- leases and runs

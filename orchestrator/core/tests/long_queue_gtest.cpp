@@ -1,0 +1,135 @@
+// A queue far longer than the fleet: a scheduling pass plans only the first jobs of each class
+// of interchangeable jobs, so these check what must still hold for the rest of the queue. Jobs
+// are leased in priority order, every queued job carries its wait reason (the deep ones too),
+// and a reason that changes reaches every job of the class.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/core/control_plane.hpp"
+#include "kfleet/provision/provisioner.hpp"
+
+namespace kfleet::core {
+namespace {
+
+struct Plane {
+  boost::asio::io_context io;
+  std::unique_ptr<store::Store> st;
+  provision::ProvisionerPtr prov = provision::make_static_provisioner();
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
+  std::unique_ptr<ControlPlane> cp;
+  Plane() {
+    auto s = store::open_sqlite_store({":memory:"});
+    EXPECT_TRUE(s.ok());
+    st = std::move(*s);
+    Config cfg;
+    cfg.enrol_token = "e";
+    cp = std::make_unique<ControlPlane>(io.get_executor(), *st, clock, *prov, cfg);
+  }
+  ~Plane() { cp->stop(); }
+
+  // Runs queued passes (and the passes they ask for) until there is nothing left to do.
+  void settle() {
+    io.restart();
+    io.run_for(std::chrono::seconds(20));
+  }
+
+  std::int64_t enrol(const std::string& name, const std::string& gpu) {
+    EnrolRequest er{name, "us-east-1", "simulated", "static", "", {}, {}};
+    GpuInfo g;
+    g.gpu_class = gpu;
+    g.simulated = true;
+    er.gpus = {g};
+    auto r = cp->enrol(er);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? r->agent_id : 0;
+  }
+
+  std::int64_t submit(const std::string& name, const std::string& gpu, int priority) {
+    Bundle b;
+    b.files.push_back({"k.cu", "// k\n"});
+    SubmitRequest sr{"name: " + name + "\npriority: " + std::to_string(priority) +
+                         "\ntarget: {gpu: " + gpu +
+                         "}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
+                     "job.yaml", bundle_to_json(b), true, "test"};
+    auto r = cp->submit(sr);
+    EXPECT_TRUE(std::holds_alternative<SubmitResult>(r));
+    return std::holds_alternative<SubmitResult>(r) ? std::get<SubmitResult>(r).job.id : 0;
+  }
+
+  // One long-poll; the job it leased (0 when none), finished at once.
+  std::int64_t take(std::int64_t agent) {
+    std::optional<LeaseOffer> got;
+    bool done = false;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          auto r = co_await cp->wait_for_lease(agent, 5000);
+          if (r.ok()) got = *r;
+          done = true;
+        },
+        boost::asio::detached);
+    io.restart();
+    while (!done && io.run_one_for(std::chrono::seconds(10))) {
+    }
+    if (!got) return 0;
+    Verdict v;
+    v.outcome = RunOutcome::passed;
+    v.simulated = true;
+    EXPECT_TRUE(cp->finish(agent, got->lease.run_id, got->lease.fencing_token, v).ok());
+    return got->lease.job_id;
+  }
+
+  // How many of the jobs are pending with a reason starting with `prefix`.
+  int with_reason(const std::vector<std::int64_t>& jobs, const std::string& prefix) {
+    int n = 0;
+    for (auto id : jobs) {
+      auto j = st->get_job(id);
+      if (j && (j->state == JobState::queued || j->state == JobState::waiting_capacity) &&
+          j->state_reason.rfind(prefix, 0) == 0)
+        ++n;
+    }
+    return n;
+  }
+};
+
+TEST(LongQueue, DeepJobsCarryTheirReasonAndLeasesFollowPriority) {
+  Plane p;
+  const auto l4_agent = p.enrol("l4", "L4");
+  // Far more jobs than one agent's pass looks at (two per class), in two classes.
+  std::vector<std::int64_t> l4, h100;
+  std::vector<std::pair<int, std::int64_t>> expect;  // (-priority, id): the order leases follow
+  for (int i = 0; i < 600; ++i) {
+    const int prio = (i * 7) % 3;
+    if (i % 2) {
+      l4.push_back(p.submit("l4-" + std::to_string(i), "L4", prio));
+      expect.emplace_back(-prio, l4.back());
+    } else {
+      h100.push_back(p.submit("h100-" + std::to_string(i), "H100", prio));
+    }
+  }
+  p.settle();
+  // The L4 agent is enrolled but not asking: every L4 job waits for it; no agent serves H100.
+  EXPECT_EQ(p.with_reason(l4, "waiting for an idle L4 agent"), 300);
+  EXPECT_EQ(p.with_reason(h100, "no agent serves gpu 'H100'"), 300);
+
+  std::sort(expect.begin(), expect.end());
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(p.take(l4_agent), expect[static_cast<std::size_t>(i)].second) << i;
+
+  // The first H100 agent changes the reason of every H100 job, the deepest included.
+  const auto h100_agent = p.enrol("h100", "H100");
+  const auto first = p.take(h100_agent);
+  EXPECT_NE(first, 0);
+  p.settle();
+  EXPECT_EQ(p.with_reason(h100, "waiting for an idle H100 agent"), 299);
+  EXPECT_EQ(p.with_reason(h100, "no agent serves"), 0);
+}
+
+}  // namespace
+}  // namespace kfleet::core
