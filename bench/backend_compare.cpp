@@ -125,9 +125,13 @@ int compare_backends(int argc, char** argv) {
   std::printf("\n== PostgreSQL vs SQLite (same machine, same arguments; PostgreSQL is a local "
               "scratch server on a unix socket)\n\n");
   std::printf("| metric | SQLite | PostgreSQL | PostgreSQL / SQLite |\n|---|---:|---:|---:|\n");
+  // Rows pair up by metric name and occurrence (a bench that prints one table per queue depth
+  // repeats its metric names).
+  std::map<std::string, int> seen_lite;
   for (const auto& [metric, lite] : figures["sqlite"]) {
+    int skip = seen_lite[metric]++;
     for (const auto& [m2, pg] : figures["postgres"]) {
-      if (m2 != metric) continue;
+      if (m2 != metric || skip-- > 0) continue;
       const bool lower_better = lite.unit == "ms" || lite.unit == "s" || lite.unit == "us";
       std::printf("| %s | %.2f %s | %.2f %s | %.2fx (%s is better) |\n", metric.c_str(),
                   lite.value, lite.unit.c_str(), pg.value, pg.unit.c_str(),

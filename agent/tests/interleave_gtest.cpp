@@ -183,7 +183,9 @@ TEST(Interleave, UndecidableStopsAtTheRoundCap) {
   auto bench = r.sink.of("bench.result");
   ASSERT_EQ(bench.size(), 1u);
   EXPECT_LE(bench[0].value("rounds", 0), 7);
-  if (v->perf == "inconclusive") EXPECT_EQ(bench[0].value("rounds", 0), 7);
+  if (v->perf == "inconclusive") {
+    EXPECT_EQ(bench[0].value("rounds", 0), 7);
+  }
 }
 
 TEST(Interleave, MissingReferenceSourcesAreAnError) {

@@ -124,7 +124,9 @@ Examples:
         s.io().out << "baseline of " << b.value("kernel", "") << " case " << b.value("case", "")
                    << " on " << b.value("gpu_class", "") << " is now run " << b.value("run_id", 0)
                    << " (" << b.value("median_us", 0.0) << " µs"
-                   << (b.value("simulated", false) ? ", simulated" : "") << ")\n";
+                   << (b.value("simulated", false) ? ", simulated" : "")
+                   << (b.value("set_by", "").empty() ? "" : ", set by " + b.value("set_by", ""))
+                   << ")\n";
       return 0;
     }
     if (a[0] == "list") {
@@ -138,7 +140,9 @@ Examples:
         s.io().out << (b.value("superseded", false) ? "  (old) " : "current ") << b.value("kernel", "")
                    << " / " << b.value("case", "") << " / " << b.value("gpu_class", "") << ": run "
                    << b.value("run_id", 0) << ", " << b.value("median_us", 0.0) << " µs, set "
-                   << b.value("set_at", "") << " (" << b.value("reason", "") << ")"
+                   << b.value("set_at", "")
+                   << (b.value("set_by", "").empty() ? "" : " by " + b.value("set_by", ""))
+                   << " (" << b.value("reason", "") << ")"
                    << (b.value("simulated", false) ? " [simulated]" : "") << "\n";
       return 0;
     }

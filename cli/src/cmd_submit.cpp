@@ -108,7 +108,7 @@ Examples:
       }
       const auto id = int_field(job, "id").value_or(0);
       if (!s.json())
-        s.io().out << submitted_line(job) << "\n  " << dashboard_url(s.config().server, id) << "\n";
+        s.io().out << submitted_line(job) << "\n  " << dashboard_url(s.server_in_use(), id) << "\n";
       jobs.emplace_back(id, str_field(job, "gpu"));
     }
     if (!o->follow && !o->wait) return worst;

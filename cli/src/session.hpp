@@ -35,6 +35,9 @@ class Session {
   Result<void> stream(const std::string& path, const HttpClient::SseHandler& on_event,
                       const std::string& last_event_id);
 
+  // The kfleetd answering now (one of a comma-separated --server list: the leader).
+  const std::string& server_in_use() { return http().base_url(); }
+
   // Prints "kfleet: [<context>: ]<message>" on stderr and returns the exit status for it.
   int fail(const Error& e, const std::string& context = "");
   // Blocks for the current backoff step and doubles it up to the cap.

@@ -134,6 +134,8 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
   field("state", paint_state(str_field(job, "state"), color) +
                      (str_field(job, "state_reason").empty() ? "" : ": " + str_field(job, "state_reason")));
   field("attempts", str_field(job, "attempts") + "/" + str_field(job, "max_attempts"));
+  field("submitter", str_field(job, "submitted_by"));
+  if (!str_field(job, "cancelled_by").empty()) field("cancelled", "by " + str_field(job, "cancelled_by"));
   field("age", age_of(job, "created", now));
   if (const auto& v = obj_field(job, "verdict"); !v.empty()) field("verdict", format_verdict_line(v, color));
   const auto& runs = arr_field(body, "runs");

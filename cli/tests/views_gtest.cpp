@@ -98,6 +98,18 @@ TEST(Views, JobDetailListsRuns) {
   EXPECT_NE(out.find("L4 (us-west-2)"), std::string::npos) << out;
   EXPECT_NE(out.find("PASSED: same"), std::string::npos) << out;
   EXPECT_NE(out.find("lost"), std::string::npos) << out;
+  EXPECT_EQ(out.find("cancelled"), std::string::npos) << out;  // nobody cancelled it
+}
+
+TEST(Views, JobDetailSaysWhoSubmittedAndWhoCancelled) {
+  nlohmann::json body = {
+      {"job", {{"id", 13}, {"name", "fa/iter2"}, {"gpu", "L4"}, {"state", "cancelled"},
+               {"state_reason", "cancelled by sam"}, {"attempts", 0}, {"max_attempts", 3},
+               {"submitted_by", "alice"}, {"cancelled_by", "sam"}}},
+      {"runs", nlohmann::json::array()}};
+  const std::string out = render_job_detail(body, kNow, false);
+  EXPECT_NE(out.find("submitter alice\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("cancelled by sam\n"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // their cross-check with events and host time, fresh input seeds and the re-check draw, the
 // dense tensor peaks and floors, and what do-nothing outputs score against a tolerance.
 #include "integrity.hpp"
+#include "stop_rule.hpp"
 
 #include <cmath>
 #include <random>
@@ -186,6 +187,46 @@ TEST(FreshInputs, RecheckRateFollowsItsCostWithinBounds) {
   EXPECT_FALSE(p.checked(50, 0.03));
   // At p_min, a kernel wrong on half of 1000 runs is still caught but for odds under 1e-4.
   EXPECT_LT(std::pow(1 - p.p_min, 500), 1e-4);
+}
+
+// A kernel honest on the always-checked runs and wrong on every later one, with perfectly quiet
+// samples (the noise target is met at 10). Without the guard, at p = 0.02 it would face ~0.14
+// draws and usually pass; with it, the noise target cannot end sampling before min_random_checks
+// later runs were drawn, every one of which catches it.
+TEST(FreshInputs, QuietSamplesDoNotEndSamplingBeforeEnoughRandomRechecks) {
+  const auto trials = [](double p_now, bool guard) {
+    RecheckPolicy policy;
+    policy.p = p_now;
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(0, 1);
+    int caught = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+      StopRule rule(StopRuleConfig{10, 100000, 0.5, 1e9});
+      std::size_t random_checks = 0;
+      std::string stop;
+      for (std::size_t i = 0; stop.empty(); ++i) {
+        if (policy.checked(i, u(rng)) && i >= policy.always_first) ++random_checks;
+        stop = rule.add(100.0, 0.0);
+        if (guard && stop == "noise_target" && !policy.enough_random_checks(random_checks))
+          stop = rule.limits(0.0);
+      }
+      if (guard) {
+        EXPECT_GE(random_checks, policy.min_random_checks);
+      }
+      caught += random_checks > 0;  // any re-check past the first runs lands on a wrong run
+    }
+    return caught;
+  };
+  EXPECT_LT(trials(0.02, false), 100) << "the window the guard closes";
+  EXPECT_EQ(trials(0.02, true), 200);
+  EXPECT_EQ(trials(0.25, true), 200);
+  // The hard bounds still hold while random re-checks are awaited.
+  StopRule rule(StopRuleConfig{10, 20, 0.5, 5});
+  for (int i = 0; i < 19; ++i) rule.add(100.0, 0.0);
+  EXPECT_EQ(rule.limits(0.0), "");
+  EXPECT_EQ(rule.limits(5.0), "max_time");
+  rule.add(100.0, 0.0);
+  EXPECT_EQ(rule.limits(0.0), "max_samples");
 }
 
 TEST(Floors, DenseTensorPeaksPerDtype) {

@@ -93,9 +93,10 @@ TEST(MultiGpu, EightJobsRunAtOnceOnEightSlotsAndNeverTwoOnOneSlot) {
   EXPECT_EQ(peak_concurrency(v), kGpus) << "eight jobs at once, no more";
   for (std::size_t i = 0; i < v.size(); ++i)
     for (std::size_t j = i + 1; j < v.size(); ++j)
-      if (v[i].slot == v[j].slot)
+      if (v[i].slot == v[j].slot) {
         EXPECT_FALSE(overlap(v[i], v[j]))
             << "slot " << v[i].slot << " held runs " << v[i].run << " and " << v[j].run << " at once";
+      }
   auto hosts = c.sql("SELECT DISTINCT host FROM runs");
   ASSERT_EQ(hosts.size(), 1u);
   EXPECT_EQ(hosts[0][0], "simhost");
@@ -155,8 +156,9 @@ TEST(MultiGpu, AHostExclusiveJobRunsAloneOnItsHost) {
     if (s.run == x->run) continue;
     EXPECT_FALSE(overlap(*x, s)) << "run " << s.run << " (slot " << s.slot
                                  << ") ran beside the host-exclusive run " << x->run;
-    if (std::find(after.begin(), after.end(), s.job) != after.end())
+    if (std::find(after.begin(), after.end(), s.job) != after.end()) {
       EXPECT_GT(s.lo, x->hi) << "job " << s.job << " overtook the host-exclusive job";
+    }
   }
   // It said it was waiting for the host, not for a GPU.
   auto waits = c.sql("SELECT json_extract(data, '$.host'), json_extract(data, '$.reason') FROM events "

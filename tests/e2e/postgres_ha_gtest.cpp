@@ -151,6 +151,15 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
     EXPECT_EQ(any.base_url(), fleet.url(0));
   }
 
+  // So does the CLI, given the list in KFLEET_SERVER.
+  {
+    auto r = run_cmd({KFLEET_CLI_BIN, "status"}, 60000,
+                     {{"KFLEET_SERVER", fleet.url(1) + "," + fleet.url(2) + "," + fleet.url(0)},
+                      {"KFLEET_TOKEN", kToken}, {"NO_COLOR", "1"}, {"HOME", fleet.dir()},
+                      {"XDG_CONFIG_HOME", fleet.dir() + "/xdg"}});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+
   // 200 jobs, submitted through the URL list.
   const std::string jobdir = fleet.dir() + "/job";
   fs::create_directories(jobdir);
@@ -246,6 +255,39 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
   std::printf("runs: %s (lost to the kills and retried: %s)\n",
               one(*db, "SELECT count(*) FROM runs").c_str(),
               one(*db, "SELECT count(*) FROM runs WHERE outcome <> 'passed'").c_str());
+}
+
+// A leader whose lock connection dies (the database restarted it, a network cut) can no
+// longer know it leads: it exits (status 3) for a supervisor to restart it as a standby, and
+// the standby takes over. Nothing is written by two leaders.
+TEST(PostgresHA, ALeaderThatLosesItsLockConnectionStepsDown) {
+  auto server = store::ScratchPostgres::start();
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  auto db = (*server)->create_database("kfleet");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  Fleet fleet(*db, 2);
+  fleet.start(0);
+  ASSERT_TRUE(wait_until([&] { return fleet.leader().first == 0; }, std::chrono::seconds(10)))
+      << fleet.logs();
+  fleet.start(1);
+  // Only the connection holding the leader lock is cut.
+  auto cut = pg_sql((*server)->url("postgres"),
+                    "SELECT count(pg_terminate_backend(a.pid)) FROM pg_stat_activity a JOIN "
+                    "pg_locks l ON l.pid = a.pid WHERE a.application_name = 'kfleetd-leader' "
+                    "AND l.locktype = 'advisory' AND l.granted");
+  ASSERT_EQ(cut[0][0], "1");
+  EXPECT_EQ(fleet.proc(0).wait(10000), 3) << fleet.logs();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto [w, e] = fleet.leader();
+        if (w != 1 || e != 2) return false;
+        HttpClient c(fleet.url(1), kToken);
+        auto r = c.get("/api/v1/health");
+        return r.ok() && r->status == 200;
+      },
+      std::chrono::seconds(10)))
+      << fleet.logs();
+  EXPECT_NE(fleet.logs().find("lost the leadership"), std::string::npos) << fleet.logs();
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ TEST(Regression, FivePercentSlowerOnL4IsTheOnlyRegressedCell) {
   for (const auto& b : baselines) {
     EXPECT_TRUE(b["simulated"].get<bool>()) << b.dump();  // simulated agents made them
     EXPECT_GT(b["samples"].get<int>(), 0) << b.dump();
+    EXPECT_EQ(b["set_by"], "admin") << b.dump();  // who started the regression run
   }
 
   // 2. Same kernels, kern/b scripted 5% slower on L4 only.

@@ -319,7 +319,9 @@ async function mainWalk() {
   await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: JOB_SPEC("livecamp/base"), source_name: "job.yaml", bundle: BUNDLE }, expect: 200 });
 
   // Baselines.
-  await call("POST /api/v1/baselines", {}, { token: sam, body: { run_id: run, reason: "live" }, expect: 201 });
+  const bl = (await call("POST /api/v1/baselines", {}, { token: sam, body: { run_id: run, reason: "live" }, expect: 201 })).body;
+  if (bl?.baseline?.set_by !== "sam" || bl?.baseline?.reason !== "live")
+    fail(`a baseline set by sam should say set_by "sam", reason "live": ${JSON.stringify(bl)}`);
   await call("POST /api/v1/baselines", {}, { token: sam, body: {}, expect: 400 });
   await call("POST /api/v1/baselines", {}, { token: sam, body: { run_id: MISSING }, expect: 404 });
   await call("GET /api/v1/baselines", {}, { token: rita, query: { history: 1 }, expect: 200 });
@@ -335,7 +337,9 @@ async function mainWalk() {
 
   // Cancel: a queued job, then again (already finished), then one that does not exist.
   const j2 = (await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: JOB_SPEC("livecamp/two"), source_name: "job.yaml", bundle: BUNDLE, force: true }, expect: 201 })).body.job;
-  await call("POST /api/v1/jobs/{id}/cancel", { id: j2.id }, { token: sam, expect: 200 });
+  const cancelled = (await call("POST /api/v1/jobs/{id}/cancel", { id: j2.id }, { token: sam, expect: 200 })).body;
+  if (cancelled?.job?.cancelled_by !== "sam") fail(`a job cancelled by sam should say cancelled_by "sam": ${JSON.stringify(cancelled)}`);
+  if (j2.cancelled_by !== "") fail(`a job nobody cancelled should say cancelled_by "": ${JSON.stringify(j2)}`);
   await call("POST /api/v1/jobs/{id}/cancel", { id: j2.id }, { token: sam, expect: 409 });
   await call("POST /api/v1/jobs/{id}/cancel", { id: MISSING }, { token: sam, expect: 404 });
 

@@ -83,14 +83,25 @@ std::uint64_t sample_input_seed(std::uint64_t run_nonce, std::uint64_t sample_in
 // runs rather than a quarter (which took minutes), and a small kernel keeps p_max. A kernel that
 // answers wrongly on a fraction f of n runs escapes with probability (1 - p)^(f n): at p_min and
 // 1000 runs, under 1e-4 for f = 0.5. A kernel cannot lower p by being slow (that raises it).
+//
+// A lower p must not buy a kernel a window: one honest for the always-checked runs and wrong
+// after them would, with few samples (the noise target met at 10), face only a handful of draws.
+// So the noise target may end sampling only once `min_random_checks` runs past the first have
+// been drawn and re-checked; each of those lands on a wrong run with probability f, so such a
+// kernel escapes with at most (1 - f)^12 (< 3e-4 for f = 1/2, which is what it takes to move a
+// median), whatever p is. max_time and max_samples still end sampling, and the line reports how
+// many random re-checks ran.
 struct RecheckPolicy {
   std::size_t always_first = 3;
+  std::size_t min_random_checks = 12;
   double p_max = 0.25, p_min = 0.02;
   double cost_ratio = 1.0;  // re-check wall time allowed per unit of timed-run wall time
   double p = p_max;
   bool checked(std::size_t sample_index, double u) const {
     return sample_index < always_first || u < p;
   }
+  // May the noise target end sampling after `random_checks` re-checks past the first runs?
+  bool enough_random_checks(std::size_t random_checks) const { return random_checks >= min_random_checks; }
   // run_s: mean wall time of one timed run with its refresh (no re-check); recheck_s: mean wall
   // time of one re-check. Non-positive or non-finite inputs leave p as it is.
   void calibrate(double run_s, double recheck_s) {

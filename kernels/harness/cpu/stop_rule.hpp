@@ -27,6 +27,12 @@ class StopRule {
     if (n_ >= c_.max_samples) return "max_samples";
     return "";
   }
+  // The hard bounds alone (no noise target): for when the caller may not stop early yet.
+  std::string limits(double elapsed_s) const {
+    if (elapsed_s >= c_.max_time_s) return "max_time";
+    if (n_ >= c_.max_samples) return "max_samples";
+    return "";
+  }
   // For a sample that is not recorded (discarded as throttled): still bounded by wall time.
   std::string time_up(double elapsed_s) const { return elapsed_s >= c_.max_time_s ? "max_time" : ""; }
   double rel_stdev_pct() const {

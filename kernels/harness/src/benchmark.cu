@@ -154,7 +154,8 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   const double rtol = o.tolerance.atol >= 0 ? o.tolerance.rtol : 0;
   StopRule rule(o.stop);
   std::vector<double> samples, clocks, event_samples;
-  std::size_t timed_runs = 0, checked_runs = 0, structural = 0, disagreements = 0, records = 0;
+  std::size_t timed_runs = 0, checked_runs = 0, random_checks = 0, structural = 0, disagreements = 0,
+              records = 0;
   std::size_t max_streams = 0;
   std::string stop_reason, recheck_reason, structural_reason, disagreement_reason;
   float recheck_max_abs = 0;
@@ -223,6 +224,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     if (policy.checked(timed_runs, uniform(os_random))) {
       const auto rc = std::chrono::steady_clock::now();
       ++checked_runs;
+      if (timed_runs >= policy.always_first) ++random_checks;
       const std::string run = "timed run " + std::to_string(timed_runs) + ": ";
       const std::string changed = problem->inputs_changed_since_refresh();
       if (!changed.empty() && recheck_reason.empty()) recheck_reason = run + changed;
@@ -255,6 +257,9 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     // so the integrity work never costs samples.
     const double sampling_s = seconds_since(sample_start) - overhead_s;
     stop_reason = slowed ? rule.time_up(sampling_s) : rule.add(us, sampling_s);
+    // Quiet samples alone do not end sampling before enough random re-checks (RecheckPolicy).
+    if (stop_reason == "noise_target" && !policy.enough_random_checks(random_checks))
+      stop_reason = rule.limits(sampling_s);
     if (!recheck_reason.empty() && timed_runs >= 3) stop_reason = "recheck_failed";
   }
   // Replay probe: the last sample's inputs again, three times (outside the samples). A kernel
@@ -359,6 +364,8 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       .str("suspect_reason", suspect_reason)
       .raw("recheck", JsonLine("recheck").boolean("pass", recheck_reason.empty())
                           .integer("checked_runs", (long long)checked_runs)
+                          .integer("random_checks", (long long)random_checks)
+                          .integer("min_random_checks", (long long)policy.min_random_checks)
                           .integer("timed_runs", (long long)timed_runs)
                           .num("p", policy.p).integer("always_first", (long long)policy.always_first)
                           .num("p_max", policy.p_max).num("p_min", policy.p_min)

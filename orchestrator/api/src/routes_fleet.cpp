@@ -32,11 +32,11 @@ Awaitable set_baseline(Ctx& c) {
   if (!(*body).contains("run_id") || !(*body)["run_id"].is_number_integer())
     co_return error_response(c.req, http::status::bad_request, "invalid_request",
                              "run_id (the run whose result becomes the baseline) is required");
-  const std::string by = c.user_name();
+  const std::string by = c.user_name();  // recorded as the baseline's set_by
   std::string reason = body->value("reason", std::string());
-  reason = reason.empty() ? "set by " + by : reason + " (set by " + by + ")";
+  if (reason.empty()) reason = "kfleet baseline set";
   const auto run_id = (*body)["run_id"].get<std::int64_t>();
-  auto b = core::set_baseline_from_run(c.cp, run_id, reason);
+  auto b = core::set_baseline_from_run(c.cp, run_id, reason, by);
   if (!b) co_return error_response(c.req, b.error());
   c.cp.audit(by, "baseline.set",
              {{"run_id", run_id}, {"baseline_id", b->id}, {"kernel", b->kernel},

@@ -25,6 +25,7 @@ nlohmann::json job_json(const store::JobRecord& j, bool with_spec) {
                       {"content_hash", j.content_hash},
                       {"source_name", j.source_name},
                       {"submitted_by", j.submitted_by},
+                      {"cancelled_by", j.cancelled_by},
                       {"created", time_or_null(j.created_ms)},
                       {"updated", time_or_null(j.updated_ms)},
                       {"simulated", j.simulated},

@@ -252,6 +252,10 @@ TEST(Tokens, CreateUseRevokeAndTheUserIsRecordedAndAudited) {
   ASSERT_EQ(cancel->status, 200) << cancel->body;
   EXPECT_NE((*cancel->json())["job"]["state_reason"].get<std::string>().find("alice"),
             std::string::npos);
+  EXPECT_EQ((*cancel->json())["job"]["cancelled_by"], "alice");
+  EXPECT_EQ((*j->json())["job"]["cancelled_by"], "");
+  EXPECT_EQ((*alice.get("/api/v1/jobs/" + std::to_string(job_id))->json())["job"]["cancelled_by"],
+            "alice");
   // alice may not make tokens.
   EXPECT_EQ(alice.post_json("/api/v1/tokens", {{"user", "eve"}, {"scope", "admin"}})->status, 403);
 

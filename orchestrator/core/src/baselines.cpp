@@ -35,6 +35,7 @@ nlohmann::json to_json(const store::Baseline& b) {
           {"samples", b.samples_us.size()},
           {"simulated", b.simulated},
           {"reason", b.reason},
+          {"set_by", b.set_by},
           {"set_at", format_iso8601(b.set_ms)},
           {"superseded", b.superseded_ms != 0},
           {"superseded_at", b.superseded_ms ? format_iso8601(b.superseded_ms) : ""}};
@@ -88,7 +89,8 @@ nlohmann::json run_samples(store::Store& st, const store::RunRecord& run) {
 }  // namespace
 
 Result<store::Baseline> set_baseline_from_run(ControlPlane& cp, std::int64_t run_id,
-                                              const std::string& reason) {
+                                              const std::string& reason,
+                                              const std::string& set_by) {
   auto& st = cp.store();
   auto run = st.get_run(run_id);
   if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
@@ -114,12 +116,14 @@ Result<store::Baseline> set_baseline_from_run(ControlPlane& cp, std::int64_t run
   b.samples_us = run_samples(st, *run);
   b.simulated = run->simulated || run->verdict->simulated || agent->simulated();
   b.reason = reason;
+  b.set_by = set_by;
   auto r = st.set_baseline(b, cp.clock().now_ms());
   if (r)
     st.append_job_event(job->id, "baseline.set",
                         {{"kernel", b.kernel}, {"case", b.case_name}, {"gpu_class", b.gpu_class},
                          {"run_id", b.run_id}, {"median_us", b.median_us},
-                         {"simulated", b.simulated}, {"reason", reason}},
+                         {"simulated", b.simulated}, {"reason", reason},
+                         {"set_by", set_by}},
                         cp.clock().now_ms());
   return r;
 }
@@ -132,10 +136,13 @@ void on_run_finished(ControlPlane& cp, const store::RunRecord& run) {
   auto agent = st.get_agent(run.agent_id);
   if (!job || !agent || !run.verdict) return;
   const Verdict& v = *run.verdict;
+  // kfleetd sets these baselines itself, on behalf of whoever submitted the campaign's
+  // variant (or started the regression run, whose jobs carry its starter as submitter).
   if (!job->campaign.empty() && !job->parent.empty() && v.outcome == RunOutcome::passed &&
       v.perf == "improved") {
     auto r = set_baseline_from_run(cp, run.id, "kept win of campaign " + job->campaign + " (job " +
-                                                   std::to_string(job->id) + ")");
+                                                   std::to_string(job->id) + ")",
+                                   job->submitted_by);
     if (!r) log::warn("core", "kept win of job ", job->id, " is not a baseline: ", r.error().message);
   }
   const std::int64_t reg = st.regression_of_job(job->id);
@@ -143,7 +150,8 @@ void on_run_finished(ControlPlane& cp, const store::RunRecord& run) {
   if (v.outcome == RunOutcome::passed && v.median_us &&
       !baseline_for(st, kernel_key(*job), perf_case(*job), agent_gpu_class(*agent),
                     agent->simulated())) {
-    auto r = set_baseline_from_run(cp, run.id, "first result in regression run " + std::to_string(reg));
+    auto r = set_baseline_from_run(cp, run.id, "first result in regression run " + std::to_string(reg),
+                                   job->submitted_by);
     if (!r) log::warn("core", "regression ", reg, ": no baseline from run ", run.id, ": ", r.error().message);
   }
   refresh_regression(cp, reg);

@@ -139,7 +139,7 @@ Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id, const std::st
   in_flight_.erase(job_id);
   auto r = store_.set_job_state(job_id, JobState::cancelled,
                                 by.empty() ? "cancelled by user" : "cancelled by " + by,
-                                clock_->now_ms());
+                                clock_->now_ms(), by);
   if (r) {
     remember_pending(*r);
     audit(by, "job.cancel", {{"job_id", job_id}, {"run_id", job->current_run_id}});

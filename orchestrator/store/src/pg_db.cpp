@@ -193,9 +193,12 @@ std::string Stmt::blob(int col) const {
 
 // --- Db
 
-Result<std::unique_ptr<Db>> Db::open(const std::string& url) {
+Result<std::unique_ptr<Db>> Db::open(const std::string& url, const char* application_name) {
   const std::string where = redact_postgres_url(url);
-  PGconn* c = PQconnectdb(url.c_str());
+  // The URL (expanded as dbname) first, then the application name on top of it.
+  const char* keys[] = {"dbname", "application_name", nullptr};
+  const char* values[] = {url.c_str(), application_name, nullptr};
+  PGconn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (!c) return make_error(Errc::internal, "cannot connect to " + where + ": out of memory");
   if (PQstatus(c) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(c);

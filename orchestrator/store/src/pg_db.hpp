@@ -102,8 +102,10 @@ class Stmt {
 
 class Db {
  public:
-  // Connects with a libpq connection string or URL (postgresql://user@host/db?...).
-  static Result<std::unique_ptr<Db>> open(const std::string& url);
+  // Connects with a libpq connection string or URL (postgresql://user@host/db?...), as
+  // `application_name` (what pg_stat_activity shows for the connection).
+  static Result<std::unique_ptr<Db>> open(const std::string& url,
+                                          const char* application_name = "kfleetd");
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

@@ -106,10 +106,25 @@ Result<std::unique_ptr<ScratchPostgres>> ScratchPostgres::start() {
 
   std::unique_ptr<ScratchPostgres> s(new ScratchPostgres());
   s->bindir_ = bindir;
-  std::string tmpl = (fs::temp_directory_path() / "kfleet-pg-XXXXXX").string();
+  // The temporary directory: $TMPDIR unless the server's user could not reach it (run as
+  // root, every directory on the way must be searchable by others) or the unix socket's path
+  // would be too long (about 100 bytes); /tmp then.
+  fs::path base = fs::temp_directory_path();
+  auto reachable = [&](const fs::path& p) {
+    if (!who.drop) return true;
+    fs::path cur;
+    for (const auto& part : p) {
+      cur /= part;
+      struct stat st{};
+      if (::stat(cur.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+    }
+    return true;
+  };
+  if (!reachable(base) || base.string().size() > 60) base = "/tmp";
+  std::string tmpl = (base / "kfleet-pg-XXXXXX").string();
   if (!::mkdtemp(tmpl.data()))
     return make_error(Errc::unavailable, "cannot create a temporary directory in " +
-                                             fs::temp_directory_path().string());
+                                             base.string());
   s->dir_ = tmpl;
   if (who.drop && ::chown(s->dir_.c_str(), who.uid, who.gid) != 0)
     return make_error(Errc::unavailable, "cannot hand " + s->dir_ + " to user " + who.name);

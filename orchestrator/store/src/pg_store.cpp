@@ -29,7 +29,7 @@ PostgresLeader::PostgresLeader(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 PostgresLeader::~PostgresLeader() = default;
 
 Result<std::unique_ptr<PostgresLeader>> PostgresLeader::connect(const std::string& url) {
-  auto db = pg::Db::open(url);
+  auto db = pg::Db::open(url, "kfleetd-leader");
   if (!db) return db.error();
   auto m = pg::migrate(**db);
   if (!m) return m.error();
@@ -160,11 +160,22 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
 
 void PgStore::write_job_state(std::int64_t job_id, JobState s, const std::string& reason,
                                   TimeMs now) {
-  db_->prepare("UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ?")
-      .args(to_string(s), reason, now, job_id)
-      .run();
-  insert_job_event(job_id, event_type::job_state, {{"state", to_string(s)}, {"reason", reason}},
-                   now);
+  // The state and its job.state event in one statement (one round trip, not two): the
+  // control plane calls this several times per job.
+  const nlohmann::json data = {{"state", to_string(s)}, {"reason", reason}};
+  auto q = db_->prepare(
+      "WITH u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ? "
+      "RETURNING id), "
+      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) "
+      "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+      "SELECT c.value, u.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = u.id AND "
+      "run_id = 0), 0) + 1, ?, ?, ? FROM c, u RETURNING id");
+  q.args(to_string(s), reason, now, job_id, now, event_type::job_state, dump_json(data));
+  if (!q.step()) {
+    // No such job: the event would have nowhere to point (the SQLite store fails here too,
+    // on the events' foreign key).
+    throw DbError{"23503", "job " + std::to_string(job_id) + " not found for its job.state event"};
+  }
 }
 
 void PgStore::free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s,

@@ -80,33 +80,27 @@ Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, T
         if (!why.empty()) return make_error(Errc::conflict, why);
       }
     }
-    std::int64_t token = 0;
-    {
-      auto q = db_->prepare(
-          "UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' RETURNING value");
-      if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
-      token = q.i64(0);
-    }
+    // The next fencing token, the run, and the job and agent taking it: one statement.
     const int attempt = job->attempts + 1;
     const TimeMs expires = now + ttl_ms;
-    std::int64_t run_id = 0;
+    std::int64_t token = 0, run_id = 0;
     {
       auto q = db_->prepare(
-          "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
-          "lease_expires_ms, host, slot, host_exclusive) "
-          "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING id");
-      q.args(job_id, agent_id, attempt, token, now, expires, agent->host, agent->slot,
-             job->host_exclusive ? 1 : 0);
-      q.step();
+          "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
+          "RETURNING value), "
+          "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
+          "started_ms, lease_expires_ms, host, slot, host_exclusive) "
+          "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, fencing_token), "
+          "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r) WHERE id = ?), "
+          "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
+          "last_seen_ms = ? WHERE id = ?) "
+          "SELECT id, fencing_token FROM r");
+      q.args(job_id, agent_id, attempt, now, expires, agent->host, agent->slot,
+             job->host_exclusive ? 1 : 0, attempt, job_id, now, agent_id);
+      if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
       run_id = q.i64(0);
+      token = q.i64(1);
     }
-    db_->prepare("UPDATE jobs SET attempts = ?, current_run_id = ? WHERE id = ?")
-        .args(attempt, run_id, job_id)
-        .run();
-    db_->prepare("UPDATE agents SET state = 'busy', current_run_id = ?, last_seen_ms = ? "
-                 "WHERE id = ?")
-        .args(run_id, now, agent_id)
-        .run();
     insert_job_event(job_id, event_type::lease_granted,
                      {{"run_id", run_id},
                       {"agent_id", agent_id},

@@ -29,9 +29,11 @@ std::optional<store::Baseline> baseline_for(store::Store& st, const std::string&
                                             const std::string& case_name,
                                             const std::string& gpu_class, bool simulated_agent);
 
-// Makes a finished run with a timing result the baseline of its kernel/case/class.
+// Makes a finished run with a timing result the baseline of its kernel/case/class; `set_by`
+// is the user recorded as having set it.
 Result<store::Baseline> set_baseline_from_run(ControlPlane& cp, std::int64_t run_id,
-                                              const std::string& reason);
+                                              const std::string& reason,
+                                              const std::string& set_by);
 nlohmann::json to_json(const store::Baseline& b);
 
 // Called when a run finished with a verdict: a campaign's kept win becomes the baseline; a
