@@ -50,9 +50,10 @@ asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
 void ControlPlane::request_plan() {
   if (plan_pending_ || stopped_) return;
   plan_pending_ = true;
-  // A pass reads the whole queue, so with a long queue passes are paced: the next one waits at
-  // least as long as the last one took, which keeps at least half of this thread for the API.
-  // Every trigger in between is served by that one pass; with a short queue this is ~0 ms.
+  // Passes are paced: the next one waits at least as long as the last one took, which keeps
+  // at least half of this thread for the API. Every trigger in between is served by that one
+  // pass. A pass plans only the head of each class of alike jobs (snapshot()), so its cost
+  // follows the fleet's size rather than the queue's, and this is ~0 ms.
   const auto since = std::chrono::steady_clock::now() - last_plan_end_;
   if (since >= last_plan_cost_) {
     asio::post(ex_, [this] { plan_now(); });
