@@ -168,16 +168,16 @@ TEST(FreshInputs, RecheckTakesTheFirstSamplesAndARandomQuarter) {
 // timings change nothing.
 TEST(FreshInputs, RecheckRateFollowsItsCostWithinBounds) {
   RecheckPolicy p;
-  p.calibrate(0.0005, 0.0001);  // re-check cheaper than a run: the most checks
+  p.calibrate(0.0005, 0.0001, 1000);  // re-check cheaper than a run: the most checks
   EXPECT_DOUBLE_EQ(p.p, p.p_max);
-  p.calibrate(0.001, 0.01);  // ten runs per re-check
+  p.calibrate(0.001, 0.01, 1000);  // ten runs per re-check
   EXPECT_DOUBLE_EQ(p.p, 0.1);
-  p.calibrate(0.003, 0.4);  // a large GEMM's reference
+  p.calibrate(0.003, 0.4, 100003);  // a large GEMM's reference, many runs allowed
   EXPECT_DOUBLE_EQ(p.p, p.p_min);
   for (double bad : {0.0, -1.0, std::nan(""), double(INFINITY)}) {
     RecheckPolicy q;
-    q.calibrate(bad, 0.01);
-    q.calibrate(0.01, bad);
+    q.calibrate(bad, 0.01, 1000);
+    q.calibrate(0.01, bad, 1000);
     EXPECT_DOUBLE_EQ(q.p, q.p_max) << bad;
   }
   // The first runs are checked whatever p became; later ones follow the draw.
@@ -189,44 +189,63 @@ TEST(FreshInputs, RecheckRateFollowsItsCostWithinBounds) {
   EXPECT_LT(std::pow(1 - p.p_min, 500), 1e-4);
 }
 
+// However expensive a re-check, p keeps min_random_checks expected draws within the runs the
+// bounds allow: an interleaved round capped at 10 samples keeps p_max, 1000 runs allow p_min.
+TEST(FreshInputs, RecheckRateKeepsEnoughDrawsWithinTheSampleBounds) {
+  RecheckPolicy p;
+  p.calibrate(0.003, 0.4, 10);
+  EXPECT_DOUBLE_EQ(p.p, p.p_max);
+  p.calibrate(0.003, 0.4, 103);  // 100 draws: 12 expected at p = 0.12
+  EXPECT_DOUBLE_EQ(p.p, 0.12);
+  p.calibrate(0.003, 0.4, 1000);
+  EXPECT_DOUBLE_EQ(p.p, p.p_min);
+  EXPECT_GE(p.p * (1000 - p.always_first), 12 * 0.99);
+}
+
 // A kernel honest on the always-checked runs and wrong on every later one, with perfectly quiet
-// samples (the noise target is met at 10). Without the guard, at p = 0.02 it would face ~0.14
-// draws and usually pass; with it, the noise target cannot end sampling before min_random_checks
-// later runs were drawn, every one of which catches it.
+// samples (the noise target is met at 10), through the harness's own stop decision and rate.
+// Without the guard, at p = 0.02 it would face ~0.14 draws and usually pass; with it, the noise
+// target cannot end sampling before min_random_checks later runs were drawn, every one of which
+// catches it. A run capped at 10 samples (an interleaved round) keeps p_max from calibrate().
 TEST(FreshInputs, QuietSamplesDoNotEndSamplingBeforeEnoughRandomRechecks) {
-  const auto trials = [](double p_now, bool guard) {
+  const auto trials = [](StopRuleConfig cfg, bool guard) {
     RecheckPolicy policy;
-    policy.p = p_now;
     std::mt19937_64 rng(7);
     std::uniform_real_distribution<double> u(0, 1);
     int caught = 0;
     for (int trial = 0; trial < 200; ++trial) {
-      StopRule rule(StopRuleConfig{10, 100000, 0.5, 1e9});
+      policy.p = policy.p_max;
+      StopRule rule(cfg);
       std::size_t random_checks = 0;
       std::string stop;
       for (std::size_t i = 0; stop.empty(); ++i) {
         if (policy.checked(i, u(rng)) && i >= policy.always_first) ++random_checks;
-        stop = rule.add(100.0, 0.0);
-        if (guard && stop == "noise_target" && !policy.enough_random_checks(random_checks))
-          stop = rule.limits(0.0);
+        // An expensive reference: a re-check costs as much as 100 runs.
+        if (i + 1 == policy.always_first) policy.calibrate(0.001, 0.1, static_cast<double>(cfg.max_samples));
+        const std::string raw = rule.add(100.0, 0.0);
+        stop = guard ? guarded_stop(raw, rule, 0.0, policy, random_checks) : raw;
       }
-      if (guard) {
+      if (guard && stop == "noise_target") {
         EXPECT_GE(random_checks, policy.min_random_checks);
       }
       caught += random_checks > 0;  // any re-check past the first runs lands on a wrong run
     }
     return caught;
   };
-  EXPECT_LT(trials(0.02, false), 100) << "the window the guard closes";
-  EXPECT_EQ(trials(0.02, true), 200);
-  EXPECT_EQ(trials(0.25, true), 200);
+  EXPECT_LT(trials(StopRuleConfig{10, 100000, 0.5, 1e9}, false), 100) << "the window the guard closes";
+  EXPECT_EQ(trials(StopRuleConfig{10, 100000, 0.5, 1e9}, true), 200);
+  // Capped at 10 samples: p stays 0.25, 7 draws per round; missed only if all 7 miss (0.75^7).
+  const int capped = trials(StopRuleConfig{10, 10, 0.5, 1e9}, true);
+  EXPECT_GT(capped, 200 * (1 - std::pow(0.75, 7)) - 20);
   // The hard bounds still hold while random re-checks are awaited.
   StopRule rule(StopRuleConfig{10, 20, 0.5, 5});
+  RecheckPolicy policy;
   for (int i = 0; i < 19; ++i) rule.add(100.0, 0.0);
-  EXPECT_EQ(rule.limits(0.0), "");
-  EXPECT_EQ(rule.limits(5.0), "max_time");
+  EXPECT_EQ(guarded_stop("noise_target", rule, 0.0, policy, 0), "");
+  EXPECT_EQ(guarded_stop("noise_target", rule, 5.0, policy, 0), "max_time");
+  EXPECT_EQ(guarded_stop("noise_target", rule, 0.0, policy, 12), "noise_target");
   rule.add(100.0, 0.0);
-  EXPECT_EQ(rule.limits(0.0), "max_samples");
+  EXPECT_EQ(guarded_stop("noise_target", rule, 0.0, policy, 0), "max_samples");
 }
 
 TEST(Floors, DenseTensorPeaksPerDtype) {

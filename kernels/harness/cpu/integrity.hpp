@@ -11,6 +11,7 @@
 #include "cpu_reference.hpp"
 #include "kfleet_harness/abi.h"
 #include "metrics.hpp"
+#include "stop_rule.hpp"
 
 namespace kfleet::harness {
 
@@ -81,16 +82,20 @@ std::uint64_t sample_input_seed(std::uint64_t run_nonce, std::uint64_t sample_in
 // about as much wall time as the runs themselves, never below p_min: an 8192^3 GEMM, whose fp32
 // reference takes hundreds of times longer than the kernel, is then re-checked on ~2 % of its
 // runs rather than a quarter (which took minutes), and a small kernel keeps p_max. A kernel that
-// answers wrongly on a fraction f of n runs escapes with probability (1 - p)^(f n): at p_min and
-// 1000 runs, under 1e-4 for f = 0.5. A kernel cannot lower p by being slow (that raises it).
+// answers wrongly on a fraction f of n runs escapes with probability (1 - p)^(f n). A kernel
+// cannot lower p by being slow (that raises it); the cheapest of the first re-checks sets the
+// cost, so start-up costs or work that slows one re-check do not lower it either.
 //
 // A lower p must not buy a kernel a window: one honest for the always-checked runs and wrong
-// after them would, with few samples (the noise target met at 10), face only a handful of draws.
-// So the noise target may end sampling only once `min_random_checks` runs past the first have
-// been drawn and re-checked; each of those lands on a wrong run with probability f, so such a
-// kernel escapes with at most (1 - f)^12 (< 3e-4 for f = 1/2, which is what it takes to move a
-// median), whatever p is. max_time and max_samples still end sampling, and the line reports how
-// many random re-checks ran.
+// after them would, with few runs, face only a handful of draws. Two rules close it, whatever
+// the stop reason:
+//  - p never drops below what gives `min_random_checks` expected draws within the most runs the
+//    bounds allow (max_samples, and max_time over the run's sample time): a run capped at 10
+//    samples (an interleaved round) keeps p_max;
+//  - the noise target may end sampling only after `min_random_checks` random re-checks
+//    (guarded_stop), so quiet samples cannot end it early.
+// Each random draw lands on a wrong run with probability f, so such a kernel escapes with about
+// (1 - f)^12 (< 3e-4 for f = 1/2, which is what it takes to move a median).
 struct RecheckPolicy {
   std::size_t always_first = 3;
   std::size_t min_random_checks = 12;
@@ -102,14 +107,26 @@ struct RecheckPolicy {
   }
   // May the noise target end sampling after `random_checks` re-checks past the first runs?
   bool enough_random_checks(std::size_t random_checks) const { return random_checks >= min_random_checks; }
-  // run_s: mean wall time of one timed run with its refresh (no re-check); recheck_s: mean wall
-  // time of one re-check. Non-positive or non-finite inputs leave p as it is.
-  void calibrate(double run_s, double recheck_s) {
+  // run_s: mean wall time of one timed run with its refresh (no re-check); recheck_s: wall time
+  // of the cheapest re-check so far; max_runs: the most timed runs the stop rule's bounds allow.
+  // Non-positive or non-finite times leave p as it is.
+  void calibrate(double run_s, double recheck_s, double max_runs) {
     if (!(run_s > 0) || !(recheck_s > 0) || !(run_s < 1e9) || !(recheck_s < 1e9)) return;
-    const double want = cost_ratio * run_s / recheck_s;
+    double want = cost_ratio * run_s / recheck_s;
+    const double draws = max_runs - static_cast<double>(always_first);
+    const double floor = draws > 0 ? static_cast<double>(min_random_checks) / draws : p_max;
+    if (want < floor) want = floor;
     p = want < p_min ? p_min : want > p_max ? p_max : want;
   }
 };
+
+// The stop decision after a sample: the stop rule's, except that the noise target cannot end
+// sampling before enough random re-checks (the hard bounds, max_time and max_samples, still do).
+inline std::string guarded_stop(const std::string& rule_stop, const StopRule& rule, double sampling_s,
+                                const RecheckPolicy& policy, std::size_t random_checks) {
+  if (rule_stop == "noise_target" && !policy.enough_random_checks(random_checks)) return rule.limits(sampling_s);
+  return rule_stop;
+}
 
 // ---- Honest floors: dense tensor-core peaks per dtype, and the memory bandwidth ----
 

@@ -166,6 +166,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   RecheckPolicy policy;
   double run_wall_s = 0;  // timed runs with their refresh, re-checks excluded: calibrates policy
+  double cheapest_recheck_s = 1e30;
   double overhead_s = 0, refresh_s = 0, recheck_s = 0;
   gpuStream_t hs = harness_stream();
   // What tracing adds to a launch on this host: the harness's own empty kernel through the same
@@ -247,19 +248,24 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       }
       this_recheck_s = seconds_since(rc);
       recheck_s += this_recheck_s;
+      cheapest_recheck_s = std::min(cheapest_recheck_s, this_recheck_s);
     }
     overhead_s += prep_s + seconds_since(post);
     run_wall_s += seconds_since(prep) - this_recheck_s;
     ++timed_runs;
-    if (timed_runs == policy.always_first)
-      policy.calibrate(run_wall_s / timed_runs, recheck_s / std::max<std::size_t>(checked_runs, 1));
+    if (timed_runs == policy.always_first) {
+      // The most runs the bounds allow: max_samples, and max_time over the mean sample so far.
+      const double mean_sample_s = (seconds_since(sample_start) - overhead_s) / timed_runs;
+      const double by_time = mean_sample_s > 0 ? o.stop.max_time_s / mean_sample_s : 1e12;
+      policy.calibrate(run_wall_s / timed_runs, cheapest_recheck_s,
+                       std::min(static_cast<double>(o.stop.max_samples), by_time));
+    }
     // The sampling budget counts the timed launches, not the refresh and re-check around them,
     // so the integrity work never costs samples.
     const double sampling_s = seconds_since(sample_start) - overhead_s;
-    stop_reason = slowed ? rule.time_up(sampling_s) : rule.add(us, sampling_s);
     // Quiet samples alone do not end sampling before enough random re-checks (RecheckPolicy).
-    if (stop_reason == "noise_target" && !policy.enough_random_checks(random_checks))
-      stop_reason = rule.limits(sampling_s);
+    stop_reason = guarded_stop(slowed ? rule.time_up(sampling_s) : rule.add(us, sampling_s), rule,
+                               sampling_s, policy, random_checks);
     if (!recheck_reason.empty() && timed_runs >= 3) stop_reason = "recheck_failed";
   }
   // Replay probe: the last sample's inputs again, three times (outside the samples). A kernel
