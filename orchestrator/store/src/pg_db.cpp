@@ -340,8 +340,16 @@ nlohmann::json parse_json(const std::string& s) {
 }
 
 void die(const DbError& e, const char* what) {
-  std::fprintf(stderr, "kfleet store: %s failed: %s\n", what, e.message.c_str());
-  std::abort();
+  // A store call whose signature cannot carry an error failed: leave, with a status a supervisor
+  // can act on, not a core dump. 3: another kfleetd took over (this one was fenced off; restart
+  // it and it comes back as a standby), as when its lock connection breaks. 4: the database
+  // failed or could not be reached after a reconnect; nothing was half-written (every write is
+  // one transaction), so a restart resumes from the database.
+  const bool deposed = e.sqlstate == kNotLeaderState ||
+                       e.message.find("is no longer the leader") != std::string::npos;
+  std::fprintf(stderr, "kfleet store: %s failed: %s\nkfleetd: %s\n", what, e.message.c_str(),
+               deposed ? "stepping down (exit 3)" : "exiting: the PostgreSQL store failed (exit 4)");
+  std::_Exit(deposed ? 3 : 4);
 }
 
 }  // namespace kfleet::store::pg

@@ -175,6 +175,8 @@ std::string number_placeholders(const std::string& sql);
 std::string dump_json(const nlohmann::json& j);
 nlohmann::json parse_json(const std::string& s);  // "" or unparsable -> null
 
+// Ends the process when a store call that cannot return an error fails: exit 3 if this kfleetd
+// was fenced off by another leader, else 4 (see pg_db.cpp).
 [[noreturn]] void die(const DbError& e, const char* what);
 
 }  // namespace kfleet::store::pg

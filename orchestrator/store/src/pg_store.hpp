@@ -98,8 +98,9 @@ class PgStore final : public Store {
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);
 
-  // Runs a read; a dropped connection is reopened and the read tried once more. Aborts with
-  // the database's message otherwise (the signatures of reads cannot carry an error).
+  // Runs a read; a dropped connection is reopened and the read tried once more. Otherwise the
+  // process exits with the database's message (die(): the signatures of reads cannot carry an
+  // error).
   template <class F>
   auto or_die(const char* what, F&& f) -> decltype(f()) {
     for (int attempt = 0;; ++attempt) {
