@@ -72,8 +72,19 @@ std::vector<std::pair<std::string, Figure>> parse_table(const std::string& out) 
 std::string backend_db(const std::string& backend, const std::string& dir,
                        std::shared_ptr<void>& keep) {
   if (backend == "sqlite") return dir + "/bench.db";
-  if (backend.rfind("postgresql://", 0) == 0 || backend.rfind("postgres://", 0) == 0)
+  if (backend.rfind("postgresql://", 0) == 0 || backend.rfind("postgres://", 0) == 0) {
+    // The URL goes on kfleetd's command line and into the bench's output: a password in it
+    // would be in `ps` and the logs. libpq reads PGPASSWORD / ~/.pgpass instead.
+    const auto rest = backend.substr(backend.find("://") + 3);
+    const auto at = rest.find('@');
+    if (at != std::string::npos && rest.substr(0, at).find(':') != std::string::npos) {
+      std::fprintf(stderr,
+                   "bench: the --db URL carries a password; leave it out and set PGPASSWORD "
+                   "(or a ~/.pgpass entry) instead\n");
+      std::exit(2);
+    }
     return backend;
+  }
   if (backend == "postgres") {
 #ifdef KFLEET_HAVE_POSTGRESQL
     auto s = kfleet::store::ScratchPostgres::start();

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -34,6 +35,31 @@ Result<std::string> secret_from_file_or_env(const std::string& file, const char*
   if (!file.empty()) return read_secret_file(file, what);
   const char* v = env ? std::getenv(env) : nullptr;
   return std::string(v ? v : "");
+}
+
+}  // namespace kfleet
+
+extern "C" char** environ;
+
+namespace kfleet {
+
+bool secret_variable(const std::string& name) {
+  std::string n = name;
+  for (auto& c : n) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* word : {"TOKEN", "SECRET", "PASSWORD", "PASSWD"})
+    if (n.find(word) != std::string::npos) return true;
+  return n == "PGPASSFILE" || n == "GOOGLE_APPLICATION_CREDENTIALS" || n == "AWS_ACCESS_KEY_ID";
+}
+
+std::vector<std::string> environment_without_secrets() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || secret_variable(kv.substr(0, eq))) continue;
+    out.push_back(kv);
+  }
+  return out;
 }
 
 }  // namespace kfleet

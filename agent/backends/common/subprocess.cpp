@@ -14,6 +14,8 @@
 #include <map>
 #include <sstream>
 
+#include "kfleet/common/secret.hpp"
+
 extern char** environ;
 
 namespace kfleet::backends {
@@ -69,9 +71,7 @@ class StreamCapture {
 
 }  // namespace
 
-bool secret_variable(const std::string& name) {
-  return name.rfind("KFLEET_", 0) == 0 && name.find("TOKEN") != std::string::npos;
-}
+bool secret_variable(const std::string& name) { return kfleet::secret_variable(name); }
 
 namespace {
 
@@ -82,9 +82,10 @@ std::vector<std::string> merged_environment(
     std::string kv = *e;
     auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
-    // The agent's own secrets (its enrolment token, from the systemd unit's 0600 agent.env)
-    // stay with it: builds, the harness and custom steps run the submitter's code, and a step
-    // that prints its environment would put the token in the job's log.
+    // The agent's own secrets (its enrolment token, from the systemd unit's 0600 agent.env, and
+    // any password or cloud key its host put in its environment) stay with it: builds, the
+    // harness and custom steps run the submitter's code, and a step that prints its environment
+    // would put them in the job's log.
     if (secret_variable(kv.substr(0, eq))) continue;
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }

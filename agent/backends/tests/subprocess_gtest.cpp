@@ -162,6 +162,16 @@ TEST(Subprocess, TheAgentsTokensStayOutOfTheChildsEnvironment) {
   EXPECT_NE(r.out.find("KFLEET_CA_FILE=/etc/kfleet/ca.pem"), std::string::npos) << "others pass";
   EXPECT_TRUE(kb::secret_variable("KFLEET_ENROL_TOKEN"));
   EXPECT_FALSE(kb::secret_variable("KFLEET_SERVER"));
+  for (const char* name : {"PGPASSWORD", "PGPASSFILE", "KFLEET_ADMIN_TOKEN", "AWS_SECRET_ACCESS_KEY",
+                           "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "GOOGLE_APPLICATION_CREDENTIALS",
+                           "gh_token", "DB_PASSWD"})
+    EXPECT_TRUE(kb::secret_variable(name)) << name;
+  for (const char* name : {"PATH", "HOME", "CUDA_VISIBLE_DEVICES", "KFLEET_CA_FILE", "PGHOST"})
+    EXPECT_FALSE(kb::secret_variable(name)) << name;
+  ::setenv("PGPASSWORD", "pg-secret-of-kfleetd", 1);
+  auto pg = run_sh("env");
+  ::unsetenv("PGPASSWORD");
+  EXPECT_EQ(pg.out.find("pg-secret-of-kfleetd"), std::string::npos) << pg.out;
 }
 
 TEST(Subprocess, AMissingProgramIsAnErrorNamingIt) {

@@ -9,7 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-extern char** environ;
+#include "kfleet/common/secret.hpp"
+
 
 namespace kfleet::provision::detail {
 
@@ -43,7 +44,14 @@ Result<int> spawn_in_group(const std::vector<std::string>& argv, const std::stri
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, argv[0].c_str(), &fa, &attr, args.data(), environ);
+  // The agent gets its enrolment token from a 0600 file; none of kfleetd's own secrets (its
+  // admin token, the database password, cloud keys) go with it, since the agent runs the
+  // submitters' code.
+  const std::vector<std::string> env_kv = environment_without_secrets();
+  std::vector<char*> env;
+  for (const auto& kv : env_kv) env.push_back(const_cast<char*>(kv.c_str()));
+  env.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid, argv[0].c_str(), &fa, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
