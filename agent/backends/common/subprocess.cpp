@@ -69,11 +69,6 @@ class StreamCapture {
   bool truncated_ = false;
 };
 
-}  // namespace
-
-bool secret_variable(const std::string& name) { return kfleet::secret_variable(name); }
-
-namespace {
 
 std::vector<std::string> merged_environment(
     const std::vector<std::pair<std::string, std::string>>& extra) {
@@ -86,7 +81,7 @@ std::vector<std::string> merged_environment(
     // any password or cloud key its host put in its environment) stay with it: builds, the
     // harness and custom steps run the submitter's code, and a step that prints its environment
     // would put them in the job's log.
-    if (secret_variable(kv.substr(0, eq))) continue;
+    if (kfleet::secret_variable(kv.substr(0, eq))) continue;
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : extra) env[k] = v;

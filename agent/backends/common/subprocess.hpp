@@ -45,9 +45,6 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec);
 // "SIGSEGV" for 11, "signal 77" for unknown numbers.
 std::string signal_name(int sig);
 
-// Variables that carry secrets (kfleet::secret_variable: tokens, passwords, cloud keys, the
-// enrolment token the systemd unit gives the agent): never passed on to a child.
-bool secret_variable(const std::string& name);
 
 // Looks a program up on PATH (or checks it when it has a '/'); "" when it is not there.
 std::string find_program(const std::string& name);

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kfleet/common/secret.hpp"
+
 namespace kb = kfleet::backends;
 
 namespace {
@@ -160,14 +162,14 @@ TEST(Subprocess, TheAgentsTokensStayOutOfTheChildsEnvironment) {
   EXPECT_EQ(r.out.find("kfe_secret"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("kft_secret"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("KFLEET_CA_FILE=/etc/kfleet/ca.pem"), std::string::npos) << "others pass";
-  EXPECT_TRUE(kb::secret_variable("KFLEET_ENROL_TOKEN"));
-  EXPECT_FALSE(kb::secret_variable("KFLEET_SERVER"));
+  EXPECT_TRUE(kfleet::secret_variable("KFLEET_ENROL_TOKEN"));
+  EXPECT_FALSE(kfleet::secret_variable("KFLEET_SERVER"));
   for (const char* name : {"PGPASSWORD", "PGPASSFILE", "KFLEET_ADMIN_TOKEN", "AWS_SECRET_ACCESS_KEY",
                            "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "GOOGLE_APPLICATION_CREDENTIALS",
                            "gh_token", "DB_PASSWD"})
-    EXPECT_TRUE(kb::secret_variable(name)) << name;
+    EXPECT_TRUE(kfleet::secret_variable(name)) << name;
   for (const char* name : {"PATH", "HOME", "CUDA_VISIBLE_DEVICES", "KFLEET_CA_FILE", "PGHOST"})
-    EXPECT_FALSE(kb::secret_variable(name)) << name;
+    EXPECT_FALSE(kfleet::secret_variable(name)) << name;
   ::setenv("PGPASSWORD", "pg-secret-of-kfleetd", 1);
   auto pg = run_sh("env");
   ::unsetenv("PGPASSWORD");

@@ -27,7 +27,6 @@ class StopRule {
     if (n_ >= c_.max_samples) return "max_samples";
     return "";
   }
-  const StopRuleConfig& config() const { return c_; }
   // The hard bounds alone (no noise target): for when the caller may not stop early yet.
   std::string limits(double elapsed_s) const {
     if (elapsed_s >= c_.max_time_s) return "max_time";
