@@ -69,7 +69,6 @@ class StreamCapture {
   bool truncated_ = false;
 };
 
-
 std::vector<std::string> merged_environment(
     const std::vector<std::pair<std::string, std::string>>& extra) {
   std::map<std::string, std::string> env;
