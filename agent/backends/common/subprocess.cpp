@@ -16,8 +16,6 @@
 
 #include "kfleet/common/secret.hpp"
 
-extern char** environ;
-
 namespace kfleet::backends {
 namespace {
 
@@ -71,16 +69,13 @@ class StreamCapture {
 
 std::vector<std::string> merged_environment(
     const std::vector<std::pair<std::string, std::string>>& extra) {
+  // The agent's own secrets (its enrolment token, from the systemd unit's 0600 agent.env, and
+  // any password or cloud key its host put in its environment) stay with it: builds, the
+  // harness and custom steps run the submitter's code, and a step that prints its environment
+  // would put them in the job's log.
   std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) continue;
-    // The agent's own secrets (its enrolment token, from the systemd unit's 0600 agent.env, and
-    // any password or cloud key its host put in its environment) stay with it: builds, the
-    // harness and custom steps run the submitter's code, and a step that prints its environment
-    // would put them in the job's log.
-    if (kfleet::secret_variable(kv.substr(0, eq))) continue;
+  for (const std::string& kv : kfleet::environment_without_secrets()) {
+    const auto eq = kv.find('=');
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : extra) env[k] = v;
