@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace kfleet::store::sqlite {
@@ -34,6 +35,7 @@ constexpr int kCatchUpPages = 4000;
 class Checkpointer {
  public:
   static std::unique_ptr<Checkpointer> start(const std::string& path, bool synchronous_full) {
+    if (!sqlite3_threadsafe()) return nullptr;  // a second thread would need a threadsafe build
     sqlite3* db = nullptr;
     if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -47,17 +49,23 @@ class Checkpointer {
       return nullptr;
     }
     std::unique_ptr<Checkpointer> c(new Checkpointer(db, path));
-    c->thread_ = std::thread([p = c.get()] { p->loop(); });
+    try {
+      c->thread_ = std::thread([p = c.get()] { p->loop(); });
+    } catch (const std::system_error&) {
+      return nullptr;  // no thread to be had: the destructor closes the connection
+    }
     return c;
   }
 
   ~Checkpointer() {
-    {
-      std::lock_guard<std::mutex> l(m_);
-      stop_ = true;
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> l(m_);
+        stop_ = true;
+      }
+      cv_.notify_one();
+      thread_.join();
     }
-    cv_.notify_one();
-    thread_.join();
     sqlite3_close(db_);
   }
 
