@@ -117,6 +117,8 @@ for b in fp8_sdpa fp8_sdpa_xor fp8_sdpa_mma_sync fp8_sdpa_mma_sync_xor; do
   step "$b-mission" $b correctness --case mission --shape B=4,H=16,S=2048,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-s4096-causal" $b correctness --case s4096 --shape B=1,H=8,S=4096,D=64 --causal --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-odd" $b correctness --case odd --shape B=1,H=2,S=1000,D=64 --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
+  step "$b-odd-causal" $b correctness --case odd-causal --shape B=1,H=2,S=1000,D=64 --causal --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
+  step "$b-tiny" $b correctness --case tiny --shape B=2,H=2,S=100,D=64 --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-bench" $b "${bench[@]}" --case mission --shape B=4,H=16,S=2048,D=64 "${fp8[@]}" "${fp8_tol[@]}"
 done
 step scaled_mm-n1024 scaled_mm correctness --case n1024 --shape M=1024,N=1024,K=1024 --seeds 0,1 "${mm_tol[@]}"
