@@ -46,6 +46,7 @@ wait
 for o in "${objs[@]}"; do [ -s "$o" ] || { echo "suite-gates: harness build failed ($o)"; exit 2; }; done
 # name source defines...
 variants=("fa_s512 fa_s512 O_ACCUM_HALF=0" "fa_s512_half fa_s512 O_ACCUM_HALF=1"
+          "fa_s512_mma_sync_half fa_s512 FA_WGMMA=0 O_ACCUM_HALF=1"
           "fp8_sdpa fp8_sdpa USE_SMEM_SWIZZLE_XOR=0" "fp8_sdpa_xor fp8_sdpa USE_SMEM_SWIZZLE_XOR=1"
           "fp8_sdpa_mma_sync fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=0"
           "fp8_sdpa_mma_sync_xor fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=1"
@@ -103,7 +104,7 @@ fp8=(--dtype q=fp16,kv=fp8_e4m3,out=fp16)
 fp8_tol=(--rel-l2 0.01)
 mm_tol=(--rel-l2 0.01 --max-abs 1.0)
 bench=(benchmark --seed 0 --throttle-pct "$throttle" --max-time-s "$max_time")
-for b in fa_s512 fa_s512_half; do
+for b in fa_s512 fa_s512_half fa_s512_mma_sync_half; do
   step "$b-small" $b correctness --case small --shape B=1,H=2,S=128,D=64 --seeds 0,1,2 "${fa_tol[@]}"
   step "$b-mission" $b correctness --case mission --shape B=2,H=8,S=512,D=64 --seeds 0,1,2 "${fa_tol[@]}"
   step "$b-mission-causal" $b correctness --case mission-causal --shape B=2,H=8,S=512,D=64 --causal --seeds 0 "${fa_tol[@]}"

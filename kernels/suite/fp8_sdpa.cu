@@ -41,7 +41,7 @@
 #ifndef FP8_WGMMA
 #define FP8_WGMMA 1
 #endif
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if FP8_WGMMA && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FP8_WGMMA_BODY 1
 #else
 #define FP8_WGMMA_BODY 0
