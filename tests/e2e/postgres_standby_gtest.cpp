@@ -104,7 +104,9 @@ std::string body_of(const std::string& raw) {
 // Two kfleetd on one database, each on its own port.
 class Pair {
  public:
-  explicit Pair(std::string db) : db_(std::move(db)), dir_(make_temp_dir("kfleet-standby")) {}
+  explicit Pair(std::string db, std::vector<std::string> flags = {}, std::string scheme = "http")
+      : db_(std::move(db)), dir_(make_temp_dir("kfleet-standby")), flags_(std::move(flags)),
+        scheme_(std::move(scheme)) {}
   ~Pair() {
     for (auto& a : agents_) a.terminate(3000);
     for (auto& p : procs_)
@@ -117,9 +119,12 @@ class Pair {
   }
   void start(std::size_t i) {
     const std::string pf = dir_ + "/port-" + std::to_string(i);
+    std::vector<std::string> argv = {KFLEETD_BIN, "--listen", "127.0.0.1:0", "--db", db_,
+                                     "--port-file", pf, "--submit-rate-per-min", "0",
+                                     "--provisioner", "static"};
+    argv.insert(argv.end(), flags_.begin(), flags_.end());
     procs_[i] = Proc::spawn(
-        {KFLEETD_BIN, "--listen", "127.0.0.1:0", "--db", db_, "--port-file", pf,
-         "--submit-rate-per-min", "0", "--provisioner", "static"},
+        argv,
         dir_ + "/kfleetd-" + std::to_string(i) + ".log",
         {{"KFLEET_LOG", "debug"}, {"KFLEET_ADMIN_TOKEN", kAdmin}, {"KFLEET_ENROL_TOKEN", kEnrol}});
     ASSERT_TRUE(wait_until([&] { return fs::exists(pf) || !procs_[i].running(); },
@@ -128,7 +133,7 @@ class Pair {
     ports_[i] = std::stoi(read_file(pf));
   }
   std::string url(std::size_t i) const {
-    return "http://127.0.0.1:" + std::to_string(ports_[i]);
+    return scheme_ + "://127.0.0.1:" + std::to_string(ports_[i]);
   }
   int port(std::size_t i) const { return ports_[i]; }
   std::string leader_url() { return one(db_, "SELECT url FROM kfleet_leader"); }
@@ -159,6 +164,8 @@ class Pair {
 
  private:
   std::string db_, dir_;
+  std::vector<std::string> flags_;
+  std::string scheme_;
   Proc procs_[2];
   int ports_[2] = {0, 0};
   std::vector<Proc> agents_;
@@ -449,6 +456,46 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
     EXPECT_EQ(r->headers["x-kfleet-role"], "leader");
     EXPECT_GT(submit_to(alice_new, "sb/after-takeover"), ids.back());
   }
+}
+
+// With --tls-cert/--tls-key a standby listens and serves over TLS as the leader does (before,
+// a TLS standby did not listen at all until it led), and redirects writes to the https URL.
+TEST(PostgresStandby, ATlsStandbyServesReadsOverTls) {
+  auto server = store::ScratchPostgres::start();
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  auto db = (*server)->create_database("kfleet");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  const std::string certs = make_temp_dir("kfleet-standby-certs");
+  auto made = run_cmd({"/bin/bash", std::string(KFLEET_SOURCE_DIR) + "/tests/support/make-test-certs.sh",
+                       certs},
+                      60000);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  Pair pair(*db, {"--tls-cert", certs + "/server.pem", "--tls-key", certs + "/server.key"},
+            "https");
+  pair.start(0);
+  ASSERT_TRUE(wait_until([&] { return pair.leader_url() == pair.url(0); },
+                         std::chrono::seconds(10)))
+      << pair.logs();
+  pair.start(1);
+  HttpOptions o;
+  o.ca_file = certs + "/ca.pem";
+  HttpClient leader(pair.url(0), kAdmin, o), standby(pair.url(1), kAdmin, o);
+  auto l = leader.get("/api/v1/whoami");
+  auto s = standby.get("/api/v1/whoami");
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  ASSERT_TRUE(s.ok()) << s.error().message << pair.logs();
+  EXPECT_EQ(s->status, 200) << s->body;
+  EXPECT_EQ(s->body, l->body);
+  EXPECT_EQ(s->headers["x-kfleet-role"], "standby");
+  auto w = standby.post_json("/api/v1/tokens", {{"user", "carol"}});
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->status, 503) << w->body;
+  EXPECT_EQ(w->headers["location"], pair.url(0) + "/api/v1/tokens");
+  // Plain HTTP to the TLS standby gets nothing.
+  auto plain = HttpClient("http://127.0.0.1:" + std::to_string(pair.port(1)), kAdmin)
+                   .get("/api/v1/whoami", std::chrono::milliseconds(5000));
+  EXPECT_FALSE(plain.ok() && plain->status == 200);
+  fs::remove_all(certs);
 }
 
 }  // namespace

@@ -1,15 +1,16 @@
 // kfleetd: the orchestrator. One io_context thread runs the API, the control plane and the
-// provisioner; SQLite holds everything that must survive a crash.
+// provisioner; the store (SQLite, or PostgreSQL) holds everything that must survive a crash.
+// On PostgreSQL a kfleetd that does not lead stands by: the same thread serves the reads from
+// a read-only store (standby_responder.hpp) until it takes the leader lock, then leads on the
+// socket it already listens on.
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <atomic>
 #include <chrono>
 #include <functional>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

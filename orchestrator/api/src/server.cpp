@@ -374,6 +374,7 @@ struct Server::Impl {
                                                 "-byte limit (kfleetd --max-body-bytes)")
                            : error_response(dummy, http::status::bad_request, "bad_request",
                                             "malformed HTTP request: " + ec.message());
+        if (!opts.role.empty()) res.set("X-Kfleet-Role", opts.role);
         res.keep_alive(false);
         res.prepare_payload();
         beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
