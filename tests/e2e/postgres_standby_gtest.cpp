@@ -295,6 +295,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
     ASSERT_TRUE(h.ok());
     EXPECT_EQ(h->status, 200) << h->body;
     EXPECT_EQ(h->headers["x-kfleet-role"], "standby");
+    EXPECT_EQ((*h->json())["store"], "postgresql");
   }
 
   // The live stream got every event of its job, with the leader's ids, and ended.
