@@ -23,9 +23,9 @@
 //                           unswizzled core-matrix layout).
 //   FP8_WS_STAGES=N         wgmma kernel: fp16 K/V stages in flight (2 to 4, default 4).
 //   FP8_PINGPONG=0|1        wgmma kernel: the two consumer warpgroups take turns (default 1).
-//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine): wgmma 208 us with the XOR
-//   swizzle, 213 us without (3 stages; the two-warpgroup wgmma kernel before it: 231 / 266 us);
-//   mma.sync 357 / 359 us.
+//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine): wgmma 206 us with the XOR
+//   swizzle, 212 us without; mma.sync 351 / 359 us. (The two-warpgroup wgmma kernel this one
+//   replaced: 231 / 266 us on another H100.)
 // Needs sm_89 or newer (the fp8 conversion instruction).
 #include "kfleet_harness/kernel.hpp"
 
