@@ -5,7 +5,9 @@ namespace kfleet {
 nlohmann::json to_json(const Event& e) {
   return {{"id", e.id},       {"job_id", e.job_id}, {"run_id", e.run_id},
           {"seq", e.seq},     {"ts_ms", e.ts_ms},   {"ts", format_iso8601(e.ts_ms)},
-          {"type", e.type},   {"data", e.data}};
+          {"type", e.type},
+          {"data", e.data_text.empty() ? e.data
+                                       : nlohmann::json::parse(e.data_text, nullptr, false)}};
 }
 
 Event event_from_json(const nlohmann::json& j) {

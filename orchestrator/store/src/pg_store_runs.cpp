@@ -205,7 +205,8 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       seqs.push_back(e.seq);
       tss.push_back(e.ts_ms ? e.ts_ms : now);
       types.push_back(e.type);
-      datas.push_back(e.data.is_null() ? std::string("{}") : dump_json(e.data));
+      datas.push_back(!e.data_text.empty() ? e.data_text
+                      : e.data.is_null() ? std::string("{}") : dump_json(e.data));
       if (e.type != event_type::stage_started) continue;
       auto it = e.data.is_object() ? e.data.find("stage") : e.data.end();
       if (!e.data.is_object() || it == e.data.end() || !it->is_string()) continue;

@@ -71,6 +71,8 @@ class Stmt {
   sqlite3_stmt* s_;
 };
 
+class Checkpointer;
+
 class Db {
  public:
   // Opens (creating if needed) with WAL, foreign keys, a busy timeout and the sync level.
@@ -113,13 +115,16 @@ class Db {
   }
 
  private:
-  explicit Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  explicit Db(sqlite3* db, std::string path);
   void rollback();
   Error failure(const DbError& e) const;
+  static int on_commit(void* self, sqlite3* db, const char* name, int wal_pages);
 
   sqlite3* db_;
   std::string path_;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  std::unique_ptr<Checkpointer> checkpointer_;  // null: this connection checkpoints itself
+  int nudged_at_ = 0;  // the WAL's size in pages when the checkpointer was last asked
 };
 
 // JSON to TEXT without throwing on invalid UTF-8 (agent log lines may carry any bytes).

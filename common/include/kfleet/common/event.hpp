@@ -53,6 +53,9 @@ struct Event {
   TimeMs ts_ms = 0;
   std::string type;
   nlohmann::json data = nlohmann::json::object();
+  // When set, the data as JSON text (an object), already checked, and `data` is left empty:
+  // ingestion stores what the agent sent without parsing and re-serialising it.
+  std::string data_text;
 };
 
 nlohmann::json to_json(const Event& e);
