@@ -46,6 +46,7 @@ wait
 for o in "${objs[@]}"; do [ -s "$o" ] || { echo "suite-gates: harness build failed ($o)"; exit 2; }; done
 # name source defines...
 variants=("fa_s512 fa_s512 O_ACCUM_HALF=0" "fa_s512_half fa_s512 O_ACCUM_HALF=1"
+          "fa_s512_mma_sync_half fa_s512 FA_WGMMA=0 O_ACCUM_HALF=1"
           "fp8_sdpa fp8_sdpa USE_SMEM_SWIZZLE_XOR=0" "fp8_sdpa_xor fp8_sdpa USE_SMEM_SWIZZLE_XOR=1"
           "fp8_sdpa_mma_sync fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=0"
           "fp8_sdpa_mma_sync_xor fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=1"
@@ -103,7 +104,7 @@ fp8=(--dtype q=fp16,kv=fp8_e4m3,out=fp16)
 fp8_tol=(--rel-l2 0.01)
 mm_tol=(--rel-l2 0.01 --max-abs 1.0)
 bench=(benchmark --seed 0 --throttle-pct "$throttle" --max-time-s "$max_time")
-for b in fa_s512 fa_s512_half; do
+for b in fa_s512 fa_s512_half fa_s512_mma_sync_half; do
   step "$b-small" $b correctness --case small --shape B=1,H=2,S=128,D=64 --seeds 0,1,2 "${fa_tol[@]}"
   step "$b-mission" $b correctness --case mission --shape B=2,H=8,S=512,D=64 --seeds 0,1,2 "${fa_tol[@]}"
   step "$b-mission-causal" $b correctness --case mission-causal --shape B=2,H=8,S=512,D=64 --causal --seeds 0 "${fa_tol[@]}"
@@ -117,6 +118,8 @@ for b in fp8_sdpa fp8_sdpa_xor fp8_sdpa_mma_sync fp8_sdpa_mma_sync_xor; do
   step "$b-mission" $b correctness --case mission --shape B=4,H=16,S=2048,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-s4096-causal" $b correctness --case s4096 --shape B=1,H=8,S=4096,D=64 --causal --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-odd" $b correctness --case odd --shape B=1,H=2,S=1000,D=64 --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
+  step "$b-odd-causal" $b correctness --case odd-causal --shape B=1,H=2,S=1000,D=64 --causal --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
+  step "$b-tiny" $b correctness --case tiny --shape B=2,H=2,S=100,D=64 --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-bench" $b "${bench[@]}" --case mission --shape B=4,H=16,S=2048,D=64 "${fp8[@]}" "${fp8_tol[@]}"
 done
 step scaled_mm-n1024 scaled_mm correctness --case n1024 --shape M=1024,N=1024,K=1024 --seeds 0,1 "${mm_tol[@]}"

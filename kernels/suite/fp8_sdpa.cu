@@ -14,13 +14,18 @@
 //                           the default padded 144-byte rows (both avoid ldmatrix bank
 //                           conflicts; the swizzle saves the padding and changes the
 //                           conversion's store pattern).
-//   FP8_WARPS=N             warps per block (4 or 8); 0 (default) picks 8 when the grid still
-//                           fills the GPU twice over, else 4.
-//   FP8_WGMMA=1 (default)   on sm_90a builds and a compute capability 9.x device, both products
-//                           on wgmma (namespace wg below); elsewhere, or with FP8_WGMMA=0, the
-//                           mma.sync kernel runs. On the H100 at B4 H16 S2048 D64 (harness
-//                           medians): wgmma 235 us with the XOR swizzle, 269 us without;
-//                           mma.sync 357 / 359 us.
+//   FP8_WARPS=N             mma.sync kernel: warps per block (4 or 8); 0 (default) picks 8 when
+//                           the grid still fills the GPU twice over, else 4.
+//   FP8_WGMMA=1 (default)   on sm_90a builds and a compute capability 9.x device, the
+//                           warp-specialised wgmma kernel (namespace wg below); elsewhere, or
+//                           with FP8_WGMMA=0, the mma.sync kernel. USE_SMEM_SWIZZLE_XOR picks
+//                           the wgmma kernel's shared layouts too (128 B swizzle or wgmma's
+//                           unswizzled core-matrix layout).
+//   FP8_WS_STAGES=N         wgmma kernel: fp16 K/V stages in flight (2 to 4, default 4).
+//   FP8_PINGPONG=0|1        wgmma kernel: the two consumer warpgroups take turns (default 1).
+//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine): wgmma 206 us with the XOR
+//   swizzle, 212 us without; mma.sync 351 / 359 us. (The two-warpgroup wgmma kernel this one
+//   replaced: 231 / 266 us on another H100.)
 // Needs sm_89 or newer (the fp8 conversion instruction).
 #include "kfleet_harness/kernel.hpp"
 
@@ -36,7 +41,7 @@
 #ifndef FP8_WGMMA
 #define FP8_WGMMA 1
 #endif
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if FP8_WGMMA && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FP8_WGMMA_BODY 1
 #else
 #define FP8_WGMMA_BODY 0
@@ -311,26 +316,40 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
 
 
 // ---------------------------------------------------------------------------------------------
-// sm_90a (FP8_WGMMA=1, the default): the same algorithm with both products on wgmma. A block is 2 warpgroups,
-// each owning 64 query rows (BM = 128). Q (fp16) sits in shared memory; each 64-key tile of fp8
-// K and V arrives by cp.async (double buffer) and is converted once to fp16 shared tiles in the
-// layout wgmma reads: K as [key][d] and V transposed to [d][key], both K-major for their
-// product. S = Q K^T is wgmma m64n64k16 (A and B from shared memory); the online softmax runs on
-// the accumulator registers, whose layout is the register-A layout of the next product, so
-// O += P V is wgmma m64n64k16 with P straight from registers. USE_SMEM_SWIZZLE_XOR picks the
-// shared layout of Q, K and V^T: 128-byte swizzle (chunk index XOR row & 7) or wgmma's
-// unswizzled core-matrix layout (8 rows x 16 bytes blocks; the transposed V stores then collide
-// 4-way on the same banks).
+// sm_90a (FP8_WGMMA=1, the default), warp-specialised in FlashAttention-3's way. A block is 3
+// warpgroups and owns BM = 128 query rows. Warpgroup 0 is the producer: each of its threads owns one key
+// row of a 128-key tile, copies that row's 64 fp8 K and V bytes by cp.async into a 3-deep raw
+// ring, converts them to fp16 (cvt.rn.f16x2.e4m3x2) and stores them into a ring of FP8_WS_STAGES
+// fp16 K/V stages, then arrives on the stage's `full` mbarrier; no block-wide barrier anywhere.
+// K and V are both stored [key][d] (128 B rows): K is the K-major B of S = Q K^T, V the
+// MN-major ("transposed") B of O += P V, so neither needs a transpose. Warpgroups 1 and 2 are
+// the consumers, 64 query rows each: S on wgmma m64n128k16 (Q and K from shared memory), the
+// online softmax on the accumulator registers, P V on wgmma m64n64k16 with P straight from
+// registers. Within a consumer the product P_{t-1} V_{t-1} runs on the tensor cores while the
+// softmax of tile t runs (S_t and P V_{t-1} are issued together); FP8_PINGPONG=1 (default) also
+// takes turns between the two consumers with named barriers, so one issues its products while
+// the other is in its softmax.
 namespace wg {
 
-constexpr int BM = 128, kThreads = 256;
-constexpr int kTileBytes = 64 * 128;  // a [64 rows][64 halves] fp16 tile
+#ifndef FP8_WS_STAGES
+#define FP8_WS_STAGES 4
+#endif
+#ifndef FP8_PINGPONG
+#define FP8_PINGPONG 1
+#endif
+constexpr int BM = 128, BN = 128, kThreads = 384;
+constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (H100, XOR: 2 -> 230 us, 3 -> 209, 4 -> 205)
+constexpr int kRaw = 3;                 // fp8 staging ring (cp.async groups in flight per thread)
+constexpr int kRawStride = 80;          // bytes per fp8 row: 64 + 16, conflict-free 16 B reads
+constexpr int kTile = BN * 128;         // one fp16 [128 keys][64 d] tile
+constexpr int kQBytes = BM * 128;
+constexpr int kRawStage = 2 * BN * kRawStride;
+static_assert(kStages >= 2 && kStages <= 4, "FP8_WS_STAGES: 2 to 4");
 
-// Dynamic shared memory: Q, K and V^T fp16 tiles, 1024-aligned by hand. The raw fp8 double
-// buffer is static shared memory (below).
 __host__ __device__ constexpr size_t smem_bytes() {
-  return 1024 + (size_t)BM * 128 + 2 * kTileBytes;
+  return 1024 + (size_t)kQBytes + (size_t)kStages * 2 * kTile + (size_t)kRaw * kRawStage;
 }
+static_assert(smem_bytes() <= 227 * 1024, "fp8_sdpa wgmma: shared memory over the 227 KiB limit");
 
 #if FP8_WGMMA_BODY
 // Byte offset of 16-byte chunk c (0..7) of row r in a [rows][128 B] tile.
@@ -360,9 +379,6 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wgmma_wait0() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
@@ -371,142 +387,212 @@ __device__ __forceinline__ void fence_regs(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-__device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], uint64_t da, uint64_t db, int acc) {
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// MN-major descriptor of a [key][d] fp16 tile read as the B (keys x d) of P V.
+__device__ __forceinline__ uint64_t make_desc_mn(uint32_t saddr) {
+  uint64_t d = (uint64_t)((saddr & 0x3FFFF) >> 4);
+#if USE_SMEM_SWIZZLE_XOR
+  d |= (uint64_t)(8192 >> 4) << 16;  // leading byte offset: next 64 d (unused: D = 64)
+  d |= (uint64_t)(1024 >> 4) << 32;  // stride byte offset: next 8 keys
+  d |= (uint64_t)1 << 62;            // 128 B swizzle
+#else
+  d |= (uint64_t)(1024 >> 4) << 16;  // leading byte offset: next 8 keys
+  d |= (uint64_t)(128 >> 4) << 32;   // stride byte offset: next 8 d
+#endif
+  return d;
+}
+constexpr uint64_t kVStep = 2048 >> 4;  // 16 keys
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void bar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], uint64_t da, uint64_t db, int acc) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(da), "l"(db), "r"(acc));
 }
-__device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int acc) {
+// O += P V with P (A) from registers and V (B) MN-major: imm-trans-b = 1.
+__device__ __forceinline__ void wgmma_rs_m64n64k16_tb(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "{\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 #endif  // FP8_WGMMA_BODY
 
-__global__ void __launch_bounds__(kThreads, 2) fp8_sdpa_wgmma(Params p) {
+__global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
 #if FP8_WGMMA_BODY
-  // The raw fp8 double buffer [2][2][kBN][kD] is the kernel's only static shared memory, and it
-  // exists only in this body: the host reads its size to know the body was built.
-  __shared__ __align__(128) uint8_t sraw[2 * 2 * kBN * kD];
+  // full[s], empty[s]: the kernel's only static shared memory (the host reads its size to know
+  // this body was built).
+  __shared__ __align__(8) uint64_t bars[2 * kStages];
   extern __shared__ unsigned char dsmem[];
   const uint32_t base = (smem_u32(dsmem) + 1023u) & ~1023u;
   unsigned char* gbase = dsmem + (base - smem_u32(dsmem));
-  const uint32_t sq = base, sk = sq + BM * 128, svt = sk + kTileBytes;
-  unsigned char* gsk = gbase + BM * 128;
-  unsigned char* gsvt = gsk + kTileBytes;
+  const uint32_t sq = base, skv = sq + kQBytes;
+  unsigned char* gkv = gbase + kQBytes;
+  unsigned char* graw = gkv + kStages * 2 * kTile;
+  auto full = [&](int s) { return smem_u32(&bars[s]); };
+  auto empty = [&](int s) { return smem_u32(&bars[kStages + s]); };
 
   const int tid = threadIdx.x, wgi = tid >> 7, wtid = tid & 127;
-  const int warp = wtid >> 5, lane = tid & 31, g = lane >> 2, q4 = lane & 3;
   const int S = p.S;
   const int qb = p.causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
   const int row0 = qb * BM;
   const size_t head = (size_t)blockIdx.y * S * kD;
-  const __half* Q = p.q + head;
-  const uint8_t* K = p.k + head;
-  const uint8_t* V = p.v + head;
+  int n_tiles = (S + BN - 1) / BN;
+  if (p.causal) n_tiles = min(n_tiles, (row0 + BM - 1) / BN + 1);
 
-  int n_tiles = (S + kBN - 1) / kBN;
-  if (p.causal) n_tiles = min(n_tiles, (row0 + BM - 1) / kBN + 1);
-
-  auto raw = [&](int st, int which) { return sraw + ((size_t)st * 2 + which) * kBN * kD; };
-  auto load_kv = [&](int t, int st) {
-    const int kb = t * kBN;
-    uint8_t* rk = raw(st, 0);
-    uint8_t* rv = raw(st, 1);
-    const int r = tid & 63, c = (tid >> 6) * 16;  // 64 rows x 4 chunks of 16 fp8: one each
-    const bool ok = kb + r < S;
-    const size_t off = (size_t)(ok ? kb + r : 0) * kD + c;
-    cp_async16(rk + r * kD + c, K + off, ok);
-    cp_async16(rv + r * kD + c, V + off, ok);
-  };
-
-#pragma unroll
-  for (int i = tid; i < BM * 8; i += kThreads) {
-    const int r = i >> 3, c = i & 7;
-    const bool ok = row0 + r < S;
-    cp_async16(gbase + tile_off(r, c), Q + (size_t)(ok ? row0 + r : 0) * kD + c * 8, ok);
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full(s), 128);  // every producer thread, after its row's stores
+      mbar_init(empty(s), 8);   // lane 0 of every consumer warp, after its products
+    }
   }
-  load_kv(0, 0);
-  cp_async_commit();
+  __syncthreads();
+
+  if (wgi == 0) {
+    // Producer: thread r owns key row r of every tile.
+    const uint8_t* K = p.k + head;
+    const uint8_t* V = p.v + head;
+    const int r = wtid;
+    auto issue = [&](int t) {
+      const int key = t * BN + r;
+      const bool ok = key < S;
+      const size_t src = (size_t)(ok ? key : 0) * kD;
+      unsigned char* rk = graw + (t % kRaw) * kRawStage + r * kRawStride;
+      unsigned char* rv = rk + BN * kRawStride;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        cp_async16(rk + 16 * c, K + src + 16 * c, ok);
+        cp_async16(rv + 16 * c, V + src + 16 * c, ok);
+      }
+    };
+#pragma unroll
+    for (int t = 0; t < kRaw - 1; ++t) {
+      if (t < n_tiles) issue(t);
+      cp_async_commit();
+    }
+    for (int t = 0; t < n_tiles; ++t) {
+      if (t + kRaw - 1 < n_tiles) issue(t + kRaw - 1);
+      cp_async_commit();
+      cp_async_wait<kRaw - 1>();  // this thread's copies of tile t have landed
+      const int s = t % kStages;
+      if (t >= kStages) mbar_wait(empty(s), (t / kStages - 1) & 1);
+      const unsigned char* rk = graw + (t % kRaw) * kRawStage + r * kRawStride;
+#pragma unroll
+      for (int which = 0; which < 2; ++which) {
+        const unsigned char* src = rk + which * BN * kRawStride;
+        unsigned char* dst = gkv + (s * 2 + which) * kTile;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const uint4 x = *reinterpret_cast<const uint4*>(src + 16 * c);
+          const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+          uint32_t h[8];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            h[2 * e] = fp8x2_to_half2((uint16_t)(w[e] & 0xffffu));
+            h[2 * e + 1] = fp8x2_to_half2((uint16_t)(w[e] >> 16));
+          }
+          *reinterpret_cast<uint4*>(dst + tile_off(r, 2 * c)) = make_uint4(h[0], h[1], h[2], h[3]);
+          *reinterpret_cast<uint4*>(dst + tile_off(r, 2 * c + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+        }
+      }
+      fence_proxy_async();  // the fp16 stage is read by wgmma
+      mbar_arrive(full(s));
+    }
+    return;
+  }
+
+  // Consumers: warpgroup c owns query rows row0 + 64 c .. + 63.
+  const int c = wgi - 1;
+  const int warp = wtid >> 5, lane = tid & 31, g = lane >> 2, q4 = lane & 3;
+  {
+    const __half* Q = p.q + head;
+#pragma unroll
+    for (int i = wtid; i < 64 * 8; i += 128) {
+      const int r = c * 64 + (i >> 3), ch = i & 7;
+      const bool ok = row0 + r < S;
+      cp_async16(gbase + tile_off(r, ch), Q + (size_t)(ok ? row0 + r : 0) * kD + ch * 8, ok);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    bar_sync(1 + c, 128);
+  }
+#if FP8_PINGPONG
+  if (c == 0) bar_arrive(3, 256);  // the first consumer goes first
+#endif
+  const uint64_t dq = make_desc(sq + c * 64 * 128);
+  const int wrow0 = row0 + c * 64 + warp * 16;
+  const int qrow_g = wrow0 + g;
 
   float o[32];
 #pragma unroll
   for (int i = 0; i < 32; ++i) o[i] = 0.f;
   float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
-  const int wrow0 = row0 + wgi * 64 + warp * 16;  // this warp's first query row
-  const int qrow_g = wrow0 + g;
-  const uint64_t dq = make_desc(sq + wgi * 64 * 128), dk = make_desc(sk), dv = make_desc(svt);
+  float s[64];
+  uint32_t pa[8][4];
+  float alpha[2];
 
-  for (int t = 0; t < n_tiles; ++t) {
-    const int st = t & 1;
-    if (t + 1 < n_tiles) {
-      load_kv(t + 1, st ^ 1);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    fence_proxy_async();  // Q (cp.async) is read by wgmma
-    __syncthreads();      // tile t landed; every warpgroup is done with the previous fp16 tiles
-    {
-      // fp8 -> fp16: thread (key r, 16-wide d chunk c) converts 16 K and 16 V values.
-      const int r = tid & 63, c = tid >> 6;
-      const uint4 xk = *reinterpret_cast<const uint4*>(raw(st, 0) + r * kD + c * 16);
-      const uint4 xv = *reinterpret_cast<const uint4*>(raw(st, 1) + r * kD + c * 16);
-      const uint32_t wk[4] = {xk.x, xk.y, xk.z, xk.w}, wv[4] = {xv.x, xv.y, xv.z, xv.w};
-      uint32_t hk[8], hv[8];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        hk[2 * e] = fp8x2_to_half2((uint16_t)(wk[e] & 0xffffu));
-        hk[2 * e + 1] = fp8x2_to_half2((uint16_t)(wk[e] >> 16));
-        hv[2 * e] = fp8x2_to_half2((uint16_t)(wv[e] & 0xffffu));
-        hv[2 * e + 1] = fp8x2_to_half2((uint16_t)(wv[e] >> 16));
-      }
-      *reinterpret_cast<uint4*>(gsk + tile_off(r, 2 * c)) = make_uint4(hk[0], hk[1], hk[2], hk[3]);
-      *reinterpret_cast<uint4*>(gsk + tile_off(r, 2 * c + 1)) = make_uint4(hk[4], hk[5], hk[6], hk[7]);
-      // V^T: element (d, key r) of the [d][key] tile.
-      const uint32_t within = (uint32_t)(r & 7) * 2;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int d = c * 16 + 2 * e;
-        *reinterpret_cast<uint16_t*>(gsvt + tile_off(d, r >> 3) + within) = (uint16_t)(hv[e] & 0xffffu);
-        *reinterpret_cast<uint16_t*>(gsvt + tile_off(d + 1, r >> 3) + within) = (uint16_t)(hv[e] >> 16);
-      }
-    }
-    fence_proxy_async();  // the fp16 tiles are read by wgmma
-    __syncthreads();
-
-    float s[32];
+  // S_t = Q K_t^T issued (and, from the second tile on, P_{t-1} V_{t-1} behind it).
+  auto issue = [&](int t) {
+    const int st = t % kStages;
+    mbar_wait(full(st), (t / kStages) & 1);
+#if FP8_PINGPONG
+    bar_sync(3 + c, 256);
+#endif
     wgmma_fence();
+    const uint64_t dk = make_desc(skv + st * 2 * kTile);
 #pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk)
-      wgmma_ss_m64n64k16(s, dq + kk * kKStep, dk + kk * kKStep, kk);
+    for (int kk = 0; kk < kD / 16; ++kk) wgmma_ss_m64n128k16(s, dq + kk * kKStep, dk + kk * kKStep, kk);
     wgmma_commit();
-    wgmma_wait0();
-    fence_regs(s);
-
-    // s[4 j + e]: row wrow0 + g + 8 (e >> 1), key t * kBN + 8 j + 2 q4 + (e & 1).
-    const int key0 = t * kBN;
-    const bool need_mask = key0 + kBN > S || (p.causal && key0 + kBN - 1 > wrow0);
+    if (t > 0) {
+      const uint64_t dv = make_desc_mn(skv + ((t - 1) % kStages * 2 + 1) * kTile);
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs_m64n64k16_tb(o, pa[kk], dv + kk * kVStep);
+      wgmma_commit();
+    }
+#if FP8_PINGPONG
+    if (!(c == 1 && t == n_tiles - 1)) bar_arrive(3 + (c ^ 1), 256);
+#endif
+  };
+  // Softmax of tile t on s (fp32 scores in, fp32 probabilities out); sets alpha, updates m, l.
+  auto softmax = [&](int t) {
+    const int key0 = t * BN;
+    const bool need_mask = key0 + BN > S || (p.causal && key0 + BN - 1 > wrow0);
     if (need_mask) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
+      for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int key = key0 + j * 8 + q4 * 2 + (e & 1);
@@ -514,12 +600,11 @@ __global__ void __launch_bounds__(kThreads, 2) fp8_sdpa_wgmma(Params p) {
           if (key >= S || (p.causal && key > qrow)) s[4 * j + e] = -INFINITY;
         }
     }
-    float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m_r[h], mx * p.scale_log2);
@@ -528,13 +613,40 @@ __global__ void __launch_bounds__(kThreads, 2) fp8_sdpa_wgmma(Params p) {
       m_r[h] = m_new;
       float sum = 0.f;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < BN / 8; ++j) {
         s[4 * j + 2 * h] = fast_exp2(s[4 * j + 2 * h] * p.scale_log2 - m_use);
         s[4 * j + 2 * h + 1] = fast_exp2(s[4 * j + 2 * h + 1] * p.scale_log2 - m_use);
         sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
       }
       l_r[h] = l_r[h] * alpha[h] + sum;
     }
+  };
+  auto pack = [&]() {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {  // keys 16 kk ..: accumulator blocks 2 kk, 2 kk + 1
+      pa[kk][0] = pack_half2(s[8 * kk + 0], s[8 * kk + 1]);
+      pa[kk][1] = pack_half2(s[8 * kk + 2], s[8 * kk + 3]);
+      pa[kk][2] = pack_half2(s[8 * kk + 4], s[8 * kk + 5]);
+      pa[kk][3] = pack_half2(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+  };
+  auto release = [&](int t) {
+    if (lane == 0) mbar_arrive(empty(t % kStages));
+  };
+
+  issue(0);
+  wgmma_wait<0>();
+  fence_regs(s);
+  softmax(0);
+  pack();
+  for (int t = 1; t < n_tiles; ++t) {
+    issue(t);
+    wgmma_wait<1>();  // S_t is in; P V_{t-1} may still run
+    fence_regs(s);
+    softmax(t);
+    wgmma_wait<0>();
+    fence_regs(o);
+    release(t - 1);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       o[4 * j] *= alpha[0];
@@ -542,19 +654,15 @@ __global__ void __launch_bounds__(kThreads, 2) fp8_sdpa_wgmma(Params p) {
       o[4 * j + 2] *= alpha[1];
       o[4 * j + 3] *= alpha[1];
     }
-    uint32_t pa[4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {  // keys 16 kk .. 16 kk + 15: accumulator blocks 2 kk, 2 kk + 1
-      pa[kk][0] = pack_half2(s[8 * kk + 0], s[8 * kk + 1]);
-      pa[kk][1] = pack_half2(s[8 * kk + 2], s[8 * kk + 3]);
-      pa[kk][2] = pack_half2(s[8 * kk + 4], s[8 * kk + 5]);
-      pa[kk][3] = pack_half2(s[8 * kk + 6], s[8 * kk + 7]);
-    }
+    pack();
+  }
+  {
     wgmma_fence();
+    const uint64_t dv = make_desc_mn(skv + ((n_tiles - 1) % kStages * 2 + 1) * kTile);
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) wgmma_rs_m64n64k16(o, pa[kk], dv + kk * kKStep, 1);
+    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs_m64n64k16_tb(o, pa[kk], dv + kk * kVStep);
     wgmma_commit();
-    wgmma_wait0();
+    wgmma_wait<0>();
     fence_regs(o);
   }
 
@@ -579,7 +687,6 @@ __global__ void __launch_bounds__(kThreads, 2) fp8_sdpa_wgmma(Params p) {
 #endif  // FP8_WGMMA_BODY
 }
 
-// Whether this device and build can take the wgmma path (once per device).
 bool available(int dev) {
   static int cached[64];  // 0 unknown, 1 yes, 2 no
   if (dev < 0 || dev >= 64) return false;

@@ -1,5 +1,6 @@
-// Several kfleetd on one PostgreSQL database (a scratch server): one leads, the others answer
-// as standbys with the leader's URL, and agents and clients given every URL follow the leader.
+// Several kfleetd on one PostgreSQL database (a scratch server): one leads, the others serve
+// reads and answer writes as standbys with the leader's URL, and agents and clients given every
+// URL follow the leader.
 // The chaos run: 200 jobs on simulated agents while the leader is killed with -9 three times.
 // Afterwards no job is lost or run twice, event ids and sequence numbers have no gap and no
 // duplicate, no agent ever held two jobs at once, and each takeover took under 10 s.
@@ -133,21 +134,26 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
   fleet.start(1);
   fleet.start(2);
 
-  // A standby answers 503 as a standby, naming the leader.
+  // A standby serves reads itself, and answers a write 503 as a standby, naming the leader.
   {
     HttpClient standby(fleet.url(1), kToken);
     auto r = standby.get("/api/v1/jobs");
     ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ(r->status, 503) << r->body;
+    EXPECT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(r->headers["x-kfleet-role"], "standby");
-    EXPECT_EQ((*r->json())["leader"], fleet.url(0)) << r->body;
+    auto w = standby.post_json("/api/v1/jobs/1/cancel", nlohmann::json::object());
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    EXPECT_EQ(w->status, 503) << w->body;
+    EXPECT_EQ(w->headers["x-kfleet-role"], "standby");
+    EXPECT_EQ((*w->json())["leader"], fleet.url(0)) << w->body;
   }
-  // A client given every URL, the standbys first, reaches the leader.
+  // A client given every URL, the standbys first, gets its write to the leader.
   {
     HttpClient any(fleet.url(2) + "," + fleet.url(1) + "," + fleet.url(0), kToken);
-    auto r = any.get("/api/v1/health");
+    auto r = any.post_json("/api/v1/jobs/999999/cancel", nlohmann::json::object());
     ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->status, 404) << r->body;
+    EXPECT_EQ(r->headers["x-kfleet-role"], "leader");
     EXPECT_EQ(any.base_url(), fleet.url(0));
   }
 

@@ -48,6 +48,7 @@ struct Ctx {
   std::string bearer;                         // the Authorization token, if any
   std::optional<core::Principal> user;        // set when a user token authenticated
   std::int64_t agent_id = 0;                  // set when an agent token authenticated
+  std::string role;                           // X-Kfleet-Role of the answer ("": none, SQLite)
   std::string user_name() const { return user ? user->user : std::string(); }
   std::int64_t id() const;                    // params["id"] as an integer (0 if absent)
   std::int64_t query_int(const std::string& k, std::int64_t dflt) const;

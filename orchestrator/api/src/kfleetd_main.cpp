@@ -1,15 +1,16 @@
 // kfleetd: the orchestrator. One io_context thread runs the API, the control plane and the
-// provisioner; SQLite holds everything that must survive a crash.
+// provisioner; the store (SQLite, or PostgreSQL) holds everything that must survive a crash.
+// On PostgreSQL a kfleetd that does not lead stands by: the same thread serves the reads from
+// a read-only store (standby_responder.hpp) until it takes the leader lock, then leads on the
+// socket it already listens on.
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <atomic>
 #include <chrono>
 #include <functional>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -19,7 +20,6 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "kfleet/api/server.hpp"
-#include "standby_responder.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/pem.hpp"
 #include "kfleet/common/secret.hpp"
@@ -49,7 +49,9 @@ using kfleet::provision::ProvisionerPtr;
 class ProvisionerSlot final : public Provisioner {
  public:
   void set(ProvisionerPtr p) { inner_ = std::move(p); }
-  std::string name() const override { return inner_->name(); }
+  // What name() says instead of the provisioner's (a standby, which provisions nothing).
+  void set_label(std::string label) { label_ = std::move(label); }
+  std::string name() const override { return label_.empty() ? inner_->name() : label_; }
   bool can_grow() const override { return inner_->can_grow(); }
   int capacity_budget() const override { return inner_->capacity_budget(); }
   std::vector<std::string> regions() const override { return inner_->regions(); }
@@ -72,6 +74,7 @@ class ProvisionerSlot final : public Provisioner {
 
  private:
   ProvisionerPtr inner_ = kfleet::provision::make_static_provisioner();
+  std::string label_;
 };
 
 std::string find_agent_binary(const std::string& self) {
@@ -88,9 +91,6 @@ std::string find_agent_binary(const std::string& self) {
 }  // namespace
 
 namespace {
-
-std::atomic<bool> g_standby_stop{false};
-void on_standby_signal(int) { g_standby_stop = true; }
 
 kfleet::TimeMs wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -278,10 +278,23 @@ int main(int argc, char** argv) {
 
   const bool postgres = kfleet::store::is_postgres_url(db);
   const std::string db_name = postgres ? kfleet::store::redact_postgres_url(db) : db;
+  boost::asio::io_context io;
+  auto clock = std::make_shared<kfleet::SystemClock>();
+  auto write_port_file = [&](std::uint16_t p) {
+    if (port_file.empty()) return;
+    std::ofstream(port_file + ".tmp") << p << "\n";
+    fs::rename(port_file + ".tmp", port_file);
+  };
   // One kfleetd per SQLite file; the lock lives as long as this process (kill -9 included).
   // PostgreSQL needs no file lock: the store serialises its writers on the server.
   std::optional<kfleet::store::DbLock> db_lock;
   std::unique_ptr<kfleet::store::PostgresLeader> leader;
+  // A standby's read-only store and control plane, and the server it starts; kept to the end
+  // (streams opened while standing by read through them after the takeover).
+  kfleet::store::StorePtr standby_store;
+  ProvisionerSlot standby_slot;
+  std::unique_ptr<kfleet::core::ControlPlane> standby_cp;
+  std::unique_ptr<kfleet::api::Server> server;
   kfleet::Result<kfleet::store::StorePtr> st =
       kfleet::make_error(kfleet::Errc::internal, "no store opened");
   if (postgres) {
@@ -292,8 +305,9 @@ int main(int argc, char** argv) {
       kfleet::log::info("kfleetd", "--durable is a SQLite setting; on PostgreSQL every commit "
                                    "is as durable as the server's synchronous_commit");
     // Several kfleetd may share one database: one leads (schedules, leases, provisions), the
-    // others wait as standbys, answering 503 with the leader's URL, and take over when the
-    // leader's lock connection dies (kill -9 included).
+    // others stand by: they serve reads from a read-only connection, answer writes 503 with
+    // the leader's URL, and take over when the leader's lock connection dies (kill -9
+    // included), on the port they already listen on.
     auto l = kfleet::store::PostgresLeader::connect(db);
     if (!l) {
       std::cerr << "kfleetd: cannot open the store " << db_name << ": " << l.error().message
@@ -306,39 +320,68 @@ int main(int argc, char** argv) {
       std::cerr << "kfleetd: " << got.error().message << "\n";
       return 1;
     }
+    so.role = "leader";
     if (!*got) {
-      std::unique_ptr<kfleet::api::StandbyResponder> responder;
-      if (!tls) {
-        auto r = kfleet::api::StandbyResponder::start(so.address, so.port);
-        if (!r) {
-          std::cerr << "kfleetd: " << r.error().message << "\n";
-          return 1;
-        }
-        responder = std::move(*r);
-        so.port = responder->port();
-        if (!port_file.empty()) {
-          std::ofstream(port_file + ".tmp") << so.port << "\n";
-          fs::rename(port_file + ".tmp", port_file);
-        }
+      kfleet::store::PostgresOptions ro{db};
+      ro.read_only = true;
+      auto rs = kfleet::store::open_postgres_store(ro);
+      if (!rs) {
+        std::cerr << "kfleetd: cannot open the store " << db_name << " (read-only, standing by): "
+                  << rs.error().message << "\n";
+        return 1;
       }
+      standby_store = std::move(*rs);
+      standby_slot.set_label("none (standby; the leader provisions)");
+      kfleet::core::Config scfg = cfg;
+      scfg.read_only = true;
+      standby_cp = std::make_unique<kfleet::core::ControlPlane>(io.get_executor(), *standby_store,
+                                                                clock, standby_slot, scfg);
+      so.role = "standby";
+      server = std::make_unique<kfleet::api::Server>(io, *standby_cp, so);
+      auto p = server->listen();
+      if (!p) {
+        std::cerr << "kfleetd: " << p.error().message << "\n";
+        return 1;
+      }
+      so.port = *p;
+      write_port_file(so.port);
       auto cur = leader->current();
-      kfleet::log::info("kfleetd", "standby on ", so.address, ":", so.port, ": ",
+      if (cur) server->set_leader(cur->url, cur->epoch);
+      kfleet::log::info("kfleetd", "standby on ", tls ? "https://" : "http://", so.address, ":",
+                        so.port, ": serving reads from ", db_name, " (read-only); ",
                         cur ? "the leader is " + (cur->url.empty() ? "starting" : cur->url) +
                                   " (epoch " + std::to_string(cur->epoch) + ")"
                             : cur.error().message,
-                        "; taking over when it stops",
-                        tls ? " (a TLS standby does not answer until it leads)" : "");
-      std::signal(SIGINT, on_standby_signal);
-      std::signal(SIGTERM, on_standby_signal);
-      while (true) {
-        if (g_standby_stop) return 0;
-        if (auto c = leader->current(); c && responder) responder->set_leader(c->url, c->epoch);
+                        "; taking over when it stops");
+      // Stands by on this thread, serving, and tries for the lock every 250 ms.
+      bool stop = false, acquired = false;
+      boost::asio::signal_set standby_signals(io, SIGINT, SIGTERM);
+      standby_signals.async_wait([&](const boost::system::error_code& ec, int) {
+        if (!ec) stop = true;
+      });
+      boost::asio::steady_timer poll(io);
+      std::function<void()> try_lead = [&] {
+        if (auto c = leader->current(); c) server->set_leader(c->url, c->epoch);
         auto g = leader->try_acquire(wall_ms());
         if (!g) kfleet::log::warn("kfleetd", "standby: ", g.error().message);
-        if (g && *g) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        if (g && *g) {
+          acquired = true;
+          return;
+        }
+        poll.expires_after(std::chrono::milliseconds(250));
+        poll.async_wait([&](const boost::system::error_code& ec) {
+          if (!ec) try_lead();
+        });
+      };
+      try_lead();
+      while (!stop && !acquired) io.run_one();
+      if (stop) {
+        kfleet::log::info("kfleetd", "signal: the standby stops");
+        server->stop();
+        return 0;
       }
-      responder.reset();  // the port is the leader's now
+      standby_signals.cancel();
+      poll.cancel();
     }
     kfleet::log::info("kfleetd", "leading ", db_name, " (epoch ", leader->epoch(), ")");
     st = kfleet::store::open_postgres_store({db, leader->epoch()});
@@ -356,15 +399,19 @@ int main(int argc, char** argv) {
               << "\n";
     return 1;
   }
-  boost::asio::io_context io;
-  auto clock = std::make_shared<kfleet::SystemClock>();
   ProvisionerSlot slot;
   kfleet::core::ControlPlane cp(io.get_executor(), **st, clock, slot, cfg);
-  kfleet::api::Server server(io, cp, so);
-  auto port = server.listen();
-  if (!port) {
-    std::cerr << "kfleetd: " << port.error().message << "\n";
-    return 1;
+  kfleet::Result<std::uint16_t> port = so.port;
+  if (server) {
+    // The standby's socket stays open: connections that arrived meanwhile wait in its backlog.
+    server->promote(cp);
+  } else {
+    server = std::make_unique<kfleet::api::Server>(io, cp, so);
+    port = server->listen();
+    if (!port) {
+      std::cerr << "kfleetd: " << port.error().message << "\n";
+      return 1;
+    }
   }
   const std::string url =
       std::string(tls ? "https://" : "http://") + so.address + ":" + std::to_string(*port);
@@ -540,10 +587,7 @@ int main(int argc, char** argv) {
     }
   }
   suites.start();
-  if (!port_file.empty()) {
-    std::ofstream(port_file + ".tmp") << *port << "\n";
-    fs::rename(port_file + ".tmp", port_file);
-  }
+  write_port_file(*port);
   kfleet::log::info("kfleetd", "serving ", url, " (store ", db_name,
                     !postgres && durable ? ", durable" : "",
                     "; provisioner ", slot.name(), "; dashboards ",
@@ -551,7 +595,7 @@ int main(int argc, char** argv) {
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](auto, int sig) {
     kfleet::log::info("kfleetd", "signal ", sig, ": shutting down");
-    server.stop();
+    server->stop();
     suites.stop();
     cp.stop();
     slot.shutdown();

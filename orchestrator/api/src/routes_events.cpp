@@ -1,6 +1,8 @@
 // Event feeds: JSON pages, and Server-Sent Events streams that follow a job, a run or the
 // whole orchestrator live. Each SSE event's id is the event's global id (runs: its seq), so a
 // client that reconnects with Last-Event-ID misses nothing.
+#include <chrono>
+
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -39,8 +41,15 @@ std::string sse_frame(const Event& e, std::int64_t id) {
 template <class Fetch, class Done, class IdOf>
 asio::awaitable<void> stream(Ctx& c, std::int64_t after, Fetch fetch, Done done, IdOf id_of) {
   // The header by hand: the connection may be TLS or not, and the body runs until it closes.
-  co_await c.write_raw("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                       "Cache-Control: no-store\r\nConnection: close\r\n\r\n");
+  // Built before the co_await: GCC 12 destroys temporaries of a conditional expression inside
+  // a co_await operand twice.
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n";
+  if (!c.role.empty()) head += "X-Kfleet-Role: " + c.role + "\r\n";
+  head += "Connection: close\r\n\r\n";
+  co_await c.write_raw(std::move(head));
+  // A standby polls its store (the wait below returns after a short poll there), so a
+  // keep-alive goes out only when nothing was written for a while.
+  auto last_write = std::chrono::steady_clock::now();
   for (;;) {
     // done() before fetch(): once the job or run has ended, its last events are stored, so a
     // stream that has sent them ends now instead of after the next wait.
@@ -56,8 +65,12 @@ asio::awaitable<void> stream(Ctx& c, std::int64_t after, Fetch fetch, Done done,
       co_await c.write_raw(std::move(out));
       co_return;
     }
-    if (out.empty()) out = ": keep-alive\n\n";  // also detects a client that went away
-    co_await c.write_raw(std::move(out));
+    const auto now = std::chrono::steady_clock::now();
+    if (out.empty() && now - last_write >= std::chrono::seconds(14))
+      out = ": keep-alive\n\n";  // also detects a client that went away
+    const bool send = !out.empty();
+    if (send) last_write = now;
+    if (send) co_await c.write_raw(std::move(out));
     if (evs.size() < 500) co_await c.cp.wait_for_events(15'000);
   }
 }

@@ -28,7 +28,7 @@ Result<nlohmann::json> parse_body(const Request& req) {
 
 Awaitable health(Ctx& c) {
   co_return json_response(c.req, http::status::ok,
-                          {{"status", "ok"}, {"version", "1"}, {"store", "sqlite"},
+                          {{"status", "ok"}, {"version", "1"}, {"store", c.cp.store().backend()},
                            {"time", format_iso8601(c.cp.clock().now_ms())},
                            {"provisioner", c.cp.provisioner().name()}});
 }

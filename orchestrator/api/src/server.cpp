@@ -21,6 +21,7 @@
 #endif
 
 #include "http.hpp"
+#include "standby_responder.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/sha256.hpp"
 
@@ -138,7 +139,7 @@ bool client_cert_verified(beast::ssl_stream<beast::tcp_stream>& s) {
 
 struct Server::Impl {
   Impl(asio::io_context& io, core::ControlPlane& cp, ServerOptions o)
-      : io(io), cp(cp), opts(std::move(o)), acceptor(io), routes(make_routes()),
+      : io(io), cp(&cp), opts(std::move(o)), acceptor(io), routes(make_routes()),
         submit_limit(opts.submit_per_minute), auth_fail_limit(opts.auth_failures_per_minute) {
     for (auto& r : routes)
       if (!r.handler) {
@@ -243,14 +244,14 @@ struct Server::Impl {
                                               "(kfleet-agent --enrol-token-file or KFLEET_ENROL_TOKEN)"
                                             : "agent calls need the agent token that enrol returned"));
       if (r.access == Access::enrol) {
-        if (cp.is_enrol_token(c.bearer)) return std::nullopt;
-        if (cp.agent_for_token(c.bearer) || cp.is_user_token(c.bearer))
+        if (cp->is_enrol_token(c.bearer)) return std::nullopt;
+        if (cp->agent_for_token(c.bearer) || cp->is_user_token(c.bearer))
           return forbidden(req, "enrolment needs the enrolment token, not a user or agent token");
         return failed(unauthorized(req, "kfleetd does not know this enrolment token"));
       }
-      const std::int64_t aid = cp.agent_for_token(c.bearer);
+      const std::int64_t aid = cp->agent_for_token(c.bearer);
       if (aid == 0) {
-        if (cp.is_user_token(c.bearer) || cp.is_enrol_token(c.bearer))
+        if (cp->is_user_token(c.bearer) || cp->is_enrol_token(c.bearer))
           return forbidden(req, "this call is for agents; a user or enrolment token cannot make it");
         return failed(unauthorized(req, "kfleetd does not know this agent token"));
       }
@@ -267,21 +268,21 @@ struct Server::Impl {
           req, std::string("this call needs an API token of scope ") + core::to_string(need) +
                    " in the Authorization header (kfleet: KFLEET_TOKEN or --token-file; "
                    "dashboards: sign in)"));
-    auto p = cp.user_for_token(c.bearer);
+    auto p = cp->user_for_token(c.bearer);
     if (!p) {
-      if (const std::int64_t aid = cp.agent_for_token(c.bearer)) {
+      if (const std::int64_t aid = cp->agent_for_token(c.bearer)) {
         if (r.access == Access::bundle) {
           c.agent_id = aid;
-          auto a = cp.store().get_agent(aid);
-          auto run = a && a->current_run_id ? cp.store().get_run(a->current_run_id) : std::nullopt;
-          auto job = run ? cp.store().get_job(run->job_id) : std::nullopt;
+          auto a = cp->store().get_agent(aid);
+          auto run = a && a->current_run_id ? cp->store().get_run(a->current_run_id) : std::nullopt;
+          auto job = run ? cp->store().get_job(run->job_id) : std::nullopt;
           auto it = c.params.find("hash");
           if (job && it != c.params.end() && job->bundle_hash == it->second) return std::nullopt;
           return forbidden(req, "an agent may read only the bundle of the job it holds");
         }
         return forbidden(req, "an agent token cannot make user calls");
       }
-      if (cp.is_enrol_token(c.bearer))
+      if (cp->is_enrol_token(c.bearer))
         return forbidden(req, "the enrolment token cannot make user calls");
       return failed(unauthorized(req, "kfleetd does not know this API token (revoked, or never "
                                       "made: an admin makes one with `kfleet token create`)"));
@@ -306,8 +307,13 @@ struct Server::Impl {
     std::string_view target = req.target();
     auto qpos = target.find('?');
     std::string_view path = target.substr(0, qpos);
-    Ctx ctx{req, [&stream](std::string s) { return write_all(stream, std::move(s)); }, cp,
+    const bool standby = opts.role == "standby";
+    // A standby acts on nothing: every write goes to the leader before any other check.
+    if (standby && !standby_serves(req.method(), "", nullptr))
+      co_return standby_redirect(req, leader_url, leader_epoch);
+    Ctx ctx{req, [&stream](std::string s) { return write_all(stream, std::move(s)); }, *cp,
             {}, {}, {}};
+    ctx.role = opts.role;
     if (qpos != std::string_view::npos) ctx.query = parse_query(target.substr(qpos + 1));
     if (auto it = req.find(http::field::authorization); it != req.end()) {
       std::string_view v = it->value();
@@ -319,6 +325,8 @@ struct Server::Impl {
       if (!match_path(r.pattern, path, params)) continue;
       path_known = true;
       if (r.method != req.method()) continue;
+      if (standby && !standby_serves(r.method, r.pattern, &r.access))
+        co_return standby_redirect(req, leader_url, leader_epoch);
       ctx.params = std::move(params);
       if (auto deny = authorize(r, ctx, peer, client_cert_ok)) co_return std::move(*deny);
       co_return co_await r.handler(ctx);
@@ -366,6 +374,7 @@ struct Server::Impl {
                                                 "-byte limit (kfleetd --max-body-bytes)")
                            : error_response(dummy, http::status::bad_request, "bad_request",
                                             "malformed HTTP request: " + ec.message());
+        if (!opts.role.empty()) res.set("X-Kfleet-Role", opts.role);
         res.keep_alive(false);
         res.prepare_payload();
         beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
@@ -388,6 +397,7 @@ struct Server::Impl {
         res = error_response(req, http::status::internal_server_error, "internal", e.what());
       }
       if (!res) break;  // streamed: the handler wrote and the connection ends
+      if (!opts.role.empty()) res->set("X-Kfleet-Role", opts.role);
       res->keep_alive(req.keep_alive());
       res->prepare_payload();
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
@@ -411,8 +421,10 @@ struct Server::Impl {
 #endif
 
   asio::io_context& io;
-  core::ControlPlane& cp;
+  core::ControlPlane* cp;  // the standby's until promote()
   ServerOptions opts;
+  std::string leader_url;  // a standby's view of the leader
+  std::int64_t leader_epoch = 0;
   tcp::acceptor acceptor;
   std::vector<Route> routes;
   RateLimiter submit_limit;
@@ -447,6 +459,16 @@ Result<std::uint16_t> Server::listen() {
 void Server::stop() {
   boost::system::error_code ec;
   impl_->acceptor.close(ec);
+}
+
+void Server::set_leader(const std::string& url, std::int64_t epoch) {
+  impl_->leader_url = url;
+  impl_->leader_epoch = epoch;
+}
+
+void Server::promote(core::ControlPlane& cp) {
+  impl_->cp = &cp;
+  impl_->opts.role = "leader";
 }
 
 std::uint16_t Server::port() const {

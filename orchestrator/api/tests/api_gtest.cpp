@@ -74,6 +74,7 @@ TEST_F(ApiTest, HealthAnswers) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ((*r->json())["status"], "ok");
+  EXPECT_EQ((*r->json())["store"], "sqlite");
 }
 
 TEST_F(ApiTest, SubmitNeedsAUserToken) {

@@ -86,13 +86,15 @@ std::optional<Principal> ControlPlane::user_for_token(const std::string& token) 
   if (token.empty()) return std::nullopt;
   const std::string hash = sha256_hex(token);
   if (auto it = static_users_.find(hash); it != static_users_.end()) return it->second;
-  if (auto it = user_cache_.find(hash); it != user_cache_.end()) return it->second;
+  if (!cfg_.read_only)
+    if (auto it = user_cache_.find(hash); it != user_cache_.end()) return it->second;
   auto t = store_.find_token_by_hash(hash);
   if (!t || t->revoked_ms != 0 || !equal_ct(t->token_hash, hash)) return std::nullopt;
   auto scope = scope_from_string(t->scope);
   if (!scope) return std::nullopt;
   Principal p{t->user, *scope, t->id};
-  user_cache_[hash] = p;
+  // A standby does not cache: the leader may revoke the token at any time.
+  if (!cfg_.read_only) user_cache_[hash] = p;
   return p;
 }
 
@@ -117,6 +119,15 @@ bool ControlPlane::is_agent_token(std::int64_t agent_id, const std::string& toke
 
 std::int64_t ControlPlane::agent_for_token(const std::string& token) {
   if (token.empty()) return 0;
+  if (cfg_.read_only) {
+    // A standby learns of enrolments and retirements only through the store.
+    const std::string hash = sha256_hex(token);
+    for (const auto& a : store_.list_agents())
+      if (a.state != store::AgentState::retired && !a.token_hash.empty() &&
+          equal_ct(a.token_hash, hash))
+        return a.id;
+    return 0;
+  }
   auto it = agent_by_hash_.find(sha256_hex(token));
   return it == agent_by_hash_.end() ? 0 : it->second;
 }

@@ -304,6 +304,8 @@ void ControlPlane::record_cost(const store::RunRecord& run) {
 
 asio::awaitable<void> ControlPlane::wait_for_events(TimeMs timeout_ms) {
   auto t = std::make_shared<asio::steady_timer>(ex_);
+  // A standby's store changes under it (the leader writes): callers look again every poll.
+  if (cfg_.read_only) timeout_ms = std::min(timeout_ms, std::max<TimeMs>(cfg_.standby_poll_ms, 10));
   t->expires_after(std::chrono::milliseconds(timeout_ms));
   if (stopped_) co_return;
   event_waiters_.push_back(t);

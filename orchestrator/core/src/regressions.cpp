@@ -195,8 +195,13 @@ Result<nlohmann::json> regression_view(ControlPlane& cp, std::int64_t id) {
   }
   const std::string state = done ? "done" : "running";
   if (state != reg->state || cells != reg->cells) {
-    auto up = st.update_regression(id, state, cells, cp.clock().now_ms());
-    if (up) reg = *up;
+    if (cp.config().read_only) {
+      // A standby shows what the leader will store on its next look, and writes nothing.
+      reg->state = state;
+      reg->cells = cells;
+    } else if (auto up = st.update_regression(id, state, cells, cp.clock().now_ms())) {
+      reg = *up;
+    }
   }
   nlohmann::json out = regression_summary(*reg);
   out["cells"] = reg->cells;

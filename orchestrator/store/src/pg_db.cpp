@@ -235,10 +235,16 @@ bool Db::ensure_connected() {
   if (PQstatus(conn_) != CONNECTION_OK) return false;
   try {
     exec("SET client_min_messages = warning");
+    if (read_only_) exec("SET default_transaction_read_only = on");
   } catch (const DbError&) {
     return false;
   }
   return true;
+}
+
+void Db::set_read_only() {
+  exec("SET default_transaction_read_only = on");
+  read_only_ = true;
 }
 
 Stmt Db::prepare(const std::string& sql) { return Stmt(this, sql); }
@@ -286,6 +292,12 @@ void Db::begin() {
   static const std::string fenced = lock + "; SELECT epoch FROM kfleet_leader WHERE id = 1";
   if (!ensure_connected()) throw_conn(conn_, "reconnecting to " + where_);
   if (PQtransactionStatus(conn_) != PQTRANS_IDLE) rollback();  // never nest in a leftover one
+  if (read_only_) {
+    // A standby takes no write lock (it would only hold the leader's writers up): its
+    // transaction reads a snapshot, and the server refuses the first write in it.
+    exec("BEGIN READ ONLY");
+    return;
+  }
   auto start = [&] {
     PGresult* r = PQexec(conn_, (fence_ ? fenced : lock).c_str());
     check(conn_, r, "BEGIN");
@@ -320,6 +332,10 @@ void Db::rollback() {
 
 Error Db::failure(const DbError& e) const {
   if (e.sqlstate == kNotLeaderState) return make_error(Errc::unavailable, e.message);
+  if (e.sqlstate == kReadOnlyState)
+    return make_error(Errc::unavailable,
+                      "this kfleetd is a standby: its store is read-only and PostgreSQL refused "
+                      "the write (" + e.message + "); writes go to the leader");
   if (e.sqlstate.empty() || e.sqlstate.rfind("08", 0) == 0 || e.sqlstate.rfind("57", 0) == 0 ||
       e.sqlstate == "40001" || e.sqlstate == "40P01" || e.sqlstate == "53100" ||
       e.sqlstate == "53200" || e.sqlstate == "53300")
@@ -347,6 +363,9 @@ void die(const DbError& e, const char* what) {
   // one transaction), so a restart resumes from the database.
   const bool deposed = e.sqlstate == kNotLeaderState ||
                        e.message.find("is no longer the leader") != std::string::npos;
+  if (e.sqlstate == kReadOnlyState)
+    std::fprintf(stderr, "kfleet store: %s tried to write through a standby's read-only store "
+                         "(a bug: a standby never writes); PostgreSQL refused it\n", what);
   std::fprintf(stderr, "kfleet store: %s failed: %s\nkfleetd: %s\n", what, e.message.c_str(),
                deposed ? "stepping down (exit 3)" : "exiting: the PostgreSQL store failed (exit 4)");
   std::_Exit(deposed ? 3 : 4);

@@ -117,6 +117,11 @@ class Db {
   std::int64_t last_insert_id();                       // lastval() of this session
   // Every transaction from now on checks kfleet_leader.epoch == epoch (0: no check).
   void set_fence(std::int64_t epoch) { fence_ = epoch; }
+  // From now on (and after every reconnect) the session runs with
+  // default_transaction_read_only = on, and transactions begin READ ONLY without the write
+  // lock: the server refuses every write (SQLSTATE 25006). A standby kfleetd's store.
+  void set_read_only();
+  bool read_only() const { return read_only_; }
 
   // Runs f (returning Result<T>) inside BEGIN ... COMMIT holding the write lock; an error
   // result or a failure rolls everything back.
@@ -167,7 +172,11 @@ class Db {
   int next_name_ = 0;
   std::int64_t changes_ = 0;
   std::int64_t fence_ = 0;
+  bool read_only_ = false;
 };
+
+// The SQLSTATE of a write in a read-only transaction.
+inline constexpr const char* kReadOnlyState = "25006";
 
 // Rewrites `?` placeholders (outside quotes) to $1, $2, ...
 std::string number_placeholders(const std::string& sql);

@@ -11,6 +11,26 @@ Result<StorePtr> open_postgres_store(const PostgresOptions& o) {
   if (o.url.empty())
     return make_error(Errc::invalid_argument,
                       "no PostgreSQL URL given (use --db postgresql://user@host/database)");
+  if (o.read_only) {
+    auto db = pg::Db::open(o.url, "kfleetd-standby");
+    if (!db) return db.error();
+    try {
+      (*db)->set_read_only();
+      std::int64_t version = 0;
+      auto q = (*db)->prepare("SELECT version FROM schema_version LIMIT 1");
+      if (q.step()) version = q.i64(0);
+      if (version != pg::latest_schema_version())
+        return make_error(Errc::unavailable,
+                          "the database at " + (*db)->where() + " has schema version " +
+                              std::to_string(version) + ", this kfleetd's is " +
+                              std::to_string(pg::latest_schema_version()) +
+                              "; a read-only standby cannot migrate it (start one kfleetd of "
+                              "this version as the leader first, or upgrade this one)");
+    } catch (const pg::DbError& e) {
+      return make_error(Errc::unavailable, "PostgreSQL at " + (*db)->where() + ": " + e.message);
+    }
+    return StorePtr(std::make_unique<pg::PgStore>(std::move(*db)));
+  }
   auto db = pg::Db::open(o.url);
   if (!db) return db.error();
   auto m = pg::migrate(**db);

@@ -12,6 +12,7 @@ namespace kfleet::store::pg {
 class PgStore final : public Store {
  public:
   explicit PgStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+  const char* backend() const override { return "postgresql"; }
 
   Result<JobRecord> create_job(const NewJob& j, TimeMs now) override;
   std::optional<JobRecord> get_job(std::int64_t id) override;

@@ -12,6 +12,7 @@ namespace kfleet::store::sqlite {
 class SqliteStore final : public Store {
  public:
   explicit SqliteStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+  const char* backend() const override { return "sqlite"; }
 
   Result<JobRecord> create_job(const NewJob& j, TimeMs now) override;
   std::optional<JobRecord> get_job(std::int64_t id) override;

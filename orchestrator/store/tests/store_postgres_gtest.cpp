@@ -210,6 +210,79 @@ TEST(PostgresStore, ReconnectsAfterTheServerDropsTheConnection) {
   EXPECT_EQ(back->name, "before");
 }
 
+// A standby's store reads what the leader wrote, and PostgreSQL itself refuses its writes:
+// through the Store (an error, nothing stored), through its connection directly (SQLSTATE
+// 25006, so no code path of the store can write), and again after a reconnect.
+TEST(PostgresStore, AReadOnlyStoreReadsAndItsWritesAreRefusedByTheServer) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto rw = open_or_fail(url);
+  ASSERT_TRUE(rw);
+  auto job = rw->create_job(a_job("seen"), 10);
+  ASSERT_TRUE(job.ok());
+  ApiToken t;
+  t.user = "alice";
+  t.scope = "read";
+  t.token_hash = std::string(64, 'a');
+  auto tok = rw->create_token(t, 11);
+  ASSERT_TRUE(tok.ok());
+
+  PostgresOptions o{url};
+  o.read_only = true;
+  auto ro = open_postgres_store(o);
+  ASSERT_TRUE(ro.ok()) << ro.error().message;
+  auto& st = **ro;
+  ASSERT_TRUE(st.get_job(job->id));
+  EXPECT_EQ(st.get_job(job->id)->name, "seen");
+  EXPECT_EQ(st.list_jobs({}).size(), 1u);
+  EXPECT_EQ(st.job_events(job->id, 0, 100).size(), rw->job_events(job->id, 0, 100).size());
+  ASSERT_TRUE(st.find_token_by_hash(t.token_hash));
+
+  auto w = st.create_job(a_job("never"), 12);
+  ASSERT_FALSE(w.ok()) << "a read-only store must not write";
+  EXPECT_EQ(w.error().code, Errc::unavailable);
+  EXPECT_NE(w.error().message.find("read-only"), std::string::npos) << w.error().message;
+  EXPECT_FALSE(st.revoke_token(tok->id, 13).ok());
+  EXPECT_FALSE(st.enrol_agent(an_agent("never"), 14).ok());
+  EXPECT_EQ(query_one(url, "SELECT count(*) FROM jobs"), "1");
+  EXPECT_EQ(query_one(url, "SELECT count(*) FROM agents"), "0");
+  EXPECT_EQ(query_one(url, "SELECT revoked_ms FROM api_tokens WHERE id = " +
+                               std::to_string(tok->id)),
+            "0");
+
+  // The connection itself, outside the store's transactions, and after a reconnect.
+  auto db = pg::Db::open(url, "kfleetd-standby-test");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  (*db)->set_read_only();
+  auto write_state = [&]() -> std::string {
+    try {
+      (*db)->exec("UPDATE counters SET value = value + 1");
+      return "written";
+    } catch (const pg::DbError& e) {
+      return e.sqlstate;
+    }
+  };
+  EXPECT_EQ(write_state(), "25006");
+  const std::string name = url.substr(url.find(":///") + 4, url.find('?') - url.find(":///") - 4);
+  query_one(server()->url("postgres"),
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
+                name + "' AND application_name = 'kfleetd-standby-test'");
+  (*db)->ensure_connected();  // fails on the dead connection, or reopens it
+  std::string after = write_state();
+  if (after != "25006") {
+    ASSERT_TRUE((*db)->ensure_connected());
+    after = write_state();
+  }
+  EXPECT_EQ(after, "25006") << "a reconnected read-only connection must stay read-only";
+  // The store reconnects too, still read-only.
+  query_one(server()->url("postgres"),
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '" +
+                name + "' AND application_name = 'kfleetd-standby'");
+  ASSERT_TRUE(st.get_job(job->id));
+  EXPECT_FALSE(st.create_job(a_job("never-2"), 15).ok());
+  EXPECT_EQ(query_one(url, "SELECT count(*) FROM jobs"), "1");
+}
+
 // One leader at a time; a takeover bumps the epoch, and the old leader's store is fenced off.
 TEST(PostgresStore, OneLeaderAtATimeAndTheOldOneIsFenced) {
   const std::string url = fresh_database();

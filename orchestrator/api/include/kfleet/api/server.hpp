@@ -30,6 +30,11 @@ struct ServerOptions {
   // per minute (0: off). Over the limit: 429 with Retry-After.
   int submit_per_minute = 120;
   int auth_failures_per_minute = 30;
+  // Several kfleetd on one PostgreSQL: "leader" or "standby", sent as X-Kfleet-Role on every
+  // answer. A standby serves the reads from its (read-only) store and answers every write,
+  // agent call and /metrics 503 with the leader's URL (standby_responder.hpp). "": one
+  // kfleetd (SQLite), no header.
+  std::string role;
 };
 
 // Whether this build can serve TLS (OpenSSL was found).
@@ -51,6 +56,13 @@ class Server {
   Result<std::uint16_t> listen();
   void stop();
   std::uint16_t port() const;
+  // A standby's view of who leads (for its 503 answers); "" while none serves.
+  void set_leader(const std::string& url, std::int64_t epoch);
+  // The standby now leads: from the next request on, everything goes to `cp` (the leader's
+  // control plane over a writable store) and answers say `X-Kfleet-Role: leader`. The
+  // listening socket stays open throughout. Streams already open keep reading through the
+  // standby's control plane, which must outlive them (kfleetd keeps it to the end).
+  void promote(core::ControlPlane& cp);
 
  private:
   struct Impl;

@@ -45,6 +45,13 @@ struct Config {
   std::string enrol_token;
   sched::BlockPolicy block_policy;
   std::uint64_t rng_seed = 0;         // 0: from std::random_device
+  // A standby kfleetd's control plane (several kfleetd on one PostgreSQL): it serves reads
+  // only and is never start()ed. Tokens are checked against the store on every call (a token
+  // the leader revoked, or an agent it retired, is refused at once), agent tokens are looked
+  // up in the store, and event waits poll the store every standby_poll_ms (the leader's
+  // writes wake nothing here).
+  bool read_only = false;
+  TimeMs standby_poll_ms = 250;
 };
 
 // What a user token may do: each scope includes the ones below it.

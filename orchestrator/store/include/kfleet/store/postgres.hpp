@@ -18,6 +18,13 @@ struct PostgresOptions {
   // The leader's fencing number (PostgresLeader::epoch()): when set, every write transaction
   // first checks that no other kfleetd has taken over since, and fails (unavailable) if one has.
   std::int64_t leader_epoch = 0;
+  // A standby kfleetd's store: its connection runs with default_transaction_read_only = on
+  // (set again after every reconnect) and transactions begin READ ONLY without taking the
+  // write lock, so PostgreSQL itself refuses any write (SQLSTATE 25006; the Store call fails
+  // with unavailable, or the process exits 4 where a call cannot return an error). It does not
+  // migrate: the schema must be at this build's version already (the leader election's own
+  // connection migrates at start). pg_stat_activity shows it as `kfleetd-standby`.
+  bool read_only = false;
 };
 
 // Who leads the kfleetd sharing one database.
@@ -62,7 +69,8 @@ std::string redact_postgres_url(const std::string& url);
 bool postgres_url_has_password(const std::string& url);
 // False when this build has no libpq (configured with -DKFLEET_WITH_POSTGRESQL=OFF).
 bool postgres_supported();
-// Connects and migrates the schema (refusing one newer than this build knows).
+// Connects and migrates the schema (refusing one newer than this build knows); read-only:
+// connects and checks the schema's version instead.
 Result<StorePtr> open_postgres_store(const PostgresOptions& o);
 
 }  // namespace kfleet::store

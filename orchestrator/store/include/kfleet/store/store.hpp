@@ -193,6 +193,8 @@ struct AuditRecord {
 class Store {
  public:
   virtual ~Store() = default;
+  // Which backend this is ("sqlite" or "postgresql"), as /api/v1/health reports it.
+  virtual const char* backend() const = 0;
 
   // --- jobs
   virtual Result<JobRecord> create_job(const NewJob& j, TimeMs now) = 0;  // + job.submitted event
