@@ -44,7 +44,7 @@ TEST(JobSpecParse, FullSeed001Example) {
   ASSERT_EQ(s.kernel.defines.size(), 1u);
   EXPECT_EQ(s.kernel.defines[0], (std::pair<std::string, std::string>{"O_ACCUM_HALF", "1"}));
   ASSERT_TRUE(s.gates.resources && s.gates.correctness && s.gates.performance);
-  EXPECT_EQ(*s.gates.resources->max_registers, 176);
+  EXPECT_EQ(*s.gates.resources->max_registers, 192);
   ASSERT_EQ(s.gates.correctness->cases.size(), 2u);
   const auto& mission = s.gates.correctness->cases[1];
   EXPECT_EQ(mission.name, "mission");
