@@ -122,8 +122,10 @@ void ControlPlane::tick() {
   // Idle agents that stopped talking are marked lost (busy ones lose their lease instead).
   for (const auto& a : store_.list_agents()) {
     if (a.state == store::AgentState::idle && a.current_run_id == 0 &&
-        now - a.last_seen_ms > cfg_.lease_ttl_ms && !waiters_.count(a.id))
-      store_.set_agent_state(a.id, store::AgentState::lost, now);
+        now - a.last_seen_ms > cfg_.lease_ttl_ms && !waiters_.count(a.id)) {
+      if (auto r = store_.set_agent_state(a.id, store::AgentState::lost, now); !r)
+        log::warn("core", "cannot mark silent agent ", a.id, " lost: ", r.error().message);
+    }
   }
   release_idle_agents(now);
   last_tick_ms_ = now;
@@ -160,7 +162,13 @@ void ControlPlane::release_idle_agents(TimeMs now) {
     if (it == idle_since_.end() || now - it->second < cfg_.idle_agent_ttl_ms) continue;
     log::info("core", "agent ", a.id, " idle for ", (now - it->second) / 1000,
               " s: releasing instance ", a.instance_id);
-    store_.set_agent_state(a.id, store::AgentState::retired, now);
+    // Retire the agent before its instance goes, so that nothing is leased to it meanwhile; if
+    // that write fails, keep the instance and try again on the next tick.
+    if (auto r = store_.set_agent_state(a.id, store::AgentState::retired, now); !r) {
+      log::warn("core", "cannot retire idle agent ", a.id, " (its instance stays): ",
+                r.error().message);
+      continue;
+    }
     if (auto w = waiters_.find(a.id); w != waiters_.end()) {
       w->second->done = true;
       w->second->timer.cancel();
