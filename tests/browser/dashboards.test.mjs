@@ -216,6 +216,9 @@ async function main() {
     await page.goto(`${base}/#/jobs/${child.id}`);
     await page.waitForSelector("#timing-chart[data-drawn='1']", { timeout: 15000 });
     check((await page.textContent("#job-name")) === "browser/child", "job page names the job");
+    check(!!child.submitted_by && (await page.textContent("#submitted-by")) === `by ${child.submitted_by}`,
+      `job page names who submitted it (${child.submitted_by})`);
+    check(!(await page.isVisible("#cancelled-by")), "a job nobody cancelled names no canceller");
     check((await page.textContent("#verdict")).includes(reason), "verdict line shows the reason");
     check(await page.isVisible("#verdict .badge.sim"), "verdict line is marked SIMULATED");
     check((await page.textContent("#resources")).includes("fp8_sdpa"), "resources table lists the kernel");
@@ -225,6 +228,22 @@ async function main() {
     check((await paintedPixels(page, "#timing-chart")) > 500, "timing chart is drawn");
     check((await page.textContent("#event-log")).includes("bench.result"), "event log lists bench.result");
     await shot(page, "job");
+
+    // A cancelled job's page names who cancelled it.
+    writeFileSync(join(jobs, "cancel-me.yaml"), jobYaml("browser/cancel-me", "", 656).replace("{gpu: L4}", "{gpu: T4}"));
+    submit("cancel-me.yaml");
+    const doomed = (await api(base, "/api/v1/jobs")).jobs.find((j) => j.name === "browser/cancel-me");
+    check(!!doomed, "the job to cancel was submitted");
+    const cancelled = runCommand(o.cli, ["cancel", String(doomed.id), "--server", base], cliEnv);
+    check(cancelled.status === 0, `kfleet cancel exited ${cancelled.status}: ${cancelled.stderr}${cancelled.stdout}`);
+    const after = await waitFor("the job to be cancelled", async () => {
+      const { job: j } = await api(base, `/api/v1/jobs/${doomed.id}`);
+      return j.state === "cancelled" ? j : null;
+    }, 15000, 200);
+    await page.goto(`${base}/#/jobs/${doomed.id}`);
+    await page.waitForSelector("#cancelled-by", { timeout: 15000 });
+    check(!!after.cancelled_by && (await page.textContent("#cancelled-by")) === `cancelled by ${after.cancelled_by}`,
+      `a cancelled job's page names who cancelled it (${after.cancelled_by})`);
 
     // 4. Campaign: lineage chart with kept and rejected markers and the reason.
     await page.goto(`${base}/#/campaigns/browser-campaign`);

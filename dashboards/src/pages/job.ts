@@ -141,7 +141,8 @@ export function mountJob(el: HTMLElement, id: number): () => void {
       ${simBanner(anySim)}
       <p class="muted">${job.campaign ? `campaign <a href="#/campaigns/${encodeURIComponent(job.campaign)}">${esc(job.campaign)}</a> · ` : ""}
         ${job.parent ? `parent ${esc(job.parent)} · ` : ""}GPU ${esc(job.gpu)} · attempt ${job.attempts ?? 0}/${job.max_attempts ?? "?"}
-        · submitted ${ago(job.created)}${job.state_reason ? ` · <span class="state-reason">${esc(job.state_reason)}</span>` : ""}
+        · submitted ${ago(job.created)}${job.submitted_by ? ` <span id="submitted-by">by ${esc(job.submitted_by)}</span>` : ""}
+        ${job.cancelled_by ? ` · <span id="cancelled-by">cancelled by ${esc(job.cancelled_by)}</span>` : ""}${job.state_reason ? ` · <span class="state-reason">${esc(job.state_reason)}</span>` : ""}
         ${run ? ` · run ${run.id} (${esc(run.stage || run.outcome)})${simBadge(run.simulated)}` : ""}</p>
       ${verdictLine(job.verdict, job.state)}
       <div class="grid2">
