@@ -7,27 +7,11 @@
 #include <gtest/gtest.h>
 
 #include "cluster.hpp"
+#include "pg_sql.hpp"
 #include "kfleet/store/pg_scratch.hpp"
 
 namespace kfleet::e2e {
 namespace {
-
-// Rows of one query, as text.
-std::vector<std::vector<std::string>> pg_sql(const std::string& url, const std::string& q) {
-  std::vector<std::vector<std::string>> out;
-  PGconn* c = PQconnectdb(url.c_str());
-  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-  PGresult* r = PQexec(c, q.c_str());
-  EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << q << ": " << PQresultErrorMessage(r);
-  for (int i = 0; i < PQntuples(r); ++i) {
-    std::vector<std::string> row;
-    for (int j = 0; j < PQnfields(r); ++j) row.emplace_back(PQgetvalue(r, i, j));
-    out.push_back(std::move(row));
-  }
-  PQclear(r);
-  PQfinish(c);
-  return out;
-}
 
 TEST(PostgresE2E, JobsRunThroughKfleetdOnPostgresAndSurviveAKill9) {
   auto server = store::ScratchPostgres::start();

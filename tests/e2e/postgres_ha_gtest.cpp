@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster.hpp"
+#include "pg_sql.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
 #include "kfleet/common/jobspec.hpp"
@@ -23,27 +24,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr const char* kToken = Cluster::kUserToken;
 constexpr const char* kEnrol = Cluster::kEnrolToken;
-
-std::vector<std::vector<std::string>> pg_sql(const std::string& url, const std::string& q) {
-  std::vector<std::vector<std::string>> out;
-  PGconn* c = PQconnectdb(url.c_str());
-  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-  PGresult* r = PQexec(c, q.c_str());
-  EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << q << ": " << PQresultErrorMessage(r);
-  for (int i = 0; i < PQntuples(r); ++i) {
-    std::vector<std::string> row;
-    for (int j = 0; j < PQnfields(r); ++j) row.emplace_back(PQgetvalue(r, i, j));
-    out.push_back(std::move(row));
-  }
-  PQclear(r);
-  PQfinish(c);
-  return out;
-}
-
-std::string one(const std::string& url, const std::string& q) {
-  auto rows = pg_sql(url, q);
-  return rows.empty() || rows[0].empty() ? "" : rows[0][0];
-}
 
 // kfleetd processes sharing one database, each on its own port (kept across restarts).
 class Fleet {
@@ -194,7 +174,7 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
   for (int a = 0; a < 8; ++a) fleet.start_agent("a" + std::to_string(a));
 
   auto terminal = [&] {
-    return std::stoi(one(*db, "SELECT count(*) FROM jobs WHERE state IN "
+    return std::stoi(pg_one(*db, "SELECT count(*) FROM jobs WHERE state IN "
                               "('passed', 'rejected', 'error', 'cancelled')"));
   };
   // Three times: once more jobs have finished, kill the leader with -9, time the takeover,
@@ -227,14 +207,14 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
       << terminal() << " of " << kJobs << " jobs finished" << fleet.logs();
 
   // 0 jobs lost: every job passed, exactly one run each passed, nothing still running.
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM jobs"), std::to_string(kJobs));
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM jobs WHERE state = 'passed'"), std::to_string(kJobs))
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM jobs"), std::to_string(kJobs));
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM jobs WHERE state = 'passed'"), std::to_string(kJobs))
       << fleet.logs();
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM (SELECT job_id FROM runs WHERE outcome = 'passed' "
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM (SELECT job_id FROM runs WHERE outcome = 'passed' "
                      "GROUP BY job_id HAVING count(*) <> 1) t"),
             "0")
       << "a job passed twice or not at all";
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM runs WHERE outcome = 'running'"), "0");
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM runs WHERE outcome = 'running'"), "0");
   // Event ids 1..N with no gap or duplicate, as the counter says.
   auto ev = pg_sql(*db, "SELECT count(*), count(DISTINCT id), max(id), (SELECT value FROM "
                         "counters WHERE name = 'event_id') FROM events");
@@ -242,25 +222,25 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
   EXPECT_EQ(ev[0][0], ev[0][2]) << "event ids have a gap";
   EXPECT_EQ(ev[0][2], ev[0][3]);
   // Each job's own events are seq 1..n; each passed run's events are seq 1..n, all stored.
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM (SELECT job_id FROM events WHERE run_id = 0 GROUP BY "
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM (SELECT job_id FROM events WHERE run_id = 0 GROUP BY "
                      "job_id HAVING count(*) <> max(seq) OR count(DISTINCT seq) <> count(*)) t"),
             "0")
       << "a job's event seqs have a gap or a duplicate";
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM (SELECT r.id FROM runs r JOIN events e ON "
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM (SELECT r.id FROM runs r JOIN events e ON "
                      "e.job_id = r.job_id AND e.run_id = r.id WHERE r.outcome = 'passed' GROUP "
                      "BY r.id HAVING count(*) <> max(e.seq) OR max(e.seq) <> max(r.events_contiguous)) t"),
             "0")
       << "a run's event seqs have a gap or a duplicate";
   // No agent ever held two jobs: its runs, in order, each started after the one before ended.
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM (SELECT started_ms, lag(finished_ms) OVER w AS pf, "
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM (SELECT started_ms, lag(finished_ms) OVER w AS pf, "
                      "lag(outcome) OVER w AS po FROM runs WINDOW w AS (PARTITION BY agent_id "
                      "ORDER BY id)) t WHERE po IS NOT NULL AND (po = 'running' OR started_ms < pf)"),
             "0")
       << "an agent held two runs at once";
-  EXPECT_EQ(one(*db, "SELECT epoch FROM kfleet_leader"), "4") << "three takeovers after the first";
+  EXPECT_EQ(pg_one(*db, "SELECT epoch FROM kfleet_leader"), "4") << "three takeovers after the first";
   std::printf("runs: %s (lost to the kills and retried: %s)\n",
-              one(*db, "SELECT count(*) FROM runs").c_str(),
-              one(*db, "SELECT count(*) FROM runs WHERE outcome <> 'passed'").c_str());
+              pg_one(*db, "SELECT count(*) FROM runs").c_str(),
+              pg_one(*db, "SELECT count(*) FROM runs WHERE outcome <> 'passed'").c_str());
 }
 
 // A leader whose lock connection dies (the database restarted it, a network cut) can no

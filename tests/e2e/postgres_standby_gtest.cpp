@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster.hpp"
+#include "pg_sql.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
 #include "kfleet/common/jobspec.hpp"
@@ -29,29 +30,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr const char* kAdmin = Cluster::kUserToken;
 constexpr const char* kEnrol = Cluster::kEnrolToken;
-
-std::vector<std::vector<std::string>> pg_sql(const std::string& url, const std::string& q) {
-  std::vector<std::vector<std::string>> out;
-  PGconn* c = PQconnectdb(url.c_str());
-  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-  PGresult* r = PQexec(c, q.c_str());
-  const auto st = PQresultStatus(r);
-  EXPECT_TRUE(st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-      << q << ": " << PQresultErrorMessage(r);
-  for (int i = 0; st == PGRES_TUPLES_OK && i < PQntuples(r); ++i) {
-    std::vector<std::string> row;
-    for (int j = 0; j < PQnfields(r); ++j) row.emplace_back(PQgetvalue(r, i, j));
-    out.push_back(std::move(row));
-  }
-  PQclear(r);
-  PQfinish(c);
-  return out;
-}
-
-std::string one(const std::string& url, const std::string& q) {
-  auto rows = pg_sql(url, q);
-  return rows.empty() || rows[0].empty() ? "" : rows[0][0];
-}
 
 // One GET over a plain socket, read to the end (an SSE stream of a finished job ends by
 // itself): the status line, the headers and the body exactly as sent.
@@ -136,7 +114,7 @@ class Pair {
     return scheme_ + "://127.0.0.1:" + std::to_string(ports_[i]);
   }
   int port(std::size_t i) const { return ports_[i]; }
-  std::string leader_url() { return one(db_, "SELECT url FROM kfleet_leader"); }
+  std::string leader_url() { return pg_one(db_, "SELECT url FROM kfleet_leader"); }
   Proc& proc(std::size_t i) { return procs_[i]; }
   void start_agent(const std::string& name) {
     const std::string work = dir_ + "/agent-" + name;
@@ -238,10 +216,10 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
                    "text/event-stream");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(one(*db, "SELECT count(*) FROM runs"), "0") << "no agent yet: nothing ran";
+  EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM runs"), "0") << "no agent yet: nothing ran";
   pair.start_agent("a0");
   auto terminal = [&] {
-    return one(*db, "SELECT count(*) FROM jobs WHERE state IN ('passed', 'rejected', 'error', "
+    return pg_one(*db, "SELECT count(*) FROM jobs WHERE state IN ('passed', 'rejected', 'error', "
                     "'cancelled')") == "3";
   };
   ASSERT_TRUE(wait_until(terminal, std::chrono::seconds(90))) << pair.logs();
@@ -360,7 +338,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
   // Writes go to the leader: 503, the standby's role, the leader's URL; nothing is done.
   {
     HttpClient alice_standby(pair.url(1), alice);
-    const std::string before = one(*db, "SELECT count(*) FROM jobs");
+    const std::string before = pg_one(*db, "SELECT count(*) FROM jobs");
     auto r = alice_standby.post_json("/api/v1/jobs", {{"spec_yaml", "name: x"}});
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->status, 503) << r->body;
@@ -368,7 +346,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
     EXPECT_EQ(r->headers["location"], pair.url(0) + "/api/v1/jobs");
     EXPECT_EQ((*r->json())["leader"], pair.url(0)) << r->body;
     EXPECT_EQ((*r->json())["error"]["code"], "standby") << r->body;
-    EXPECT_EQ(one(*db, "SELECT count(*) FROM jobs"), before);
+    EXPECT_EQ(pg_one(*db, "SELECT count(*) FROM jobs"), before);
     for (const auto& [method, path, token] :
          std::vector<std::tuple<std::string, std::string, std::string>>{
              {"POST", "/api/v1/jobs/" + std::to_string(ids[0]) + "/cancel", alice},
@@ -399,7 +377,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
   {
     ASSERT_EQ(::kill(pair.proc(0).pid(), SIGSTOP), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a write under way ends
-    const auto x1 = std::stoll(one(*db, "SELECT txid_current()"));
+    const auto x1 = std::stoll(pg_one(*db, "SELECT txid_current()"));
     for (const auto& p : paths) {
       auto r = admin_standby.get(p);
       ASSERT_TRUE(r.ok());
@@ -411,7 +389,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
     EXPECT_EQ(bob_standby.get("/api/v1/jobs")->status, 200);
     EXPECT_EQ(HttpClient(pair.url(1), agent_token).get("/api/v1/jobs")->status, 403);
     std::this_thread::sleep_for(std::chrono::milliseconds(600));  // a few standby polls
-    const auto x2 = std::stoll(one(*db, "SELECT txid_current()"));
+    const auto x2 = std::stoll(pg_one(*db, "SELECT txid_current()"));
     EXPECT_EQ(x2, x1 + 1) << "something wrote while only the standby was serving";
     ASSERT_EQ(::kill(pair.proc(0).pid(), SIGCONT), 0);
   }
