@@ -5,16 +5,18 @@
 # and the benchmark stage at each mission case. Prints one summary line per step; exits 1 if any
 # correctness or benchmark stage failed, 2 on a build failure.
 #   bench/gpu/suite-gates.sh [--arch sm_90a] [--out DIR] [--throttle-pct X] [--max-time-s X]
-#                            [--only REGEX] [--step-timeout-s S]
+#                            [--only REGEX] [--step-timeout-s S] [--variant "NAME SOURCE DEF=V..."]
 # --throttle-pct 0 keeps every sample (shared or clock-locked cloud GPUs report clocks that
 # the default 2 % filter would reject wholesale). --only builds and runs only the variants whose
 # name matches REGEX (e.g. '^scaled_mm$'). Each harness run is killed after --step-timeout-s
 # (default 300) and counted as a failure, and that binary's later steps are skipped, so a
-# hanging kernel cannot stall the whole run.
+# hanging kernel cannot stall the whole run. --variant (repeatable) adds a build of one
+# kernels/suite SOURCE with the given defines, gated like that source's own variants: a define
+# can be tried without editing this script.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-arch="" out=$root/suite-gates throttle=0 max_time=5 only="" step_timeout=300
+arch="" out=$root/suite-gates throttle=0 max_time=5 only="" step_timeout=300 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=$2; shift 2 ;;
@@ -23,7 +25,8 @@ while [ $# -gt 0 ]; do
     --max-time-s) max_time=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --step-timeout-s) step_timeout=$2; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    --variant) extra+=("$2"); shift 2 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "suite-gates: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,12 +54,20 @@ variants=("fa_s512 fa_s512 O_ACCUM_HALF=0" "fa_s512_half fa_s512 O_ACCUM_HALF=1"
           "fp8_sdpa_mma_sync fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=0"
           "fp8_sdpa_mma_sync_xor fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=1"
           "scaled_mm scaled_mm")
+for v in ${extra[@]+"${extra[@]}"}; do
+  set -- $v
+  [ $# -ge 2 ] && [ -f "$root/kernels/suite/$2.cu" ] ||
+    { echo "suite-gates: --variant '$v': want 'NAME SOURCE [DEF=V...]' with kernels/suite/SOURCE.cu"; exit 2; }
+  variants+=("$v")
+done
 if [ -n "$only" ]; then
   kept=(); for v in "${variants[@]}"; do [[ ${v%% *} =~ $only ]] && kept+=("$v"); done
   [ ${#kept[@]} -gt 0 ] || { echo "suite-gates: --only '$only' matches no variant"; exit 2; }
   variants=("${kept[@]}")
 fi
 built() { local v; for v in "${variants[@]}"; do [ "${v%% *}" = "$1" ] && return 0; done; return 1; }
+# The variant names built from one source, in order.
+of_source() { local v; for v in "${variants[@]}"; do set -- $v; [ "$2" = "$src" ] && echo "$1"; done; }
 for v in "${variants[@]}"; do
   set -- $v; name=$1 src=$2; shift 2; defs=(); for d in "$@"; do defs+=("-D$d"); done
   ( "$nvcc" -std=c++17 -O3 -lineinfo $gen -Xptxas -v -I"$H/include" "${defs[@]}" \
@@ -104,7 +115,7 @@ fp8=(--dtype q=fp16,kv=fp8_e4m3,out=fp16)
 fp8_tol=(--rel-l2 0.01)
 mm_tol=(--rel-l2 0.01 --max-abs 1.0)
 bench=(benchmark --seed 0 --throttle-pct "$throttle" --max-time-s "$max_time")
-for b in fa_s512 fa_s512_half fa_s512_mma_sync_half; do
+for b in $(src=fa_s512 of_source); do
   step "$b-small" $b correctness --case small --shape B=1,H=2,S=128,D=64 --seeds 0,1,2 "${fa_tol[@]}"
   step "$b-mission" $b correctness --case mission --shape B=2,H=8,S=512,D=64 --seeds 0,1,2 "${fa_tol[@]}"
   step "$b-mission-causal" $b correctness --case mission-causal --shape B=2,H=8,S=512,D=64 --causal --seeds 0 "${fa_tol[@]}"
@@ -113,7 +124,7 @@ for b in fa_s512 fa_s512_half fa_s512_mma_sync_half; do
   step "$b-wide-causal" $b correctness --case wide-causal --shape B=4,H=16,S=384,D=64 --causal --seeds 0 "${fa_tol[@]}"
   step "$b-bench" $b "${bench[@]}" --case mission --shape B=2,H=8,S=512,D=64 "${fa_tol[@]}"
 done
-for b in fp8_sdpa fp8_sdpa_xor fp8_sdpa_mma_sync fp8_sdpa_mma_sync_xor; do
+for b in $(src=fp8_sdpa of_source); do
   step "$b-small" $b correctness --case small --shape B=1,H=4,S=256,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-mission" $b correctness --case mission --shape B=4,H=16,S=2048,D=64 --seeds 0,1,2 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-s4096-causal" $b correctness --case s4096 --shape B=1,H=8,S=4096,D=64 --causal --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
@@ -122,9 +133,11 @@ for b in fp8_sdpa fp8_sdpa_xor fp8_sdpa_mma_sync fp8_sdpa_mma_sync_xor; do
   step "$b-tiny" $b correctness --case tiny --shape B=2,H=2,S=100,D=64 --seeds 0 "${fp8[@]}" "${fp8_tol[@]}"
   step "$b-bench" $b "${bench[@]}" --case mission --shape B=4,H=16,S=2048,D=64 "${fp8[@]}" "${fp8_tol[@]}"
 done
-step scaled_mm-n1024 scaled_mm correctness --case n1024 --shape M=1024,N=1024,K=1024 --seeds 0,1 "${mm_tol[@]}"
-step scaled_mm-n8192 scaled_mm correctness --case n8192 --shape M=8192,N=8192,K=8192 --seeds 0 "${mm_tol[@]}"
-step scaled_mm-bias-bf16 scaled_mm correctness --case odd --shape M=1000,N=1000,K=528 --seeds 0 --bias --dtype a=fp8_e4m3,b=fp8_e4m3,out=bf16 "${mm_tol[@]}"
-step scaled_mm-bench scaled_mm "${bench[@]}" --case n8192 --shape M=8192,N=8192,K=8192 "${mm_tol[@]}"
+for b in $(src=scaled_mm of_source); do
+  step "$b-n1024" $b correctness --case n1024 --shape M=1024,N=1024,K=1024 --seeds 0,1 "${mm_tol[@]}"
+  step "$b-n8192" $b correctness --case n8192 --shape M=8192,N=8192,K=8192 --seeds 0 "${mm_tol[@]}"
+  step "$b-bias-bf16" $b correctness --case odd --shape M=1000,N=1000,K=528 --seeds 0 --bias --dtype a=fp8_e4m3,b=fp8_e4m3,out=bf16 "${mm_tol[@]}"
+  step "$b-bench" $b "${bench[@]}" --case n8192 --shape M=8192,N=8192,K=8192 "${mm_tol[@]}"
+done
 echo "suite-gates: $fails step(s) failed"
 [ "$fails" = 0 ]

@@ -21,11 +21,11 @@
 //                           with FP8_WGMMA=0, the mma.sync kernel. USE_SMEM_SWIZZLE_XOR picks
 //                           the wgmma kernel's shared layouts too (128 B swizzle or wgmma's
 //                           unswizzled core-matrix layout).
-//   FP8_WS_STAGES=N         wgmma kernel: fp16 K/V stages in flight (2 to 4, default 4).
+//   FP8_WS_STAGES=N         wgmma kernel: fp16 K/V stages in flight (2 to 6, default 4).
 //   FP8_PINGPONG=0|1        wgmma kernel: the two consumer warpgroups take turns (default 1).
-//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine): wgmma 206 us with the XOR
-//   swizzle, 212 us without; mma.sync 351 / 359 us. (The two-warpgroup wgmma kernel this one
-//   replaced: 231 / 266 us on another H100.)
+//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 199.7 us
+//   with the XOR swizzle, 202.6 us without; mma.sync 353 / 359 us. (The two-warpgroup wgmma
+//   kernel this one replaced: 231 / 266 us on another H100.)
 // Needs sm_89 or newer (the fp8 conversion instruction).
 #include "kfleet_harness/kernel.hpp"
 
@@ -317,18 +317,21 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
 
 // ---------------------------------------------------------------------------------------------
 // sm_90a (FP8_WGMMA=1, the default), warp-specialised in FlashAttention-3's way. A block is 3
-// warpgroups and owns BM = 128 query rows. Warpgroup 0 is the producer: each of its threads owns one key
-// row of a 128-key tile, copies that row's 64 fp8 K and V bytes by cp.async into a 3-deep raw
-// ring, converts them to fp16 (cvt.rn.f16x2.e4m3x2) and stores them into a ring of FP8_WS_STAGES
+// warpgroups and owns BM = 128 query rows. Warpgroup 0 is the producer: it loads the fp8 K and V
+// bytes of each 128-key tile straight into registers (ld.global.nc, two tiles ahead), converts
+// them there to fp16 (cvt.rn.f16x2.e4m3x2) and stores them once into a ring of FP8_WS_STAGES
 // fp16 K/V stages, then arrives on the stage's `full` mbarrier; no block-wide barrier anywhere.
+// (An fp8 staging ring in shared memory filled by cp.async, the earlier design, cost 3 % more
+// time on the H100 for 61 KiB more shared memory and twice the shared traffic of the producer.)
 // K and V are both stored [key][d] (128 B rows): K is the K-major B of S = Q K^T, V the
 // MN-major ("transposed") B of O += P V, so neither needs a transpose. Warpgroups 1 and 2 are
 // the consumers, 64 query rows each: S on wgmma m64n128k16 (Q and K from shared memory), the
 // online softmax on the accumulator registers, P V on wgmma m64n64k16 with P straight from
-// registers. Within a consumer the product P_{t-1} V_{t-1} runs on the tensor cores while the
-// softmax of tile t runs (S_t and P V_{t-1} are issued together); FP8_PINGPONG=1 (default) also
-// takes turns between the two consumers with named barriers, so one issues its products while
-// the other is in its softmax.
+// registers. S_t and P_{t-1} V_{t-1} are issued together, meant to let the softmax of tile t run
+// while P V_{t-1} does; but ptxas moves the wait for P V_{t-1} ahead of the exponentials (the
+// SASS shows it, with or without a double-buffered P, FA3's rescale order or setmaxnreg: all
+// measured no faster), so the overlap that pays is FP8_PINGPONG=1 (default): the two consumers
+// take turns with named barriers, one issuing its products while the other is in its softmax.
 namespace wg {
 
 #ifndef FP8_WS_STAGES
@@ -339,15 +342,12 @@ namespace wg {
 #endif
 constexpr int BM = 128, BN = 128, kThreads = 384;
 constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (H100, XOR: 2 -> 230 us, 3 -> 209, 4 -> 205)
-constexpr int kRaw = 3;                 // fp8 staging ring (cp.async groups in flight per thread)
-constexpr int kRawStride = 80;          // bytes per fp8 row: 64 + 16, conflict-free 16 B reads
 constexpr int kTile = BN * 128;         // one fp16 [128 keys][64 d] tile
 constexpr int kQBytes = BM * 128;
-constexpr int kRawStage = 2 * BN * kRawStride;
-static_assert(kStages >= 2 && kStages <= 4, "FP8_WS_STAGES: 2 to 4");
+static_assert(kStages >= 2 && kStages <= 6, "FP8_WS_STAGES: 2 to 6");
 
 __host__ __device__ constexpr size_t smem_bytes() {
-  return 1024 + (size_t)kQBytes + (size_t)kStages * 2 * kTile + (size_t)kRaw * kRawStage;
+  return 1024 + (size_t)kQBytes + (size_t)kStages * 2 * kTile;
 }
 static_assert(smem_bytes() <= 227 * 1024, "fp8_sdpa wgmma: shared memory over the 227 KiB limit");
 
@@ -460,7 +460,6 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
   unsigned char* gbase = dsmem + (base - smem_u32(dsmem));
   const uint32_t sq = base, skv = sq + kQBytes;
   unsigned char* gkv = gbase + kQBytes;
-  unsigned char* graw = gkv + kStages * 2 * kTile;
   auto full = [&](int s) { return smem_u32(&bars[s]); };
   auto empty = [&](int s) { return smem_u32(&bars[kStages + s]); };
 
@@ -481,54 +480,55 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
   __syncthreads();
 
   if (wgi == 0) {
-    // Producer: thread r owns key row r of every tile.
+    // Producer: fp8 K/V rows come into registers (ld.global.nc, two tiles ahead), are converted
+    // there and stored once as fp16; no fp8 staging in shared memory. Load i of a warp covers
+    // rows (4 i + warp) * 8 + (lane & 7), 16-byte chunk lane >> 3: 512 contiguous bytes per
+    // instruction, and the 8 threads of each store phase hit 8 different rows (no bank conflict
+    // in either layout).
     const uint8_t* K = p.k + head;
     const uint8_t* V = p.v + head;
-    const int r = wtid;
-    auto issue = [&](int t) {
-      const int key = t * BN + r;
-      const bool ok = key < S;
-      const size_t src = (size_t)(ok ? key : 0) * kD;
-      unsigned char* rk = graw + (t % kRaw) * kRawStage + r * kRawStride;
-      unsigned char* rv = rk + BN * kRawStride;
+    const int lane = tid & 31, pw = wtid >> 5, ch = lane >> 3;
+    auto row_of = [&](int i) { return (4 * i + pw) * 8 + (lane & 7); };
+    auto load = [&](uint4 (&b)[8], int t) {
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        cp_async16(rk + 16 * c, K + src + 16 * c, ok);
-        cp_async16(rv + 16 * c, V + src + 16 * c, ok);
+      for (int i = 0; i < 4; ++i) {
+        const int key = t * BN + row_of(i);
+        const bool ok = key < S;
+        const size_t off = (size_t)(ok ? key : 0) * kD + ch * 16;
+        b[i] = ok ? __ldg(reinterpret_cast<const uint4*>(K + off)) : make_uint4(0, 0, 0, 0);
+        b[4 + i] = ok ? __ldg(reinterpret_cast<const uint4*>(V + off)) : make_uint4(0, 0, 0, 0);
       }
     };
-#pragma unroll
-    for (int t = 0; t < kRaw - 1; ++t) {
-      if (t < n_tiles) issue(t);
-      cp_async_commit();
-    }
-    for (int t = 0; t < n_tiles; ++t) {
-      if (t + kRaw - 1 < n_tiles) issue(t + kRaw - 1);
-      cp_async_commit();
-      cp_async_wait<kRaw - 1>();  // this thread's copies of tile t have landed
+    auto convert_store = [&](const uint4 (&b)[8], int t) {
       const int s = t % kStages;
       if (t >= kStages) mbar_wait(empty(s), (t / kStages - 1) & 1);
-      const unsigned char* rk = graw + (t % kRaw) * kRawStage + r * kRawStride;
 #pragma unroll
-      for (int which = 0; which < 2; ++which) {
-        const unsigned char* src = rk + which * BN * kRawStride;
-        unsigned char* dst = gkv + (s * 2 + which) * kTile;
+      for (int k = 0; k < 8; ++k) {
+        unsigned char* dst = gkv + (s * 2 + (k >> 2)) * kTile;
+        const int r = row_of(k & 3);
+        const uint32_t w[4] = {b[k].x, b[k].y, b[k].z, b[k].w};
+        uint32_t h[8];
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const uint4 x = *reinterpret_cast<const uint4*>(src + 16 * c);
-          const uint32_t w[4] = {x.x, x.y, x.z, x.w};
-          uint32_t h[8];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            h[2 * e] = fp8x2_to_half2((uint16_t)(w[e] & 0xffffu));
-            h[2 * e + 1] = fp8x2_to_half2((uint16_t)(w[e] >> 16));
-          }
-          *reinterpret_cast<uint4*>(dst + tile_off(r, 2 * c)) = make_uint4(h[0], h[1], h[2], h[3]);
-          *reinterpret_cast<uint4*>(dst + tile_off(r, 2 * c + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
+        for (int e = 0; e < 4; ++e) {
+          h[2 * e] = fp8x2_to_half2((uint16_t)(w[e] & 0xffffu));
+          h[2 * e + 1] = fp8x2_to_half2((uint16_t)(w[e] >> 16));
         }
+        *reinterpret_cast<uint4*>(dst + tile_off(r, 2 * ch)) = make_uint4(h[0], h[1], h[2], h[3]);
+        *reinterpret_cast<uint4*>(dst + tile_off(r, 2 * ch + 1)) = make_uint4(h[4], h[5], h[6], h[7]);
       }
       fence_proxy_async();  // the fp16 stage is read by wgmma
       mbar_arrive(full(s));
+    };
+    uint4 b0[8], b1[8];
+    if (n_tiles > 0) load(b0, 0);
+    if (n_tiles > 1) load(b1, 1);
+    for (int t = 0; t < n_tiles; t += 2) {
+      convert_store(b0, t);
+      if (t + 2 < n_tiles) load(b0, t + 2);
+      if (t + 1 < n_tiles) {
+        convert_store(b1, t + 1);
+        if (t + 3 < n_tiles) load(b1, t + 3);
+      }
     }
     return;
   }
