@@ -23,9 +23,12 @@
 //                           unswizzled core-matrix layout).
 //   FP8_WS_STAGES=N         wgmma kernel: fp16 K/V stages in flight (2 to 6, default 4).
 //   FP8_PINGPONG=0|1        wgmma kernel: the two consumer warpgroups take turns (default 1).
-//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 199.7 us
-//   with the XOR swizzle, 202.6 us without; mma.sync 353 / 359 us. (The two-warpgroup wgmma
-//   kernel this one replaced: 231 / 266 us on another H100.)
+//   FP8_PERSISTENT=0|1      wgmma kernel: one block per SM, each looping over (query block,
+//                           head) units, the producer running ahead into the next unit (default
+//                           1); 0: one block per unit.
+//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 194.8 us,
+//   196.9 us with the XOR swizzle (one block per unit: 199.6 us); mma.sync 355 / 360 us. (The
+//   two-warpgroup wgmma kernel this one replaced: 231 / 266 us on another H100.)
 // Needs sm_89 or newer (the fp8 conversion instruction).
 #include "kfleet_harness/kernel.hpp"
 
@@ -120,6 +123,7 @@ struct Params {
   const uint8_t* v;
   __half* o;
   int S, causal;
+  int bh;            // batch * heads
   float scale_log2;  // softmax_scale * q_scale * k_scale * log2(e)
   float out_scale;   // v_scale
 };
@@ -340,6 +344,9 @@ namespace wg {
 #ifndef FP8_PINGPONG
 #define FP8_PINGPONG 1
 #endif
+#ifndef FP8_PERSISTENT
+#define FP8_PERSISTENT 1
+#endif
 constexpr int BM = 128, BN = 128, kThreads = 384;
 constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (H100, XOR: 2 -> 230 us, 3 -> 209, 4 -> 205)
 constexpr int kTile = BN * 128;         // one fp16 [128 keys][64 d] tile
@@ -465,11 +472,18 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
 
   const int tid = threadIdx.x, wgi = tid >> 7, wtid = tid & 127;
   const int S = p.S;
-  const int qb = p.causal ? (int)gridDim.x - 1 - (int)blockIdx.x : (int)blockIdx.x;
-  const int row0 = qb * BM;
-  const size_t head = (size_t)blockIdx.y * S * kD;
-  int n_tiles = (S + BN - 1) / BN;
-  if (p.causal) n_tiles = min(n_tiles, (row0 + BM - 1) / BN + 1);
+  // Work unit u: query block qb of head bh (heads fastest; causal: the longest rows first).
+  // Block b takes units b, b + gridDim.x, ...: one each when the grid covers them all, several
+  // when the kernel is persistent, and then the producer runs on into the next unit's tiles
+  // while the consumers finish the last one's.
+  const int nq = (S + BM - 1) / BM, n_units = nq * p.bh;
+  auto unit = [&](int u, int& row0, size_t& head) {
+    const int qi = u / p.bh, qb = p.causal ? nq - 1 - qi : qi;
+    row0 = qb * BM;
+    head = (size_t)(u - qi * p.bh) * S * kD;
+    const int n = (S + BN - 1) / BN;
+    return p.causal ? min(n, (row0 + BM - 1) / BN + 1) : n;
+  };
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -485,23 +499,35 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
     // rows (4 i + warp) * 8 + (lane & 7), 16-byte chunk lane >> 3: 512 contiguous bytes per
     // instruction, and the 8 threads of each store phase hit 8 different rows (no bank conflict
     // in either layout).
-    const uint8_t* K = p.k + head;
-    const uint8_t* V = p.v + head;
     const int lane = tid & 31, pw = wtid >> 5, ch = lane >> 3;
     auto row_of = [&](int i) { return (4 * i + pw) * 8 + (lane & 7); };
-    auto load = [&](uint4 (&b)[8], int t) {
+    // A position in this block's stream of (unit, tile).
+    struct Pos {
+      int u, t, n;
+      size_t head;
+    };
+    auto start = [&](Pos& q, int u) {
+      q.u = u;
+      q.t = 0;
+      int row0;
+      if (u < n_units) q.n = unit(u, row0, q.head);
+    };
+    auto advance = [&](Pos& q) {
+      if (++q.t == q.n) start(q, q.u + (int)gridDim.x);
+    };
+    auto load = [&](uint4 (&b)[8], const Pos& q) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int key = t * BN + row_of(i);
+        const int key = q.t * BN + row_of(i);
         const bool ok = key < S;
-        const size_t off = (size_t)(ok ? key : 0) * kD + ch * 16;
-        b[i] = ok ? __ldg(reinterpret_cast<const uint4*>(K + off)) : make_uint4(0, 0, 0, 0);
-        b[4 + i] = ok ? __ldg(reinterpret_cast<const uint4*>(V + off)) : make_uint4(0, 0, 0, 0);
+        const size_t off = q.head + (size_t)(ok ? key : 0) * kD + ch * 16;
+        b[i] = ok ? __ldg(reinterpret_cast<const uint4*>(p.k + off)) : make_uint4(0, 0, 0, 0);
+        b[4 + i] = ok ? __ldg(reinterpret_cast<const uint4*>(p.v + off)) : make_uint4(0, 0, 0, 0);
       }
     };
-    auto convert_store = [&](const uint4 (&b)[8], int t) {
-      const int s = t % kStages;
-      if (t >= kStages) mbar_wait(empty(s), (t / kStages - 1) & 1);
+    auto convert_store = [&](const uint4 (&b)[8], int g) {  // g: the block's tile count so far
+      const int s = g % kStages;
+      if (g >= kStages) mbar_wait(empty(s), (g / kStages - 1) & 1);
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
         unsigned char* dst = gkv + (s * 2 + (k >> 2)) * kTile;
@@ -519,55 +545,49 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
       fence_proxy_async();  // the fp16 stage is read by wgmma
       mbar_arrive(full(s));
     };
+    Pos ld, cv;
+    start(ld, blockIdx.x);
+    cv = ld;
     uint4 b0[8], b1[8];
-    if (n_tiles > 0) load(b0, 0);
-    if (n_tiles > 1) load(b1, 1);
-    for (int t = 0; t < n_tiles; t += 2) {
-      convert_store(b0, t);
-      if (t + 2 < n_tiles) load(b0, t + 2);
-      if (t + 1 < n_tiles) {
-        convert_store(b1, t + 1);
-        if (t + 3 < n_tiles) load(b1, t + 3);
-      }
+    if (ld.u < n_units) { load(b0, ld); advance(ld); }
+    if (ld.u < n_units) { load(b1, ld); advance(ld); }
+    for (int g = 0; cv.u < n_units;) {
+      convert_store(b0, g++);
+      advance(cv);
+      if (ld.u < n_units) { load(b0, ld); advance(ld); }
+      if (cv.u >= n_units) break;
+      convert_store(b1, g++);
+      advance(cv);
+      if (ld.u < n_units) { load(b1, ld); advance(ld); }
     }
     return;
   }
 
-  // Consumers: warpgroup c owns query rows row0 + 64 c .. + 63.
+  // Consumers: in each unit, warpgroup c owns query rows row0 + 64 c .. + 63.
   const int c = wgi - 1;
   const int warp = wtid >> 5, lane = tid & 31, g = lane >> 2, q4 = lane & 3;
-  {
-    const __half* Q = p.q + head;
-#pragma unroll
-    for (int i = wtid; i < 64 * 8; i += 128) {
-      const int r = c * 64 + (i >> 3), ch = i & 7;
-      const bool ok = row0 + r < S;
-      cp_async16(gbase + tile_off(r, ch), Q + (size_t)(ok ? row0 + r : 0) * kD + ch * 8, ok);
-    }
-    cp_async_commit();
-    cp_async_wait<0>();
-    fence_proxy_async();
-    bar_sync(1 + c, 128);
-  }
 #if FP8_PINGPONG
   if (c == 0) bar_arrive(3, 256);  // the first consumer goes first
+  int g_total = 0;                 // this block's tiles: the last issue hands no turn on
+  for (int u = blockIdx.x; u < n_units; u += gridDim.x) {
+    int r;
+    size_t h;
+    g_total += unit(u, r, h);
+  }
 #endif
   const uint64_t dq = make_desc(sq + c * 64 * 128);
-  const int wrow0 = row0 + c * 64 + warp * 16;
-  const int qrow_g = wrow0 + g;
-
+  int row0 = 0, n_tiles = 0, gt0 = 0;  // the unit's first row, its tiles, the block's tile count at its start
+  size_t head = 0;
   float o[32];
-#pragma unroll
-  for (int i = 0; i < 32; ++i) o[i] = 0.f;
-  float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+  float m_r[2], l_r[2];
   float s[64];
   uint32_t pa[8][4];
   float alpha[2];
 
   // S_t = Q K_t^T issued (and, from the second tile on, P_{t-1} V_{t-1} behind it).
   auto issue = [&](int t) {
-    const int st = t % kStages;
-    mbar_wait(full(st), (t / kStages) & 1);
+    const int gt = gt0 + t, st = gt % kStages;
+    mbar_wait(full(st), (gt / kStages) & 1);
 #if FP8_PINGPONG
     bar_sync(3 + c, 256);
 #endif
@@ -577,15 +597,16 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
     for (int kk = 0; kk < kD / 16; ++kk) wgmma_ss_m64n128k16(s, dq + kk * kKStep, dk + kk * kKStep, kk);
     wgmma_commit();
     if (t > 0) {
-      const uint64_t dv = make_desc_mn(skv + ((t - 1) % kStages * 2 + 1) * kTile);
+      const uint64_t dv = make_desc_mn(skv + ((gt - 1) % kStages * 2 + 1) * kTile);
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs_m64n64k16_tb(o, pa[kk], dv + kk * kVStep);
       wgmma_commit();
     }
 #if FP8_PINGPONG
-    if (!(c == 1 && t == n_tiles - 1)) bar_arrive(3 + (c ^ 1), 256);
+    if (!(c == 1 && gt == g_total - 1)) bar_arrive(3 + (c ^ 1), 256);
 #endif
   };
+  int wrow0 = 0, qrow_g = 0;
   // Softmax of tile t on s (fp32 scores in, fp32 probabilities out); sets alpha, updates m, l.
   auto softmax = [&](int t) {
     const int key0 = t * BN;
@@ -630,59 +651,85 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
       pa[kk][3] = pack_half2(s[8 * kk + 6], s[8 * kk + 7]);
     }
   };
-  auto release = [&](int t) {
-    if (lane == 0) mbar_arrive(empty(t % kStages));
+  auto release = [&](int t) {  // the stage of the unit's tile t
+    if (lane == 0) mbar_arrive(empty((gt0 + t) % kStages));
   };
 
-  issue(0);
-  wgmma_wait<0>();
-  fence_regs(s);
-  softmax(0);
-  pack();
-  for (int t = 1; t < n_tiles; ++t) {
-    issue(t);
-    wgmma_wait<1>();  // S_t is in; P V_{t-1} may still run
-    fence_regs(s);
-    softmax(t);
-    wgmma_wait<0>();
-    fence_regs(o);
-    release(t - 1);
+  for (int u = blockIdx.x; u < n_units; u += gridDim.x, gt0 += n_tiles) {
+    n_tiles = unit(u, row0, head);
+    wrow0 = row0 + c * 64 + warp * 16;
+    qrow_g = wrow0 + g;
+    {
+      // This warpgroup's Q rows; its products of the previous unit, the only readers of these
+      // rows, have completed.
+      const __half* Q = p.q + head;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      o[4 * j] *= alpha[0];
-      o[4 * j + 1] *= alpha[0];
-      o[4 * j + 2] *= alpha[1];
-      o[4 * j + 3] *= alpha[1];
+      for (int i = wtid; i < 64 * 8; i += 128) {
+        const int r = c * 64 + (i >> 3), ch = i & 7;
+        const bool ok = row0 + r < S;
+        cp_async16(gbase + tile_off(r, ch), Q + (size_t)(ok ? row0 + r : 0) * kD + ch * 8, ok);
+      }
+      cp_async_commit();
+      cp_async_wait<0>();
+      fence_proxy_async();
+      bar_sync(1 + c, 128);
     }
-    pack();
-  }
-  {
-    wgmma_fence();
-    const uint64_t dv = make_desc_mn(skv + ((n_tiles - 1) % kStages * 2 + 1) * kTile);
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs_m64n64k16_tb(o, pa[kk], dv + kk * kVStep);
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(o);
-  }
+    for (int i = 0; i < 32; ++i) o[i] = 0.f;
+    m_r[0] = m_r[1] = -INFINITY;
+    l_r[0] = l_r[1] = 0.f;
 
-  float inv[2];
+    issue(0);
+    wgmma_wait<0>();
+    fence_regs(s);
+    softmax(0);
+    pack();
+    for (int t = 1; t < n_tiles; ++t) {
+      issue(t);
+      wgmma_wait<1>();  // S_t is in; P V_{t-1} may still run
+      fence_regs(s);
+      softmax(t);
+      wgmma_wait<0>();
+      fence_regs(o);
+      release(t - 1);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = l_r[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[h] = p.out_scale / l;
-  }
-  __half* O = p.o + head;
+      for (int j = 0; j < 8; ++j) {
+        o[4 * j] *= alpha[0];
+        o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1];
+        o[4 * j + 3] *= alpha[1];
+      }
+      pack();
+    }
+    {
+      wgmma_fence();
+      const uint64_t dv = make_desc_mn(skv + ((gt0 + n_tiles - 1) % kStages * 2 + 1) * kTile);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = qrow_g + h * 8;
-    if (row >= S) continue;
+      for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs_m64n64k16_tb(o, pa[kk], dv + kk * kVStep);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(o);
+      release(n_tiles - 1);
+    }
+
+    float inv[2];
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<__half2*>(O + (size_t)row * kD + j * 8 + q4 * 2) =
-          __floats2half2_rn(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+    for (int h = 0; h < 2; ++h) {
+      float l = l_r[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[h] = p.out_scale / l;
+    }
+    __half* O = p.o + head;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = qrow_g + h * 8;
+      if (row >= S) continue;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        *reinterpret_cast<__half2*>(O + (size_t)row * kD + j * 8 + q4 * 2) =
+            __floats2half2_rn(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+    }
   }
 #endif  // FP8_WGMMA_BODY
 }
@@ -706,8 +753,16 @@ int launch(const kfleet_attention_args* a, const Params& p, gpuStream_t stream) 
   if (cudaFuncSetAttribute(fp8_sdpa_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            (int)smem_bytes()) != cudaSuccess)
     return -1;
-  const dim3 grid((unsigned)((a->seq_len + BM - 1) / BM), (unsigned)(a->batch * a->heads));
-  fp8_sdpa_wgmma<<<grid, kThreads, smem_bytes(), stream>>>(p);
+  const long units = (long)((a->seq_len + BM - 1) / BM) * a->batch * a->heads;
+  long grid = units;
+  if (FP8_PERSISTENT) {
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    grid = sms > 0 && sms < units ? sms : units;
+  }
+  if (grid > 0x7fffffffL) return -1;
+  fp8_sdpa_wgmma<<<(unsigned)grid, kThreads, smem_bytes(), stream>>>(p);
   return 0;
 }
 
@@ -739,6 +794,7 @@ extern "C" int kfleet_attention_launch(const kfleet_attention_args* a, gpuStream
   p.o = static_cast<__half*>(a->o);
   p.S = a->seq_len;
   p.causal = a->causal;
+  p.bh = a->batch * a->heads;
   p.scale_log2 = a->softmax_scale * a->q_scale * a->k_scale * kLog2e;
   p.out_scale = a->v_scale;
   if (FP8_WGMMA) {
