@@ -26,9 +26,12 @@
 //   FP8_PERSISTENT=0|1      wgmma kernel: one block per SM, each looping over (query block,
 //                           head) units, the producer running ahead into the next unit (default
 //                           1); 0: one block per unit.
-//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 194.8 us,
-//   196.9 us with the XOR swizzle (one block per unit: 199.6 us); mma.sync 355 / 360 us. (The
-//   two-warpgroup wgmma kernel this one replaced: 231 / 266 us on another H100.)
+//   FP8_Q_REGS=0|1          wgmma kernel: Q as register A fragments of S = Q K^T, loaded once
+//                           per unit, with setmaxnreg moving registers from the producer to the
+//                           consumers (default 1); 0: Q read from shared memory by every S.
+//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 189.8 us,
+//   194.2 us with the XOR swizzle (Q from shared memory: 196.9 / 195.8 us); mma.sync 354 / 358
+//   us. (The two-warpgroup wgmma kernel this one replaced: 231 / 266 us on another H100.)
 // Needs sm_89 or newer (the fp8 conversion instruction).
 #include "kfleet_harness/kernel.hpp"
 
@@ -329,13 +332,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
 // time on the H100 for 61 KiB more shared memory and twice the shared traffic of the producer.)
 // K and V are both stored [key][d] (128 B rows): K is the K-major B of S = Q K^T, V the
 // MN-major ("transposed") B of O += P V, so neither needs a transpose. Warpgroups 1 and 2 are
-// the consumers, 64 query rows each: S on wgmma m64n128k16 (Q and K from shared memory), the
-// online softmax on the accumulator registers, P V on wgmma m64n64k16 with P straight from
-// registers. S_t and P_{t-1} V_{t-1} are issued together, meant to let the softmax of tile t run
-// while P V_{t-1} does; but ptxas moves the wait for P V_{t-1} ahead of the exponentials (the
-// SASS shows it, with or without a double-buffered P, FA3's rescale order or setmaxnreg: all
-// measured no faster), so the overlap that pays is FP8_PINGPONG=1 (default): the two consumers
-// take turns with named barriers, one issuing its products while the other is in its softmax.
+// the consumers, 64 query rows each: S on wgmma m64n128k16 (Q from registers, K from shared
+// memory), the online softmax on the accumulator registers, P V on wgmma m64n64k16 with P
+// straight from registers. S_t and P_{t-1} V_{t-1} are issued together, meant to let the
+// softmax of tile t run while P V_{t-1} does; but ptxas moves the wait for P V_{t-1} ahead of
+// the exponentials (the SASS shows it, with or without a double-buffered P, FA3's rescale order
+// or setmaxnreg: all measured no faster), so the overlap that pays is FP8_PINGPONG=1 (default):
+// the two consumers take turns with named barriers, one issuing its products while the other is
+// in its softmax.
 namespace wg {
 
 #ifndef FP8_WS_STAGES
@@ -346,6 +350,9 @@ namespace wg {
 #endif
 #ifndef FP8_PERSISTENT
 #define FP8_PERSISTENT 1
+#endif
+#ifndef FP8_Q_REGS
+#define FP8_Q_REGS 1
 #endif
 constexpr int BM = 128, BN = 128, kThreads = 384;
 constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (H100, XOR: 2 -> 230 us, 3 -> 209, 4 -> 205)
@@ -436,6 +443,7 @@ __device__ __forceinline__ void bar_sync(int id, int n) {
 __device__ __forceinline__ void bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+#if !FP8_Q_REGS
 __device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], uint64_t da, uint64_t db, int acc) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -445,6 +453,27 @@ __device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], uint64_t da,
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(da), "l"(db), "r"(acc));
 }
+#endif
+#if FP8_Q_REGS
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+// S = Q K^T with Q (A) from registers and K (B) K-major.
+__device__ __forceinline__ void wgmma_rs_m64n128k16(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+}
+#endif
 // O += P V with P (A) from registers and V (B) MN-major: imm-trans-b = 1.
 __device__ __forceinline__ void wgmma_rs_m64n64k16_tb(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
   asm volatile(
@@ -494,6 +523,9 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
   __syncthreads();
 
   if (wgi == 0) {
+#if FP8_Q_REGS
+    setmaxnreg_dec<104>();  // hand registers to the consumers (Q fragments)
+#endif
     // Producer: fp8 K/V rows come into registers (ld.global.nc, two tiles ahead), are converted
     // there and stored once as fp16; no fp8 staging in shared memory. Load i of a warp covers
     // rows (4 i + warp) * 8 + (lane & 7), 16-byte chunk lane >> 3: 512 contiguous bytes per
@@ -564,6 +596,9 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
   }
 
   // Consumers: in each unit, warpgroup c owns query rows row0 + 64 c .. + 63.
+#if FP8_Q_REGS
+  setmaxnreg_inc<192>();
+#endif
   const int c = wgi - 1;
   const int warp = wtid >> 5, lane = tid & 31, g = lane >> 2, q4 = lane & 3;
 #if FP8_PINGPONG
@@ -576,6 +611,9 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
   }
 #endif
   const uint64_t dq = make_desc(sq + c * 64 * 128);
+#if FP8_Q_REGS
+  uint32_t qa[kD / 16][4];  // this warp's 16 Q rows as wgmma A fragments, loaded once per unit
+#endif
   int row0 = 0, n_tiles = 0, gt0 = 0;  // the unit's first row, its tiles, the block's tile count at its start
   size_t head = 0;
   float o[32];
@@ -594,7 +632,13 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
     wgmma_fence();
     const uint64_t dk = make_desc(skv + st * 2 * kTile);
 #pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk) wgmma_ss_m64n128k16(s, dq + kk * kKStep, dk + kk * kKStep, kk);
+    for (int kk = 0; kk < kD / 16; ++kk) {
+#if FP8_Q_REGS
+      wgmma_rs_m64n128k16(s, qa[kk], dk + kk * kKStep, kk);
+#else
+      wgmma_ss_m64n128k16(s, dq + kk * kKStep, dk + kk * kKStep, kk);
+#endif
+    }
     wgmma_commit();
     if (t > 0) {
       const uint64_t dv = make_desc_mn(skv + ((gt - 1) % kStages * 2 + 1) * kTile);
@@ -673,6 +717,11 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
       cp_async_wait<0>();
       fence_proxy_async();
       bar_sync(1 + c, 128);
+#if FP8_Q_REGS
+#pragma unroll
+      for (int kk = 0; kk < kD / 16; ++kk)
+        ldmatrix_x4(qa[kk], gbase + tile_off(c * 64 + warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+#endif
     }
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[i] = 0.f;
