@@ -516,7 +516,7 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(full(s), 128);  // every producer thread, after its row's stores
+      mbar_init(full(s), 128);  // every producer thread, after its stores
       mbar_init(empty(s), 8);   // lane 0 of every consumer warp, after its products
     }
   }
@@ -610,11 +610,13 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
     g_total += unit(u, r, h);
   }
 #endif
-  const uint64_t dq = make_desc(sq + c * 64 * 128);
 #if FP8_Q_REGS
   uint32_t qa[kD / 16][4];  // this warp's 16 Q rows as wgmma A fragments, loaded once per unit
+#else
+  const uint64_t dq = make_desc(sq + c * 64 * 128);
 #endif
-  int row0 = 0, n_tiles = 0, gt0 = 0;  // the unit's first row, its tiles, the block's tile count at its start
+  // The unit's first row and tiles, and the block's tile count at the unit's start.
+  int row0 = 0, n_tiles = 0, gt0 = 0;
   size_t head = 0;
   float o[32];
   float m_r[2], l_r[2];
