@@ -20,6 +20,8 @@ class PgStore final : public Store {
   std::vector<JobRecord> pending_jobs() override;
   Result<JobRecord> set_job_state(std::int64_t id, JobState s, const std::string& reason,
                                   TimeMs now, const std::string& by = {}) override;
+  std::vector<Result<JobRecord>> set_job_states(const std::vector<JobStateChange>& changes,
+                                                TimeMs now) override;
   std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
@@ -89,6 +91,9 @@ class PgStore final : public Store {
   std::optional<AgentRecord> load_agent(std::int64_t id);
   Event insert_job_event(std::int64_t job_id, const std::string& type,
                          const nlohmann::json& data, TimeMs now);
+  // set_job_state's work, inside the caller's transaction; refusals come before any write.
+  Result<JobRecord> change_job_state(std::int64_t id, JobState s, const std::string& reason,
+                                     TimeMs now, const std::string& by);
   // Sets state and reason and writes the job.state event, in the caller's transaction.
   void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
   // Ends a running run (for cancel or error) and frees its agent if it still holds it.

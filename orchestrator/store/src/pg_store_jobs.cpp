@@ -83,7 +83,32 @@ std::vector<JobRecord> PgStore::pending_jobs() {
 Result<JobRecord> PgStore::set_job_state(std::int64_t id, JobState s,
                                          const std::string& reason, TimeMs now,
                                          const std::string& by) {
-  return db_->transaction([&]() -> Result<JobRecord> {
+  return db_->transaction(
+      [&]() -> Result<JobRecord> { return change_job_state(id, s, reason, now, by); });
+}
+
+std::vector<Result<JobRecord>> PgStore::set_job_states(const std::vector<JobStateChange>& changes,
+                                                       TimeMs now) {
+  std::vector<Result<JobRecord>> out;
+  out.reserve(changes.size());
+  // One transaction (one write-lock round trip, one commit) for all, as SQLite does: a refusal
+  // writes nothing (change_job_state refuses before it writes), so it stays that change's own
+  // result; a database failure fails them all.
+  auto r = db_->transaction([&]() -> Result<void> {
+    for (const auto& c : changes) out.push_back(change_job_state(c.id, c.state, c.reason, now, {}));
+    return ok_result();
+  });
+  if (!r) {
+    out.clear();
+    for (std::size_t i = 0; i < changes.size(); ++i) out.push_back(r.error());
+  }
+  return out;
+}
+
+Result<JobRecord> PgStore::change_job_state(std::int64_t id, JobState s,
+                                            const std::string& reason, TimeMs now,
+                                            const std::string& by) {
+  {
     auto job = load_job(id);
     if (!job) return make_error(Errc::not_found, "job " + std::to_string(id) + " not found");
     if (is_terminal(job->state)) {
@@ -113,7 +138,7 @@ Result<JobRecord> PgStore::set_job_state(std::int64_t id, JobState s,
     if (s == JobState::cancelled)
       db_->prepare("UPDATE jobs SET cancelled_by = ? WHERE id = ?").args(by, id).run();
     return *load_job(id);
-  });
+  }
 }
 
 std::optional<JobRecord> PgStore::find_job_by_content_hash(const std::string& hash) {
