@@ -1,4 +1,5 @@
 // Jobs: submission, queries and state changes.
+#include "batch.hpp"
 #include "pg_store.hpp"
 
 namespace kfleet::store::pg {
@@ -87,58 +88,46 @@ Result<JobRecord> PgStore::set_job_state(std::int64_t id, JobState s,
       [&]() -> Result<JobRecord> { return change_job_state(id, s, reason, now, by); });
 }
 
-std::vector<Result<JobRecord>> PgStore::set_job_states(const std::vector<JobStateChange>& changes,
-                                                       TimeMs now) {
-  std::vector<Result<JobRecord>> out;
-  out.reserve(changes.size());
-  // One transaction (one write-lock round trip, one commit) for all, as SQLite does: a refusal
-  // writes nothing (change_job_state refuses before it writes), so it stays that change's own
-  // result; a database failure fails them all.
-  auto r = db_->transaction([&]() -> Result<void> {
-    for (const auto& c : changes) out.push_back(change_job_state(c.id, c.state, c.reason, now, {}));
-    return ok_result();
+std::vector<Result<JobRecord>> PgStore::set_job_states(
+    const std::vector<JobStateChange>& changes, TimeMs now) {
+  // One transaction (one commit, one write-lock round trip) for all.
+  return each_in_one_transaction(*db_, changes, [&](const JobStateChange& c) {
+    return change_job_state(c.id, c.state, c.reason, now, {});
   });
-  if (!r) {
-    out.clear();
-    for (std::size_t i = 0; i < changes.size(); ++i) out.push_back(r.error());
-  }
-  return out;
 }
 
 Result<JobRecord> PgStore::change_job_state(std::int64_t id, JobState s,
                                             const std::string& reason, TimeMs now,
                                             const std::string& by) {
-  {
-    auto job = load_job(id);
-    if (!job) return make_error(Errc::not_found, "job " + std::to_string(id) + " not found");
-    if (is_terminal(job->state)) {
-      return make_error(Errc::conflict, "job " + std::to_string(id) + " is already " +
-                                            to_string(job->state) + " and cannot change; "
-                                            "submit it again to rerun it");
-    }
-    if (is_active(s) && job->current_run_id == 0) {
-      // Active means an agent holds it; only grant_lease can make that true.
-      return make_error(Errc::invalid_argument,
-                        "job " + std::to_string(id) + " has no run, so it cannot be " +
-                            to_string(s) + "; a job becomes active by being leased");
-    }
-    if (job->current_run_id != 0) {
-      auto run = load_run(job->current_run_id);
-      if (is_terminal(s)) {
-        if (run) end_run(*run, s == JobState::cancelled ? RunOutcome::cancelled : RunOutcome::error,
-                         now);
-      } else if (!is_active(s)) {
-        // Requeueing a held job would let a second agent run it beside the first.
-        return make_error(Errc::conflict, "job " + std::to_string(id) + " is held by run " +
-                                              std::to_string(job->current_run_id) +
-                                              "; cancel it or let its lease expire first");
-      }
-    }
-    write_job_state(id, s, reason, now);
-    if (s == JobState::cancelled)
-      db_->prepare("UPDATE jobs SET cancelled_by = ? WHERE id = ?").args(by, id).run();
-    return *load_job(id);
+  auto job = load_job(id);
+  if (!job) return make_error(Errc::not_found, "job " + std::to_string(id) + " not found");
+  if (is_terminal(job->state)) {
+    return make_error(Errc::conflict, "job " + std::to_string(id) + " is already " +
+                                          to_string(job->state) + " and cannot change; "
+                                          "submit it again to rerun it");
   }
+  if (is_active(s) && job->current_run_id == 0) {
+    // Active means an agent holds it; only grant_lease can make that true.
+    return make_error(Errc::invalid_argument,
+                      "job " + std::to_string(id) + " has no run, so it cannot be " +
+                          to_string(s) + "; a job becomes active by being leased");
+  }
+  if (job->current_run_id != 0) {
+    auto run = load_run(job->current_run_id);
+    if (is_terminal(s)) {
+      if (run) end_run(*run, s == JobState::cancelled ? RunOutcome::cancelled : RunOutcome::error,
+                       now);
+    } else if (!is_active(s)) {
+      // Requeueing a held job would let a second agent run it beside the first.
+      return make_error(Errc::conflict, "job " + std::to_string(id) + " is held by run " +
+                                            std::to_string(job->current_run_id) +
+                                            "; cancel it or let its lease expire first");
+    }
+  }
+  write_job_state(id, s, reason, now);
+  if (s == JobState::cancelled)
+    db_->prepare("UPDATE jobs SET cancelled_by = ? WHERE id = ?").args(by, id).run();
+  return *load_job(id);
 }
 
 std::optional<JobRecord> PgStore::find_job_by_content_hash(const std::string& hash) {
