@@ -131,6 +131,31 @@ struct Params {
   float out_scale;   // v_scale
 };
 
+// Both kernels' epilogue: a warp's 16 rows of O, as mma accumulator fragments (o[4 j + e]: rows
+// qrow_g and qrow_g + 8, columns 8 j + 2 q4 and + 1), each divided by its row's sum of
+// probabilities (l_r: this thread's partial sums, reduced across the quad here), scaled by
+// out_scale and stored as fp16; rows past S are skipped.
+__device__ __forceinline__ void store_o(const float* o, const float (&l_r)[2], float out_scale,
+                                        __half* O, int qrow_g, int q4, int S) {
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = l_r[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[h] = out_scale / l;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = qrow_g + h * 8;
+    if (row >= S) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      *reinterpret_cast<__half2*>(O + (size_t)row * kD + j * 8 + q4 * 2) =
+          __floats2half2_rn(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+  }
+}
+
 template <int WARPS>
 constexpr size_t smem_bytes() {
   return (size_t)16 * WARPS * kQStride * 2      // Q (fp16)
@@ -301,24 +326,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
     }
   }
 
-  float inv[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = l_r[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[h] = p.out_scale / l;
-  }
-  __half* O = p.o + head;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = qrow_g + h * 8;
-    if (row >= S) continue;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<__half2*>(O + (size_t)row * kD + j * 8 + q4 * 2) =
-          __floats2half2_rn(o[j][2 * h] * inv[h], o[j][2 * h + 1] * inv[h]);
-  }
+  store_o(&o[0][0], l_r, p.out_scale, p.o + head, qrow_g, q4, S);
 }
 
 
@@ -355,7 +363,7 @@ namespace wg {
 #define FP8_Q_REGS 1
 #endif
 constexpr int BM = 128, BN = 128, kThreads = 384;
-constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (H100, XOR: 2 -> 230 us, 3 -> 209, 4 -> 205)
+constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (see the README for measurements)
 constexpr int kTile = BN * 128;         // one fp16 [128 keys][64 d] tile
 constexpr int kQBytes = BM * 128;
 static_assert(kStages >= 2 && kStages <= 6, "FP8_WS_STAGES: 2 to 6");
@@ -763,24 +771,7 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
       release(n_tiles - 1);
     }
 
-    float inv[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = l_r[h];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[h] = p.out_scale / l;
-    }
-    __half* O = p.o + head;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = qrow_g + h * 8;
-      if (row >= S) continue;
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        *reinterpret_cast<__half2*>(O + (size_t)row * kD + j * 8 + q4 * 2) =
-            __floats2half2_rn(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
-    }
+    store_o(o, l_r, p.out_scale, p.o + head, qrow_g, q4, S);
   }
 #endif  // FP8_WGMMA_BODY
 }
