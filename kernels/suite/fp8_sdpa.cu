@@ -22,16 +22,17 @@
 //                           the wgmma kernel's shared layouts too (128 B swizzle or wgmma's
 //                           unswizzled core-matrix layout).
 //   FP8_WS_STAGES=N         wgmma kernel: fp16 K/V stages in flight (2 to 6, default 4).
-//   FP8_PINGPONG=0|1        wgmma kernel: the two consumer warpgroups take turns (default 1).
+//   FP8_PINGPONG=0|1        wgmma kernel: the two consumer warpgroups take turns issuing
+//                           (default 0: each issues when its tile is ready).
 //   FP8_PERSISTENT=0|1      wgmma kernel: one block per SM, each looping over (query block,
 //                           head) units, the producer running ahead into the next unit (default
 //                           1); 0: one block per unit.
 //   FP8_Q_REGS=0|1          wgmma kernel: Q as register A fragments of S = Q K^T, loaded once
 //                           per unit, with setmaxnreg moving registers from the producer to the
 //                           consumers (default 1); 0: Q read from shared memory by every S.
-//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 189.8 us,
-//   194.2 us with the XOR swizzle (Q from shared memory: 196.9 / 195.8 us); mma.sync 354 / 358
-//   us. (The two-warpgroup wgmma kernel this one replaced: 231 / 266 us on another H100.)
+//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 182.1 us,
+//   182.7 us with the XOR swizzle (FP8_PINGPONG=1: 187.1 / 194.5 us); mma.sync 351 / 356 us.
+//   (The two-warpgroup wgmma kernel this one replaced: 231 / 266 us on another H100.)
 // Needs sm_89 or newer (the fp8 conversion instruction).
 #include "kfleet_harness/kernel.hpp"
 
@@ -345,16 +346,21 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
 // straight from registers. S_t and P_{t-1} V_{t-1} are issued together, meant to let the
 // softmax of tile t run while P V_{t-1} does; but ptxas moves the wait for P V_{t-1} ahead of
 // the exponentials (the SASS shows it, with or without a double-buffered P, FA3's rescale order
-// or setmaxnreg: all measured no faster), so the overlap that pays is FP8_PINGPONG=1 (default):
-// the two consumers take turns with named barriers, one issuing its products while the other is
-// in its softmax.
+// or setmaxnreg: all measured no faster), so only the two consumers overlap each other. Timed
+// inside the loop (clock64 stamps, docs/gpu-runs/2026-11-25-fp8-softmax-diagnostics.log), a
+// consumer spends ~450 cycles a tile issuing its 12 wgmmas (an instruction with A in registers
+// holds the warp until the tensor core takes it), ~1,300-1,900 in the softmax (the SFU stream,
+// stalled by adds and packs that ptxas interleaves with it) and ~400 on waits and bookkeeping;
+// the softmaxes of the two consumers mostly overlap. FP8_PINGPONG=1 makes them take turns with
+// named barriers (one issuing its products while the other is in its softmax): 3 % slower with
+// this softmax.
 namespace wg {
 
 #ifndef FP8_WS_STAGES
 #define FP8_WS_STAGES 4
 #endif
 #ifndef FP8_PINGPONG
-#define FP8_PINGPONG 1
+#define FP8_PINGPONG 0
 #endif
 #ifndef FP8_PERSISTENT
 #define FP8_PERSISTENT 1
@@ -448,9 +454,11 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void bar_sync(int id, int n) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+#if FP8_PINGPONG
 __device__ __forceinline__ void bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+#endif
 #if !FP8_Q_REGS
 __device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[64], uint64_t da, uint64_t db, int acc) {
   asm volatile(
@@ -675,26 +683,45 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
           if (key >= S || (p.causal && key > qrow)) s[4 * j + e] = -INFINITY;
         }
     }
+    // Both rows at once: each row's maximum as a tree (depth 5, not a chain of 16), the two
+    // rows' shuffles side by side, then all 64 exponentials, and only then the sums (four
+    // partial sums a row). Against one chain a row, each exponential summed as it came: 0.7 %
+    // faster, 3 % with FP8_PINGPONG=0 (docs/gpu-runs/2026-11-25-fp8-softmax-diagnostics.log).
+    float mx[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float mx = -INFINITY;
+      float m8[8];
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_r[h], mx * p.scale_log2);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      alpha[h] = fast_exp2(m_r[h] - m_use);
-      m_r[h] = m_new;
-      float sum = 0.f;
+      for (int j = 0; j < 8; ++j)
+        m8[j] = fmaxf(fmaxf(s[8 * j + 2 * h], s[8 * j + 2 * h + 1]),
+                      fmaxf(s[8 * j + 4 + 2 * h], s[8 * j + 5 + 2 * h]));
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        s[4 * j + 2 * h] = fast_exp2(s[4 * j + 2 * h] * p.scale_log2 - m_use);
-        s[4 * j + 2 * h + 1] = fast_exp2(s[4 * j + 2 * h + 1] * p.scale_log2 - m_use);
-        sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
-      }
-      l_r[h] = l_r[h] * alpha[h] + sum;
+      for (int w = 4; w >= 1; w >>= 1)
+#pragma unroll
+        for (int j = 0; j < w; ++j) m8[j] = fmaxf(m8[j], m8[j + w]);
+      mx[h] = m8[0];
     }
+#pragma unroll
+    for (int x = 1; x <= 2; x <<= 1)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], x));
+    float m_use[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float m_new = fmaxf(m_r[h], mx[h] * p.scale_log2);
+      m_use[h] = m_new == -INFINITY ? 0.f : m_new;
+      alpha[h] = fast_exp2(m_r[h] - m_use[h]);
+      m_r[h] = m_new;
+    }
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s[i] = fast_exp2(s[i] * p.scale_log2 - m_use[(i >> 1) & 1]);
+    fence_regs(s);
+    float sum[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sum[(i >> 1) & 1][((i >> 2) & 1) * 2 + (i & 1)] += s[i];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      l_r[h] = l_r[h] * alpha[h] + ((sum[h][0] + sum[h][1]) + (sum[h][2] + sum[h][3]));
   };
   auto pack = [&]() {
 #pragma unroll
