@@ -429,4 +429,38 @@ TEST_P(StoreContract, JobEventsHaveAPerJobSeqAndAGlobalOrder) {
   EXPECT_EQ(tail[0].id, e3.id);
 }
 
+
+void StoreContract::check_a_failing_batch_writes_nothing(Store& s,
+                                                         const std::function<void()>& refuse_boom,
+                                                         const std::function<void()>& mend) {
+  std::vector<std::int64_t> ids;
+  for (const char* name : {"a", "b", "c"}) {
+    auto j = s.create_job(job(name), 100);
+    ASSERT_TRUE(j.ok()) << j.error().message;
+    ids.push_back(j->id);
+  }
+  refuse_boom();
+  auto rs = s.set_job_states({{ids[0], JobState::waiting_capacity, "stockout"},
+                              {ids[1], JobState::waiting_capacity, "boom"},
+                              {ids[2], JobState::waiting_capacity, "stockout"}},
+                             200);
+  ASSERT_EQ(rs.size(), 3u);
+  for (const auto& r : rs) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("injected failure"), std::string::npos) << r.error().message;
+  }
+  for (auto id : ids) {  // the change before the failing one is rolled back too
+    auto j = s.get_job(id);
+    ASSERT_TRUE(j);
+    EXPECT_EQ(j->state, JobState::queued);
+    EXPECT_EQ(j->state_reason, "");
+    EXPECT_EQ(s.job_events(id, 0, 100).size(), 1u);  // job.submitted only
+  }
+  mend();
+  auto again = s.set_job_states({{ids[1], JobState::waiting_capacity, "boom"}}, 300);
+  ASSERT_EQ(again.size(), 1u);
+  ASSERT_TRUE(again[0].ok()) << again[0].error().message;
+  EXPECT_EQ(s.get_job(ids[1])->state_reason, "boom");
+}
+
 }  // namespace kfleet::store::testing

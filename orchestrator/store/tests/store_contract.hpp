@@ -27,6 +27,16 @@ struct StoreBackendName {
 };
 
 class StoreContract : public ::testing::TestWithParam<StoreBackend> {
+ public:
+  // set_job_states when the database fails in the middle of a batch. `refuse_boom` makes the
+  // backend's database raise "injected failure" on any change of a job to the reason "boom" (a
+  // trigger); `mend` removes that. Checks that every change of a batch with a "boom" change in
+  // the middle gets that error, that none of them is written (state, reason, events), and that
+  // the store works after. Each backend's test binary calls it with its own trigger SQL.
+  static void check_a_failing_batch_writes_nothing(Store& s,
+                                                   const std::function<void()>& refuse_boom,
+                                                   const std::function<void()>& mend);
+
  protected:
   void SetUp() override {
     store_ = GetParam().make();

@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 #include <thread>
-#include <vector>
 
 #include "kfleet/store/pg_scratch.hpp"
 #include "kfleet/store/postgres.hpp"
@@ -462,39 +461,17 @@ TEST(PostgresStore, ADatabaseErrorInABatchOfStateChangesFailsAllAndWritesNone) {
   ASSERT_FALSE(url.empty());
   auto s = open_or_fail(url);
   ASSERT_TRUE(s);
-  std::vector<std::int64_t> ids;
-  for (const char* name : {"a", "b", "c"}) {
-    auto j = s->create_job(a_job(name), 100);
-    ASSERT_TRUE(j.ok()) << j.error().message;
-    ids.push_back(j->id);
-  }
-  query_one(url,
-            "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-            "IF NEW.state_reason = 'boom' THEN RAISE EXCEPTION 'injected failure'; END IF; "
-            "RETURN NEW; END $$; "
-            "CREATE TRIGGER refuse_boom BEFORE UPDATE ON jobs FOR EACH ROW "
-            "EXECUTE FUNCTION refuse_boom()");
-  auto rs = s->set_job_states({{ids[0], JobState::waiting_capacity, "stockout"},
-                               {ids[1], JobState::waiting_capacity, "boom"},
-                               {ids[2], JobState::waiting_capacity, "stockout"}},
-                              200);
-  ASSERT_EQ(rs.size(), 3u);
-  for (const auto& r : rs) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message.find("injected failure"), std::string::npos) << r.error().message;
-  }
-  for (auto id : ids) {
-    auto j = s->get_job(id);
-    ASSERT_TRUE(j);
-    EXPECT_EQ(j->state, JobState::queued);
-    EXPECT_EQ(j->state_reason, "");
-    EXPECT_EQ(s->job_events(id, 0, 100).size(), 1u);  // job.submitted only
-  }
-  query_one(url, "DROP TRIGGER refuse_boom ON jobs");
-  auto again = s->set_job_states({{ids[1], JobState::waiting_capacity, "boom"}}, 300);
-  ASSERT_EQ(again.size(), 1u);
-  ASSERT_TRUE(again[0].ok()) << again[0].error().message;
-  EXPECT_EQ(s->get_job(ids[1])->state_reason, "boom");
+  StoreContract::check_a_failing_batch_writes_nothing(
+      *s,
+      [&] {
+        query_one(url,
+                  "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                  "IF NEW.state_reason = 'boom' THEN RAISE EXCEPTION 'injected failure'; END IF; "
+                  "RETURN NEW; END $$; "
+                  "CREATE TRIGGER refuse_boom BEFORE UPDATE ON jobs FOR EACH ROW "
+                  "EXECUTE FUNCTION refuse_boom()");
+      },
+      [&] { query_one(url, "DROP TRIGGER refuse_boom ON jobs"); });
 }
 
 }  // namespace

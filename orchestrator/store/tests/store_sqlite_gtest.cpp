@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <vector>
 
 #include "../src/migrations.hpp"
 #include "../src/sqlite_db.hpp"
@@ -242,46 +241,19 @@ TEST(SqliteStore, ADatabaseErrorInABatchOfStateChangesFailsAllAndWritesNone) {
   const std::string path = make_temp_dir() + "/k.db";
   auto s = open_or_die(path);
   ASSERT_TRUE(s);
-  std::vector<std::int64_t> ids;
-  for (const char* name : {"a", "b", "c"}) {
-    NewJob nj;
-    nj.name = name;
-    nj.content_hash = std::string("sha256:") + name;
-    nj.regions = {"r1"};
-    auto j = s->create_job(nj, 100);
-    ASSERT_TRUE(j.ok()) << j.error().message;
-    ids.push_back(j->id);
-  }
   auto exec = [&](const char* sql) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
     sqlite3_close(db);
   };
-  exec("CREATE TRIGGER refuse_boom BEFORE UPDATE ON jobs WHEN NEW.state_reason = 'boom' "
-       "BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
-  auto rs = s->set_job_states({{ids[0], JobState::waiting_capacity, "stockout"},
-                               {ids[1], JobState::waiting_capacity, "boom"},
-                               {ids[2], JobState::waiting_capacity, "stockout"}},
-                              200);
-  ASSERT_EQ(rs.size(), 3u);
-  for (const auto& r : rs) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message.find("injected failure"), std::string::npos) << r.error().message;
-  }
-  for (auto id : ids) {
-    auto j = s->get_job(id);
-    ASSERT_TRUE(j);
-    EXPECT_EQ(j->state, JobState::queued);
-    EXPECT_EQ(j->state_reason, "");
-    EXPECT_EQ(s->job_events(id, 0, 100).size(), 1u);  // job.submitted only
-  }
-  // The connection is usable after the rollback.
-  exec("DROP TRIGGER refuse_boom");
-  auto again = s->set_job_states({{ids[1], JobState::waiting_capacity, "boom"}}, 300);
-  ASSERT_EQ(again.size(), 1u);
-  ASSERT_TRUE(again[0].ok()) << again[0].error().message;
-  EXPECT_EQ(s->get_job(ids[1])->state_reason, "boom");
+  StoreContract::check_a_failing_batch_writes_nothing(
+      *s,
+      [&] {
+        exec("CREATE TRIGGER refuse_boom BEFORE UPDATE ON jobs WHEN NEW.state_reason = 'boom' "
+             "BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
+      },
+      [&] { exec("DROP TRIGGER refuse_boom"); });
 }
 
 }  // namespace
