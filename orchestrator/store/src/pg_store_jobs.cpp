@@ -1,5 +1,6 @@
 // Jobs: submission, queries and state changes.
 #include "batch.hpp"
+#include "job_rules.hpp"
 #include "pg_store.hpp"
 
 namespace kfleet::store::pg {
@@ -100,29 +101,10 @@ Result<JobRecord> PgStore::change_job_state(std::int64_t id, JobState s,
                                             const std::string& reason, TimeMs now,
                                             const std::string& by) {
   auto job = load_job(id);
-  if (!job) return make_error(Errc::not_found, "job " + std::to_string(id) + " not found");
-  if (is_terminal(job->state)) {
-    return make_error(Errc::conflict, "job " + std::to_string(id) + " is already " +
-                                          to_string(job->state) + " and cannot change; "
-                                          "submit it again to rerun it");
-  }
-  if (is_active(s) && job->current_run_id == 0) {
-    // Active means an agent holds it; only grant_lease can make that true.
-    return make_error(Errc::invalid_argument,
-                      "job " + std::to_string(id) + " has no run, so it cannot be " +
-                          to_string(s) + "; a job becomes active by being leased");
-  }
-  if (job->current_run_id != 0) {
-    auto run = load_run(job->current_run_id);
-    if (is_terminal(s)) {
-      if (run) end_run(*run, s == JobState::cancelled ? RunOutcome::cancelled : RunOutcome::error,
-                       now);
-    } else if (!is_active(s)) {
-      // Requeueing a held job would let a second agent run it beside the first.
-      return make_error(Errc::conflict, "job " + std::to_string(id) + " is held by run " +
-                                            std::to_string(job->current_run_id) +
-                                            "; cancel it or let its lease expire first");
-    }
+  if (auto refused = state_change_refusal(id, job, s)) return *refused;
+  if (job->current_run_id != 0 && is_terminal(s)) {
+    if (auto run = load_run(job->current_run_id))
+      end_run(*run, s == JobState::cancelled ? RunOutcome::cancelled : RunOutcome::error, now);
   }
   write_job_state(id, s, reason, now);
   if (s == JobState::cancelled)
