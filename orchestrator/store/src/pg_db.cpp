@@ -103,7 +103,7 @@ Stmt& Stmt::bind(int i, std::string_view v) {
   return *this;
 }
 
-Stmt& Stmt::bind(int i, Bytes v) {
+Stmt& Stmt::bind(int i, Blob v) {
   auto& p = slot(i);
   p.value.assign(v.bytes.data(), v.bytes.size());
   p.type = kBytea;

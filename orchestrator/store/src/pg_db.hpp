@@ -30,7 +30,10 @@ inline constexpr std::int64_t kLeaderLockKey = 0x6b666c6565746c64;
 // The SQLSTATE a fenced write fails with when another kfleetd has taken over.
 inline constexpr const char* kNotLeaderState = "KF001";
 
-struct Bytes {
+// The SQL the two backends spell differently (the store's shared text, shared/*.inc, uses it).
+inline constexpr const char* kGreatest = "GREATEST";  // the larger of two values
+
+struct Blob {
   std::string_view bytes;
 };
 
@@ -58,7 +61,7 @@ class Stmt {
   Stmt& bind(int i, std::string_view v);
   Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
-  Stmt& bind(int i, Bytes v);
+  Stmt& bind(int i, Blob v);
   Stmt& bind(int i, std::nullopt_t);
 
   template <class... Ts>

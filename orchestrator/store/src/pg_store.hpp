@@ -123,6 +123,9 @@ class PgStore final : public Store {
   std::unique_ptr<Db> db_;
 };
 
+// The name shared/*.inc gives this backend's store.
+using SqlStore = PgStore;
+
 int latest_schema_version();
 // The step that made who set a baseline and who cancelled a job fields of their own
 // (baselines.set_by, jobs.cancelled_by).

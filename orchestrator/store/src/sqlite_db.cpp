@@ -213,6 +213,8 @@ void Stmt::run() {
 
 std::int64_t Stmt::i64(int col) const { return sqlite3_column_int64(s_, col); }
 
+double Stmt::f64(int col) const { return sqlite3_column_double(s_, col); }
+
 std::string Stmt::text(int col) const {
   const auto* p = sqlite3_column_text(s_, col);
   if (!p) return {};

@@ -21,6 +21,9 @@ struct Blob {
   std::string_view bytes;
 };
 
+// The SQL the two backends spell differently (the store's shared text, shared/*.inc, uses it).
+inline constexpr const char* kGreatest = "MAX";  // the larger of two values
+
 struct DbError {
   int rc = 0;
   std::string message;
@@ -60,6 +63,7 @@ class Stmt {
   void run();   // steps a statement that returns no rows
 
   std::int64_t i64(int col) const;
+  double f64(int col) const;
   int i32(int col) const { return static_cast<int>(i64(col)); }
   bool boolean(int col) const { return i64(col) != 0; }
   std::string text(int col) const;

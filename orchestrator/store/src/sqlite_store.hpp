@@ -107,6 +107,9 @@ class SqliteStore final : public Store {
   std::unique_ptr<Db> db_;
 };
 
+// The name shared/*.inc gives this backend's store.
+using SqlStore = SqliteStore;
+
 // Column lists and row readers shared by the store's files (records.cpp).
 extern const char* const kJobColumns;
 extern const char* const kRunColumns;
