@@ -119,6 +119,5 @@ JobRecord read_job(const Stmt& q);
 RunRecord read_run(const Stmt& q);
 AgentRecord read_agent(const Stmt& q);
 Event read_event(const Stmt& q);
-AgentState agent_state_from_string(const std::string& s);
 
 }  // namespace kfleet::store::sqlite
