@@ -18,10 +18,11 @@ if(NOT CLI11_FOUND)
 endif()
 
 if(KFLEET_BUILD_ORCHESTRATOR)
-  find_package(SQLite3 QUIET)
+  find_package(SQLite3 3.35 QUIET)  # INSERT ... RETURNING
   if(NOT SQLite3_FOUND)
-    message(FATAL_ERROR "kfleetd needs SQLite 3 headers (apt install libsqlite3-dev), "
-                        "or configure with -DKFLEET_BUILD_ORCHESTRATOR=OFF for agent-only builds")
+    message(FATAL_ERROR "kfleetd needs SQLite 3.35 or later headers (apt install "
+                        "libsqlite3-dev), or configure with -DKFLEET_BUILD_ORCHESTRATOR=OFF for "
+                        "agent-only builds")
   endif()
 endif()
 

@@ -232,6 +232,12 @@ std::string Stmt::blob(int col) const {
 bool Stmt::is_null(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
 
 Result<std::unique_ptr<Db>> Db::open(const std::string& path, bool synchronous_full) {
+  // The store's SQL, shared with PostgreSQL (shared/*.inc), uses INSERT ... RETURNING.
+  if (sqlite3_libversion_number() < kMinSqliteVersion) {
+    return make_error(Errc::unavailable,
+                      std::string("kfleetd needs SQLite 3.35 or later; this process loaded ") +
+                          sqlite3_libversion() + " (upgrade libsqlite3)");
+  }
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,

@@ -21,6 +21,10 @@ struct Blob {
   std::string_view bytes;
 };
 
+// The oldest SQLite the store runs on (INSERT ... RETURNING came in 3.35.0); Db::open refuses
+// an older library.
+inline constexpr int kMinSqliteVersion = 3035000;
+
 // The SQL the two backends spell differently (the store's shared text, shared/*.inc, uses it).
 inline constexpr const char* kGreatest = "MAX";  // the larger of two values
 
