@@ -1,7 +1,5 @@
 // Jobs: submission, queries and state changes. The code is shared/jobs.inc, which both backends
 // compile.
-#include "batch.hpp"
-#include "job_rules.hpp"
 #include "sqlite_store.hpp"
 
 namespace kfleet::store::sqlite {

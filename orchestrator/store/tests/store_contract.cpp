@@ -429,7 +429,6 @@ TEST_P(StoreContract, JobEventsHaveAPerJobSeqAndAGlobalOrder) {
   EXPECT_EQ(tail[0].id, e3.id);
 }
 
-
 void StoreContract::check_a_failing_batch_writes_nothing(Store& s,
                                                          const std::function<void()>& refuse_boom,
                                                          const std::function<void()>& mend) {

@@ -453,7 +453,6 @@ TEST(PostgresStore, ConcurrentWritersKeepEventIdsGapFreeAndLeaseOnce) {
   EXPECT_EQ(runs, kWriters * kAgentsPerWriter);
 }
 
-
 // A database error in the middle of a batch of state changes (a trigger that raises on one
 // change's UPDATE) fails every change of the batch and writes none of them.
 TEST(PostgresStore, ADatabaseErrorInABatchOfStateChangesFailsAllAndWritesNone) {

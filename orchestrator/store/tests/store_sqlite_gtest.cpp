@@ -233,7 +233,6 @@ TEST(SqliteStore, AnUnusablePathIsAnErrorThatNamesIt) {
   EXPECT_EQ(empty.error().code, Errc::invalid_argument);
 }
 
-
 // A database error in the middle of a batch of state changes (a trigger that aborts one change's
 // UPDATE) fails every change of the batch and writes none of them: the changes before it are
 // rolled back too, not committed beside an error.
