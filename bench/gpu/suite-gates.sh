@@ -53,6 +53,8 @@ variants=("fa_s512 fa_s512 O_ACCUM_HALF=0" "fa_s512_half fa_s512 O_ACCUM_HALF=1"
           "fp8_sdpa fp8_sdpa USE_SMEM_SWIZZLE_XOR=0" "fp8_sdpa_xor fp8_sdpa USE_SMEM_SWIZZLE_XOR=1"
           "fp8_sdpa_mma_sync fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=0"
           "fp8_sdpa_mma_sync_xor fp8_sdpa FP8_WGMMA=0 USE_SMEM_SWIZZLE_XOR=1"
+          "fp8_sdpa_rescale_every_tile fp8_sdpa FP8_RESCALE_TEST=1"
+          "fp8_sdpa_recompute_every_tile fp8_sdpa FP8_RESCALE_TEST=2"
           "scaled_mm scaled_mm")
 for v in ${extra[@]+"${extra[@]}"}; do
   set -- $v

@@ -30,9 +30,17 @@
 //   FP8_Q_REGS=0|1          wgmma kernel: Q as register A fragments of S = Q K^T, loaded once
 //                           per unit, with setmaxnreg moving registers from the producer to the
 //                           consumers (default 1); 0: Q read from shared memory by every S.
-//   On the H100 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-25): wgmma 182.1 us,
-//   182.7 us with the XOR swizzle (FP8_PINGPONG=1: 187.1 / 194.5 us); mma.sync 351 / 356 us.
-//   (The two-warpgroup wgmma kernel this one replaced: 231 / 266 us on another H100.)
+//   FP8_LAZY_RESCALE=0|1    wgmma kernel: from a unit's second tile on, the exponentials are
+//                           taken against the running row maxima and checked afterwards; the
+//                           maxima move, and O is rescaled, only when a probability would pass
+//                           2^8 (default 1); 0: every tile's maxima first (the exact online
+//                           softmax, kept for the first tile and for the rare fix-ups).
+//   FP8_RESCALE_TEST=0|1|2  tests only: 1 sends every tile through the lazy rescale's fix-up, 2
+//                           through its recomputation of S (CI and bench/gpu/suite-gates.sh
+//                           gate both, so that paths real inputs rarely take are checked).
+//   On an H200 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-26): wgmma 164.3 us,
+//   161.5 us with the XOR swizzle; FP8_LAZY_RESCALE=0 183.1 us. The H100 of 2026-11-25:
+//   FP8_LAZY_RESCALE=0 182.1 / 182.7 us (FP8_PINGPONG=1: 187.1 / 194.5); mma.sync 351 / 356 us.
 // Needs sm_89 or newer (the fp8 conversion instruction).
 #include "kfleet_harness/kernel.hpp"
 
@@ -344,16 +352,20 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
 // the consumers, 64 query rows each: S on wgmma m64n128k16 (Q from registers, K from shared
 // memory), the online softmax on the accumulator registers, P V on wgmma m64n64k16 with P
 // straight from registers. S_t and P_{t-1} V_{t-1} are issued together, meant to let the
-// softmax of tile t run while P V_{t-1} does; but ptxas moves the wait for P V_{t-1} ahead of
-// the exponentials (the SASS shows it, with or without a double-buffered P, FA3's rescale order
-// or setmaxnreg: all measured no faster), so only the two consumers overlap each other. Timed
-// inside the loop (clock64 stamps, docs/gpu-runs/2026-11-25-fp8-softmax-diagnostics.log), a
-// consumer spends ~450 cycles a tile issuing its 12 wgmmas (an instruction with A in registers
-// holds the warp until the tensor core takes it), ~1,300-1,900 in the softmax (the SFU stream,
-// stalled by adds and packs that ptxas interleaves with it) and ~400 on waits and bookkeeping;
-// the softmaxes of the two consumers mostly overlap. FP8_PINGPONG=1 makes them take turns with
-// named barriers (one issuing its products while the other is in its softmax): 3 % slower with
-// this softmax.
+// softmax of tile t run while P V_{t-1} does; but ptxas hoists a wgmma wait to the top of its
+// basic block, so the wait for P V_{t-1} lands ahead of the exponentials and only the two
+// consumers overlap each other. Forcing the overlap (P double-buffered, FA3's rescale order,
+// the wait moved past the next tile's try-wait loop into another basic block, 208 consumer
+// registers) put it in the SASS and measured 4 % slower
+// (docs/gpu-runs/2026-11-26-fp8-lazy-rescale.log). Timed inside the loop (clock64 stamps,
+// docs/gpu-runs/2026-11-25-fp8-softmax-diagnostics.log), a consumer spent ~450 cycles a tile
+// issuing its 12 wgmmas (an instruction with A in registers holds the warp until the tensor
+// core takes it), ~1,300-1,900 in the softmax (the SFU stream, stalled by adds and packs that
+// ptxas interleaves with it) and ~400 on waits and bookkeeping; the softmaxes of the two
+// consumers mostly overlap. The lazy rescale (FP8_LAZY_RESCALE) takes the row maxima, their
+// shuffles, alpha and O's rescaling off that path: 10 % faster. FP8_PINGPONG=1 makes the
+// consumers take turns with named barriers (one issuing its products while the other is in its
+// softmax): 8 % slower with this softmax.
 namespace wg {
 
 #ifndef FP8_WS_STAGES
@@ -367,6 +379,12 @@ namespace wg {
 #endif
 #ifndef FP8_Q_REGS
 #define FP8_Q_REGS 1
+#endif
+#ifndef FP8_LAZY_RESCALE
+#define FP8_LAZY_RESCALE 1
+#endif
+#ifndef FP8_RESCALE_TEST
+#define FP8_RESCALE_TEST 0
 #endif
 constexpr int BM = 128, BN = 128, kThreads = 384;
 constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (see the README for measurements)
@@ -640,6 +658,21 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
   uint32_t pa[8][4];
   float alpha[2];
 
+#if FP8_LAZY_RESCALE
+  bool rescaled = true;  // whether the last softmax moved a running maximum (O needs alpha)
+#endif
+  auto rescale_o = [&]() {
+#if FP8_LAZY_RESCALE
+    if (!rescaled) return;
+#endif
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      o[4 * j] *= alpha[0];
+      o[4 * j + 1] *= alpha[0];
+      o[4 * j + 2] *= alpha[1];
+      o[4 * j + 3] *= alpha[1];
+    }
+  };
   // S_t = Q K_t^T issued (and, from the second tile on, P_{t-1} V_{t-1} behind it).
   auto issue = [&](int t) {
     const int gt = gt0 + t, st = gt % kStages;
@@ -669,8 +702,8 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
 #endif
   };
   int wrow0 = 0, qrow_g = 0;
-  // Softmax of tile t on s (fp32 scores in, fp32 probabilities out); sets alpha, updates m, l.
-  auto softmax = [&](int t) {
+  // Keys past S, and in causal attention keys after the row, to -inf in tile t's scores.
+  auto mask_s = [&](int t) {
     const int key0 = t * BN;
     const bool need_mask = key0 + BN > S || (p.causal && key0 + BN - 1 > wrow0);
     if (need_mask) {
@@ -683,6 +716,46 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
           if (key >= S || (p.causal && key > qrow)) s[4 * j + e] = -INFINITY;
         }
     }
+  };
+#if FP8_LAZY_RESCALE
+  // This warp's 16 rows of S_t = Q K_t^T once more, on mma.sync from the unit's Q and the tile's
+  // K, still in its stage; mma.m16n8k16's accumulators have the wgmma layout (s[4 j + e]: keys
+  // 8 j + 2 q4 + (e & 1), rows g + 8 (e >> 1)).
+  auto recompute_s = [&](int t) {
+    const unsigned char* kt = gkv + (size_t)((gt0 + t) % kStages) * 2 * kTile;
+#if FP8_Q_REGS
+    const auto& qf = qa;  // Q's wgmma A fragments have mma.m16n8k16's A layout
+#else
+    uint32_t qf[kD / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk)
+      ldmatrix_x4(qf[kk], gbase + tile_off(c * 64 + warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+#endif
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s[i] = 0.f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int kk = 0; kk < kD / 16; kk += 2) {
+        uint32_t b[4];
+        ldmatrix_x4(b, kt + tile_off(j * 8 + (lane & 7), 2 * kk + (lane >> 3)));
+        float* d = &s[4 * j];
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%10,%11,%12,%13}, "
+            "{%14,%15}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(qf[kk][0]), "r"(qf[kk][1]), "r"(qf[kk][2]), "r"(qf[kk][3]), "r"(b[0]), "r"(b[1]),
+              "r"(qf[kk + 1][0]), "r"(qf[kk + 1][1]), "r"(qf[kk + 1][2]), "r"(qf[kk + 1][3]),
+              "r"(b[2]), "r"(b[3]));
+      }
+  };
+#endif
+  // The exact softmax of tile t on s (fp32 scores in, fp32 probabilities out): the tile's row
+  // maxima first, then alpha, m and l updated.
+  auto softmax = [&](int t) {
+    mask_s(t);
     // Both rows at once: each row's maximum as a tree (depth 5, not a chain of 16), the two
     // rows' shuffles side by side, then all 64 exponentials, and only then the sums (four
     // partial sums a row). Against one chain a row, each exponential summed as it came: 0.7 %
@@ -732,6 +805,62 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
       pa[kk][3] = pack_half2(s[8 * kk + 6], s[8 * kk + 7]);
     }
   };
+#if FP8_LAZY_RESCALE
+  // From the second tile on, the exponentials are taken against the running maxima before this
+  // tile's maxima are known (spec_exps), and checked once P is packed through its row sums
+  // (spec_check): while no thread's 32 probabilities of a row add up to more than 2^8 (so none
+  // exceeds 2^8), the maxima stand and O is not rescaled (FlashAttention-4's conditional
+  // rescaling, without the maxima on the critical path). Otherwise each row is brought under
+  // its largest probability (rare: a maximum grew by 2^8), or, if a probability overflowed, S
+  // is computed again and takes the exact softmax.
+  auto spec_exps = [&](int t) {
+    mask_s(t);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s[i] = fast_exp2(s[i] * p.scale_log2 - m_r[(i >> 1) & 1]);
+    fence_regs(s);
+  };
+  auto spec_check = [&](int t) {
+    float rs[2];
+    float sum[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sum[(i >> 1) & 1][((i >> 2) & 1) * 2 + (i & 1)] += s[i];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) rs[h] = (sum[h][0] + sum[h][1]) + (sum[h][2] + sum[h][3]);
+    constexpr float kLimit = FP8_RESCALE_TEST ? -1.f : 256.f;
+    rescaled = !__all_sync(0xffffffffu, rs[0] <= kLimit && rs[1] <= kLimit);
+    if (!rescaled) {
+      alpha[0] = alpha[1] = 1.f;
+      l_r[0] += rs[0];
+      l_r[1] += rs[1];
+      return;
+    }
+    constexpr float kFinite = FP8_RESCALE_TEST == 2 ? -1.f : 3.0e38f;
+    if (__all_sync(0xffffffffu, rs[0] <= kFinite && rs[1] <= kFinite)) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mp = 0.f;
+#pragma unroll
+        for (int i = 0; i < 64; ++i)
+          if (((i >> 1) & 1) == h) mp = fmaxf(mp, s[i]);
+        mp = fmaxf(mp, __shfl_xor_sync(0xffffffffu, mp, 1));
+        mp = fmaxf(mp, __shfl_xor_sync(0xffffffffu, mp, 2));
+        // The row's new maximum, m_r + log2(mp), and the factor that moves what was summed
+        // against m_r onto it, kept consistent with each other (both through the SFU).
+        float lg = 0.f;
+        if (mp > 1.f) asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(lg) : "f"(mp));
+        alpha[h] = fast_exp2(-lg);
+        m_r[h] += lg;
+        l_r[h] = (l_r[h] + rs[h]) * alpha[h];
+      }
+#pragma unroll
+      for (int i = 0; i < 64; ++i) s[i] *= alpha[(i >> 1) & 1];
+    } else {
+      recompute_s(t);
+      softmax(t);
+    }
+    pack();
+  };
+#endif
   auto release = [&](int t) {  // the stage of the unit's tile t
     if (lane == 0) mbar_arrive(empty((gt0 + t) % kStages));
   };
@@ -774,18 +903,22 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
       issue(t);
       wgmma_wait<1>();  // S_t is in; P V_{t-1} may still run
       fence_regs(s);
+#if FP8_LAZY_RESCALE
+      spec_exps(t);
+#else
       softmax(t);
+#endif
       wgmma_wait<0>();
       fence_regs(o);
       release(t - 1);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        o[4 * j] *= alpha[0];
-        o[4 * j + 1] *= alpha[0];
-        o[4 * j + 2] *= alpha[1];
-        o[4 * j + 3] *= alpha[1];
-      }
+#if FP8_LAZY_RESCALE
       pack();
+      spec_check(t);
+#endif
+      rescale_o();
+#if !FP8_LAZY_RESCALE
+      pack();
+#endif
     }
     {
       wgmma_fence();
