@@ -88,20 +88,14 @@ std::string find_agent_binary(const std::string& self) {
   return "kfleet-agent";  // from PATH
 }
 
-}  // namespace
-
-namespace {
-
 kfleet::TimeMs wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
+// What the command line says.
+struct Options {
   std::string listen = "127.0.0.1:8470", db = "kfleet.db", dashboards, port_file;
   std::string admin_token_file, enrol_token_file, admin_user = "admin";
   std::string tls_cert, tls_key, tls_client_ca, agent_ca_file;
@@ -113,187 +107,454 @@ int main(int argc, char** argv) {
   std::size_t max_body = 8u << 20;
   std::int64_t stockout_base_ms = cfg.block_policy.stockout_base_ms;
   std::int64_t idle_ttl_s = 0;
-  app.add_option("--listen", listen, "address:port to serve on (port 0: any free port)")
+  std::vector<std::string> suite_files;
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--listen", o.listen, "address:port to serve on (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--db", db,
+  app.add_option("--db", o.db,
                  "SQLite database file (created if missing), or a PostgreSQL URL "
                  "(postgresql://user@host:5432/kfleet; the database must exist; put a password "
                  "in ~/.pgpass or $PGPASSWORD, not the URL)")
       ->capture_default_str();
-  app.add_flag("--durable", durable,
+  app.add_flag("--durable", o.durable,
                "fsync every commit (survives power loss; default survives process crashes)");
   // Secrets come from files or the environment, never argv (visible to all in `ps`).
-  app.add_option("--admin-token-file", admin_token_file,
+  app.add_option("--admin-token-file", o.admin_token_file,
                  "file holding the first admin token (else $KFLEET_ADMIN_TOKEN); stored as its "
                  "SHA-256 on first start; make more with `kfleet token create`");
-  app.add_option("--admin-user", admin_user, "user name of that first admin token")
+  app.add_option("--admin-user", o.admin_user, "user name of that first admin token")
       ->capture_default_str();
-  app.add_option("--enrol-token-file", enrol_token_file,
+  app.add_option("--enrol-token-file", o.enrol_token_file,
                  "file holding the token agents enrol with (else $KFLEET_ENROL_TOKEN)");
-  app.add_option("--tls-cert", tls_cert, "PEM certificate chain: serve HTTPS (TLS 1.2+)");
-  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
-  app.add_option("--tls-client-ca", tls_client_ca,
+  app.add_option("--tls-cert", o.tls_cert, "PEM certificate chain: serve HTTPS (TLS 1.2+)");
+  app.add_option("--tls-key", o.tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-client-ca", o.tls_client_ca,
                  "PEM CA: agent calls then need a client certificate it signed (mTLS)");
-  app.add_option("--agent-ca-file", agent_ca_file,
+  app.add_option("--agent-ca-file", o.agent_ca_file,
                  "PEM CA that signed --tls-cert: the agents kfleetd provisions (simulated, "
                  "terraform, gce) get it as a 0600 file and verify kfleetd with it (--ca-file); "
                  "without it they trust the system's CAs");
-  app.add_flag("--allow-plain-http", allow_plain_http,
+  app.add_flag("--allow-plain-http", o.allow_plain_http,
                "serve plain HTTP on a non-loopback address (tokens and kernels travel in clear)");
-  app.add_flag("--metrics-open", metrics_open,
+  app.add_flag("--metrics-open", o.metrics_open,
                "serve /metrics without a token (for a Prometheus on a trusted network)");
-  app.add_option("--submit-rate-per-min", submit_rate,
+  app.add_option("--submit-rate-per-min", o.submit_rate,
                  "submissions a minute per token before 429 (0: no limit)")->capture_default_str();
-  app.add_option("--auth-fail-rate-per-min", auth_fail_rate,
+  app.add_option("--auth-fail-rate-per-min", o.auth_fail_rate,
                  "failed authentications a minute per client address before 429 (0: no limit)")
       ->capture_default_str();
-  app.add_option("--lease-ttl-ms", cfg.lease_ttl_ms, "an agent silent this long loses its job")
+  app.add_option("--lease-ttl-ms", o.cfg.lease_ttl_ms, "an agent silent this long loses its job")
       ->capture_default_str()->check(CLI::Range(1000, 600000));
-  app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "heartbeat period agents are told to use")
+  app.add_option("--heartbeat-ms", o.cfg.heartbeat_ms, "heartbeat period agents are told to use")
       ->capture_default_str()->check(CLI::Range(100, 60000));
-  app.add_option("--provisioner", provisioner, "where agents come from")
+  app.add_option("--provisioner", o.provisioner, "where agents come from")
       ->check(CLI::IsMember({"static", "simulated", "terraform", "gce", "multi"}))->capture_default_str();
-  app.add_option("--simulated-cloud", sim_cloud_file,
+  app.add_option("--simulated-cloud", o.sim_cloud_file,
                  "JSON config of the simulated cloud (regions, capacity, scripted stockouts)");
-  app.add_option("--terraform-config", tf_config, "JSON config of the terraform provisioner");
-  app.add_option("--gce-config", gce_config,
+  app.add_option("--terraform-config", o.tf_config, "JSON config of the terraform provisioner");
+  app.add_option("--gce-config", o.gce_config,
                  "JSON config of the Compute Engine provisioner (docs/examples/gce.json)");
-  app.add_option("--multi-config", multi_config,
+  app.add_option("--multi-config", o.multi_config,
                  "JSON list of provisioners for --provisioner multi, each serving its own regions or "
                  "zones (docs/examples/multi-cloud.json)");
-  app.add_option("--agent-binary", agent_binary, "kfleet-agent used by the simulated cloud");
-  app.add_option("--stockout-cooldown-ms", stockout_base_ms,
+  app.add_option("--agent-binary", o.agent_binary, "kfleet-agent used by the simulated cloud");
+  app.add_option("--stockout-cooldown-ms", o.stockout_base_ms,
                  "first cool-down after a stockout (doubles on repeats)")->capture_default_str();
-  app.add_option("--quota-block-ms", cfg.block_policy.quota_ms,
+  app.add_option("--quota-block-ms", o.cfg.block_policy.quota_ms,
                  "how long a quota error (or a stop) blocks its region")->capture_default_str();
-  app.add_option("--unsupported-block-ms", cfg.block_policy.unsupported_ms,
+  app.add_option("--unsupported-block-ms", o.cfg.block_policy.unsupported_ms,
                  "how long a zone that does not offer the machine type is blocked")->capture_default_str();
-  app.add_option("--idle-agent-ttl-s", idle_ttl_s,
+  app.add_option("--idle-agent-ttl-s", o.idle_ttl_s,
                  "release provisioned agents idle this long (0: never)")->capture_default_str();
-  app.add_option("--dashboards", dashboards,
+  app.add_option("--dashboards", o.dashboards,
                  "the built dashboards: dashboards/dist, or the dashboards source folder that "
                  "holds it");
-  app.add_option("--max-body-bytes", max_body, "largest request body accepted")->capture_default_str();
-  app.add_option("--port-file", port_file, "write the bound port here once listening");
-  std::vector<std::string> suite_files;
-  app.add_option("--suite", suite_files,
+  app.add_option("--max-body-bytes", o.max_body, "largest request body accepted")->capture_default_str();
+  app.add_option("--port-file", o.port_file, "write the bound port here once listening");
+  app.add_option("--suite", o.suite_files,
                  "a suite YAML with schedule: (cron, UTC) to run as a regression run; repeatable");
-  CLI11_PARSE(app, argc, argv);
+}
 
-  auto admin_token = kfleet::secret_from_file_or_env(admin_token_file, "KFLEET_ADMIN_TOKEN",
+// The tokens (from files or the environment) and the dashboards folder, checked and put where
+// the control plane and the server read them. Prints why and returns false on a bad value.
+bool finish_options(Options& o) {
+  auto admin_token = kfleet::secret_from_file_or_env(o.admin_token_file, "KFLEET_ADMIN_TOKEN",
                                                      "admin token");
   if (!admin_token) {
     std::cerr << "kfleetd: " << admin_token.error().message << "\n";
-    return 2;
+    return false;
   }
-  auto enrol_token = kfleet::secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",
+  auto enrol_token = kfleet::secret_from_file_or_env(o.enrol_token_file, "KFLEET_ENROL_TOKEN",
                                                      "enrolment token");
   if (!enrol_token) {
     std::cerr << "kfleetd: " << enrol_token.error().message << "\n";
-    return 2;
+    return false;
   }
   if (!admin_token->empty() && admin_token->size() < 16) {
     std::cerr << "kfleetd: the admin token is too short (" << admin_token->size()
               << " characters); use 16 or more random characters, e.g. `openssl rand -hex 32`\n";
-    return 2;
+    return false;
   }
   if (enrol_token->empty())
     kfleet::log::warn("kfleetd", "no enrolment token (--enrol-token-file or KFLEET_ENROL_TOKEN): "
                                  "no agent can enrol");
-  cfg.admin_token = *admin_token;
-  cfg.admin_user = admin_user;
-  cfg.enrol_token = *enrol_token;
-  cfg.block_policy.stockout_base_ms = stockout_base_ms;
-  cfg.idle_agent_ttl_ms = idle_ttl_s * 1000;
-  if (dashboards.empty()) {
+  o.cfg.admin_token = *admin_token;
+  o.cfg.admin_user = o.admin_user;
+  o.cfg.enrol_token = *enrol_token;
+  o.cfg.block_policy.stockout_base_ms = o.stockout_base_ms;
+  o.cfg.idle_agent_ttl_ms = o.idle_ttl_s * 1000;
+  if (o.dashboards.empty()) {
     for (auto cand : {fs::path("dashboards/dist"), fs::path("dashboards")})
-      if (fs::exists(cand / "index.html")) { dashboards = cand.string(); break; }
-  } else if (!fs::exists(fs::path(dashboards) / "index.html")) {
+      if (fs::exists(cand / "index.html")) { o.dashboards = cand.string(); break; }
+  } else if (!fs::exists(fs::path(o.dashboards) / "index.html")) {
     // The source folder (dashboards/) holds the built pages in dist/: take either.
-    if (fs::exists(fs::path(dashboards) / "dist" / "index.html")) {
-      dashboards = (fs::path(dashboards) / "dist").string();
+    if (fs::exists(fs::path(o.dashboards) / "dist" / "index.html")) {
+      o.dashboards = (fs::path(o.dashboards) / "dist").string();
     } else {
-      std::cerr << "kfleetd: --dashboards " << dashboards
+      std::cerr << "kfleetd: --dashboards " << o.dashboards
                 << " has no index.html (nor dist/index.html): build the dashboards with "
                    "`cmake --build build --target dashboards` (they go to dashboards/dist)\n";
-      return 2;
+      return false;
     }
   }
+  return true;
+}
 
-  auto colon = listen.rfind(':');
+// The server's options from the command line. Prints why and returns nothing on a bad value.
+std::optional<kfleet::api::ServerOptions> server_options(const Options& o) {
+  auto colon = o.listen.rfind(':');
   if (colon == std::string::npos) {
-    std::cerr << "kfleetd: --listen wants address:port, got '" << listen << "'\n";
-    return 2;
+    std::cerr << "kfleetd: --listen wants address:port, got '" << o.listen << "'\n";
+    return std::nullopt;
   }
   kfleet::api::ServerOptions so;
-  so.address = listen.substr(0, colon);
-  so.port = static_cast<std::uint16_t>(std::stoi(listen.substr(colon + 1)));
-  so.max_body_bytes = max_body;
-  so.static_dir = dashboards;
-  so.metrics_open = metrics_open;
-  so.tls_cert_file = tls_cert;
-  so.tls_key_file = tls_key;
-  so.tls_client_ca_file = tls_client_ca;
-  so.submit_per_minute = submit_rate;
-  so.auth_failures_per_minute = auth_fail_rate;
-  const bool tls = !tls_cert.empty();
-  std::string agent_ca_pem;
-  if (!agent_ca_file.empty()) {
-    std::ifstream in(agent_ca_file, std::ios::binary);
+  so.address = o.listen.substr(0, colon);
+  so.port = static_cast<std::uint16_t>(std::stoi(o.listen.substr(colon + 1)));
+  so.max_body_bytes = o.max_body;
+  so.static_dir = o.dashboards;
+  so.metrics_open = o.metrics_open;
+  so.tls_cert_file = o.tls_cert;
+  so.tls_key_file = o.tls_key;
+  so.tls_client_ca_file = o.tls_client_ca;
+  so.submit_per_minute = o.submit_rate;
+  so.auth_failures_per_minute = o.auth_fail_rate;
+  return so;
+}
+
+// Refuses plain HTTP off loopback unless asked (--allow-plain-http), and says which it serves.
+bool plain_http_checked(const Options& o, const kfleet::api::ServerOptions& so) {
+  const bool tls = !o.tls_cert.empty();
+  boost::system::error_code aec;
+  auto addr = boost::asio::ip::make_address(so.address, aec);
+  const bool loopback = !aec && addr.is_loopback();
+  if (!tls && !loopback && !o.allow_plain_http) {
+    std::cerr << "kfleetd: refusing to serve plain HTTP on " << so.address
+              << ": tokens, kernels and results would travel in clear. Pass --tls-cert and "
+                 "--tls-key, listen on 127.0.0.1, or (on a trusted network only) "
+                 "--allow-plain-http\n";
+    return false;
+  }
+  if (!tls && !loopback)
+    kfleet::log::warn("kfleetd", "PLAIN HTTP on ", so.address,
+                      " (--allow-plain-http): tokens and kernels travel in clear");
+  else if (!tls)
+    kfleet::log::info("kfleetd", "plain HTTP on loopback only (local use and the demo); "
+                                 "use --tls-cert/--tls-key for anything else");
+  return true;
+}
+
+// The PEM CA given to provisioned agents (--agent-ca-file), or "" without one. Prints why and
+// returns nothing when the file is unreadable or not a PEM certificate.
+std::optional<std::string> read_agent_ca(const Options& o) {
+  const bool tls = !o.tls_cert.empty();
+  std::string pem;
+  if (!o.agent_ca_file.empty()) {
+    std::ifstream in(o.agent_ca_file, std::ios::binary);
     if (!in) {
-      std::cerr << "kfleetd: cannot read --agent-ca-file " << agent_ca_file << "\n";
-      return 2;
+      std::cerr << "kfleetd: cannot read --agent-ca-file " << o.agent_ca_file << "\n";
+      return std::nullopt;
     }
-    agent_ca_pem.assign(std::istreambuf_iterator<char>(in), {});
-    if (auto why = kfleet::pem_certificates_problem(agent_ca_pem); !why.empty()) {
-      std::cerr << "kfleetd: --agent-ca-file " << agent_ca_file
+    pem.assign(std::istreambuf_iterator<char>(in), {});
+    if (auto why = kfleet::pem_certificates_problem(pem); !why.empty()) {
+      std::cerr << "kfleetd: --agent-ca-file " << o.agent_ca_file
                 << " must hold the PEM CA certificate that signed --tls-cert: " << why << "\n";
-      return 2;
+      return std::nullopt;
     }
     if (!tls)
       kfleet::log::warn("kfleetd", "--agent-ca-file without --tls-cert: agents reach this kfleetd "
                                    "over plain HTTP and have no certificate to verify");
-  } else if (tls && provisioner != "static") {
+  } else if (tls && o.provisioner != "static") {
     kfleet::log::info("kfleetd", "no --agent-ca-file: the agents kfleetd provisions verify its "
                                  "certificate against their system's CAs");
   }
-  {
-    boost::system::error_code aec;
-    auto addr = boost::asio::ip::make_address(so.address, aec);
-    const bool loopback = !aec && addr.is_loopback();
-    if (!tls && !loopback && !allow_plain_http) {
-      std::cerr << "kfleetd: refusing to serve plain HTTP on " << so.address
-                << ": tokens, kernels and results would travel in clear. Pass --tls-cert and "
-                   "--tls-key, listen on 127.0.0.1, or (on a trusted network only) "
-                   "--allow-plain-http\n";
-      return 2;
-    }
-    if (!tls && !loopback)
-      kfleet::log::warn("kfleetd", "PLAIN HTTP on ", so.address,
-                        " (--allow-plain-http): tokens and kernels travel in clear");
-    else if (!tls)
-      kfleet::log::info("kfleetd", "plain HTTP on loopback only (local use and the demo); "
-                                   "use --tls-cert/--tls-key for anything else");
+  return pem;
+}
+
+// A standby's read-only store, provisioner slot and control plane; they stay alive to the end
+// (streams opened while standing by read through them after the takeover).
+struct Standby {
+  kfleet::store::StorePtr store;
+  ProvisionerSlot slot;
+  std::unique_ptr<kfleet::core::ControlPlane> cp;
+};
+
+// Stands by on PostgreSQL while another kfleetd leads: serves reads from a read-only store on
+// `server` (created here, on the socket the leader will keep) and tries for the leader lock
+// every 250 ms. Returns nothing once this kfleetd holds the lock, else the exit code it should
+// stop with (0 on a signal, 1 on an error).
+std::optional<int> stand_by(boost::asio::io_context& io, kfleet::store::PostgresLeader& leader,
+             const std::string& db, const std::string& db_name,
+             std::shared_ptr<kfleet::SystemClock> clock, const kfleet::core::Config& cfg,
+             kfleet::api::ServerOptions& so, const std::function<void(std::uint16_t)>& write_port_file,
+             Standby& sb, std::unique_ptr<kfleet::api::Server>& server) {
+  const bool tls = !so.tls_cert_file.empty();
+  kfleet::store::PostgresOptions ro{db};
+  ro.read_only = true;
+  auto rs = kfleet::store::open_postgres_store(ro);
+  if (!rs) {
+    std::cerr << "kfleetd: cannot open the store " << db_name << " (read-only, standing by): "
+              << rs.error().message << "\n";
+    return 1;
   }
+  sb.store = std::move(*rs);
+  sb.slot.set_label("none (standby; the leader provisions)");
+  kfleet::core::Config scfg = cfg;
+  scfg.read_only = true;
+  sb.cp = std::make_unique<kfleet::core::ControlPlane>(io.get_executor(), *sb.store, clock,
+                                                        sb.slot, scfg);
+  so.role = "standby";
+  server = std::make_unique<kfleet::api::Server>(io, *sb.cp, so);
+  auto p = server->listen();
+  if (!p) {
+    std::cerr << "kfleetd: " << p.error().message << "\n";
+    return 1;
+  }
+  so.port = *p;
+  write_port_file(so.port);
+  auto cur = leader.current();
+  if (cur) server->set_leader(cur->url, cur->epoch);
+  kfleet::log::info("kfleetd", "standby on ", tls ? "https://" : "http://", so.address, ":",
+                    so.port, ": serving reads from ", db_name, " (read-only); ",
+                    cur ? "the leader is " + (cur->url.empty() ? "starting" : cur->url) +
+                              " (epoch " + std::to_string(cur->epoch) + ")"
+                        : cur.error().message,
+                    "; taking over when it stops");
+  // Stands by on this thread, serving, and tries for the lock every 250 ms.
+  bool stop = false, acquired = false;
+  boost::asio::signal_set standby_signals(io, SIGINT, SIGTERM);
+  standby_signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) stop = true;
+  });
+  boost::asio::steady_timer poll(io);
+  std::function<void()> try_lead = [&] {
+    if (auto c = leader.current(); c) server->set_leader(c->url, c->epoch);
+    auto g = leader.try_acquire(wall_ms());
+    if (!g) kfleet::log::warn("kfleetd", "standby: ", g.error().message);
+    if (g && *g) {
+      acquired = true;
+      return;
+    }
+    poll.expires_after(std::chrono::milliseconds(250));
+    poll.async_wait([&](const boost::system::error_code& ec) {
+      if (!ec) try_lead();
+    });
+  };
+  try_lead();
+  while (!stop && !acquired) io.run_one();
+  if (stop) {
+    kfleet::log::info("kfleetd", "signal: the standby stops");
+    server->stop();
+    return 0;
+  }
+  standby_signals.cancel();
+  poll.cancel();
+  return std::nullopt;
+}
+
+// What building a provisioner takes from kfleetd itself: its URL, the enrolment token and
+// the agents' CA fill what a config leaves out.
+struct ProvisionerEnv {
+  boost::asio::io_context& io;
+  std::string url, enrol_token, agent_ca_pem, agent_binary, argv0, db;
+  bool postgres = false, tls = false;
+};
+
+// Builds one provisioner of a kind from its config (inline JSON, or else the file). Errors are
+// printed and give nullptr.
+ProvisionerPtr build_provisioner(const ProvisionerEnv& env, const std::string& kind,
+                                 const nlohmann::json& inline_cfg, const std::string& file) {
+  auto read_json = [&](nlohmann::json& out) -> bool {
+    if (!inline_cfg.is_null()) { out = inline_cfg; return true; }
+    try {
+      out = nlohmann::json::parse(std::ifstream(file));
+    } catch (const std::exception& e) {
+      std::cerr << "kfleetd: cannot read " << file << ": " << e.what() << "\n";
+      return false;
+    }
+    return true;
+  };
+  if (kind == "static") return kfleet::provision::make_static_provisioner();
+  if (kind == "simulated") {
+    // What kfleetd knows itself (its URL, the enrolment token, where kfleet-agent is) is
+    // filled in before the config is checked; the file only describes the cloud.
+    nlohmann::json raw;
+    if (!read_json(raw)) return nullptr;
+    if (!raw.is_object()) {
+      std::cerr << "kfleetd: " << file << " must hold a JSON object\n";
+      return nullptr;
+    }
+    raw["server_url"] = env.url;
+    if (!raw.contains("enrol_token")) raw["enrol_token"] = env.enrol_token;
+    if (!raw.contains("server_ca_pem") && env.tls) raw["server_ca_pem"] = env.agent_ca_pem;
+    if (!raw.contains("agent_binary"))
+      raw["agent_binary"] = env.agent_binary.empty() ? find_agent_binary(env.argv0) : env.agent_binary;
+    if (!raw.contains("work_root"))
+      raw["work_root"] = ((env.postgres ? fs::current_path() : fs::path(env.db).parent_path()) /
+                          "simulated-cloud")
+                             .string();
+    auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
+    if (!sc) {
+      std::cerr << "kfleetd: " << file << ": " << sc.error().message << "\n";
+      return nullptr;
+    }
+    return kfleet::provision::make_simulated_cloud(env.io.get_executor(), *sc);
+  }
+  if (kind == "terraform") {
+#ifdef KFLEET_HAVE_TERRAFORM
+    auto tc = kfleet::provision::load_terraform_config(file);
+    if (!tc) {
+      std::cerr << "kfleetd: " << tc.error().message << "\n";
+      return nullptr;
+    }
+    // Cloud agents need an address they can reach; only a config without one gets ours.
+    if (tc->server_url.empty()) tc->server_url = env.url;
+    if (tc->enrol_token.empty()) tc->enrol_token = env.enrol_token;
+    if (tc->server_ca_pem.empty()) tc->server_ca_pem = env.agent_ca_pem;
+    return kfleet::provision::make_terraform_provisioner(env.io.get_executor(), *tc);
+#else
+    std::cerr << "kfleetd: this build has no terraform provisioner\n";
+    return nullptr;
+#endif
+  }
+  if (kind == "gce") {
+#ifdef KFLEET_HAVE_GCE
+    nlohmann::json raw;
+    if (!read_json(raw)) return nullptr;
+    auto gc = kfleet::provision::gce_config_from_json(raw);
+    if (!gc) {
+      std::cerr << "kfleetd: " << file << ": " << gc.error().message << "\n";
+      return nullptr;
+    }
+    if (gc->server_url.empty()) gc->server_url = env.url;
+    if (gc->enrol_token.empty()) gc->enrol_token = env.enrol_token;
+    if (gc->server_ca_pem.empty()) gc->server_ca_pem = env.agent_ca_pem;
+    return kfleet::provision::make_gce_provisioner_or_explain(*gc, env.io.get_executor());
+#else
+    std::cerr << "kfleetd: this build has no gce provisioner\n";
+    return nullptr;
+#endif
+  }
+  std::cerr << "kfleetd: unknown provisioner kind '" << kind
+            << "' (static, simulated, terraform, gce)\n";
+  return nullptr;
+}
+
+// Puts the provisioner --provisioner names (with its config) into the slot; the static one is
+// already there. Prints why and returns false on a bad config.
+bool configure_provisioner(const Options& o, const ProvisionerEnv& env, ProvisionerSlot& slot) {
+  const std::string& provisioner = o.provisioner;
+  if (provisioner == "simulated" || provisioner == "terraform" || provisioner == "gce") {
+    const std::string& file = provisioner == "simulated" ? o.sim_cloud_file
+                              : provisioner == "terraform" ? o.tf_config : o.gce_config;
+    if (file.empty()) {
+      std::cerr << "kfleetd: --provisioner " << provisioner << " needs --"
+                << (provisioner == "simulated" ? "simulated-cloud" : provisioner + "-config") << " FILE\n";
+      return false;
+    }
+    auto p = build_provisioner(env, provisioner, nullptr, file);
+    if (!p) return false;
+    slot.set(std::move(p));
+  } else if (provisioner == "multi") {
+    // {"provisioners": [{"kind": "gce", "config_file": "gce.json"}, {"kind": "terraform",
+    // "config_file": "tf.json"}, ...]}: each serves the regions or zones its config lists.
+    const std::string& multi_config = o.multi_config;
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(std::ifstream(multi_config));
+    } catch (const std::exception& e) {
+      std::cerr << "kfleetd: --provisioner multi needs --multi-config FILE; cannot read '" << multi_config
+                << "': " << e.what() << "\n";
+      return false;
+    }
+    if (!doc.is_object() || !doc.contains("provisioners") || !doc["provisioners"].is_array() ||
+        doc["provisioners"].empty()) {
+      std::cerr << "kfleetd: " << multi_config
+                << " must hold {\"provisioners\": [{\"kind\": \"gce\", \"config_file\": \"...\"}, ...]}\n";
+      return false;
+    }
+    std::vector<ProvisionerPtr> members;
+    const fs::path base = fs::path(multi_config).parent_path();
+    for (const auto& m : doc["provisioners"]) {
+      if (!m.is_object() || !m.contains("kind") || !m["kind"].is_string()) {
+        std::cerr << "kfleetd: " << multi_config << ": each provisioner needs a \"kind\"\n";
+        return false;
+      }
+      std::string file = m.value("config_file", "");
+      if (!file.empty() && fs::path(file).is_relative()) file = (base / file).string();
+      nlohmann::json inline_cfg = m.contains("config") ? m["config"] : nlohmann::json();
+      const std::string kind = m["kind"];
+      if (kind != "static" && file.empty() && inline_cfg.is_null()) {
+        std::cerr << "kfleetd: " << multi_config << ": the " << kind
+                  << " provisioner needs \"config_file\" or \"config\"\n";
+        return false;
+      }
+      if (kind == "terraform" && file.empty()) {
+        std::cerr << "kfleetd: " << multi_config << ": the terraform provisioner needs \"config_file\"\n";
+        return false;
+      }
+      auto p = build_provisioner(env, kind, inline_cfg, file);
+      if (!p) return false;
+      members.push_back(std::move(p));
+    }
+    slot.set(kfleet::provision::make_multi_provisioner(std::move(members)));
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
+  Options o;
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+  if (!finish_options(o)) return 2;
+  auto server_opts = server_options(o);
+  if (!server_opts) return 2;
+  kfleet::api::ServerOptions so = *server_opts;
+  const bool tls = !o.tls_cert.empty();
+  auto agent_ca_pem = read_agent_ca(o);
+  if (!agent_ca_pem || !plain_http_checked(o, so)) return 2;
+  const std::string& db = o.db;
+  const bool durable = o.durable;
+  const kfleet::core::Config& cfg = o.cfg;
 
   const bool postgres = kfleet::store::is_postgres_url(db);
   const std::string db_name = postgres ? kfleet::store::redact_postgres_url(db) : db;
   boost::asio::io_context io;
   auto clock = std::make_shared<kfleet::SystemClock>();
-  auto write_port_file = [&](std::uint16_t p) {
-    if (port_file.empty()) return;
-    std::ofstream(port_file + ".tmp") << p << "\n";
-    fs::rename(port_file + ".tmp", port_file);
+  std::function<void(std::uint16_t)> write_port_file = [&](std::uint16_t p) {
+    if (o.port_file.empty()) return;
+    std::ofstream(o.port_file + ".tmp") << p << "\n";
+    fs::rename(o.port_file + ".tmp", o.port_file);
   };
   // One kfleetd per SQLite file; the lock lives as long as this process (kill -9 included).
   // PostgreSQL needs no file lock: the store serialises its writers on the server.
   std::optional<kfleet::store::DbLock> db_lock;
   std::unique_ptr<kfleet::store::PostgresLeader> leader;
-  // A standby's read-only store and control plane, and the server it starts; kept to the end
-  // (streams opened while standing by read through them after the takeover).
-  kfleet::store::StorePtr standby_store;
-  ProvisionerSlot standby_slot;
-  std::unique_ptr<kfleet::core::ControlPlane> standby_cp;
+  Standby standby;
   std::unique_ptr<kfleet::api::Server> server;
   kfleet::Result<kfleet::store::StorePtr> st =
       kfleet::make_error(kfleet::Errc::internal, "no store opened");
@@ -322,66 +583,9 @@ int main(int argc, char** argv) {
     }
     so.role = "leader";
     if (!*got) {
-      kfleet::store::PostgresOptions ro{db};
-      ro.read_only = true;
-      auto rs = kfleet::store::open_postgres_store(ro);
-      if (!rs) {
-        std::cerr << "kfleetd: cannot open the store " << db_name << " (read-only, standing by): "
-                  << rs.error().message << "\n";
-        return 1;
-      }
-      standby_store = std::move(*rs);
-      standby_slot.set_label("none (standby; the leader provisions)");
-      kfleet::core::Config scfg = cfg;
-      scfg.read_only = true;
-      standby_cp = std::make_unique<kfleet::core::ControlPlane>(io.get_executor(), *standby_store,
-                                                                clock, standby_slot, scfg);
-      so.role = "standby";
-      server = std::make_unique<kfleet::api::Server>(io, *standby_cp, so);
-      auto p = server->listen();
-      if (!p) {
-        std::cerr << "kfleetd: " << p.error().message << "\n";
-        return 1;
-      }
-      so.port = *p;
-      write_port_file(so.port);
-      auto cur = leader->current();
-      if (cur) server->set_leader(cur->url, cur->epoch);
-      kfleet::log::info("kfleetd", "standby on ", tls ? "https://" : "http://", so.address, ":",
-                        so.port, ": serving reads from ", db_name, " (read-only); ",
-                        cur ? "the leader is " + (cur->url.empty() ? "starting" : cur->url) +
-                                  " (epoch " + std::to_string(cur->epoch) + ")"
-                            : cur.error().message,
-                        "; taking over when it stops");
-      // Stands by on this thread, serving, and tries for the lock every 250 ms.
-      bool stop = false, acquired = false;
-      boost::asio::signal_set standby_signals(io, SIGINT, SIGTERM);
-      standby_signals.async_wait([&](const boost::system::error_code& ec, int) {
-        if (!ec) stop = true;
-      });
-      boost::asio::steady_timer poll(io);
-      std::function<void()> try_lead = [&] {
-        if (auto c = leader->current(); c) server->set_leader(c->url, c->epoch);
-        auto g = leader->try_acquire(wall_ms());
-        if (!g) kfleet::log::warn("kfleetd", "standby: ", g.error().message);
-        if (g && *g) {
-          acquired = true;
-          return;
-        }
-        poll.expires_after(std::chrono::milliseconds(250));
-        poll.async_wait([&](const boost::system::error_code& ec) {
-          if (!ec) try_lead();
-        });
-      };
-      try_lead();
-      while (!stop && !acquired) io.run_one();
-      if (stop) {
-        kfleet::log::info("kfleetd", "signal: the standby stops");
-        server->stop();
-        return 0;
-      }
-      standby_signals.cancel();
-      poll.cancel();
+      if (auto rc = stand_by(io, *leader, db, db_name, clock, cfg, so, write_port_file, standby,
+                             server))
+        return *rc;
     }
     kfleet::log::info("kfleetd", "leading ", db_name, " (epoch ", leader->epoch(), ")");
     st = kfleet::store::open_postgres_store({db, leader->epoch()});
@@ -443,144 +647,13 @@ int main(int argc, char** argv) {
     check_leader();
   }
 
-  // Builds one provisioner of a kind from its config; kfleetd's own URL and enrolment token
-  // fill what the config leaves out. Errors are printed and end kfleetd (exit 2).
-  auto build = [&](const std::string& kind, const nlohmann::json& inline_cfg,
-                   const std::string& file) -> ProvisionerPtr {
-    auto read_json = [&](nlohmann::json& out) -> bool {
-      if (!inline_cfg.is_null()) { out = inline_cfg; return true; }
-      try {
-        out = nlohmann::json::parse(std::ifstream(file));
-      } catch (const std::exception& e) {
-        std::cerr << "kfleetd: cannot read " << file << ": " << e.what() << "\n";
-        return false;
-      }
-      return true;
-    };
-    if (kind == "static") return kfleet::provision::make_static_provisioner();
-    if (kind == "simulated") {
-      // What kfleetd knows itself (its URL, the enrolment token, where kfleet-agent is) is
-      // filled in before the config is checked; the file only describes the cloud.
-      nlohmann::json raw;
-      if (!read_json(raw)) return nullptr;
-      if (!raw.is_object()) {
-        std::cerr << "kfleetd: " << file << " must hold a JSON object\n";
-        return nullptr;
-      }
-      raw["server_url"] = url;
-      if (!raw.contains("enrol_token")) raw["enrol_token"] = *enrol_token;
-      if (!raw.contains("server_ca_pem") && tls) raw["server_ca_pem"] = agent_ca_pem;
-      if (!raw.contains("agent_binary"))
-        raw["agent_binary"] = agent_binary.empty() ? find_agent_binary(argv[0]) : agent_binary;
-      if (!raw.contains("work_root"))
-        raw["work_root"] = ((postgres ? fs::current_path() : fs::path(db).parent_path()) /
-                            "simulated-cloud")
-                               .string();
-      auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
-      if (!sc) {
-        std::cerr << "kfleetd: " << file << ": " << sc.error().message << "\n";
-        return nullptr;
-      }
-      return kfleet::provision::make_simulated_cloud(io.get_executor(), *sc);
-    }
-    if (kind == "terraform") {
-#ifdef KFLEET_HAVE_TERRAFORM
-      auto tc = kfleet::provision::load_terraform_config(file);
-      if (!tc) {
-        std::cerr << "kfleetd: " << tc.error().message << "\n";
-        return nullptr;
-      }
-      // Cloud agents need an address they can reach; only a config without one gets ours.
-      if (tc->server_url.empty()) tc->server_url = url;
-      if (tc->enrol_token.empty()) tc->enrol_token = *enrol_token;
-      if (tc->server_ca_pem.empty()) tc->server_ca_pem = agent_ca_pem;
-      return kfleet::provision::make_terraform_provisioner(io.get_executor(), *tc);
-#else
-      std::cerr << "kfleetd: this build has no terraform provisioner\n";
-      return nullptr;
-#endif
-    }
-    if (kind == "gce") {
-#ifdef KFLEET_HAVE_GCE
-      nlohmann::json raw;
-      if (!read_json(raw)) return nullptr;
-      auto gc = kfleet::provision::gce_config_from_json(raw);
-      if (!gc) {
-        std::cerr << "kfleetd: " << file << ": " << gc.error().message << "\n";
-        return nullptr;
-      }
-      if (gc->server_url.empty()) gc->server_url = url;
-      if (gc->enrol_token.empty()) gc->enrol_token = *enrol_token;
-      if (gc->server_ca_pem.empty()) gc->server_ca_pem = agent_ca_pem;
-      return kfleet::provision::make_gce_provisioner_or_explain(*gc, io.get_executor());
-#else
-      std::cerr << "kfleetd: this build has no gce provisioner\n";
-      return nullptr;
-#endif
-    }
-    std::cerr << "kfleetd: unknown provisioner kind '" << kind
-              << "' (static, simulated, terraform, gce)\n";
-    return nullptr;
-  };
-
-  if (provisioner == "simulated" || provisioner == "terraform" || provisioner == "gce") {
-    const std::string& file = provisioner == "simulated" ? sim_cloud_file
-                              : provisioner == "terraform" ? tf_config : gce_config;
-    if (file.empty()) {
-      std::cerr << "kfleetd: --provisioner " << provisioner << " needs --"
-                << (provisioner == "simulated" ? "simulated-cloud" : provisioner + "-config") << " FILE\n";
-      return 2;
-    }
-    auto p = build(provisioner, nullptr, file);
-    if (!p) return 2;
-    slot.set(std::move(p));
-  } else if (provisioner == "multi") {
-    // {"provisioners": [{"kind": "gce", "config_file": "gce.json"}, {"kind": "terraform",
-    // "config_file": "tf.json"}, ...]}: each serves the regions or zones its config lists.
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(std::ifstream(multi_config));
-    } catch (const std::exception& e) {
-      std::cerr << "kfleetd: --provisioner multi needs --multi-config FILE; cannot read '" << multi_config
-                << "': " << e.what() << "\n";
-      return 2;
-    }
-    if (!doc.is_object() || !doc.contains("provisioners") || !doc["provisioners"].is_array() ||
-        doc["provisioners"].empty()) {
-      std::cerr << "kfleetd: " << multi_config
-                << " must hold {\"provisioners\": [{\"kind\": \"gce\", \"config_file\": \"...\"}, ...]}\n";
-      return 2;
-    }
-    std::vector<ProvisionerPtr> members;
-    const fs::path base = fs::path(multi_config).parent_path();
-    for (const auto& m : doc["provisioners"]) {
-      if (!m.is_object() || !m.contains("kind") || !m["kind"].is_string()) {
-        std::cerr << "kfleetd: " << multi_config << ": each provisioner needs a \"kind\"\n";
-        return 2;
-      }
-      std::string file = m.value("config_file", "");
-      if (!file.empty() && fs::path(file).is_relative()) file = (base / file).string();
-      nlohmann::json inline_cfg = m.contains("config") ? m["config"] : nlohmann::json();
-      const std::string kind = m["kind"];
-      if (kind != "static" && file.empty() && inline_cfg.is_null()) {
-        std::cerr << "kfleetd: " << multi_config << ": the " << kind
-                  << " provisioner needs \"config_file\" or \"config\"\n";
-        return 2;
-      }
-      if (kind == "terraform" && file.empty()) {
-        std::cerr << "kfleetd: " << multi_config << ": the terraform provisioner needs \"config_file\"\n";
-        return 2;
-      }
-      auto p = build(kind, inline_cfg, file);
-      if (!p) return 2;
-      members.push_back(std::move(p));
-    }
-    slot.set(kfleet::provision::make_multi_provisioner(std::move(members)));
-  }
+  const ProvisionerEnv env{io,       url,       o.cfg.enrol_token, *agent_ca_pem, o.agent_binary,
+                           argv[0], db,        postgres,          tls};
+  if (!configure_provisioner(o, env, slot)) return 2;
 
   cp.start();
   kfleet::core::SuiteSchedule suites(io.get_executor(), cp);
-  for (const auto& f : suite_files) {
+  for (const auto& f : o.suite_files) {
     if (auto r = suites.add(f); !r) {
       std::cerr << "kfleetd: --suite " << f << ": " << r.error().message << "\n";
       return 2;
@@ -591,7 +664,7 @@ int main(int argc, char** argv) {
   kfleet::log::info("kfleetd", "serving ", url, " (store ", db_name,
                     !postgres && durable ? ", durable" : "",
                     "; provisioner ", slot.name(), "; dashboards ",
-                    dashboards.empty() ? "(built-in page)" : dashboards, ")");
+                    o.dashboards.empty() ? "(built-in page)" : o.dashboards, ")");
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](auto, int sig) {
     kfleet::log::info("kfleetd", "signal ", sig, ": shutting down");
