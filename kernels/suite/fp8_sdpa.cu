@@ -33,8 +33,9 @@
 //   FP8_LAZY_RESCALE=0|1    wgmma kernel: from a unit's second tile on, the exponentials are
 //                           taken against the running row maxima and checked afterwards; the
 //                           maxima move, and O is rescaled, only when a probability would pass
-//                           2^8 (default 1); 0: every tile's maxima first (the exact online
-//                           softmax, kept for the first tile and for the rare fix-ups).
+//                           2^8 (default: FP8_Q_REGS, which it needs); 0: every tile's maxima
+//                           first (the exact online softmax, kept for the first tile and for the
+//                           rare fix-ups).
 //   FP8_RESCALE_TEST=0|1|2  tests only: 1 sends every tile through the lazy rescale's fix-up, 2
 //                           through its recomputation of S (CI and bench/gpu/suite-gates.sh
 //                           gate both, so that paths real inputs rarely take are checked).
@@ -381,7 +382,10 @@ namespace wg {
 #define FP8_Q_REGS 1
 #endif
 #ifndef FP8_LAZY_RESCALE
-#define FP8_LAZY_RESCALE 1
+#define FP8_LAZY_RESCALE FP8_Q_REGS
+#endif
+#if FP8_LAZY_RESCALE && !FP8_Q_REGS
+#error "FP8_LAZY_RESCALE recomputes S from Q's register fragments: it needs FP8_Q_REGS=1"
 #endif
 #ifndef FP8_RESCALE_TEST
 #define FP8_RESCALE_TEST 0
@@ -718,19 +722,12 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
     }
   };
 #if FP8_LAZY_RESCALE
-  // This warp's 16 rows of S_t = Q K_t^T once more, on mma.sync from the unit's Q and the tile's
-  // K, still in its stage; mma.m16n8k16's accumulators have the wgmma layout (s[4 j + e]: keys
+  // This warp's 16 rows of S_t = Q K_t^T once more, on mma.sync from Q's fragments and the
+  // tile's K, still in its stage; mma.m16n8k16's accumulators have the wgmma layout (s[4 j + e]: keys
   // 8 j + 2 q4 + (e & 1), rows g + 8 (e >> 1)).
   auto recompute_s = [&](int t) {
     const unsigned char* kt = gkv + (size_t)((gt0 + t) % kStages) * 2 * kTile;
-#if FP8_Q_REGS
     const auto& qf = qa;  // Q's wgmma A fragments have mma.m16n8k16's A layout
-#else
-    uint32_t qf[kD / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kD / 16; ++kk)
-      ldmatrix_x4(qf[kk], gbase + tile_off(c * 64 + warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
-#endif
 #pragma unroll
     for (int i = 0; i < 64; ++i) s[i] = 0.f;
 #pragma unroll
