@@ -39,6 +39,12 @@
 //   FP8_RESCALE_TEST=0|1|2  tests only: 1 sends every tile through the lazy rescale's fix-up, 2
 //                           through its recomputation of S (CI and bench/gpu/suite-gates.sh
 //                           gate both, so that paths real inputs rarely take are checked).
+//   FP8_PRODUCER_REGS=N, FP8_CONSUMER_REGS=N
+//                           wgmma kernel with FP8_Q_REGS: the registers setmaxnreg gives the
+//                           producer and each consumer warpgroup (default 104 and 192; multiples
+//                           of 8, P + 2 C <= 3 x 168). On an H200: 112/192 and 104/200 within
+//                           0.4 % of the default, 120/192 7.5 % slower
+//                           (docs/gpu-runs/2026-11-26-fp8-split-tail.log).
 //   On an H200 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-26): wgmma 164.3 us,
 //   161.5 us with the XOR swizzle; FP8_LAZY_RESCALE=0 183.1 us. The H100 of 2026-11-25:
 //   FP8_LAZY_RESCALE=0 182.1 / 182.7 us (FP8_PINGPONG=1: 187.1 / 194.5); mma.sync 351 / 356 us.
@@ -384,6 +390,15 @@ namespace wg {
 #ifndef FP8_LAZY_RESCALE
 #define FP8_LAZY_RESCALE FP8_Q_REGS
 #endif
+#ifndef FP8_PRODUCER_REGS
+#define FP8_PRODUCER_REGS 104
+#endif
+#ifndef FP8_CONSUMER_REGS
+#define FP8_CONSUMER_REGS 192
+#endif
+static_assert(FP8_PRODUCER_REGS % 8 == 0 && FP8_CONSUMER_REGS % 8 == 0 && FP8_PRODUCER_REGS >= 24 &&
+                  FP8_CONSUMER_REGS <= 256 && FP8_PRODUCER_REGS + 2 * FP8_CONSUMER_REGS <= 3 * 168,
+              "FP8_PRODUCER_REGS, FP8_CONSUMER_REGS: multiples of 8 within the block's 3 x 168");
 #if FP8_LAZY_RESCALE && !FP8_Q_REGS
 #error "FP8_LAZY_RESCALE recomputes S from Q's register fragments: it needs FP8_Q_REGS=1"
 #endif
@@ -562,7 +577,7 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
 
   if (wgi == 0) {
 #if FP8_Q_REGS
-    setmaxnreg_dec<104>();  // hand registers to the consumers (Q fragments)
+    setmaxnreg_dec<FP8_PRODUCER_REGS>();  // hand registers to the consumers (Q fragments)
 #endif
     // Producer: fp8 K/V rows come into registers (ld.global.nc, two tiles ahead), are converted
     // there and stored once as fp16; no fp8 staging in shared memory. Load i of a warp covers
@@ -635,7 +650,7 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
 
   // Consumers: in each unit, warpgroup c owns query rows row0 + 64 c .. + 63.
 #if FP8_Q_REGS
-  setmaxnreg_inc<192>();
+  setmaxnreg_inc<FP8_CONSUMER_REGS>();
 #endif
   const int c = wgi - 1;
   const int warp = wtid >> 5, lane = tid & 31, g = lane >> 2, q4 = lane & 3;
