@@ -13,7 +13,6 @@
 #include <functional>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -25,68 +24,16 @@
 #include "kfleet/common/secret.hpp"
 #include "kfleet/core/control_plane.hpp"
 #include "kfleet/core/suite_schedule.hpp"
-#include "kfleet/provision/provisioner.hpp"
-#include "kfleet/provision/simulated_cloud.hpp"
 #include "kfleet/store/db_lock.hpp"
 #include "kfleet/store/postgres.hpp"
 #include "kfleet/store/store.hpp"
-#include "kfleet/provision/multi_provisioner.hpp"
-#ifdef KFLEET_HAVE_TERRAFORM
-#include "kfleet/provision/terraform.hpp"
-#endif
-#ifdef KFLEET_HAVE_GCE
-#include "kfleet/provision_gce/gce_provisioner.hpp"
-#endif
+#include "kfleetd_provisioners.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using kfleet::provision::Provisioner;
-using kfleet::provision::ProvisionerPtr;
-
-// The simulated cloud needs kfleetd's own URL, known only once the port is bound; the control
-// plane needs a provisioner before that. This slot forwards to whatever is set later.
-class ProvisionerSlot final : public Provisioner {
- public:
-  void set(ProvisionerPtr p) { inner_ = std::move(p); }
-  // What name() says instead of the provisioner's (a standby, which provisions nothing).
-  void set_label(std::string label) { label_ = std::move(label); }
-  std::string name() const override { return label_.empty() ? inner_->name() : label_; }
-  bool can_grow() const override { return inner_->can_grow(); }
-  int capacity_budget() const override { return inner_->capacity_budget(); }
-  std::vector<std::string> regions() const override { return inner_->regions(); }
-  std::vector<std::string> gpu_classes() const override { return inner_->gpu_classes(); }
-  std::string provider_for(const std::string& region) const override { return inner_->provider_for(region); }
-  void request(const kfleet::provision::CapacityRequest& r,
-               std::function<void(kfleet::provision::CapacityResult)> done) override {
-    inner_->request(r, std::move(done));
-  }
-  void release(const std::string& id, std::function<void(kfleet::Result<void>)> done) override {
-    inner_->release(id, std::move(done));
-  }
-  void shutdown() override { inner_->shutdown(); }
-  int gpus_per_instance(const std::string& id) const override {
-    return inner_->gpus_per_instance(id);
-  }
-  std::optional<double> usd_per_hour(const std::string& id) const override {
-    return inner_->usd_per_hour(id);
-  }
-
- private:
-  ProvisionerPtr inner_ = kfleet::provision::make_static_provisioner();
-  std::string label_;
-};
-
-std::string find_agent_binary(const std::string& self) {
-  std::error_code ec;
-  fs::path me = fs::canonical(fs::path(self), ec);
-  if (!ec) {
-    for (auto cand : {me.parent_path() / "kfleet-agent",
-                      me.parent_path().parent_path().parent_path() / "agent" / "kfleet-agent"})
-      if (fs::exists(cand)) return cand.string();
-  }
-  return "kfleet-agent";  // from PATH
-}
+using kfleetd::ProvisionerEnv;
+using kfleetd::ProvisionerSlot;
 
 kfleet::TimeMs wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -101,7 +48,8 @@ struct Options {
   std::string tls_cert, tls_key, tls_client_ca, agent_ca_file;
   bool metrics_open = false, allow_plain_http = false;
   int submit_rate = 600, auth_fail_rate = 30;
-  std::string provisioner = "static", sim_cloud_file, agent_binary, tf_config, gce_config, multi_config;
+  std::string agent_binary;
+  kfleetd::ProvisionerChoice prov;
   bool durable = false;
   kfleet::core::Config cfg;
   std::size_t max_body = 8u << 20;
@@ -149,14 +97,14 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()->check(CLI::Range(1000, 600000));
   app.add_option("--heartbeat-ms", o.cfg.heartbeat_ms, "heartbeat period agents are told to use")
       ->capture_default_str()->check(CLI::Range(100, 60000));
-  app.add_option("--provisioner", o.provisioner, "where agents come from")
+  app.add_option("--provisioner", o.prov.kind, "where agents come from")
       ->check(CLI::IsMember({"static", "simulated", "terraform", "gce", "multi"}))->capture_default_str();
-  app.add_option("--simulated-cloud", o.sim_cloud_file,
+  app.add_option("--simulated-cloud", o.prov.sim_cloud_file,
                  "JSON config of the simulated cloud (regions, capacity, scripted stockouts)");
-  app.add_option("--terraform-config", o.tf_config, "JSON config of the terraform provisioner");
-  app.add_option("--gce-config", o.gce_config,
+  app.add_option("--terraform-config", o.prov.tf_config, "JSON config of the terraform provisioner");
+  app.add_option("--gce-config", o.prov.gce_config,
                  "JSON config of the Compute Engine provisioner (docs/examples/gce.json)");
-  app.add_option("--multi-config", o.multi_config,
+  app.add_option("--multi-config", o.prov.multi_config,
                  "JSON list of provisioners for --provisioner multi, each serving its own regions or "
                  "zones (docs/examples/multi-cloud.json)");
   app.add_option("--agent-binary", o.agent_binary, "kfleet-agent used by the simulated cloud");
@@ -285,7 +233,7 @@ std::optional<std::string> read_agent_ca(const Options& o) {
     if (!tls)
       kfleet::log::warn("kfleetd", "--agent-ca-file without --tls-cert: agents reach this kfleetd "
                                    "over plain HTTP and have no certificate to verify");
-  } else if (tls && o.provisioner != "static") {
+  } else if (tls && o.prov.kind != "static") {
     kfleet::log::info("kfleetd", "no --agent-ca-file: the agents kfleetd provisions verify its "
                                  "certificate against their system's CAs");
   }
@@ -371,156 +319,6 @@ std::optional<int> stand_by(boost::asio::io_context& io, kfleet::store::Postgres
   standby_signals.cancel();
   poll.cancel();
   return std::nullopt;
-}
-
-// What building a provisioner takes from kfleetd itself: its URL, the enrolment token and
-// the agents' CA fill what a config leaves out.
-struct ProvisionerEnv {
-  boost::asio::io_context& io;
-  std::string url, enrol_token, agent_ca_pem, agent_binary, argv0, db;
-  bool postgres = false, tls = false;
-};
-
-// Builds one provisioner of a kind from its config (inline JSON, or else the file). Errors are
-// printed and give nullptr.
-ProvisionerPtr build_provisioner(const ProvisionerEnv& env, const std::string& kind,
-                                 const nlohmann::json& inline_cfg, const std::string& file) {
-  auto read_json = [&](nlohmann::json& out) -> bool {
-    if (!inline_cfg.is_null()) { out = inline_cfg; return true; }
-    try {
-      out = nlohmann::json::parse(std::ifstream(file));
-    } catch (const std::exception& e) {
-      std::cerr << "kfleetd: cannot read " << file << ": " << e.what() << "\n";
-      return false;
-    }
-    return true;
-  };
-  if (kind == "static") return kfleet::provision::make_static_provisioner();
-  if (kind == "simulated") {
-    // What kfleetd knows itself (its URL, the enrolment token, where kfleet-agent is) is
-    // filled in before the config is checked; the file only describes the cloud.
-    nlohmann::json raw;
-    if (!read_json(raw)) return nullptr;
-    if (!raw.is_object()) {
-      std::cerr << "kfleetd: " << file << " must hold a JSON object\n";
-      return nullptr;
-    }
-    raw["server_url"] = env.url;
-    if (!raw.contains("enrol_token")) raw["enrol_token"] = env.enrol_token;
-    if (!raw.contains("server_ca_pem") && env.tls) raw["server_ca_pem"] = env.agent_ca_pem;
-    if (!raw.contains("agent_binary"))
-      raw["agent_binary"] = env.agent_binary.empty() ? find_agent_binary(env.argv0) : env.agent_binary;
-    if (!raw.contains("work_root"))
-      raw["work_root"] = ((env.postgres ? fs::current_path() : fs::path(env.db).parent_path()) /
-                          "simulated-cloud")
-                             .string();
-    auto sc = kfleet::provision::simulated_cloud_config_from_json(raw);
-    if (!sc) {
-      std::cerr << "kfleetd: " << file << ": " << sc.error().message << "\n";
-      return nullptr;
-    }
-    return kfleet::provision::make_simulated_cloud(env.io.get_executor(), *sc);
-  }
-  if (kind == "terraform") {
-#ifdef KFLEET_HAVE_TERRAFORM
-    auto tc = kfleet::provision::load_terraform_config(file);
-    if (!tc) {
-      std::cerr << "kfleetd: " << tc.error().message << "\n";
-      return nullptr;
-    }
-    // Cloud agents need an address they can reach; only a config without one gets ours.
-    if (tc->server_url.empty()) tc->server_url = env.url;
-    if (tc->enrol_token.empty()) tc->enrol_token = env.enrol_token;
-    if (tc->server_ca_pem.empty()) tc->server_ca_pem = env.agent_ca_pem;
-    return kfleet::provision::make_terraform_provisioner(env.io.get_executor(), *tc);
-#else
-    std::cerr << "kfleetd: this build has no terraform provisioner\n";
-    return nullptr;
-#endif
-  }
-  if (kind == "gce") {
-#ifdef KFLEET_HAVE_GCE
-    nlohmann::json raw;
-    if (!read_json(raw)) return nullptr;
-    auto gc = kfleet::provision::gce_config_from_json(raw);
-    if (!gc) {
-      std::cerr << "kfleetd: " << file << ": " << gc.error().message << "\n";
-      return nullptr;
-    }
-    if (gc->server_url.empty()) gc->server_url = env.url;
-    if (gc->enrol_token.empty()) gc->enrol_token = env.enrol_token;
-    if (gc->server_ca_pem.empty()) gc->server_ca_pem = env.agent_ca_pem;
-    return kfleet::provision::make_gce_provisioner_or_explain(*gc, env.io.get_executor());
-#else
-    std::cerr << "kfleetd: this build has no gce provisioner\n";
-    return nullptr;
-#endif
-  }
-  std::cerr << "kfleetd: unknown provisioner kind '" << kind
-            << "' (static, simulated, terraform, gce)\n";
-  return nullptr;
-}
-
-// Puts the provisioner --provisioner names (with its config) into the slot; the static one is
-// already there. Prints why and returns false on a bad config.
-bool configure_provisioner(const Options& o, const ProvisionerEnv& env, ProvisionerSlot& slot) {
-  const std::string& provisioner = o.provisioner;
-  if (provisioner == "simulated" || provisioner == "terraform" || provisioner == "gce") {
-    const std::string& file = provisioner == "simulated" ? o.sim_cloud_file
-                              : provisioner == "terraform" ? o.tf_config : o.gce_config;
-    if (file.empty()) {
-      std::cerr << "kfleetd: --provisioner " << provisioner << " needs --"
-                << (provisioner == "simulated" ? "simulated-cloud" : provisioner + "-config") << " FILE\n";
-      return false;
-    }
-    auto p = build_provisioner(env, provisioner, nullptr, file);
-    if (!p) return false;
-    slot.set(std::move(p));
-  } else if (provisioner == "multi") {
-    // {"provisioners": [{"kind": "gce", "config_file": "gce.json"}, {"kind": "terraform",
-    // "config_file": "tf.json"}, ...]}: each serves the regions or zones its config lists.
-    const std::string& multi_config = o.multi_config;
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(std::ifstream(multi_config));
-    } catch (const std::exception& e) {
-      std::cerr << "kfleetd: --provisioner multi needs --multi-config FILE; cannot read '" << multi_config
-                << "': " << e.what() << "\n";
-      return false;
-    }
-    if (!doc.is_object() || !doc.contains("provisioners") || !doc["provisioners"].is_array() ||
-        doc["provisioners"].empty()) {
-      std::cerr << "kfleetd: " << multi_config
-                << " must hold {\"provisioners\": [{\"kind\": \"gce\", \"config_file\": \"...\"}, ...]}\n";
-      return false;
-    }
-    std::vector<ProvisionerPtr> members;
-    const fs::path base = fs::path(multi_config).parent_path();
-    for (const auto& m : doc["provisioners"]) {
-      if (!m.is_object() || !m.contains("kind") || !m["kind"].is_string()) {
-        std::cerr << "kfleetd: " << multi_config << ": each provisioner needs a \"kind\"\n";
-        return false;
-      }
-      std::string file = m.value("config_file", "");
-      if (!file.empty() && fs::path(file).is_relative()) file = (base / file).string();
-      nlohmann::json inline_cfg = m.contains("config") ? m["config"] : nlohmann::json();
-      const std::string kind = m["kind"];
-      if (kind != "static" && file.empty() && inline_cfg.is_null()) {
-        std::cerr << "kfleetd: " << multi_config << ": the " << kind
-                  << " provisioner needs \"config_file\" or \"config\"\n";
-        return false;
-      }
-      if (kind == "terraform" && file.empty()) {
-        std::cerr << "kfleetd: " << multi_config << ": the terraform provisioner needs \"config_file\"\n";
-        return false;
-      }
-      auto p = build_provisioner(env, kind, inline_cfg, file);
-      if (!p) return false;
-      members.push_back(std::move(p));
-    }
-    slot.set(kfleet::provision::make_multi_provisioner(std::move(members)));
-  }
-  return true;
 }
 
 }  // namespace
@@ -649,7 +447,7 @@ int main(int argc, char** argv) {
 
   const ProvisionerEnv env{io,       url,       o.cfg.enrol_token, *agent_ca_pem, o.agent_binary,
                            argv[0], db,        postgres,          tls};
-  if (!configure_provisioner(o, env, slot)) return 2;
+  if (!kfleetd::configure_provisioner(o.prov, env, slot)) return 2;
 
   cp.start();
   kfleet::core::SuiteSchedule suites(io.get_executor(), cp);
