@@ -112,12 +112,12 @@ ProvisionerPtr build_provisioner(const ProvisionerEnv& env, const std::string& k
   return nullptr;
 }
 
-bool configure_provisioner(const ProvisionerChoice& o, const ProvisionerEnv& env,
+bool configure_provisioner(const ProvisionerChoice& choice, const ProvisionerEnv& env,
                            ProvisionerSlot& slot) {
-  const std::string& provisioner = o.kind;
+  const std::string& provisioner = choice.kind;
   if (provisioner == "simulated" || provisioner == "terraform" || provisioner == "gce") {
-    const std::string& file = provisioner == "simulated" ? o.sim_cloud_file
-                              : provisioner == "terraform" ? o.tf_config : o.gce_config;
+    const std::string& file = provisioner == "simulated" ? choice.sim_cloud_file
+                              : provisioner == "terraform" ? choice.tf_config : choice.gce_config;
     if (file.empty()) {
       std::cerr << "kfleetd: --provisioner " << provisioner << " needs --"
                 << (provisioner == "simulated" ? "simulated-cloud" : provisioner + "-config") << " FILE\n";
@@ -129,7 +129,7 @@ bool configure_provisioner(const ProvisionerChoice& o, const ProvisionerEnv& env
   } else if (provisioner == "multi") {
     // {"provisioners": [{"kind": "gce", "config_file": "gce.json"}, {"kind": "terraform",
     // "config_file": "tf.json"}, ...]}: each serves the regions or zones its config lists.
-    const std::string& multi_config = o.multi_config;
+    const std::string& multi_config = choice.multi_config;
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(std::ifstream(multi_config));
