@@ -40,6 +40,8 @@ fi
 for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "no $x in '$bin' (build failed?)"; done
 rm -rf "$run"; mkdir -p "$run/jobs"
 export KFLEET_HARNESS_DIR=$root/kernels/harness
+# The jobs are copied out of the clone, so `lib:` sources need the library named.
+export KFLEET_KERNEL_LIB=${KFLEET_KERNEL_LIB:-$root/kernels}
 host=$(hostname)
 # shellcheck source=lib/local-cluster.sh
 source scripts/lib/local-cluster.sh  # json_field, random_token
@@ -85,6 +87,13 @@ submit() { kf --json submit "$1" --force 2>>"$run/submit.err" | python3 -c '
 import json, sys
 t = sys.stdin.read(); i = t.find("{")
 print(json.JSONDecoder().raw_decode(t[i:])[0]["job"]["id"] if i >= 0 else "")'; }
+# Every id must be a number: a refused submit stops the check here rather than waiting on "".
+need_ids() {
+  local id
+  for id in "$@"; do
+    [[ $id =~ ^[0-9]+$ ]] || { tail -5 "$run/submit.err" >&2; die "a submit failed (above; all: $run/submit.err)"; }
+  done
+}
 state_of() { kf --json status "$1" 2>/dev/null | json_field job.state; }
 wait_done() {  # until every job id given is terminal
   for id in "$@"; do
@@ -118,11 +127,12 @@ sample_apps() {
 bad=0
 echo; echo "== warm-up: one job per GPU (each agent builds the kernel into its cache)"
 warm=(); for ((g = 0; g < gpus; g++)); do warm+=("$(submit "$run/jobs/01-correct.yaml")"); done
-wait_done "${warm[@]}"; report rows "${warm[@]}"
+need_ids "${warm[@]}"; wait_done "${warm[@]}"; report rows "${warm[@]}"
 
 echo; echo "== 1. $gpus jobs at once, one per GPU"
 sample_apps & sampler=$!
 both=(); for ((g = 0; g < gpus; g++)); do both+=("$(submit "$run/jobs/01-correct.yaml")"); done
+need_ids "${both[@]}"
 wait_done "${both[@]}"
 kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
 report rows "${both[@]}" | tee "$run/both.txt"
@@ -150,9 +160,10 @@ fi
 
 echo; echo "== 2. a host-exclusive job while every GPU is busy"
 busy=(); for ((g = 0; g < gpus; g++)); do busy+=("$(submit "$run/jobs/01-correct.yaml")"); done
+need_ids "${busy[@]}"
 busy_first=1
 wait_running "${busy[@]}" || { busy_first=0; echo "  (the busy jobs finished before the exclusive one was sent)"; }
-excl=$(submit "$run/jobs/exclusive.yaml")
+excl=$(submit "$run/jobs/exclusive.yaml"); need_ids "$excl"
 wait_done "${busy[@]}" "$excl"
 report rows "${busy[@]}" "$excl" | tee "$run/excl.txt"
 report waits "$excl" | tee "$run/excl-waits.txt"
@@ -173,9 +184,9 @@ EOF
 echo; echo "== 3. measurement quality: alone vs on all $gpus GPUs at once ($rounds rounds each)"
 : >"$run/alone.txt"; : >"$run/together.txt"
 for ((r = 1; r <= rounds; r++)); do
-  id=$(submit "$run/jobs/01-correct.yaml"); wait_done "$id"; report rows "$id" >>"$run/alone.txt"
+  id=$(submit "$run/jobs/01-correct.yaml"); need_ids "$id"; wait_done "$id"; report rows "$id" >>"$run/alone.txt"
   ids=(); for ((g = 0; g < gpus; g++)); do ids+=("$(submit "$run/jobs/01-correct.yaml")"); done
-  wait_done "${ids[@]}"; report rows "${ids[@]}" >>"$run/together.txt"
+  need_ids "${ids[@]}"; wait_done "${ids[@]}"; report rows "${ids[@]}" >>"$run/together.txt"
 done
 python3 - "$run/alone.txt" "$run/together.txt" <<'EOF'
 import statistics, sys
