@@ -153,9 +153,15 @@ EOF
 if [ -s "$run/apps.log" ]; then
   echo "  compute processes seen by nvidia-smi (pid, GPU UUID, name, CUDA_VISIBLE_DEVICES):"
   grep -v '^$' "$run/apps.log" | sort -u | sed 's/^/    /'
-  # Every pinned process ran on exactly the GPU it was pinned to.
-  awk '$4 != "pinned=none" { split($4, p, "="); if (p[2] != $2) bad++ } END { exit bad > 0 }' "$run/apps.log" ||
+  # Every pinned process ran on exactly the GPU it was pinned to. The pin is the last field: a
+  # name can hold spaces ("[No data]" once a process has exited, when its environ is gone too).
+  awk '$NF != "pinned=none" { split($NF, p, "="); if (p[2] != $2) bad++ } END { exit bad > 0 }' "$run/apps.log" ||
     { echo "  a harness ran on a GPU other than its pinned one: MISMATCH"; bad=$((bad + 1)); }
+  # And each GPU of check 1 was seen running a harness pinned to it.
+  for u in $(awk '{ print $4 }' "$run/both.txt"); do
+    grep -q " $u .* pinned=$u\$" "$run/apps.log" ||
+      { echo "  no harness pinned to $u was seen on it: MISMATCH"; bad=$((bad + 1)); }
+  done
 fi
 
 echo; echo "== 2. a host-exclusive job while every GPU is busy"
