@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU slots on a real multi-GPU host. Builds as gpu-proof.sh does, starts kfleetd and one
-# kfleet-agent per GPU (--gpu N --host-id H), then with jobs/gpu/01-correct.yaml:
+# kfleet-agent per GPU (--gpu N --host-id H), then with one job (default jobs/gpu/01-correct.yaml):
 #   1. two jobs at once, one per GPU: their runs overlap in time, each names its own GPU (UUID,
 #      PCI bus id) on every stage, and nvidia-smi sees each harness process on that GPU only,
 #      with CUDA_VISIBLE_DEVICES=<that GPU's UUID> in its environment
@@ -10,12 +10,16 @@
 #      each ROUNDS times: medians, within-run CV and the run-to-run spread of the medians
 # Prints the tables; exit 0 when 1 and 2 hold (3 is reported, not judged).
 #   scripts/gpu-multi-gpu-check.sh [--bin DIR] [--run-dir DIR] [--gpus N] [--rounds N]
-#                                  [--backend cuda|simulated]
+#                                  [--backend cuda|simulated] [--job FILE]
 #     --gpus N              GPUs to use (default: all nvidia-smi lists; 1 shows pinning only)
 #     --backend simulated   tests this script without GPUs: a simulated N-GPU host (--sim-gpus)
+#     --job FILE            the job to run (its `benchmark:` a one-line {...} map); e.g.
+#                           jobs/gpu/multi-gpu-fa-s512.yaml, a 7 µs kernel, where sharing a host
+#                           would show sooner than in the 9.6 ms reference kernel
 set -uo pipefail
+start=$PWD
 cd "$(dirname "$0")/.." || exit 2
-root=$PWD bin="" run=$PWD/gpu-multi-run backend=cuda gpus="" rounds=3
+root=$PWD bin="" run=$PWD/gpu-multi-run backend=cuda gpus="" rounds=3 job=jobs/gpu/01-correct.yaml
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -23,12 +27,17 @@ while [ $# -gt 0 ]; do
     --gpus) gpus=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
+    --job) job=$2; shift 2 ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) echo "gpu-multi-gpu-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 die() { echo "gpu-multi-gpu-check: $*" >&2; exit 2; }
 case $backend in cuda|simulated) ;; *) die "--backend must be cuda or simulated" ;; esac
+case $job in /*) ;; *) [ -f "$start/$job" ] && job=$start/$job ;; esac  # else from the clone
+[ -f "$job" ] || die "no job file '$job'"
+grep -q '^benchmark: {' "$job" || die "$job: its benchmark: must be a one-line {...} map (host_exclusive is added there)"
+job=$(cd "$(dirname "$job")" && pwd)/$(basename "$job")
 if [ -z "$gpus" ]; then
   if [ "$backend" = cuda ]; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); else gpus=2; fi
 fi
@@ -75,13 +84,14 @@ done
 kf agents
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv
 
-# The job as shipped, and the same job marked host-exclusive (its sources beside it).
-cp jobs/gpu/01-correct.yaml "$run/jobs/"
-sed 's/^name: .*/name: gpu-proof\/correct-exclusive/; s/warmup_max_s: 1}/warmup_max_s: 1, host_exclusive: true}/' \
-  jobs/gpu/01-correct.yaml >"$run/jobs/exclusive.yaml"
+# The job as given, and the same job marked host-exclusive.
+cp "$job" "$run/jobs/job.yaml"
+sed 's/^\(name: .*\)/\1-exclusive/; s/^benchmark: {/benchmark: {host_exclusive: true, /' "$job" >"$run/jobs/exclusive.yaml"
 grep -q 'host_exclusive: true' "$run/jobs/exclusive.yaml" || die "could not write the host-exclusive job"
 if [ "$backend" = simulated ]; then
-  for f in "$run"/jobs/*.yaml; do printf 'simulate: {time_us: 50, stage_ms: 800}\n' >>"$f"; done
+  for f in "$run"/jobs/*.yaml; do
+    grep -q '^simulate:' "$f" || printf 'simulate: {time_us: 50, stage_ms: 800}\n' >>"$f"
+  done
 fi
 submit() { kf --json submit "$1" --force 2>>"$run/submit.err" | python3 -c '
 import json, sys
@@ -126,12 +136,12 @@ sample_apps() {
 
 bad=0
 echo; echo "== warm-up: one job per GPU (each agent builds the kernel into its cache)"
-warm=(); for ((g = 0; g < gpus; g++)); do warm+=("$(submit "$run/jobs/01-correct.yaml")"); done
+warm=(); for ((g = 0; g < gpus; g++)); do warm+=("$(submit "$run/jobs/job.yaml")"); done
 need_ids "${warm[@]}"; wait_done "${warm[@]}"; report rows "${warm[@]}"
 
 echo; echo "== 1. $gpus jobs at once, one per GPU"
 sample_apps & sampler=$!
-both=(); for ((g = 0; g < gpus; g++)); do both+=("$(submit "$run/jobs/01-correct.yaml")"); done
+both=(); for ((g = 0; g < gpus; g++)); do both+=("$(submit "$run/jobs/job.yaml")"); done
 need_ids "${both[@]}"
 wait_done "${both[@]}"
 kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
@@ -165,7 +175,7 @@ if [ -s "$run/apps.log" ]; then
 fi
 
 echo; echo "== 2. a host-exclusive job while every GPU is busy"
-busy=(); for ((g = 0; g < gpus; g++)); do busy+=("$(submit "$run/jobs/01-correct.yaml")"); done
+busy=(); for ((g = 0; g < gpus; g++)); do busy+=("$(submit "$run/jobs/job.yaml")"); done
 need_ids "${busy[@]}"
 busy_first=1
 wait_running "${busy[@]}" || { busy_first=0; echo "  (the busy jobs finished before the exclusive one was sent)"; }
@@ -190,8 +200,8 @@ EOF
 echo; echo "== 3. measurement quality: alone vs on all $gpus GPUs at once ($rounds rounds each)"
 : >"$run/alone.txt"; : >"$run/together.txt"
 for ((r = 1; r <= rounds; r++)); do
-  id=$(submit "$run/jobs/01-correct.yaml"); need_ids "$id"; wait_done "$id"; report rows "$id" >>"$run/alone.txt"
-  ids=(); for ((g = 0; g < gpus; g++)); do ids+=("$(submit "$run/jobs/01-correct.yaml")"); done
+  id=$(submit "$run/jobs/job.yaml"); need_ids "$id"; wait_done "$id"; report rows "$id" >>"$run/alone.txt"
+  ids=(); for ((g = 0; g < gpus; g++)); do ids+=("$(submit "$run/jobs/job.yaml")"); done
   need_ids "${ids[@]}"; wait_done "${ids[@]}"; report rows "${ids[@]}" >>"$run/together.txt"
 done
 python3 - "$run/alone.txt" "$run/together.txt" <<'EOF'
