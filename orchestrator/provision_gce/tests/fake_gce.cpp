@@ -1,18 +1,11 @@
 #include "fake_gce.hpp"
 
 #include <regex>
-#include <sstream>
-#include <thread>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 namespace kfleet::provision::testing {
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using asio::ip::tcp;
+namespace http = boost::beast::http;
 using nlohmann::json;
 
 namespace {
@@ -21,27 +14,6 @@ struct Reply {
   unsigned status = 200;
   json body;
 };
-
-std::string url_decode(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') out += ' ';
-    else if (s[i] == '%' && i + 2 < s.size()) out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)), i += 2;
-    else out += s[i];
-  }
-  return out;
-}
-
-std::map<std::string, std::string> parse_form(const std::string& body) {
-  std::map<std::string, std::string> p;
-  std::istringstream in(body);
-  std::string pair;
-  while (std::getline(in, pair, '&')) {
-    auto eq = pair.find('=');
-    if (eq != std::string::npos) p[url_decode(pair.substr(0, eq))] = url_decode(pair.substr(eq + 1));
-  }
-  return p;
-}
 
 std::string b64url_decode(const std::string& in) {
   std::string out;
@@ -77,9 +49,7 @@ json api_error(unsigned code, const std::string& message, const std::string& rea
 }  // namespace
 
 struct FakeGce::State {
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  std::thread thread;
+  std::string base_url;  // "http://127.0.0.1:<port>", set once the server listens (under mutex)
   mutable std::mutex mutex;
   std::map<std::string, ZoneBehaviour> behaviour;
   std::map<std::string, bool> throttled;  // zone -> the one 429 was answered
@@ -101,7 +71,7 @@ struct FakeGce::State {
   std::map<std::string, Op> ops;
   int next_op = 1;
 
-  std::string base() const { return "http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()); }
+  const std::string& base() const { return base_url; }
 
   json op_json(Op& op) {
     json d = op.doc;
@@ -151,7 +121,8 @@ struct FakeGce::State {
         return {403, {{"error", "Missing Metadata-Flavor:Google header"}}};
       }
     } else {
-      auto form = parse_form(r.body);
+      std::map<std::string, std::string> form;
+      for (auto& [k, v] : parse_form(r.body)) form.emplace(k, v);
       if (form["grant_type"] != "urn:ietf:params:oauth:grant-type:jwt-bearer")
         issues.push_back("token request with grant_type '" + form["grant_type"] + "'");
       if (r.content_type.find("application/x-www-form-urlencoded") == std::string::npos)
@@ -265,62 +236,30 @@ struct FakeGce::State {
   }
 };
 
-namespace {
-
-asio::awaitable<void> serve(tcp::socket socket, FakeGce::State* state) {
-  beast::flat_buffer buffer;
-  try {
-    for (;;) {
-      http::request<http::string_body> req;
-      co_await http::async_read(socket, buffer, req, asio::use_awaitable);
-      FakeGceRequest r;
-      r.method = std::string(req.method_string());
-      std::string target(req.target());
-      auto q = target.find('?');
-      r.path = target.substr(0, q);
-      r.query = q == std::string::npos ? "" : target.substr(q + 1);
-      r.authorization = std::string(req[http::field::authorization]);
-      r.metadata_flavor = std::string(req["Metadata-Flavor"]);
-      r.content_type = std::string(req[http::field::content_type]);
-      r.body = req.body();
-      Reply reply = state->handle(r);
-      http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
-      res.set(http::field::content_type, "application/json; charset=UTF-8");
-      res.keep_alive(req.keep_alive());
-      res.body() = reply.body.dump();
-      res.prepare_payload();
-      co_await http::async_write(socket, res, asio::use_awaitable);
-      if (!req.keep_alive()) break;
-    }
-  } catch (const std::exception&) {
-    // The client closed the connection.
-  }
+FakeGce::FakeGce()
+    : state_(std::make_shared<State>()),
+      server_(std::make_unique<LoopbackHttpServer>([s = state_.get()](const LoopbackHttpServer::Request& req) {
+        FakeGceRequest r;
+        r.method = std::string(req.method_string());
+        std::string target(req.target());
+        auto q = target.find('?');
+        r.path = target.substr(0, q);
+        r.query = q == std::string::npos ? "" : target.substr(q + 1);
+        r.authorization = std::string(req[http::field::authorization]);
+        r.metadata_flavor = std::string(req["Metadata-Flavor"]);
+        r.content_type = std::string(req[http::field::content_type]);
+        r.body = req.body();
+        Reply reply = s->handle(r);
+        LoopbackHttpServer::Response res{static_cast<http::status>(reply.status), req.version()};
+        res.set(http::field::content_type, "application/json; charset=UTF-8");
+        res.body() = reply.body.dump();
+        return res;
+      })) {
+  std::lock_guard lock(state_->mutex);  // handle() reads it under the same lock
+  state_->base_url = server_->base_url();
 }
 
-asio::awaitable<void> accept_loop(FakeGce::State* state) {
-  for (;;) {
-    auto [ec, socket] = co_await state->acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
-    if (ec) co_return;
-    asio::co_spawn(state->io, serve(std::move(socket), state), asio::detached);
-  }
-}
-
-}  // namespace
-
-FakeGce::FakeGce() : state_(std::make_shared<State>()) {
-  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-  state_->acceptor.open(ep.protocol());
-  state_->acceptor.set_option(asio::socket_base::reuse_address(true));
-  state_->acceptor.bind(ep);
-  state_->acceptor.listen();
-  asio::co_spawn(state_->io, accept_loop(state_.get()), asio::detached);
-  state_->thread = std::thread([s = state_.get()] { s->io.run(); });
-}
-
-FakeGce::~FakeGce() {
-  state_->io.stop();
-  state_->thread.join();
-}
+FakeGce::~FakeGce() = default;
 
 std::string FakeGce::endpoint() const { return state_->base() + "/compute/v1"; }
 std::string FakeGce::token_url() const { return state_->base() + "/token"; }

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loopback_http.hpp"
+
 namespace kfleet::provision::testing {
 
 enum class ZoneBehaviour {
@@ -72,6 +74,7 @@ class FakeGce {
 
  private:
   std::shared_ptr<State> state_;
+  std::unique_ptr<LoopbackHttpServer> server_;  // after state_: stops before the state goes
 };
 
 }  // namespace kfleet::provision::testing

@@ -11,18 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "fake_gce.hpp"
-#include "kfleet/api/server.hpp"
-#include "kfleet/common/bundle.hpp"
-#include "kfleet/common/http_client.hpp"
-#include "kfleet/core/control_plane.hpp"
 #include "kfleet/provision_gce/gce_provisioner.hpp"
+#include "kfleetd_in_process.hpp"
 
 namespace kfleet::provision {
 namespace {
@@ -30,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::FakeGce;
+using testing::wait_until;
 using testing::ZoneBehaviour;
 
 constexpr const char* kUser = "gce-e2e-user-0123456789";
@@ -37,23 +32,13 @@ constexpr const char* kEnrol = "gce-e2e-enrol-0123456789";
 const std::vector<std::string> kSeedZones = {"us-central1-a", "southamerica-east1-c", "us-west1-b", "us-east4-a",
                                              "europe-west4-a"};
 
-template <class Pred>
-bool wait_until(std::chrono::steady_clock::duration deadline, Pred ready) {
-  const auto until = std::chrono::steady_clock::now() + deadline;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= until) return ready();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // poll interval, not a sync point
-  }
-  return true;
-}
-
 struct Timing {
   TimeMs stockout_base_ms = 120'000;  // long unless a test wants a block to expire
   TimeMs idle_ttl_ms = 0;
   TimeMs enrol_deadline_ms = 600'000;
 };
 
-class KfleetdWithGce : public ::testing::Test {
+class KfleetdWithGce : public testing::KfleetdInProcess {
  protected:
   void start(Timing t) {
     dir_ = fs::temp_directory_path() / ("kfleet-gce-e2e-" + std::to_string(::getpid()) + "-" +
@@ -92,13 +77,10 @@ class KfleetdWithGce : public ::testing::Test {
     auto gc = gce_config_from_json(cfg_json);
     ASSERT_TRUE(gc.ok()) << gc.error().message;
     auto clock = std::make_shared<SystemClock>();
-    auto p = make_gce_provisioner(*gc, io_.get_executor(), clock);
+    auto p = make_gce_provisioner(*gc, executor(), clock);
     ASSERT_TRUE(p.ok()) << p.error().message;
     prov_ = std::move(*p);
 
-    auto st = store::open_sqlite_store({(dir_ / "kfleet.db").string(), false});
-    ASSERT_TRUE(st.ok()) << st.error().message;
-    store_ = std::move(*st);
     core::Config cfg;
     cfg.user_tokens = {kUser};
     cfg.enrol_token = kEnrol;
@@ -106,109 +88,28 @@ class KfleetdWithGce : public ::testing::Test {
     cfg.block_policy.stockout_base_ms = t.stockout_base_ms;  // kfleetd --stockout-cooldown-ms
     cfg.idle_agent_ttl_ms = t.idle_ttl_ms;                    // kfleetd --idle-agent-ttl-s
     cfg.enrol_deadline_ms = t.enrol_deadline_ms;
-    cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_, clock, *prov_, cfg);
-    server_ = std::make_unique<api::Server>(io_, *cp_, api::ServerOptions{});
-    auto port = server_->listen();
-    ASSERT_TRUE(port.ok()) << port.error().message;
-    url_ = "http://127.0.0.1:" + std::to_string(*port);
-    cp_->start();
-    thread_ = std::thread([this] { io_.run(); });
+    serve(*prov_, clock, cfg, (dir_ / "kfleet.db").string());
   }
 
   void TearDown() override {
-    if (thread_.joinable()) {
-      boost::asio::post(io_, [this] {
-        server_->stop();
-        cp_->stop();
-      });
-      io_.stop();
-      thread_.join();
-    }
+    stop_serving();
     if (prov_) prov_->shutdown();
     for (const auto& p : fake_.problems()) ADD_FAILURE() << "fake Compute Engine: " << p;
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
-  std::int64_t submit(const std::string& name, const std::vector<std::string>& regions) {
-    std::string list;
-    for (const auto& r : regions) list += (list.empty() ? "" : ", ") + r;
-    const std::string yaml = "name: " + name + "\ntarget: {gpu: L4, regions: [" + list +
-                             "]}\nkernel:\n  family: attention\n  language: cuda\n  sources: [k.cu]\n"
-                             "simulate: {time_us: 50, stage_ms: 1}\n";
-    Bundle b;
-    b.files.push_back({"k.cu", "__global__ void k() {}\n"});
-    HttpClient user(url_, kUser);
-    auto r = user.post_json("/api/v1/jobs", {{"spec_yaml", yaml}, {"source_name", name + ".yaml"},
-                                             {"bundle", bundle_to_json(b)}, {"force", true}});
-    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
-    return r.ok() && r->status == 201 ? (*r->json())["job"]["id"].get<std::int64_t>() : 0;
+  json wait_for_capacity(std::int64_t id, const std::string& outcome,
+                         std::chrono::seconds deadline = std::chrono::seconds(60)) {
+    return KfleetdInProcess::wait_for_capacity(id, outcome, deadline);
   }
-
-  json get(const std::string& path) {
-    HttpClient c(url_, kUser);
-    auto r = c.get(path);
-    EXPECT_TRUE(r.ok() && r->status == 200) << path << ": " << (r.ok() ? r->body : r.error().message);
-    return r.ok() && r->status == 200 ? *r->json() : json::object();
-  }
-  json job(std::int64_t id) { return get("/api/v1/jobs/" + std::to_string(id))["job"]; }
-  std::vector<json> events(std::int64_t id, const std::string& type) {
-    std::vector<json> out;
-    const json page = get("/api/v1/jobs/" + std::to_string(id) + "/events");
-    for (const auto& e : page["events"])
-      if (e["type"] == type) out.push_back(e);
-    return out;
-  }
-  json wait_for_capacity(std::int64_t id, const std::string& outcome, std::chrono::seconds deadline = std::chrono::seconds(60)) {
-    json found;
-    wait_until(deadline, [&] {
-      for (const auto& e : events(id, "capacity"))
-        if (e["data"]["outcome"] == outcome) return found = e, true;
-      return false;
-    });
-    EXPECT_FALSE(found.is_null()) << "job " << id << " got no '" << outcome << "' capacity answer; job now "
-                                  << job(id).dump() << "\nits events: "
-                                  << get("/api/v1/jobs/" + std::to_string(id) + "/events").dump();
-    return found;
-  }
-  json block_for(const std::string& region) {
-    const json fleet = get("/api/v1/agents");  // outlives the loop
-    for (const auto& b : fleet["blocks"])
-      if (b["region"] == region) return b;
-    return nullptr;
-  }
-
-  // Enrols an agent as the started instance's startup script would (simulated backend), takes
-  // the job's lease and finishes it. Returns the agent id.
+  // An agent as the started instance's startup script would enrol it (named as the instance).
   std::int64_t run_on_new_agent(std::int64_t job_id, const std::string& zone, const std::string& instance) {
-    HttpClient enrol(url_, kEnrol);
-    auto e = enrol.post_json("/api/v1/agents/enrol",
-                             {{"name", instance}, {"region", zone}, {"backend", "simulated"}, {"provider", "gce"},
-                              {"instance_id", instance}, {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}});
-    EXPECT_TRUE(e.ok() && e->status == 201) << (e.ok() ? e->body : e.error().message);
-    if (!e.ok() || e->status != 201) return 0;
-    const auto agent_id = (*e->json())["agent_id"].get<std::int64_t>();
-    HttpClient agent(url_, (*e->json())["token"].get<std::string>());
-    auto l = agent.post_json("/api/v1/agents/" + std::to_string(agent_id) + "/lease?wait_ms=20000", json::object());
-    EXPECT_TRUE(l.ok() && l->status == 200) << (l.ok() ? l->body : l.error().message);
-    if (!l.ok() || l->status != 200) return agent_id;
-    const json lease = (*l->json())["lease"];
-    EXPECT_EQ(lease["job_id"].get<std::int64_t>(), job_id) << "the agent in " << zone << " got another job";
-    auto f = agent.post_json("/api/v1/runs/" + std::to_string(lease["run_id"].get<std::int64_t>()) + "/finish",
-                             {{"fencing_token", lease["fencing_token"]},
-                              {"verdict", {{"outcome", "passed"}, {"median_us", 50.0}, {"simulated", true}}}});
-    EXPECT_TRUE(f.ok() && f->status == 200) << (f.ok() ? f->body : f.error().message);
-    return agent_id;
+    return KfleetdInProcess::run_on_new_agent(job_id, zone, instance, "gce", instance);
   }
 
   FakeGce fake_;
-  boost::asio::io_context io_;
   fs::path dir_;
   std::unique_ptr<GceProvisioner> prov_;
-  store::StorePtr store_;
-  std::unique_ptr<core::ControlPlane> cp_;
-  std::unique_ptr<api::Server> server_;
-  std::thread thread_;
-  std::string url_;
 };
 
 TEST_F(KfleetdWithGce, SeedListWithUsCentral1aStockedOutLandsInSouthamericaEast1cAndTheIdleInstanceIsDeleted) {

@@ -4,48 +4,14 @@
 #include <atomic>
 #include <cstdio>
 #include <regex>
-#include <sstream>
-#include <thread>
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
 namespace kfleet::provision::testing {
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using asio::ip::tcp;
+namespace http = boost::beast::http;
 using Params = std::multimap<std::string, std::string>;
 
 namespace {
-
-std::string url_decode(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size()) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-Params parse_form(const std::string& body) {
-  Params p;
-  std::istringstream in(body);
-  std::string pair;
-  while (std::getline(in, pair, '&')) {
-    auto eq = pair.find('=');
-    if (eq == std::string::npos) continue;
-    p.emplace(url_decode(pair.substr(0, eq)), url_decode(pair.substr(eq + 1)));
-  }
-  return p;
-}
 
 std::string param(const Params& p, const std::string& key) {
   auto it = p.find(key);
@@ -91,10 +57,6 @@ struct FakeEc2::State {
   std::vector<std::string> terminated;
   std::vector<std::string> unknown;
   int next_id = 1;
-
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  std::thread thread;
 
   Reply handle(const std::string& region, const Params& p);
   Reply run_instances(const std::string& region, const Params& p);
@@ -292,58 +254,20 @@ Reply FakeEc2::State::handle(const std::string& region, const Params& p) {
   return aws_error(http::status::bad_request, "InvalidAction", "The action " + action + " is not valid for this web service.");
 }
 
-namespace {
+FakeEc2::FakeEc2()
+    : state_(std::make_shared<State>()),
+      server_(std::make_unique<LoopbackHttpServer>([s = state_.get()](const LoopbackHttpServer::Request& req) {
+        Reply reply = s->handle(signed_region(std::string(req[http::field::authorization])), parse_form(req.body()));
+        LoopbackHttpServer::Response res{reply.status, req.version()};
+        res.set(http::field::content_type, "text/xml;charset=UTF-8");
+        res.set(http::field::server, "AmazonEC2");
+        res.body() = std::move(reply.body);
+        return res;
+      })) {}
 
-asio::awaitable<void> serve(tcp::socket socket, FakeEc2::State* state) {
-  beast::flat_buffer buffer;
-  try {
-    for (;;) {
-      http::request<http::string_body> req;
-      co_await http::async_read(socket, buffer, req, asio::use_awaitable);
-      std::string region = signed_region(std::string(req[http::field::authorization]));
-      Reply reply = state->handle(region, parse_form(req.body()));
-      http::response<http::string_body> res{reply.status, req.version()};
-      res.set(http::field::content_type, "text/xml;charset=UTF-8");
-      res.set(http::field::server, "AmazonEC2");
-      res.keep_alive(req.keep_alive());
-      res.body() = std::move(reply.body);
-      res.prepare_payload();
-      co_await http::async_write(socket, res, asio::use_awaitable);
-      if (!req.keep_alive()) break;
-    }
-  } catch (const std::exception&) {
-    // The client closed the connection; nothing to do.
-  }
-}
+FakeEc2::~FakeEc2() = default;
 
-asio::awaitable<void> accept_loop(FakeEc2::State* state) {
-  for (;;) {
-    auto [ec, socket] = co_await state->acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
-    if (ec) co_return;
-    asio::co_spawn(state->io, serve(std::move(socket), state), asio::detached);
-  }
-}
-
-}  // namespace
-
-FakeEc2::FakeEc2() : state_(std::make_shared<State>()) {
-  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-  state_->acceptor.open(ep.protocol());
-  state_->acceptor.set_option(asio::socket_base::reuse_address(true));
-  state_->acceptor.bind(ep);
-  state_->acceptor.listen();
-  asio::co_spawn(state_->io, accept_loop(state_.get()), asio::detached);
-  state_->thread = std::thread([s = state_.get()] { s->io.run(); });
-}
-
-FakeEc2::~FakeEc2() {
-  state_->io.stop();
-  state_->thread.join();
-}
-
-std::string FakeEc2::endpoint() const {
-  return "http://127.0.0.1:" + std::to_string(state_->acceptor.local_endpoint().port());
-}
+std::string FakeEc2::endpoint() const { return server_->base_url(); }
 
 void FakeEc2::set_behaviour(const std::string& region, RegionBehaviour b) {
   std::lock_guard lock(state_->mutex);

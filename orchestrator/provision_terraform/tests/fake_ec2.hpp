@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "loopback_http.hpp"
+
 namespace kfleet::provision::testing {
 
 enum class RegionBehaviour { capacity, stockout, unsupported, quota, auth, throttled };
@@ -46,6 +48,7 @@ class FakeEc2 {
 
  private:
   std::shared_ptr<State> state_;
+  std::unique_ptr<LoopbackHttpServer> server_;  // after state_: stops before the state goes
 };
 
 }  // namespace kfleet::provision::testing

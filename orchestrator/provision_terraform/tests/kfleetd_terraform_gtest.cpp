@@ -6,18 +6,13 @@
 // an idle agent is terminated. Fails, never skips, without terraform or the provider mirror.
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
+#include "agents_watch.hpp"
 #include "fake_ec2.hpp"
-#include "kfleet/api/server.hpp"
-#include "kfleet/common/bundle.hpp"
-#include "kfleet/common/http_client.hpp"
 #include "kfleet/provision_terraform/terraform_provisioner.hpp"
-#include "tf_watch.hpp"
+#include "kfleetd_in_process.hpp"
 
 namespace kfleet::provision {
 namespace {
@@ -41,7 +36,7 @@ constexpr auto kTerraformDeadline = std::chrono::seconds(1200);
 const std::vector<std::string> kFallbackRegions = {"us-east-1", "us-east-2", "us-west-2",
                                                    "ap-northeast-1"};
 
-class KfleetdWithTerraform : public ::testing::Test {
+class KfleetdWithTerraform : public testing::KfleetdInProcess {
  protected:
   void SetUp() override {
     ASSERT_EQ(std::system("terraform version >/dev/null 2>&1"), 0)
@@ -68,125 +63,37 @@ class KfleetdWithTerraform : public ::testing::Test {
              {"AWS_SECRET_ACCESS_KEY", "kfleet-test-dummy-secret"},
              {"AWS_EC2_METADATA_DISABLED", "true"}};
     auto clock = std::make_shared<SystemClock>();
-    auto p = make_terraform_provisioner(std::move(c), io_.get_executor(), clock);
+    auto p = make_terraform_provisioner(std::move(c), executor(), clock);
     ASSERT_TRUE(p.ok()) << p.error().message;
     prov_ = std::move(p.value());
 
-    auto st = store::open_sqlite_store({":memory:", false});
-    ASSERT_TRUE(st.ok()) << st.error().message;
-    store_ = std::move(*st);
     core::Config cfg;
     cfg.user_tokens = {kUser};
     cfg.enrol_token = kEnrol;
     cfg.block_policy.stockout_base_ms = kStockoutCooldownMs;  // kfleetd --stockout-cooldown-ms
     cfg.idle_agent_ttl_ms = kIdleTtlMs;                        // kfleetd --idle-agent-ttl-s
-    cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_, clock, *prov_, cfg);
-    server_ = std::make_unique<api::Server>(io_, *cp_, api::ServerOptions{});
-    auto port = server_->listen();
-    ASSERT_TRUE(port.ok()) << port.error().message;
-    url_ = "http://127.0.0.1:" + std::to_string(*port);
-    cp_->start();
-    thread_ = std::thread([this] { io_.run(); });
+    serve(*prov_, clock, cfg, ":memory:");
     watch_ = std::make_unique<testing::AgentsWatch>(url_, kUser);
   }
 
   void TearDown() override {
     watch_.reset();
-    if (thread_.joinable()) {
-      boost::asio::post(io_, [this] {
-        server_->stop();
-        cp_->stop();
-      });
-      io_.stop();
-      thread_.join();
-    }
+    stop_serving();
     if (prov_) prov_->shutdown();  // waits for terraform runs still under way
     fs::remove_all(state_root_);
   }
 
-  std::int64_t submit(const std::string& name, const std::vector<std::string>& regions) {
-    std::string list;
-    for (const auto& r : regions) list += (list.empty() ? "" : ", ") + r;
-    const std::string yaml = "name: " + name + "\ntarget: {gpu: L4, regions: [" + list +
-                             "]}\nkernel:\n  family: attention\n  language: cuda\n  sources: [k.cu]\n"
-                             "simulate: {time_us: 50, stage_ms: 1}\n";
-    Bundle b;
-    b.files.push_back({"k.cu", "__global__ void k() {}\n"});
-    HttpClient user(url_, kUser);
-    auto r = user.post_json("/api/v1/jobs", {{"spec_yaml", yaml}, {"source_name", name + ".yaml"},
-                                             {"bundle", bundle_to_json(b)},
-                                             {"force", true}});  // the same kernel again is a new job
-    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
-    return r.ok() && r->status == 201 ? (*r->json())["job"]["id"].get<std::int64_t>() : 0;
-  }
-
-  json get(const std::string& path) {
-    HttpClient c(url_, kUser);
-    auto r = c.get(path);
-    EXPECT_TRUE(r.ok() && r->status == 200) << path << ": " << (r.ok() ? r->body : r.error().message);
-    return r.ok() && r->status == 200 ? *r->json() : json::object();
-  }
-  json job(std::int64_t id) { return get("/api/v1/jobs/" + std::to_string(id))["job"]; }
-
-  // The job's events of one type, oldest first.
-  std::vector<json> events(std::int64_t id, const std::string& type) {
-    std::vector<json> out;
-    const json page = get("/api/v1/jobs/" + std::to_string(id) + "/events");  // outlives the loop
-    for (const auto& e : page["events"])
-      if (e["type"] == type) out.push_back(e);
-    return out;
-  }
-
-  // The capacity event of the job's first successful request; the test fails without one.
   json wait_for_capacity(std::int64_t id, const std::string& outcome) {
-    json found;
-    bool stopped = false;  // a stop ends the wait early: no later answer can come
-    testing::wait_until(kTerraformDeadline, [&] {
-      for (const auto& e : events(id, "capacity")) {
-        if (e["data"]["outcome"] == outcome) return found = e, true;
-        if (e["data"]["outcome"] == "fatal") return stopped = true;
-      }
-      return false;
-    });
-    EXPECT_FALSE(found.is_null()) << "job " << id << " got no '" << outcome << "' capacity answer"
-                                  << (stopped ? " (provisioning stopped)" : "") << "; job now " << job(id).dump()
-                                  << "\nits events: " << get("/api/v1/jobs/" + std::to_string(id) + "/events").dump();
-    return found;
+    return KfleetdInProcess::wait_for_capacity(id, outcome, kTerraformDeadline);
   }
-
-  // Enrols an agent as the launched instance would (simulated backend), takes the job's lease
-  // and finishes it. Returns the agent id.
+  // An agent as the launched instance's user data would enrol it.
   std::int64_t run_on_new_agent(std::int64_t job_id, const std::string& region, const std::string& instance) {
-    HttpClient enrol(url_, kEnrol);
-    auto e = enrol.post_json("/api/v1/agents/enrol",
-                             {{"name", "tf-" + instance}, {"region", region}, {"backend", "simulated"},
-                              {"provider", "terraform"}, {"instance_id", instance},
-                              {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}});
-    EXPECT_TRUE(e.ok() && e->status == 201) << (e.ok() ? e->body : e.error().message);
-    if (!e.ok() || e->status != 201) return 0;
-    const auto agent_id = (*e->json())["agent_id"].get<std::int64_t>();
-    HttpClient agent(url_, (*e->json())["token"].get<std::string>());
-    auto l = agent.post_json("/api/v1/agents/" + std::to_string(agent_id) + "/lease?wait_ms=20000", json::object());
-    EXPECT_TRUE(l.ok() && l->status == 200) << (l.ok() ? l->body : l.error().message);
-    if (!l.ok() || l->status != 200) return agent_id;
-    const json lease = (*l->json())["lease"];
-    EXPECT_EQ(lease["job_id"].get<std::int64_t>(), job_id) << "the agent in " << region << " got another job";
-    auto f = agent.post_json("/api/v1/runs/" + std::to_string(lease["run_id"].get<std::int64_t>()) + "/finish",
-                             {{"fencing_token", lease["fencing_token"]},
-                              {"verdict", {{"outcome", "passed"}, {"median_us", 50.0}, {"simulated", true}}}});
-    EXPECT_TRUE(f.ok() && f->status == 200) << (f.ok() ? f->body : f.error().message);
-    return agent_id;
+    return KfleetdInProcess::run_on_new_agent(job_id, region, instance, "terraform", "tf-" + instance);
   }
 
   FakeEc2 ec2_;
-  boost::asio::io_context io_;
   fs::path state_root_;
   std::unique_ptr<TerraformProvisioner> prov_;
-  store::StorePtr store_;
-  std::unique_ptr<core::ControlPlane> cp_;
-  std::unique_ptr<api::Server> server_;
-  std::thread thread_;
-  std::string url_;
   std::unique_ptr<testing::AgentsWatch> watch_;
 };
 

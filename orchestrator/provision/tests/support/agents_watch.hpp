@@ -1,7 +1,7 @@
 #pragma once
-// Test helpers for kfleetd end-to-end checks: waiting for a condition under a deadline, and a
-// watcher of GET /api/v1/agents that remembers every region block it saw, so a block shorter
-// than the test's other waits can still be shown to have been visible to the user.
+// For kfleetd end-to-end checks: a watcher of GET /api/v1/agents that remembers every region
+// block it saw, so a block shorter than the test's other waits can still be shown to have been
+// visible to the user.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -15,17 +15,6 @@
 #include "kfleet/common/http_client.hpp"
 
 namespace kfleet::provision::testing {
-
-// Polls `ready` until it holds or `deadline` passes; returns its last answer.
-template <class Pred>
-bool wait_until(std::chrono::steady_clock::duration deadline, Pred ready) {
-  const auto until = std::chrono::steady_clock::now() + deadline;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= until) return ready();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // poll interval, not a sync point
-  }
-  return true;
-}
 
 class AgentsWatch {
  public:
