@@ -74,61 +74,7 @@ void SqliteStore::write_job_state(std::int64_t job_id, JobState s, const std::st
                    now);
 }
 
-void SqliteStore::free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s,
-                             TimeMs now) {
-  // Only the agent still holding this run is freed: it may have been retired meanwhile.
-  db_->prepare(
-         "UPDATE agents SET state = CASE WHEN state = 'busy' THEN ? ELSE state END, "
-         "current_run_id = 0, last_seen_ms = MAX(last_seen_ms, ?) "
-         "WHERE id = ? AND current_run_id = ?")
-      .args(to_string(s), now, agent_id, run_id)
-      .run();
-}
-
-void SqliteStore::end_run(const RunRecord& run, RunOutcome outcome, TimeMs now) {
-  db_->prepare("UPDATE runs SET outcome = ?, finished_ms = ? WHERE id = ? AND outcome = 'running'")
-      .args(to_string(outcome), now, run.id)
-      .run();
-  db_->prepare("UPDATE jobs SET current_run_id = 0 WHERE id = ? AND current_run_id = ?")
-      .args(run.job_id, run.id)
-      .run();
-  free_agent(run.agent_id, run.id, AgentState::idle, now);
-}
-
-Result<RunRecord> SqliteStore::check_fenced(std::int64_t run_id, std::int64_t fencing_token) {
-  auto run = load_run(run_id);
-  if (!run) return make_error(Errc::not_found, "run " + std::to_string(run_id) + " not found");
-  if (run->fencing_token != fencing_token) {
-    return make_error(Errc::conflict, "stale fencing token " + std::to_string(fencing_token) +
-                                          " for run " + std::to_string(run_id) +
-                                          ": the lease was given to another holder; stop "
-                                          "this run and ask for a new lease");
-  }
-  if (run->outcome != RunOutcome::running) {
-    return make_error(Errc::conflict, "run " + std::to_string(run_id) + " is no longer running (" +
-                                          to_string(run->outcome) +
-                                          "); its results are refused, ask for a new lease");
-  }
-  return *run;
-}
-
-std::vector<JobRecord> SqliteStore::query_jobs(Stmt& q) {
-  std::vector<JobRecord> out;
-  while (q.step()) out.push_back(read_job(q));
-  return out;
-}
-
-std::vector<RunRecord> SqliteStore::query_runs(Stmt& q) {
-  std::vector<RunRecord> out;
-  while (q.step()) out.push_back(read_run(q));
-  return out;
-}
-
-std::vector<Event> SqliteStore::query_events(Stmt& q) {
-  std::vector<Event> out;
-  while (q.step()) out.push_back(read_event(q));
-  return out;
-}
+#include "shared/helpers.inc"
 
 }  // namespace sqlite
 }  // namespace kfleet::store

@@ -1,4 +1,5 @@
-// Leases and runs: granting, fencing, event ingestion, finishing and expiry.
+// Leases and runs: granting and event ingestion, which differ by backend; renewal, finishing,
+// hand-off, expiry and the run queries are shared/runs.inc, included at the end.
 #include <string>
 
 #include "sqlite_store.hpp"
@@ -118,19 +119,6 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
   });
 }
 
-Result<Lease> SqliteStore::renew_lease(std::int64_t run_id, std::int64_t fencing_token,
-                                       TimeMs ttl_ms, TimeMs now) {
-  if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
-  return db_->transaction([&]() -> Result<Lease> {
-    auto run = check_fenced(run_id, fencing_token);
-    if (!run) return run.error();
-    const TimeMs expires = now + ttl_ms;
-    db_->prepare("UPDATE runs SET lease_expires_ms = ? WHERE id = ?").args(expires, run_id).run();
-    db_->prepare("UPDATE agents SET last_seen_ms = ? WHERE id = ?").args(now, run->agent_id).run();
-    return Lease{run_id, run->job_id, run->agent_id, fencing_token, expires};
-  });
-}
-
 namespace {
 
 constexpr std::size_t kEventRows = 64;
@@ -244,143 +232,6 @@ Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
   });
 }
 
-Result<RunRecord> SqliteStore::finish_run(std::int64_t run_id, std::int64_t fencing_token,
-                                          const Verdict& v, TimeMs now) {
-  JobState job_state = JobState::error;
-  switch (v.outcome) {
-    case RunOutcome::passed: job_state = JobState::passed; break;
-    case RunOutcome::rejected: job_state = JobState::rejected; break;
-    case RunOutcome::error: job_state = JobState::error; break;
-    default:
-      return make_error(Errc::invalid_argument,
-                        std::string("a verdict's outcome must be passed, rejected or error, not ") +
-                            to_string(v.outcome));
-  }
-  return db_->transaction([&]() -> Result<RunRecord> {
-    auto run = check_fenced(run_id, fencing_token);
-    if (!run) return run.error();
-    const std::string verdict = dump_json(to_json(v));
-    db_->prepare("UPDATE runs SET outcome = ?, finished_ms = ?, verdict = ?, simulated = ? "
-                 "WHERE id = ?")
-        .args(to_string(v.outcome), now, verdict, v.simulated, run_id)
-        .run();
-    auto job = load_job(run->job_id);
-    if (job && job->current_run_id == run_id && !is_terminal(job->state)) {
-      db_->prepare("UPDATE jobs SET verdict = ?, simulated = ?, current_run_id = 0 WHERE id = ?")
-          .args(verdict, v.simulated, job->id)
-          .run();
-      std::string reason = v.reason.empty() ? std::string(to_string(v.outcome)) : v.reason;
-      write_job_state(job->id, job_state, reason, now);
-    }
-    free_agent(run->agent_id, run_id, AgentState::idle, now);
-    return *load_run(run_id);
-  });
-}
-
-Result<JobRecord> SqliteStore::hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
-                                            const std::string& reason, TimeMs now) {
-  return db_->transaction([&]() -> Result<JobRecord> {
-    auto run = check_fenced(run_id, fencing_token);
-    if (!run) return run.error();
-    auto job = load_job(run->job_id);
-    if (!job || job->current_run_id != run_id || !is_active(job->state)) {
-      return make_error(Errc::conflict, "run " + str(run_id) + " no longer holds job " +
-                                            str(run->job_id) + "; nothing to hand on");
-    }
-    db_->prepare("UPDATE runs SET outcome = 'passed', finished_ms = ? WHERE id = ?")
-        .args(now, run_id)
-        .run();
-    db_->prepare("UPDATE jobs SET current_run_id = 0, attempts = 0 WHERE id = ?")
-        .args(job->id)
-        .run();
-    free_agent(run->agent_id, run_id, AgentState::idle, now);
-    insert_job_event(job->id, event_type::run_handed_off,
-                     {{"run_id", run_id}, {"agent_id", run->agent_id}, {"reason", reason}}, now);
-    write_job_state(job->id, JobState::queued, reason, now);
-    return *load_job(job->id);
-  });
-}
-
-Result<JobRecord> SqliteStore::expire_run(std::int64_t run_id, const std::string& reason,
-                                          TimeMs now) {
-  return db_->transaction([&]() -> Result<JobRecord> {
-    auto run = load_run(run_id);
-    if (!run) return make_error(Errc::not_found, "run " + str(run_id) + " not found");
-    if (run->outcome != RunOutcome::running) {
-      return make_error(Errc::conflict, "run " + str(run_id) + " already ended (" +
-                                            to_string(run->outcome) + ")");
-    }
-    const std::string why = reason.empty() ? std::string("lease expired") : reason;
-    db_->prepare("UPDATE runs SET outcome = 'lost', finished_ms = ? WHERE id = ?")
-        .args(now, run_id)
-        .run();
-    free_agent(run->agent_id, run_id, AgentState::lost, now);
-    insert_job_event(run->job_id, event_type::lease_lost,
-                     {{"run_id", run_id}, {"agent_id", run->agent_id}, {"reason", why}}, now);
-    auto job = load_job(run->job_id);
-    if (job && job->current_run_id == run_id && !is_terminal(job->state)) {
-      db_->prepare("UPDATE jobs SET current_run_id = 0 WHERE id = ?").args(job->id).run();
-      // The caller's detail goes to the lease.lost event; the job's reason keeps one form.
-      const std::string lost = "agent " + str(run->agent_id) + " lost (lease expired)";
-      if (job->attempts < job->max_attempts) {
-        write_job_state(job->id, JobState::queued,
-                        lost + "; requeued, attempt " + std::to_string(job->attempts + 1) +
-                            " of " + std::to_string(job->max_attempts),
-                        now);
-      } else {
-        write_job_state(job->id, JobState::error,
-                        "agent lost: " + lost + " on the last of " +
-                            std::to_string(job->max_attempts) + " attempts",
-                        now);
-      }
-    }
-    return *load_job(run->job_id);
-  });
-}
-
-std::vector<RunRecord> SqliteStore::expired_runs(TimeMs now) {
-  static const std::string sql = std::string("SELECT ") + kRunColumns +
-                                 " FROM runs WHERE outcome = 'running' AND lease_expires_ms <= ?"
-                                 " ORDER BY lease_expires_ms, id";
-  return or_die("expired_runs", [&] {
-    auto q = db_->prepare(sql);
-    q.args(now);
-    return query_runs(q);
-  });
-}
-
-std::optional<RunRecord> SqliteStore::get_run(std::int64_t id) {
-  return or_die("get_run", [&] { return load_run(id); });
-}
-
-std::vector<RunRecord> SqliteStore::runs_for_job(std::int64_t job_id) {
-  static const std::string sql =
-      std::string("SELECT ") + kRunColumns + " FROM runs WHERE job_id = ? ORDER BY id";
-  return or_die("runs_for_job", [&] {
-    auto q = db_->prepare(sql);
-    q.args(job_id);
-    return query_runs(q);
-  });
-}
-
-std::vector<RunRecord> SqliteStore::running_runs() {
-  static const std::string sql =
-      std::string("SELECT ") + kRunColumns + " FROM runs WHERE outcome = 'running' ORDER BY id";
-  return or_die("running_runs", [&] {
-    auto q = db_->prepare(sql);
-    return query_runs(q);
-  });
-}
-
-std::vector<RunRecord> SqliteStore::finished_runs(int limit, std::int64_t before_id) {
-  static const std::string sql = std::string("SELECT ") + kRunColumns +
-                                 " FROM runs WHERE verdict IS NOT NULL AND (? = 0 OR id < ?)"
-                                 " ORDER BY id DESC LIMIT ?";
-  return or_die("finished_runs", [&] {
-    auto q = db_->prepare(sql);
-    q.args(before_id, before_id, limit > 0 ? limit : 100);
-    return query_runs(q);
-  });
-}
+#include "shared/runs.inc"
 
 }  // namespace kfleet::store::sqlite
