@@ -1,5 +1,5 @@
-// Leases and runs: granting and event ingestion, which differ by backend; renewal, finishing,
-// hand-off, expiry and the run queries are shared/runs.inc, included at the end.
+// Leases and runs: granting and event ingestion, which differ by backend; the stage order,
+// renewal, finishing, hand-off, expiry and the run queries are shared/runs.inc.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -8,31 +8,8 @@
 #include "pg_store.hpp"
 
 namespace kfleet::store::pg {
-namespace {
 
-std::string str(std::int64_t v) { return std::to_string(v); }
-
-// Which job state a started stage implies; queued when the stage moves nothing.
-JobState state_for_stage(const std::string& s) {
-  if (s == stage::fetch || s == stage::build) return JobState::building;
-  if (s == stage::resources || s == stage::correctness) return JobState::gating;
-  if (s == stage::benchmark || s == stage::verdict || s == stage::profile)
-    return JobState::benchmarking;
-  return JobState::queued;
-}
-
-// Progress order of the active states, so a replayed early stage never moves a job back.
-int progress(JobState s) {
-  switch (s) {
-    case JobState::leased: return 1;
-    case JobState::building: return 2;
-    case JobState::gating: return 3;
-    case JobState::benchmarking: return 4;
-    default: return 0;
-  }
-}
-
-}  // namespace
+#include "shared/runs.inc"
 
 Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                                        TimeMs now) {
@@ -250,7 +227,5 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     return res;
   });
 }
-
-#include "shared/runs.inc"
 
 }  // namespace kfleet::store::pg

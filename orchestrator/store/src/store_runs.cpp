@@ -1,35 +1,12 @@
-// Leases and runs: granting and event ingestion, which differ by backend; renewal, finishing,
-// hand-off, expiry and the run queries are shared/runs.inc, included at the end.
+// Leases and runs: granting and event ingestion, which differ by backend; the stage order,
+// renewal, finishing, hand-off, expiry and the run queries are shared/runs.inc.
 #include <string>
 
 #include "sqlite_store.hpp"
 
 namespace kfleet::store::sqlite {
-namespace {
 
-std::string str(std::int64_t v) { return std::to_string(v); }
-
-// Which job state a started stage implies; queued when the stage moves nothing.
-JobState state_for_stage(const std::string& s) {
-  if (s == stage::fetch || s == stage::build) return JobState::building;
-  if (s == stage::resources || s == stage::correctness) return JobState::gating;
-  if (s == stage::benchmark || s == stage::verdict || s == stage::profile)
-    return JobState::benchmarking;
-  return JobState::queued;
-}
-
-// Progress order of the active states, so a replayed early stage never moves a job back.
-int progress(JobState s) {
-  switch (s) {
-    case JobState::leased: return 1;
-    case JobState::building: return 2;
-    case JobState::gating: return 3;
-    case JobState::benchmarking: return 4;
-    default: return 0;
-  }
-}
-
-}  // namespace
+#include "shared/runs.inc"
 
 Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                                        TimeMs now) {
@@ -231,7 +208,5 @@ Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
     return res;
   });
 }
-
-#include "shared/runs.inc"
 
 }  // namespace kfleet::store::sqlite
