@@ -17,31 +17,6 @@ Result<StorePtr> open_sqlite_store(const SqliteOptions& o) {
 
 namespace sqlite {
 
-std::optional<JobRecord> SqliteStore::load_job(std::int64_t id) {
-  static const std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
-  auto q = db_->prepare(sql);
-  q.args(id);
-  if (!q.step()) return std::nullopt;
-  return read_job(q);
-}
-
-std::optional<RunRecord> SqliteStore::load_run(std::int64_t id) {
-  static const std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?";
-  auto q = db_->prepare(sql);
-  q.args(id);
-  if (!q.step()) return std::nullopt;
-  return read_run(q);
-}
-
-std::optional<AgentRecord> SqliteStore::load_agent(std::int64_t id) {
-  static const std::string sql =
-      std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?";
-  auto q = db_->prepare(sql);
-  q.args(id);
-  if (!q.step()) return std::nullopt;
-  return read_agent(q);
-}
-
 Event SqliteStore::insert_job_event(std::int64_t job_id, const std::string& type,
                                     const nlohmann::json& data, TimeMs now) {
   Event e;
