@@ -2,7 +2,8 @@
 """Several builds of fp8_sdpa against torch fp16 SDPA (cuDNN) at B4 H16 S2048 D64, timed the way
 suite_vs_torch.py times the suite (triton do_bench, L2 cleared, median), in interleaved rounds
 so that the builds share the GPU's state: each round times every build once, each beside its own
-cuDNN run. Each build is NAME:SOURCE:DEFINES (DEFINES comma-separated, may be empty; SOURCE any
+cuDNN run. Each build is NAME:SOURCE:DEFINES (DEFINES comma-separated, may be empty; an entry
+that starts with '-' is passed to nvcc as it is, e.g. --ptxas-options=-dlcm=cg; SOURCE any
 file implementing the ABI, e.g. kernels/suite/fp8_sdpa.cu or an edited copy of it). Builds are
 compiled in parallel for the device's arch. Prints one line per timing, then a summary: the
 median per build and its speed as % of cuDNN's median over the whole run.
@@ -43,7 +44,8 @@ def main():
     for name, src, defs in builds:
         cmd = ["nvcc", "-std=c++17", "-O3", f"-gencode=arch=compute_{arch},code=sm_{arch}",
                "-shared", "-Xcompiler", "-fPIC", f"-I{repo}/kernels/harness/include"]
-        cmd += [f"-D{d}" for d in defs.split(",") if d] + [src, "-o", f"{a.build}/{name}.so"]
+        cmd += [d if d.startswith("-") else f"-D{d}" for d in defs.split(",") if d]
+        cmd += [src, "-o", f"{a.build}/{name}.so"]
         procs[name] = subprocess.Popen(cmd)
     libs = {}
     for name, p in procs.items():
