@@ -1,7 +1,8 @@
 // A standby kfleetd (several on one PostgreSQL) serves the reads itself, from a read-only
 // connection: the same bodies as the leader for the same token, the same authentication
 // (a token the leader revoked is refused at once), and its event streams follow the store.
-// Writes, agent calls and /metrics get 503 with the leader's URL. It never writes: while the
+// Writes and agent calls get 503 with the leader's URL; its /metrics says only that it does not
+// lead (kfleet_leader 0), the leader's says it does. It never writes: while the
 // leader is paused, reading everything through the standby assigns no transaction id. When the
 // leader dies it takes over on the port it already listens on.
 #include <arpa/inet.h>
@@ -352,13 +353,28 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
              {"POST", "/api/v1/jobs/" + std::to_string(ids[0]) + "/cancel", alice},
              {"POST", "/api/v1/agents/enrol", kEnrol},
              {"POST", "/api/v1/tokens/" + std::to_string(bob_id) + "/revoke", kAdmin},
-             {"DELETE", "/api/v1/jobs/" + std::to_string(ids[0]), kAdmin},
-             {"GET", "/metrics", kAdmin}}) {
+             {"DELETE", "/api/v1/jobs/" + std::to_string(ids[0]), kAdmin}}) {
       auto w = HttpClient(pair.url(1), token).request(method, path, "{}", "application/json");
       ASSERT_TRUE(w.ok());
       EXPECT_EQ(w->status, 503) << method << " " << path << ": " << w->body;
       EXPECT_EQ(w->headers["x-kfleet-role"], "standby") << method << " " << path;
     }
+    // A scraper of both sees both up, and which one leads; the fleet's figures (the stockout
+    // counters are the leader's memory) come from the leader alone, so sums over kfleetd hold.
+    auto ms = HttpClient(pair.url(1), alice).get("/metrics");
+    auto ml = HttpClient(pair.url(0), alice).get("/metrics");
+    ASSERT_TRUE(ms.ok() && ml.ok());
+    EXPECT_EQ(ms->status, 200) << ms->body;
+    EXPECT_EQ(ms->headers["x-kfleet-role"], "standby");
+    EXPECT_NE(ms->body.find("\nkfleet_leader 0\n"), std::string::npos) << ms->body;
+    EXPECT_EQ(ms->body.find("kfleet_queue_depth"), std::string::npos) << ms->body;
+    EXPECT_EQ(ml->status, 200) << ml->body;
+    EXPECT_NE(ml->body.find("\nkfleet_leader 1\n"), std::string::npos) << ml->body;
+    EXPECT_NE(ml->body.find("kfleet_queue_depth{state=\"queued\"}"), std::string::npos) << ml->body;
+    // Like the leader's, it needs a read token.
+    auto anon = HttpClient(pair.url(1)).get("/metrics");
+    ASSERT_TRUE(anon.ok());
+    EXPECT_EQ(anon->status, 401) << anon->body;
     // A client given both URLs, the standby first, reads from it and writes to the leader.
     HttpClient both(pair.url(1) + "," + pair.url(0), alice);
     auto read = both.get("/api/v1/jobs");

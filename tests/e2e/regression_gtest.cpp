@@ -109,6 +109,7 @@ TEST(Regression, FivePercentSlowerOnL4IsTheOnlyRegressedCell) {
   auto m = h.get("/metrics");
   ASSERT_TRUE(m.ok());
   EXPECT_NE(m->body.find("kfleet_job_duration_seconds_count 8"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("\nkfleet_leader 1\n"), std::string::npos) << m->body;  // the only one
 }
 
 TEST(Regression, SuiteWithUnknownKeyIsRefusedBeforeAnythingRuns) {

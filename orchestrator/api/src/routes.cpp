@@ -138,15 +138,31 @@ std::string job_duration_histogram(store::Store& st) {
 
 }  // namespace
 
-// Prometheus text exposition: queue depth, agents by state, stockouts by region, jobs by
-// state. Cheap enough to compute per scrape from the store.
+// Prometheus text exposition: whether this kfleetd leads, then (the leader or the only one)
+// queue depth, agents by state, stockouts by region and job durations, cheap enough to compute
+// per scrape from the store. A standby answers kfleet_leader 0 and nothing else: the stockout
+// counters live in the leader's memory, and a standby repeating the store's gauges would count
+// every job twice in a sum over the kfleetd. So a scraper of every kfleetd sees each one up,
+// and which one leads.
 Awaitable metrics(Ctx& c) {
+  std::string out =
+      "# HELP kfleet_leader 1 on the kfleetd that schedules (the leader, or the only one), 0 on "
+      "a standby (which exports nothing else).\n# TYPE kfleet_leader gauge\n";
+  auto text = [&c](std::string body) {
+    Response res{http::status::ok, c.req.version()};
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.body() = std::move(body);
+    res.keep_alive(c.req.keep_alive());
+    res.prepare_payload();
+    return res;
+  };
+  if (c.role == "standby") co_return text(out + "kfleet_leader 0\n");
+  out += "kfleet_leader 1\n";
   auto& st = c.cp.store();
   std::map<std::string, int> agents_by_state;
   for (const auto& a : st.list_agents()) ++agents_by_state[store::to_string(a.state)];
   std::map<std::string, int> pending_by_state;
   for (const auto& j : st.pending_jobs()) ++pending_by_state[to_string(j.state)];
-  std::string out;
   out += "# HELP kfleet_queue_depth Jobs waiting for an agent.\n# TYPE kfleet_queue_depth gauge\n";
   for (const char* s : {"queued", "waiting_capacity"})
     out += "kfleet_queue_depth{state=\"" + std::string(s) + "\"} " +
@@ -158,12 +174,7 @@ Awaitable metrics(Ctx& c) {
   for (const auto& [region, n] : c.cp.stockouts_by_region())
     out += "kfleet_stockouts_total{region=\"" + region + "\"} " + std::to_string(n) + "\n";
   out += job_duration_histogram(st);
-  Response res{http::status::ok, c.req.version()};
-  res.set(http::field::content_type, "text/plain; version=0.0.4");
-  res.body() = std::move(out);
-  res.keep_alive(c.req.keep_alive());
-  res.prepare_payload();
-  co_return res;
+  co_return text(std::move(out));
 }
 
 }  // namespace kfleet::api

@@ -309,7 +309,7 @@ struct Server::Impl {
     std::string_view path = target.substr(0, qpos);
     const bool standby = opts.role == "standby";
     // A standby acts on nothing: every write goes to the leader before any other check.
-    if (standby && !standby_serves(req.method(), "", nullptr))
+    if (standby && !standby_serves(req.method(), nullptr))
       co_return standby_redirect(req, leader_url, leader_epoch);
     Ctx ctx{req, [&stream](std::string s) { return write_all(stream, std::move(s)); }, *cp,
             {}, {}, {}};
@@ -325,7 +325,7 @@ struct Server::Impl {
       if (!match_path(r.pattern, path, params)) continue;
       path_known = true;
       if (r.method != req.method()) continue;
-      if (standby && !standby_serves(r.method, r.pattern, &r.access))
+      if (standby && !standby_serves(r.method, &r.access))
         co_return standby_redirect(req, leader_url, leader_epoch);
       ctx.params = std::move(params);
       if (auto deny = authorize(r, ctx, peer, client_cert_ok)) co_return std::move(*deny);

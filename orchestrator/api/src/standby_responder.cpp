@@ -23,7 +23,7 @@ Response standby_redirect(const Request& req, const std::string& leader_url, std
   return res;
 }
 
-bool standby_serves(http::verb method, const std::string& pattern, const Access* route_access) {
+bool standby_serves(http::verb method, const Access* route_access) {
   if (method != http::verb::get && method != http::verb::head) return false;
   if (!route_access) return true;  // the dashboards' files
   switch (*route_access) {
@@ -34,8 +34,7 @@ bool standby_serves(http::verb method, const std::string& pattern, const Access*
     default:
       break;
   }
-  // /metrics: the stockout counters are the leader's memory; half a scrape would mislead.
-  return pattern != "/metrics";
+  return true;  // every other GET reads the store (GET /metrics: kfleet_leader 0)
 }
 
 }  // namespace kfleet::api

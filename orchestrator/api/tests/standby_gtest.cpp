@@ -1,6 +1,7 @@
 // A standby's server (several kfleetd on one PostgreSQL) over a read-only control plane: for
-// every route in the table, a GET that reads the store is served, and everything else (writes,
-// agent calls, /metrics) is answered 503 with the leader's URL before any other check. After
+// every route in the table, a GET that reads the store is served (/metrics as kfleet_leader 0
+// alone), and everything else (writes, agent calls) is answered 503 with the leader's URL
+// before any other check. After
 // promote() the same socket leads. Here both control planes share one in-memory SQLite store;
 // the PostgreSQL end-to-end test (tests/e2e/postgres_standby_gtest.cpp) runs real processes.
 #include <thread>
@@ -93,7 +94,7 @@ TEST_F(StandbyServer, ServesStoreReadsAndRedirectsEverythingElseForEveryRoute) {
     auto res = c.request(r.method, path, r.method == "GET" ? "" : "{}", "application/json");
     ASSERT_TRUE(res.ok()) << r.method << " " << path;
     const bool agent = r.access == "agent" || r.access == "agent_run" || r.access == "enrol";
-    const bool should_serve = r.method == "GET" && !agent && r.path != "/metrics";
+    const bool should_serve = r.method == "GET" && !agent;
     EXPECT_EQ(res->headers["x-kfleet-role"], "standby") << r.method << " " << path;
     if (should_serve) {
       ++served;
@@ -113,6 +114,18 @@ TEST_F(StandbyServer, ServesStoreReadsAndRedirectsEverythingElseForEveryRoute) {
   }
   EXPECT_GT(served, 15);
   EXPECT_GT(redirected, 10);
+  // Its /metrics says it does not lead, and nothing else; the leader's says it does.
+  auto ms = HttpClient(standby_url_, kAdmin).get("/metrics");
+  ASSERT_TRUE(ms.ok());
+  EXPECT_EQ(ms->status, 200) << ms->body;
+  EXPECT_EQ(ms->body,
+            "# HELP kfleet_leader 1 on the kfleetd that schedules (the leader, or the only one), 0 "
+            "on a standby (which exports nothing else).\n# TYPE kfleet_leader gauge\n"
+            "kfleet_leader 0\n");
+  auto ml = admin_leader.get("/metrics");
+  ASSERT_TRUE(ml.ok());
+  EXPECT_NE(ml->body.find("\nkfleet_leader 1\n"), std::string::npos) << ml->body;
+  EXPECT_NE(ml->body.find("kfleet_queue_depth{state=\"queued\"}"), std::string::npos) << ml->body;
   // A write to an unknown path, and a method no route has, go to the leader too.
   auto odd = HttpClient(standby_url_, kAdmin).request("PUT", "/api/v1/nothing", "{}",
                                                       "application/json");
