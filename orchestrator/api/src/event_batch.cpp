@@ -15,63 +15,78 @@ class Scanner {
  public:
   explicit Scanner(std::string_view s) : p_(s.data()), end_(s.data() + s.size()) {}
 
-  std::optional<EventBatch> batch() {
-    EventBatch b;
+  // Into b, whose events' storage is reused (see event_batch.hpp); false: not the common shape.
+  bool batch(EventBatch& b) {
+    b.has_fencing_token = false;
+    b.fencing_token = 0;
     bool seen_events = false;
     ws();
-    if (!eat('{')) return std::nullopt;
+    if (!eat('{')) return false;
     ws();
-    if (eat('}')) return std::nullopt;  // no events: the general path says what is missing
+    if (eat('}')) return false;  // no events: the general path says what is missing
     for (;;) {
       std::string_view key;
-      if (!plain_string(key)) return std::nullopt;
+      if (!plain_string(key)) return false;
       ws();
-      if (!eat(':')) return std::nullopt;
+      if (!eat(':')) return false;
       ws();
       if (key == "fencing_token") {
-        if (b.has_fencing_token || !integer(b.fencing_token)) return std::nullopt;
+        if (b.has_fencing_token || !integer(b.fencing_token)) return false;
         b.has_fencing_token = true;
       } else if (key == "events") {
-        if (seen_events || !events(b.events)) return std::nullopt;
+        if (seen_events || !events(b.events)) return false;
         seen_events = true;
       } else if (!skip_value(0)) {
-        return std::nullopt;
+        return false;
       }
       ws();
       if (eat(',')) {
         ws();
         continue;
       }
-      if (!eat('}')) return std::nullopt;
+      if (!eat('}')) return false;
       break;
     }
     ws();
-    if (p_ != end_ || !seen_events) return std::nullopt;
-    return b;
+    return p_ == end_ && seen_events;
   }
 
  private:
+  // The events already in out are overwritten before new ones are added, so that a batch
+  // the size of the last allocates nothing: each Event holds two heap blocks (its data's
+  // object and its data text), and malloc's cost per block grows with kfleetd's heap (at
+  // 50,000 queued jobs, 11 % of the ingestion's samples were in _int_malloc, against 5 % at
+  // 10,000). out ends with exactly the events read.
   bool events(std::vector<Event>& out) {
-    if (!eat('[')) return false;
+    std::size_t n = 0;
+    auto done = [&](bool ok) {
+      out.resize(n);
+      return ok;
+    };
+    if (!eat('[')) return done(false);
     ws();
-    if (eat(']')) return true;
+    if (eat(']')) return done(true);
     for (;;) {
-      Event e;
-      if (!event(e)) return false;
-      out.push_back(std::move(e));
+      if (n == out.size()) out.emplace_back();
+      Event& e = out[n++];
+      e.id = e.job_id = e.run_id = e.seq = 0;
+      e.ts_ms = 0;
+      e.type.clear();
+      e.data_text.clear();
+      if (!e.data.is_object() || !e.data.empty()) e.data = nlohmann::json::object();
+      if (!event(e)) return done(false);
       ws();
       if (eat(',')) {
         ws();
         continue;
       }
-      return eat(']');
+      return done(eat(']'));
     }
   }
 
   bool event(Event& e) {
     if (!eat('{')) return false;
     ws();
-    e.data = nlohmann::json::object();
     if (eat('}')) return true;
     unsigned seen = 0;  // a bit per field read, to give up on a repeated key
     std::string_view data;
@@ -311,8 +326,14 @@ class Scanner {
 
 }  // namespace
 
+bool scan_event_batch(std::string_view body, EventBatch& into) {
+  return Scanner(body).batch(into);
+}
+
 std::optional<EventBatch> scan_event_batch(std::string_view body) {
-  return Scanner(body).batch();
+  EventBatch b;
+  if (!scan_event_batch(body, b)) return std::nullopt;
+  return b;
 }
 
 }  // namespace kfleet::api

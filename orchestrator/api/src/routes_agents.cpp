@@ -32,6 +32,16 @@ Result<nlohmann::json> body_json(const Request& req) {
   }
 }
 
+// The reused batch keeps what a usual upload needs, not what a rare large one took: over
+// 2,048 events it is let go, and so is any event's data text over 4 KiB.
+void keep_small(std::vector<Event>& evs) {
+  if (evs.size() > 2048) {
+    std::vector<Event>().swap(evs);
+    return;
+  }
+  for (auto& e : evs)
+    if (e.data_text.capacity() > 4096) std::string().swap(e.data_text);
+}
 }  // namespace
 
 Awaitable enrol_agent(Ctx& c) {
@@ -115,13 +125,17 @@ Awaitable lease(Ctx& c, std::int64_t max_wait_ms) {
 Awaitable upload_events(Ctx& c) {
   std::int64_t agent_id = 0;
   if (auto deny = require_run_agent(c, agent_id)) co_return *deny;
-  std::vector<Event> evs;
+  // The common shape is read without a JSON tree (event_batch.hpp), into this thread's batch,
+  // whose events' storage the next upload reuses; nothing suspends between here and ingest().
+  thread_local EventBatch fast;
+  std::vector<Event> parsed;
+  std::vector<Event>* events = &fast.events;
   std::int64_t fencing_token = 0;
-  if (auto fast = scan_event_batch(c.req.body())) {
-    // The common shape, read without a JSON tree (event_batch.hpp).
-    evs = std::move(fast->events);
-    fencing_token = fast->fencing_token;
+  if (scan_event_batch(c.req.body(), fast)) {
+    fencing_token = fast.fencing_token;
   } else {
+    events = &parsed;
+    std::vector<Event>& evs = parsed;
     auto b = body_json(c.req);
     if (!b) co_return error_response(c.req, b.error());
     if (!b->contains("events") || !(*b)["events"].is_array())
@@ -139,11 +153,12 @@ Awaitable upload_events(Ctx& c) {
     }
     fencing_token = b->value("fencing_token", std::int64_t{0});
   }
-  for (const auto& ev : evs)
+  for (const auto& ev : *events)
     if (ev.seq <= 0 || ev.type.empty())
       co_return error_response(c.req, http::status::bad_request, "invalid_request",
                                "every event needs seq >= 1 and a type");
-  auto r = c.cp.ingest(agent_id, c.id(), fencing_token, std::move(evs));
+  auto r = c.cp.ingest(agent_id, c.id(), fencing_token, *events);
+  keep_small(fast.events);
   if (!r) co_return error_response(c.req, r.error());
   co_return json_response(c.req, http::status::ok,
                           {{"accepted", r->accepted}, {"duplicates", r->duplicates},

@@ -45,6 +45,50 @@ TEST(EventBatch, ReadsTheCommonShapeAsTheGeneralParserDoes) {
   expect_same_as_general(R"(  {"events":[{"seq":9223372036854775807,"type":"t","id":3,"job_id":[1],"run_id":{"a":1}}],"other":[1,{"k":"v"}]} )");
 }
 
+// kfleetd scans every upload into one batch per thread: what an event held before (parsed
+// stage data, data text, fields the control plane set) must not show through the next.
+TEST(EventBatch, AReusedBatchHoldsExactlyTheNewEvents) {
+  kfleet::api::EventBatch b;
+  ASSERT_TRUE(scan_event_batch(
+      R"({"fencing_token":4,"events":[{"seq":1,"ts_ms":9,"type":"stage.started","data":{"stage":"build"}},)"
+      R"({"seq":2,"type":"log","data":{"text":"a longer line than the small-string buffer"}},)"
+      R"({"seq":3,"type":"x","data":{"k":1}}]})",
+      b));
+  ASSERT_EQ(b.events.size(), 3u);
+  EXPECT_EQ(b.fencing_token, 4);
+  for (auto& e : b.events) {  // as ControlPlane::ingest does
+    e.id = 11;
+    e.job_id = 12;
+    e.run_id = 13;
+    if (e.type == "stage.started") e.data["agent"] = "a1";
+  }
+  // Fewer events, other types, no data, no fencing token: nothing of the first batch remains.
+  ASSERT_TRUE(scan_event_batch(R"({"events":[{"seq":5,"type":"log"},{"seq":6,"type":"stage.started"}]})", b));
+  ASSERT_EQ(b.events.size(), 2u);
+  EXPECT_FALSE(b.has_fencing_token);
+  EXPECT_EQ(b.fencing_token, 0);
+  for (const auto& e : b.events) {
+    EXPECT_EQ(e.id, 0);
+    EXPECT_EQ(e.job_id, 0);
+    EXPECT_EQ(e.run_id, 0);
+    EXPECT_EQ(e.ts_ms, 0);
+    EXPECT_TRUE(e.data_text.empty()) << e.data_text;
+    EXPECT_EQ(e.data, nlohmann::json::object()) << e.data;
+  }
+  EXPECT_EQ(b.events[0].seq, 5);
+  EXPECT_EQ(b.events[1].type, "stage.started");
+  // A batch with an escape in a type is the general parser's (the route then parses it so).
+  EXPECT_FALSE(scan_event_batch(R"({"events":[{"seq":7,"type":"log"},{"seq":8,"type":"l\u0067"}]})", b));
+  // More events than before: the new ones are fresh too.
+  ASSERT_TRUE(scan_event_batch(
+      R"({"events":[{"seq":1,"type":"a","data":{"v":1}},{"seq":2,"type":"b"},{"seq":3,"type":"c","data":{"w":2}}]})",
+      b));
+  ASSERT_EQ(b.events.size(), 3u);
+  EXPECT_EQ(data_of(b.events[0]), nlohmann::json({{"v", 1}}));
+  EXPECT_EQ(data_of(b.events[1]), nlohmann::json::object());
+  EXPECT_EQ(data_of(b.events[2]), nlohmann::json({{"w", 2}}));
+}
+
 TEST(EventBatch, StageEventsKeepParsedDataTheControlPlaneCanExtend) {
   auto b = scan_event_batch(
       R"({"events":[{"seq":1,"type":"stage.started","data":{"stage":"build"}},)"

@@ -28,4 +28,9 @@ struct EventBatch {
 
 std::optional<EventBatch> scan_event_batch(std::string_view body);
 
+// The same into `into`, reusing the storage of the events it holds (kfleetd keeps one batch
+// per thread, so that steady uploads allocate nothing per event). false: not the common shape,
+// and `into` holds nothing useful.
+bool scan_event_batch(std::string_view body, EventBatch& into);
+
 }  // namespace kfleet::api

@@ -161,8 +161,9 @@ class ControlPlane {
   // a run already.
   boost::asio::awaitable<Result<std::optional<LeaseOffer>>> wait_for_lease(std::int64_t agent_id,
                                                                            TimeMs wait_ms);
+  // Sets each event's job and run (and, on stage events, the agent) in place, then stores them.
   Result<store::IngestResult> ingest(std::int64_t agent_id, std::int64_t run_id,
-                                     std::int64_t fencing_token, std::vector<Event> events);
+                                     std::int64_t fencing_token, std::vector<Event>& events);
   Result<store::RunRecord> finish(std::int64_t agent_id, std::int64_t run_id,
                                   std::int64_t fencing_token, const Verdict& v);
 
