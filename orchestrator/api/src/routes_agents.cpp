@@ -135,13 +135,12 @@ Awaitable upload_events(Ctx& c) {
     fencing_token = fast.fencing_token;
   } else {
     events = &parsed;
-    std::vector<Event>& evs = parsed;
     auto b = body_json(c.req);
     if (!b) co_return error_response(c.req, b.error());
     if (!b->contains("events") || !(*b)["events"].is_array())
       co_return error_response(c.req, http::status::bad_request, "invalid_request",
                                "events (a list) is required");
-    evs.reserve((*b)["events"].size());
+    parsed.reserve((*b)["events"].size());
     for (auto& e : (*b)["events"]) {
       // The data is moved out of the parsed body, not copied: batches are large.
       nlohmann::json data;
@@ -149,7 +148,7 @@ Awaitable upload_events(Ctx& c) {
         if (auto d = e.find("data"); d != e.end() && d->is_object()) data = std::move(*d);
       Event ev = event_from_json(e);
       if (data.is_object()) ev.data = std::move(data);
-      evs.push_back(std::move(ev));
+      parsed.push_back(std::move(ev));
     }
     fencing_token = b->value("fencing_token", std::int64_t{0});
   }

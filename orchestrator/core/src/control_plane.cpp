@@ -206,13 +206,12 @@ Result<HeartbeatReply> ControlPlane::heartbeat(std::int64_t agent_id, std::int64
 
 Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int64_t run_id,
                                                  std::int64_t fencing_token,
-                                                 std::vector<Event>& events) {
+                                                 std::vector<Event>& evs) {
   auto run = store_.get_run(run_id);
   if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
   if (run->agent_id != agent_id)
     return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
                                            std::to_string(run->agent_id));
-  std::vector<Event>& evs = events;
   // Stage events say which agent ran the stage: with compile agents a job's stages are split
   // between two machines.
   std::string agent_name;
