@@ -58,6 +58,23 @@ Result<Enrolment> Agent::enrol_with_retry() {
   return make_error(Errc::unavailable, "shut down before enrolment");
 }
 
+Result<RunSpool> Agent::create_spool_with_retry(const Lease& lease, const StopFlag& stop) {
+  const std::string dir = (fs::path(cfg_.work_dir) / "spool").string();
+  Backoff backoff(cfg_.fleet_retry.initial, cfg_.fleet_retry.cap);
+  const TimeMs budget = cfg_.fleet_retry.give_up_after.count() > 0
+                            ? cfg_.fleet_retry.give_up_after.count()
+                            : lease.ttl_ms;
+  const TimeMs t0 = clock_->now_ms();
+  while (true) {
+    auto s = RunSpool::create(dir, lease.run_id, lease.job_id, lease.fencing_token);
+    if (s || stop.requested() || clock_->now_ms() - t0 >= budget) return s;
+    auto wait = backoff.next();
+    log::warn("agent", "run ", lease.run_id, ": ", s.error().message, " (the agent's failure, ",
+              "not the job's); trying again in ", wait.count(), " ms");
+    if (!quit_.sleep_for(wait)) return s;
+  }
+}
+
 void Agent::recover_spools() {
   for (const auto& path : RunSpool::list((fs::path(cfg_.work_dir) / "spool").string())) {
     auto s = RunSpool::open(path);
@@ -177,15 +194,11 @@ void Agent::run_one(const Lease& lease, Heartbeater& hb) {
   log::info("agent", "run ", lease.run_id, ": job ", lease.job_id, " '", lease.spec.name,
             "' attempt ", lease.attempt, " (fencing token ", lease.fencing_token, ")");
   if (!lease.spec_error.empty()) {
-    // kfleetd validated this spec; if we cannot read it, our versions disagree. Say so now
-    // rather than let the lease expire and the job bounce between agents.
-    log::error("agent", "run ", lease.run_id, ": cannot read the job spec: ", lease.spec_error);
-    Verdict v;
-    v.reason = "agent cannot read the job spec (agent and kfleetd versions differ?): " +
-               lease.spec_error;
-    v.simulated = backend_->simulated();
-    if (auto f = transport_->finish(lease.run_id, lease.fencing_token, v); !f)
-      log::warn("agent", "run ", lease.run_id, ": cannot report that: ", f.error().message);
+    // kfleetd validated this spec; if we cannot read it, this agent and kfleetd disagree on
+    // versions: the fleet's failure, not the job's. The lease is left to lapse (it is never
+    // renewed), so kfleetd requeues the job for an agent that can read it.
+    log::error("agent", "run ", lease.run_id, ": cannot read the job spec (agent and kfleetd ",
+               "versions differ?): ", lease.spec_error, "; giving the run back to kfleetd");
     return;
   }
   StopFlag stop;
@@ -195,14 +208,13 @@ void Agent::run_one(const Lease& lease, Heartbeater& hb) {
     stop_reason_.clear();
   }
   if (shutdown_) stop.stop = true;
-  auto spool = RunSpool::create((fs::path(cfg_.work_dir) / "spool").string(), lease.run_id,
-                                lease.job_id, lease.fencing_token);
+  hb.set_run(lease.run_id, lease.fencing_token, [this](const std::string& why) { stop_current(why); });
+  auto spool = create_spool_with_retry(lease, stop);
   if (!spool) {
-    log::error("agent", "run ", lease.run_id, ": ", spool.error().message);
-    Verdict v;
-    v.reason = "agent cannot spool events: " + spool.error().message;
-    v.simulated = backend_->simulated();
-    (void)transport_->finish(lease.run_id, lease.fencing_token, v);
+    // A spool that cannot be written (a full disk) is the agent's failure: give the run back.
+    log::error("agent", "run ", lease.run_id, ": ", spool.error().message,
+               "; giving the run back to kfleetd");
+    hb.clear_run();
     std::lock_guard<std::mutex> l(run_mu_);
     current_stop_ = nullptr;
     return;
@@ -210,11 +222,17 @@ void Agent::run_one(const Lease& lease, Heartbeater& hb) {
   RunEventLog events(*transport_, std::move(*spool), clock_,
                      [this] { stop_current("kfleetd refused the run's events (stale lease)"); });
   events.start_uploader();
-  hb.set_run(lease.run_id, lease.fencing_token, [this](const std::string& why) { stop_current(why); });
 
   std::string run_dir = (fs::path(cfg_.work_dir) / "runs" / std::to_string(lease.run_id)).string();
-  PipelineDeps deps{*transport_, *backend_, events, stop, run_dir, gpu_, clock_};
-  std::optional<Verdict> verdict = run_pipeline(lease, deps);
+  PipelineDeps deps{*transport_, *backend_, events, stop, run_dir, gpu_, clock_, cfg_.fleet_retry};
+  std::string gave_back;
+  std::optional<Verdict> verdict = run_pipeline(lease, deps, &gave_back);
+  if (!gave_back.empty()) {
+    // Its events (the why among them) go up while the lease still holds; then the heartbeats
+    // stop renewing it and kfleetd requeues the job (lost -> requeued, within its attempts).
+    (void)events.drain(std::chrono::milliseconds(2000));
+    events.discard_spool();
+  }
 
   bool reported = false;
   if (verdict) {

@@ -20,18 +20,28 @@ Error status_error(const std::string& what, const HttpResponse& r) {
     case 404: code = Errc::not_found; break;
     case 409: code = Errc::conflict; break;
     case 413: code = Errc::too_large; break;
+    // Too busy or timed out on kfleetd's side: the fleet's, retried like a 5xx.
+    case 408: code = Errc::unavailable; break;
+    case 429: code = Errc::unavailable; break;
     default: code = r.status >= 500 ? Errc::unavailable : Errc::internal;
   }
   return make_error(code, what + ": " + r.error_message());
 }
 
+// A 2xx whose body is not the JSON it should be was cut short or garbled on the way (a proxy,
+// a kfleetd killed mid-answer): the fleet's, retried.
+template <class T>
+Result<T> garbled(const std::string& what, const Error& e) {
+  return make_error(Errc::unavailable, what + ": answer cut short or garbled: " + e.message);
+}
+
 class HttpTransport final : public Transport {
  public:
-  HttpTransport(std::string url, std::string enrol_token, HttpOptions http)
-      : url_(std::move(url)), token_(std::move(enrol_token)), http_(std::move(http)) {}
+  HttpTransport(std::string url, std::string enrol_token, HttpOptions http, TransportTimeouts t)
+      : url_(std::move(url)), token_(std::move(enrol_token)), http_(std::move(http)), t_(t) {}
 
   Result<Enrolment> enrol(const nlohmann::json& body) override {
-    auto r = client().post_json("/api/v1/agents/enrol", body);
+    auto r = client().post_json("/api/v1/agents/enrol", body, t_.call);
     if (!r) return r.error();
     if (r->status != 201 && r->status != 200) {
       auto e = status_error("enrol", *r);
@@ -39,7 +49,7 @@ class HttpTransport final : public Transport {
       return e;
     }
     auto j = r->json();
-    if (!j) return j.error();
+    if (!j) return garbled<Enrolment>("enrol", j.error());
     Enrolment en;
     en.agent_id = j->value("agent_id", std::int64_t{0});
     en.token = j->value("token", std::string());
@@ -61,13 +71,13 @@ class HttpTransport final : public Transport {
                 "/lease?wait_ms=" + std::to_string(wait_ms);
     // The server holds the request up to wait_ms: allow for that plus slack.
     auto r = client().request("POST", path, "{}", "application/json",
-                              std::chrono::milliseconds(wait_ms + 15000));
+                              std::chrono::milliseconds(wait_ms) + t_.lease_slack);
     if (!r) return r.error();
     if (r->status == 204) return std::optional<Lease>{};
     if (r->status != 200) return status_error("lease", *r);
     auto j = r->json();
-    if (!j) return j.error();
-    if (!j->contains("lease")) return make_error(Errc::internal, "lease: no `lease` in answer");
+    if (!j) return garbled<std::optional<Lease>>("lease", j.error());
+    if (!j->contains("lease")) return make_error(Errc::unavailable, "lease: no `lease` in answer");
     auto l = lease_from_json((*j)["lease"]);
     if (!l) return l.error();
     return std::optional<Lease>(std::move(*l));
@@ -78,11 +88,11 @@ class HttpTransport final : public Transport {
     nlohmann::json body = nlohmann::json::object();
     if (run_id > 0) body = {{"run_id", run_id}, {"fencing_token", fencing_token}};
     auto r = client().post_json("/api/v1/agents/" + std::to_string(agent_id) + "/heartbeat",
-                                body, std::chrono::milliseconds(10000));
+                                body, t_.heartbeat);
     if (!r) return r.error();
     if (r->status != 200) return status_error("heartbeat", *r);
     auto j = r->json();
-    if (!j) return j.error();
+    if (!j) return garbled<HeartbeatReply>("heartbeat", j.error());
     return HeartbeatReply{j->value("lease_valid", true), j->value("cancel", false)};
   }
 
@@ -91,33 +101,37 @@ class HttpTransport final : public Transport {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& e : events) arr.push_back(to_json(e));
     auto r = client().post_json("/api/v1/runs/" + std::to_string(run_id) + "/events",
-                                {{"fencing_token", fencing_token}, {"events", std::move(arr)}});
+                                {{"fencing_token", fencing_token}, {"events", std::move(arr)}},
+                                t_.call);
     if (!r) return r.error();
     if (r->status != 200) return status_error("upload events of run " + std::to_string(run_id), *r);
     auto j = r->json();
-    if (!j) return j.error();
+    if (!j) return garbled<UploadAck>("upload events of run " + std::to_string(run_id), j.error());
     return UploadAck{j->value("contiguous", std::int64_t{0})};
   }
 
   Result<void> finish(std::int64_t run_id, std::int64_t fencing_token, const Verdict& v) override {
     auto r = client().post_json("/api/v1/runs/" + std::to_string(run_id) + "/finish",
-                                {{"fencing_token", fencing_token}, {"verdict", to_json(v)}});
+                                {{"fencing_token", fencing_token}, {"verdict", to_json(v)}},
+                                t_.call);
     if (!r) return r.error();
     if (r->status != 200) return status_error("finish run " + std::to_string(run_id), *r);
     return ok_result();
   }
 
   Result<Bundle> fetch_bundle(const std::string& hash) override {
-    auto r = client().get("/api/v1/bundles/" + hash, std::chrono::milliseconds(120000));
+    auto r = client().get("/api/v1/bundles/" + hash, t_.fetch);
     if (!r) return r.error();
     if (r->status != 200) return status_error("fetch bundle " + hash, *r);
     auto j = r->json();
-    if (!j) return j.error();
+    if (!j) return garbled<Bundle>("fetch bundle " + hash, j.error());
+    // kfleetd checked the bundle when the job was submitted: one that does not decode or hash
+    // right now was damaged since, and another fetch may get it whole.
     auto b = bundle_from_json(*j);
-    if (!b) return b.error();
+    if (!b) return garbled<Bundle>("fetch bundle " + hash, b.error());
     if (b->hash() != hash)
-      return make_error(Errc::internal, "bundle " + hash + " arrived with content hashing to " +
-                                            b->hash() + ": refusing it");
+      return make_error(Errc::unavailable, "bundle " + hash + " arrived with content hashing to " +
+                                               b->hash() + ": refusing it");
     return b;
   }
 
@@ -132,6 +146,7 @@ class HttpTransport final : public Transport {
   std::string url_;
   std::string token_;
   HttpOptions http_;
+  TransportTimeouts t_;
   std::mutex mu_;
   std::map<std::thread::id, std::unique_ptr<HttpClient>> clients_;
 };
@@ -191,8 +206,8 @@ Comparison Comparison::from_json(const nlohmann::json& j) {
 }
 
 TransportPtr make_http_transport(const std::string& server_url, const std::string& enrol_token,
-                                 HttpOptions http) {
-  return std::make_unique<HttpTransport>(server_url, enrol_token, std::move(http));
+                                 HttpOptions http, TransportTimeouts timeouts) {
+  return std::make_unique<HttpTransport>(server_url, enrol_token, std::move(http), timeouts);
 }
 
 }  // namespace kfleet::agent

@@ -1,7 +1,9 @@
 #include "kfleet/agent/pipeline.hpp"
 
 #include <filesystem>
+#include <thread>
 
+#include "kfleet/agent/backoff.hpp"
 #include "kfleet/agent/verdict.hpp"
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/log.hpp"
@@ -63,6 +65,7 @@ class StageRunner {
                           {"seconds", static_cast<double>(clock_.now_ms() - t0) / 1000.0}};
     if (!r.ok) fin["reason"] = r.reason;
     if (r.infra_error) fin["infra_error"] = true;
+    if (r.fleet_error) fin["fleet_error"] = true;
     sink_.emit(event_type::stage_finished, fin);
     return r;
   }
@@ -72,37 +75,43 @@ class StageRunner {
   const Clock& clock_;
 };
 
+// No way a fetch can fail is the job's: kfleetd checked the bundle when the job was submitted.
+// kfleetd unreachable, a bundle damaged on the way, a disk that cannot take it: retried
+// (fleet_error). kfleetd refusing on purpose (no such bundle): an error that names its side.
 StageResult fetch_bundle(const std::string& bundle_hash, PipelineDeps& d, const std::string& src_dir) {
   StageResult r;
+  r.fleet_error = true;
   std::error_code ec;
   fs::remove_all(src_dir, ec);
   fs::create_directories(src_dir, ec);
   if (ec) {
-    r.infra_error = true;
     r.reason = "cannot create " + src_dir + ": " + ec.message();
     return r;
   }
   if (bundle_hash.empty()) {
+    r.fleet_error = false;
     r.ok = true;
     r.data["files"] = 0;
     return r;
   }
   auto b = d.transport.fetch_bundle(bundle_hash);
   if (!b) {
-    r.infra_error = true;
     r.reason = "cannot fetch bundle " + bundle_hash + ": " + b.error().message;
+    if (b.error().code != Errc::unavailable) {
+      r.fleet_error = false;
+      r.infra_error = true;
+    }
     return r;
   }
   if (b->hash() != bundle_hash) {
-    r.infra_error = true;
     r.reason = "bundle content hashes to " + b->hash() + ", lease says " + bundle_hash;
     return r;
   }
   if (auto u = unpack_bundle(*b, src_dir); !u) {
-    r.infra_error = true;
     r.reason = "cannot unpack bundle: " + u.error().message;
     return r;
   }
+  r.fleet_error = false;
   r.ok = true;
   r.data["files"] = b->files.size();
   r.data["bytes"] = b->total_bytes();
@@ -119,11 +128,85 @@ void emit_stage_data(EventSink& sink, const std::string& stage, const StageResul
   }
 }
 
+std::uintmax_t free_bytes_at(PipelineDeps& d, const std::string& path) {
+  if (d.free_bytes) return d.free_bytes(path);
+  std::error_code ec;
+  auto sp = fs::space(path, ec);
+  return ec ? UINTMAX_MAX : sp.available;  // unknown: do not guess that the disk is full
+}
+
+// Marks a failure the job would be blamed for as the fleet's when the disk is full: the text
+// says so (ENOSPC), or a stage that would end in `error` failed with hardly any space left.
+void classify_disk(const std::string& stage, StageResult& r, PipelineDeps& d) {
+  if (r.ok || r.fleet_error) return;
+  if (says_disk_full(r.reason)) {
+    r.fleet_error = true;
+    return;
+  }
+  if (verdict_for_failed_stage(stage, r).outcome != RunOutcome::error) return;  // a gate's verdict
+  const std::uintmax_t free = free_bytes_at(d, d.run_dir);
+  if (free >= kDiskFullBelowBytes) return;
+  r.fleet_error = true;
+  r.reason += " (the agent's disk is full: " + std::to_string(free >> 20) + " MiB free under " +
+              d.run_dir + ")";
+}
+
+// Sleeps up to `d`, waking early when the run is stopped; false when it was.
+bool sleep_unless_stopped(const StopFlag& stop, std::chrono::milliseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (!stop.requested()) {
+    const auto left = until - std::chrono::steady_clock::now();
+    if (left <= std::chrono::milliseconds(0)) return true;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        left, std::chrono::milliseconds(20)));
+  }
+  return false;
+}
+
 }  // namespace
 
-std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
+bool says_disk_full(const std::string& text) {
+  for (const char* s : {"No space left on device", "Disk quota exceeded", "ENOSPC", "EDQUOT"})
+    if (text.find(s) != std::string::npos) return true;
+  return false;
+}
+
+std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::string* gave_back) {
   MarkingSink sink(d.sink, d.backend.simulated(), gpu_identity(d.gpu));
   StageRunner stages(sink, *d.clock);
+  // A stage that failed on the fleet's side runs again after a backoff, for up to a lease's
+  // TTL of failing; then (nullopt) the run goes back to kfleetd, never as a verdict.
+  const TimeMs budget_ms = d.retry.give_up_after.count() > 0 ? d.retry.give_up_after.count()
+                                                              : std::max(lease.ttl_ms, 1000);
+  auto run_stage = [&](const std::string& name, auto&& fn) -> std::optional<StageResult> {
+    Backoff backoff(d.retry.initial, d.retry.cap);
+    TimeMs failing_since = -1;
+    while (true) {
+      StageResult r = stages.run(name, [&] {
+        StageResult x = fn();
+        classify_disk(name, x, d);
+        return x;
+      });
+      if (r.ok || !r.fleet_error || d.stop.requested()) return r;
+      const TimeMs now = d.clock->now_ms();
+      if (failing_since < 0) failing_since = now;
+      if (now - failing_since >= budget_ms) {
+        const std::string why = name + ": " + r.reason + " (the fleet's failure, not the job's; " +
+                                std::to_string(backoff.attempts() + 1) + " tries over " +
+                                std::to_string((now - failing_since) / 1000) + " s)";
+        sink.log(name, "giving the run back to kfleetd to requeue: " + why);
+        log::warn("agent", "run ", lease.run_id, ": giving it back: ", why);
+        if (gave_back) *gave_back = why;
+        return std::nullopt;
+      }
+      const auto wait = backoff.next();
+      sink.log(name, "the fleet's failure, not the job's: " + r.reason + "; trying again in " +
+                         std::to_string(wait.count()) + " ms");
+      log::warn("agent", "run ", lease.run_id, ": ", name, ": ", r.reason, "; trying again in ",
+                wait.count(), " ms");
+      if (!sleep_unless_stopped(d.stop, wait)) return r;
+    }
+  };
   const std::string src_dir = (fs::path(d.run_dir) / "src").string();
   const std::string scratch = (fs::path(d.run_dir) / "work").string();
   std::error_code ec;
@@ -142,7 +225,7 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
   // An interleaved comparison also needs the reference's sources: its build runs beside ours.
   const bool interleaved = lease.compare.interleave && lease.compare.interleave_error.empty();
   const std::string ref_dir = interleaved ? (fs::path(d.run_dir) / "reference-src").string() : "";
-  StageResult fetched = stages.run(stage::fetch, [&] {
+  std::optional<StageResult> fetched = run_stage(stage::fetch, [&] {
     StageResult r = fetch_bundle(lease.bundle_hash, d, src_dir);
     if (!r.ok || !interleaved) return r;
     StageResult ref = fetch_bundle(lease.compare.bundle_hash, d, ref_dir);
@@ -153,8 +236,8 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
     r.data["reference_files"] = ref.data["files"];
     return r;
   });
-  if (d.stop.requested()) return std::nullopt;
-  if (!fetched.ok) return finish(verdict_for_failed_stage(stage::fetch, fetched));
+  if (!fetched || d.stop.requested()) return std::nullopt;
+  if (!fetched->ok) return finish(verdict_for_failed_stage(stage::fetch, *fetched));
 
   GpuInfo gpu = d.gpu;
   if (lease.phase == "compile") {
@@ -186,8 +269,9 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d) {
     // backend builds again (cached) for the binary it runs; the simulator needs none.
     if (lease.phase == "gpu" && (n == stage::resources || (n == stage::build && d.backend.simulated())))
       continue;
-    StageResult r = stages.run(name, [&] { return (d.backend.*step)(ctx); });
-    if (d.stop.requested()) return std::nullopt;
+    std::optional<StageResult> ran = run_stage(name, [&] { return (d.backend.*step)(ctx); });
+    if (!ran || d.stop.requested()) return std::nullopt;
+    StageResult& r = *ran;
     emit_stage_data(sink, name, r);
     if (!r.ok) {
       Verdict v = verdict_for_failed_stage(name, r);

@@ -46,6 +46,16 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
     v.outcome = RunOutcome::error;
     v.reason = stage + " failed: " + why;
   }
+  if (v.outcome == RunOutcome::error) {
+    // The fleet's passing failures never come here (they are retried, then the run is given
+    // back). What does: the job's own, and kfleetd refusing on purpose to hand over the
+    // sources, which no job causes. The reason says which side it was.
+    const bool fleet = stage == "fetch";
+    v.reason += fleet ? " [the fleet's failure: kfleetd would not hand over the sources; the "
+                        "job's code never ran]"
+                      : " [the job's failure: the agent and kfleetd were working]";
+    v.metrics["failed_side"] = fleet ? "fleet" : "job";
+  }
   return v;
 }
 

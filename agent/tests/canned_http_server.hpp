@@ -1,8 +1,11 @@
 #pragma once
 // A small synchronous Boost.Beast server for client tests: binds 127.0.0.1:0, serves each
 // connection on its own thread (keep-alive honoured), answers through a handler and records
-// every request it saw.
+// every request it saw. A reply can also be a fault: a connection reset (RST) or a stall that
+// answers nothing until the client gives up.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -31,6 +34,9 @@ struct CannedReply {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   std::vector<std::string> raw_chunks;  // when non-empty: written as-is, then the socket closes
+  bool reset = false;                   // no answer: the connection is reset (SO_LINGER 0)
+  std::chrono::milliseconds stall{0};   // no answer for this long (or until the server stops),
+                                        // then the connection closes
 };
 
 class CannedHttpServer {
@@ -48,7 +54,11 @@ class CannedHttpServer {
   }
 
   ~CannedHttpServer() {
-    stopping_ = true;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stopping_ = true;
+    }
+    stall_cv_.notify_all();
     boost::system::error_code ec;
     {
       // close() does not wake a thread blocked in accept(); a connection does.
@@ -104,6 +114,18 @@ class CannedHttpServer {
         seen_.push_back(seen);
       }
       CannedReply r = handler_(seen);
+      if (r.stall.count() > 0) {
+        std::unique_lock<std::mutex> l(mu_);
+        stall_cv_.wait_for(l, r.stall, [&] { return stopping_.load(); });
+        l.unlock();
+        sock.close(ec);
+        return;
+      }
+      if (r.reset) {
+        sock.set_option(asio::socket_base::linger(true, 0), ec);
+        sock.close(ec);
+        return;
+      }
       if (!r.raw_chunks.empty()) {
         for (const auto& c : r.raw_chunks) {
           asio::write(sock, asio::buffer(c), ec);
@@ -130,6 +152,7 @@ class CannedHttpServer {
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
   mutable std::mutex mu_;
+  std::condition_variable stall_cv_;
   std::vector<SeenRequest> seen_;
   std::vector<std::shared_ptr<tcp::socket>> sockets_;
   std::vector<std::thread> conn_threads_;

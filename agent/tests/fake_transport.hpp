@@ -55,9 +55,16 @@ class FakeKfleetd final : public agent::Transport {
   }
   Result<Bundle> fetch_bundle(const std::string& hash) override {
     std::lock_guard<std::mutex> l(mu);
+    ++fetch_count;
+    if (unreachable) return make_error(Errc::unavailable, "fake kfleetd is down");
     auto it = bundles.find(hash);
     if (it == bundles.end()) return make_error(Errc::not_found, "no bundle " + hash);
     return it->second;
+  }
+
+  int fetches() {
+    std::lock_guard<std::mutex> l(mu);
+    return fetch_count;
   }
 
   std::vector<Event> stored(std::int64_t run) {
@@ -72,7 +79,7 @@ class FakeKfleetd final : public agent::Transport {
   bool lose_next_answer = false;
   std::set<std::int64_t> stale_runs;
   agent::HeartbeatReply reply;
-  int heartbeats = 0, uploads = 0, duplicates = 0;
+  int heartbeats = 0, uploads = 0, duplicates = 0, fetch_count = 0;
   std::int64_t last_heartbeat_run = -1;
   std::map<std::int64_t, std::map<std::int64_t, Event>> events_by_run;
   std::map<std::int64_t, Verdict> finished;

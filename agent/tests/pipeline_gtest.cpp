@@ -208,11 +208,20 @@ TEST(Pipeline, FetchesAndUnpacksTheBundleAndRefusesAMismatch) {
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, b.files[0].content);
 
+  // Content that does not match its name was damaged since submission: the fleet's failure.
+  // It is never unpacked; after its retries the run is given back, without a verdict.
   Harness h2;
   l.bundle_hash = "sha256:0000";
-  h2.server.bundles["sha256:0000"] = b;  // content does not match the name
-  auto v2 = h2.run(l);
-  ASSERT_TRUE(v2.has_value());
-  EXPECT_EQ(v2->outcome, RunOutcome::error);
-  EXPECT_NE(v2->reason.find("fetch"), std::string::npos) << v2->reason;
+  l.ttl_ms = 300;  // the retry budget
+  h2.server.bundles["sha256:0000"] = b;
+  std::string gave_back;
+  PipelineDeps d{h2.server, *h2.backend, h2.sink, h2.stop, h2.dir, {},
+                 std::make_shared<SystemClock>(),
+                 FleetRetry{std::chrono::milliseconds(20), std::chrono::milliseconds(50),
+                            std::chrono::milliseconds(300)}};
+  auto v2 = run_pipeline(l, d, &gave_back);
+  EXPECT_FALSE(v2.has_value());
+  EXPECT_NE(gave_back.find("hashes to"), std::string::npos) << gave_back;
+  EXPECT_GE(h2.server.fetches(), 2);
+  EXPECT_TRUE(h2.sink.of("verdict").empty());
 }

@@ -36,6 +36,13 @@ StageResult infra(std::string reason) {
   return r;
 }
 
+// The agent's own failure (no compiler here, the harness missing): never the job's verdict.
+StageResult fleet(std::string reason) {
+  StageResult r = infra(std::move(reason));
+  r.fleet_error = true;
+  return r;
+}
+
 std::vector<std::string> files_in(const fs::path& dir, std::initializer_list<const char*> exts) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -261,10 +268,10 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     return run_custom_step(c, stage::build, k.steps->build, false);
   }
   auto cc = locked_compiler();
-  if (!cc.ok()) return infra(cc.error().message);
+  if (!cc.ok()) return fleet(cc.error().message);
   fs::path hdir = cfg_.harness_dir;
   if (!fs::exists(hdir / "include")) {
-    return infra("harness sources not found at " + hdir.string() +
+    return fleet("harness sources not found at " + hdir.string() +
                  ": set KFLEET_HARNESS_DIR to kernels/harness");
   }
 

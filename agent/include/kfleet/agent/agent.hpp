@@ -8,6 +8,8 @@
 
 #include "kfleet/agent/backend.hpp"
 #include "kfleet/agent/backoff.hpp"
+#include "kfleet/agent/pipeline.hpp"
+#include "kfleet/agent/spool.hpp"
 #include "kfleet/agent/transport.hpp"
 #include "kfleet/common/clock.hpp"
 
@@ -26,6 +28,9 @@ struct AgentConfig {
   // An empty host_id makes the agent a host of its own (one GPU, as before slots).
   unsigned gpu = 0;
   std::string host_id;
+  // How failures of the fleet's (kfleetd unreachable, a full disk, a missing compiler) are
+  // retried before a run is given back to kfleetd.
+  FleetRetry fleet_retry = {};
 };
 
 class Agent {
@@ -40,6 +45,7 @@ class Agent {
  private:
   Result<Enrolment> enrol_with_retry();
   void recover_spools();
+  Result<RunSpool> create_spool_with_retry(const Lease& lease, const StopFlag& stop);
   void run_one(const Lease& lease, class Heartbeater& hb);
   void stop_current(const std::string& why);
 

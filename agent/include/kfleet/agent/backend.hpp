@@ -67,9 +67,13 @@ struct StageContext {
 struct StageResult {
   bool ok = false;
   std::string reason;                 // one line when !ok: "register count 144 > budget 128"
-  bool infra_error = false;           // the stage could not run (tool missing, GPU busy): error,
-                                      // not a rejection of the kernel
+  bool infra_error = false;           // the stage could not run for a reason of the job's
+                                      // (a target no toolchain builds): error, not a rejection
   nlohmann::json data = nlohmann::json::object();
+  // The fleet's failure, not the job's (a compiler or driver missing on this agent, a full
+  // disk): never a verdict. The pipeline retries the stage, then gives the run back so that
+  // kfleetd requeues it (agent/README.md, "Whose failure is it").
+  bool fleet_error = false;
 };
 
 class Backend {

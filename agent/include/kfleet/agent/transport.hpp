@@ -2,7 +2,7 @@
 // What the agent says to kfleetd (orchestrator/api/openapi.yaml), behind an interface so the
 // pipeline, the spool uploader and the heartbeat logic are tested without a network.
 // Every call is safe to make from several threads at once.
-#include "kfleet/common/http_client.hpp"
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,6 +14,7 @@
 #include "kfleet/agent/backend.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/event.hpp"
+#include "kfleet/common/http_client.hpp"
 #include "kfleet/common/jobspec.hpp"
 #include "kfleet/common/model.hpp"
 #include "kfleet/common/result.hpp"
@@ -55,6 +56,10 @@ struct UploadAck {
   std::int64_t contiguous = 0;  // every seq 1..contiguous is stored
 };
 
+// Errc::unavailable is the fleet's side: kfleetd unreachable or restarting, a reset, a call
+// that stalled past its timeout, a 5xx or 429, an answer cut short or garbled. The caller
+// retries it with backoff; it never ends a job (agent/README.md, "Whose failure is it").
+// Every other code is kfleetd saying no on purpose, and the message says why.
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -78,9 +83,17 @@ class Transport {
 };
 using TransportPtr = std::unique_ptr<Transport>;
 
+// How long each call may take before it counts as a stall (Errc::unavailable, retried).
+struct TransportTimeouts {
+  std::chrono::milliseconds call{30000};         // enrol, event upload, finish
+  std::chrono::milliseconds heartbeat{10000};
+  std::chrono::milliseconds fetch{120000};       // a bundle of up to the size limit
+  std::chrono::milliseconds lease_slack{15000};  // beyond the long poll's own wait_ms
+};
+
 // kfleetd over HTTP (libcurl); one connection per calling thread.
 // `http` carries the TLS settings (CA file, client certificate).
 TransportPtr make_http_transport(const std::string& server_url, const std::string& enrol_token,
-                                 HttpOptions http = {});
+                                 HttpOptions http = {}, TransportTimeouts timeouts = {});
 
 }  // namespace kfleet::agent

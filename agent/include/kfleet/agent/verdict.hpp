@@ -18,7 +18,8 @@ std::string format_pct(double pct);
 // A failed stage's verdict: infra_error -> error; resources / correctness -> rejected at that
 // gate; benchmark -> rejected at the `integrity` gate (a suspect timing, a failed re-check on
 // fresh inputs, a crash or hang while timed); build -> error "build failed: ...". Never called
-// with an ok result.
+// with an ok result. An error's reason ends by naming the job's side as the one that failed
+// (metrics.failed_side = "job"): the fleet's failures never become verdicts.
 Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r);
 
 // The verdict after a successful benchmark, from the bench.result fields (median_us and, when a
