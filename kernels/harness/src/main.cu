@@ -1,4 +1,6 @@
 // kfleet-harness: the child process the agent runs per stage (PROTOCOL.md).
+#include <cstdio>
+
 #include "harness.hpp"
 
 int main(int argc, char** argv) {
@@ -6,10 +8,22 @@ int main(int argc, char** argv) {
   Options o;
   const std::string err = parse_options(argc, argv, &o);
   if (!err.empty()) fail_usage(err);
+  if (o.result_fd >= 0) {
+    // The agent's pipe: the protocol goes there, and nothing else this process runs can
+    // write to it (replay mode runs none of the job's code here).
+    std::FILE* f = fdopen(o.result_fd, "w");
+    if (!f) fail_usage("--result-fd " + std::to_string(o.result_fd) + " is not an open descriptor");
+    JsonLine::result_stream() = f;
+  }
   const DeviceInfo dev = probe_device(o.device);
   if (o.stage == "probe") {
     JsonLine("clock").num("sm_clock_mhz", measure_sm_clock_mhz()).print();
     return 0;
+  }
+  if (!o.record_path.empty()) return run_record(o);
+  if (!o.replay_path.empty()) {
+    std::string why;
+    if (!fixed_arena_open(o.va_base, &why)) fail_setup(why);
   }
   if (o.stage == "correctness") return run_correctness(o);
   return run_benchmark(o, dev);
