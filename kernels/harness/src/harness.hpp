@@ -24,6 +24,9 @@ namespace kfleet::harness {
 void set_phase(const char* phase);
 [[noreturn]] void fail_usage(const std::string& message);
 [[noreturn]] void fail_setup(const std::string& message);
+// Replay mode: what the recorder wrote, or the job's device code, is refused (exit 4, phase
+// "replay"): the kernel's doing, not the host's.
+[[noreturn]] void fail_replay(const std::string& message);
 
 // The non-blocking stream every harness operation between samples runs on (flush, poison,
 // fresh inputs, references, checks, the clock probe): the kernel gets the legacy default

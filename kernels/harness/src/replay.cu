@@ -112,7 +112,7 @@ std::string device_code_of(const std::string& path) {
   if (eh.e_machine == 190 /* EM_CUDA */) return file;
   if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
       eh.e_shoff + std::uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > file.size() || eh.e_shstrndx >= eh.e_shnum)
-    fail_setup(path + " is not an object file this harness can read");
+    fail_replay(path + " is not an object file this harness can read");
   auto section = [&](std::size_t i) {
     Elf64_Shdr sh;
     std::memcpy(&sh, file.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);
@@ -124,10 +124,10 @@ std::string device_code_of(const std::string& path) {
     if (names.sh_offset + sh.sh_name >= file.size()) continue;
     const char* name = file.data() + names.sh_offset + sh.sh_name;
     if (std::strcmp(name, ".nv_fatbin") != 0) continue;
-    if (sh.sh_offset + sh.sh_size > file.size()) fail_setup(path + ": a truncated .nv_fatbin");
+    if (sh.sh_offset + sh.sh_size > file.size()) fail_replay(path + ": a truncated .nv_fatbin");
     return file.substr(sh.sh_offset, sh.sh_size);
   }
-  fail_setup(path + " has no device code (.nv_fatbin): was it compiled by nvcc?");
+  fail_replay(path + " has no device code (.nv_fatbin): was it compiled by nvcc?");
 }
 
 struct DeviceCode {
@@ -179,7 +179,7 @@ cudaKernel_t find_kernel(const Options& o, const KernelNode& k) {
     }
     cudaGetLastError();
   }
-  fail_setup("the launch list names kernel " + k.function + ", which is not in the job's device "
+  fail_replay("the launch list names kernel " + k.function + ", which is not in the job's device "
              "code: replay runs only kernels compiled from the job's sources");
 }
 
@@ -199,7 +199,7 @@ const std::vector<LaunchList>& launch_lists(const Options& o) {
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string err = parse_launch_lists(ss.str(), l);
-    if (!err.empty()) fail_setup(o.replay_path + ": " + err);
+    if (!err.empty()) fail_replay(o.replay_path + ": " + err);
     return l;
   }();
   return *lists;
@@ -218,18 +218,18 @@ void attach_replay(const Options& o, Problem& p, const std::string& what) {
   const LaunchList* found = nullptr;
   for (const auto& l : launch_lists(o))
     if (l.what == what) found = &l;
-  if (!found) fail_setup("the launch list has no recording for " + what);
+  if (!found) fail_replay("the launch list has no recording for " + what);
   const LaunchList& l = *found;
   // The list came from a process that ran the job's code: check it as such.
   if (l.args != p.args_bytes())
-    fail_setup("the recording for " + what + " was made for other args than this case's");
+    fail_replay("the recording for " + what + " was made for other args than this case's");
   if (!same_buffers(l.buffers, fixed_buffers()))
-    fail_setup("the recording for " + what + " was made with buffers at other addresses");
+    fail_replay("the recording for " + what + " was made with buffers at other addresses");
   const std::string bad = check_addresses(l, fixed_arena_base(), fixed_arena_end(), is_device_address);
-  if (!bad.empty()) fail_setup("the recording for " + what + " is refused: " + bad);
+  if (!bad.empty()) fail_replay("the recording for " + what + " is refused: " + bad);
   GraphPlan plan;
   const std::string cyc = plan_graph(l, &plan);
-  if (!cyc.empty()) fail_setup("the recording for " + what + " is refused: " + cyc);
+  if (!cyc.empty()) fail_replay("the recording for " + what + " is refused: " + cyc);
 
   cudaGraph_t g{};
   KFLEET_GPU_CHECK(cudaGraphCreate(&g, 0));
