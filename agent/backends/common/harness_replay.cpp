@@ -187,9 +187,18 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   for (const auto& m : said)
     c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stdout"}, {"text", m.dump()}});
   if (!r.ok() || !r->ok() || r->stopped) {
-    for (auto& m : said)
-      if (m.value("type", "") == "error") messages.push_back(std::move(m));
-    return r;
+    if (!r.ok() || r->stopped || r->timed_out || r->signal) return r;
+    // The recorder is the job's process: however it ended (a refusal, a fault its launch left
+    // behind, a setup error it printed), that is the kernel's doing, not the host's.
+    std::string why = "exit code " + std::to_string(r->exit_code);
+    for (const auto& m : said)
+      if (m.value("type", "") == "error") why = m.value("message", why);
+    if (why.rfind("replay mode refused", 0) != 0)
+      why = "the recorder (the job's launch function under capture) failed: " + why;
+    messages.push_back({{"type", "error"}, {"phase", "record"}, {"message", why}});
+    SubprocessResult failed = *r;
+    failed.exit_code = 4;
+    return failed;
   }
   // 2. Measure: the harness alone, on the job's device code from the same objects.
   std::vector<std::string> measure = {parts.measurer};

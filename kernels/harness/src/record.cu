@@ -168,6 +168,10 @@ LaunchList record_one(Problem& p, const std::string& what) {
   if (!diff.empty())
     refuse(what, "two recordings of the same args differ (" + diff + "): the launch must enqueue "
                  "the same work every time it is given the same args");
+  if (a.nodes.empty() && a.status == KFLEET_OK)
+    refuse(what, "the launch returned KFLEET_OK but enqueued nothing into `stream`: work on a "
+                 "stream it did not join back into `stream`, or left to a host thread, is not "
+                 "part of the launch");
   const std::string bad = check_addresses(a, fixed_arena_base(), fixed_arena_end(), is_device_address);
   if (!bad.empty()) refuse(what, bad);
   return a;
