@@ -46,11 +46,6 @@ import json, sys
 t = sys.stdin.read(); i = t.find("{"); o = json.JSONDecoder().raw_decode(t[i:])[0] if i >= 0 else {}
 r = o.get("runs") or [{}]
 print(r[-1].get("id", r[-1].get("run_id", 0)))' 2>/dev/null)
-  # Without a bench.result the job's own reason says why (a benchmark that failed, a throttled
-  # GPU, a busy one), so a missing median names its cause in the table.
-  local why
-  why=$(kf --json status "$1" 2>/dev/null | field job.verdict.reason)
-  [ -n "$why" ] || why=$(kf --json status "$1" 2>/dev/null | field job.state_reason)
   kf --json logs "${runid:-0}" 2>/dev/null | python3 -c '
 import json, sys
 t0, job, now = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
@@ -87,6 +82,11 @@ import json, sys
 t = sys.stdin.read(); i = t.find("{"); o = json.JSONDecoder().raw_decode(t[i:])[0] if i >= 0 else {}
 r = o.get("runs") or [{}]
 print(r[-1].get("id", r[-1].get("run_id", 0)))' 2>/dev/null)
+  # Without a bench.result the job's own reason says why (a benchmark that failed, a throttled
+  # GPU, a busy one), so a missing median names its cause in the table.
+  local why
+  why=$(kf --json status "$1" 2>/dev/null | field job.verdict.reason)
+  [ -n "$why" ] || why=$(kf --json status "$1" 2>/dev/null | field job.state_reason)
   kf --json logs "${runid:-0}" 2>/dev/null | python3 -c '
 import json, sys
 job = sys.argv[1]
