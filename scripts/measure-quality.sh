@@ -82,19 +82,24 @@ import json, sys
 t = sys.stdin.read(); i = t.find("{"); o = json.JSONDecoder().raw_decode(t[i:])[0] if i >= 0 else {}
 r = o.get("runs") or [{}]
 print(r[-1].get("id", r[-1].get("run_id", 0)))' 2>/dev/null)
+  # Without a bench.result the job's own reason says why (a benchmark that failed, a throttled
+  # GPU, a busy one), so a missing median names its cause in the table.
+  local why
+  why=$(kf --json status "$1" 2>/dev/null | field job.verdict.reason)
+  [ -n "$why" ] || why=$(kf --json status "$1" 2>/dev/null | field job.state_reason)
   kf --json logs "${runid:-0}" 2>/dev/null | python3 -c '
 import json, sys
 job = sys.argv[1]
 ev = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 b = [e["data"] for e in ev if e.get("type") == "bench.result"]
-if not b: print(f"{job:>4} no bench.result"); sys.exit()
+if not b: print(f"{job:>4} no bench.result: {sys.argv[2]}"); sys.exit()
 d = b[-1]
 g = lambda k: d.get(k) if isinstance(d.get(k), (int, float)) else float("nan")
 m, e = g("median_us"), g("event_median_us")
 pct = 100 * (m / e - 1) if e == e and e > 0 else float("nan")
 print("%4s %11s %12.2f %12.2f %+8.3f%% %9.3f %9.3f %9.3f %9.3f %8.1f %5s %s" % (
     job, d.get("timing", "-"), m, e, pct, g("overhead_s"), g("refresh_s"), g("recheck_s"),
-    g("sampling_s"), g("launch_overhead_us"), d.get("inputs_read_only", "-"), d.get("n", "-")))' "$1" >>"$run/costs.txt" 2>&1
+    g("sampling_s"), g("launch_overhead_us"), d.get("inputs_read_only", "-"), d.get("n", "-")))' "$1" "$why" >>"$run/costs.txt" 2>&1
 }
 # fields LINE: the 8 fields of a submit line into f1..f8, "-" for any missing (a killed submit)
 fields() { local a=($1); for k in 0 1 2 3 4 5 6 7; do printf -v "f$((k + 1))" '%s' "${a[$k]:--}"; done; }

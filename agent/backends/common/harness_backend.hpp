@@ -2,6 +2,7 @@
 // What the CUDA and HIP backends share: the build cache, the resources gate, running the harness
 // child per stage and reading its JSON lines, custom-family steps. Vendors fill in compilers,
 // resource reports, GPU state and the profiler.
+#include <atomic>
 #include <future>
 #include <map>
 #include <mutex>
@@ -17,6 +18,21 @@
 #include "kfleet/agent/backend.hpp"
 
 namespace kfleet::backends {
+
+// Replay mode's two processes for one build (kernels/harness/ABI.md, "Recorded replay"): the
+// recorder is the job's binary; the measuring process and the job's objects (whose device
+// code it loads) sit beside it in the build cache entry.
+struct ReplayParts {
+  std::string measurer, device_code;  // device_code: the job's objects, comma-separated
+};
+ReplayParts replay_parts(const std::string& binary);
+// The job asked for in-process timing (kernel.params.timing: in_process).
+bool in_process_timing(const JobSpec& spec);
+// "" or why in-process timing is refused here (the agent runs as root).
+std::string in_process_refusal(const JobSpec& spec);
+// What a verdict of in-process timing says wherever it is shown.
+inline constexpr const char* kInProcessNote =
+    "in-process timing: the kernel's host code ran in the measuring process";
 
 struct HarnessBackendConfig {
   std::string harness_dir;
@@ -95,6 +111,16 @@ class HarnessBackend : public agent::Backend {
                                        const std::vector<std::string>& args,
                                        std::vector<nlohmann::json>& messages,
                                        const std::string& binary = "");
+  // One harness stage as the job's timing mode says: record then replay (default), or the job's
+  // binary in-process; either way the result lines come from a pipe, not stdout.
+  Result<SubprocessResult> run_stage(agent::StageContext& c, const std::string& stage,
+                                     const std::vector<std::string>& args,
+                                     std::vector<nlohmann::json>& messages,
+                                     const std::string& binary = "");
+  Result<SubprocessResult> run_child(agent::StageContext& c, const std::string& stage,
+                                     std::vector<std::string> argv,
+                                     std::vector<nlohmann::json>& messages, bool result_pipe);
+  std::atomic<int> recordings_{0};
   agent::StageResult build_one(agent::StageContext& c);
   Result<Compiler> locked_compiler();
   // The harness's objects for this compiler and arch, from the cache or compiled now (in

@@ -377,6 +377,15 @@ StageResult HarnessBackend::build_one(StageContext& c) {
       fs::remove_all(tmp, ec);
       return r;
     }
+    // Replay mode's measuring process: the harness alone. It loads the job's device code from
+    // the objects kept beside it (the very build the recorder above links), never its host code.
+    sp.argv = link_argv(*cc, cfg_.arch, flags, (*hobj)->objects, (tmp / "kfleet-measure").string());
+    res = run_subprocess(sp);
+    if (!res.ok()) return infra(res.error().message);
+    if (!res->ok()) {
+      fs::remove_all(tmp, ec);
+      return infra("linking the measuring process failed: " + first_error(res->err));
+    }
   } else if (!cfg_.link_harness) {
     c.sink.log(stage::build, "compiled for " + cfg_.arch + " (" + cc->version +
                                  "); the GPU agent links it with the harness");

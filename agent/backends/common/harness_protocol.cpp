@@ -155,6 +155,9 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
     std::string phase = e.value("phase", "");
     std::string what = e.value("call", "") + ": " + e.value("message", "");
     if (phase == "kernel") return "kernel error: " + what;
+    // Replay mode: the recorder refused the launch, or the measurer refused what it recorded;
+    // both are the kernel's doing, and the message names what was seen.
+    if (phase == "record" || phase == "replay") return e.value("message", std::string("refused"));
     infra = true;
     return "harness " + (phase.empty() ? std::string("error") : phase + " error") + ": " + what;
   }

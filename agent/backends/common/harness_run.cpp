@@ -194,6 +194,10 @@ StageResult HarnessBackend::correctness(StageContext& c) {
   }
   if (harness_binary_.empty()) return infra("no runnable harness on this host (see the build log)");
   StageResult r;
+  if (const std::string no = in_process_refusal(c.spec); !no.empty()) {
+    r.reason = no;
+    return r;
+  }
   if (!c.spec.gates.correctness) {
     r.ok = true;
     r.data["skipped"] = "no correctness gate";
@@ -202,7 +206,7 @@ StageResult HarnessBackend::correctness(StageContext& c) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& cs : c.spec.gates.correctness->cases) {
     std::vector<nlohmann::json> msgs;
-    auto res = run_harness(c, stage::correctness, harness_correctness_args(c.spec, cs), msgs);
+    auto res = run_stage(c, stage::correctness, harness_correctness_args(c.spec, cs), msgs);
     if (!res.ok()) return infra(res.error().message);
     HarnessReport rep;
     for (const auto& m : msgs) rep.add(m);
@@ -237,6 +241,14 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   if (harness_binary_.empty()) return infra("no runnable harness on this host (see the build log)");
   auto cs = benchmark_case(c.spec);
   if (!cs) return StageResult{true, "", false, {{"skipped", "no case to benchmark"}}};
+  if (const std::string no = in_process_refusal(c.spec); !no.empty()) return StageResult{false, no, false, {}};
+  if (c.compare.interleave && c.compare.spec && in_process_timing(*c.compare.spec) &&
+      !in_process_timing(c.spec))
+    return StageResult{false,
+                       "the baseline " + c.compare.label + " was timed in-process (its host code "
+                       "ran in the measuring process): it cannot be the baseline of a replayed "
+                       "job; time it replayed first",
+                       false, {}};
   std::function<Result<std::vector<unsigned>>()> others = [this] { return other_processes(); };
   if (cfg_.require_exclusive) {
     auto w = wait_for_exclusive_gpu(others, cfg_.device, {cfg_.busy_wait_s, 1.0},
@@ -287,6 +299,9 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   }
   if (!r.ok) return r;
   if (!before.is_null()) r.data["gpu_before"] = before;
+  // Wherever the verdict is shown, it says how it was timed.
+  r.data["timing_mode"] = in_process_timing(c.spec) ? "in_process" : "replay";
+  if (in_process_timing(c.spec)) r.data["timing_mode_note"] = kInProcessNote;
   if (auto s = snapshot(); s.ok()) r.data["gpu_after"] = s->to_json();
   r.data["case"] = cs->name;
   return r;
@@ -296,7 +311,7 @@ TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
                                    const std::vector<std::string>& args) {
   TimedRun t;
   std::vector<nlohmann::json> msgs;
-  auto res = run_harness(c, stage::benchmark, args, msgs, binary);
+  auto res = run_stage(c, stage::benchmark, args, msgs, binary);
   if (!res.ok()) {
     t.infra_error = true;
     t.reason = res.error().message;

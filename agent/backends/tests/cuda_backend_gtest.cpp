@@ -5,6 +5,8 @@
 #include <fstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "common/harness_backend.hpp"
@@ -105,7 +107,14 @@ TEST(CudaBackend, BuildsGatesAndRunsTheHarness) {
   c.compare.median_us = 120;
   auto bench = f.backend->benchmark(c);
   ASSERT_TRUE(bench.ok) << bench.reason;
+  // The measuring process's pipe, not the forged line it printed (which went to the log).
   EXPECT_EQ(bench.data["median_us"], 100);
+  EXPECT_EQ(bench.data["timing_mode"], "replay");
+  bool forged_in_log = false;
+  for (const auto& [type, data] : f.sink.events)
+    if (type == "log_line" && data.value("text", "").find("\"median_us\":1,") != std::string::npos)
+      forged_in_log = true;
+  EXPECT_TRUE(forged_in_log);
   EXPECT_EQ(bench.data["perf"], "improved");
   EXPECT_LT(bench.data["delta_pct"].get<double>(), -10);
 
@@ -206,6 +215,38 @@ TEST(CudaBackend, ReportsFailuresCrashesAndHangs) {
   auto hang = f.backend->correctness(c);
   EXPECT_FALSE(hang.ok);
   EXPECT_NE(hang.reason.find("timed out"), std::string::npos) << hang.reason;
+}
+
+TEST(CudaBackend, ARecorderRefusalIsTheKernelsRejection) {
+  Fixture f;
+  auto spec = job(5);
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto r = f.backend->correctness(c);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.infra_error);
+  EXPECT_NE(r.reason.find("replay mode refused the launch"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("host function node"), std::string::npos) << r.reason;
+}
+
+TEST(CudaBackend, InProcessTimingIsAskedForSaidAndNeverRoot) {
+  Fixture f;
+  auto spec = job(64);
+  spec.kernel.params = {{"timing", "in_process"}};
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto bench = f.backend->benchmark(c);
+  if (::geteuid() == 0) {
+    EXPECT_FALSE(bench.ok);
+    EXPECT_FALSE(bench.infra_error);
+    EXPECT_NE(bench.reason.find("refuses to run as root"), std::string::npos) << bench.reason;
+    return;
+  }
+  ASSERT_TRUE(bench.ok) << bench.reason;
+  EXPECT_EQ(bench.data["median_us"], 100);  // from the pipe, here too
+  EXPECT_EQ(bench.data["timing_mode"], "in_process");
+  EXPECT_EQ(bench.data["timing_mode_note"],
+            "in-process timing: the kernel's host code ran in the measuring process");
 }
 
 TEST(CudaBackend, ACompileErrorIsAOneLineReason) {

@@ -26,8 +26,14 @@ class JsonLine {
   }
   std::string text() const { return "{" + body_ + "}"; }
   void print() const {
-    std::fputs((text() + "\n").c_str(), stdout);
-    std::fflush(stdout);  // the agent reads lines as they come; a crash must not lose them
+    std::FILE* to = result_stream();
+    std::fputs((text() + "\n").c_str(), to);
+    std::fflush(to);  // the agent reads lines as they come; a crash must not lose them
+  }
+  // Where protocol lines go: stdout, or the pipe the agent gave (--result-fd, PROTOCOL.md).
+  static std::FILE*& result_stream() {
+    static std::FILE* stream = stdout;
+    return stream;
   }
 
   static std::string number(double v) {

@@ -114,6 +114,15 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--warmup-min-s") good = number(&o->warmup_min_s) && o->warmup_min_s >= 0;
     else if (flag == "--idle-timeout-s") good = number(&o->idle_timeout_s) && o->idle_timeout_s > 0;
     else if (flag == "--throttle-pct") good = number(&o->throttle_pct) && o->throttle_pct >= 0;
+    else if (flag == "--record") good = value(&o->record_path) && !o->record_path.empty();
+    else if (flag == "--replay") good = value(&o->replay_path) && !o->replay_path.empty();
+    else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
+    else if (flag == "--va-base") {
+      std::string v;
+      char* end = nullptr;
+      good = value(&v) && (o->va_base = std::strtoull(v.c_str(), &end, 0)) != 0 && end && !*end &&
+             o->va_base % (2u << 20) == 0;
+    } else if (flag == "--result-fd") { good = integer(&n) && n > 2; o->result_fd = (int)n; }
     else return "unknown option '" + flag + "'";
     (void)d;
     if (!good) return "option " + flag + " needs a valid value";
@@ -123,6 +132,10 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (t.rtol >= 0 && t.atol < 0) t.atol = 0;
   if (!t.any()) t.atol = t.rtol = 1e-2;
   if (o->stop.max_samples < o->stop.min_samples) o->stop.max_samples = o->stop.min_samples;
+  if (!o->record_path.empty() && !o->replay_path.empty())
+    return "--record and --replay exclude each other: one process records, another replays";
+  if (!o->replay_path.empty() && o->device_code.empty())
+    return "--replay needs --device-code: the job's objects, whose device code the list names";
   return "";
 }
 

@@ -28,6 +28,12 @@ struct Options {
   double warmup_min_s = 1;       // clamped to warmup_max_s
   double throttle_pct = 2;       // discard samples whose SM clock is this far below the best
   double idle_timeout_s = 10;    // the device must go idle this soon after a launch returns
+  // Replay mode (ABI.md, "Recorded replay"). record_path: record the stage's launches there
+  // instead of running them. replay_path + device_code: run the recorded launches from the
+  // job's device code only. va_base: where both map the kernel's buffers.
+  std::string record_path, replay_path, device_code;
+  std::uint64_t va_base = 0x600000000000ull;
+  int result_fd = -1;  // protocol lines go to this pipe instead of stdout
 };
 
 // "" on success, else what is wrong with the command line, in words.

@@ -36,7 +36,7 @@ class AttentionProblem : public Problem {
     const Input& k = add_input("K", random_tensor(kv_t, n, tensor_seed(o.case_name, seed, 1)));
     const Input& v = add_input("V", random_tensor(kv_t, n, tensor_seed(o.case_name, seed, 2)));
     allocate_output(out_t, n);
-    workspace_ = std::make_unique<DeviceBuffer>((std::size_t)o.workspace_mib << 20);
+    workspace_ = std::make_unique<DeviceBuffer>((std::size_t)o.workspace_mib << 20, Placement::kernel, "workspace");
     if (workspace_->bytes()) KFLEET_GPU_CHECK(gpuMemset(workspace_->get(), 0, workspace_->bytes()));
 
     args_.abi_version = KFLEET_ABI_VERSION;
@@ -65,7 +65,12 @@ class AttentionProblem : public Problem {
     bytes = (double)n * (dtype_size(q_t) + 2 * dtype_size(kv_t) + dtype_size(out_t));
   }
 
-  int launch(gpuStream_t stream) override { return KFLEET_ATTENTION_ENTRY(&args_, stream); }
+  std::vector<std::uint8_t> args_bytes() const override {
+    const auto* b = reinterpret_cast<const std::uint8_t*>(&args_);
+    return std::vector<std::uint8_t>(b, b + sizeof args_);
+  }
+
+  int launch_entry(gpuStream_t stream) override { return KFLEET_ATTENTION_ENTRY(&args_, stream); }
 
   void run_reference() override {
     attention_reference_f32(static_cast<const float*>(inputs_[0].real_f32->get()),
@@ -104,7 +109,7 @@ class AttentionProblem : public Problem {
 bool attention_kernel_linked() { return &KFLEET_ATTENTION_ENTRY != nullptr; }
 
 std::unique_ptr<Problem> make_attention_problem(const Options& o, std::uint64_t seed) {
-  if (!attention_kernel_linked()) fail_usage("this binary has no attention kernel");
+  if (o.replay_path.empty() && !attention_kernel_linked()) fail_usage("this binary has no attention kernel");
   return std::make_unique<AttentionProblem>(o, seed);
 }
 

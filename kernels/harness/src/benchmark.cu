@@ -116,6 +116,11 @@ SampleTiming judge(ActivityTracer& tracer, const Launch& l, const CrossCheckBoun
 
 int run_benchmark(const Options& o, const DeviceInfo& dev) {
   auto problem = make_problem(o, o.seeds.front());
+  // Warm-up runs on refreshed inputs too, so that one set of args (scales of refreshed inputs)
+  // serves every launch: in replay mode that is the one recording the benchmark has.
+  problem->refresh_inputs(0);
+  KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+  if (!o.replay_path.empty()) attach_replay(o, *problem, recording_name(o.stage, 0));
   // Timing that sees all the work, or a result that says it could not.
   std::string no_tracer;
   ActivityTracer* tracer = ActivityTracer::start(&no_tracer);

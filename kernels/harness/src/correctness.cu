@@ -33,6 +33,7 @@ int run_correctness(const Options& o) {
   bool all_pass = true;
   for (const std::uint64_t seed : o.seeds) {
     auto problem = make_problem(o, seed);
+    if (!o.replay_path.empty()) attach_replay(o, *problem, recording_name(o.stage, seed));
     const std::size_t n = problem->out_elements();
     // The reference goes to the host and is zeroed on the device before the kernel runs: a
     // kernel that searched device memory for it would find nothing to copy.

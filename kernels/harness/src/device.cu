@@ -52,13 +52,21 @@ void device_sync_bounded(double timeout_s, const std::function<void()>& on_timeo
                                "gpuDeviceSynchronize() after the launch", __FILE__, __LINE__);
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes, bool protect) : bytes_(bytes) {
-  if (bytes && protect) p_ = protected_alloc(bytes);
-  if (bytes && !p_) KFLEET_GPU_CHECK(gpuMalloc(&p_, bytes));
+DeviceBuffer::DeviceBuffer(std::size_t bytes, Placement where, const std::string& name)
+    : bytes_(bytes) {
+  if (!bytes) return;
+  if (where != Placement::plain && fixed_arena_active()) {
+    p_ = fixed_alloc(bytes, where == Placement::input, name);
+    if (!p_) fail_setup("could not map " + name + " (" + std::to_string(bytes) +
+                        " bytes) in the replay arena");
+    return;
+  }
+  if (where == Placement::input) p_ = protected_alloc(bytes);
+  if (!p_) KFLEET_GPU_CHECK(gpuMalloc(&p_, bytes));
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (p_ && !protected_free(p_)) KFLEET_GPU_CHECK(gpuFree(p_));
+  if (p_ && !fixed_free(p_) && !protected_free(p_)) KFLEET_GPU_CHECK(gpuFree(p_));
 }
 
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {

@@ -11,6 +11,7 @@
 #include "../cpu/inputs.hpp"
 #include "../cpu/integrity.hpp"
 #include "../cpu/json_line.hpp"
+#include "../cpu/launch_list.hpp"
 #include "kfleet_harness/abi.h"
 #include "kfleet_harness/gpu_runtime.hpp"
 #include "../cpu/metrics.hpp"
@@ -23,6 +24,9 @@ namespace kfleet::harness {
 void set_phase(const char* phase);
 [[noreturn]] void fail_usage(const std::string& message);
 [[noreturn]] void fail_setup(const std::string& message);
+// Replay mode: what the recorder wrote, or the job's device code, is refused (exit 4, phase
+// "replay"): the kernel's doing, not the host's.
+[[noreturn]] void fail_replay(const std::string& message);
 
 // The non-blocking stream every harness operation between samples runs on (flush, poison,
 // fresh inputs, references, checks, the clock probe): the kernel gets the legacy default
@@ -42,10 +46,31 @@ bool inputs_read_only(bool read_only);  // false when no input is protected or i
 bool inputs_protected();
 bool inputs_are_read_only_now();
 
+// The fixed-address arena of replay mode (fixed_va.cu): recorder and measurer map the buffers a
+// kernel may touch (inputs, output, workspace) at the same virtual addresses, in the same order,
+// so that the recorded launch's parameter bytes are valid in the measuring process.
+bool fixed_arena_open(std::uint64_t base, std::string* why);
+bool fixed_arena_active();
+std::uint64_t fixed_arena_base();
+std::uint64_t fixed_arena_end();
+std::vector<FixedBuffer> fixed_buffers();
+void* fixed_alloc(std::size_t bytes, bool read_only_capable, const std::string& name);
+bool fixed_free(void* p);
+constexpr std::uint64_t kDefaultArenaBase = 0x600000000000ull;  // 96 TiB: far from the heap,
+                                                                // libraries and the stack
+constexpr std::uint64_t kArenaBytes = 1ull << 40;                // reserved, not backed
+
+// Where a buffer lives: plain device memory (the harness's own), an input (read-only around a
+// launch where possible), or kernel-visible (output, workspace). In replay mode the last two
+// come from the fixed arena.
+enum class Placement { plain, input, kernel };
+
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes, bool protect = false);
+  explicit DeviceBuffer(std::size_t bytes, bool protect = false)
+      : DeviceBuffer(bytes, protect ? Placement::input : Placement::plain, "") {}
+  DeviceBuffer(std::size_t bytes, Placement where, const std::string& name);
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer();
@@ -95,11 +120,19 @@ struct DeviceCheck {
 DeviceCheck check_on_device(const void* out, kfleet_dtype out_dtype, const float* ref,
                             std::size_t n, double atol, double rtol);
 
+class ReplayGraph;  // replay.cu
+
 // One case of a family at one seed: inputs on the device, the fp32 reference, the launch.
 class Problem {
  public:
   virtual ~Problem() = default;
-  virtual int launch(gpuStream_t stream) = 0;  // the kernel's status (KFLEET_OK/UNSUPPORTED)
+  // The kernel's status (KFLEET_OK/UNSUPPORTED): the recorded graph when one is attached
+  // (replay mode), else the job's launch function in this process.
+  int launch(gpuStream_t stream);
+  virtual int launch_entry(gpuStream_t stream) = 0;  // the job's launch function
+  // The ABI args struct's bytes: the recording is made for, and checked against, these.
+  virtual std::vector<std::uint8_t> args_bytes() const = 0;
+  std::shared_ptr<ReplayGraph> replay;
   virtual std::vector<double> cpu_reference() const = 0;
   // Outputs that do no work (all zeros; for attention the mean of V), for the gate-strength
   // check: host-side, from the inputs as generated.
@@ -149,6 +182,13 @@ bool scaled_mm_kernel_linked();
 std::unique_ptr<Problem> make_attention_problem(const Options& o, std::uint64_t seed);
 std::unique_ptr<Problem> make_scaled_mm_problem(const Options& o, std::uint64_t seed);
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
+
+// Replay mode (record.cu, replay.cu).
+int run_record(const Options& o);
+// Loads the launch lists and the job's device code named by the options; attaches the graph
+// recorded for `what` to `p` (fails the setup with the reason when it cannot).
+void attach_replay(const Options& o, Problem& p, const std::string& what);
+std::string recording_name(const std::string& stage, std::uint64_t seed);
 
 int run_correctness(const Options& o);
 int run_benchmark(const Options& o, const DeviceInfo& dev);

@@ -13,7 +13,7 @@ Problem::Input& Problem::add_input(const std::string& name, HostTensor t) {
   in.host = std::move(t);
   in.hash = fnv1a64(in.host.bytes.data(), in.host.bytes.size());
   in.scale = in.host.scale;
-  in.device = std::make_unique<DeviceBuffer>(in.host.bytes.size(), /*protect=*/true);
+  in.device = std::make_unique<DeviceBuffer>(in.host.bytes.size(), Placement::input, "input " + name);
   in.device->upload(in.host.bytes.data(), in.host.bytes.size());
   // The fp32 copy for the reference is filled only while a reference is computed
   // (compute_reference) and zeroed afterwards (scrub_reference).
@@ -26,7 +26,7 @@ Problem::Input& Problem::add_input(const std::string& name, HostTensor t) {
 void Problem::allocate_output(kfleet_dtype t, std::size_t elements) {
   out_dtype_ = t;
   out_elements_ = elements;
-  output_ = std::make_unique<DeviceBuffer>(elements * dtype_size(t));
+  output_ = std::make_unique<DeviceBuffer>(elements * dtype_size(t), Placement::kernel, "output");
   reference_ = std::make_unique<DeviceBuffer>(elements * sizeof(float));
   KFLEET_GPU_CHECK(gpuMemset(reference_->get(), 0, reference_->bytes()));
 }
@@ -66,7 +66,10 @@ std::string Problem::inputs_changed() const {
 }
 
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed) {
-  const bool attention = attention_kernel_linked(), scaled_mm = scaled_mm_kernel_linked();
+  // The measuring process of replay mode links no kernel: the shape says the family.
+  const bool replay = !o.replay_path.empty();
+  const bool attention = replay || attention_kernel_linked(),
+             scaled_mm = replay || scaled_mm_kernel_linked();
   if (attention && scaled_mm) {  // both linked: the shape says which family this case is
     if (o.shape.count("M")) return make_scaled_mm_problem(o, seed);
     return make_attention_problem(o, seed);

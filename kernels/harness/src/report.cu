@@ -21,6 +21,11 @@ void fail_setup(const std::string& message) {
   std::exit(3);
 }
 
+void fail_replay(const std::string& message) {
+  JsonLine("error").str("phase", "replay").str("message", "replay mode refused the recording: " + message).print();
+  std::exit(4);
+}
+
 }  // namespace kfleet::harness
 
 void kfleet_harness_gpu_failure(int code, const char* name, const char* message,

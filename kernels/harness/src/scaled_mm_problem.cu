@@ -32,7 +32,7 @@ class ScaledMmProblem : public Problem {
     a_scale_ = a.host.scale;
     b_scale_ = b.host.scale;
     allocate_output(out_t, M * N);
-    workspace_ = std::make_unique<DeviceBuffer>((std::size_t)o.workspace_mib << 20);
+    workspace_ = std::make_unique<DeviceBuffer>((std::size_t)o.workspace_mib << 20, Placement::kernel, "workspace");
     if (workspace_->bytes()) KFLEET_GPU_CHECK(gpuMemset(workspace_->get(), 0, workspace_->bytes()));
 
     args_.abi_version = KFLEET_ABI_VERSION;
@@ -56,7 +56,12 @@ class ScaledMmProblem : public Problem {
     bytes = (double)(M * K + K * N) + (double)(M * N + (bias ? N : 0)) * dtype_size(out_t);
   }
 
-  int launch(gpuStream_t stream) override { return KFLEET_SCALED_MM_ENTRY(&args_, stream); }
+  std::vector<std::uint8_t> args_bytes() const override {
+    const auto* b = reinterpret_cast<const std::uint8_t*>(&args_);
+    return std::vector<std::uint8_t>(b, b + sizeof args_);
+  }
+
+  int launch_entry(gpuStream_t stream) override { return KFLEET_SCALED_MM_ENTRY(&args_, stream); }
 
   void run_reference() override {
     // The fp32 copies are already dequantised (scale applied), so the reference scale is 1.
@@ -100,7 +105,7 @@ class ScaledMmProblem : public Problem {
 bool scaled_mm_kernel_linked() { return &KFLEET_SCALED_MM_ENTRY != nullptr; }
 
 std::unique_ptr<Problem> make_scaled_mm_problem(const Options& o, std::uint64_t seed) {
-  if (!scaled_mm_kernel_linked()) fail_usage("this binary has no scaled_mm kernel");
+  if (o.replay_path.empty() && !scaled_mm_kernel_linked()) fail_usage("this binary has no scaled_mm kernel");
   return std::make_unique<ScaledMmProblem>(o, seed);
 }
 

@@ -1,20 +1,55 @@
 // A stand-in harness (host code only, so it runs without a GPU) that speaks PROTOCOL.md's
 // command line and JSON lines. The job's kernel object is linked in; the shape's S picks the
-// behaviour: S=13 crashes, S=7 fails a check, S=99 hangs, otherwise it passes.
+// behaviour: S=13 crashes, S=7 fails a check, S=99 hangs, S=5 is refused by the recorder,
+// otherwise it passes. Replay mode as the real harness has it: with --record it writes a launch
+// list and exits; with --replay it is the measuring process (linked without the job, so the
+// job's entry is a null weak symbol), writes its lines to --result-fd and prints a forged bench
+// line on stdout that the agent must not believe.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "kfleet_harness/kernel.hpp"
+
+extern "C" __attribute__((weak)) int fake_launch(float*, int);
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
-  std::string shape, name = "?";
+  std::string shape, name = "?", record, replay, device_code;
+  int result_fd = -1;
   for (int i = 2; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--shape")) shape = argv[i + 1];
     if (!std::strcmp(argv[i], "--case")) name = argv[i + 1];
+    if (!std::strcmp(argv[i], "--record")) record = argv[i + 1];
+    if (!std::strcmp(argv[i], "--replay")) replay = argv[i + 1];
+    if (!std::strcmp(argv[i], "--device-code")) device_code = argv[i + 1];
+    if (!std::strcmp(argv[i], "--result-fd")) result_fd = std::atoi(argv[i + 1]);
+  }
+  if (!record.empty()) {
+    if (shape.find("S=5") != std::string::npos) {
+      std::printf("{\"type\":\"error\",\"phase\":\"record\",\"message\":\"replay mode refused "
+                  "the launch (%s): the launch enqueued a host function node\"}\n", mode.c_str());
+      return 4;
+    }
+    std::ofstream(record) << "kfleet-launch-list 1\n";
+    std::printf("{\"type\":\"recorded\",\"lists\":1}\n");
+    return fake_launch ? 0 : 5;  // the recorder is the binary with the job in it
+  }
+  if (!replay.empty()) {
+    std::ifstream in(replay);
+    if (!in || device_code.find(".o") == std::string::npos || fake_launch) return 6;
+  }
+  if (result_fd >= 0) {
+    // What a job's code would try: a forged result on stdout. Only the pipe counts.
+    std::printf("{\"type\":\"bench\",\"case\":\"%s\",\"n\":5,\"median_us\":1,\"samples_us\":[1,1,1,1,1],"
+                "\"suspect\":false,\"recheck\":{\"pass\":true}}\n", name.c_str());
+    std::fflush(stdout);
+    if (dup2(result_fd, 1) < 0) return 7;
   }
   std::printf("{\"type\":\"device\",\"runtime\":\"fake\",\"name\":\"Fake GPU\",\"arch\":\"sm_89\"}\n");
   std::fflush(stdout);
@@ -31,7 +66,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "benchmark") {
     std::printf("{\"type\":\"bench\",\"case\":\"%s\",\"n\":5,\"median_us\":%d,\"samples_us\":[99,100,100,101,100],"
-                "\"suspect\":false,\"recheck\":{\"pass\":true}}\n", name.c_str(), 100 + fake_launch(nullptr, 0));
+                "\"suspect\":false,\"recheck\":{\"pass\":true}}\n", name.c_str(), 100 + (fake_launch ? fake_launch(nullptr, 0) : 0));
     return 0;
   }
   return 2;

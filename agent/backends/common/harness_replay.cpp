@@ -1,0 +1,210 @@
+// How a harness stage runs (kernels/harness/ABI.md, "Recorded replay"): by default the job's
+// binary only records its launches (its output goes to the job's log, nothing it prints is a
+// result) and the measuring process, the harness built without the job's host code, replays
+// them and reports through a pipe the agent gives it. A job that asks for in-process timing
+// runs as before, still reporting through the pipe, and never as root.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "common/harness_backend.hpp"
+#include "common/harness_protocol.hpp"
+#include "kfleet/common/event.hpp"
+
+namespace kfleet::backends {
+namespace fs = std::filesystem;
+using agent::StageContext;
+
+namespace {
+
+// The read end stays with the agent; the write end goes to one child only: it is inheritable
+// from just before the spawn until the child is seen running (run_subprocess's first poll),
+// then the agent closes its copy, so the child and its descendants alone can write, and EOF
+// comes when they are gone.
+class ResultPipe {
+ public:
+  ResultPipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) == 0) {
+      read_ = fds[0];
+      write_ = fds[1];
+    }
+  }
+  ~ResultPipe() {
+    close_write();
+    if (reader_.joinable()) reader_.join();
+    if (read_ >= 0) ::close(read_);
+  }
+  bool ok() const { return read_ >= 0 && write_ >= 0; }
+  int write_fd() const { return write_; }
+  void start() {
+    ::fcntl(write_, F_SETFD, 0);  // inherited by the next spawn
+    reader_ = std::thread([this] {
+      char buf[65536];
+      for (;;) {
+        pollfd p{read_, POLLIN, 0};
+        const int n = ::poll(&p, 1, 100);
+        if (n < 0 && errno != EINTR) return;
+        if (n <= 0) {
+          if (done_) return;
+          continue;
+        }
+        const ssize_t r = ::read(read_, buf, sizeof buf);
+        if (r <= 0) return;  // EOF: every writer is gone
+        text_.append(buf, static_cast<std::size_t>(r));
+      }
+    });
+  }
+  void close_write() {
+    if (write_ >= 0) ::close(write_);
+    write_ = -1;
+  }
+  // After the child has ended: what it wrote.
+  std::string finish() {
+    close_write();
+    // A descendant outside the killed group could hold the write end: stop after a bound.
+    std::thread stopper([this] {
+      for (int i = 0; i < 20 && !joined_; ++i) ::usleep(100 * 1000);
+      done_ = true;
+    });
+    if (reader_.joinable()) reader_.join();
+    joined_ = true;
+    stopper.join();
+    return text_;
+  }
+
+ private:
+  int read_ = -1, write_ = -1;
+  std::thread reader_;
+  std::string text_;
+  std::atomic<bool> done_{false}, joined_{false};
+};
+
+std::string join(const std::vector<std::string>& v, char sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : std::string(1, sep)) + x;
+  return s;
+}
+
+}  // namespace
+
+bool in_process_timing(const JobSpec& spec) {
+  const auto& p = spec.kernel.params;
+  return p.is_object() && p.contains("timing") && p["timing"].is_string() &&
+         p["timing"].get<std::string>() == "in_process";
+}
+
+std::string in_process_refusal(const JobSpec& spec) {
+  if (!in_process_timing(spec) || ::geteuid() != 0) return "";
+  return "in-process timing refuses to run as root: the kernel's host code runs in the measuring "
+         "process; run the agent as an unprivileged user, or drop kernel.params.timing to replay";
+}
+
+ReplayParts replay_parts(const std::string& binary) {
+  ReplayParts r;
+  const fs::path entry = fs::path(binary).parent_path();
+  r.measurer = (entry / "kfleet-measure").string();
+  std::vector<std::string> objects;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(entry, ec))
+    if (e.path().extension() == ".o") objects.push_back(e.path().string());
+  std::sort(objects.begin(), objects.end());
+  r.device_code = join(objects, ',');
+  return r;
+}
+
+Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::string& stage,
+                                                   std::vector<std::string> argv,
+                                                   std::vector<nlohmann::json>& messages,
+                                                   bool result_pipe) {
+  SubprocessSpec sp;
+  const bool probe = argv.size() > 1 && argv[1] == "probe";
+  if (!probe) argv.insert(argv.end(), {"--device", std::to_string(child_device())});
+  if (argv.size() > 1 && argv[1] == "benchmark" && cfg_.throttle_pct >= 0) {
+    std::ostringstream t;
+    t << cfg_.throttle_pct;
+    argv.insert(argv.end(), {"--throttle-pct", t.str()});
+  }
+  ResultPipe pipe;
+  if (result_pipe) {
+    if (!pipe.ok()) return make_error(Errc::unavailable, "cannot create the result pipe");
+    argv.insert(argv.end(), {"--result-fd", std::to_string(pipe.write_fd())});
+  }
+  sp.argv = std::move(argv);
+  sp.env = pin_env_;
+  sp.cwd = c.work_dir;
+  sp.timeout_s = c.spec.timeout_s;
+  sp.should_stop = [&] {
+    pipe.close_write();  // the child runs: it holds its own copy
+    return c.stop.requested();
+  };
+  sp.on_line = [&](OutputStream s, const std::string& line) {
+    if (s == OutputStream::err || result_pipe) {
+      // With a result pipe, whatever the child prints is the job's log, never a result.
+      c.sink.emit(event_type::log_line,
+                  {{"stage", stage}, {"stream", s == OutputStream::err ? "stderr" : "stdout"},
+                   {"text", line}});
+      return;
+    }
+    if (auto m = parse_harness_line(line)) messages.push_back(std::move(*m));
+  };
+  if (result_pipe) pipe.start();
+  auto res = run_subprocess(sp);
+  if (result_pipe) {
+    std::istringstream in(pipe.finish());
+    std::string line;
+    while (std::getline(in, line))
+      if (auto m = parse_harness_line(line)) messages.push_back(std::move(*m));
+  }
+  return res;
+}
+
+Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::string& stage,
+                                                   const std::vector<std::string>& args,
+                                                   std::vector<nlohmann::json>& messages,
+                                                   const std::string& binary_in) {
+  const std::string binary = binary_in.empty() ? harness_binary_ : binary_in;
+  std::vector<std::string> argv = {binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (in_process_timing(c.spec)) {
+    if (const std::string no = in_process_refusal(c.spec); !no.empty())
+      return make_error(Errc::forbidden, no);
+    return run_child(c, stage, argv, messages, /*result_pipe=*/true);
+  }
+  // 1. Record: the job's code, whose output is its log; only its error line explains a refusal.
+  const ReplayParts parts = replay_parts(binary);
+  const std::string list = (fs::path(c.work_dir) / ("launches-" + std::to_string(++recordings_) + ".txt")).string();
+  std::vector<std::string> rec = argv;
+  rec.insert(rec.end(), {"--record", list});
+  std::vector<nlohmann::json> said;
+  auto r = run_child(c, stage, rec, said, /*result_pipe=*/false);
+  for (const auto& m : said)
+    c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stdout"}, {"text", m.dump()}});
+  if (!r.ok() || !r->ok() || r->stopped) {
+    if (!r.ok() || r->stopped || r->timed_out || r->signal) return r;
+    // The recorder is the job's process: however it ended (a refusal, a fault its launch left
+    // behind, a setup error it printed), that is the kernel's doing, not the host's.
+    std::string why = "exit code " + std::to_string(r->exit_code);
+    for (const auto& m : said)
+      if (m.value("type", "") == "error") why = m.value("message", why);
+    if (why.rfind("replay mode refused", 0) != 0)
+      why = "the recorder (the job's launch function under capture) failed: " + why;
+    messages.push_back({{"type", "error"}, {"phase", "record"}, {"message", why}});
+    SubprocessResult failed = *r;
+    failed.exit_code = 4;
+    return failed;
+  }
+  // 2. Measure: the harness alone, on the job's device code from the same objects.
+  std::vector<std::string> measure = {parts.measurer};
+  measure.insert(measure.end(), args.begin(), args.end());
+  measure.insert(measure.end(), {"--replay", list, "--device-code", parts.device_code});
+  return run_child(c, stage, measure, messages, /*result_pipe=*/true);
+}
+
+}  // namespace kfleet::backends

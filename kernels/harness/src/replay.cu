@@ -1,0 +1,329 @@
+// The measuring side of replay mode (ABI.md, "Recorded replay"): loads the job's device code
+// only (the fatbin nvcc put in each of the job's objects, the very build the recorder ran),
+// checks the launch list the recorder wrote as it would check anything from the job, and
+// rebuilds it as a graph that every launch of this process runs. The job's host code is never
+// loaded here.
+#include <elf.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "harness.hpp"
+
+namespace kfleet::harness {
+
+#if defined(KFLEET_CUDA)
+
+// One recorded operation, ready to issue on a stream (a chain) or already in the graph.
+struct ReplayOp {
+  const LaunchNode* node = nullptr;
+  cudaKernel_t kernel{};
+  std::vector<std::uint8_t> params;
+  std::vector<void*> ptrs;  // into params, one per parameter slot
+};
+
+class ReplayGraph {
+ public:
+  ReplayGraph(cudaGraphExec_t exec, int status, std::vector<ReplayOp> chain)
+      : exec_(exec), status_(status), chain_(std::move(chain)) {}
+  ~ReplayGraph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+  }
+  int launch(gpuStream_t stream) {
+    if (status_ != KFLEET_OK) return status_;
+    if (chain_.empty()) {
+      KFLEET_GPU_CHECK(cudaGraphLaunch(exec_, stream));
+      return KFLEET_OK;
+    }
+    for (auto& op : chain_) issue(op, stream);
+    return KFLEET_OK;
+  }
+  std::size_t operations() const { return chain_.size(); }
+
+ private:
+  static void issue(ReplayOp& op, gpuStream_t stream) {
+    const LaunchNode& n = *op.node;
+    switch (n.kind) {
+      case LaunchNode::Kind::kernel: {
+        const KernelNode& k = n.kernel;
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
+        cfg.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
+        cfg.dynamicSmemBytes = k.shared_bytes;
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        if (k.cluster[0] > 0) {
+          attr[0].id = cudaLaunchAttributeClusterDimension;
+          attr[0].val.clusterDim.x = k.cluster[0];
+          attr[0].val.clusterDim.y = k.cluster[1];
+          attr[0].val.clusterDim.z = k.cluster[2];
+          cfg.attrs = attr;
+          cfg.numAttrs = 1;
+        }
+        KFLEET_GPU_CHECK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(op.kernel),
+                                             op.ptrs.empty() ? nullptr : op.ptrs.data()));
+        break;
+      }
+      case LaunchNode::Kind::memset: {
+        const MemsetNode& m = n.memset;
+        void* dst = reinterpret_cast<void*>(m.dst);
+        if (m.element_size != 1 || m.height > 1) {
+          // Runtime memsets of 2/4-byte elements have no async stream form; a graph does.
+          fail_setup("internal: a wide or 2D memset must be replayed as a graph");
+        }
+        KFLEET_GPU_CHECK(cudaMemsetAsync(dst, static_cast<int>(m.value), m.width, stream));
+        break;
+      }
+      case LaunchNode::Kind::memcpy:
+        KFLEET_GPU_CHECK(cudaMemcpyAsync(reinterpret_cast<void*>(n.memcpy.dst),
+                                         reinterpret_cast<const void*>(n.memcpy.src),
+                                         n.memcpy.bytes, cudaMemcpyDeviceToDevice, stream));
+        break;
+      case LaunchNode::Kind::empty:
+        break;
+    }
+  }
+
+  cudaGraphExec_t exec_ = nullptr;
+  int status_ = KFLEET_OK;
+  std::vector<ReplayOp> chain_;
+};
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_setup("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The fatbin nvcc embeds in a host object (section .nv_fatbin, no relocations), or the file
+// itself when it is a cubin or a fatbin already.
+std::string device_code_of(const std::string& path) {
+  const std::string file = read_file(path);
+  if (file.size() < sizeof(Elf64_Ehdr) || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0)
+    return file;  // a bare fatbin: the runtime checks its magic
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, file.data(), sizeof eh);
+  if (eh.e_machine == 190 /* EM_CUDA */) return file;
+  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      eh.e_shoff + std::uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > file.size() || eh.e_shstrndx >= eh.e_shnum)
+    fail_replay(path + " is not an object file this harness can read");
+  auto section = [&](std::size_t i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, file.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);
+    return sh;
+  };
+  const Elf64_Shdr names = section(eh.e_shstrndx);
+  for (std::size_t i = 0; i < eh.e_shnum; ++i) {
+    const Elf64_Shdr sh = section(i);
+    if (names.sh_offset + sh.sh_name >= file.size()) continue;
+    const char* name = file.data() + names.sh_offset + sh.sh_name;
+    if (std::strcmp(name, ".nv_fatbin") != 0) continue;
+    if (sh.sh_offset + sh.sh_size > file.size()) fail_replay(path + ": a truncated .nv_fatbin");
+    return file.substr(sh.sh_offset, sh.sh_size);
+  }
+  fail_replay(path + " has no device code (.nv_fatbin): was it compiled by nvcc?");
+}
+
+struct DeviceCode {
+  std::vector<cudaLibrary_t> libraries;
+  std::vector<std::string> paths;
+  std::map<std::string, cudaKernel_t> kernels;
+};
+
+DeviceCode& device_code(const Options& o) {
+  static DeviceCode* code = [&] {
+    auto* c = new DeviceCode;  // never freed: the runtime unloads libraries at exit
+    std::stringstream in(o.device_code);
+    std::string path;
+    while (std::getline(in, path, ',')) {
+      if (path.empty()) continue;
+      const std::string bytes = device_code_of(path);
+      cudaLibrary_t lib{};
+      const cudaError_t e = cudaLibraryLoadData(&lib, bytes.data(), nullptr, nullptr, 0, nullptr,
+                                                nullptr, 0);
+      if (e != cudaSuccess)
+        fail_setup("cannot load the device code of " + path + ": " + cudaGetErrorString(e));
+      c->libraries.push_back(lib);
+      c->paths.push_back(path);
+    }
+    if (c->libraries.empty()) fail_setup("replay mode needs --device-code: the job's objects");
+    return c;
+  }();
+  return *code;
+}
+
+cudaKernel_t find_kernel(const Options& o, const KernelNode& k) {
+  DeviceCode& code = device_code(o);
+  if (auto it = code.kernels.find(k.function); it != code.kernels.end()) return it->second;
+  for (auto lib : code.libraries) {
+    cudaKernel_t kernel{};
+    if (cudaLibraryGetKernel(&kernel, lib, k.function.c_str()) == cudaSuccess) {
+      int dev = 0;
+      KFLEET_GPU_CHECK(cudaGetDevice(&dev));
+      // What the launch function set on its function in the recorder; a kernel's other
+      // attributes are in its code.
+      if (k.max_dynamic_shared > 0)
+        KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.max_dynamic_shared, dev));
+      if (k.non_portable_cluster > 0)
+        KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
+            kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, dev));
+      code.kernels[k.function] = kernel;
+      return kernel;
+    }
+    cudaGetLastError();
+  }
+  fail_replay("the launch list names kernel " + k.function + ", which is not in the job's device "
+             "code: replay runs only kernels compiled from the job's sources");
+}
+
+bool is_device_address(std::uint64_t v) {
+  if (v < 4096) return false;
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(v));
+  cudaGetLastError();
+  return e == cudaSuccess && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
+}
+
+const std::vector<LaunchList>& launch_lists(const Options& o) {
+  static std::vector<LaunchList>* lists = [&] {
+    auto* l = new std::vector<LaunchList>;
+    std::ifstream in(o.replay_path, std::ios::binary);
+    if (!in) fail_setup("cannot read the launch list " + o.replay_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string err = parse_launch_lists(ss.str(), l);
+    if (!err.empty()) fail_replay(o.replay_path + ": " + err);
+    return l;
+  }();
+  return *lists;
+}
+
+bool same_buffers(const std::vector<FixedBuffer>& a, const std::vector<FixedBuffer>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].va != b[i].va || a[i].bytes != b[i].bytes || a[i].name != b[i].name) return false;
+  return true;
+}
+
+}  // namespace
+
+void attach_replay(const Options& o, Problem& p, const std::string& what) {
+  const LaunchList* found = nullptr;
+  for (const auto& l : launch_lists(o))
+    if (l.what == what) found = &l;
+  if (!found) fail_replay("the launch list has no recording for " + what);
+  const LaunchList& l = *found;
+  // The list came from a process that ran the job's code: check it as such.
+  if (l.args != p.args_bytes())
+    fail_replay("the recording for " + what + " was made for other args than this case's");
+  if (!same_buffers(l.buffers, fixed_buffers()))
+    fail_replay("the recording for " + what + " was made with buffers at other addresses");
+  const std::string bad = check_addresses(l, fixed_arena_base(), fixed_arena_end(), is_device_address);
+  if (!bad.empty()) fail_replay("the recording for " + what + " is refused: " + bad);
+  GraphPlan plan;
+  const std::string cyc = plan_graph(l, &plan);
+  if (!cyc.empty()) fail_replay("the recording for " + what + " is refused: " + cyc);
+
+  cudaGraph_t g{};
+  KFLEET_GPU_CHECK(cudaGraphCreate(&g, 0));
+  std::vector<cudaGraphNode_t> made(l.nodes.size(), nullptr);
+  std::vector<std::vector<std::uint8_t>> params(l.nodes.size());
+  for (const std::uint32_t i : plan.order) {
+    std::vector<cudaGraphNode_t> deps;
+    for (auto d : plan.deps[i]) deps.push_back(made[d]);
+    const LaunchNode& n = l.nodes[i];
+    cudaGraphNode_t node{};
+    switch (n.kind) {
+      case LaunchNode::Kind::kernel: {
+        const KernelNode& k = n.kernel;
+        params[i] = k.params;
+        std::vector<void*> ptrs;
+        for (const auto& s : k.slots) ptrs.push_back(params[i].data() + s.offset);
+        cudaKernelNodeParams kp{};
+        kp.func = reinterpret_cast<void*>(find_kernel(o, k));
+        kp.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
+        kp.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
+        kp.sharedMemBytes = k.shared_bytes;
+        kp.kernelParams = ptrs.empty() ? nullptr : ptrs.data();
+        KFLEET_GPU_CHECK(cudaGraphAddKernelNode(&node, g, deps.data(), deps.size(), &kp));
+        if (k.cluster[0] > 0) {
+          cudaLaunchAttributeValue v{};
+          v.clusterDim.x = k.cluster[0], v.clusterDim.y = k.cluster[1], v.clusterDim.z = k.cluster[2];
+          KFLEET_GPU_CHECK(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeClusterDimension, &v));
+        }
+        break;
+      }
+      case LaunchNode::Kind::memset: {
+        cudaMemsetParams mp{};
+        mp.dst = reinterpret_cast<void*>(n.memset.dst);
+        mp.pitch = n.memset.pitch;
+        mp.value = n.memset.value;
+        mp.elementSize = n.memset.element_size;
+        mp.width = n.memset.width;
+        mp.height = n.memset.height;
+        KFLEET_GPU_CHECK(cudaGraphAddMemsetNode(&node, g, deps.data(), deps.size(), &mp));
+        break;
+      }
+      case LaunchNode::Kind::memcpy:
+        KFLEET_GPU_CHECK(cudaGraphAddMemcpyNode1D(
+            &node, g, deps.data(), deps.size(), reinterpret_cast<void*>(n.memcpy.dst),
+            reinterpret_cast<const void*>(n.memcpy.src), n.memcpy.bytes, cudaMemcpyDeviceToDevice));
+        break;
+      case LaunchNode::Kind::empty:
+        KFLEET_GPU_CHECK(cudaGraphAddEmptyNode(&node, g, deps.data(), deps.size()));
+        break;
+    }
+    made[i] = node;
+  }
+  cudaGraphExec_t exec{};
+  KFLEET_GPU_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  KFLEET_GPU_CHECK(cudaGraphDestroy(g));
+  // A chain of kernels and byte memsets is issued on the stream as the launch function did; a
+  // graph with branches (side streams joined back) runs as the graph.
+  bool streamable = is_chain(plan);
+  for (const auto& n : l.nodes)
+    if (n.kind == LaunchNode::Kind::memset && (n.memset.element_size != 1 || n.memset.height > 1))
+      streamable = false;
+  std::vector<ReplayOp> chain;
+  if (streamable) {
+    for (const std::uint32_t i : plan.order) {
+      ReplayOp op;
+      op.node = &l.nodes[i];
+      if (l.nodes[i].kind == LaunchNode::Kind::kernel) {
+        op.kernel = find_kernel(o, l.nodes[i].kernel);
+        op.params = l.nodes[i].kernel.params;
+      }
+      chain.push_back(std::move(op));
+    }
+    for (auto& op : chain)  // pointers into params once the vector no longer moves
+      if (op.node->kind == LaunchNode::Kind::kernel)
+        for (const auto& slot : op.node->kernel.slots) op.ptrs.push_back(op.params.data() + slot.offset);
+  }
+  p.replay = std::make_shared<ReplayGraph>(exec, l.status, std::move(chain));
+}
+
+int replay_launch(ReplayGraph& r, gpuStream_t stream) { return r.launch(stream); }
+
+#else  // HIP: the same design (hipStreamBeginCapture, hipMemAddressReserve, hipModuleLoadData,
+       // hipGraphAddKernelNode) is not built: replay on HIP is refused (ABI.md, "HIP").
+
+class ReplayGraph {};
+void attach_replay(const Options&, Problem&, const std::string&) {
+  fail_setup("replay mode is not built for HIP yet (ABI.md, \"HIP\"): ask for in-process timing");
+}
+int replay_launch(ReplayGraph&, gpuStream_t) { return KFLEET_UNSUPPORTED; }
+
+#endif
+
+int Problem::launch(gpuStream_t stream) {
+  return replay ? replay_launch(*replay, stream) : launch_entry(stream);
+}
+
+}  // namespace kfleet::harness

@@ -1,0 +1,230 @@
+// Replay mode's launch list on recorded data (no GPU): the text format and its errors, the
+// refusals the recorder and the measurer apply, and the graph the measurer rebuilds.
+#include "launch_list.hpp"
+
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+namespace kfleet::harness {
+namespace {
+
+// What the recorder wrote for kernels/suite/fa_s512.cu's benchmark on an H200 (shape
+// B=2,H=8,S=512,D=64): one kernel node whose 48-byte Params hold the five buffers' addresses.
+const char* kRecorded =
+    "kfleet-launch-list 1\n"
+    "list benchmark\n"
+    "status 0\n"
+    "args 0100000002000000080000000002000040000000000000000000000000000000000000000000000000000000"
+    "006000000000200000600000000040000060000000006000006000000000803f0000803f0000803f0000003e0000"
+    "8000006000000000000400000000\n"
+    "buffer 0x600000000000 1048576 input Q\n"
+    "buffer 0x600000200000 1048576 input K\n"
+    "buffer 0x600000400000 1048576 input V\n"
+    "buffer 0x600000600000 1048576 output\n"
+    "buffer 0x600000800000 67108864 workspace\n"
+    "kernel _ZN43_GLOBAL__N__7b29f2e5_10_fa_s512_cu_7a23aae22wg13fa_s512_wgmmaENS_6ParamsE 8 16 1 "
+    "256 1 1 0 0 0 148480 148480 0 0:48 "
+    "000000000060000000002000006000000000400000600000000060000060000000020000000000003baa383e0000803f\n"
+    "end\n";
+
+LaunchList recorded() {
+  std::vector<LaunchList> lists;
+  EXPECT_EQ(parse_launch_lists(kRecorded, &lists), "");
+  EXPECT_EQ(lists.size(), 1u);
+  return lists.at(0);
+}
+
+std::string parse_error(const std::string& text) {
+  std::vector<LaunchList> lists;
+  return parse_launch_lists(text, &lists);
+}
+
+LaunchNode kernel(const std::string& name, std::vector<std::uint64_t> words) {
+  LaunchNode n;
+  n.kind = LaunchNode::Kind::kernel;
+  n.kernel.function = name;
+  n.kernel.params.resize(words.size() * 8);
+  std::memcpy(n.kernel.params.data(), words.data(), n.kernel.params.size());
+  n.kernel.slots.push_back({0, static_cast<std::uint32_t>(n.kernel.params.size())});
+  return n;
+}
+
+constexpr std::uint64_t kLo = 0x600000000000ull, kHi = kLo + (1ull << 40);
+
+LaunchList with_buffers() {
+  LaunchList l;
+  l.buffers = {{"input A", kLo, 4096}, {"output", kLo + 0x200000, 8192}};
+  return l;
+}
+
+TEST(LaunchListFormat, RecordedListRoundTrips) {
+  const LaunchList l = recorded();
+  EXPECT_EQ(l.what, "benchmark");
+  ASSERT_EQ(l.nodes.size(), 1u);
+  EXPECT_EQ(l.nodes[0].kind, LaunchNode::Kind::kernel);
+  EXPECT_EQ(l.nodes[0].kernel.grid[0], 8u);
+  EXPECT_EQ(l.nodes[0].kernel.grid[1], 16u);
+  EXPECT_EQ(l.nodes[0].kernel.block[0], 256u);
+  EXPECT_EQ(l.nodes[0].kernel.shared_bytes, 148480u);
+  EXPECT_EQ(l.buffers.size(), 5u);
+  EXPECT_EQ(l.buffers[4].name, "workspace");
+  EXPECT_EQ(serialize({l}), kRecorded);
+}
+
+TEST(LaunchListFormat, EveryNodeKindRoundTrips) {
+  LaunchList l = with_buffers();
+  l.what = "correctness seed 2";
+  l.status = 1;
+  l.args = {1, 2, 3};
+  LaunchNode k = kernel("_Z1kPf", {kLo});
+  k.kernel.cluster[0] = 2, k.kernel.cluster[1] = 1, k.kernel.cluster[2] = 1;
+  k.kernel.non_portable_cluster = 1;
+  LaunchNode m;
+  m.kind = LaunchNode::Kind::memset;
+  m.memset = {kLo + 0x200000, 0, 2048, 1, 0xFFFFFFFF, 4};
+  LaunchNode c;
+  c.kind = LaunchNode::Kind::memcpy;
+  c.memcpy = {kLo + 0x200000, kLo, 4096};
+  l.nodes = {k, m, c, LaunchNode{}};
+  l.edges = {{0, 1}, {1, 2}, {2, 3}};
+  std::vector<LaunchList> back;
+  ASSERT_EQ(parse_launch_lists(serialize({l, l}), &back), "");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(launch_list_difference(l, back[1]), "");
+  EXPECT_EQ(serialize(back), serialize({l, l}));
+}
+
+TEST(LaunchListFormat, MalformedInputSaysWhereAndWhat) {
+  EXPECT_NE(parse_error("").find("empty file"), std::string::npos);
+  EXPECT_NE(parse_error("{\"json\":1}\n").find("line 1: expected 'kfleet-launch-list 1'"), std::string::npos);
+  const std::string head = "kfleet-launch-list 1\nlist x\n";
+  EXPECT_NE(parse_error(head + "frob 1\nend\n").find("line 3: unknown record 'frob'"), std::string::npos);
+  EXPECT_NE(parse_error(head + "kernel k 1 1 1\nend\n").find("wants 15 fields, got 4"), std::string::npos);
+  EXPECT_NE(parse_error(head + "kernel k 1 1 1 1 1 1 0 0 0 0 -1 -1 0:8 zz\nend\n").find("not hex"),
+            std::string::npos);
+  EXPECT_NE(parse_error(head + "kernel k 1 1 1 1 1 1 0 0 0 0 -1 -1 0:16 0011\nend\n")
+                .find("slot lies past the parameter bytes"), std::string::npos);
+  EXPECT_NE(parse_error(head + "kernel k x 1 1 1 1 1 0 0 0 0 -1 -1 - -\nend\n").find("not a number"),
+            std::string::npos);
+  EXPECT_NE(parse_error(head + "empty\nedge 0 5\nend\n").find("names a node the list does not have"),
+            std::string::npos);
+  EXPECT_NE(parse_error(head + "empty\n").find("no 'end' (a truncated file)"), std::string::npos);
+  EXPECT_NE(parse_error(head + "list y\n").find("line 3: 'list' before the previous list's 'end'"),
+            std::string::npos);
+  EXPECT_NE(parse_error("kfleet-launch-list 1\nempty\n").find("outside a list"), std::string::npos);
+  EXPECT_NE(parse_error(head + "memset 0x10 0 4 1 0 3\nend\n").find("element size must be 1, 2 or 4"),
+            std::string::npos);
+  EXPECT_NE(parse_error(head + "status one\nend\n").find("'status' wants one integer"), std::string::npos);
+}
+
+TEST(LaunchListRefusals, HonestRecordingPasses) {
+  const LaunchList l = recorded();
+  // Every address the kernel holds is device memory, and all of it lies in the buffers.
+  EXPECT_EQ(check_addresses(l, kLo, kHi, [](std::uint64_t v) { return v >= kLo && v < kHi; }), "");
+}
+
+TEST(LaunchListRefusals, AddressInsideTheArenaButOutsideEveryBuffer) {
+  LaunchList l = with_buffers();
+  l.nodes = {kernel("_Z1kPf", {kLo, kLo + 0x100000})};
+  const std::string why = check_addresses(l, kLo, kHi, nullptr);
+  EXPECT_NE(why.find("kernel _Z1kPf"), std::string::npos);
+  EXPECT_NE(why.find("byte 8"), std::string::npos);
+  EXPECT_NE(why.find("reserved range but outside its buffers"), std::string::npos);
+}
+
+TEST(LaunchListRefusals, DeviceMemoryTheHarnessDidNotGive) {
+  LaunchList l = with_buffers();
+  const std::uint64_t own = 0x7f1234000000ull;  // the launch's own cudaMalloc, or the reference
+  l.nodes = {kernel("_Z5cachePf", {kLo, own})};
+  const std::string why = check_addresses(l, kLo, kHi, [&](std::uint64_t v) { return v == own; });
+  EXPECT_NE(why.find("device memory the harness did not give the launch"), std::string::npos);
+  // The same word where it is not device memory (a scale, a count) is no address.
+  EXPECT_EQ(check_addresses(l, kLo, kHi, [](std::uint64_t) { return false; }), "");
+}
+
+TEST(LaunchListRefusals, OnePastTheEndIsInsideItsBuffer) {
+  LaunchList l = with_buffers();
+  l.nodes = {kernel("_Z1kPf", {kLo + 4096, kLo + 0x200000 + 8192})};
+  EXPECT_EQ(check_addresses(l, kLo, kHi, nullptr), "");
+}
+
+TEST(LaunchListRefusals, MemsetAndMemcpyMustStayInOneBuffer) {
+  LaunchList l = with_buffers();
+  LaunchNode m;
+  m.kind = LaunchNode::Kind::memset;
+  m.memset = {kLo + 0x200000, 0, 4096, 1, 0, 4};  // 16 KiB into an 8 KiB output
+  l.nodes = {m};
+  EXPECT_NE(check_addresses(l, kLo, kHi, nullptr).find("memset (operation 0)"), std::string::npos);
+  LaunchNode c;
+  c.kind = LaunchNode::Kind::memcpy;
+  c.memcpy = {kLo + 0x200000, 0x7ffc00001000ull, 64};  // from a host stack address
+  l.nodes = {c};
+  EXPECT_NE(check_addresses(l, kLo, kHi, nullptr).find("host memory"), std::string::npos);
+  c.memcpy = {kLo + 0x200000, kLo, 4096};
+  l.nodes = {c};
+  EXPECT_EQ(check_addresses(l, kLo, kHi, nullptr), "");
+}
+
+TEST(LaunchListRefusals, TwoRecordingsThatDifferAreNamed) {
+  const LaunchList a = recorded();
+  LaunchList b = a;
+  b.nodes[0].kernel.grid[0] = 9;
+  EXPECT_NE(launch_list_difference(a, b).find("operation 0 was"), std::string::npos);
+  b = a;
+  b.nodes.push_back(LaunchNode{});
+  EXPECT_EQ(launch_list_difference(a, b), "1 operations the first time, 2 the second");
+  b = a;
+  b.status = 1;
+  EXPECT_EQ(launch_list_difference(a, b), "the launch function returned 0 then 1");
+  b = a;
+  b.nodes[0].kernel.params[40] ^= 1;  // a scale that changed between two launches
+  EXPECT_NE(launch_list_difference(a, b), "");
+}
+
+TEST(GraphRebuild, RecordedSingleKernelIsAChain) {
+  const LaunchList l = recorded();
+  GraphPlan plan;
+  ASSERT_EQ(plan_graph(l, &plan), "");
+  EXPECT_EQ(plan.order, std::vector<std::uint32_t>{0});
+  EXPECT_TRUE(is_chain(plan));
+  // The parameters point into the buffers mapped at the same addresses in the measurer.
+  std::uint64_t q = 0, o = 0;
+  std::memcpy(&q, &l.nodes[0].kernel.params[0], 8);
+  std::memcpy(&o, &l.nodes[0].kernel.params[24], 8);
+  EXPECT_EQ(q, l.buffers[0].va);
+  EXPECT_EQ(o, l.buffers[3].va);
+}
+
+TEST(GraphRebuild, SideStreamsJoinedBackFormADiamondNotAChain) {
+  LaunchList l;
+  l.nodes.assign(4, LaunchNode{});
+  l.edges = {{0, 1}, {0, 2}, {1, 3}, {2, 3}};
+  GraphPlan plan;
+  ASSERT_EQ(plan_graph(l, &plan), "");
+  EXPECT_FALSE(is_chain(plan));
+  ASSERT_EQ(plan.order.size(), 4u);
+  EXPECT_EQ(plan.order.front(), 0u);
+  EXPECT_EQ(plan.order.back(), 3u);
+  EXPECT_EQ(plan.deps[3], (std::vector<std::uint32_t>{1, 2}));
+}
+
+TEST(GraphRebuild, CyclesRepeatsAndSelfEdgesAreErrors) {
+  LaunchList l;
+  l.nodes.assign(3, LaunchNode{});
+  GraphPlan plan;
+  l.edges = {{0, 1}, {1, 2}, {2, 0}};
+  EXPECT_EQ(plan_graph(l, &plan), "the dependencies form a cycle");
+  l.edges = {{0, 1}, {0, 1}};
+  EXPECT_NE(plan_graph(l, &plan).find("listed twice"), std::string::npos);
+  l.edges = {{1, 1}};
+  EXPECT_NE(plan_graph(l, &plan).find("depends on itself"), std::string::npos);
+  l.edges = {{0, 7}};
+  EXPECT_NE(plan_graph(l, &plan).find("missing node"), std::string::npos);
+  l.edges = {{0, 1}, {1, 2}};
+  ASSERT_EQ(plan_graph(l, &plan), "");
+  EXPECT_TRUE(is_chain(plan));
+}
+
+}  // namespace
+}  // namespace kfleet::harness
