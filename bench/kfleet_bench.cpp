@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "backend_compare.hpp"
+#include "bench_kfleetd.hpp"
+#include "soak.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
 #include "support.hpp"
@@ -26,8 +28,8 @@ namespace {
 
 using namespace kfleet;
 using Clock = std::chrono::steady_clock;
-constexpr const char* kUser = "kft_bench-admin-token-0d9e4f1a";  // kfleetd's first admin token
-constexpr const char* kEnrol = "kfe_bench-enrol-token";
+using kfleet::bench::kEnrol;
+using kfleet::bench::kUser;
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -117,28 +119,21 @@ std::string arg_str(int argc, char** argv, const char* name, const std::string& 
 struct Figures {
   int depth = 0;
   double p50 = 0, p99 = 0, submit_per_s = 0, jobs_per_s = 0, events_per_s = 0;
+  std::string load_before, load_after;  // the machine's load averages around the measurement
 };
 
 Figures measure(const std::string& kfleetd_bin, const std::string& backend, int depth,
-                int n_agents, int n_lat, int n_events) {
+                int n_agents, int n_lat, int n_events, int n_standbys, bool profile) {
   Figures f;
   f.depth = depth;
-  const std::string dir = e2e::make_temp_dir("kfleet-bench");
-  std::shared_ptr<void> pg_server;  // a scratch PostgreSQL server, when --db postgres
-  const std::string db = kfleet::bench::backend_db(backend, dir, pg_server);
-  e2e::Proc kfleetd = e2e::Proc::spawn(
-      {kfleetd_bin, "--listen", "127.0.0.1:0", "--db", db, "--port-file",
-       dir + "/port", "--lease-ttl-ms", "60000", "--submit-rate-per-min", "0"},
-      dir + "/kfleetd.log",
-      {{"KFLEET_LOG", "warn"}, {"KFLEET_ADMIN_TOKEN", kUser}, {"KFLEET_ENROL_TOKEN", kEnrol}});
-  if (!e2e::wait_until([&] { return std::filesystem::exists(dir + "/port"); },
-                       std::chrono::seconds(20))) {
-    std::fprintf(stderr, "bench: kfleetd did not start:\n%s\n", kfleetd.log().c_str());
-    std::exit(1);
-  }
-  const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(e2e::read_file(dir + "/port")));
-  std::fprintf(stderr, "kfleet_bench: %d queued: kfleetd at %s, %s %s\n", depth, url.c_str(),
-               backend == "sqlite" ? "SQLite file" : "PostgreSQL", db.c_str());
+  f.load_before = kfleet::bench::load_average();
+  auto k = kfleet::bench::start_kfleetd(
+      kfleetd_bin, backend, {"--lease-ttl-ms", "60000", "--submit-rate-per-min", "0"}, n_standbys,
+      profile);
+  const std::string url = k->url;
+  std::fprintf(stderr, "kfleet_bench: %d queued: kfleetd at %s, %s %s, %zu standbys\n", depth,
+               url.c_str(), backend == "sqlite" ? "SQLite file" : "PostgreSQL", k->db.c_str(),
+               k->standbys.size());
 
   // 0. The backlog: `depth` jobs for H100, which no agent serves until step 3.
   auto ts = Clock::now();
@@ -192,6 +187,7 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
       bodies.push_back(nlohmann::json{{"fencing_token", l["fencing_token"]}, {"events", evs}}.dump());
     }
     std::atomic<int> next{0};
+    kfleet::bench::reset_pg_profile(*k);
     auto ti = Clock::now();
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
@@ -204,12 +200,15 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
       });
     for (auto& t : threads) t.join();
     f.events_per_s = (batches * batch) / (ms_since(ti) / 1000.0);
+    kfleet::bench::print_pg_profile(*k, "event ingestion at " + std::to_string(depth) + " queued",
+                                    batches, "batch of 500 events");
   }
 
   // 3. Scheduling throughput: n_agents H100 agents enrol and drain the backlog through HTTP.
   std::vector<Agent> agents;
   for (int i = 0; i < n_agents; ++i) agents.push_back(enrol(url, "a" + std::to_string(i), "H100"));
   std::atomic<int> done{0};
+  kfleet::bench::reset_pg_profile(*k);
   auto t0 = Clock::now();
   {
     std::vector<std::thread> threads;
@@ -222,8 +221,9 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     for (auto& t : threads) t.join();
   }
   f.jobs_per_s = depth / (ms_since(t0) / 1000.0);
-  kfleetd.terminate(5000);
-  std::filesystem::remove_all(dir);
+  f.load_after = kfleet::bench::load_average();
+  kfleet::bench::print_pg_profile(*k, "scheduling at " + std::to_string(depth) + " queued", depth,
+                                  "job");
   return f;
 }
 
@@ -237,10 +237,14 @@ std::string thousands(double v) {
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--soak"))
+      return kfleet::bench::run_soak(argc, argv, arg_str(argc, argv, "--kfleetd", KFLEETD_BIN));
+  for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       std::puts(
           "kfleet_bench [--agents N] [--jobs N] [--depths N,N,...] [--latency-samples N]\n"
-          "             [--events N] [--kfleetd PATH]\n"
+          "             [--events N] [--standbys N] [--kfleetd PATH]\n"
+          "kfleet_bench --soak [--soak-s 600] [--live 500] [--retired 10000] [--db ...]\n"
           "Measures kfleetd through HTTP at each queue depth (default: 10000 and --jobs),\n"
           "each on a fresh kfleetd and temporary SQLite file: N jobs are queued for a GPU class\n"
           "no agent serves yet; beside that backlog it measures submit-to-lease latency (one\n"
@@ -250,7 +254,13 @@ int main(int argc, char** argv) {
           "--kfleetd PATH runs another kfleetd binary (to compare builds on one machine).\n"
           "--db sqlite (default): a temporary SQLite file; --db postgres: a scratch PostgreSQL\n"
           "server (initdb in a temp dir); --db both: both runs, then a table of PostgreSQL /\n"
-          "SQLite ratios; --db postgresql://...: an existing (empty) database.");
+          "SQLite ratios; --db postgresql://...: an existing (empty) database.\n"
+          "--standbys N (default 2): on PostgreSQL, N standby kfleetd on the same database\n"
+          "beside the leader, as a production HA setup runs (SQLite has none).\n"
+          "Each depth prints the machine's load averages (/proc/loadavg) around it.\n"
+          "--pg-profile: the scratch PostgreSQL server loads pg_stat_statements, and each depth\n"
+          "prints statements per event batch and per scheduled job, and the costliest ones.\n"
+          "--soak: what a fleet's history costs a user instead (see --soak --help).");
       return 0;
     }
   const int n_agents = arg(argc, argv, "--agents", 100);
@@ -259,6 +269,9 @@ int main(int argc, char** argv) {
   const int n_events = arg(argc, argv, "--events", 200000);
   const std::string bin = arg_str(argc, argv, "--kfleetd", KFLEETD_BIN);
   const std::string backend = arg_str(argc, argv, "--db", "sqlite");
+  const int n_standbys = arg(argc, argv, "--standbys", 2);
+  bool profile = false;
+  for (int i = 1; i < argc; ++i) profile = profile || !std::strcmp(argv[i], "--pg-profile");
   if (backend == "both") return kfleet::bench::compare_backends(argc, argv);
   std::vector<int> depths;
   {
@@ -281,7 +294,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Figures> figs;
-  for (int d : depths) figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events));
+  for (int d : depths) figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events, n_standbys, profile));
 
   // The targets hold at the deepest queue measured.
   const Figures& last = figs.back();
@@ -310,7 +323,11 @@ int main(int argc, char** argv) {
       ">= 150,000", last.events_per_s >= 150000 ? "ok" : "MISSED");
   row("job submission (jobs/s, 4 clients, YAML parsed server-side)", &Figures::submit_per_s, "k",
       "", "");
-  std::printf("\n(%d latency samples, %d events per depth; kfleetd %s on %s)\n", n_lat,
-              n_events / 500 * 500, bin.c_str(), backend.c_str());
+  std::printf("\n(%d latency samples, %d events per depth; kfleetd %s on %s, %d standbys on "
+              "PostgreSQL)\n",
+              n_lat, n_events / 500 * 500, bin.c_str(), backend.c_str(), n_standbys);
+  for (const auto& f : figs)
+    std::printf("load averages (1, 5, 15 min) at %s queued: %s before, %s after\n",
+                thousands(f.depth).c_str(), f.load_before.c_str(), f.load_after.c_str());
   return 0;
 }

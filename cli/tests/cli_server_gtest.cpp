@@ -297,6 +297,39 @@ TEST(Commands, StatusTableAndResultsJson) {
   EXPECT_EQ(bad_state.code, 2);
 }
 
+TEST(Commands, AgentsShowsTheLiveFleetByDefaultAndGathersEveryPage) {
+  auto agent = [](int id, const char* state) {
+    return nlohmann::json{{"id", id}, {"name", "a" + std::to_string(id)}, {"region", "r"},
+                          {"backend", "simulated"}, {"state", state}, {"gpus", nlohmann::json::array()},
+                          {"last_seen_ms", 0}, {"current_run_id", 0}};
+  };
+  FakeKfleetd server([&](const RecordedRequest& r) -> CannedReply {
+    if (r.target.find("after=2") == std::string::npos)  // the first page, and it says more follow
+      return {200, "application/json",
+              nlohmann::json{{"agents", {agent(1, "idle"), agent(2, "busy")}},
+                             {"blocks", nlohmann::json::array()}, {"next_after", 2}}.dump()};
+    return {200, "application/json",
+            nlohmann::json{{"agents", {agent(7, "lost")}}, {"blocks", nlohmann::json::array()}}.dump()};
+  });
+  Ran live = run_kfleet({"--server", server.url(), "agents", "--json"});
+  ASSERT_EQ(live.code, 0) << live.err;
+  auto body = nlohmann::json::parse(live.out);
+  ASSERT_EQ(body["agents"].size(), 3u) << live.out;
+  EXPECT_EQ(body["agents"][2]["id"], 7);
+  EXPECT_FALSE(body.contains("next_after"));
+  auto reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0].target, "/api/v1/agents?limit=1000");  // no state: the server's live default
+  EXPECT_EQ(reqs[1].target, "/api/v1/agents?limit=1000&after=2");
+
+  EXPECT_EQ(run_kfleet({"--server", server.url(), "agents", "--all"}).code, 0);
+  EXPECT_EQ(server.requests()[2].target, "/api/v1/agents?limit=1000&state=all");
+  EXPECT_EQ(run_kfleet({"--server", server.url(), "agents", "--state", "lost,retired"}).code, 0);
+  EXPECT_EQ(server.requests()[4].target, "/api/v1/agents?limit=1000&state=lost,retired");
+  EXPECT_EQ(run_kfleet({"--server", server.url(), "agents", "--state", "gone"}).code, 2);
+  EXPECT_EQ(run_kfleet({"--server", server.url(), "agents", "--all", "--state", "lost"}).code, 2);
+}
+
 TEST(Commands, LogsPrintsARunsLinesAndFollowsItsStream) {
   FakeKfleetd server([](const RecordedRequest& r) -> CannedReply {
     auto build_log = event(7, "log", {{"stage", "build"}, {"stream", "stdout"}, {"text", "ptxas info: 96 registers"}});

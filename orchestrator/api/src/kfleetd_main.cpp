@@ -55,6 +55,7 @@ struct Options {
   std::size_t max_body = 8u << 20;
   std::int64_t stockout_base_ms = cfg.block_policy.stockout_base_ms;
   std::int64_t idle_ttl_s = 0;
+  std::int64_t retire_lost_s = 24 * 3600;
   std::vector<std::string> suite_files;
 };
 
@@ -116,6 +117,10 @@ void add_options(CLI::App& app, Options& o) {
                  "how long a zone that does not offer the machine type is blocked")->capture_default_str();
   app.add_option("--idle-agent-ttl-s", o.idle_ttl_s,
                  "release provisioned agents idle this long (0: never)")->capture_default_str();
+  app.add_option("--retire-lost-agents-after-s", o.retire_lost_s,
+                 "retire agents lost (silent) this long; their rows stay for history, their "
+                 "tokens stop working and they must enrol again (0: never)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--dashboards", o.dashboards,
                  "the built dashboards: dashboards/dist, or the dashboards source folder that "
                  "holds it");
@@ -153,6 +158,7 @@ bool finish_options(Options& o) {
   o.cfg.enrol_token = *enrol_token;
   o.cfg.block_policy.stockout_base_ms = o.stockout_base_ms;
   o.cfg.idle_agent_ttl_ms = o.idle_ttl_s * 1000;
+  o.cfg.lost_agent_retire_ms = o.retire_lost_s * 1000;
   if (o.dashboards.empty()) {
     for (auto cand : {fs::path("dashboards/dist"), fs::path("dashboards")})
       if (fs::exists(cand / "index.html")) { o.dashboards = cand.string(); break; }

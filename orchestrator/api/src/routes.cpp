@@ -161,6 +161,8 @@ Awaitable metrics(Ctx& c) {
   auto& st = c.cp.store();
   std::map<std::string, int> agents_by_state;
   for (const auto& a : st.list_agents()) ++agents_by_state[store::to_string(a.state)];
+  // Retired agents are history: counted in the database, never read row by row.
+  agents_by_state["retired"] = static_cast<int>(st.count_agents(store::AgentState::retired));
   std::map<std::string, int> pending_by_state;
   for (const auto& j : st.pending_jobs()) ++pending_by_state[to_string(j.state)];
   out += "# HELP kfleet_queue_depth Jobs waiting for an agent.\n# TYPE kfleet_queue_depth gauge\n";

@@ -126,13 +126,43 @@ Awaitable results(Ctx& c) {
   co_return json_response(c.req, http::status::ok, {{"results", out}});
 }
 
+// The live fleet by default (retired agents stay in the store for history, and a fleet that
+// churns leaves thousands); ?state=idle,busy,lost,retired or ?state=all widens it. A page
+// holds ?limit agents (default 100, at most 1000), oldest first; next_after pages on.
 Awaitable list_agents(Ctx& c) {
   const TimeMs now = c.cp.clock().now_ms();
+  store::AgentFilter f;
+  f.limit = static_cast<int>(std::clamp<std::int64_t>(c.query_int("limit", 100), 1, 1000));
+  f.after_id = c.query_int("after", 0);
+  if (auto it = c.query.find("state"); it != c.query.end() && it->second == "all") {
+    f.include_retired = true;
+  } else if (it != c.query.end()) {
+    std::string_view s = it->second;
+    while (!s.empty()) {
+      auto comma = s.find(',');
+      std::string one(s.substr(0, comma));
+      auto st = store::agent_state_from_string(one);
+      if (!st)
+        co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                                 "unknown agent state '" + one +
+                                     "' (use idle, busy, lost, retired, or all)");
+      f.states.push_back(*st);
+      if (comma == std::string_view::npos) break;
+      s.remove_prefix(comma + 1);
+    }
+  }
   nlohmann::json agents = nlohmann::json::array(), blocks = nlohmann::json::array();
-  for (const auto& a : c.cp.store().list_agents()) agents.push_back(agent_json(a));
+  // One more than the page tells whether another page follows.
+  const int page = f.limit;
+  ++f.limit;
+  auto rows = c.cp.store().list_agents(f);
+  const bool more = static_cast<int>(rows.size()) > page;
+  if (more) rows.resize(static_cast<std::size_t>(page));
+  for (const auto& a : rows) agents.push_back(agent_json(a));
   for (const auto& b : c.cp.store().region_blocks())
     if (b.until_ms > now) blocks.push_back(block_json(b, now));
   nlohmann::json out = {{"agents", agents}, {"blocks", blocks}};
+  if (more) out["next_after"] = rows.back().id;
   if (!c.cp.provisioning_stopped_reason().empty())
     out["provisioning_stopped"] = c.cp.provisioning_stopped_reason();
   co_return json_response(c.req, http::status::ok, out);

@@ -1,10 +1,12 @@
 // The API in process: a real server on a loopback port, a real (in-memory) SQLite store, and
 // the libcurl client. Bad input gets the right status and a clear message, nothing is stored,
 // and the server keeps serving.
+#include <future>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include "kfleet/api/server.hpp"
 #include "kfleet/common/bundle.hpp"
@@ -166,6 +168,47 @@ TEST_F(ApiTest, AgentsNeedTheEnrolmentTokenAndTheirOwnToken) {
   // The agent's GPUs are marked simulated because its backend is.
   auto agents = *user.get("/api/v1/agents")->json();
   EXPECT_TRUE(agents["agents"][0]["simulated"].get<bool>());
+}
+
+TEST_F(ApiTest, TheAgentListIsTheLiveFleetPagedAndFilteredByState) {
+  HttpClient enrolc(url_, "enrol-secret");
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    auto r = enrolc.post_json("/api/v1/agents/enrol",
+                              {{"name", "a" + std::to_string(i)}, {"region", "r1"},
+                               {"backend", "simulated"}, {"gpus", {{{"gpu_class", "L4"}}}}});
+    ASSERT_EQ(r->status, 201) << r->body;
+    ids.push_back((*r->json())["agent_id"].get<std::int64_t>());
+  }
+  // Two go: history, not fleet (retired on the server's thread, which owns the store).
+  std::promise<bool> retired;
+  boost::asio::post(io_, [&] {
+    retired.set_value(cp_->retire_agent(ids[0], "test").ok() && cp_->retire_agent(ids[3], "test").ok());
+  });
+  ASSERT_TRUE(retired.get_future().get());
+  HttpClient user(url_, "user-secret");
+  auto names = [&](const std::string& path) {
+    auto r = user.get(path);
+    EXPECT_EQ(r->status, 200) << r->body;
+    const nlohmann::json body = *r->json();
+    std::string out;
+    for (const auto& a : body["agents"]) out += a["name"].get<std::string>();
+    return out;
+  };
+  EXPECT_EQ(names("/api/v1/agents"), "a1a2a4");
+  EXPECT_EQ(names("/api/v1/agents?state=all"), "a0a1a2a3a4");
+  EXPECT_EQ(names("/api/v1/agents?state=retired"), "a0a3");
+  auto first = *user.get("/api/v1/agents?state=all&limit=2")->json();
+  ASSERT_EQ(first["agents"].size(), 2u);
+  ASSERT_TRUE(first.contains("next_after"));
+  EXPECT_EQ(names("/api/v1/agents?state=all&limit=2&after=" +
+                  std::to_string(first["next_after"].get<std::int64_t>())),
+            "a2a3");
+  auto last = *user.get("/api/v1/agents?state=all&limit=5")->json();
+  EXPECT_FALSE(last.contains("next_after"));  // nothing follows
+  auto bad = user.get("/api/v1/agents?state=asleep");
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("unknown agent state 'asleep'"), std::string::npos) << bad->body;
 }
 
 TEST_F(ApiTest, LeaseLongPollGetsAQueuedJobAndStaleTokensAreRefused) {

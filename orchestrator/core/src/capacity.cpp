@@ -119,12 +119,25 @@ void ControlPlane::tick() {
     if (b.until_ms > last_tick_ms_ && b.until_ms <= now) request_plan();
   for (const auto& [job, until] : retry_after_)
     if (until > last_tick_ms_ && until <= now) request_plan();
-  // Idle agents that stopped talking are marked lost (busy ones lose their lease instead).
+  // Idle agents that stopped talking are marked lost (busy ones lose their lease instead);
+  // lost ones silent past the grace period are retired, so that a fleet that churns (every
+  // scale-to-zero, every spot reclaim) does not carry its dead on every pass.
+  // A database from before retirement may hold thousands of long-lost agents: retire a
+  // bounded number a tick, so that no tick holds the control-plane thread for long.
+  int retire_budget = 100;
   for (const auto& a : store_.list_agents()) {
     if (a.state == store::AgentState::idle && a.current_run_id == 0 &&
         now - a.last_seen_ms > cfg_.lease_ttl_ms && !waiters_.count(a.id)) {
       if (auto r = store_.set_agent_state(a.id, store::AgentState::lost, now); !r)
         log::warn("core", "cannot mark silent agent ", a.id, " lost: ", r.error().message);
+    } else if (a.state == store::AgentState::lost && a.current_run_id == 0 &&
+               cfg_.lost_agent_retire_ms > 0 && now - a.last_seen_ms > cfg_.lost_agent_retire_ms &&
+               retire_budget-- > 0) {
+      if (auto r = retire_agent(a.id, "kfleetd"); !r)
+        log::warn("core", "cannot retire lost agent ", a.id, ": ", r.error().message);
+      else
+        log::info("core", "agent ", a.id, " (", a.name, ") lost for ",
+                  (now - a.last_seen_ms) / 1000, " s: retired");
     }
   }
   release_idle_agents(now);

@@ -237,13 +237,14 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
   if (run->agent_id != agent_id)
     return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
                                            std::to_string(run->agent_id));
-  if (auto a = store_.get_agent(agent_id); a && a->backend == "compile" &&
-                                            v.outcome == RunOutcome::passed)
+  // One read of the agent serves both questions (on PostgreSQL each read is a round trip).
+  const auto a = store_.get_agent(agent_id);
+  if (a && a->backend == "compile" && v.outcome == RunOutcome::passed)
     return hand_off(*run, *a, fencing_token);
   Verdict verdict = v;
   // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
   // (or become a baseline of) real hardware.
-  if (auto a = store_.get_agent(agent_id); a && a->simulated()) verdict.simulated = true;
+  if (a && a->simulated()) verdict.simulated = true;
   if (verdict.outcome != RunOutcome::passed && verdict.outcome != RunOutcome::rejected)
     verdict.outcome = RunOutcome::error;
   auto r = store_.finish_run(run_id, fencing_token, verdict, clock_->now_ms());

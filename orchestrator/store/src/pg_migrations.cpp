@@ -217,6 +217,12 @@ UPDATE jobs SET cancelled_by = substr(state_reason, 14)
   WHERE state = 'cancelled' AND state_reason LIKE 'cancelled by %'
     AND state_reason <> 'cancelled by user';
 )sql",
+      // 4: the live fleet (every agent but the retired ones) by its own index. Retired
+      // agents' rows are kept for history and grow with every scale-down; the control plane
+      // reads the live ones on every scheduling pass and tick, and must not walk the rest.
+      R"sql(
+CREATE INDEX agents_live ON agents (id) WHERE state <> 'retired';
+)sql",
   };
   return s;
 }

@@ -77,7 +77,7 @@ std::string read_tail(const std::string& path, std::size_t max_bytes) {
 
 }  // namespace
 
-Result<std::unique_ptr<ScratchPostgres>> ScratchPostgres::start() {
+Result<std::unique_ptr<ScratchPostgres>> ScratchPostgres::start(const std::vector<std::string>& settings) {
   std::string bindir = KFLEET_PG_BINDIR_DEFAULT;
   if (const char* e = std::getenv("KFLEET_PG_BINDIR"); e && *e) bindir = e;
   if (bindir.empty() || !fs::exists(fs::path(bindir) / "initdb") ||
@@ -150,10 +150,12 @@ Result<std::unique_ptr<ScratchPostgres>> ScratchPostgres::start() {
                             read_tail(log, 2000));
     }
   }
-  s->pid_ = spawn({bindir + "/postgres", "-D", data, "-k", s->dir_, "-c", "listen_addresses=",
-                   "-F", "-c", "max_connections=200", "-c", "shared_buffers=64MB", "-c",
-                   "log_min_messages=warning", "-c", "max_locks_per_transaction=256"},
-                  log, who, true);
+  std::vector<std::string> argv = {bindir + "/postgres", "-D", data, "-k", s->dir_, "-c",
+                                   "listen_addresses=", "-F", "-c", "max_connections=200", "-c",
+                                   "shared_buffers=64MB", "-c", "log_min_messages=warning", "-c",
+                                   "max_locks_per_transaction=256"};
+  for (const auto& kv : settings) argv.insert(argv.end(), {"-c", kv});
+  s->pid_ = spawn(argv, log, who, true);
   if (s->pid_ < 0) return make_error(Errc::unavailable, "cannot fork postgres");
   const std::string ping = "host=" + s->dir_ + " user=kfleet dbname=postgres";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -210,6 +212,33 @@ Result<std::string> ScratchPostgres::create_database(const std::string& name) {
   PQfinish(c);
   if (!ok) return make_error(Errc::internal, "CREATE DATABASE " + db + ": " + msg);
   return url(db);
+}
+
+Result<std::string> ScratchPostgres::query(const std::string& database,
+                                           const std::string& sql) const {
+  PGconn* c = PQconnectdb(("host=" + dir_ + " user=kfleet dbname=" + database).c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(c);
+    PQfinish(c);
+    return make_error(Errc::unavailable, "cannot connect to the scratch server: " + msg);
+  }
+  PGresult* r = PQexec(c, sql.c_str());
+  const auto st = PQresultStatus(r);
+  std::string out;
+  if (st == PGRES_TUPLES_OK) {
+    for (int row = 0; row < PQntuples(r); ++row) {
+      for (int col = 0; col < PQnfields(r); ++col) {
+        if (col) out += " | ";
+        out += PQgetvalue(r, row, col);
+      }
+      out += "\n";
+    }
+  }
+  std::string msg = (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) ? "" : PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(c);
+  if (!msg.empty()) return make_error(Errc::internal, sql.substr(0, 60) + ": " + msg);
+  return out;
 }
 
 std::string ScratchPostgres::log_tail(std::size_t max_bytes) const {

@@ -16,6 +16,12 @@ const char* to_string(AgentState s) {
   return "unknown";
 }
 
+std::optional<AgentState> agent_state_from_string(std::string_view s) {
+  for (AgentState a : {AgentState::idle, AgentState::busy, AgentState::lost, AgentState::retired})
+    if (s == to_string(a)) return a;
+  return std::nullopt;
+}
+
 bool AgentRecord::simulated() const {
   return backend == "simulated" ||
          std::any_of(gpus.begin(), gpus.end(), [](const GpuInfo& g) { return g.simulated; });

@@ -44,7 +44,8 @@ class SqliteStore final : public Store {
 
   Result<AgentRecord> enrol_agent(const NewAgent& a, TimeMs now) override;
   std::optional<AgentRecord> get_agent(std::int64_t id) override;
-  std::vector<AgentRecord> list_agents() override;
+  std::vector<AgentRecord> list_agents(const AgentFilter& f = {}) override;
+  std::int64_t count_agents(AgentState s) override;
   Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) override;
   Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) override;
 

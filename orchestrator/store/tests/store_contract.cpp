@@ -350,6 +350,36 @@ TEST_P(StoreContract, TouchAgentRecordsHeartbeatAndRevivesALostAgent) {
   EXPECT_EQ(store().set_agent_state(12345, AgentState::idle, 1).error().code, Errc::not_found);
 }
 
+TEST_P(StoreContract, ListAgentsIsTheLiveFleetUnlessAskedAndPages) {
+  std::vector<std::int64_t> ids;
+  for (const char* name : {"a", "b", "c", "d", "e"}) ids.push_back(enrol(name).id);
+  ASSERT_TRUE(store().set_agent_state(ids[1], AgentState::retired, ++now_).ok());
+  ASSERT_TRUE(store().set_agent_state(ids[3], AgentState::lost, ++now_).ok());
+  auto names = [](const std::vector<AgentRecord>& v) {
+    std::string out;
+    for (const auto& a : v) out += a.name;
+    return out;
+  };
+  EXPECT_EQ(names(store().list_agents()), "acde");  // the retired one is history, not fleet
+  AgentFilter all;
+  all.include_retired = true;
+  EXPECT_EQ(names(store().list_agents(all)), "abcde");
+  AgentFilter some;
+  some.states = {AgentState::lost, AgentState::retired};
+  EXPECT_EQ(names(store().list_agents(some)), "bd");
+  AgentFilter page;
+  page.limit = 2;
+  EXPECT_EQ(names(store().list_agents(page)), "ac");
+  page.after_id = ids[2];
+  EXPECT_EQ(names(store().list_agents(page)), "de");
+  page.after_id = ids[4];
+  EXPECT_TRUE(store().list_agents(page).empty());
+  EXPECT_EQ(store().count_agents(AgentState::retired), 1);
+  EXPECT_EQ(store().count_agents(AgentState::idle), 3);
+  EXPECT_EQ(agent_state_from_string("lost"), AgentState::lost);
+  EXPECT_FALSE(agent_state_from_string("gone"));
+}
+
 TEST_P(StoreContract, RegionBlocksUpsertOnTheirKeyAndClear) {
   RegionBlock b{"terraform", "us-east-1a", "H100", "stockout", "InsufficientInstanceCapacity",
                 1, 1000, 61'000};

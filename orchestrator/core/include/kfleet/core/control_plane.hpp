@@ -36,6 +36,9 @@ struct Config {
   TimeMs tick_ms = 200;               // lease-expiry and block-expiry checks
   TimeMs enrol_deadline_ms = 10 * 60'000;  // a provisioned instance must enrol within this
   TimeMs idle_agent_ttl_ms = 0;       // provisioned agents idle this long are released (0: never)
+  // A lost agent silent this long is retired (0: never): its row stays for history, its token
+  // dies, and the live fleet the control plane reads on every pass no longer carries it.
+  TimeMs lost_agent_retire_ms = 24 * 3'600'000;
   // Tokens kept in memory only (tests, embedded use): scope submit, user "static".
   std::vector<std::string> user_tokens;
   // The first admin's token (from a file or KFLEET_ADMIN_TOKEN, never argv): stored as its

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kfleet/common/result.hpp"
 
@@ -16,7 +17,9 @@ namespace kfleet::store {
 
 class ScratchPostgres {
  public:
-  static Result<std::unique_ptr<ScratchPostgres>> start();
+  // `settings` are extra server settings ("name=value", each passed as -c), e.g.
+  // shared_preload_libraries=pg_stat_statements for a bench's profile.
+  static Result<std::unique_ptr<ScratchPostgres>> start(const std::vector<std::string>& settings = {});
   ~ScratchPostgres();
   ScratchPostgres(const ScratchPostgres&) = delete;
   ScratchPostgres& operator=(const ScratchPostgres&) = delete;
@@ -27,6 +30,9 @@ class ScratchPostgres {
   Result<std::string> create_database(const std::string& name = "");
   const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
+  // Runs one statement on `database` and returns its rows, a line each, fields separated by
+  // " | " (for a bench's profile and for tests; not for anything a user reaches).
+  Result<std::string> query(const std::string& database, const std::string& sql) const;
   // The server's log (for failure messages).
   std::string log_tail(std::size_t max_bytes = 4000) const;
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -87,6 +88,17 @@ struct Lease {
 
 enum class AgentState { idle, busy, lost, retired };
 const char* to_string(AgentState s);
+std::optional<AgentState> agent_state_from_string(std::string_view s);  // nullopt: unknown
+
+// Which agents list_agents() returns. The default is the live fleet: every agent but the
+// retired ones, whose rows stay for history but grow with every scale-down and spot reclaim,
+// so nothing on the control plane's hot path reads them.
+struct AgentFilter {
+  std::vector<AgentState> states;    // empty = idle, busy and lost (not retired)
+  bool include_retired = false;      // with states empty: every agent
+  std::int64_t after_id = 0;         // paging: ids > after_id, oldest first
+  int limit = 0;                     // 0 = no limit
+};
 
 struct NewAgent {
   std::string name;
@@ -266,7 +278,9 @@ class Store {
   // --- agents
   virtual Result<AgentRecord> enrol_agent(const NewAgent& a, TimeMs now) = 0;
   virtual std::optional<AgentRecord> get_agent(std::int64_t id) = 0;
-  virtual std::vector<AgentRecord> list_agents() = 0;
+  virtual std::vector<AgentRecord> list_agents(const AgentFilter& f = {}) = 0;
+  // How many agents are in state s (counted in the database: no rows travel).
+  virtual std::int64_t count_agents(AgentState s) = 0;
   // Heartbeat: last_seen = now; a lost agent that speaks again becomes idle (if it holds no run).
   virtual Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) = 0;
   virtual Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) = 0;

@@ -1,0 +1,116 @@
+#include "bench_kfleetd.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "backend_compare.hpp"
+#ifdef KFLEET_HAVE_POSTGRESQL
+#include "kfleet/store/pg_scratch.hpp"
+#endif
+
+namespace kfleet::bench {
+
+Kfleetd::~Kfleetd() {
+  for (auto& s : standbys) s.terminate(5000);
+  leader.terminate(5000);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string& backend,
+                                       const std::vector<std::string>& extra, int standbys,
+                                       bool profile) {
+  auto k = std::make_unique<Kfleetd>();
+  k->dir = e2e::make_temp_dir("kfleet-bench");
+#ifdef KFLEET_HAVE_POSTGRESQL
+  if (backend == "postgres" && profile) {
+    auto s = kfleet::store::ScratchPostgres::start(
+        {"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"});
+    if (!s.ok()) {
+      std::fprintf(stderr, "bench: %s\n", s.error().message.c_str());
+      std::exit(1);
+    }
+    auto url = (*s)->create_database("bench");
+    if (!url.ok()) {
+      std::fprintf(stderr, "bench: %s\n", url.error().message.c_str());
+      std::exit(1);
+    }
+    std::shared_ptr<kfleet::store::ScratchPostgres> server(std::move(*s));
+    k->pg_server = server;
+    k->db = *url;
+    k->pg_query = [server](const std::string& sql) { return server->query("bench", sql); };
+    if (auto r = k->pg_query("CREATE EXTENSION pg_stat_statements"); !r.ok()) {
+      std::fprintf(stderr, "bench: %s\n", r.error().message.c_str());
+      std::exit(1);
+    }
+  }
+#endif
+  if (k->db.empty()) k->db = backend_db(backend, k->dir, k->pg_server);
+  const std::map<std::string, std::string> env = {
+      {"KFLEET_LOG", "warn"}, {"KFLEET_ADMIN_TOKEN", kUser}, {"KFLEET_ENROL_TOKEN", kEnrol}};
+  auto spawn = [&](const std::string& name) {
+    std::vector<std::string> argv = {bin, "--listen", "127.0.0.1:0", "--db", k->db,
+                                     "--port-file", k->dir + "/" + name + ".port"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return e2e::Proc::spawn(argv, k->dir + "/" + name + ".log", env);
+  };
+  auto wait_port = [&](const std::string& name, e2e::Proc& p) {
+    const std::string f = k->dir + "/" + name + ".port";
+    if (!e2e::wait_until([&] { return std::filesystem::exists(f); }, std::chrono::seconds(30))) {
+      std::fprintf(stderr, "bench: kfleetd (%s) did not start:\n%s\n", name.c_str(),
+                   p.log().c_str());
+      std::exit(1);
+    }
+    return std::stoi(e2e::read_file(f));
+  };
+  k->leader = spawn("leader");
+  k->url = "http://127.0.0.1:" + std::to_string(wait_port("leader", k->leader));
+  if (k->db.rfind("postgres", 0) == 0) {
+    for (int i = 0; i < standbys; ++i) {
+      const std::string name = "standby" + std::to_string(i + 1);
+      k->standbys.push_back(spawn(name));
+      wait_port(name, k->standbys.back());
+    }
+  }
+  return k;
+}
+
+void reset_pg_profile(Kfleetd& k) {
+  if (k.pg_query) (void)k.pg_query("SELECT pg_stat_statements_reset()");
+}
+
+void print_pg_profile(Kfleetd& k, const std::string& phase, double units, const char* unit) {
+  if (!k.pg_query) return;
+  // Only the kfleetd connections' statements (the bench's own reset and reads are not).
+  const std::string mine = "FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+                           "WHERE d.datname = 'bench' AND s.query NOT LIKE '%pg_stat_statements%'";
+  auto total = k.pg_query("SELECT COALESCE(SUM(calls), 0), "
+                          "COALESCE(ROUND(SUM(total_exec_time)::numeric, 1), 0) " + mine);
+  auto top = k.pg_query(
+      "SELECT calls, ROUND(total_exec_time::numeric, 1), ROUND(mean_exec_time::numeric, 4), "
+      "ROUND((calls / " + std::to_string(units) + ")::numeric, 2), "
+      "LEFT(REGEXP_REPLACE(query, '\\s+', ' ', 'g'), 150) " + mine +
+      " ORDER BY total_exec_time DESC LIMIT 20");
+  if (!total.ok() || !top.ok()) {
+    std::printf("(no PostgreSQL profile: %s)\n",
+                (!total.ok() ? total.error() : top.error()).message.c_str());
+    return;
+  }
+  double calls = 0, ms = 0;
+  std::sscanf(total->c_str(), "%lf | %lf", &calls, &ms);
+  std::printf("\n-- PostgreSQL profile, %s: %.0f statements for %.0f %s (%.1f per %s), "
+              "%.1f ms executing in the server (%.3f ms per %s)\n",
+              phase.c_str(), calls, units, unit, calls / units, unit, ms, ms / units, unit);
+  std::printf("calls | total ms | mean ms | per %s | statement\n%s", unit, top->c_str());
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  if (!(in >> a >> b >> c)) return "unknown";
+  return a + " " + b + " " + c;
+}
+
+}  // namespace kfleet::bench

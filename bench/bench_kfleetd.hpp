@@ -1,0 +1,49 @@
+#pragma once
+// A kfleetd under test for the benches: a fresh database (a SQLite file, or a scratch
+// PostgreSQL server), the leader on loopback port 0, and on PostgreSQL any number of standby
+// kfleetd on the same database (they poll for the leader lock and serve reads, as in
+// production). Everything is removed when it goes out of scope.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kfleet/common/result.hpp"
+#include "support.hpp"
+
+namespace kfleet::bench {
+
+inline constexpr const char* kUser = "kft_bench-admin-token-0d9e4f1a";  // the first admin
+inline constexpr const char* kEnrol = "kfe_bench-enrol-token";
+
+struct Kfleetd {
+  std::string dir;   // temporary; removed at the end
+  std::string db;    // what --db was given
+  std::string url;   // the leader's http://127.0.0.1:port
+  std::shared_ptr<void> pg_server;
+  e2e::Proc leader;
+  std::vector<e2e::Proc> standbys;
+  // On a scratch PostgreSQL started with profile = true: runs one statement on the bench's
+  // database and returns its rows (pg_stat_statements for the bench notes); else an error.
+  std::function<Result<std::string>(const std::string& sql)> pg_query;
+  ~Kfleetd();
+};
+
+// Starts the leader (and `standbys` more kfleetd when the backend is PostgreSQL; SQLite has
+// none) with `extra` arguments; exits the bench with kfleetd's log when one does not start.
+// profile: a scratch PostgreSQL server (--db postgres) loads pg_stat_statements.
+std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string& backend,
+                                       const std::vector<std::string>& extra, int standbys,
+                                       bool profile = false);
+
+// What a phase cost PostgreSQL, from pg_stat_statements (reset before the phase): statements
+// executed (each one round trip, or part of one for a multi-statement BEGIN) per unit of work,
+// and the statements that took the most server time. Prints nothing without a profile.
+void print_pg_profile(Kfleetd& k, const std::string& phase, double units, const char* unit);
+void reset_pg_profile(Kfleetd& k);
+
+// The machine's load averages (/proc/loadavg's first three fields), quoted beside each figure:
+// the benches run on shared machines.
+std::string load_average();
+
+}  // namespace kfleet::bench
