@@ -44,7 +44,9 @@ Result<Enrolment> Agent::enrol_with_retry() {
                          {"instance_id", cfg_.instance_id},
                          {"info", {{"pid", static_cast<long>(::getpid())},
                                    {"work_dir", cfg_.work_dir},
-                                   {"simulated", backend_->simulated()}}}};
+                                   {"simulated", backend_->simulated()},
+                                   // false: jobs run without the job sandbox (--unsandboxed)
+                                   {"sandboxed", backend_->sandboxed()}}}};
   Backoff backoff(std::chrono::milliseconds(500), std::chrono::milliseconds(15000));
   while (!shutdown_) {
     auto r = transport_->enrol(body);

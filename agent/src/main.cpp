@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -11,6 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include "kfleet/agent/agent.hpp"
+#ifdef KFLEET_HAVE_GPU_BACKENDS
+#include "common/sandbox.hpp"
+#endif
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/secret.hpp"
 
@@ -28,11 +32,53 @@ std::string hostname() {
 // auto: a real GPU when one is there; otherwise say how to run the no-GPU demo.
 // The build cache lives beside the run dirs, not inside one: each run dir is removed when its
 // run ends, and a cache there would never be hit again.
+// The sandbox: probed once; a host that cannot sandbox runs jobs only with --unsandboxed, and
+// then every verdict says so.
+struct SandboxChoice {
+  bool unsandboxed = false;  // the operator chose to run jobs without it
+  unsigned uid = 65534, gid = 65534;
+  std::string cgroup_parent;
+  std::uint64_t memory_mib = 0;
+  unsigned max_processes = 0;
+  std::vector<std::string> hidden;  // the agent's own files: work dir, token and key files
+};
+
+#ifdef KFLEET_HAVE_GPU_BACKENDS
+Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
+  backends::SandboxProbeOptions o;
+  o.uid = c.uid;
+  o.gid = c.gid;
+  o.cgroup_parent = c.cgroup_parent;
+  o.hidden = c.hidden;
+  if (c.memory_mib) o.defaults.memory_bytes = c.memory_mib << 20;
+  if (c.max_processes) o.defaults.max_processes = c.max_processes;
+  if (c.unsandboxed) {
+    for (int i = 0; i < 3; ++i)
+      log::warn("agent", "*** --unsandboxed: jobs run WITHOUT the sandbox, with this agent's uid, "
+                         "network and files; every verdict says 'unsandboxed' ***");
+    return backends::unsandboxed_policy("--unsandboxed");
+  }
+  auto p = backends::probe_sandbox(o);
+  if (p) {
+    log::info("agent", "job sandbox: bwrap + uid ", c.uid, ", cgroup ", (*p)->cgroup_version,
+              ", memory ", (*p)->defaults.memory_bytes >> 20, " MiB, ",
+              (*p)->defaults.max_processes, " processes");
+    return p;
+  }
+  return make_error(Errc::unavailable,
+                    "this host cannot sandbox jobs: " + p.error().message +
+                        ". Fix that, or pass --unsandboxed to run every job's code with this "
+                        "agent's privileges (its verdicts then say 'unsandboxed')");
+}
+#endif
+
 Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim,
                                 const std::string& work_dir, double busy_wait_s,
-                                double throttle_pct, unsigned gpu) {
+                                double throttle_pct, unsigned gpu, const SandboxChoice& sandbox) {
   if (kind == "simulated") return make_simulated_backend(sim);
 #ifdef KFLEET_HAVE_GPU_BACKENDS
+  auto policy = pick_sandbox(sandbox);
+  if (!policy) return policy.error();
   std::error_code ec;
   const std::string cache = (std::filesystem::absolute(work_dir, ec) / "build-cache").string();
   CudaBackendOptions cuda_opts;
@@ -40,14 +86,17 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   cuda_opts.busy_wait_s = busy_wait_s;
   cuda_opts.throttle_pct = throttle_pct;
   cuda_opts.device = gpu;
+  cuda_opts.sandbox = *policy;
   HipBackendOptions hip_opts;
   hip_opts.cache_dir = cache;
   hip_opts.busy_wait_s = busy_wait_s;
   hip_opts.throttle_pct = throttle_pct;
   hip_opts.device = gpu;
+  hip_opts.sandbox = *policy;
   if (kind == "compile") {
     CompileBackendOptions o;
     o.cache_dir = cache;
+    o.sandbox = *policy;
     return make_compile_backend(o);
   }
   if (kind == "cuda") return make_cuda_backend(cuda_opts);
@@ -66,12 +115,24 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   (void)busy_wait_s;
   (void)throttle_pct;
   (void)gpu;
+  (void)sandbox;
   if (kind == "cuda" || kind == "hip" || kind == "auto" || kind == "compile")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
                       "--backend simulated for the no-GPU demo");
 #endif
   return make_error(Errc::invalid_argument, "unknown --backend " + kind);
+}
+
+// A token taken from the environment is wiped from it: the value's bytes in the block the agent
+// started with (what /proc/<pid>/environ shows) are overwritten, and the variable is removed.
+void scrub_environment(const char* name) {
+  const std::string prefix = std::string(name) + "=";
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) == 0)
+      std::memset(*e + prefix.size(), 0, std::strlen(*e + prefix.size()));
+  }
+  ::unsetenv(name);
 }
 
 }  // namespace
@@ -93,7 +154,8 @@ int main(int argc, char** argv) {
       ->required();
   // The enrolment token comes from a file (0600) or the environment, never argv.
   app.add_option("--enrol-token-file", enrol_token_file,
-                 "file holding the fleet's enrolment token (else $KFLEET_ENROL_TOKEN)");
+                 "file (mode 0600) holding the fleet's enrolment token; $KFLEET_ENROL_TOKEN is "
+                 "still read when this is not given, then wiped from the agent's environment");
   app.add_option("--ca-file", http.ca_file,
                  "PEM CA that signed kfleetd's certificate (https:// servers; else the system's)")
       ->envname("KFLEET_CA_FILE");
@@ -148,7 +210,25 @@ int main(int argc, char** argv) {
                  "per --gpu)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  SandboxChoice sandbox;
+  app.add_flag("--unsandboxed", sandbox.unsandboxed,
+               "DANGEROUS: run jobs without the job sandbox (for hosts that cannot sandbox: not "
+               "root, no bubblewrap, no cgroup): a job's code then runs with this agent's uid, "
+               "network and files, and every verdict from this agent says 'unsandboxed'");
+  app.add_option("--sandbox-uid", sandbox.uid,
+                 "the unprivileged uid (and gid) a job's processes run as; not the agent's")
+      ->check(CLI::Range(1, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--sandbox-memory-mib", sandbox.memory_mib,
+                 "memory limit of each job process's cgroup (default 8192)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sandbox-max-processes", sandbox.max_processes,
+                 "process limit of each job process's cgroup (default 512)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sandbox-cgroup", sandbox.cgroup_parent,
+                 "cgroup under which the job cgroups are made (default: beside this agent's own)");
   CLI11_PARSE(app, argc, argv);
+  sandbox.gid = sandbox.uid;
   sim.host_id = cfg.host_id.empty() ? cfg.name : cfg.host_id;
 
   auto enrol_token = secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",
@@ -156,6 +236,12 @@ int main(int argc, char** argv) {
   if (!enrol_token) {
     std::cerr << "kfleet-agent: " << enrol_token.error().message << "\n";
     return 1;
+  }
+  if (enrol_token_file.empty() && !enrol_token->empty()) {
+    scrub_environment("KFLEET_ENROL_TOKEN");
+    log::warn("agent", "the enrolment token came from $KFLEET_ENROL_TOKEN: prefer "
+                       "--enrol-token-file (a 0600 file); it has been wiped from this process's "
+                       "environment");
   }
   if (enrol_token->empty()) {
     std::cerr << "kfleet-agent: the enrolment token is required: --enrol-token-file FILE (mode "
@@ -171,7 +257,19 @@ int main(int argc, char** argv) {
       log::warn("agent", "plain HTTP to ", host,
                 ": the tokens and every result travel in clear; use an https:// kfleetd");
   }
-  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s, throttle_pct, cfg.gpu);
+  {
+    std::error_code ec;
+    sandbox.hidden = {std::filesystem::absolute(cfg.work_dir, ec).string()};
+    for (const auto& f : {enrol_token_file, http.client_key_file, http.client_cert_file})
+      if (!f.empty()) sandbox.hidden.push_back(std::filesystem::absolute(f, ec).string());
+    if (!enrol_token_file.empty()) {
+      // Its dir too (/etc/kfleet), with whatever else the operator keeps beside the token.
+      auto dir = std::filesystem::absolute(enrol_token_file, ec).parent_path();
+      if (dir != "/" && dir != "/etc" && dir != "/usr" && dir != "/opt") sandbox.hidden.push_back(dir.string());
+    }
+  }
+  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s, throttle_pct, cfg.gpu,
+                              sandbox);
   if (!backend) {
     log::error("agent", backend.error().message);
     return 2;

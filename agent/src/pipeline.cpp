@@ -118,6 +118,30 @@ StageResult fetch_bundle(const std::string& bundle_hash, PipelineDeps& d, const 
   return r;
 }
 
+// The GPU's settings are the fleet's: read before and after a GPU stage, and a change (a power
+// limit, compute mode or clocks set while the job ran) rejects the run at the integrity gate,
+// naming what changed, whatever the stage itself concluded.
+template <class Fn>
+StageResult with_settings_check(const std::string& stage, Backend& backend, Fn&& fn) {
+  const auto before = backend.gpu_settings();
+  StageResult r = fn();
+  if (!before) return r;
+  const auto after = backend.gpu_settings();
+  if (!after) return r;
+  std::string changed;
+  for (const auto& [k, v] : before->items()) {
+    const auto now = after->find(k);
+    if (now != after->end() && *now == v) continue;
+    if (!changed.empty()) changed += ", ";
+    changed += k + " " + v.dump() + " -> " + (now == after->end() ? "unreadable" : now->dump());
+  }
+  if (changed.empty()) return r;
+  StageResult bad;
+  bad.reason = "the GPU's settings changed during " + stage + ": " + changed;
+  bad.data = {{"integrity", true}, {"settings_before", *before}, {"settings_after", *after}};
+  return bad;
+}
+
 void emit_stage_data(EventSink& sink, const std::string& stage, const StageResult& r) {
   if (stage == stage::resources && !r.data.empty()) {
     sink.emit(event_type::resources, r.data);
@@ -215,6 +239,8 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
   auto finish = [&](Verdict v) -> std::optional<Verdict> {
     if (d.stop.requested()) return std::nullopt;
     v.simulated = d.backend.simulated();
+    v.unsandboxed = !d.backend.sandboxed();
+    v.self_reported = lease.spec.kernel.family == "custom";
     nlohmann::json vj = to_json(v);
     sink.emit(event_type::stage_started, {{"stage", stage::verdict}});
     sink.emit(event_type::verdict, vj);
@@ -246,7 +272,7 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
     gpu.arch = lease.arch;
   }
   StageContext ctx{lease.spec, src_dir, scratch, gpu, lease.compare, sink, d.stop,
-                   lease.bundle_hash, lease.attempt, ref_dir};
+                   lease.bundle_hash, lease.attempt, ref_dir, d.run_dir};
   // The profile's data (metric values, advice, or why there are none) is the profile event,
   // whichever gate the verdict came from.
   auto run_profile = [&] {
@@ -269,7 +295,10 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
     // backend builds again (cached) for the binary it runs; the simulator needs none.
     if (lease.phase == "gpu" && (n == stage::resources || (n == stage::build && d.backend.simulated())))
       continue;
-    std::optional<StageResult> ran = run_stage(name, [&] { return (d.backend.*step)(ctx); });
+    std::optional<StageResult> ran = run_stage(name, [&] {
+      if (n != stage::correctness && n != stage::benchmark) return (d.backend.*step)(ctx);
+      return with_settings_check(n, d.backend, [&] { return (d.backend.*step)(ctx); });
+    });
     if (!ran || d.stop.requested()) return std::nullopt;
     StageResult& r = *ran;
     emit_stage_data(sink, name, r);

@@ -29,6 +29,11 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
   if (r.infra_error) {
     v.outcome = RunOutcome::error;
     v.reason = stage + ": " + why;
+  } else if (r.data.is_object() && r.data.value("integrity", false)) {
+    // Not the kernel's numbers at fault but the conditions they were taken under.
+    v.outcome = RunOutcome::rejected;
+    v.gate = "integrity";
+    v.reason = why;
   } else if (stage == "resources" || stage == "correctness" || stage == "performance") {
     v.outcome = RunOutcome::rejected;
     v.gate = stage;

@@ -107,6 +107,8 @@ std::string format_verdict_line(const nlohmann::json& v, bool color) {
   }
   if (!reason.empty()) line += ": " + reason;
   if (bool_field(v, "simulated")) line += " [simulated]";
+  if (bool_field(v, "self_reported")) line += " [self-reported]";
+  if (bool_field(v, "unsandboxed")) line += " [unsandboxed]";
   return line;
 }
 

@@ -178,7 +178,13 @@ std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
       }
       t.add_row({str_field(a, "id"), str_field(a, "name"), str_field(a, "region"),
                  host.empty() ? "-" : host + ":" + (slot.empty() ? "0" : slot), or_dash(gpus),
-                 str_field(a, "backend"), paint_state(state, color),
+                 // An agent that runs jobs without the job sandbox says so wherever it is listed.
+                 str_field(a, "backend") +
+                     (a.contains("info") && a["info"].is_object() &&
+                              a["info"].value("sandboxed", true) == false
+                          ? " UNSANDBOXED"
+                          : ""),
+                 paint_state(state, color),
                  run.empty() || run == "0" ? "-" : run, age_of(a, "last_seen", now) + " ago",
                  sim_mark(a)});
     }

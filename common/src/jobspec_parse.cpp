@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "kfleet/common/bundle.hpp"
+#include "kfleet/common/compile_flags.hpp"
 #include "spec_keys.hpp"
 #include "spec_sections.hpp"
 
@@ -112,7 +113,11 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
     }
   }
   if (m.has("flags")) {
-    if (auto v = read_string_list(is, m.get("flags"), m.path("flags"), m.mark())) k.flags = *v;
+    if (auto v = read_string_list(is, m.get("flags"), m.path("flags"), m.mark())) {
+      k.flags = *v;
+      if (auto c = check_compile_flags(k.flags); !c)
+        is.add(mark_of(m.get("flags"), m.mark()), m.path("flags"), c.error().message);
+    }
   }
   if (m.has("params")) {
     const YAML::Node p = m.get("params");

@@ -67,6 +67,8 @@ nlohmann::json to_json(const Verdict& v) {
   nlohmann::json j = {{"outcome", to_string(v.outcome)}, {"gate", v.gate},
                       {"reason", v.reason},              {"perf", v.perf},
                       {"simulated", v.simulated},        {"metrics", v.metrics}};
+  if (v.unsandboxed) j["unsandboxed"] = true;
+  if (v.self_reported) j["self_reported"] = true;
   opt_to(j, "delta_pct", v.delta_pct);
   opt_to(j, "ci_low_pct", v.ci_low_pct);
   opt_to(j, "ci_high_pct", v.ci_high_pct);
@@ -83,6 +85,8 @@ Verdict verdict_from_json(const nlohmann::json& j) {
   v.reason = j.value("reason", "");
   v.perf = j.value("perf", "");
   v.simulated = j.value("simulated", false);
+  v.unsandboxed = j.value("unsandboxed", false);
+  v.self_reported = j.value("self_reported", false);
   if (j.contains("metrics") && j["metrics"].is_object()) v.metrics = j["metrics"];
   opt_from(j, "delta_pct", v.delta_pct);
   opt_from(j, "ci_low_pct", v.ci_low_pct);

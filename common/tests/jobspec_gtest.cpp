@@ -97,6 +97,22 @@ TEST(JobSpecParse, CustomFamilyNeedsStepsNotSources) {
   EXPECT_NE(find_issue(steps_on_attention, "kernel.steps"), nullptr);
 }
 
+// kernel.flags choose how the sources compile, never the host compiler or files to run.
+TEST(JobSpecParse, FlagsThatPickProgramsOrFilesAreRefusedSayingWhatIsAllowed) {
+  auto bad = parse_job_spec(
+      "name: f\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu],"
+      " flags: [-O3, -ccbin, ./evil.sh]}\n", "f.yaml");
+  ASSERT_FALSE(bad.ok());
+  const SpecIssue* i = find_issue(bad, "kernel.flags");
+  ASSERT_NE(i, nullptr) << bad.error_text();
+  EXPECT_NE(i->message.find("'-ccbin' is not allowed"), std::string::npos) << i->message;
+  EXPECT_NE(i->message.find("-maxrregcount=N"), std::string::npos) << i->message;
+  auto good = parse_job_spec(
+      "name: f\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu],"
+      " flags: [-O3, -maxrregcount=16, -DTILE=64, -Xptxas, -v]}\n", "f.yaml");
+  EXPECT_TRUE(good.ok()) << good.error_text();
+}
+
 TEST(JobSpecParse, SyntaxErrorHasLineAndColumn) {
   auto p = parse_job_spec_file((source_dir() / "jobs/bad/syntax-error.yaml").string());
   ASSERT_FALSE(p.ok());

@@ -12,6 +12,14 @@ export function simBadge(simulated: unknown): string {
   return simulated ? ` <span class="badge sim" title="numbers come from the simulated backend, not a GPU">SIMULATED</span>` : "";
 }
 
+/** The marks a verdict carries when its numbers are not the harness's own measurement in the
+ *  sandbox: a custom job's self-reported numbers, an agent run without the job sandbox. */
+export function trustBadges(v: { self_reported?: unknown; unsandboxed?: unknown } | undefined): string {
+  if (!v) return "";
+  return (v.self_reported ? ` <span class="badge self-reported" title="a custom job's own scripts timed themselves: not a harness measurement">SELF-REPORTED</span>` : "") +
+    (v.unsandboxed ? ` <span class="badge unsandboxed" title="the agent ran this job's code without the job sandbox">UNSANDBOXED</span>` : "");
+}
+
 /** A state word coloured by its meaning (passed green, rejected red, running blue...). */
 export function stateBadge(state: string | undefined): string {
   const s = state || "unknown";

@@ -2,7 +2,8 @@
 # a kfleetd on a fresh SQLite file in RUN and one agent named gpu0, both on loopback.
 #   start_local_cluster BIN RUN AGENT_FLAG...
 #     makes fresh random tokens: exports KFLEET_TOKEN (kfleetd's first admin token, given to it
-#     through its environment) and KFLEET_ENROL_TOKEN (the agent reads it from its environment);
+#     through its environment) and KFLEET_ENROL_TOKEN (kfleetd's, through its environment; the
+#     agent reads it from RUN/enrol.token, mode 0600);
 #     no token is ever on a command line. Exports KFLEET_SERVER; appends the two pids to
 #     `pids` (kfleetd first) and traps EXIT/INT/TERM to stop them; returns once gpu0 is enrolled
 #     (non-zero, having said why, if kfleetd or the agent does not come up).
@@ -25,8 +26,10 @@ start_local_cluster() {
   for _ in $(seq 200); do [ -s "$run/port" ] && break; sleep 0.1; done
   [ -s "$run/port" ] || { tail "$run/kfleetd.log" >&2; echo "kfleetd did not start (log: $run/kfleetd.log)" >&2; return 1; }
   export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
-  "$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 --work-dir "$run/agent" "$@" \
-    >"$run/agent.log" 2>&1 &
+  # The agent reads its enrolment token from a 0600 file, as the systemd units have it.
+  (umask 077; printf '%s\n' "$KFLEET_ENROL_TOKEN" >"$run/enrol.token")
+  env -u KFLEET_ENROL_TOKEN "$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 \
+    --enrol-token-file "$run/enrol.token" --work-dir "$run/agent" "$@" >"$run/agent.log" 2>&1 &
   pids+=($!)
   local agent=$!
   for _ in $(seq 300); do

@@ -65,10 +65,12 @@ KFLEET_BACKEND=$backend
 KFLEET_PROVIDER=static
 KFLEET_INSTANCE_ID=$(cat /etc/machine-id 2>/dev/null || hostname)
 KFLEET_NAME=$name
-KFLEET_ENROL_TOKEN=$token
 $ca_line
 ENV
 chmod 0600 "$root/etc/kfleet/agent.env"
+# The token in a file of its own, read by the agent (--enrol-token-file), never its environment.
+printf '%s\n' "$token" >"$root/etc/kfleet/enrol.token"
+chmod 0600 "$root/etc/kfleet/enrol.token"
 umask 022
 install -m 0644 "$unit_src" "$root/etc/systemd/system/kfleet-agent.service"
 if [[ -n "$root" ]]; then echo "kfleet-agent installed under $root (not started)"; exit 0; fi

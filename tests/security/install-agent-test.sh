@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # terraform/static/install-agent.sh (the static-host install) under a temp root (--root): the
-# enrolment token comes from the environment and lands only in the 0600 agent.env; --ca-file
+# enrolment token comes from the environment and lands only in the 0600 enrol.token (never
+# agent.env, the agent's environment); --ca-file
 # lands in a 0600 ca.pem that agent.env names as KFLEET_CA_FILE (the agent's --ca-file); the
 # unit it installs starts the agent with no token on its command line. Also: what it refuses.
 # Usage: install-agent-test.sh
@@ -34,14 +35,19 @@ env=$r/etc/kfleet/agent.env unit=$r/etc/systemd/system/kfleet-agent.service
 cmp -s "$r/etc/kfleet/ca.pem" "$tmp/certs/ca.pem" || bad "ca.pem is not the --ca-file given"
 grep -qx "KFLEET_CA_FILE=/etc/kfleet/ca.pem" "$env" && ok "agent.env names the CA (KFLEET_CA_FILE)" ||
   bad "agent.env does not name the CA: $(cat "$env")"
-grep -qx "KFLEET_ENROL_TOKEN=$token" "$env" && ok "the token is in agent.env" || bad "the token is not in agent.env"
+tok=$r/etc/kfleet/enrol.token
+[ "$(stat -c %a "$tok" 2>/dev/null)" = 600 ] && ok "enrol.token is 0600" || bad "enrol.token is not 0600"
+grep -qx -- "$token" "$tok" && ok "the token is in enrol.token" || bad "the token is not in enrol.token"
+grep -q KFLEET_ENROL_TOKEN "$env" && bad "the token is in agent.env (the agent's environment)"
+grep '^ExecStart=' "$unit" | grep -q -- '--enrol-token-file /etc/kfleet/enrol.token' &&
+  ok "the unit reads the token file" || bad "the unit does not pass --enrol-token-file"
 grep -qx "KFLEET_SERVER=https://kfleet.example.com:8470" "$env" || bad "agent.env has no KFLEET_SERVER"
 [ -x "$r/usr/local/bin/kfleet-agent" ] || bad "the agent binary was not installed"
 cmp -s "$unit" "$root/terraform/modules/l4-agents/files/kfleet-agent.service" && ok "the unit is the fleet's own" ||
   bad "the installed unit differs from terraform/modules/l4-agents/files/kfleet-agent.service"
 grep -q '^EnvironmentFile=/etc/kfleet/agent.env$' "$unit" || bad "the unit does not read agent.env"
-grep '^ExecStart=' "$unit" | grep -qi 'token' && bad "a token on the unit's command line: $(grep '^ExecStart=' "$unit")"
-[ "$(grep -rlF -- "$token" "$r" | wc -l)" = 1 ] && ok "the token is in agent.env only" ||
+grep '^ExecStart=' "$unit" | sed 's|--enrol-token-file /etc/kfleet/enrol.token||' | grep -qi 'token' && bad "a token on the unit's command line: $(grep '^ExecStart=' "$unit")"
+[ "$(grep -rlF -- "$token" "$r" | wc -l)" = 1 ] && ok "the token is in enrol.token only" ||
   bad "the token is in more files: $(grep -rlF -- "$token" "$r")"
 
 # Without a CA: the agent trusts the system's CAs; nothing names a CA file.

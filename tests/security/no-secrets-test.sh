@@ -4,7 +4,8 @@
 # secrets (admin, enrolment, user and agent tokens) appears in
 #   - a process's argv (/proc/PID/cmdline of kfleetd, the agent, and the CLI while it runs),
 #   - the logs, /metrics, the API's answers,
-#   - the SQLite file (which holds their SHA-256 only).
+#   - the SQLite file (which holds their SHA-256 only),
+#   - the agent's environment (/proc/PID/environ; it reads its token from a 0600 file).
 # Usage: no-secrets-test.sh KFLEETD KFLEET_AGENT KFLEET
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 KFLEETD KFLEET_AGENT KFLEET" >&2; exit 2; }
@@ -61,6 +62,12 @@ for s in "${secrets[@]}"; do
   grep -qF -- "$s" "$answers" && bad "secret $label is in an API answer or /metrics"
   grep -qaF -- "$s" "$run"/kfleet.db* && bad "secret $label is in the SQLite file"
 done
+# The agent's environment (what a job could once read in /proc/<agent>/environ): no token. It
+# reads the enrolment token from its 0600 file.
+agent_pid=${pids[1]}
+[ -r "/proc/$agent_pid/environ" ] || bad "cannot read the agent's environment (pid $agent_pid)"
+grep -qaF -- "$KFLEET_ENROL_TOKEN" "/proc/$agent_pid/environ" && bad "the enrolment token is in the agent's environment"
+[ "$(stat -c %a "$run/enrol.token")" = 600 ] || bad "the agent's enrolment token file is not 0600"
 hash=$(printf '%s' "$alice" | sha256sum | cut -d' ' -f1)
 grep -qaF "$hash" "$run"/kfleet.db* || bad "the SQLite file does not hold alice's token hash"
 # The agent token: enrolment answered it to the agent only; the store has its hash.

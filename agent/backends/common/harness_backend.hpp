@@ -48,12 +48,15 @@ struct HarnessBackendConfig {
   // more than this below the best seen is discarded. < 0 keeps the harness default (2 %); 0
   // keeps every sample, for GPUs whose clocks sag under long runs (the H100 at 300+ µs kernels).
   double throttle_pct = -1;
+  // Every process started for a job runs in this sandbox; none starts without it.
+  SandboxPolicyPtr sandbox;
 };
 
 class HarnessBackend : public agent::Backend {
  public:
   explicit HarnessBackend(HarnessBackendConfig cfg);
   bool simulated() const override { return false; }
+  bool sandboxed() const override;
   agent::StageResult build(agent::StageContext& c) override;
   agent::StageResult resources(agent::StageContext& c) override;
   agent::StageResult correctness(agent::StageContext& c) override;
@@ -101,8 +104,21 @@ class HarnessBackend : public agent::Backend {
   // then sees only that GPU, as its device 0. NVML and sysfs still use cfg_.device.
   void pin_children(const std::vector<GpuInfo>& gpus, const char* env_name, bool by_uuid);
   unsigned child_device() const { return pin_env_.empty() ? cfg_.device : 0u; }
+  // A job process's spec, the start of every process run for a job (compiles, the harness,
+  // profilers, custom steps, a recorder): its sandbox with the run dir writable, `readable`
+  // (its binary, objects), the job's sources and the harness sources readable, this slot's
+  // GPU device nodes when `gpu`, the stage's timeout and stop, and the GPU pin in its
+  // environment. Its cwd is the work dir.
+  SubprocessSpec job_process(agent::StageContext& c, std::vector<std::string> readable,
+                             bool gpu) const;
+  // A sandboxed process outside any run (the harness objects prepare() compiles).
+  SubprocessSpec sandboxed_process(std::vector<std::string> writable, std::vector<std::string> readable,
+                           bool gpu) const;
   std::vector<std::pair<std::string, std::string>> pin_env_;
   HarnessBackendConfig cfg_;
+  // The slot's device node numbers: NVIDIA's /dev/nvidia<minor>, AMD's renderD<minor>.
+  unsigned slot_minor_ = 0;
+  bool slot_known_ = false;
 
  private:
   agent::StageResult run_custom_step(agent::StageContext& c, const std::string& stage,

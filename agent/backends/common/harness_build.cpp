@@ -10,8 +10,11 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "common/harness_backend.hpp"
 #include "kfleet/common/bundle.hpp"
+#include "kfleet/common/compile_flags.hpp"
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/sha256.hpp"
 
@@ -91,6 +94,32 @@ std::string harness_digest(const fs::path& hdir) {
   return sha256_hex(text);
 }
 
+// The compiler's install prefix (/usr/local/cuda for .../bin/nvcc): its headers and libraries
+// must be readable in the sandbox even when they are outside the system's trees.
+std::string compiler_prefix(const std::string& compiler) {
+  return fs::path(compiler).parent_path().parent_path().string();
+}
+
+// What a sandboxed build made becomes the cache's: moved in and owned by the agent again, so no
+// job's uid owns anything in the cache.
+std::error_code store_in_cache(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  ::lchown(from.c_str(), uid, gid);
+  for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    ::lchown(it->path().c_str(), uid, gid);
+  ec.clear();
+  fs::rename(from, to, ec);
+  if (ec == std::errc::cross_device_link) {
+    ec.clear();
+    fs::copy(from, to, fs::copy_options::recursive, ec);
+    std::error_code ignored;
+    fs::remove_all(from, ignored);
+  }
+  return ec;
+}
+
 // The macro a -DNAME=VALUE flag defines.
 std::string macro_of(const std::string& define) {
   auto eq = define.find('=');
@@ -119,7 +148,7 @@ StageResult HarnessBackend::build(StageContext& c) {
   // and compile log are kept, since the resources gate judges the candidate.
   const std::string cand_binary = harness_binary_, cand_log = compile_log_;
   StageContext ref{*c.compare.spec, c.baseline_bundle_dir, c.work_dir, c.gpu, {}, c.sink,
-                   c.stop, c.compare.bundle_hash, c.attempt, ""};
+                   c.stop, c.compare.bundle_hash, c.attempt, "", c.run_dir};
   StageResult b = build_one(ref);
   baseline_binary_ = harness_binary_;
   harness_binary_ = cand_binary;
@@ -197,12 +226,18 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
   auto worker = [&] {
     for (std::size_t i; (i = next++) < mine.size();) {
       Item& it = *mine[i];
-      const std::string tmp = it.object + ".tmp";
-      // Unique per process and thread, so two agents sharing a cache never write one file.
-      std::string unique = tmp + "." + std::to_string(::getpid()) + "." +
-                           std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+      // A staging dir unique per process and thread (two agents may share a cache), the only
+      // place the sandboxed compiler may write.
+      const fs::path staging = fs::path(it.object).parent_path() /
+                               ("." + fs::path(it.object).filename().string() + "." +
+                                std::to_string(::getpid()) + "." +
+                                std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())));
+      std::error_code se;
+      fs::remove_all(staging, se);
+      fs::create_directories(staging, se);
+      const std::string unique = (staging / "out.o").string();
       it.argv.back() = unique;
-      SubprocessSpec sp;
+      SubprocessSpec sp = sandboxed_process({staging.string()}, {compiler_prefix(cc.path)}, false);
       sp.argv = it.argv;
       sp.timeout_s = 600;
       auto res = run_subprocess(sp);
@@ -213,12 +248,11 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
         r = make_error(Errc::internal, fs::path(it.source).filename().string() + ": " +
                                            res->describe() + ": " + first_error(res->err + res->out));
       } else {
-        std::error_code e;
-        fs::rename(unique, it.object, e);
+        std::error_code e = store_in_cache(unique, it.object);
         if (e && !fs::exists(it.object)) r = make_error(Errc::unavailable, "cannot store " + it.object + ": " + e.message());
       }
       std::error_code e;
-      fs::remove(unique, e);
+      fs::remove_all(staging, e);
       it.promise->set_value(r);
       std::lock_guard<std::mutex> lock(objects_mu_);
       objects_in_flight_.erase(it.object);
@@ -266,6 +300,11 @@ StageResult HarnessBackend::build_one(StageContext& c) {
       return r;
     }
     return run_custom_step(c, stage::build, k.steps->build, false);
+  }
+  if (auto f = check_compile_flags(k.flags); !f) {
+    StageResult bad;
+    bad.reason = f.error().message;
+    return bad;
   }
   auto cc = locked_compiler();
   if (!cc.ok()) return fleet(cc.error().message);
@@ -316,7 +355,8 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     return r;
   }
   std::error_code ec;
-  fs::path tmp = cache / (key + ".tmp." + std::to_string(::getpid()));
+  // Built in the run's own dir (the sandbox's only writable place), then moved into the cache.
+  fs::path tmp = fs::path(c.work_dir) / ("build-" + key.substr(0, 16));
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) return infra("cannot create build dir " + tmp.string() + ": " + ec.message());
@@ -325,12 +365,10 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::vector<std::string> objects;
   for (const auto& s : k.sources) {
     std::string obj = (tmp / (fs::path(s).filename().string() + ".o")).string();
-    SubprocessSpec sp;
+    SubprocessSpec sp = job_process(c, {compiler_prefix(cc->path)}, false);
     sp.argv = compile_argv(*cc, cfg_.arch, flags, (fs::path(c.bundle_dir) / source_bundle_path(s)).string(),
                            obj);
     sp.cwd = c.bundle_dir;
-    sp.timeout_s = c.spec.timeout_s;
-    sp.should_stop = [&] { return c.stop.requested(); };
     auto res = run_subprocess(sp);
     if (!res.ok()) return infra(res.error().message);
     compile_log_ += res->err + res->out;
@@ -363,11 +401,11 @@ StageResult HarnessBackend::build_one(StageContext& c) {
                                  {"seconds", (*hobj)->seconds}};
     auto all_objects = (*hobj)->objects;
     all_objects.insert(all_objects.end(), objects.begin(), objects.end());
-    SubprocessSpec sp;
+    std::vector<std::string> inputs = (*hobj)->objects;
+    inputs.push_back(compiler_prefix(cc->path));
+    SubprocessSpec sp = job_process(c, inputs, false);
     sp.argv = link_argv(*cc, cfg_.arch, flags, all_objects, (tmp / "kfleet-harness").string());
     sp.cwd = c.bundle_dir;
-    sp.timeout_s = c.spec.timeout_s;
-    sp.should_stop = [&] { return c.stop.requested(); };
     auto res = run_subprocess(sp);
     if (!res.ok()) return infra(res.error().message);
     if (!res->ok()) {
@@ -394,7 +432,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     c.sink.log(stage::build, "no GPU runtime to link against: built for the resources gate only");
   }
   std::ofstream(tmp / "done") << key << "\n";
-  fs::rename(tmp, entry, ec);
+  ec = store_in_cache(tmp, entry);
   if (ec) fs::remove_all(tmp, ec);  // another run finished the same build first: use it
   harness_binary_ = *hobj && fs::exists(binary) ? binary.string() : "";
   r.ok = true;

@@ -161,12 +161,10 @@ StageResult HarnessBackend::profile(StageContext& c) {
                            "durations are longer than the benchmark's";
   }
 
-  SubprocessSpec sp;
+  SubprocessSpec sp = job_process(c, {fs::path(harness_binary_).parent_path().string(),
+                                      fs::path(pc->argv.front()).parent_path().parent_path().string()},
+                                   true);
   sp.argv = pc->argv;
-  sp.env = pin_env_;
-  sp.cwd = c.work_dir;
-  sp.timeout_s = c.spec.timeout_s;
-  sp.should_stop = [&] { return c.stop.requested(); };
   auto res = run_subprocess(sp);
   if (!res.ok()) {
     r.data["note"] = res.error().message;

@@ -9,6 +9,7 @@
 #include "common/exclusive.hpp"
 #include "common/harness_backend.hpp"
 #include "common/harness_protocol.hpp"
+#include "common/sandbox.hpp"
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/stats.hpp"
 
@@ -88,6 +89,9 @@ void HarnessBackend::pin_children(const std::vector<GpuInfo>& gpus, const char* 
                                   bool by_uuid) {
   if (cfg_.device >= gpus.size()) return;
   const auto& extra = gpus[cfg_.device].extra;
+  const bool amd = name() == "hip";
+  slot_minor_ = amd ? extra.value("render_minor", 128u + cfg_.device) : extra.value("minor", cfg_.device);
+  slot_known_ = true;
   std::string value = std::to_string(cfg_.device);
   if (by_uuid) {
     if (!extra.contains("uuid") || !extra["uuid"].is_string()) return;  // cannot pin by name
@@ -96,12 +100,42 @@ void HarnessBackend::pin_children(const std::vector<GpuInfo>& gpus, const char* 
   pin_env_ = {{env_name, value}};
 }
 
+bool HarnessBackend::sandboxed() const { return cfg_.sandbox && cfg_.sandbox->isolated(); }
+
+SubprocessSpec HarnessBackend::sandboxed_process(std::vector<std::string> writable,
+                                         std::vector<std::string> readable, bool gpu) const {
+  SubprocessSpec sp;
+  sp.sandbox_policy = cfg_.sandbox;
+  sp.sandbox.writable = std::move(writable);
+  readable.push_back(cfg_.harness_dir);
+  sp.sandbox.readable = std::move(readable);
+  if (gpu) {
+    const bool amd = name() == "hip";
+    const unsigned minor = slot_known_ ? slot_minor_ : (amd ? 128u + cfg_.device : cfg_.device);
+    sp.sandbox.devices = gpu_slot_devices(amd ? "amd" : "nvidia", minor);
+    sp.env = pin_env_;
+  }
+  return sp;
+}
+
+SubprocessSpec HarnessBackend::job_process(StageContext& c, std::vector<std::string> readable,
+                                           bool gpu) const {
+  readable.push_back(c.bundle_dir);
+  if (!c.baseline_bundle_dir.empty()) readable.push_back(c.baseline_bundle_dir);
+  SubprocessSpec sp = sandboxed_process({c.run_dir.empty() ? c.work_dir : c.run_dir}, std::move(readable), gpu);
+  sp.cwd = c.work_dir;
+  sp.timeout_s = c.spec.timeout_s;
+  sp.should_stop = [&c] { return c.stop.requested(); };
+  return sp;
+}
+
 Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std::string& stage,
                                                      const std::vector<std::string>& args,
                                                      std::vector<nlohmann::json>& messages,
                                                      const std::string& binary) {
-  SubprocessSpec sp;
-  sp.argv = {binary.empty() ? harness_binary_ : binary};
+  const std::string program = binary.empty() ? harness_binary_ : binary;
+  SubprocessSpec sp = job_process(c, {fs::path(program).parent_path().string()}, true);
+  sp.argv = {program};
   sp.argv.insert(sp.argv.end(), args.begin(), args.end());
   if (args.empty() || args[0] != "probe") {
     sp.argv.insert(sp.argv.end(), {"--device", std::to_string(child_device())});
@@ -111,10 +145,6 @@ Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std:
     t << cfg_.throttle_pct;
     sp.argv.insert(sp.argv.end(), {"--throttle-pct", t.str()});
   }
-  sp.env = pin_env_;
-  sp.cwd = c.work_dir;
-  sp.timeout_s = c.spec.timeout_s;
-  sp.should_stop = [&] { return c.stop.requested(); };
   sp.on_line = [&](OutputStream s, const std::string& line) {
     if (s == OutputStream::err) {
       c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stderr"}, {"text", line}});
@@ -127,12 +157,9 @@ Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std:
 
 StageResult HarnessBackend::run_custom_step(StageContext& c, const std::string& stage,
                                             const std::string& command, bool parse_metrics) {
-  SubprocessSpec sp;
+  SubprocessSpec sp = job_process(c, {}, true);
   sp.argv = {"/bin/sh", "-c", command};
   sp.cwd = c.bundle_dir;
-  sp.timeout_s = c.spec.timeout_s;
-  sp.should_stop = [&] { return c.stop.requested(); };
-  sp.env = pin_env_;
   sp.env.insert(sp.env.end(), {{"KFLEET_GPU_ARCH", cfg_.arch},
                                {"KFLEET_DEVICE", std::to_string(child_device())}});
   sp.on_line = [&](OutputStream s, const std::string& line) {

@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "kfleet/common/secret.hpp"
@@ -118,6 +120,9 @@ std::string SubprocessResult::describe() const {
     os << "stopped";
   } else if (signal != 0) {
     os << "killed by " << signal_name(signal);
+    if (memory_limit_hit) os << " (the sandbox's memory limit)";
+  } else if (memory_limit_hit) {
+    os << "exit code " << exit_code << " (a process hit the sandbox's memory limit)";
   } else {
     os << "exit code " << exit_code;
   }
@@ -151,8 +156,79 @@ std::string tail_lines(const std::string& text, std::size_t n) {
   return text.substr(pos, end - pos);
 }
 
+namespace {
+
+// fork + exec for a sandboxed child: unlike posix_spawn it can put the child into its cgroup
+// before exec, so bwrap and everything under it start inside the limits. Only async-signal-safe
+// calls run between fork and exec.
+pid_t spawn_in_cgroup(const std::string& program, std::vector<char*>& argv,
+                      std::vector<char*>& envp, int out_fd, int err_fd,
+                      const std::vector<std::string>& procs_files, int& error) {
+  std::vector<const char*> procs;
+  for (const auto& p : procs_files) procs.push_back(p.c_str());
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    error = errno;
+    return -1;
+  }
+  if (pid > 0) return pid;
+  ::setpgid(0, 0);
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(err_fd, STDERR_FILENO);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+  // None of the agent's descriptors (its connections to kfleetd, its spool) reach the job.
+  ::close_range(3, ~0U, 0);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (const char* f : procs) {
+    int fd = ::open(f, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, "0", 1) != 1) {
+      static const char msg[] = "kfleet sandbox: cannot join the job's cgroup\n";
+      (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+      ::_exit(126);
+    }
+    ::close(fd);
+  }
+  if (::chdir("/") != 0) ::_exit(126);
+  ::execve(program.c_str(), argv.data(), envp.data());
+  static const char msg[] = "kfleet sandbox: cannot run bwrap\n";
+  (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+  ::_exit(127);
+}
+
+}  // namespace
+
 Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   if (spec.argv.empty()) return make_error(Errc::invalid_argument, "no command to run");
+  const bool job = spec.trust == ProcessTrust::job;
+  if (job && !spec.sandbox_policy) {
+    return make_error(Errc::internal,
+                      "refusing to start '" + spec.argv[0] +
+                          "' for a job without its sandbox: a job's process needs a sandbox "
+                          "policy (SubprocessSpec::sandbox_policy)");
+  }
+  const bool isolated = job && spec.sandbox_policy->isolated();
+  std::unique_ptr<JobCgroup> cgroup;
+  if (isolated) {
+    // The job's uid owns its run dir, and nothing else of the host.
+    const auto& pol = *spec.sandbox_policy;
+    for (const auto& w : spec.sandbox.writable) {
+      std::error_code ec;
+      ::lchown(w.c_str(), pol.uid, pol.gid);
+      for (auto it = std::filesystem::recursive_directory_iterator(w, ec);
+           !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+        ::lchown(it->path().c_str(), pol.uid, pol.gid);
+    }
+    auto cg = JobCgroup::create(pol, spec.sandbox.limits);
+    if (!cg) return make_error(Errc::unavailable, "sandbox: " + cg.error().message);
+    cgroup = std::move(*cg);
+  }
+
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
     return make_error(Errc::unavailable, std::string("pipe: ") + std::strerror(errno));
@@ -163,31 +239,14 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
     return make_error(Errc::unavailable, std::string("pipe: ") + std::strerror(errno));
   }
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, spec.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group: a timeout kills the harness and everything it started. Default signal
-  // dispositions: the agent may ignore SIGPIPE, a child must not inherit that.
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
-
-  std::vector<std::string> argv_s = spec.argv;
-  std::vector<std::string> env_s = merged_environment(spec.env);
+  std::string home = spec.sandbox.writable.empty() ? spec.cwd : spec.sandbox.writable.front();
+  std::vector<std::string> argv_s =
+      isolated ? sandbox_argv(*spec.sandbox_policy, spec.sandbox, spec.cwd, spec.argv) : spec.argv;
+  std::vector<std::string> env_s = job ? job_environment(spec.env, home) : merged_environment(spec.env);
   auto argv = c_strings(argv_s);
   auto envp = c_strings(env_s);
   // posix_spawnp searches the agent's PATH; honour a PATH given in spec.env as well.
-  std::string program = spec.argv[0];
+  std::string program = argv_s[0];
   for (const auto& [k, v] : spec.env) {
     if (k == "PATH" && program.find('/') == std::string::npos) {
       std::stringstream ss(v);
@@ -203,12 +262,35 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
 
   const auto t0 = Steady::now();
   pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  int rc = 0;
+  if (isolated) {
+    pid = spawn_in_cgroup(program, argv, envp, out_pipe[1], err_pipe[1], cgroup->procs_files(), rc);
+  } else {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, spec.cwd.c_str());
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // Own process group: a timeout kills the harness and everything it started. Default signal
+    // dispositions: the agent may ignore SIGPIPE, a child must not inherit that.
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETSIGMASK);
+    rc = ::posix_spawnp(&pid, program.c_str(), &fa, &attr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+  }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (rc != 0) {
+  if (rc != 0 || pid < 0) {
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     std::string where = spec.cwd.empty() ? "" : " in " + spec.cwd;
@@ -281,9 +363,16 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
     res.signal = WTERMSIG(status);
   } else if (WIFEXITED(status)) {
     res.exit_code = WEXITSTATUS(status);
+    // bwrap reports a child killed by signal N as exit code 128 + N, as a shell does.
+    if (isolated && res.exit_code > 128 && res.exit_code < 128 + NSIG) {
+      res.signal = res.exit_code - 128;
+      res.exit_code = -1;
+    }
   }
   cap_out.finish(res.out, res.out_truncated);
   cap_err.finish(res.err, res.err_truncated);
+  res.unsandboxed = job && !isolated;
+  if (cgroup) res.memory_limit_hit = cgroup->memory_limit_hit();
   return res;
 }
 

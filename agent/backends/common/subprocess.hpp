@@ -1,22 +1,37 @@
 #pragma once
 // Runs compilers and the harness as children in their own process group, so that a kernel that
 // hangs or crashes (and anything it forked) is killed as a whole and never takes the agent down.
+// Every process started for a job runs in its sandbox (sandbox.hpp): a SubprocessSpec is a
+// job's unless it says it is the agent's own tool, and a job's without a sandbox policy is
+// refused, so a new kind of job process cannot be started outside the sandbox by omission.
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/sandbox.hpp"
 #include "kfleet/common/result.hpp"
 
 namespace kfleet::backends {
 
 enum class OutputStream { out, err };
 
+// Whom a process works for.
+enum class ProcessTrust {
+  job,         // runs anything of a job's (its sources, flags, binary, steps): sandboxed
+  agent_tool,  // the agent's own probe with no job input (compiler --version, rocm-smi)
+};
+
 struct SubprocessSpec {
   std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
   std::string cwd;                // "" = the agent's own
-  std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
+  // A job's process: the fixed job environment (job_environment) plus these. The agent's own
+  // tools: the agent's environment without its secrets, plus these.
+  std::vector<std::pair<std::string, std::string>> env;
+  ProcessTrust trust = ProcessTrust::job;
+  SandboxPolicyPtr sandbox_policy;  // required for a job's process
+  SandboxSpec sandbox;              // what this process may reach
   double timeout_s = 0;           // wall clock; 0 = none
   double kill_grace_s = 2;        // SIGTERM, then SIGKILL after this long
   std::size_t capture_limit = 1 << 20;  // the last this many bytes of each stream are kept
@@ -32,6 +47,8 @@ struct SubprocessResult {
   double duration_s = 0;
   std::string out, err;    // captured tails
   bool out_truncated = false, err_truncated = false;
+  bool memory_limit_hit = false;  // the sandbox's memory limit ended a process
+  bool unsandboxed = false;       // a job's process run without the sandbox (--unsandboxed)
 
   bool ok() const { return signal == 0 && exit_code == 0 && !timed_out && !stopped; }
   // "exit code 2" | "killed by SIGSEGV" | "timed out after 30 s" | "stopped"

@@ -91,6 +91,7 @@ Result<std::string> compiler_version(const std::string& compiler) {
   SubprocessSpec s;
   s.argv = {compiler, "--version"};
   s.timeout_s = 60;
+  s.trust = ProcessTrust::agent_tool;  // the agent's own compiler, no job input
   auto r = run_subprocess(s);
   if (!r.ok()) return r.error();
   if (!r->ok()) {

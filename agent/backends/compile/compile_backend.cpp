@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "common/harness_backend.hpp"
+#include "common/sandbox.hpp"
 #include "kfleet/common/event.hpp"
 
 namespace kfleet::backends {
@@ -25,6 +26,7 @@ class CompileBackend final : public agent::Backend {
 
   std::string name() const override { return "compile"; }
   bool simulated() const override { return false; }
+  bool sandboxed() const override { return opts_.sandbox && opts_.sandbox->isolated(); }
 
   // No GPU: kfleetd needs one entry to list; its class never matches a job's target.
   Result<std::vector<GpuInfo>> discover() override {
@@ -93,6 +95,7 @@ class CompileBackend final : public agent::Backend {
         o.gpu_class = arch;
         o.arch = arch;
         o.link_harness = false;
+        o.sandbox = opts_.sandbox;
         b = agent::make_hip_backend(o);
       } else {
         agent::CudaBackendOptions o;
@@ -101,6 +104,7 @@ class CompileBackend final : public agent::Backend {
         o.gpu_class = arch;
         o.arch = arch;
         o.link_harness = false;
+        o.sandbox = opts_.sandbox;
         b = agent::make_cuda_backend(o);
       }
     }

@@ -13,7 +13,8 @@ class CudaBackend final : public HarnessBackend {
  public:
   explicit CudaBackend(const agent::CudaBackendOptions& o)
       : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir,
-                        o.require_exclusive, o.busy_wait_s, o.link_harness, o.throttle_pct}),
+                        o.require_exclusive, o.busy_wait_s, o.link_harness, o.throttle_pct,
+                        o.sandbox}),
         nvcc_override_(o.nvcc) {}
 
   std::string name() const override { return "cuda"; }
@@ -99,6 +100,14 @@ class CudaBackend final : public HarnessBackend {
     auto n = nvml();
     if (!n.ok()) return n.error();
     return (*n)->snapshot(cfg_.device);
+  }
+
+  std::optional<nlohmann::json> gpu_settings() override {
+    auto n = nvml();
+    if (!n.ok()) return std::nullopt;
+    auto s = (*n)->settings(cfg_.device);
+    if (!s.ok()) return std::nullopt;
+    return *s;
   }
 
   Result<std::vector<unsigned>> other_processes() override {

@@ -100,6 +100,8 @@ std::vector<GpuInfo> discover_amd_gpus(const std::string& sys_root) {
     if (g.name.empty()) g.name = "AMD " + *arch;
     g.extra["index"] = i;
     g.extra["kfd_node"] = d.filename().string();
+    // /dev/dri/renderD<drm_render_minor>: the only render node its job's sandbox gets.
+    if (auto m = kfd_property(props, "drm_render_minor"); m > 0) g.extra["render_minor"] = m;
     g.extra["kfd_gpu_id"] = static_cast<std::int64_t>(first_number(read_file(d / "gpu_id")));
     g.extra["simd_count"] = kfd_property(props, "simd_count");
     // The identities a stage reports, and HIP_VISIBLE_DEVICES / rocm-smi accept.
@@ -178,6 +180,7 @@ Result<GpuSnapshot> amd_snapshot(unsigned index) {
   SubprocessSpec s;
   s.argv = {tool, "--showclocks", "--showtemp", "--showpower", "--json"};
   s.timeout_s = 20;
+  s.trust = ProcessTrust::agent_tool;  // the agent's own GPU probe, no job input
   auto r = run_subprocess(s);
   if (!r.ok()) return r.error();
   if (!r->ok()) return make_error(Errc::unavailable, "rocm-smi failed: " + r->describe());

@@ -49,6 +49,10 @@ struct Nvml::Api {
   nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
   nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
+  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*compute_mode)(nvmlDevice_t, int*) = nullptr;
+  nvmlReturn_t (*app_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*persistence)(nvmlDevice_t, int*) = nullptr;
 
   std::string why(nvmlReturn_t r) const {
     return error_string ? error_string(r) : "NVML error " + std::to_string(r);
@@ -97,6 +101,10 @@ Result<std::shared_ptr<Nvml>> Nvml::load() {
   sym(a.processes, "nvmlDeviceGetComputeRunningProcesses_v3", false);
   sym(a.uuid, "nvmlDeviceGetUUID", false);
   sym(a.pci, "nvmlDeviceGetPciInfo_v3", false);
+  sym(a.minor, "nvmlDeviceGetMinorNumber", false);
+  sym(a.compute_mode, "nvmlDeviceGetComputeMode", false);
+  sym(a.app_clock, "nvmlDeviceGetApplicationsClock", false);
+  sym(a.persistence, "nvmlDeviceGetPersistenceMode", false);
   if (missing) {
     return make_error(Errc::unavailable,
                       "NVML lacks " + missing_name + ": update the NVIDIA driver");
@@ -149,6 +157,9 @@ Result<std::vector<GpuInfo>> Nvml::devices() {
       pci.busId[sizeof pci.busId - 1] = 0;
       g.extra["pci_bus_id"] = std::string(pci.busId);
     }
+    // /dev/nvidia<minor> is this GPU's device node: the only one its job's sandbox gets.
+    unsigned dev_minor = 0;
+    if (a.minor && a.minor(d, &dev_minor) == kSuccess) g.extra["minor"] = dev_minor;
     g.extra["compute_capability"] = std::to_string(major) + "." + std::to_string(minor);
     if (auto s = snapshot(i); s.ok()) g.extra["snapshot"] = s->to_json();
     out.push_back(std::move(g));
@@ -172,6 +183,27 @@ Result<GpuSnapshot> Nvml::snapshot(unsigned index) {
   if (a.temperature(d, kTemperatureGpu, &v) == kSuccess) s.temperature_c = static_cast<int>(v);
   if (a.power(d, &v) == kSuccess) s.power_w = v / 1000.0;
   if (a.power_limit(d, &v) == kSuccess) s.power_limit_w = v / 1000.0;
+  return s;
+}
+
+Result<nlohmann::json> Nvml::settings(unsigned index) {
+  Api& a = *api_;
+  nvmlDevice_t d = nullptr;
+  if (auto r = a.handle(index, &d); r != kSuccess) {
+    return make_error(Errc::unavailable, "GPU " + std::to_string(index) + ": " + a.why(r));
+  }
+  // What only an administrator sets, and what changes a timing: the enforced power limit, the
+  // compute mode, the application (target) clocks, persistence. Unreadable ones are left out.
+  nlohmann::json s = nlohmann::json::object();
+  unsigned v = 0;
+  int mode = 0;
+  if (a.power_limit(d, &v) == kSuccess) s["power_limit_w"] = v / 1000.0;
+  static const char* const kModes[] = {"default", "exclusive_thread", "prohibited", "exclusive_process"};
+  if (a.compute_mode && a.compute_mode(d, &mode) == kSuccess)
+    s["compute_mode"] = mode >= 0 && mode < 4 ? kModes[mode] : std::to_string(mode);
+  if (a.app_clock && a.app_clock(d, kClockGraphics, &v) == kSuccess) s["application_sm_clock_mhz"] = v;
+  if (a.app_clock && a.app_clock(d, kClockMem, &v) == kSuccess) s["application_mem_clock_mhz"] = v;
+  if (a.persistence && a.persistence(d, &mode) == kSuccess) s["persistence_mode"] = mode != 0;
   return s;
 }
 

@@ -31,6 +31,9 @@ class Nvml {
 
   Result<std::vector<GpuInfo>> devices();
   Result<GpuSnapshot> snapshot(unsigned index);
+  // The settings that belong to the fleet (power limit, compute mode, application clocks,
+  // persistence), as a flat object of what this GPU reports.
+  Result<nlohmann::json> settings(unsigned index);
   // Processes other than ours holding a compute context on the device: a benchmark must not
   // share the GPU.
   Result<std::vector<unsigned>> compute_processes(unsigned index);

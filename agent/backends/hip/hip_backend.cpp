@@ -16,7 +16,8 @@ class HipBackend final : public HarnessBackend {
  public:
   explicit HipBackend(const agent::HipBackendOptions& o)
       : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir,
-                        o.require_exclusive, o.busy_wait_s, o.link_harness, o.throttle_pct}),
+                        o.require_exclusive, o.busy_wait_s, o.link_harness, o.throttle_pct,
+                        o.sandbox}),
         opts_(o) {}
 
   std::string name() const override { return "hip"; }

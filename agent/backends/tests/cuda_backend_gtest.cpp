@@ -11,6 +11,7 @@
 
 #include "common/harness_backend.hpp"
 #include "kfleet/agent/backend.hpp"
+#include "test_sandbox.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
@@ -73,6 +74,7 @@ struct Fixture {
     o.arch = arch;
     o.cache_dir = (root / "cache").string();
     o.require_exclusive = false;  // no NVML on CI hosts
+    o.sandbox = test_sandbox();
     return make_cuda_backend(o);
   }
   ~Fixture() { fs::remove_all(root); }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "kfleet/agent/backend.hpp"
+#include "test_sandbox.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
@@ -73,45 +74,50 @@ struct ProfileFixture {
     fs::remove_all(root);
     fs::create_directories(root / "work");
     fs::create_directories(root / "bin");
-    // Copies $FAKE_NCU_OUTPUT to the --log-file path, records argv, prints a harness-like line.
+    // Copies bin/ncu-output (fake()) to the --log-file path, records argv in the run's work dir
+    // (the only place a sandboxed profiler may write), prints a harness-like line. It is
+    // configured by files beside it: a job's environment is the agent's fixed list.
     std::ofstream(root / "bin" / "ncu") <<
         "#!/bin/sh\n"
+        "dir=$(dirname \"$0\")\n"
         "log=\"\"; prev=\"\"\n"
         "for a in \"$@\"; do [ \"$prev\" = \"--log-file\" ] && log=\"$a\"; prev=\"$a\"; done\n"
-        "printf '%s\\n' \"$@\" > \"$FAKE_NCU_ARGS\"\n"
-        "[ -n \"$log\" ] && cat \"$FAKE_NCU_OUTPUT\" > \"$log\"\n"
+        "printf '%s\\n' \"$@\" > \"$dir/../work/ncu-args.txt\"\n"
+        "[ -n \"$log\" ] && cat \"$dir/ncu-output\" > \"$log\"\n"
         "echo '{\"type\":\"bench\",\"case\":\"mission\",\"n\":3}'\n"
-        "exit \"${FAKE_NCU_EXIT:-0}\"\n";
+        "exit \"$(cat \"$dir/ncu-exit\" 2>/dev/null || echo 0)\"\n";
     fs::permissions(root / "bin" / "ncu", fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
     ::setenv("PATH", ((root / "bin").string() + ":" + old_path).c_str(), 1);
-    ::setenv("FAKE_NCU_ARGS", (root / "ncu-args.txt").c_str(), 1);
     CudaBackendOptions o;
     o.harness_dir = (kTests / "fake_harness").string();
     o.gpu_class = "H200";
     o.arch = "sm_90a";
     o.cache_dir = (root / "cache").string();
     o.require_exclusive = false;
+    o.sandbox = test_sandbox();
     backend = make_cuda_backend(o);
   }
   ~ProfileFixture() {
     ::setenv("PATH", old_path.c_str(), 1);
-    ::unsetenv("FAKE_NCU_OUTPUT");
-    ::unsetenv("FAKE_NCU_EXIT");
-    ::unsetenv("FAKE_NCU_ARGS");
     fs::remove_all(root);
   }
   StageContext ctx(const JobSpec& s) {
     return StageContext{s, (kTests / "kernels").string(), (root / "work").string(), GpuInfo{},
                         Comparison{}, sink, stop};
   }
-  std::vector<std::string> ncu_args() { return lines_of(slurp(root / "ncu-args.txt")); }
+  std::vector<std::string> ncu_args() { return lines_of(slurp(root / "work" / "ncu-args.txt")); }
+  // What the fake ncu writes to its --log-file, and its exit status.
+  void fake(const fs::path& output, int exit_code = 0) {
+    fs::copy_file(output, root / "bin" / "ncu-output", fs::copy_options::overwrite_existing);
+    std::ofstream(root / "bin" / "ncu-exit") << exit_code << "\n";
+  }
 };
 
 }  // namespace
 
 TEST(ProfileStage, NcuMetricValuesLandInTheStageData) {
   ProfileFixture f;
-  ::setenv("FAKE_NCU_OUTPUT", (kTests / "profiles" / "ncu-details-metrics.csv").c_str(), 1);
+  f.fake((kTests / "profiles" / "ncu-details-metrics.csv"));
   auto spec = job({"dram__bytes.sum"});
   auto c = f.ctx(spec);
   auto b = f.backend->build(c);
@@ -157,7 +163,7 @@ TEST(ProfileStage, NcuMetricValuesLandInTheStageData) {
 
 TEST(ProfileStage, WithoutMetricsTheSpeedOfLightSectionAndItsAdviceAreKept) {
   ProfileFixture f;
-  ::setenv("FAKE_NCU_OUTPUT", (kTests / "profiles" / "ncu-details-speedoflight.csv").c_str(), 1);
+  f.fake((kTests / "profiles" / "ncu-details-speedoflight.csv"));
   auto spec = job({});
   auto c = f.ctx(spec);
   ASSERT_TRUE(f.backend->build(c).ok);
@@ -183,8 +189,7 @@ TEST(ProfileStage, NoCounterPermissionIsANoteNotAFailure) {
                         "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                         "NVIDIA GPU Performance Counters on the target device 0.\n"
                         "==PROF== Disconnected from process 4242\n";
-  ::setenv("FAKE_NCU_OUTPUT", out.c_str(), 1);
-  ::setenv("FAKE_NCU_EXIT", "1", 1);
+  f.fake(out, 1);
   auto spec = job({"dram__bytes.sum"});
   auto c = f.ctx(spec);
   ASSERT_TRUE(f.backend->build(c).ok);
@@ -205,7 +210,7 @@ TEST(ProfileStage, NoCounterPermissionIsANoteNotAFailure) {
 
 TEST(ProfileStage, AFilterThatMatchesNothingSaysWhatRan) {
   ProfileFixture f;
-  ::setenv("FAKE_NCU_OUTPUT", (kTests / "profiles" / "ncu-logfile-no-match.csv").c_str(), 1);
+  f.fake((kTests / "profiles" / "ncu-logfile-no-match.csv"));
   auto spec = job({});
   auto c = f.ctx(spec);
   ASSERT_TRUE(f.backend->build(c).ok);
@@ -221,7 +226,7 @@ TEST(ProfileStage, GarbageFromTheProfilerIsANote) {
   ProfileFixture f;
   const fs::path out = f.root / "garbage.txt";
   std::ofstream(out) << "\"ID\",\"Kernel Name\",\"Metric Name\"\n\"0\",\"k\n\xff\xfe";
-  ::setenv("FAKE_NCU_OUTPUT", out.c_str(), 1);
+  f.fake(out);
   auto spec = job({});
   auto c = f.ctx(spec);
   ASSERT_TRUE(f.backend->build(c).ok);

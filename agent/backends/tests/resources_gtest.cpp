@@ -31,6 +31,7 @@ std::string ptxas_report(const std::string& arch) {
   if (!nvcc.ok()) return "";
   auto out = scratch_dir(arch) / "pressure.o";
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {*nvcc, "-c", "-maxrregcount=32", "-Xptxas", "-v"};
   for (auto& f : kb::nvcc_arch_flags(arch)) s.argv.push_back(f);
   s.argv.insert(s.argv.end(), {kKernels + "/pressure.cu", "-o", out.string()});
@@ -140,6 +141,7 @@ TEST(AmdgpuParser, RealClangRemarksAndCodeObjectNotesAgree) {
   auto dir = scratch_dir("gfx1151");
   auto co = (dir / "pressure.co").string();
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = kb::hip_clang_device_argv(*clang, "gfx1151", kKernels + "/pressure.hip", co);
   s.timeout_s = 300;
   auto r = kb::run_subprocess(s);
@@ -161,6 +163,7 @@ TEST(AmdgpuParser, RealClangRemarksAndCodeObjectNotesAgree) {
   EXPECT_EQ(tile->scratch_bytes, 0);
 
   kb::SubprocessSpec n;
+  n.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   n.argv = {*readelf, "--notes", co};
   auto nr = kb::run_subprocess(n);
   ASSERT_TRUE(nr.ok());

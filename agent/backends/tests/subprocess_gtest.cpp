@@ -21,6 +21,7 @@ namespace {
 
 kb::SubprocessResult run_sh(const std::string& script, double timeout_s = 10) {
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"/bin/sh", "-c", script};
   s.timeout_s = timeout_s;
   auto r = kb::run_subprocess(s);
@@ -60,6 +61,7 @@ TEST(Subprocess, CapturesBothStreamsSeparately) {
 
 TEST(Subprocess, KeepsOnlyTheTailOfLargeOutput) {
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done"};
   s.capture_limit = 100;
   auto r = kb::run_subprocess(s);
@@ -73,6 +75,7 @@ TEST(Subprocess, KeepsOnlyTheTailOfLargeOutput) {
 TEST(Subprocess, StreamsLinesToTheCallback) {
   std::vector<std::string> out_lines, err_lines;
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"/bin/sh", "-c", "echo a; echo b >&2; echo c; printf d"};
   s.on_line = [&](kb::OutputStream w, const std::string& l) {
     (w == kb::OutputStream::out ? out_lines : err_lines).push_back(l);
@@ -89,6 +92,7 @@ TEST(Subprocess, KillsAHangingGroupAtTheTimeout) {
   std::filesystem::create_directories(dir);
   auto pidfile = dir / "grandchild.pid";
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"/bin/sh", "-c", "sleep 60 & echo $! > " + pidfile.string() + "; wait"};
   s.timeout_s = 0.5;
   s.kill_grace_s = 0.5;
@@ -114,6 +118,7 @@ TEST(Subprocess, KillsAHangingGroupAtTheTimeout) {
 
 TEST(Subprocess, EscalatesToSigkillWhenTermIsIgnored) {
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"};
   s.timeout_s = 0.3;
   s.kill_grace_s = 0.3;
@@ -126,6 +131,7 @@ TEST(Subprocess, EscalatesToSigkillWhenTermIsIgnored) {
 TEST(Subprocess, StopPredicateKillsTheChild) {
   std::atomic<bool> stop{false};
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"/bin/sh", "-c", "echo started; exec sleep 60"};
   s.on_line = [&](kb::OutputStream, const std::string& l) {
     if (l == "started") stop = true;
@@ -141,6 +147,7 @@ TEST(Subprocess, StopPredicateKillsTheChild) {
 TEST(Subprocess, EnvironmentAndWorkingDirectoryReachTheChild) {
   auto dir = std::filesystem::temp_directory_path();
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"/bin/sh", "-c", "echo \"$KFLEET_TEST_VAR\"; pwd -P"};
   s.env = {{"KFLEET_TEST_VAR", "forty-two"}};
   s.cwd = dir.string();
@@ -178,6 +185,7 @@ TEST(Subprocess, TheAgentsTokensStayOutOfTheChildsEnvironment) {
 
 TEST(Subprocess, AMissingProgramIsAnErrorNamingIt) {
   kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
   s.argv = {"kfleet-no-such-compiler", "--version"};
   auto r = kb::run_subprocess(s);
   ASSERT_FALSE(r.ok());

@@ -2,7 +2,7 @@
 // distribution, clocks, the profile, and every event, following the newest run live.
 import { getJson, HttpError, Json } from "../api";
 import { Chart, histogram } from "../charts";
-import { ago, esc, num, pct, simBadge, simBanner, stateBadge, table } from "../dom";
+import { ago, esc, num, pct, simBadge, simBanner, stateBadge, table, trustBadges } from "../dom";
 import { keepFresh, showError } from "../live";
 
 function okMark(ok: unknown): string {
@@ -24,7 +24,7 @@ export function verdictLine(v: Json, state: string): string {
       `${v.delta_pct !== undefined ? `, Δ ${pct(v.delta_pct)} [${pct(v.ci_low_pct)}, ${pct(v.ci_high_pct)}]` : ""}</span>`
     : "";
   return `<div class="verdict-line ${esc(v.outcome)}" id="verdict">${stateBadge(v.outcome)}${gate}:
-    <span class="reason">${esc(v.reason || "")}</span>${simBadge(v.simulated)}${perf}</div>`;
+    <span class="reason">${esc(v.reason || "")}</span>${simBadge(v.simulated)}${trustBadges(v)}${perf}</div>`;
 }
 
 function findClocks(evs: Json[], v: Json): Json | null {

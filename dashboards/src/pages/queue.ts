@@ -1,6 +1,6 @@
 // Queue & live runs: what waits (and why), what runs (and at which stage), what just finished.
 import { feed, FeedEvent, getJson, Json } from "../api";
-import { ago, esc, jobLink, pct, simBadge, simBanner, stateBadge, table } from "../dom";
+import { ago, esc, jobLink, pct, simBadge, simBanner, stateBadge, table, trustBadges } from "../dom";
 import { keepFresh, showError } from "../live";
 
 const WAITING = "queued,waiting_capacity";
@@ -50,7 +50,7 @@ export function mountQueue(el: HTMLElement): () => void {
     ]);
     const verdictRows = (results.results as Json[]).map(({ run, job }) => {
       const v = run.verdict || job.verdict || {};
-      return [jobLink(job.id, job.name) + simBadge(run.simulated || job.simulated || v.simulated),
+      return [jobLink(job.id, job.name) + simBadge(run.simulated || job.simulated || v.simulated) + trustBadges(v),
         stateBadge(v.outcome || run.outcome), esc(v.gate || ""), `<span class="reason">${esc(v.reason || "")}</span>`,
         `<span class="num">${pct(v.delta_pct)}</span>`, campaignLink(job.campaign), ago(run.finished)];
     });

@@ -135,12 +135,27 @@ std::int64_t ControlPlane::agent_for_token(const std::string& token) {
 Result<store::AgentRecord> ControlPlane::retire_agent(std::int64_t id, const std::string& by) {
   auto a = store_.get_agent(id);
   if (!a) return make_error(Errc::not_found, "no agent " + std::to_string(id));
+  // Its lease goes back to the queue now, not when the lease would have expired: nothing it
+  // posts for that run is accepted any more.
+  std::int64_t requeued_run = 0;
+  if (a->current_run_id != 0) {
+    auto j = store_.expire_run(a->current_run_id,
+                               "agent " + std::to_string(id) + " was retired by " + by, clock_->now_ms());
+    if (j) {
+      requeued_run = a->current_run_id;
+      remember_pending(*j);
+      events_changed();
+    } else {
+      log::warn("core", "retired agent ", id, ": run ", a->current_run_id, " not requeued: ",
+                j.error().message);
+    }
+  }
   if (auto r = store_.set_agent_state(id, store::AgentState::retired, clock_->now_ms()); !r)
     return r.error();
   // Its token dies with it: forget it everywhere it is looked up.
   agent_by_hash_.erase(a->token_hash);
   agent_hash_cache_[id] = std::string(64, '-');
-  audit(by, "agent.retire", {{"agent_id", id}, {"name", a->name}});
+  audit(by, "agent.retire", {{"agent_id", id}, {"name", a->name}, {"requeued_run", requeued_run}});
   request_plan();
   auto out = store_.get_agent(id);
   if (!out) return make_error(Errc::not_found, "no agent " + std::to_string(id));

@@ -41,6 +41,11 @@ nlohmann::json to_json(const store::Baseline& b) {
           {"superseded_at", b.superseded_ms ? format_iso8601(b.superseded_ms) : ""}};
 }
 
+bool self_reported_job(const store::JobRecord& j) {
+  const auto k = j.spec.find("kernel");
+  return k != j.spec.end() && k->is_object() && k->value("family", "") == "custom";
+}
+
 std::optional<store::Baseline> baseline_for(store::Store& st, const std::string& kernel,
                                             const std::string& case_name,
                                             const std::string& gpu_class, bool simulated_agent) {
@@ -59,6 +64,12 @@ nlohmann::json resolve_baseline(store::Store& st, const store::JobRecord& j,
             {"note", "no baseline yet for " + kernel + " case " + cs + " on " + cls +
                          " (kfleet baseline set RUN, or a regression run's first result)"}};
   if (b->simulated && !agent.simulated()) std::abort();  // baseline_for must never allow it
+  if (!self_reported_job(j))
+    if (auto bj = st.get_job(b->job_id); bj && self_reported_job(*bj))
+      return {{"kind", ""},
+              {"note", "the baseline of " + kernel + " on " + cls + " (run " + std::to_string(b->run_id) +
+                           ") is a custom job's self-reported number: not a baseline for a "
+                           "harness-measured job"}};
   nlohmann::json out = {{"kind", "baseline"},
                         {"label", "baseline " + kernel + " on " + cls + " (run " +
                                       std::to_string(b->run_id) + ")"},

@@ -245,6 +245,8 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
   // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
   // (or become a baseline of) real hardware.
   if (a && a->simulated()) verdict.simulated = true;
+  // And a custom job's numbers are its own scripts' word, whatever the agent says.
+  if (auto j = store_.get_job(run->job_id); j && self_reported_job(*j)) verdict.self_reported = true;
   if (verdict.outcome != RunOutcome::passed && verdict.outcome != RunOutcome::rejected)
     verdict.outcome = RunOutcome::error;
   auto r = store_.finish_run(run_id, fencing_token, verdict, clock_->now_ms());

@@ -382,6 +382,10 @@ nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
                       const std::string& kind) -> nlohmann::json {
     if (!ref || !ref->verdict || !ref->verdict->median_us)
       return {{"kind", ""}, {"note", kind + " has no timing result to compare with"}};
+    if (self_reported_job(*ref) && !self_reported_job(j))
+      return {{"kind", ""},
+              {"note", kind + " " + ref->name + " is a custom job: its self-reported number is "
+                                                "not a reference for a harness-measured job"}};
     if (ref->simulated && !agent.simulated())
       return {{"kind", ""},
               {"note", kind + " " + ref->name + " has a simulated result: not a baseline for "

@@ -151,9 +151,9 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
        "md=http://metadata.google.internal/computeMetadata/v1/instance\n"
        "instance_name=$(curl -sf -H 'Metadata-Flavor: Google' \"$md/name\")\n"
        "\n"
-       "# The token lives only in this 0600 file, read by systemd as KFLEET_ENROL_TOKEN; the CA that\n"
-       "# signed kfleetd's certificate in another, which the agent verifies kfleetd with\n"
-       "# (KFLEET_CA_FILE is its --ca-file).\n"
+       "# The token lives only in the 0600 enrol.token, read by the agent itself (--enrol-token-file),\n"
+       "# never in its environment; the CA that signed kfleetd's certificate in another, which the\n"
+       "# agent verifies kfleetd with (KFLEET_CA_FILE is its --ca-file).\n"
        "umask 077\n";
   if (!c.server_ca_pem.empty()) {
     std::string pem = c.server_ca_pem;
@@ -167,11 +167,12 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
        "KFLEET_BACKEND=cuda\n"
        "KFLEET_PROVIDER=gce\n"
        "KFLEET_INSTANCE_ID=$instance_name\n"
-       "KFLEET_NAME=$instance_name\n"
-       "KFLEET_ENROL_TOKEN=" << c.enrol_token << "\n";
+       "KFLEET_NAME=$instance_name\n";
   if (!c.server_ca_pem.empty()) s << "KFLEET_CA_FILE=/etc/kfleet/ca.pem\n";
   s << "ENV\n"
        "chmod 0600 /etc/kfleet/agent.env\n"
+       "cat > /etc/kfleet/enrol.token <<'TOKEN'\n" << c.enrol_token << "\nTOKEN\n"
+       "chmod 0600 /etc/kfleet/enrol.token\n"
        "umask 022\n\n";
   if (!c.agent_download_url.empty()) {
     s << "curl -fsSL --retry 5 -o /usr/local/bin/kfleet-agent.download '" << c.agent_download_url << "'\n"

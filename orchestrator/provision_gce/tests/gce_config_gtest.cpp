@@ -74,7 +74,8 @@ TEST(GceConfig, TheStartupScriptInstallsTheFleetsUnitAndEnrolsWithTheZone) {
   const std::string s = gce_startup_script(*c, "southamerica-east1-c");
   EXPECT_EQ(s.rfind("#!/bin/bash\n", 0), 0u);
   for (const char* want : {"KFLEET_SERVER=https://kfleet.example.com\n", "KFLEET_REGION=southamerica-east1-c\n",
-                           "KFLEET_PROVIDER=gce\n", "KFLEET_BACKEND=cuda\n", "KFLEET_ENROL_TOKEN=enrol-0123456789abcdef\n",
+                           "KFLEET_PROVIDER=gce\n", "KFLEET_BACKEND=cuda\n", "\nenrol-0123456789abcdef\nTOKEN\n",
+                           "chmod 0600 /etc/kfleet/enrol.token",
                            "chmod 0600 /etc/kfleet/agent.env", "Metadata-Flavor: Google",
                            "for gpu in $(seq 0 0); do\n  systemctl enable --now \"kfleet-agent@$gpu.service\"\ndone\n"})
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
@@ -138,8 +139,11 @@ TEST(GceConfig, TheStartupScriptDeliversTheCaAndTheTokenAs0600Files) {
   EXPECT_LT(env_end, start);
   const std::string env = s.substr(env_at, env_end - env_at);
   EXPECT_NE(env.find("\nKFLEET_CA_FILE=/etc/kfleet/ca.pem"), std::string::npos) << env;
-  EXPECT_NE(env.find("\nKFLEET_ENROL_TOKEN=enrol-0123456789abcdef"), std::string::npos) << env;
-  EXPECT_EQ(s.find("enrol-0123456789abcdef"), s.find("KFLEET_ENROL_TOKEN=") + 19) << "the token once";
+  // The token is in its own 0600 file, read by the agent, never in agent.env (its environment).
+  EXPECT_EQ(env.find("enrol-0123456789abcdef"), std::string::npos) << env;
+  EXPECT_EQ(s.find("KFLEET_ENROL_TOKEN"), std::string::npos) << s;
+  EXPECT_EQ(s.find("enrol-0123456789abcdef"), s.find("cat > /etc/kfleet/enrol.token <<'TOKEN'\n") + 40)
+      << "the token once, in enrol.token";
   EXPECT_EQ(s.find("enrol-0123456789abcdef", s.find("enrol-0123456789abcdef") + 1), std::string::npos);
   // Without a CA: no ca.pem, and the agent trusts the system's CAs.
   c->server_ca_pem.clear();

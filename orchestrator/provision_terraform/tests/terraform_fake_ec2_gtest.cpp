@@ -153,7 +153,10 @@ TEST_F(TerraformAgainstFakeEc2, EachRegionGetsTheOutcomeItsCloudReported) {
   EXPECT_EQ(inst.tags.at("CostCenter"), "cc-test");
   EXPECT_EQ(inst.tags.at("ManagedBy"), "terraform");
   EXPECT_NE(inst.user_data.find("KFLEET_SERVER=https://kfleet.test.example"), std::string::npos);
-  EXPECT_NE(inst.user_data.find(std::string("KFLEET_ENROL_TOKEN=") + kToken), std::string::npos);
+  // The token in its own 0600 file, read by the agent; never in agent.env (its environment).
+  EXPECT_NE(inst.user_data.find("cat > /etc/kfleet/enrol.token <<'TOKEN'\n" + std::string(kToken) + "\nTOKEN\n"),
+            std::string::npos);
+  EXPECT_EQ(inst.user_data.find("KFLEET_ENROL_TOKEN"), std::string::npos);
   EXPECT_NE(inst.user_data.find("systemctl enable --now \"kfleet-agent@$gpu.service\""),
             std::string::npos);
   for (const auto& action : ec2_.unknown_actions()) ADD_FAILURE() << "the fake has no " << action;

@@ -16,6 +16,10 @@
 #include "kfleet/common/model.hpp"
 #include "kfleet/common/result.hpp"
 
+namespace kfleet::backends {
+struct SandboxPolicy;  // agent/backends/common/sandbox.hpp
+}
+
 namespace kfleet::agent {
 
 // Where a stage reports what it sees; the pipeline numbers and uploads it.
@@ -62,6 +66,9 @@ struct StageContext {
   std::string bundle_hash;            // with attempt: seeds anything random (the simulator)
   int attempt = 1;
   std::string baseline_bundle_dir;    // the reference's sources, unpacked, when interleaved
+  // The run's own dir, all a job's processes may write (their sandbox's writable dir); holds
+  // bundle_dir and work_dir. "" = work_dir.
+  std::string run_dir;
 };
 
 struct StageResult {
@@ -81,6 +88,13 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual bool simulated() const = 0;
+  // False when the job's processes run without the sandbox (--unsandboxed): every verdict
+  // then says "unsandboxed". The simulated backend runs no job code.
+  virtual bool sandboxed() const { return true; }
+  // The GPU's settings that belong to the fleet, not the job (power limit, compute mode,
+  // application clocks), as a flat object; nullopt where this backend cannot read them. Read
+  // before and after each GPU stage: a change fails the run at the `integrity` gate.
+  virtual std::optional<nlohmann::json> gpu_settings() { return std::nullopt; }
   virtual Result<std::vector<GpuInfo>> discover() = 0;
   // Work worth doing once the GPU is known and before the first lease (the harness objects for
   // this arch): run on a background thread, so a job arriving meanwhile is not held up by more
@@ -118,6 +132,8 @@ struct CudaBackendOptions {
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
   bool link_harness = true;        // false: compile the job only (a compile agent)
   double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
+  // The sandbox every job process runs in (probe_sandbox); without one no job process starts.
+  std::shared_ptr<const backends::SandboxPolicy> sandbox;
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 
@@ -131,6 +147,7 @@ struct HipBackendOptions {
   double busy_wait_s = 60;         // ... after waiting this long for it to finish
   bool link_harness = true;        // false: compile the job only (a compile agent)
   double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
+  std::shared_ptr<const backends::SandboxPolicy> sandbox;  // as CudaBackendOptions::sandbox
 };
 BackendPtr make_hip_backend(const HipBackendOptions& o);
 
@@ -141,6 +158,7 @@ BackendPtr make_hip_backend(const HipBackendOptions& o);
 struct CompileBackendOptions {
   std::string harness_dir;
   std::string cache_dir;           // build cache; "" = beside the run dirs
+  std::shared_ptr<const backends::SandboxPolicy> sandbox;  // as CudaBackendOptions::sandbox
 };
 BackendPtr make_compile_backend(const CompileBackendOptions& o);
 // The arch a GPU class or arch compiles for ("L4" -> "sm_89", "gfx1151" -> "gfx1151"); "" if

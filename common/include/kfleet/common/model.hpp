@@ -36,6 +36,12 @@ struct Verdict {
   std::optional<double> delta_pct, ci_low_pct, ci_high_pct;
   std::optional<double> median_us, baseline_us;
   bool simulated = false;  // made by the simulated GPU backend: never a baseline for real GPUs
+  // The job's code ran without the sandbox (an agent started with --unsandboxed): it could
+  // have reached the agent's host, so the result is only as good as the job's honesty.
+  bool unsandboxed = false;
+  // A custom job's numbers: its own steps timed themselves, not the harness. Never a baseline
+  // for harness-measured jobs.
+  bool self_reported = false;
   nlohmann::json metrics = nlohmann::json::object();  // anything else worth keeping
 };
 nlohmann::json to_json(const Verdict& v);

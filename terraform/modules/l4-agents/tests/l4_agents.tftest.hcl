@@ -85,8 +85,8 @@ run "user_data_installs_and_enrols_the_agent" {
     error_message = "user data must carry the region"
   }
   assert {
-    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_ENROL_TOKEN=enrol-0123456789abcdef")
-    error_message = "the enrolment token must be written to the environment file"
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "cat > /etc/kfleet/enrol.token <<'TOKEN'\nenrol-0123456789abcdef\nTOKEN\n") && !strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_ENROL_TOKEN")
+    error_message = "the enrolment token must be written to its own 0600 file, not the environment file"
   }
   assert {
     condition     = strcontains(aws_instance.agent["agent-00"].user_data, "chmod 0600 /etc/kfleet/agent.env")

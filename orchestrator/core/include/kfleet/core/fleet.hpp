@@ -20,6 +20,9 @@ namespace kfleet::core {
 std::string kernel_key(const store::JobRecord& j);
 std::string perf_case(const store::JobRecord& j);           // gates.performance.case, or ""
 std::string agent_gpu_class(const store::AgentRecord& a);   // its first GPU's class
+// A custom job's numbers are its own scripts' word (self-reported), not the harness's: never a
+// baseline or reference for a harness-measured job.
+bool self_reported_job(const store::JobRecord& j);
 
 // The lease's compare object for `compare_to: baseline` on this agent. A real agent only ever
 // gets a real baseline; a simulated one prefers a simulated baseline, then a real one.

@@ -1,0 +1,21 @@
+#pragma once
+// The job sandbox the backend tests run their job processes in: the real one (bwrap, setpriv,
+// a cgroup), as an agent has it. A host that cannot sandbox fails these tests, it does not skip.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/sandbox.hpp"
+
+inline kfleet::backends::SandboxPolicyPtr test_sandbox(std::vector<std::string> hidden = {}) {
+  kfleet::backends::SandboxProbeOptions o;
+  o.hidden = std::move(hidden);
+  o.defaults.memory_bytes = 1ull << 30;
+  auto p = kfleet::backends::probe_sandbox(o);
+  if (!p) {
+    ADD_FAILURE() << "the job sandbox is unavailable on this host: " << p.error().message;
+    return nullptr;
+  }
+  return *p;
+}
