@@ -116,6 +116,10 @@ void add_options(CLI::App& app, Options& o) {
                  "how long a zone that does not offer the machine type is blocked")->capture_default_str();
   app.add_option("--idle-agent-ttl-s", o.idle_ttl_s,
                  "release provisioned agents idle this long (0: never)")->capture_default_str();
+  app.add_option("--max-in-flight-per-token", o.cfg.max_in_flight_per_token,
+                 "jobs one API token may have queued or running at once; a submission past it "
+                 "is refused with 429 in_flight_limit (0: no limit)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--dashboards", o.dashboards,
                  "the built dashboards: dashboards/dist, or the dashboards source folder that "
                  "holds it");

@@ -119,7 +119,8 @@ TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
   EXPECT_EQ(job->current_run_id, run_id);
   EXPECT_EQ(s->get_run(run_id)->fencing_token, token);
   EXPECT_EQ(*s->get_bundle("sha256:bin"), std::string("\x00\x01\xff bytes", 9));
-  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"), "3");
+  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"),
+            std::to_string(pg::kJobOriginsSchemaVersion));
 }
 
 // Rows written before set_by and cancelled_by existed get the user from the reason text the
