@@ -53,6 +53,15 @@ if [ -f dashboards/package.json ]; then
   fi
 fi
 
+# The MCP tests' client side: the official MCP TypeScript SDK and the conformance suite, pinned
+# by tests/mcp/package-lock.json, into tests/mcp/node_modules (gitignored).
+if [ -f tests/mcp/package.json ]; then
+  if [ ! -d tests/mcp/node_modules ] || [ tests/mcp/package.json -nt tests/mcp/node_modules ] ||
+     [ tests/mcp/package-lock.json -nt tests/mcp/node_modules ]; then
+    (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error && touch node_modules)
+  fi
+fi
+
 # Tools that apt cannot provide must already be on the machine; say so loudly, never skip.
 for t in nvcc terraform; do
   if ! command -v "$t" >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ] ; then

@@ -77,7 +77,7 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
                                    add_agents_command(app), add_results_command(app),
                                    add_regress_command(app), add_baseline_command(app),
                                    add_campaign_command(app), add_report_command(app),
-                                   add_token_command(app)};
+                                   add_token_command(app), add_mcp_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -187,7 +187,14 @@ Command add_report_command(CLI::App& app) {
       if (page.size() < 1000) break;
       after = page.back().value("seq", after + 1000);
     }
-    const std::string md = render_run_report(r->body, events);
+    // The change a child was submitted with lives on its job (GET /api/v1/jobs/ID).
+    nlohmann::json reply = r->body;
+    if (auto id = reply["job"].value("id", std::int64_t{0}); id > 0) {
+      auto j = s.get("/api/v1/jobs/" + std::to_string(id));
+      if (!j) return s.fail(j.error(), "job " + std::to_string(id));
+      reply["job"]["change"] = j->body["job"].value("change", nlohmann::json());
+    }
+    const std::string md = render_run_report(reply, events);
     if (file->empty()) s.io().out << md;
     else if (!write_out(s, *file, md)) return static_cast<int>(exit_usage);
     return 0;

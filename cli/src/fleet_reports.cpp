@@ -1,6 +1,8 @@
 // Text and Markdown for regression runs, campaigns and run reports.
 #include "fleet_reports.hpp"
 
+#include "kfleet/cli/change_view.hpp"
+
 #include <cstdio>
 #include <map>
 #include <set>
@@ -134,6 +136,8 @@ std::string render_regression_markdown(const nlohmann::json& reg) {
 std::string render_campaign(const nlohmann::json& c) {
   auto line = [](const nlohmann::json& e) {
     std::string s = "- " + str(e, "name") + " (job " + std::to_string(e.value("job_id", 0)) + ")";
+    const std::string change = e.contains("change_summary") ? str(e, "change_summary") : str(e, "change");
+    if (!change.empty()) s += ": " + change;
     std::string d = pct(e, "delta_pct"), m = us(e, "median_us");
     if (!m.empty()) s += " -> " + m;
     if (!d.empty()) s += ", " + d;
@@ -151,6 +155,10 @@ std::string render_campaign(const nlohmann::json& c) {
   if (c.value("rejections", nlohmann::json::array()).empty()) out += "(none)\n";
   for (const auto& e : c.value("rejections", nlohmann::json::array()))
     out += line(e) + ": REJECT (" + str(e, "reason") + ")\n";
+  if (!c.value("no_repeat", nlohmann::json::array()).empty()) {
+    out += "\n## No-Repeat Map (tried from the current best)\n";
+    for (const auto& e : c["no_repeat"]) out += line(e) + ": " + str(e, "state") + "\n";
+  }
   if (!c.value("pending", nlohmann::json::array()).empty()) {
     out += "\n## Pending\n";
     for (const auto& e : c["pending"]) out += line(e) + ": " + str(e, "state") + "\n";
@@ -169,6 +177,8 @@ std::string render_run_report(const nlohmann::json& reply, const std::vector<nlo
          (str(job, "parent").empty() ? "" : " · **Parent**: " + str(job, "parent")) + "\n";
   if (run.value("simulated", false) || v.value("simulated", false))
     out += "\n> Simulated: these numbers come from the simulated GPU backend, not hardware.\n";
+  if (job.contains("change") && job["change"].is_object())
+    out += "\n" + render_change_markdown(job["change"]);
   out += "\n---\n\n## Summary\n\n**Result**: " + str(v, "reason") + "\n\n**Verdict**: ";
   if (outcome == "passed") out += "✅ passed";
   else if (outcome == "rejected") out += "❌ **Do not merge**: rejected at " + str(v, "gate");

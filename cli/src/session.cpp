@@ -43,6 +43,16 @@ Result<ApiReply> Session::post(const std::string& path, const nlohmann::json& bo
   return finish(http().post_json(path, body));
 }
 
+Result<ApiReply> Session::post_any(const std::string& path, const nlohmann::json& body) {
+  auto r = http().post_json(path, body);
+  if (!r) return describe_transport_failure(config_.server, r.error().message);
+  ApiReply reply;
+  reply.status = r->status;
+  reply.body = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+  if (reply.body.is_discarded()) reply.body = nullptr;
+  return reply;
+}
+
 Result<void> Session::stream(const std::string& path, const HttpClient::SseHandler& on_event,
                              const std::string& last_event_id) {
   auto r = http().stream_sse(path, on_event, last_event_id);

@@ -31,6 +31,9 @@ class Session {
   // 2xx answers with a JSON body; anything else is a described Error.
   Result<ApiReply> get(const std::string& path);
   Result<ApiReply> post(const std::string& path, const nlohmann::json& body);
+  // Any HTTP answer as it came (status and JSON body); only a transport failure is an Error.
+  // For callers that act on the API's error code (kfleet mcp's refusals).
+  Result<ApiReply> post_any(const std::string& path, const nlohmann::json& body);
   // SSE with the same error wording; `last_event_id` resumes a dropped stream.
   Result<void> stream(const std::string& path, const HttpClient::SseHandler& on_event,
                       const std::string& last_event_id);

@@ -1,5 +1,7 @@
 #include "kfleet/cli/views.hpp"
 
+#include "kfleet/cli/change_view.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -138,6 +140,9 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
   if (!str_field(job, "cancelled_by").empty()) field("cancelled", "by " + str_field(job, "cancelled_by"));
   field("age", age_of(job, "created", now));
   if (const auto& v = obj_field(job, "verdict"); !v.empty()) field("verdict", format_verdict_line(v, color));
+  // Submitted as parent + change: the one change, with its diff against the parent.
+  if (job.contains("change") && job["change"].is_object())
+    out += "change    " + render_change_text(job["change"], "  ");
   const auto& runs = arr_field(body, "runs");
   if (runs.empty()) return out;
   TextTable t({"RUN", "AGENT", "ATTEMPT", "OUTCOME", "STAGE", "VERDICT", "STARTED", "SIM"});

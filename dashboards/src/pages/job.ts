@@ -27,6 +27,35 @@ export function verdictLine(v: Json, state: string): string {
     <span class="reason">${esc(v.reason || "")}</span>${simBadge(v.simulated)}${trustBadges(v)}${perf}</div>`;
 }
 
+/** A unified diff, each line coloured by its first character. */
+function diffBlock(diff: string): string {
+  const lines = diff.replace(/\n$/, "").split("\n").map((l) => {
+    const cls = l.startsWith("+++") || l.startsWith("---") ? "diff-head"
+      : l.startsWith("@@") ? "diff-hunk" : l.startsWith("+") ? "diff-add" : l.startsWith("-") ? "diff-del" : "";
+    return `<span class="${cls}">${esc(l)}</span>`;
+  });
+  return `<pre class="diff">${lines.join("\n")}</pre>`;
+}
+
+/** One change at a time: what a child submitted as parent + change differs in from its parent. */
+export function changeCard(c: Json): string {
+  if (!c || typeof c !== "object") return "";
+  const items: string[] = [];
+  const scalar = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(v));
+  for (const [k, v] of Object.entries(c.defines?.removed ?? {})) items.push(`<li class="diff-del">− define ${esc(k)}=${esc(scalar(v))}</li>`);
+  for (const [k, v] of Object.entries(c.defines?.changed ?? {}) as [string, Json][])
+    items.push(`<li>~ define ${esc(k)}=${esc(scalar(v.to))} <span class="muted">(was ${esc(scalar(v.from))})</span></li>`);
+  for (const [k, v] of Object.entries(c.defines?.added ?? {})) items.push(`<li class="diff-add">+ define ${esc(k)}=${esc(scalar(v))}</li>`);
+  for (const f of c.flags?.removed ?? []) items.push(`<li class="diff-del">− flag ${esc(f)}</li>`);
+  for (const f of c.flags?.added ?? []) items.push(`<li class="diff-add">+ flag ${esc(f)}</li>`);
+  for (const o of c.other ?? []) items.push(`<li>~ ${esc(o.field)}: ${esc(JSON.stringify(o.from))} → ${esc(JSON.stringify(o.to))}</li>`);
+  const files = (c.files ?? []).map((f: Json) => `<h3>${esc(f.path)} <span class="muted">${esc(f.status)} · +${esc(f.added_lines)} −${esc(f.removed_lines)}</span></h3>${diffBlock(f.diff || "")}`).join("");
+  return `<section class="card" id="change"><h2>Change against the parent
+      <span class="muted">job <a href="#/jobs/${esc(c.parent_job_id)}">#${esc(c.parent_job_id)}</a> ${esc(c.parent_name || "")}</span></h2>
+    <p id="change-summary">${esc(c.summary || "")}</p>
+    ${items.length ? `<ul class="change-settings">${items.join("")}</ul>` : ""}${files}</section>`;
+}
+
 function findClocks(evs: Json[], v: Json): Json | null {
   for (const e of [...evs].reverse()) if (e.data?.clocks) return e.data.clocks;
   return v?.metrics?.clocks ?? null;
@@ -145,6 +174,7 @@ export function mountJob(el: HTMLElement, id: number): () => void {
         ${job.cancelled_by ? ` · <span id="cancelled-by">cancelled by ${esc(job.cancelled_by)}</span>` : ""}${job.state_reason ? ` · <span class="state-reason">${esc(job.state_reason)}</span>` : ""}
         ${run ? ` · run ${run.id} (${esc(run.stage || run.outcome)})${simBadge(run.simulated)}` : ""}</p>
       ${verdictLine(job.verdict, job.state)}
+      ${changeCard(job.change)}
       <div class="grid2">
         <section class="card" id="resources"><h2>Gate 1 · Resources
           ${builtBy ? `<span class="muted" id="built-by">built on ${esc(builtBy)}${resEv?.data?.simulated ? "" : " (real compiler)"}</span>` : ""}</h2>

@@ -121,6 +121,10 @@ void add_options(CLI::App& app, Options& o) {
                  "retire agents lost (silent) this long; their rows stay for history, their "
                  "tokens stop working and they must enrol again (0: never)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--max-in-flight-per-token", o.cfg.max_in_flight_per_token,
+                 "jobs one API token may have queued or running at once; a submission past it "
+                 "is refused with 429 in_flight_limit (0: no limit)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--dashboards", o.dashboards,
                  "the built dashboards: dashboards/dist, or the dashboards source folder that "
                  "holds it");

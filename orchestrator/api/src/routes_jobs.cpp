@@ -49,6 +49,17 @@ Awaitable submit_job(Ctx& c) {
     r.source_name = j["source_name"].get<std::string>();
   r.bundle = j["bundle"];
   r.force = j.value("force", false);
+  // A child of a campaign's job, as parent + change (docs/mcp.md): the change is computed and
+  // recorded with it; the parent must be the current best unless allow_non_best.
+  if (j.contains("parent_job")) {
+    if (!j["parent_job"].is_number_integer() || j["parent_job"].get<std::int64_t>() <= 0)
+      co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                               "parent_job must be a job id (a positive integer)");
+    r.parent_job = j["parent_job"].get<std::int64_t>();
+  }
+  r.allow_non_best = j.value("allow_non_best", false);
+  // The in-flight limit counts per token: its hash, as the store keeps tokens.
+  if (!c.bearer.empty()) r.token_key = sha256_hex(c.bearer);
   // Who submitted: the user the token belongs to (never any part of the token).
   r.submitted_by = c.user_name();
   auto out = c.cp.submit(r);
@@ -57,12 +68,25 @@ Awaitable submit_job(Ctx& c) {
     for (const auto& i : err->issues)
       details.push_back({{"file", i.file}, {"line", i.line}, {"column", i.column},
                          {"field", i.field}, {"message", i.message}});
+    if (err->code == "in_flight_limit") {
+      // Not a rate: a slot frees when a verdict comes. Retry-After is a hint for clients that
+      // only know how to wait.
+      auto res = error_response(c.req, http::status::too_many_requests, err->code,
+                                err->error.message, err->details);
+      res.set(http::field::retry_after, "10");
+      co_return res;
+    }
+    if (!err->code.empty())
+      co_return error_response(c.req, status_for(err->error.code), err->code, err->error.message,
+                               err->details);
     co_return error_response(c.req, status_for(err->error.code),
                              err->issues.empty() ? errc_name(err->error.code) : "invalid_job",
                              err->error.message, details);
   }
   auto& ok = std::get<core::SubmitResult>(out);
   nlohmann::json res = {{"job", job_json(ok.job)}};
+  if (auto o = c.cp.store().job_origin(ok.job.id); o && o->parent_job_id)
+    res["job"]["change"] = o->change;
   if (ok.duplicate_of) {
     res["duplicate_of"] = ok.duplicate_of;
     co_return json_response(c.req, http::status::ok, res);
@@ -99,7 +123,11 @@ Awaitable get_job(Ctx& c) {
   if (!j) co_return error_response(c.req, http::status::not_found, "not_found", "no such job");
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : c.cp.store().runs_for_job(j->id)) runs.push_back(run_json(r));
-  co_return json_response(c.req, http::status::ok, {{"job", job_json(*j, true)}, {"runs", runs}});
+  nlohmann::json job = job_json(*j, true);
+  // Submitted as parent + change: the diff against the parent, for every view to show.
+  auto origin = c.cp.store().job_origin(j->id);
+  job["change"] = origin && origin->parent_job_id ? origin->change : nlohmann::json();
+  co_return json_response(c.req, http::status::ok, {{"job", job}, {"runs", runs}});
 }
 
 Awaitable cancel_job(Ctx& c) {

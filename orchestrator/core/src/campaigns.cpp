@@ -9,6 +9,15 @@ namespace kfleet::core {
 
 namespace {
 
+// A change without its file diffs: what a list of tries needs to say what each one was.
+nlohmann::json change_brief(const nlohmann::json& change) {
+  if (!change.is_object()) return nullptr;
+  nlohmann::json brief = change;
+  if (brief.contains("files") && brief["files"].is_array())
+    for (auto& f : brief["files"]) f.erase("diff");
+  return brief;
+}
+
 nlohmann::json entry(const store::JobRecord& j) {
   nlohmann::json e = {{"job_id", j.id},          {"name", j.name},
                       {"parent", j.parent},       {"state", to_string(j.state)},
@@ -45,6 +54,10 @@ Result<nlohmann::json> campaign_view(store::Store& st, const std::string& name) 
   nlohmann::json best = nullptr;
   for (const auto& j : jobs) {
     auto e = entry(j);
+    if (auto o = st.job_origin(j.id); o && o->parent_job_id) {
+      e["parent_job_id"] = o->parent_job_id;
+      e["change"] = (o->change.is_object() ? o->change.value("summary", std::string()) : std::string());
+    }
     if (!is_terminal(j.state)) {
       pending.push_back(e);
       continue;
@@ -70,10 +83,23 @@ Result<nlohmann::json> campaign_view(store::Store& st, const std::string& name) 
     }
     rejected.push_back(e);
   }
+  // The no-repeat map (seed 002): every change already tried from the current best, with what
+  // became of it, so the next try is a different one.
+  nlohmann::json no_repeat = nlohmann::json::array();
+  if (best.is_object()) {
+    for (const auto& o : st.children_of(best.value("job_id", std::int64_t{0}))) {
+      auto child = st.get_job(o.job_id);
+      if (!child) continue;
+      auto e = entry(*child);
+      e["change"] = change_brief(o.change);
+      e["change_summary"] = (o.change.is_object() ? o.change.value("summary", std::string()) : std::string());
+      no_repeat.push_back(e);
+    }
+  }
   return nlohmann::json{{"name", name},          {"jobs", jobs.size()},
                         {"current_best", best},  {"roots", roots},
                         {"kept_wins", kept},     {"rejections", rejected},
-                        {"pending", pending}};
+                        {"pending", pending},    {"no_repeat", no_repeat}};
 }
 
 }  // namespace kfleet::core

@@ -96,12 +96,30 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   }
   const std::string bundle_hash = bundle->hash();
   const std::string content_hash = job_content_hash(spec, bundle_hash);
+  nlohmann::json change;
+  if (r.parent_job != 0) {
+    auto child = child_change(r, spec, *bundle, content_hash);
+    if (auto* err = std::get_if<SubmitError>(&child)) return std::move(*err);
+    change = std::move(std::get<nlohmann::json>(child));
+  }
   if (!r.force) {
     // The no-repeat map: an identical job that ran (or is running) answers for this one.
     if (auto prev = store_.find_job_by_content_hash(content_hash)) {
       if (prev->state != JobState::error && prev->state != JobState::cancelled)
         return SubmitResult{*prev, prev->id};
     }
+  }
+  if (cfg_.max_in_flight_per_token > 0 && !r.token_key.empty()) {
+    const int n = store_.in_flight_jobs_of(r.token_key);
+    if (n >= cfg_.max_in_flight_per_token)
+      return SubmitError{
+          make_error(Errc::conflict,
+                     "this token has " + std::to_string(n) + " jobs queued or running (the limit "
+                     "is " + std::to_string(cfg_.max_in_flight_per_token) + " per token): wait "
+                     "for a verdict (kfleet_wait_verdict, kfleet status) or cancel a job before "
+                     "submitting another"),
+          {}, "in_flight_limit",
+          {{"in_flight", n}, {"limit", cfg_.max_in_flight_per_token}}};
   }
   if (auto put = store_.put_bundle(bundle_hash, bundle_to_json(*bundle).dump()); !put)
     return SubmitError{put.error(), {}};
@@ -121,6 +139,9 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   nj.max_attempts = spec.max_attempts;
   nj.submitted_by = r.submitted_by;
   nj.host_exclusive = host_exclusive(spec);
+  nj.token_key = r.token_key;
+  nj.parent_job_id = r.parent_job;
+  nj.change = change;
   auto job = store_.create_job(nj, clock_->now_ms());
   if (!job) return SubmitError{job.error(), {}};
   remember_pending(*job);

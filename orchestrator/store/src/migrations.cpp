@@ -218,6 +218,19 @@ UPDATE jobs SET cancelled_by = substr(state_reason, 14)
       R"sql(
 CREATE INDEX agents_live ON agents (id) WHERE state <> 'retired';
 )sql",
+      // 7: where a job came from: the token that submitted it (per-token in-flight limit) and,
+      // for a child submitted as parent + change, its parent and the change (one change at a
+      // time, shown in every view and keyed by parent for the no-repeat map).
+      R"sql(
+CREATE TABLE job_origins (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs (id),
+  token_key TEXT NOT NULL DEFAULT '',
+  parent_job_id INTEGER NOT NULL DEFAULT 0,
+  change TEXT NOT NULL DEFAULT 'null'
+);
+CREATE INDEX job_origins_token ON job_origins (token_key);
+CREATE INDEX job_origins_parent ON job_origins (parent_job_id);
+)sql",
   };
   return s;
 }

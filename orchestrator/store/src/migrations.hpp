@@ -11,6 +11,8 @@ inline constexpr int kSlotsSchemaVersion = 4;
 // The step that made who set a baseline and who cancelled a job fields of their own
 // (baselines.set_by, jobs.cancelled_by).
 inline constexpr int kAuditFieldsSchemaVersion = 5;
+// The step that records where a job came from (job_origins: token, parent + change).
+inline constexpr int kJobOriginsSchemaVersion = 7;
 // Applies every step above the database's version, one transaction each. Refuses a database
 // written by a newer kfleetd rather than guessing at its schema.
 Result<void> migrate(Db& db);

@@ -23,6 +23,9 @@ class PgStore final : public Store {
   std::vector<Result<JobRecord>> set_job_states(const std::vector<JobStateChange>& changes,
                                                 TimeMs now) override;
   std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
+  std::optional<JobOrigin> job_origin(std::int64_t id) override;
+  std::vector<JobOrigin> children_of(std::int64_t parent_job_id) override;
+  int in_flight_jobs_of(const std::string& token_key) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                             TimeMs now) override;
@@ -131,6 +134,8 @@ int latest_schema_version();
 // The step that made who set a baseline and who cancelled a job fields of their own
 // (baselines.set_by, jobs.cancelled_by).
 inline constexpr int kAuditFieldsSchemaVersion = 3;
+// The step that records where a job came from (job_origins: token, parent + change).
+inline constexpr int kJobOriginsSchemaVersion = 5;
 // Applies every step above the database's version in one transaction; refuses a database
 // written by a newer kfleetd.
 Result<void> migrate(Db& db);

@@ -23,6 +23,9 @@ class SqliteStore final : public Store {
   std::vector<Result<JobRecord>> set_job_states(const std::vector<JobStateChange>& changes,
                                                 TimeMs now) override;
   std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) override;
+  std::optional<JobOrigin> job_origin(std::int64_t id) override;
+  std::vector<JobOrigin> children_of(std::int64_t parent_job_id) override;
+  int in_flight_jobs_of(const std::string& token_key) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                             TimeMs now) override;

@@ -295,6 +295,45 @@ TEST_P(StoreContract, FindJobByContentHashReturnsTheNewest) {
   EXPECT_FALSE(store().find_job_by_content_hash(""));
 }
 
+// Where a job came from: the token that submitted it (its in-flight count) and, for a child
+// submitted as parent + change, the parent and the change, listed by parent.
+TEST_P(StoreContract, JobOriginsRecordTokenParentAndChange) {
+  auto root = create("root");
+  NewJob a = job("a");
+  a.token_key = "tok-1";
+  a.parent_job_id = root.id;
+  a.change = json{{"summary", "kernel.defines +X=1"}};
+  auto child = store().create_job(a, ++now_);
+  ASSERT_TRUE(child.ok());
+  NewJob b = job("b");
+  b.token_key = "tok-1";
+  auto other = store().create_job(b, ++now_);
+  ASSERT_TRUE(other.ok());
+
+  EXPECT_FALSE(store().job_origin(root.id));  // made without a token or a parent
+  auto o = store().job_origin(child->id);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->token_key, "tok-1");
+  EXPECT_EQ(o->parent_job_id, root.id);
+  EXPECT_EQ(o->change["summary"], "kernel.defines +X=1");
+  auto plain = store().job_origin(other->id);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->parent_job_id, 0);
+  EXPECT_TRUE(plain->change.is_null());
+
+  auto children = store().children_of(root.id);
+  ASSERT_EQ(children.size(), 1u);
+  EXPECT_EQ(children[0].job_id, child->id);
+  EXPECT_TRUE(store().children_of(child->id).empty());
+
+  // In flight: queued counts, finished does not; another token's jobs do not.
+  EXPECT_EQ(store().in_flight_jobs_of("tok-1"), 2);
+  ASSERT_TRUE(store().set_job_state(other->id, JobState::cancelled, "cancelled", ++now_).ok());
+  EXPECT_EQ(store().in_flight_jobs_of("tok-1"), 1);
+  EXPECT_EQ(store().in_flight_jobs_of("tok-2"), 0);
+  EXPECT_EQ(store().in_flight_jobs_of(""), 0);
+}
+
 TEST_P(StoreContract, EnrolAgentStoresInventoryAndKnowsSimulation) {
   auto r = store().enrol_agent(agent("gpu-1"), 777);
   ASSERT_TRUE(r.ok()) << r.error().message;

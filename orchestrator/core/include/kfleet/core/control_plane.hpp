@@ -21,6 +21,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "kfleet/common/bundle.hpp"
 #include "kfleet/common/clock.hpp"
 #include "kfleet/common/jobspec.hpp"
 #include "kfleet/common/result.hpp"
@@ -55,6 +56,9 @@ struct Config {
   // writes wake nothing here).
   bool read_only = false;
   TimeMs standby_poll_ms = 250;
+  // Jobs one token may have queued or running at once (0: no limit). A search agent that
+  // submits faster than the fleet answers is told to wait for a verdict instead.
+  int max_in_flight_per_token = 0;
 };
 
 // What a user token may do: each scope includes the ones below it.
@@ -84,6 +88,11 @@ struct SubmitRequest {
   nlohmann::json bundle;              // bundle_to_json form
   bool force = false;
   std::string submitted_by;
+  std::string token_key;              // sha256 of the token: the in-flight limit's key
+  // A child submitted as parent + change: its parent job. It must be the current best of its
+  // campaign unless allow_non_best; its change is computed and recorded with it.
+  std::int64_t parent_job = 0;
+  bool allow_non_best = false;
 };
 struct SubmitResult {
   store::JobRecord job;
@@ -93,6 +102,8 @@ struct SubmitResult {
 struct SubmitError {
   Error error;
   std::vector<SpecIssue> issues;
+  std::string code = {};              // the API's error code when not errc_name(error.code)
+  nlohmann::json details = nullptr;   // what the refusal refers to (the earlier job, the best)
 };
 
 struct EnrolRequest {
@@ -186,6 +197,13 @@ class ControlPlane {
   void request_plan();
 
  private:
+  // submit() of a child (parent_job set): checks the parent is its campaign's current best
+  // (unless allow_non_best) and that the same change was not tried already (unless force),
+  // and returns the change to record (job_change.hpp), or the refusal.
+  std::variant<nlohmann::json, SubmitError> child_change(const SubmitRequest& r,
+                                                         const JobSpec& spec,
+                                                         const Bundle& bundle,
+                                                         const std::string& content_hash);
   struct Waiter {  // an agent's open long-poll
     explicit Waiter(boost::asio::any_io_executor ex) : timer(std::move(ex)) {}
     boost::asio::steady_timer timer;

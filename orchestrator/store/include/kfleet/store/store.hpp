@@ -33,6 +33,19 @@ struct NewJob {
   int max_attempts = 3;
   std::string submitted_by;
   bool host_exclusive = false;       // host_exclusive(spec): no other job on its host meanwhile
+  // Where it came from (a JobOrigin, written in the same transaction when either is set).
+  std::string token_key;             // sha256 of the submitting token: the in-flight limit's key
+  std::int64_t parent_job_id = 0;    // submitted as parent + change: the parent job
+  nlohmann::json change;             // ... and the change against it (core::job_change)
+};
+
+// Where a job came from: the token that submitted it and, for a child submitted as parent +
+// change, its parent and the change. Jobs made before this was recorded have none.
+struct JobOrigin {
+  std::int64_t job_id = 0;
+  std::string token_key;
+  std::int64_t parent_job_id = 0;    // 0: not submitted as a child
+  nlohmann::json change;             // null unless parent_job_id
 };
 
 struct JobRecord {
@@ -237,6 +250,12 @@ class Store {
     return out;
   }
   virtual std::optional<JobRecord> find_job_by_content_hash(const std::string& hash) = 0;
+  // Where job `id` came from; nullopt if it was made without a token or a parent.
+  virtual std::optional<JobOrigin> job_origin(std::int64_t id) = 0;
+  // The children submitted as parent + change of `parent_job_id`, oldest first.
+  virtual std::vector<JobOrigin> children_of(std::int64_t parent_job_id) = 0;
+  // How many jobs the token (token_key) submitted that have not finished yet.
+  virtual int in_flight_jobs_of(const std::string& token_key) = 0;
 
   // --- leases and runs
   // Atomically: new run (attempt+1, next fencing token), job -> leased, agent -> busy,

@@ -1,0 +1,73 @@
+// The change between a parent job and its child, as kfleetd records and every view shows it.
+#include "kfleet/core/job_change.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kfleet::core {
+namespace {
+
+using nlohmann::json;
+
+json spec(json defines, json flags, double atol = 1e-3) {
+  json k = {{"family", "attention"}, {"language", "cuda"}, {"sources", {"fa.cu"}}};
+  if (!defines.is_null()) k["defines"] = defines;
+  if (!flags.is_null()) k["flags"] = flags;
+  return {{"name", "n"}, {"campaign", "c"}, {"kernel", k},
+          {"gates", {{"correctness", {{"tolerance", {{"atol", atol}}}}}}}};
+}
+
+Bundle bundle(std::string fa) { return Bundle{{{"fa.cu", std::move(fa)}, {"util.h", "int x;\n"}}}; }
+
+const std::string kParent = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
+
+TEST(JobChange, DefinesFlagsAndFilesAreEachSaid) {
+  json parent = spec({{"STAGES", "2"}, {"OLD", "1"}}, {"-O3", "-lineinfo"});
+  json child = spec({{"STAGES", "3"}, {"O_ACCUM_HALF", "1"}}, {"-O3", "--use_fast_math"});
+  child["name"] = "other name";  // names and parents are not part of a change
+  auto c = job_change(parent, bundle(kParent), child, bundle("a\nb\nc\nD\ne\nf\ng\nh\ni\nj\n"));
+  EXPECT_EQ(c["defines"]["added"], json({{"O_ACCUM_HALF", "1"}}));
+  EXPECT_EQ(c["defines"]["removed"], json({{"OLD", "1"}}));
+  EXPECT_EQ(c["defines"]["changed"]["STAGES"], json({{"from", "2"}, {"to", "3"}}));
+  EXPECT_EQ(c["flags"]["added"], json({"--use_fast_math"}));
+  EXPECT_EQ(c["flags"]["removed"], json({"-lineinfo"}));
+  ASSERT_EQ(c["files"].size(), 1u);  // util.h is unchanged
+  EXPECT_EQ(c["files"][0]["path"], "fa.cu");
+  EXPECT_EQ(c["files"][0]["status"], "replaced");
+  EXPECT_EQ(c["files"][0]["added_lines"], 1);
+  EXPECT_EQ(c["files"][0]["removed_lines"], 1);
+  EXPECT_TRUE(c["other"].empty());
+  EXPECT_FALSE(change_is_empty(c));
+  EXPECT_EQ(c["summary"],
+            "kernel.defines +O_ACCUM_HALF=1 STAGES=2->3 -OLD; kernel.flags -[-lineinfo] "
+            "+[--use_fast_math]; fa.cu +1 -1");
+}
+
+TEST(JobChange, AUnifiedDiffWithThreeLinesOfContext) {
+  const std::string diff = unified_diff(kParent, "a\nb\nc\nD\ne\nf\ng\nh\ni\nj\n", "fa.cu");
+  EXPECT_EQ(diff,
+            "--- a/fa.cu\n+++ b/fa.cu\n@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n");
+  EXPECT_EQ(unified_diff("x\n", "x\n", "f"), "");
+  // Changes far apart make two hunks.
+  const std::string two = unified_diff(kParent, "A\nb\nc\nd\ne\nf\ng\nh\ni\nJ\n", "f");
+  EXPECT_NE(two.find("@@ -1,4 +1,4 @@\n-a\n+A\n b\n c\n d\n"), std::string::npos) << two;
+  EXPECT_NE(two.find("@@ -7,4 +7,4 @@\n g\n h\n i\n-j\n+J\n"), std::string::npos) << two;
+  EXPECT_EQ(unified_diff("", "new\n", "n.cu"), "--- a/n.cu\n+++ b/n.cu\n@@ -0,0 +1,1 @@\n+new\n");
+}
+
+TEST(JobChange, OtherFieldsAndEmptyChanges) {
+  auto same = job_change(spec(nullptr, nullptr), bundle(kParent), spec(nullptr, nullptr), bundle(kParent));
+  EXPECT_TRUE(change_is_empty(same));
+  EXPECT_EQ(same["summary"], "no change");
+  auto loose = job_change(spec(nullptr, nullptr), bundle(kParent), spec(nullptr, nullptr, 1e-2),
+                          bundle(kParent));
+  ASSERT_EQ(loose["other"].size(), 1u);
+  EXPECT_EQ(loose["other"][0]["field"], "gates.correctness.tolerance.atol");
+  EXPECT_EQ(loose["summary"], "gates.correctness.tolerance.atol changed");
+  // Only the order of flags changed: still a change (the compiler sees it).
+  auto order = job_change(spec(nullptr, {"-a", "-b"}), bundle(kParent), spec(nullptr, {"-b", "-a"}),
+                          bundle(kParent));
+  EXPECT_FALSE(change_is_empty(order));
+}
+
+}  // namespace
+}  // namespace kfleet::core

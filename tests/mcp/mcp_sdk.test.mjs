@@ -1,0 +1,220 @@
+// seed 001's loop through `kfleet mcp`, driven by the official MCP TypeScript SDK client
+// (Client + StdioClientTransport) against a real kfleetd with simulated agents: list the tools,
+// submit a child of the current best as parent + change, follow its progress notifications to
+// the verdict, read the campaign and its no-repeat map, have a repeated change, a stale parent
+// and one job too many refused, and see the change's diff in `kfleet status` and `kfleet report`.
+//
+// Usage: node tests/mcp/mcp_sdk.test.mjs --kfleetd BIN --agent BIN --cli BIN
+// Exit status 0 only when every check passed; a missing binary or node module fails.
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { check, killAll, readPort, runCommand, startChild, waitFor } from "../browser/harness.mjs";
+
+function options() {
+  const o = {};
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i += 2) {
+    const k = { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli" }[argv[i]];
+    if (!k || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]}`);
+    o[k] = argv[i + 1];
+  }
+  for (const k of ["kfleetd", "agent", "cli"])
+    if (!o[k] || !existsSync(o[k])) throw new Error(`--${k} must name the built binary (got '${o[k] ?? ""}')`);
+  return o;
+}
+
+const KERNEL = `// stand-in source: the simulated backend never compiles it
+#define TILE 64
+__global__ void fa_s512() {
+  float acc = 0.0f;  // O_accum
+}
+`;
+
+function rootYaml(gpu = "L4", timeUs = 656, name = "mcp/root", parent = "") {
+  return `name: ${name}
+campaign: mcp-campaign
+${parent ? `parent: ${parent}\n` : ""}target: {gpu: ${gpu}}
+kernel:
+  family: attention
+  language: cuda
+  sources: [fa.cu]
+  entry: fa_s512
+  defines: {STAGES: 2}
+  flags: [-O3]
+gates:
+  resources: {max_registers: 128, max_shared_bytes: 65536, max_spill_bytes: 0}
+  correctness:
+    dtype: fp16
+    cases:
+      - {name: small, shape: {B: 1, H: 2, S: 128, D: 64}, seeds: [0, 1]}
+    tolerance: {atol: 1.0e-3, rtol: 1.0e-3}
+  performance: {case: small, compare_to: ${parent ? "parent" : "baseline"}}
+simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 150}
+`;
+}
+
+async function main() {
+  const o = options();
+  const tmp = mkdtempSync(join(tmpdir(), "kfleet-mcp-test-"));
+  const log = createWriteStream(join(tmp, "processes.log"));
+  const ADMIN = "mcp-admin-token-5c1e9a07", ENROL = "mcp-enrol-token-2d7f";
+  let client = null, failed = false;
+  try {
+    const portFile = join(tmp, "port");
+    // Two jobs in flight per token: the third is refused by kfleetd itself.
+    const kfleetd = startChild("kfleetd", o.kfleetd, ["--listen", "127.0.0.1:0", "--port-file", portFile,
+      "--db", join(tmp, "kfleet.db"), "--max-in-flight-per-token", "2"], log,
+      { ...process.env, KFLEET_ADMIN_TOKEN: ADMIN, KFLEET_ENROL_TOKEN: ENROL });
+    const base = `http://127.0.0.1:${await readPort(portFile, kfleetd)}`;
+    const cliEnv = { ...process.env, HOME: tmp, NO_COLOR: "1", KFLEET_TOKEN: ADMIN };
+    for (const name of ["sim-l4-a", "sim-l4-b"]) {
+      const wd = join(tmp, name);
+      mkdirSync(wd);
+      startChild(name, o.agent, ["--server", base, "--name", name, "--region", "us-east-1",
+        "--backend", "simulated", "--gpu-class", "L4", "--arch", "sm_89", "--work-dir", wd], log,
+        { ...process.env, KFLEET_ENROL_TOKEN: ENROL });
+    }
+
+    // The campaign's root, submitted as a person would.
+    const jobs = join(tmp, "jobs");
+    mkdirSync(jobs);
+    writeFileSync(join(jobs, "fa.cu"), KERNEL);
+    writeFileSync(join(jobs, "root.yaml"), rootYaml());
+    const sub = runCommand(o.cli, ["submit", join(jobs, "root.yaml"), "--wait", "--server", base], cliEnv);
+    check(sub.status === 0, `the root job passes (kfleet submit --wait exited ${sub.status}: ${sub.stderr}${sub.stdout})`);
+
+    // The agent's side: the official SDK client speaking to `kfleet mcp` over stdio.
+    const transport = new StdioClientTransport({ command: o.cli, args: ["--server", base, "mcp"],
+      env: { PATH: process.env.PATH, HOME: tmp, KFLEET_TOKEN: ADMIN }, stderr: "pipe" });
+    transport.stderr?.on("data", (d) => log.write(`[kfleet mcp] ${d}`));
+    client = new Client({ name: "kfleet-mcp-test", version: "1.0.0" });
+    await client.connect(transport);
+    check(client.getServerVersion()?.name === "kfleet", "the server says it is kfleet");
+    console.log(`ok: initialized (SDK speaks ${LATEST_PROTOCOL_VERSION})`);
+
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    check(JSON.stringify(names) === JSON.stringify(["kfleet_get_campaign", "kfleet_get_fleet",
+      "kfleet_get_verdict", "kfleet_submit_child", "kfleet_wait_verdict"]), `the five tools (got ${names})`);
+    for (const t of tools) {
+      check(t.inputSchema?.type === "object", `${t.name} has an input schema`);
+      check(t.outputSchema?.type === "object", `${t.name} has an output schema`);
+    }
+    console.log(`ok: tools/list: ${names.join(", ")}`);
+
+    // The SDK validates structuredContent against each tool's outputSchema on every call.
+    const call = async (name, args, extra = {}) => {
+      const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120000, ...extra });
+      return r;
+    };
+    const campaign0 = await call("kfleet_get_campaign", { name: "mcp-campaign" });
+    check(!campaign0.isError, `read the campaign: ${campaign0.content?.[0]?.text}`);
+    const root = campaign0.structuredContent.current_best;
+    check(root?.name === "mcp/root", `the root is the current best (got ${JSON.stringify(root)})`);
+
+    // 1. A child of the current best as parent + change, followed to its verdict.
+    const change = {
+      defines_set: { O_ACCUM_HALF: 1 },
+      files: [{ path: "fa.cu", content: KERNEL.replace("float acc = 0.0f;", "half acc = __float2half(0.0f);") }],
+    };
+    const submitted = await call("kfleet_submit_child", { campaign: "mcp-campaign", change });
+    check(!submitted.isError, `submit a child: ${submitted.content?.[0]?.text}`);
+    const child = submitted.structuredContent;
+    check(child.parent_job_id === root.job_id, "its parent is the current best");
+    check(child.change_summary.includes("+O_ACCUM_HALF=1") && child.change_summary.includes("fa.cu +1 -1"),
+      `kfleetd recorded the change (${child.change_summary})`);
+    console.log(`ok: submitted job ${child.job_id}: ${child.change_summary}`);
+
+    const progress = [];
+    const waited = await call("kfleet_wait_verdict", { job_id: child.job_id, timeout_s: 120 },
+      { onprogress: (p) => progress.push(p), resetTimeoutOnProgress: true });
+    check(!waited.isError, `wait for the verdict: ${waited.content?.[0]?.text}`);
+    const verdict = waited.structuredContent;
+    check(verdict.finished && verdict.state === "passed", `the child passed (state ${verdict.state})`);
+    check(progress.length >= 3, `progress notifications arrived (${progress.length})`);
+    for (let i = 1; i < progress.length; i++) check(progress[i].progress > progress[i - 1].progress, "progress only grows");
+    const said = progress.map((p) => p.message).join(" | ");
+    check(/building|gating|benchmarking/.test(said) && /passed/.test(said), `progress names the stages: ${said}`);
+    check(verdict.gates.correctness?.cases?.length === 2 && verdict.gates.correctness.ok === true,
+      "correctness per case and seed");
+    check(typeof verdict.gates.benchmark?.median_us === "number" && verdict.gates.benchmark.noise_pct !== undefined,
+      "the benchmark's median and noise");
+    check(verdict.gates.resources?.kernels?.length > 0, "resources per kernel");
+    check(verdict.marks.simulated === true && verdict.marks.self_reported === false, "marked simulated, not self-reported");
+    check(verdict.change?.files?.[0]?.diff.includes("+  half acc"), "the verdict carries the diff");
+    console.log(`ok: verdict after ${progress.length} progress notifications: ${verdict.verdict?.reason}`);
+
+    // 2. The campaign: the same-speed child is a rejection, and it is in the no-repeat map.
+    const campaign1 = (await call("kfleet_get_campaign", { name: "mcp-campaign" })).structuredContent;
+    const tried = campaign1.no_repeat.find((e) => e.job_id === child.job_id);
+    check(tried && tried.change_summary === child.change_summary, "the no-repeat map lists the change");
+    check(campaign1.rejections.some((e) => e.job_id === child.job_id && /not an improvement/.test(e.reason)),
+      "a child that is not faster is a rejection with its reason");
+    check(campaign1.log_markdown.includes("## No-Repeat Map") && campaign1.log_markdown.includes("+O_ACCUM_HALF=1"),
+      "the log reads like seed 002's");
+    console.log("ok: campaign: no-repeat map and rejection");
+
+    // 3. The same change again is refused, saying what to do instead.
+    const again = await call("kfleet_submit_child", { campaign: "mcp-campaign", change });
+    check(again.isError && /already_tried/.test(again.content[0].text) && /force/.test(again.content[0].text),
+      `a repeated change is refused (${again.content[0].text})`);
+    console.log(`ok: refused: ${again.content[0].text.split("\n")[0]}`);
+
+    // 4. A faster whole job becomes the current best; then building on the old root is refused.
+    const faster = await call("kfleet_submit_child", { campaign: "mcp-campaign", job: {
+      yaml: rootYaml("L4", 560, "mcp/faster", "mcp/root"), files: [{ path: "fa.cu", content: KERNEL }] } });
+    check(!faster.isError, `submit a whole job: ${faster.content?.[0]?.text}`);
+    const fasterDone = (await call("kfleet_wait_verdict", { job_id: faster.structuredContent.job_id })).structuredContent;
+    check(fasterDone.verdict?.perf === "improved", `the faster child improved (${fasterDone.verdict?.reason})`);
+    const stale = await call("kfleet_submit_child", { campaign: "mcp-campaign", parent_job: root.job_id,
+      change: { flags_added: ["-lineinfo"] } });
+    check(stale.isError && /not_current_best/.test(stale.content[0].text) &&
+      stale.content[0].text.includes(`job ${faster.structuredContent.job_id}`),
+      `a child of a stale parent is refused, naming the current best (${stale.content[0].text})`);
+    console.log("ok: kept win; stale parent refused");
+
+    // 5. The token's in-flight limit (2): two jobs no agent serves stay queued; the third is refused.
+    const best = faster.structuredContent.job_id;
+    const h100 = (n) => call("kfleet_submit_child", { campaign: "mcp-campaign", job: {
+      yaml: rootYaml("H100", 500 + n, `mcp/h100-${n}`, "mcp/faster"), files: [{ path: "fa.cu", content: KERNEL }] } });
+    const q1 = await h100(1), q2 = await h100(2), q3 = await h100(3);
+    check(!q1.isError && !q2.isError, `two jobs in flight are accepted (${q1.content[0].text} ${q2.content[0].text})`);
+    check(q3.isError && /in_flight_limit/.test(q3.content[0].text) && /wait for a verdict/.test(q3.content[0].text),
+      `the third is refused (${q3.content[0].text})`);
+    const fleet = (await call("kfleet_get_fleet", {})).structuredContent;
+    check(fleet.queue.queued + fleet.queue.waiting_capacity >= 2 && fleet.queue.by_gpu.H100 === 2,
+      `the fleet shows the H100 jobs waiting (${fleet.summary})`);
+    check(fleet.gpu_classes.some((g) => g.gpu_class === "L4" && g.agents === 2 && g.simulated), "two simulated L4 agents");
+    for (const q of [q1, q2]) runCommand(o.cli, ["cancel", String(q.structuredContent.job_id), "--server", base], cliEnv);
+    console.log(`ok: in-flight limit; fleet: ${fleet.summary}`);
+    check(best > 0, "the faster job is known");
+
+    // 6. One change at a time shows in the CLI: `kfleet status JOB` and `kfleet report RUN`.
+    const status = runCommand(o.cli, ["status", String(child.job_id), "--server", base], cliEnv);
+    check(status.status === 0 && status.stdout.includes("change    kernel.defines +O_ACCUM_HALF=1") &&
+      status.stdout.includes("+  half acc = __float2half(0.0f);") && status.stdout.includes("-  float acc = 0.0f;"),
+      `kfleet status shows the diff:\n${status.stdout}${status.stderr}`);
+    const runId = verdict.run_ids[verdict.run_ids.length - 1];
+    const report = runCommand(o.cli, ["report", String(runId), "--server", base], cliEnv);
+    check(report.status === 0 && report.stdout.includes("## Change against the parent") &&
+      report.stdout.includes("```diff") && report.stdout.includes("+ define O_ACCUM_HALF=1"),
+      `kfleet report shows the diff:\n${report.stdout}${report.stderr}`);
+    console.log("ok: kfleet status and kfleet report show the change");
+  } catch (e) {
+    failed = true;
+    console.error(`FAIL: ${e.stack || e.message}`);
+    await new Promise((r) => log.end(r));
+    try { console.error(readFileSync(join(tmp, "processes.log"), "utf8").split("\n").slice(-60).join("\n")); } catch { /* none */ }
+  } finally {
+    if (client) await client.close().catch(() => {});
+    await killAll();
+    if (!failed) rmSync(tmp, { recursive: true, force: true });
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+main();
