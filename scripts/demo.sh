@@ -175,7 +175,7 @@ cat <<MSG
 
 demo: done in $(( $(date +%s) - t0 )) s
 demo: dashboards  $KFLEET_SERVER/   (sign in with the admin token in $run/admin.token)
-demo: plain HTTP on loopback only (kfleetd --tls-cert/--tls-key for anything else; README: Security)
+demo: plain HTTP on loopback only (kfleetd --tls-cert/--tls-key for anything else; docs/security.md)
 demo: API         $KFLEET_SERVER/api/v1/jobs   (openapi: orchestrator/api/openapi.yaml)
 demo: metrics     $KFLEET_SERVER/metrics   (needs a token; kfleetd --metrics-open serves it openly)
 demo: logs        $run/*.log
