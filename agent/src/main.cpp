@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kfleet/agent/agent.hpp"
+#include "kfleet/cli_support/parse.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/secret.hpp"
 
@@ -148,7 +149,9 @@ int main(int argc, char** argv) {
                  "per --gpu)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  // An unknown option is answered with the nearest ones ("did you mean ...?"); exit 2.
+  if (auto code = kfleet::cli_support::parse_or_explain(app, argc, argv, std::cout, std::cerr, 2))
+    return *code;
   sim.host_id = cfg.host_id.empty() ? cfg.name : cfg.host_id;
 
   auto enrol_token = secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",

@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "kfleet/api/server.hpp"
+#include "kfleet/cli_support/parse.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/pem.hpp"
 #include "kfleet/common/secret.hpp"
@@ -327,7 +328,9 @@ int main(int argc, char** argv) {
   CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
   Options o;
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  // An unknown option is answered with the nearest ones ("did you mean ...?"); exit 2.
+  if (auto code = kfleet::cli_support::parse_or_explain(app, argc, argv, std::cout, std::cerr, 2))
+    return *code;
   if (!finish_options(o)) return 2;
   auto server_opts = server_options(o);
   if (!server_opts) return 2;
