@@ -118,8 +118,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--idle-agent-ttl-s", o.idle_ttl_s,
                  "release provisioned agents idle this long (0: never)")->capture_default_str();
   app.add_option("--dashboards", o.dashboards,
-                 "the built dashboards: dashboards/dist, or the dashboards source folder that "
-                 "holds it");
+                 "the built dashboards (a folder with index.html, or one whose dist/ holds it); "
+                 "default: the ones this kfleetd's build made, " KFLEET_BUILT_DASHBOARDS);
   app.add_option("--max-body-bytes", o.max_body, "largest request body accepted")->capture_default_str();
   app.add_option("--port-file", o.port_file, "write the bound port here once listening");
   app.add_option("--suite", o.suite_files,
@@ -155,8 +155,9 @@ bool finish_options(Options& o) {
   o.cfg.block_policy.stockout_base_ms = o.stockout_base_ms;
   o.cfg.idle_agent_ttl_ms = o.idle_ttl_s * 1000;
   if (o.dashboards.empty()) {
-    for (auto cand : {fs::path("dashboards/dist"), fs::path("dashboards")})
-      if (fs::exists(cand / "index.html")) { o.dashboards = cand.string(); break; }
+    // A kfleetd run from its build finds the pages that build made; elsewhere --dashboards.
+    if (fs::exists(fs::path(KFLEET_BUILT_DASHBOARDS) / "index.html"))
+      o.dashboards = KFLEET_BUILT_DASHBOARDS;
   } else if (!fs::exists(fs::path(o.dashboards) / "index.html")) {
     // The source folder (dashboards/) holds the built pages in dist/: take either.
     if (fs::exists(fs::path(o.dashboards) / "dist" / "index.html")) {
@@ -164,7 +165,7 @@ bool finish_options(Options& o) {
     } else {
       std::cerr << "kfleetd: --dashboards " << o.dashboards
                 << " has no index.html (nor dist/index.html): build the dashboards with "
-                   "`cmake --build build --target dashboards` (they go to dashboards/dist)\n";
+                   "`cmake --build build --target dashboards` (they go to build/dashboards/dist)\n";
       return false;
     }
   }
