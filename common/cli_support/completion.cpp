@@ -46,7 +46,7 @@ void flatten(const CLI::App& app, const std::string& path, const std::vector<Com
     for (const auto& s : o->get_snames()) names.push_back("-" + s);
     for (const auto& name : names) {
       n.options.push_back(name);
-      if (o->get_type_size() != 0) n.value_options.push_back(name);
+      if (o->get_expected_max() != 0) n.value_options.push_back(name);  // not a flag
       n.option_help.emplace_back(name, o->get_description());
     }
   }
@@ -94,13 +94,13 @@ std::string bash_script(const std::vector<Node>& nodes, std::string_view prog) {
   table("commands", [](const Node& n) { return joined(n.commands); });
   table("words", [](const Node& n) { return joined(n.words); });
   // The program's options are accepted after any command too.
-  table("options", [&](const Node& n) {
-    return n.path.empty() ? joined(n.options) : joined(n.options) + " " + joined(root.options);
-  });
-  table("value_options", [&](const Node& n) {
-    return n.path.empty() ? joined(n.value_options)
-                          : joined(n.value_options) + " " + joined(root.value_options);
-  });
+  auto with_root = [&](const Node& n, const std::vector<std::string> Node::*field) {
+    std::vector<std::string> all = n.*field;
+    if (!n.path.empty()) all.insert(all.end(), (root.*field).begin(), (root.*field).end());
+    return joined(all);
+  };
+  table("options", [&](const Node& n) { return with_root(n, &Node::options); });
+  table("value_options", [&](const Node& n) { return with_root(n, &Node::value_options); });
   s << f << "_yaml() {\n  case \"$1\" in\n";
   for (const auto& n : nodes)
     if (n.yaml_files) s << "    " << single_quoted(n.path) << ") return 0 ;;\n";

@@ -52,6 +52,8 @@ answers=$(bash --norc --noprofile -c '
   ask kfleet submit ""
   ask kfleet token ""
   ask kfleet --server http://x re
+  ask kfleet --json st
+  ask kfleet submit --follow ""
   ask kfleet baseline ""
   # compgen runs the registered function as the shell would for "kfleet su<TAB>".
   COMP_WORDS=(kfleet su); COMP_CWORD=1
@@ -71,6 +73,8 @@ grep -q "^kfleet submit | .*notes.txt" <<<"$answers" && bad "submit offers a fil
 want_line "kfleet token | create list revoke"
 want_line "kfleet --server http://x re| regress report results"
 want_line "kfleet baseline | list set"
+want_line "kfleet --json st| status"   # a flag takes no value: the next word is the command
+grep -q "^kfleet submit --follow | .*a.yaml" <<<"$answers" || bad "submit --follow does not offer a.yaml"
 grep -q "^compgen| submit" <<<"$answers" || bad "compgen -F _kfleet on 'su' did not give submit"
 [ "$fail" = 0 ] && echo "suggest-complete-test: ok"
 exit "$fail"

@@ -98,6 +98,10 @@ TEST(Completion, ScriptsCoverCommandsOptionsAndYaml) {
   EXPECT_NE(bash->find("'submit') return 0"), std::string::npos) << *bash;  // YAML files
   EXPECT_NE(bash->find("'status') echo 'mine'"), std::string::npos) << *bash;
   EXPECT_EQ(bash->find("--token"), std::string::npos);  // hidden
+  // Only options that take a value swallow the next word; flags do not.
+  const auto values = bash->substr(bash->find("_prog_value_options()"));
+  EXPECT_NE(values.find("'submit') echo '--server'"), std::string::npos) << values;
+  EXPECT_EQ(values.find("--follow"), std::string::npos) << values;
   const auto fish = completion_script(t.app, "prog", "fish");
   ASSERT_TRUE(fish);
   EXPECT_NE(fish->find("__fish_seen_subcommand_from submit' -l follow"), std::string::npos) << *fish;
