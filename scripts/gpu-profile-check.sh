@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift 2 ;;
     --run-dir) run=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "gpu-profile-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
