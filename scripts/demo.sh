@@ -42,8 +42,9 @@ kfleetd=$bdir/orchestrator/api/kfleetd agent_bin=$bdir/agent/kfleet-agent kfleet
 for b in "$kfleetd" "$agent_bin" "$kfleet"; do
   [ -x "$b" ] || { echo "demo: $b is missing: build it (scripts/build.sh) or drop --no-build" >&2; exit 1; }
 done
-[ -f dashboards/dist/index.html ] ||
-  { echo "demo: dashboards/dist is missing: scripts/build.sh dashboards" >&2; exit 1; }
+dashboards=$bdir/dashboards/dist   # the build's, never the source tree's
+[ -f "$dashboards/index.html" ] ||
+  { echo "demo: $dashboards is missing: scripts/build.sh dashboards" >&2; exit 1; }
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-demo.XXXXXX")
 # Fresh random tokens for this demo, through the environment only (never on a command line):
@@ -80,7 +81,7 @@ JSON
 # kfleetd exactly as a newcomer starts it from the source tree (tests/browser/demo.test.mjs
 # runs this script and opens the URL it prints).
 KFLEET_ADMIN_TOKEN="$KFLEET_TOKEN" "$kfleetd" --listen 127.0.0.1:0 --port-file "$run/port" \
-  --db "$run/kfleet.db" --dashboards dashboards \
+  --db "$run/kfleet.db" --dashboards "$dashboards" \
   --provisioner simulated --simulated-cloud "$run/cloud.json" --agent-binary "$agent_bin" \
   >"$run/kfleetd.log" 2>&1 &
 pids+=($!)
@@ -175,7 +176,7 @@ cat <<MSG
 
 demo: done in $(( $(date +%s) - t0 )) s
 demo: dashboards  $KFLEET_SERVER/   (sign in with the admin token in $run/admin.token)
-demo: plain HTTP on loopback only (kfleetd --tls-cert/--tls-key for anything else; README: Security)
+demo: plain HTTP on loopback only (kfleetd --tls-cert/--tls-key for anything else; docs/security.md)
 demo: API         $KFLEET_SERVER/api/v1/jobs   (openapi: orchestrator/api/openapi.yaml)
 demo: metrics     $KFLEET_SERVER/metrics   (needs a token; kfleetd --metrics-open serves it openly)
 demo: logs        $run/*.log

@@ -5,21 +5,53 @@
 # prints each stored profile event's summary as a table (per kernel and metric: median, min,
 # max, n, unit), its advice and note. Exit status: 0 when both verdicts are as expected and each
 # data.summary holds a numeric gpu__time_duration.sum for the job's own kernel (one the ncu
-# kernel filter names).
+# kernel filter names); 1 otherwise; 2 on a setup failure.
+#   scripts/gpu-profile-check.sh [--bin DIR] [--run-dir DIR] [--backend cuda|simulated]
+#     --bin DIR      use kfleetd/kfleet-agent/kfleet already in DIR (skips the build)
+#     --run-dir DIR  where the database, agent work dir and logs go (default ./gpu-profile-run)
+#     --backend simulated   tests this script without a GPU (a ctest does): the rejected job is
+#                    told to fail correctness (simulate:), and the stored values, not ncu's,
+#                    are only checked to be there
+# On a GPU machine, from the repository root: scripts/gpu-profile-check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-run=${1:-$PWD/gpu-profile-run}
-bin=$(scripts/gpu-proof.sh --build-only | sed -n 's/^gpu-proof: built in .* s: //p')
-[ -x "$bin/kfleetd" ] || { echo "gpu-profile-check: build failed" >&2; exit 2; }
-rm -rf "$run"; mkdir -p "$run"
-export KFLEET_TOKEN=profile-user KFLEET_ENROL_TOKEN=profile-enrol KFLEET_HARNESS_DIR=$PWD/kernels/harness
+root=$PWD bin="" run=$PWD/gpu-profile-run backend=cuda
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --run-dir) run=$2; shift 2 ;;
+    --backend) backend=$2; shift 2 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    *) echo "gpu-profile-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+die() { echo "gpu-profile-check: $*" >&2; exit 2; }
+case "$backend" in cuda|simulated) ;; *) die "--backend is cuda or simulated, not '$backend'" ;; esac
+if [ -z "$bin" ]; then
+  scripts/gpu-proof.sh --build-only || die "build failed"
+  bin=$root/build-gpu/bin
+fi
+for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
+rm -rf "$run"; mkdir -p "$run/jobs"
+export KFLEET_HARNESS_DIR=$root/kernels/harness
 # shellcheck source=lib/local-cluster.sh
 source scripts/lib/local-cluster.sh
-start_local_cluster "$bin" "$run" --backend cuda || { echo "gpu-profile-check: kfleetd and agent gpu0 did not come up" >&2; exit 2; }
+agent_flags=(--backend cuda)
+[ "$backend" = simulated ] && agent_flags=(--backend simulated --arch sm_90a --gpu-class sm_90a)
+start_local_cluster "$bin" "$run" "${agent_flags[@]}" || die "kfleetd and agent gpu0 did not come up"
+# The jobs as they are; on the simulated backend the rejected one is told to fail correctness.
+cp jobs/gpu/profile.yaml jobs/gpu/profile-rejected.yaml "$run/jobs/"
+[ "$backend" = simulated ] && echo "simulate: {fail_stage: correctness}" >>"$run/jobs/profile-rejected.yaml"
+export KFLEET_KERNEL_LIB=$root/kernels
 check_profile() {  # job id: prints the profile table; fails without values for the job's kernel
-curl -s "$KFLEET_SERVER/api/v1/jobs/$1/events?limit=1000" | python3 -c '
+# Every read needs a token; it goes to curl on stdin, never on its command line.
+printf 'Authorization: Bearer %s\n' "$KFLEET_TOKEN" |
+  curl -sS -H @- "$KFLEET_SERVER/api/v1/jobs/$1/events?limit=1000" | python3 -c '
 import json, sys
-evs = [e for e in json.load(sys.stdin)["events"] if e["type"] == "profile"]
+body = json.load(sys.stdin)
+if "events" not in body:
+    print("no events in the answer:", json.dumps(body)[:300]); sys.exit(1)
+evs = [e for e in body["events"] if e["type"] == "profile"]
 if not evs:
     print("no profile event stored"); sys.exit(1)
 d = evs[-1]["data"]
@@ -40,12 +72,18 @@ for a in d.get("advice", []):
     print("advice %s (%s): %s" % (a.get("rule"), a.get("kernel"), a.get("description", "")[:300]))
 for key in ("note", "clock_note", "stderr", "tool_output"):
     if d.get(key): print(key + ":", d[key])
-print("profile metric values stored:", ok); sys.exit(0 if ok else 1)'
+if sys.argv[1] == "simulated" and not d.get("summary"):
+    # No ncu here: the simulated backend stores one value per asked metric, marked simulated.
+    asked = d.get("metrics") or {}
+    ok = d.get("tool") == "ncu" and "gpu__time_duration.sum" in asked and all(
+        isinstance(v, (int, float)) for v in asked.values())
+    print("simulated: the values are not from ncu; stored for", sorted(asked))
+print("profile metric values stored:", ok); sys.exit(0 if ok else 1)' "$backend"
 }
-"$bin/kfleet" --no-color submit jobs/gpu/profile.yaml --follow; rc=$?
+"$bin/kfleet" --no-color submit "$run/jobs/profile.yaml" --follow; rc=$?
 check_profile 1; prc=$?
 echo "== the same for a rejected job (profile when: rejected)"
-"$bin/kfleet" --no-color submit jobs/gpu/profile-rejected.yaml --follow; rrc=$?
+"$bin/kfleet" --no-color submit "$run/jobs/profile-rejected.yaml" --follow; rrc=$?
 check_profile 2; rprc=$?
 echo "passing job: submit rc=$rc (want 0) profile rc=$prc | rejected job: submit rc=$rrc (want 1) profile rc=$rprc"
 [ "$rc" = 0 ] && [ "$prc" = 0 ] && [ "$rrc" = 1 ] && [ "$rprc" = 0 ]

@@ -7,19 +7,21 @@
 # `regions` dropped; nothing else changes), waits for each verdict, and prints
 # `kfleet campaign show` for both campaigns. The verdicts are whatever the GPU says.
 #   scripts/gpu-suite-campaigns.sh [--bin DIR] [--run-dir DIR] [--gpu sm_90] [--throttle-pct 0]
+#                                  [--backend cuda|simulated]   (simulated: tests the script; a ctest does)
 # Exits 0 when every parent passed and every child got a verdict (kept or rejected), else 1;
 # 2 on a setup failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-bin="" run="$root/gpu-suite-run" gpu=sm_90 throttle=0
+bin="" run="$root/gpu-suite-run" gpu=sm_90 throttle=0 backend=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --run-dir) run=$2; shift 2 ;;
     --gpu) gpu=$2; shift 2 ;;
     --throttle-pct) throttle=$2; shift 2 ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    --backend) backend=$2; shift 2 ;;
+    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
     *) echo "gpu-suite-campaigns: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -36,7 +38,9 @@ export KFLEET_HARNESS_DIR=$root/kernels/harness
 source "$root/scripts/lib/local-cluster.sh"
 # --throttle-pct 0: the fp8 mission runs 350 µs kernels for 15 s, the H100's SM clock sags
 # more than the harness's default 2 % under that, and every sample would be dropped.
-start_local_cluster "$bin" "$run" --backend cuda --throttle-pct "$throttle" ||
+agent_flags=(--backend cuda --throttle-pct "$throttle")
+[ "$backend" = simulated ] && agent_flags=(--backend simulated --arch "${gpu}a" --gpu-class "$gpu")
+start_local_cluster "$bin" "$run" "${agent_flags[@]}" ||
   die "kfleetd and agent gpu0 did not come up"
 kf() { "$bin/kfleet" --no-color "$@"; }
 command -v nvidia-smi >/dev/null && nvidia-smi -L

@@ -15,6 +15,7 @@
 #ifdef KFLEET_HAVE_GPU_BACKENDS
 #include "common/sandbox.hpp"
 #endif
+#include "kfleet/cli_support/parse.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/secret.hpp"
 
@@ -227,7 +228,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--sandbox-cgroup", sandbox.cgroup_parent,
                  "cgroup under which the job cgroups are made (default: beside this agent's own)");
-  CLI11_PARSE(app, argc, argv);
+  // An unknown option is answered with the nearest ones ("did you mean ...?"); exit 2.
+  if (auto code = kfleet::cli_support::parse_or_explain(app, argc, argv, std::cout, std::cerr, 2))
+    return *code;
   sandbox.gid = sandbox.uid;
   sim.host_id = cfg.host_id.empty() ? cfg.name : cfg.host_id;
 

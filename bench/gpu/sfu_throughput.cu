@@ -6,7 +6,7 @@
 // H100, 2026-11-25: ex2.f32 16 a clock per SM from 256 threads; ex2.f16x2 and .bf16x2 8 (two
 // values each: the same 16 exponentials); FFMA ~107; the e4m3 -> f16x2 and f32 -> f16x2
 // conversions ~55-59 with their FFMA, and neither slows ex2 when paired with it (not the SFU).
-// docs/gpu-runs/2026-11-25-fp8-softmax-diagnostics.log, 2026-11-25-fp8-restructure-experiments.log.
+// kernels/suite/NOTES.md (the logs: git show 7f263d8:docs/gpu-runs/2026-11-25-fp8-*.log).
 #include <cstdio>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "kfleet/cli/exit_code.hpp"
+#include "kfleet/cli_support/parse.hpp"
 #include "kfleet/common/secret.hpp"
 
 namespace kfleet::cli {
@@ -38,7 +39,14 @@ Examples:
   kfleet --server https://kfleetd:8470 --ca-file ca.pem status
   kfleet token create --user alice --scope submit
   kfleet logs 42 --follow
+
+Shell completion (commands, options, job YAMLs): source <(kfleet completion bash); also zsh, fish.
 )";
+
+// Words the positional of a command takes that CLI11 does not know as subcommands.
+std::vector<cli_support::CompletionWords> completion_words() {
+  return {{"baseline", {"set", "list"}}, {"campaign", {"show"}}, {"regress", {"show"}}};
+}
 
 }  // namespace
 
@@ -78,11 +86,20 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
                                    add_regress_command(app), add_baseline_command(app),
                                    add_campaign_command(app), add_report_command(app),
                                    add_token_command(app), add_mcp_command(app)};
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e, io.out, io.err);
-    return code == 0 ? exit_passed : exit_usage;
+  // Shell completion is built from the tree above, so it needs no server and no token.
+  std::string completion_shell;
+  auto* completion = app.add_subcommand(
+      "completion", "print a shell completion script: source <(kfleet completion bash)");
+  completion->add_option("shell", completion_shell, "bash, zsh or fish")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+
+  if (auto code = cli_support::parse_or_explain(app, argc, argv, io.out, io.err, exit_usage))
+    return *code == 0 ? exit_passed : *code;
+  if (completion->parsed()) {
+    io.out << *cli_support::completion_script(app, "kfleet", completion_shell,
+                                              completion_words());
+    return exit_passed;
   }
 
   if (app.get_subcommands().empty()) {

@@ -44,7 +44,7 @@
 //                           producer and each consumer warpgroup (default 104 and 192; multiples
 //                           of 8, P + 2 C <= 3 x 168). On an H200: 112/192 and 104/200 within
 //                           0.4 % of the default, 120/192 7.5 % slower
-//                           (docs/gpu-runs/2026-11-26-fp8-split-tail.log).
+//                           (git show 7f263d8:docs/gpu-runs/2026-11-26-fp8-split-tail.log).
 //   On an H200 at B4 H16 S2048 D64 (harness medians, one machine, 2026-11-26): wgmma 164.3 us,
 //   161.5 us with the XOR swizzle; FP8_LAZY_RESCALE=0 183.1 us. The H100 of 2026-11-25:
 //   FP8_LAZY_RESCALE=0 182.1 / 182.7 us (FP8_PINGPONG=1: 187.1 / 194.5); mma.sync 351 / 356 us.
@@ -364,8 +364,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fp8_sdpa_kernel(Params p) {
 // consumers overlap each other. Forcing the overlap (P double-buffered, FA3's rescale order,
 // the wait moved past the next tile's try-wait loop into another basic block, 208 consumer
 // registers) put it in the SASS and measured 4 % slower
-// (docs/gpu-runs/2026-11-26-fp8-lazy-rescale.log). Timed inside the loop (clock64 stamps,
-// docs/gpu-runs/2026-11-25-fp8-softmax-diagnostics.log), a consumer spent ~450 cycles a tile
+// (docs/evidence/gpu-2026-11-26-fp8-lazy-rescale.log). Timed inside the loop (clock64 stamps,
+// kernels/suite/NOTES.md), a consumer spent ~450 cycles a tile
 // issuing its 12 wgmmas (an instruction with A in registers holds the warp until the tensor
 // core takes it), ~1,300-1,900 in the softmax (the SFU stream, stalled by adds and packs that
 // ptxas interleaves with it) and ~400 on waits and bookkeeping; the softmaxes of the two
@@ -406,7 +406,7 @@ static_assert(FP8_PRODUCER_REGS % 8 == 0 && FP8_CONSUMER_REGS % 8 == 0 && FP8_PR
 #define FP8_RESCALE_TEST 0
 #endif
 constexpr int BM = 128, BN = 128, kThreads = 384;
-constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (see the README for measurements)
+constexpr int kStages = FP8_WS_STAGES;  // fp16 K+V stages (measurements: kernels/suite/NOTES.md)
 constexpr int kTile = BN * 128;         // one fp16 [128 keys][64 d] tile
 constexpr int kQBytes = BM * 128;
 static_assert(kStages >= 2 && kStages <= 6, "FP8_WS_STAGES: 2 to 6");
@@ -771,7 +771,7 @@ __global__ void __launch_bounds__(kThreads, 1) fp8_sdpa_wgmma(Params p) {
     // Both rows at once: each row's maximum as a tree (depth 5, not a chain of 16), the two
     // rows' shuffles side by side, then all 64 exponentials, and only then the sums (four
     // partial sums a row). Against one chain a row, each exponential summed as it came: 0.7 %
-    // faster, 3 % with FP8_PINGPONG=0 (docs/gpu-runs/2026-11-25-fp8-softmax-diagnostics.log).
+    // faster, 3 % with FP8_PINGPONG=0 (kernels/suite/NOTES.md).
     float mx[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

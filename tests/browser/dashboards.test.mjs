@@ -2,7 +2,7 @@
 // shows the right data, and the queue page follows a job from queued to passed without reload.
 //
 // Usage: node tests/browser/dashboards.test.mjs --kfleetd BIN --agent BIN --cli BIN
-//          [--dist dashboards/dist] [--screenshots DIR] [--docs-screenshots DIR] [--chromium BIN]
+//          [--dist build/dashboards/dist] [--screenshots DIR] [--docs-screenshots DIR] [--chromium BIN]
 // Exit status 0 only when every check passed; a missing chromium, node module or binary fails.
 import { createRequire } from "node:module";
 import { copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -18,7 +18,7 @@ const repo = resolve(here, "..", "..");
 function options() {
   const o = {
     kfleetd: process.env.KFLEETD, agent: process.env.KFLEET_AGENT, cli: process.env.KFLEET_CLI,
-    dist: process.env.KFLEET_DASHBOARDS ?? join(repo, "dashboards", "dist"),
+    dist: process.env.KFLEET_DASHBOARDS ?? join(repo, "build", "dashboards", "dist"),
     screenshots: process.env.KFLEET_SCREENSHOTS ?? join(repo, "build", "browser-screenshots"),
     docsScreenshots: process.env.KFLEET_DOCS_SCREENSHOTS ?? "",
     chromium: process.env.CHROMIUM ?? "/usr/bin/chromium",
@@ -34,7 +34,7 @@ function options() {
   for (const k of ["kfleetd", "agent", "cli"]) {
     if (!o[k] || !existsSync(o[k])) throw new Error(`--${k === "agent" ? "agent" : k} must name the built binary (got '${o[k] ?? ""}')`);
   }
-  if (!existsSync(join(o.dist, "index.html"))) throw new Error(`${o.dist}/index.html is missing: run 'npm run build' in dashboards/`);
+  if (!existsSync(join(o.dist, "index.html"))) throw new Error(`${o.dist}/index.html is missing: build them: cmake --build build --target dashboards`);
   if (!existsSync(o.chromium)) throw new Error(`no chromium at ${o.chromium}: apt-get install chromium, or pass --chromium`);
   return o;
 }
@@ -104,7 +104,7 @@ async function main() {
     const portFile = join(tmp, "port");
     const kfleetd = startChild("kfleetd", o.kfleetd, ["--listen", "127.0.0.1:0", "--port-file", portFile,
       "--db", join(tmp, "kfleet.db"),
-      // As scripts/demo.sh does: the dashboards source folder, whose built pages are in dist/.
+      // The build's dashboards folder, whose built pages are in dist/.
       "--dashboards", dirname(o.dist)], log,
       { ...process.env, KFLEET_ADMIN_TOKEN: ADMIN, KFLEET_ENROL_TOKEN: ENROL });
     const base = `http://127.0.0.1:${await readPort(portFile, kfleetd)}`;

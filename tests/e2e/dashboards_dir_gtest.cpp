@@ -1,5 +1,6 @@
-// kfleetd --dashboards takes the built pages (dashboards/dist) or the source folder holding
-// them, and refuses a folder with neither, so that the URL it prints never answers 404.
+// kfleetd serves the pages its build made (<build>/dashboards/dist, never the source tree)
+// without being told; --dashboards takes built pages or a folder whose dist/ holds them, and
+// refuses a folder with neither, so that the URL it prints never answers 404.
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ std::string page(Cluster& c) {
   return r->body;
 }
 
-// <root>/dashboards/{src/index.html, dist/index.html}, like the source tree after a build.
+// <root>/dashboards/{src/index.html, dist/index.html}: a folder whose dist/ holds the pages.
 std::string make_tree(const std::string& root) {
   const std::string d = root + "/dashboards";
   fs::create_directories(d + "/src");
@@ -48,6 +49,14 @@ TEST(DashboardsFolder, TheBuiltFolderServesItself) {
   c.start_kfleetd();
   EXPECT_NE(page(c).find("built page"), std::string::npos);
   fs::remove_all(root);
+}
+
+TEST(DashboardsFolder, AKfleetdOfThisBuildServesTheBuildsPagesByItself) {
+  Cluster c{ClusterOptions{}};
+  c.start_kfleetd();
+  const std::string body = page(c);
+  EXPECT_NE(body.find("<title>kfleet</title>"), std::string::npos) << body;
+  EXPECT_EQ(body.find("no dashboards directory was found"), std::string::npos) << body;
 }
 
 TEST(DashboardsFolder, AFolderWithoutPagesIsRefusedWithTheFix) {

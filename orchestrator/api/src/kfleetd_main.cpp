@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "kfleet/api/server.hpp"
+#include "kfleet/cli_support/parse.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/pem.hpp"
 #include "kfleet/common/secret.hpp"
@@ -126,8 +127,8 @@ void add_options(CLI::App& app, Options& o) {
                  "is refused with 429 in_flight_limit (0: no limit)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--dashboards", o.dashboards,
-                 "the built dashboards: dashboards/dist, or the dashboards source folder that "
-                 "holds it");
+                 "the built dashboards (a folder with index.html, or one whose dist/ holds it); "
+                 "default: the ones this kfleetd's build made, " KFLEET_BUILT_DASHBOARDS);
   app.add_option("--max-body-bytes", o.max_body, "largest request body accepted")->capture_default_str();
   app.add_option("--port-file", o.port_file, "write the bound port here once listening");
   app.add_option("--suite", o.suite_files,
@@ -164,8 +165,9 @@ bool finish_options(Options& o) {
   o.cfg.idle_agent_ttl_ms = o.idle_ttl_s * 1000;
   o.cfg.lost_agent_retire_ms = o.retire_lost_s * 1000;
   if (o.dashboards.empty()) {
-    for (auto cand : {fs::path("dashboards/dist"), fs::path("dashboards")})
-      if (fs::exists(cand / "index.html")) { o.dashboards = cand.string(); break; }
+    // A kfleetd run from its build finds the pages that build made; elsewhere --dashboards.
+    if (fs::exists(fs::path(KFLEET_BUILT_DASHBOARDS) / "index.html"))
+      o.dashboards = KFLEET_BUILT_DASHBOARDS;
   } else if (!fs::exists(fs::path(o.dashboards) / "index.html")) {
     // The source folder (dashboards/) holds the built pages in dist/: take either.
     if (fs::exists(fs::path(o.dashboards) / "dist" / "index.html")) {
@@ -173,7 +175,7 @@ bool finish_options(Options& o) {
     } else {
       std::cerr << "kfleetd: --dashboards " << o.dashboards
                 << " has no index.html (nor dist/index.html): build the dashboards with "
-                   "`cmake --build build --target dashboards` (they go to dashboards/dist)\n";
+                   "`cmake --build build --target dashboards` (they go to build/dashboards/dist)\n";
       return false;
     }
   }
@@ -337,7 +339,9 @@ int main(int argc, char** argv) {
   CLI::App app{"kfleetd: the kfleet orchestrator (queue, scheduler, leases, API, dashboards)"};
   Options o;
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  // An unknown option is answered with the nearest ones ("did you mean ...?"); exit 2.
+  if (auto code = kfleet::cli_support::parse_or_explain(app, argc, argv, std::cout, std::cerr, 2))
+    return *code;
   if (!finish_options(o)) return 2;
   auto server_opts = server_options(o);
   if (!server_opts) return 2;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The GPU scripts run for real only on lent GPU machines; this runs each one that can against
+# the simulated backend, so a missing token, a renamed flag or a changed answer shows up in CI.
+# What a simulated run can check is the script's own plumbing (it builds nothing, times
+# nothing): each must reach its table, read every job back through the API, and judge it.
+#   gpu-proof.sh           8 jobs, a table row each; the two correct kernels OK; the agent alive
+#   gpu-profile-check.sh   both jobs' profile events read back (with the token) and checked
+#   gpu-exploits.sh        the control OK, each exploit reported ACCEPTED (nothing runs, so all
+#                          "pass"): the script must say so and fail
+#   gpu-suite-campaigns.sh both campaigns to their verdicts
+# gpu-multi-gpu-check.sh has its own test; gpu-exclusive-check.sh needs a real CUDA context.
+# Usage: gpu-scripts-simulated-test.sh KFLEETD KFLEET_AGENT KFLEET
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+[ $# = 3 ] || { echo "usage: $0 KFLEETD KFLEET_AGENT KFLEET" >&2; exit 2; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-gpu-scripts-XXXXXX")
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+trap 'if [ "$fail" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXIT
+export HOME=$tmp NO_COLOR=1
+mkdir -p "$tmp/bin"
+ln -s "$1" "$tmp/bin/kfleetd"; ln -s "$2" "$tmp/bin/kfleet-agent"; ln -s "$3" "$tmp/bin/kfleet"
+
+# run NAME WANT_RC SCRIPT ARGS...: runs it with a 240 s limit, keeps its output in $tmp/NAME.log
+run() {
+  local name=$1 want=$2; shift 2
+  timeout 240 "$@" --bin "$tmp/bin" --run-dir "$tmp/$name" >"$tmp/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc"; tail -15 "$tmp/$name.log"
+  [ "$rc" = "$want" ] || bad "$name exited $rc, want $want (124: it hung)"
+}
+has() { grep -qE -- "$2" "$tmp/$1.log" || bad "$1: no line matching '$2'"; }
+
+# Every row of jobs/gpu/expected.tsv runs; faults the simulated agent cannot make are mismatches.
+run proof 1 "$root/scripts/gpu-proof.sh" --backend simulated --arch sm_90a
+has proof '^01-correct\.yaml +passed/- +passed/- .* OK '
+has proof '^08-correct-after-faults\.yaml +passed/- +passed/- .* OK '
+[ "$(grep -cE '^0[1-8]-[a-z-]+\.yaml ' "$tmp/proof.log")" = 8 ] || bad "proof: not 8 table rows"
+has proof 'agent gpu0 still running after every job'
+
+run profile 0 "$root/scripts/gpu-profile-check.sh" --backend simulated
+has profile 'passing job: submit rc=0 \(want 0\) profile rc=0 \| rejected job: submit rc=1 \(want 1\) profile rc=0'
+[ "$(grep -c 'profile metric values stored: True' "$tmp/profile.log")" = 2 ] || bad "profile: not both jobs' values"
+
+# The honest control and three exploits are enough to exercise the script's reads and table.
+run exploits 1 "$root/scripts/gpu-exploits.sh" --backend simulated --only '^0[0-3]-'
+has exploits '^00-honest-control +passed/- +passed/- .* OK '
+has exploits '^gpu-exploits: 3 exploit\(s\) accepted, 3 job\(s\) not as expected'
+
+run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
+has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'
+has campaigns '== kfleet campaign show fp8-sdpa-stage3'
+
+[ "$fail" = 0 ] && echo "gpu-scripts-simulated-test: ok"
+exit "$fail"
