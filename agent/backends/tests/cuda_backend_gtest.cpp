@@ -11,6 +11,7 @@
 
 #include "common/harness_backend.hpp"
 #include "kfleet/agent/backend.hpp"
+#include "kfleet/common/event.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
@@ -112,7 +113,7 @@ TEST(CudaBackend, BuildsGatesAndRunsTheHarness) {
   EXPECT_EQ(bench.data["timing_mode"], "replay");
   bool forged_in_log = false;
   for (const auto& [type, data] : f.sink.events)
-    if (type == "log_line" && data.value("text", "").find("\"median_us\":1,") != std::string::npos)
+    if (type == event_type::log_line && data.value("text", "").find("\"median_us\":1,") != std::string::npos)
       forged_in_log = true;
   EXPECT_TRUE(forged_in_log);
   EXPECT_EQ(bench.data["perf"], "improved");
