@@ -218,6 +218,22 @@ TEST(CudaBackend, ReportsFailuresCrashesAndHangs) {
   EXPECT_NE(hang.reason.find("timed out"), std::string::npos) << hang.reason;
 }
 
+TEST(CudaBackend, AnEntryWithoutItsMeasuringProcessIsBuiltAgain) {
+  Fixture f;
+  auto spec = job(64);
+  auto c = f.ctx(spec);
+  auto b = f.backend->build(c);
+  ASSERT_TRUE(b.ok) << b.reason;
+  const fs::path measurer = fs::path(b.data["binary"].get<std::string>()).parent_path() / "kfleet-measure";
+  ASSERT_TRUE(fs::exists(measurer));
+  fs::remove(measurer);  // what an older agent left in the cache
+  auto again = f.backend->build(c);
+  ASSERT_TRUE(again.ok) << again.reason;
+  EXPECT_FALSE(again.data["cache_hit"].get<bool>());
+  EXPECT_TRUE(fs::exists(measurer));
+  EXPECT_TRUE(f.backend->correctness(c).ok);
+}
+
 TEST(CudaBackend, ARecorderRefusalIsTheKernelsRejection) {
   Fixture f;
   auto spec = job(5);
