@@ -83,6 +83,13 @@ Verdict verdict_from_benchmark(const nlohmann::json& bench) {
                 bench.value("timing_note", std::string("no activity tracer")) + "]";
     v.metrics["timing"] = "events_only";
   }
+  if (bench.value("timing_mode", std::string()) == "in_process") {
+    // The job asked for the old single process: wherever the verdict is shown, it says so.
+    v.reason += " [" + bench.value("timing_mode_note",
+                                   std::string("in-process timing: the kernel's host code ran in "
+                                               "the measuring process")) + "]";
+    v.metrics["timing_mode"] = "in_process";
+  }
   return v;
 }
 

@@ -28,5 +28,17 @@ TEST(Verdict, EventsOnlyTimingIsMarkedLessTrustworthy) {
   EXPECT_EQ(verdict_from_benchmark(bench).reason.find("events only"), std::string::npos);
 }
 
+TEST(Verdict, InProcessTimingSaysSoInTheReason) {
+  nlohmann::json bench = {{"median_us", 40.0}, {"timing", "activity"}, {"timing_mode", "in_process"},
+                          {"timing_mode_note",
+                           "in-process timing: the kernel's host code ran in the measuring process"}};
+  const Verdict v = verdict_from_benchmark(bench);
+  EXPECT_NE(v.reason.find("[in-process timing: the kernel's host code ran in the measuring process]"),
+            std::string::npos) << v.reason;
+  EXPECT_EQ(v.metrics["timing_mode"], "in_process");
+  bench["timing_mode"] = "replay";
+  EXPECT_EQ(verdict_from_benchmark(bench).reason.find("in-process"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kfleet::agent

@@ -345,6 +345,11 @@ StageResult HarnessBackend::build_one(StageContext& c) {
 
   StageResult r;
   r.data = {{"cache_key", key}, {"compiler", cc->version}, {"arch", cfg_.arch}};
+  // An entry an older agent built has no measuring process beside its binary: build it again.
+  if (fs::exists(entry / "done") && fs::exists(binary) && !fs::exists(entry / "kfleet-measure")) {
+    std::error_code stale;
+    fs::remove_all(entry, stale);
+  }
   if (fs::exists(entry / "done")) {
     compile_log_ = read_all(log_file);
     harness_binary_ = fs::exists(binary) ? binary.string() : "";

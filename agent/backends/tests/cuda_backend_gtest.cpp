@@ -12,6 +12,7 @@
 #include "common/harness_backend.hpp"
 #include "kfleet/agent/backend.hpp"
 #include "test_sandbox.hpp"
+#include "kfleet/common/event.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
@@ -114,7 +115,7 @@ TEST(CudaBackend, BuildsGatesAndRunsTheHarness) {
   EXPECT_EQ(bench.data["timing_mode"], "replay");
   bool forged_in_log = false;
   for (const auto& [type, data] : f.sink.events)
-    if (type == "log_line" && data.value("text", "").find("\"median_us\":1,") != std::string::npos)
+    if (type == event_type::log_line && data.value("text", "").find("\"median_us\":1,") != std::string::npos)
       forged_in_log = true;
   EXPECT_TRUE(forged_in_log);
   EXPECT_EQ(bench.data["perf"], "improved");
@@ -217,6 +218,22 @@ TEST(CudaBackend, ReportsFailuresCrashesAndHangs) {
   auto hang = f.backend->correctness(c);
   EXPECT_FALSE(hang.ok);
   EXPECT_NE(hang.reason.find("timed out"), std::string::npos) << hang.reason;
+}
+
+TEST(CudaBackend, AnEntryWithoutItsMeasuringProcessIsBuiltAgain) {
+  Fixture f;
+  auto spec = job(64);
+  auto c = f.ctx(spec);
+  auto b = f.backend->build(c);
+  ASSERT_TRUE(b.ok) << b.reason;
+  const fs::path measurer = fs::path(b.data["binary"].get<std::string>()).parent_path() / "kfleet-measure";
+  ASSERT_TRUE(fs::exists(measurer));
+  fs::remove(measurer);  // what an older agent left in the cache
+  auto again = f.backend->build(c);
+  ASSERT_TRUE(again.ok) << again.reason;
+  EXPECT_FALSE(again.data["cache_hit"].get<bool>());
+  EXPECT_TRUE(fs::exists(measurer));
+  EXPECT_TRUE(f.backend->correctness(c).ok);
 }
 
 TEST(CudaBackend, ARecorderRefusalIsTheKernelsRejection) {

@@ -129,3 +129,21 @@ TEST(HarnessProtocol, SuspectTimingAndFailedRecheckAreTheKernelsFailure) {
   EXPECT_NE(kb::harness_failure(1, 0, false, 60, weak, "", infra).find("mean of V passes"),
             std::string::npos);
 }
+
+TEST(HarnessProtocol, ReplayRefusalsAreTheKernelsFailureAndSayWhatWasSeen) {
+  bool infra = true;
+  kb::HarnessReport recorded;
+  recorded.add(*kb::parse_harness_line(
+      R"j({"type":"error","phase":"record","recording":"correctness seed 0","message":"replay mode refused the launch (correctness seed 0): the launch enqueued a host function node (cudaLaunchHostFunc or a callback): replay runs only kernels, memsets and device copies"})j"));
+  const std::string why = kb::harness_failure(4, 0, false, 60, recorded, "", infra);
+  EXPECT_EQ(why.rfind("replay mode refused the launch (correctness seed 0): ", 0), 0u) << why;
+  EXPECT_NE(why.find("host function node"), std::string::npos);
+  EXPECT_FALSE(infra);
+  kb::HarnessReport replayed;
+  replayed.add(*kb::parse_harness_line(
+      R"j({"type":"error","phase":"replay","message":"replay mode refused the recording: the launch list names kernel _Z3fooPf, which is not in the job's device code"})j"));
+  infra = true;
+  EXPECT_NE(kb::harness_failure(4, 0, false, 60, replayed, "", infra).find("not in the job's device code"),
+            std::string::npos);
+  EXPECT_FALSE(infra);
+}
