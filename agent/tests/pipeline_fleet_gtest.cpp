@@ -94,7 +94,12 @@ struct FleetRun {
   NullSink sink;
   StopFlag stop;
   std::string dir = (fs::temp_directory_path() /
-                     ("kfleet-pipeline-fleet-" + std::to_string(::getpid()))).string();
+                     ("kfleet-pipeline-fleet-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(next_id()))).string();
+  static int next_id() {
+    static std::atomic<int> n{0};
+    return n++;
+  }
   std::uintmax_t free = 100ull << 30;
   std::string gave_back;
   ~FleetRun() { fs::remove_all(dir); }
