@@ -229,6 +229,13 @@ void Agent::run_one(const Lease& lease, Heartbeater& hb) {
   PipelineDeps deps{*transport_, *backend_, events, stop, run_dir, gpu_, clock_, cfg_.fleet_retry};
   std::string gave_back;
   std::optional<Verdict> verdict = run_pipeline(lease, deps, &gave_back);
+  if (verdict && !events.spool_error().empty()) {
+    // Some of the run's events could not be kept (a full disk): its record would have holes,
+    // and that is the agent's failure, not the job's. Give it back rather than report it.
+    gave_back = "cannot spool the run's events: " + events.spool_error();
+    log::warn("agent", "run ", lease.run_id, ": ", gave_back, "; giving the run back to kfleetd");
+    verdict.reset();
+  }
   if (!gave_back.empty()) {
     // Its events (the why among them) go up while the lease still holds; then the heartbeats
     // stop renewing it and kfleetd requeues the job (lost -> requeued, within its attempts).

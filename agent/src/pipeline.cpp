@@ -159,11 +159,13 @@ std::uintmax_t free_bytes_at(PipelineDeps& d, const std::string& path) {
   return ec ? UINTMAX_MAX : sp.available;  // unknown: do not guess that the disk is full
 }
 
-// Marks a failure the job would be blamed for as the fleet's when the disk is full: the text
-// says so (ENOSPC), or a stage that would end in `error` failed with hardly any space left.
-void classify_disk(const std::string& stage, StageResult& r, PipelineDeps& d) {
+// Marks a failure the job would be blamed for as the fleet's when the disk is full (the text
+// says ENOSPC, or a stage that would end in `error` failed with hardly any space left), or
+// when the GPU driver is missing here (the harness could not start on the GPU: infra_error,
+// never the kernel's own error, which the harness reports as phase "kernel").
+void classify_fleet(const std::string& stage, StageResult& r, PipelineDeps& d) {
   if (r.ok || r.fleet_error) return;
-  if (says_disk_full(r.reason)) {
+  if (says_disk_full(r.reason) || (r.infra_error && says_driver_missing(r.reason))) {
     r.fleet_error = true;
     return;
   }
@@ -195,6 +197,16 @@ bool says_disk_full(const std::string& text) {
   return false;
 }
 
+bool says_driver_missing(const std::string& text) {
+  // The runtimes' own words (cudaGetErrorString, hipGetErrorString, NVML, the loader).
+  for (const char* s : {"CUDA driver version is insufficient", "no CUDA-capable device",
+                        "cudaErrorInsufficientDriver", "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE",
+                        "no ROCm-capable device", "hipErrorNoDevice", "hipErrorInsufficientDriver",
+                        "NVML_ERROR_DRIVER_NOT_LOADED", "libcuda.so", "libamdhip64.so"})
+    if (text.find(s) != std::string::npos) return true;
+  return false;
+}
+
 std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::string* gave_back) {
   MarkingSink sink(d.sink, d.backend.simulated(), gpu_identity(d.gpu));
   StageRunner stages(sink, *d.clock);
@@ -208,7 +220,7 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
     while (true) {
       StageResult r = stages.run(name, [&] {
         StageResult x = fn();
-        classify_disk(name, x, d);
+        classify_fleet(name, x, d);
         return x;
       });
       if (r.ok || !r.fleet_error || d.stop.requested()) return r;

@@ -23,6 +23,7 @@ void RunEventLog::emit(const std::string& type, nlohmann::json data) {
   e.data = data.is_object() ? std::move(data) : nlohmann::json{{"value", std::move(data)}};
   if (auto r = spool_.append({e}); !r) {
     log::error("agent", "run ", e.run_id, ": dropping event ", type, ": ", r.error().message);
+    if (spool_error_.empty()) spool_error_ = r.error().message;
     return;
   }
   if (spool_.last_seq() - spool_.acked() >= static_cast<std::int64_t>(kBatchMax)) cv_.notify_all();
@@ -47,6 +48,11 @@ void RunEventLog::stop_uploader() {
 std::int64_t RunEventLog::acked() const {
   std::lock_guard<std::mutex> l(mu_);
   return spool_.acked();
+}
+
+std::string RunEventLog::spool_error() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return spool_error_;
 }
 
 std::int64_t RunEventLog::last_seq() const {

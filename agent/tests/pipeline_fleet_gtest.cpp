@@ -48,7 +48,14 @@ class FlakyBuild final : public Backend {
     return inner_->build(c);
   }
   StageResult resources(StageContext& c) override { return inner_->resources(c); }
-  StageResult correctness(StageContext& c) override { return inner_->correctness(c); }
+  StageResult correctness(StageContext& c) override {
+    if (fail_correctness_ > 0) {
+      --fail_correctness_;
+      return failure_;
+    }
+    return inner_->correctness(c);
+  }
+  int fail_correctness_ = 0;
   StageResult benchmark(StageContext& c) override { return inner_->benchmark(c); }
   StageResult profile(StageContext& c) override { return inner_->profile(c); }
   std::atomic<int> builds{0};
@@ -87,7 +94,12 @@ struct FleetRun {
   NullSink sink;
   StopFlag stop;
   std::string dir = (fs::temp_directory_path() /
-                     ("kfleet-pipeline-fleet-" + std::to_string(::getpid()))).string();
+                     ("kfleet-pipeline-fleet-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(next_id()))).string();
+  static int next_id() {
+    static std::atomic<int> n{0};
+    return n++;
+  }
   std::uintmax_t free = 100ull << 30;
   std::string gave_back;
   ~FleetRun() { fs::remove_all(dir); }
@@ -163,6 +175,32 @@ TEST(PipelineFleet, AFullDiskIsTheFleetsFailureNotTheJobs) {
   auto v2 = r2.go(b2, sim_lease(), 200);
   EXPECT_FALSE(v2.has_value());
   EXPECT_NE(r2.gave_back.find("the agent's disk is full"), std::string::npos) << r2.gave_back;
+}
+
+TEST(PipelineFleet, AMissingDriverIsTheFleetsFailure) {
+  // The harness could not start on the GPU: the agent's driver, not the kernel.
+  StageResult no_driver;
+  no_driver.infra_error = true;
+  no_driver.reason = "harness setup error: cudaGetDeviceCount: CUDA driver version is "
+                     "insufficient for CUDA runtime version";
+  FlakyBuild b(no_driver, 0);
+  b.fail_correctness_ = 2;
+  FleetRun r;
+  auto v = r.go(b, sim_lease());
+  ASSERT_TRUE(v.has_value()) << r.gave_back;
+  EXPECT_EQ(v->outcome, RunOutcome::passed) << v->reason;
+  EXPECT_EQ(r.sink.count("stage.finished", "fleet_error", true), 2);
+
+  // The same words from a kernel that failed on its own are no infrastructure failure: the
+  // job's text cannot buy it retries.
+  StageResult kernel_said;
+  kernel_said.reason = "case small seed 0: CUDA driver version is insufficient";
+  FlakyBuild b2(kernel_said, 0);
+  b2.fail_correctness_ = 1;
+  FleetRun r2;
+  auto v2 = r2.go(b2, sim_lease());
+  ASSERT_TRUE(v2.has_value());
+  EXPECT_EQ(v2->outcome, RunOutcome::rejected);
 }
 
 TEST(PipelineFleet, WhatTheJobCausedStaysAVerdictAndSaysWhichSideFailed) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -50,6 +51,7 @@ class StandIn {
   }
 
   std::string url() const { return server_.url(); }
+  std::atomic<bool> bad_spec{false};  // leases carry a spec this agent cannot read
 
   struct Finish {
     std::int64_t run;
@@ -120,6 +122,7 @@ class StandIn {
       current_run_ = next_run_++;
       renewed_ = std::chrono::steady_clock::now();
       nlohmann::json spec = to_json(spec_());
+      if (bad_spec) spec["kernel"]["family"] = "from-a-newer-kfleetd";
       return {200, nlohmann::json{{"lease", {{"run_id", current_run_}, {"job_id", 1},
                                              {"fencing_token", current_run_}, {"ttl_ms", kLeaseTtl.count()},
                                              {"attempt", current_run_ - 9},
@@ -194,6 +197,10 @@ struct Case {
   int count;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.call << " " << fault_name(c.fault) << " x" << c.count;
+}
+
 class TransportFaults : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TransportFaults, TheRunGoesOnOrIsRequeuedNeverError) {
@@ -266,6 +273,54 @@ TEST(TransportFaultsPersisting, AFetchFailingPastTheBudgetGivesTheRunBackAndItIs
   EXPECT_GE(kfleetd.runs_granted(), 2) << "the first run was not given back";
   EXPECT_NE(fin[0].run, 10) << "the run whose fetch kept failing must not report a verdict";
   EXPECT_EQ(fin[0].verdict.outcome, RunOutcome::passed) << fin[0].verdict.reason;
+}
+
+// The agent's own failures before any stage: runs given back, none reported, the job
+// requeued again and again (kfleetd ends it as `agent lost` after its last attempt).
+void expect_given_back_not_reported(StandIn& kfleetd, const std::string& work) {
+  AgentConfig cfg;
+  cfg.name = "faulty";
+  cfg.work_dir = work;
+  cfg.lease_wait_ms = 100;
+  cfg.fleet_retry = {std::chrono::milliseconds(50), std::chrono::milliseconds(100),
+                     std::chrono::milliseconds(200)};
+  TransportTimeouts t{kTimeout, kTimeout, kTimeout, kTimeout};
+  Agent agent(cfg,
+              make_http_transport(kfleetd.url(), "enrol-token",
+                                  HttpOptions{std::chrono::milliseconds(1000), kTimeout}, t),
+              make_simulated_backend({}), std::make_shared<SystemClock>());
+  int rc = -1;
+  std::thread runner([&] { rc = agent.run(); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (kfleetd.runs_granted() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a condition
+  agent.request_shutdown();
+  runner.join();
+  EXPECT_EQ(rc, 0);
+  EXPECT_GE(kfleetd.runs_granted(), 2) << "the first run was not given back";
+  EXPECT_TRUE(kfleetd.finishes().empty()) << "a verdict for the fleet's failure: "
+                                          << kfleetd.finishes()[0].verdict.reason;
+}
+
+TEST(AgentOwnFailures, ASpoolThatCannotBeWrittenGivesTheRunBack) {
+  StandIn kfleetd("", Fault::reset, 0);
+  const std::string work =
+      (fs::temp_directory_path() / ("kfleet-faults-" + std::to_string(::getpid()) + "-spool")).string();
+  fs::remove_all(work);
+  fs::create_directories(work);
+  { std::ofstream(work + "/spool") << "a file where the spool folder should be\n"; }
+  expect_given_back_not_reported(kfleetd, work);
+  fs::remove_all(work);
+}
+
+TEST(AgentOwnFailures, ASpecThisAgentCannotReadGivesTheRunBack) {
+  StandIn kfleetd("", Fault::reset, 0);
+  kfleetd.bad_spec = true;
+  const std::string work =
+      (fs::temp_directory_path() / ("kfleet-faults-" + std::to_string(::getpid()) + "-spec")).string();
+  fs::remove_all(work);
+  expect_given_back_not_reported(kfleetd, work);
+  fs::remove_all(work);
 }
 
 std::vector<Case> all_cases() {

@@ -26,9 +26,10 @@ TEST(Chaos, KfleetdKilledDuringFetchesAndUploadsEndsEveryJobPassed) {
   std::vector<std::int64_t> ids;
   for (int i = 0; i < kJobs; ++i) {
     const std::string name = "chaos/" + std::to_string(i);
-    // Lease replies cut by a kill cost an attempt (the lease lapses, lost -> requeued).
+    // A lease whose answer a kill cut costs an attempt (it lapses: lost -> requeued); 5, as
+    // in the storm that found the fetch failure.
     auto path = c.write_job("j" + std::to_string(i),
-                            Cluster::sim_job_yaml(name, "L4", "", 25, 100, "max_attempts: 10\n"));
+                            Cluster::sim_job_yaml(name, "L4", "", 25, 100, "max_attempts: 5\n"));
     write_file(c.dir() + "/jobs/j" + std::to_string(i) + "/k.cu",
                "// " + name + "\n__global__ void k(float* o) { o[threadIdx.x] = 1.f; }\n" + filler);
     ids.push_back(c.submit_api(path));
@@ -36,18 +37,26 @@ TEST(Chaos, KfleetdKilledDuringFetchesAndUploadsEndsEveryJobPassed) {
   }
   for (int a = 0; a < 4; ++a) c.start_agent("a" + std::to_string(a));
 
-  // Each kill is aimed at a fresh lease: a job still `leased` is one whose agent has the lease
-  // and is fetching its bundle (its first events are not in yet).
+  // Each kill is aimed at a fresh lease: a run newer than the last kill whose job is still
+  // `leased` is one whose agent has just been given it and is fetching its bundle (its first
+  // events are not in yet). A lease whose answer a kill cut stays `leased` until it lapses:
+  // it is older, so it does not count.
   int kills = 0, aimed = 0;
+  std::string newest_run = "0";
   const std::string pending_q =
       "SELECT count(*) FROM jobs WHERE state NOT IN ('passed', 'rejected', 'error', 'cancelled')";
   for (int k = 0; k < kKills; ++k) {
     if (c.sql(pending_q)[0][0] == "0") break;
-    bool fresh = wait_until([&] { return c.sql("SELECT count(*) FROM jobs WHERE state = 'leased'")[0][0] != "0"; },
-                            std::chrono::seconds(5), std::chrono::milliseconds(2));
+    const bool fresh = wait_until(
+        [&] {
+          return c.sql("SELECT count(*) FROM runs r JOIN jobs j ON j.current_run_id = r.id "
+                       "WHERE j.state = 'leased' AND r.id > " + newest_run)[0][0] != "0";
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(2));
     aimed += fresh ? 1 : 0;
     c.kill_kfleetd();
     ++kills;
+    newest_run = c.sql("SELECT coalesce(max(id), 0) FROM runs")[0][0];
     c.start_kfleetd();
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -79,9 +88,13 @@ TEST(Chaos, KfleetdKilledDuringFetchesAndUploadsEndsEveryJobPassed) {
     for (std::size_t p = 0; (p = log.find("event upload failed", p)) != std::string::npos; ++p)
       ++cut_uploads;
   }
+  auto lost = c.sql("SELECT count(*), coalesce(max(attempt), 0) FROM runs WHERE outcome = 'lost'");
+  auto most = c.sql("SELECT max(attempts) FROM jobs");
   std::printf("chaos: %d kills of kfleetd (%d aimed at a fresh lease); the agents saw %d bundle "
-              "fetches and %d event uploads fail\n",
-              kills, aimed, cut_fetches, cut_uploads);
+              "fetches and %d event uploads fail; %s runs lost (requeued), most attempts of a "
+              "job: %s\n",
+              kills, aimed, cut_fetches, cut_uploads, lost[0][0].c_str(), most[0][0].c_str());
+  EXPECT_GE(cut_fetches, 1) << "no kill landed in a bundle fetch: the storm missed what it is for";
   // No agent ever held two runs at once (one running run per agent at the end: none).
   auto running = c.sql("SELECT count(*) FROM runs WHERE outcome = 'running'");
   EXPECT_EQ(running[0][0], "0");

@@ -48,5 +48,8 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d,
 
 // Whether a stage's failure text says the disk is full (ENOSPC, EDQUOT).
 bool says_disk_full(const std::string& text);
+// Whether it says the GPU driver or runtime is missing on this host (no device, a driver too
+// old, libcuda.so absent). Only taken from a stage that could not run (infra_error).
+bool says_driver_missing(const std::string& text);
 
 }  // namespace kfleet::agent

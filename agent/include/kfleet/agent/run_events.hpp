@@ -46,6 +46,8 @@ class RunEventLog final : public EventSink {
   bool stale() const { return stale_.load(); }
   std::int64_t acked() const;
   std::int64_t last_seq() const;
+  // Why the first event was dropped (the spool could not be written: a full disk); "" if none.
+  std::string spool_error() const;
   // Deletes the spool file: after a finished run, or when the run is no longer ours.
   void discard_spool();
 
@@ -59,6 +61,7 @@ class RunEventLog final : public EventSink {
   std::condition_variable cv_;
   RunSpool spool_;
   bool spool_removed_ = false;
+  std::string spool_error_;
   bool quit_ = false;
   bool urgent_ = false;  // drain() wants the next batch now
   std::atomic<bool> stale_{false};
