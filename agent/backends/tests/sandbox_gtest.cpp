@@ -252,10 +252,11 @@ TEST(Sandbox, ItsRunDirIsWritableAndItsTmpIsGoneAfterTheStage) {
 TEST(Sandbox, NoProcessOutlivesItsStage) {
   AgentHost h;
   ASSERT_NE(h.backend, nullptr);
-  // A double fork, a setsid and a nohup, each leaving a process behind.
+  // A double fork, a setsid and a nohup, each leaving a process behind (their output elsewhere,
+  // so that outside the sandbox the command returns while they live).
   const std::string escape =
-      "( ( exec -a " + h.marker + "-a sleep 60 ) & )\n"
-      "setsid bash -c 'exec -a " + h.marker + "-b sleep 60' &\n"
+      "( ( exec -a " + h.marker + "-a sleep 60 ) >/dev/null 2>&1 & )\n"
+      "setsid bash -c 'exec -a " + h.marker + "-b sleep 60' >/dev/null 2>&1 &\n"
       "nohup bash -c 'exec -a " + h.marker + "-c sleep 60' >/dev/null 2>&1 &\n"
       "sleep 0.2; echo started";
   // The control: outside the sandbox these processes do outlive the command.
