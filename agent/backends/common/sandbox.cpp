@@ -213,8 +213,18 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy, const Sandbox
     a.insert(a.end(), {"--dev-bind", d, d});
   }
   a.insert(a.end(), {"--chdir", cwd.empty() ? (writable.empty() ? "/tmp" : writable.front()) : absolute(cwd)});
+  // The device nodes' groups (AMD's /dev/kfd and renderD are 0660 root:render) as its only
+  // supplementary groups, so it can open its GPU and nothing more; never root's group.
+  std::string groups;
+  for (const auto& d : spec.devices) {
+    struct stat st {};
+    if (::stat(d.c_str(), &st) != 0 || st.st_gid == 0 || !(st.st_mode & S_IRGRP)) continue;
+    const std::string g = std::to_string(st.st_gid);
+    if (("," + groups + ",").find("," + g + ",") == std::string::npos) groups += (groups.empty() ? "" : ",") + g;
+  }
   a.insert(a.end(), {"--", policy.setpriv, "--reuid=" + std::to_string(policy.uid),
-                     "--regid=" + std::to_string(policy.gid), "--clear-groups",
+                     "--regid=" + std::to_string(policy.gid),
+                     groups.empty() ? "--clear-groups" : "--groups=" + groups,
                      "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"});
   a.insert(a.end(), argv.begin(), argv.end());
   return a;

@@ -12,6 +12,7 @@ inline kfleet::backends::SandboxPolicyPtr test_sandbox(std::vector<std::string> 
   kfleet::backends::SandboxProbeOptions o;
   o.hidden = std::move(hidden);
   o.defaults.memory_bytes = 1ull << 30;
+  o.defaults.max_processes = 64;  // tasks (threads too): ample for nvcc and the stand-in harness
   auto p = kfleet::backends::probe_sandbox(o);
   if (!p) {
     ADD_FAILURE() << "the job sandbox is unavailable on this host: " << p.error().message;
