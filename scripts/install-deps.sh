@@ -26,6 +26,7 @@ pkgs=(
   clang-19 lld-19 llvm-19       # HIP for gfx1151 without ROCm; resource remarks + readelf notes
   clang-tools-19 libamdhip64-dev # clang-offload-bundler and HIP headers/lib for the gfx1151 compile tests
   bubblewrap util-linux         # the agent's job sandbox (bwrap, setpriv); its tests run it for real
+  libclang-rt-19-dev            # libFuzzer and the sanitizer runtimes for tests/fuzz (clang-19)
 )
 # Node.js: any distribution that provides node + npm will do (nodesource's nodejs bundles npm
 # and conflicts with Debian's npm package), so only install Debian's when they are missing.

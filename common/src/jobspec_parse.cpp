@@ -1,5 +1,8 @@
 // parse_job_spec: YAML text -> JobSpec, collecting every issue with its file:line:column.
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <string_view>
 #include <sstream>
 
 #include "kfleet/common/bundle.hpp"
@@ -310,10 +313,57 @@ void parse_document(Issues& is, const YAML::Node& root, JobSpec& spec) {
 }  // namespace
 }  // namespace spec
 
+namespace {
+
+// Where `text` stops being UTF-8 (well-formed per Unicode table 3-7: no overlong forms, no
+// surrogates, nothing past U+10FFFF), or npos. A job travels and is stored as JSON, which
+// holds only UTF-8 text.
+std::size_t first_invalid_utf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c < 0x80) { ++i; continue; }
+    std::size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) { len = 3; lo = 0xA0; }
+    else if (c == 0xED) { len = 3; hi = 0x9F; }
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) { len = 4; lo = 0x90; }
+    else if (c == 0xF4) { len = 4; hi = 0x8F; }
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else return i;
+    if (i + len > n) return i;
+    if (p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < len; ++k)
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) {
   spec::Issues is;
   is.file = file;
   SpecParse out;
+  if (const std::size_t bad = first_invalid_utf8(yaml_text); bad != std::string_view::npos) {
+    const std::string_view before(yaml_text.data(), bad);
+    const std::size_t nl = before.rfind('\n');
+    YAML::Mark at;
+    at.pos = static_cast<int>(bad);
+    at.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    at.column = static_cast<int>(nl == std::string_view::npos ? bad : bad - nl - 1);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(yaml_text[bad]));
+    is.add(at, "(encoding)", std::string("the job file is not UTF-8 text (byte ") + byte +
+                                 "); save it as UTF-8");
+    out.issues = std::move(is.list);
+    return out;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -328,6 +378,16 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) 
     spec::parse_document(is, root, job);
   } catch (const YAML::Exception& e) {
     is.add(e.mark, "(document)", "cannot read the document: " + e.msg);
+  }
+  // Escapes ("\\ud800" in a double-quoted scalar) can still make text that is not UTF-8.
+  if (is.list.empty()) {
+    try {
+      (void)to_json(job).dump();
+    } catch (const nlohmann::json::exception&) {
+      is.list.push_back(SpecIssue{file, 0, 0, "(encoding)",
+                                  "an escape in a quoted string makes text that is not UTF-8 "
+                                  "(a lone surrogate such as \\ud800?); write the character itself"});
+    }
   }
   out.issues = std::move(is.list);
   if (out.issues.empty()) out.spec = std::move(job);

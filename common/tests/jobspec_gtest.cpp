@@ -35,6 +35,26 @@ TEST(JobSpecParse, MinimalJobGetsDefaults) {
   EXPECT_FALSE(p.spec->simulate.has_value());
 }
 
+// Found by the job_yaml fuzz target (tests/fuzz/corpus/job_yaml/regression-not-utf8-*.yaml): a
+// job with bytes that are not UTF-8 in a string parsed, and then its JSON form threw.
+TEST(JobSpecParse, TextThatIsNotUtf8IsRefusedWhereItIs) {
+  const std::string bad = std::string(kMinimal) + "campaign: \"caf\xE9\"\n";
+  auto p = parse_job_spec(bad, "latin1.yaml");
+  ASSERT_FALSE(p.ok());
+  const SpecIssue* i = find_issue(p, "(encoding)");
+  ASSERT_NE(i, nullptr) << p.error_text();
+  EXPECT_EQ(i->line, 4);
+  EXPECT_EQ(i->column, 15);
+  EXPECT_NE(i->message.find("0xE9"), std::string::npos) << i->message;
+  // Well-formed UTF-8, multi-byte included, still parses; so does its JSON form.
+  auto good = parse_job_spec(std::string(kMinimal) + "# caf\xC3\xA9 \xF0\x9D\x84\x9E\n",
+                             "u.yaml");
+  ASSERT_TRUE(good.ok()) << good.error_text();
+  EXPECT_NO_THROW((void)to_json(*good.spec).dump());
+  for (const char* s : {"\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82"})
+    EXPECT_FALSE(parse_job_spec(std::string(kMinimal) + "campaign: \"" + s + "\"\n", "b.yaml").ok()) << s;
+}
+
 TEST(JobSpecParse, FullSeed001Example) {
   auto p = parse_job_spec_file((source_dir() / "jobs/fa-s512/iter1.yaml").string());
   ASSERT_TRUE(p.ok()) << p.error_text();

@@ -92,6 +92,29 @@ std::optional<CorrectnessCase> benchmark_case(const JobSpec& spec) {
   return cases.back();
 }
 
+namespace {
+
+// The harness's lines are printed by a process the job's kernel runs in, so any member can have
+// any type: nlohmann's value() would throw on a mismatch (and take the agent down). These read
+// a member of the expected type, else the fallback.
+std::string string_at(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+bool bool_at(const nlohmann::json& j, const char* key, bool fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+long long int_at(const nlohmann::json& j, const char* key, long long fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<long long>() : fallback;
+}
+
+}  // namespace
+
 std::optional<nlohmann::json> parse_harness_line(const std::string& line) {
   auto b = line.find_first_not_of(" \t\r");
   if (b == std::string::npos || line[b] != '{') return std::nullopt;
@@ -125,25 +148,25 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
   if (exit_code == 0) return "";
   if (exit_code == 1) {
     for (const auto& c : rep.correctness) {
-      if (!c.value("pass", false)) {
-        std::string r = c.value("reason", "failed");
-        return "case " + c.value("case", "?") + " seed " + std::to_string(c.value("seed", 0)) +
+      if (!bool_at(c, "pass", false)) {
+        std::string r = string_at(c, "reason", "failed");
+        return "case " + string_at(c, "case", "?") + " seed " + std::to_string(int_at(c, "seed", 0)) +
                ": " + r;
       }
     }
     if (rep.bench && rep.bench->contains("recheck") &&
-        !(*rep.bench)["recheck"].value("pass", true)) {
+        !bool_at((*rep.bench)["recheck"], "pass", true)) {
       return "outputs of timed runs failed the re-check: " +
-             (*rep.bench)["recheck"].value("reason", std::string("wrong results"));
+             string_at((*rep.bench)["recheck"], "reason", "wrong results");
     }
-    if (rep.bench && rep.bench->value("suspect", false)) {
-      return "suspect: " + rep.bench->value("suspect_reason", std::string("no reason given")) +
+    if (rep.bench && bool_at(*rep.bench, "suspect", false)) {
+      return "suspect: " + string_at(*rep.bench, "suspect_reason", "no reason given") +
              " (the timing cannot be trusted, so the result is not accepted)";
     }
-    if (rep.bench && rep.bench->value("unsupported", false)) {
+    if (rep.bench && bool_at(*rep.bench, "unsupported", false)) {
       // No timing came out: the kernel declined the case, or (the host's fault, not the
       // kernel's) every sample was dropped by the throttle filter.
-      const std::string why = rep.bench->value("reason", std::string("no samples"));
+      const std::string why = string_at(*rep.bench, "reason", "no samples");
       infra = why.find("throttled") != std::string::npos;
       return "benchmark gave no result: " + why +
              (infra ? " (kfleet-agent --throttle-pct sets the filter)" : "");
@@ -152,8 +175,8 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
   }
   if (rep.error) {
     const auto& e = *rep.error;
-    std::string phase = e.value("phase", "");
-    std::string what = e.value("call", "") + ": " + e.value("message", "");
+    std::string phase = string_at(e, "phase", "");
+    std::string what = string_at(e, "call", "") + ": " + string_at(e, "message", "");
     if (phase == "kernel") return "kernel error: " + what;
     // Replay mode: the recorder refused the launch, or the measurer refused what it recorded;
     // both are the kernel's doing, and the message names what was seen.

@@ -102,6 +102,24 @@ TEST(HarnessProtocol, ParsesLinesAndClassifiesEndings) {
   EXPECT_FALSE(infra);
 }
 
+// Found by the agent_output fuzz target (tests/fuzz/corpus/agent_output/regression-*.txt): the
+// kernel runs inside the harness and can print any line, and members of another type made
+// harness_failure throw nlohmann's type_error, which nothing in the agent catches.
+TEST(HarnessProtocol, MembersOfAnotherTypeAreReadAsAbsent) {
+  kb::HarnessReport rep;
+  rep.add(*kb::parse_harness_line(R"j({"type":"correctness","case":5,"seed":"x","pass":"no","reason":[1]})j"));
+  rep.add(*kb::parse_harness_line(R"j({"type":"bench","recheck":"no","suspect":1,"unsupported":"yes","reason":7})j"));
+  bool infra = true;
+  std::string why;
+  ASSERT_NO_THROW(why = kb::harness_failure(1, 0, false, 60, rep, "", infra));
+  EXPECT_EQ(why, "case ? seed 0: failed");  // "pass" that is not a boolean is no pass
+  kb::HarnessReport err;
+  err.add(*kb::parse_harness_line(R"j({"type":"error","phase":["kernel"],"call":{},"message":null})j"));
+  ASSERT_NO_THROW(why = kb::harness_failure(3, 0, false, 60, err, "", infra));
+  EXPECT_EQ(why, "harness error: : ");
+  EXPECT_TRUE(infra);
+}
+
 TEST(HarnessProtocol, SuspectTimingAndFailedRecheckAreTheKernelsFailure) {
   bool infra = true;
   kb::HarnessReport suspect;

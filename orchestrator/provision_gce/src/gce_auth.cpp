@@ -1,5 +1,6 @@
 #include "kfleet/provision_gce/gce_auth.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -38,6 +39,9 @@ Result<std::pair<std::string, std::int64_t>> read_token_answer(const Result<gce:
     return fail(Outcome::fatal, "token endpoint " + where + " answered without an access_token");
   std::int64_t expires_in = 3600;
   if (doc.contains("expires_in") && doc["expires_in"].is_number_integer()) expires_in = doc["expires_in"].get<std::int64_t>();
+  // Google grants an hour; a lifetime past a day (or below zero) is not believed, and keeps the
+  // expiry time from overflowing.
+  expires_in = std::clamp<std::int64_t>(expires_in, 0, 86400);
   return std::pair{doc["access_token"].get<std::string>(), expires_in};
 }
 

@@ -75,15 +75,15 @@ GceFailure classify_gce_http(long status, std::string_view body) {
   if (!doc.is_discarded() && doc.is_object() && doc.contains("error")) {
     const auto& e = doc["error"];
     if (e.is_object()) {
-      top = e.value("message", "");
+      top = json_string_at(e, "message");
       if (e.contains("errors") && e["errors"].is_array()) {
         for (const auto& x : e["errors"])
-          if (x.is_object()) items.push_back({x.value("reason", ""), x.value("message", top)});
+          if (x.is_object()) items.push_back({json_string_at(x, "reason"), json_string_at(x, "message", top)});
       }
-      if (items.empty()) items.push_back({e.value("status", ""), top});
+      if (items.empty()) items.push_back({json_string_at(e, "status"), top});
     } else if (e.is_string()) {
       // The OAuth2 token endpoint: {"error": "invalid_grant", "error_description": "..."}.
-      items.push_back({e.get<std::string>(), doc.value("error_description", "")});
+      items.push_back({e.get<std::string>(), json_string_at(doc, "error_description")});
     }
   }
   if (top.empty()) top = std::string(body.substr(0, 300));
@@ -96,14 +96,26 @@ GceFailure classify_gce_operation(const nlohmann::json& op) {
   if (op.contains("error") && op["error"].is_object() && op["error"].contains("errors") &&
       op["error"]["errors"].is_array()) {
     for (const auto& x : op["error"]["errors"])
-      if (x.is_object()) items.push_back({x.value("code", ""), x.value("message", "")});
+      if (x.is_object()) items.push_back({json_string_at(x, "code"), json_string_at(x, "message")});
   }
-  const long status = op.value("httpErrorStatusCode", 0L);
-  std::string fallback = op.value("httpErrorMessage", "");
-  if (fallback.empty()) fallback = "operation " + op.value("name", std::string("?")) + " failed";
+  const long status = json_long_at(op, "httpErrorStatusCode");
+  std::string fallback = json_string_at(op, "httpErrorMessage");
+  if (fallback.empty()) fallback = "operation " + json_string_at(op, "name", "?") + " failed";
   // An operation's httpErrorStatusCode is 403 for a quota and 503 for a stockout: the codes
   // above already decided those; for unknown codes it must not turn into "fatal auth".
   return decide(items, status == 401 || status == 403 ? 400 : status, fallback);
+}
+
+std::string json_string_at(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+long json_long_at(const nlohmann::json& j, const char* key, long fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<long>() : fallback;
 }
 
 std::string gce_region_of_zone(const std::string& zone) {

@@ -233,13 +233,13 @@ class GceProvisionerImpl final : public GceProvisioner {
   // zoneOperations.get until DONE (or the operation budget runs out).
   Call wait_done(const std::string& zone, nlohmann::json op) {
     const auto until = std::chrono::steady_clock::now() + cfg_.operation_timeout;
-    const std::string name = op.value("name", "");
-    while (op.value("status", "") != "DONE") {
+    const std::string name = json_string_at(op, "name");
+    while (json_string_at(op, "status") != "DONE") {
       if (name.empty()) return Call{false, 0, op, GceFailure{Outcome::fatal, "operation", "an operation without a name", false}};
       if (std::chrono::steady_clock::now() >= until || !pause(cfg_.poll_interval)) {
         return Call{false, 0, op,
                     GceFailure{Outcome::transient, "operation timeout",
-                               "operation " + name + " still " + op.value("status", "?") + " after " +
+                               "operation " + name + " still " + json_string_at(op, "status", "?") + " after " +
                                    std::to_string(cfg_.operation_timeout.count() / 1000) + " s",
                                false}};
       }

@@ -78,6 +78,22 @@ TEST(GceError, UnknownOperationCodesStopRatherThanLoop) {
   EXPECT_EQ(f.code, "SOMETHING_NEW");
 }
 
+// Found by the gce_answers fuzz target (tests/fuzz/corpus/gce_answers/op-*.txt): members of
+// another type, and answers that are not objects, threw nlohmann's type_error.
+TEST(GceError, MembersOfAnotherTypeAreReadAsAbsent) {
+  GceFailure f;
+  ASSERT_NO_THROW(f = classify_gce_operation(nlohmann::json::parse(
+                      R"({"name":7,"httpErrorStatusCode":"503","httpErrorMessage":[],)"
+                      R"("error":{"errors":[{"code":5,"message":{}},"x",{}]}})")));
+  EXPECT_EQ(f.outcome, Outcome::fatal);
+  ASSERT_NO_THROW(f = classify_gce_operation(nlohmann::json::parse("[1,2]")));
+  ASSERT_NO_THROW(f = classify_gce_http(403, R"({"error":{"message":1,"status":[],"errors":[{"reason":2}]}})"));
+  ASSERT_NO_THROW(f = classify_gce_http(400, R"({"error":"invalid_grant","error_description":3})"));
+  EXPECT_EQ(json_string_at(nlohmann::json::parse(R"({"a":1})"), "a", "none"), "none");
+  EXPECT_EQ(json_long_at(nlohmann::json::parse(R"({"a":"1"})"), "a", -1), -1);
+  EXPECT_EQ(json_long_at(nlohmann::json::parse(R"({"a":503})"), "a", -1), 503);
+}
+
 TEST(GceError, RegionOfZone) {
   EXPECT_EQ(gce_region_of_zone("us-central1-a"), "us-central1");
   EXPECT_EQ(gce_region_of_zone("southamerica-east1-c"), "southamerica-east1");

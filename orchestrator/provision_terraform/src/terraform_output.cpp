@@ -5,6 +5,17 @@
 #include <nlohmann/json.hpp>
 
 namespace kfleet::provision {
+namespace {
+
+// j[key] when j is an object holding a string there, else "": nlohmann's value() throws on a
+// member of another type, and these documents come from outside.
+std::string string_at(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
 
 std::string error_text_from_json_log(std::string_view log) {
   std::istringstream lines{std::string(log)};
@@ -17,11 +28,11 @@ std::string error_text_from_json_log(std::string_view log) {
       continue;
     }
     saw_json = true;
-    if (entry.value("type", "") != "diagnostic") continue;
+    if (string_at(entry, "type") != "diagnostic") continue;
     const auto& d = entry.contains("diagnostic") ? entry["diagnostic"] : nlohmann::json::object();
-    if (d.value("severity", "") != "error") continue;
-    std::string summary = d.value("summary", "");
-    std::string detail = d.value("detail", "");
+    if (string_at(d, "severity") != "error") continue;
+    std::string summary = string_at(d, "summary");
+    std::string detail = string_at(d, "detail");
     errors += summary;
     if (!detail.empty()) errors += ": " + detail;
     errors += "\n";
@@ -41,13 +52,13 @@ Result<std::map<std::string, AgentInstance>> parse_instances_output(std::string_
   }
   std::map<std::string, AgentInstance> out;
   if (!doc.contains("instances")) return out;  // no state yet
-  const auto& value = doc["instances"].value("value", nlohmann::json::object());
+  const auto& instances = doc["instances"];
+  const auto value = instances.is_object() ? instances.value("value", nlohmann::json::object())
+                                           : nlohmann::json();
   if (!value.is_object()) return make_error(Errc::internal, "output 'instances' is not a map");
   for (const auto& [slot, inst] : value.items()) {
     if (!inst.is_object()) continue;
-    auto str = [&](const char* key) {
-      return inst.contains(key) && inst[key].is_string() ? inst[key].get<std::string>() : "";
-    };
+    auto str = [&](const char* key) { return string_at(inst, key); };
     out.emplace(slot, AgentInstance{slot, str("id"), str("private_ip"), str("public_ip"),
                                     str("availability_zone"), str("instance_type")});
   }

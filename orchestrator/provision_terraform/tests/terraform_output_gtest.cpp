@@ -1,5 +1,7 @@
 #include "kfleet/provision_terraform/terraform_output.hpp"
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 namespace kfleet::provision {
@@ -36,6 +38,25 @@ TEST(TerraformOutputs, EmptyStateMeansNoInstances) {
   ASSERT_TRUE(parsed.ok());
   EXPECT_TRUE(parsed->empty());
   EXPECT_FALSE(parse_instances_output("not json").ok());
+}
+
+// Found by fuzz_terraform_answers (tests/fuzz/corpus/terraform_answers/log-diag-odd.txt):
+// members of an unexpected type threw nlohmann's type_error out of the reader.
+TEST(TerraformJsonLog, MembersOfAnotherTypeAreSkippedNotThrown) {
+  const std::string log =
+      R"({"type":"diagnostic","diagnostic":{"severity":"error","summary":7,"detail":["x"]}})" "\n"
+      R"({"type":"diagnostic","diagnostic":"x"})" "\n"
+      R"({"type":["diagnostic"]})" "\n"
+      R"({"type":"diagnostic","diagnostic":{"severity":"error","summary":"real","detail":"one"}})" "\n";
+  std::string text;
+  ASSERT_NO_THROW(text = error_text_from_json_log(log));
+  EXPECT_EQ(text, "\nreal: one\n");
+  std::optional<Result<std::map<std::string, AgentInstance>>> parsed;
+  ASSERT_NO_THROW(parsed = parse_instances_output(R"({"instances":"x"})"));
+  EXPECT_FALSE(parsed->ok());
+  ASSERT_NO_THROW(parsed = parse_instances_output(R"({"instances":{"value":{"j1-0":{"id":7}}}})"));
+  ASSERT_TRUE(parsed->ok());
+  EXPECT_EQ((*parsed)->at("j1-0").id, "");
 }
 
 }  // namespace

@@ -28,6 +28,12 @@ GceFailure classify_gce_http(long status, std::string_view body);
 // (503 on a stockout, 403 on a quota) only breaks ties for codes this table does not know.
 GceFailure classify_gce_operation(const nlohmann::json& operation);
 
+// j[key] when j is an object holding a string (an integer) there, else `fallback`. Compute
+// Engine's answers come from outside: nlohmann's value() throws on a member of another type (or
+// on a document that is not an object), and such a throw would end kfleetd.
+std::string json_string_at(const nlohmann::json& j, const char* key, const std::string& fallback = "");
+long json_long_at(const nlohmann::json& j, const char* key, long fallback = 0);
+
 // "us-central1" for "us-central1-a"; a name without a zone suffix comes back unchanged.
 std::string gce_region_of_zone(const std::string& zone);
 

@@ -1,0 +1,131 @@
+# The fuzz targets, built with clang (libFuzzer + ASan + UBSan). Product sources are compiled
+# here again, instrumented, from the same files kfleetd and kfleet-agent are built from.
+if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "the fuzz targets need clang with libFuzzer (CXX=clang++-19; apt install "
+                      "clang-19 libclang-rt-19-dev, or run scripts/install-deps.sh)")
+endif()
+get_filename_component(KFLEET_ROOT ${CMAKE_CURRENT_SOURCE_DIR}/../.. ABSOLUTE)
+
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+if(NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE Fuzz CACHE STRING "" FORCE)
+endif()
+
+# Every crash must stop the run: UBSan findings abort instead of printing and going on.
+set(KFLEET_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+# -g1: line tables for the reports, at a fraction of full debug info's compile time.
+add_compile_options(-O1 -g1 ${KFLEET_SANITIZE} -fsanitize=fuzzer-no-link)
+add_link_options(${KFLEET_SANITIZE})
+
+find_package(Threads REQUIRED)
+find_package(Boost 1.81 REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+
+# The third-party libraries are linked statically where a static archive exists, so that the
+# fuzzers run on a host that lacks them (the long run's machine): `ldd` then shows only libc,
+# libm, libstdc++ and libgcc_s.
+function(kfleet_fuzz_find_lib var)
+  find_library(${var} NAMES ${ARGN} REQUIRED)
+endfunction()
+kfleet_fuzz_find_lib(KFLEET_FUZZ_YAML libyaml-cpp.a yaml-cpp)
+kfleet_fuzz_find_lib(KFLEET_FUZZ_SQLITE libsqlite3.a sqlite3)
+kfleet_fuzz_find_lib(KFLEET_FUZZ_CRYPTO libcrypto.a crypto)
+get_target_property(KFLEET_FUZZ_YAML_INC yaml-cpp INTERFACE_INCLUDE_DIRECTORIES)
+if(NOT KFLEET_FUZZ_YAML_INC)
+  get_target_property(KFLEET_FUZZ_YAML_INC yaml-cpp::yaml-cpp INTERFACE_INCLUDE_DIRECTORIES)
+endif()
+
+# --- product sources, instrumented -----------------------------------------------------------
+file(GLOB FZ_COMMON_SOURCES ${KFLEET_ROOT}/common/src/*.cpp)
+add_library(fz_common STATIC ${FZ_COMMON_SOURCES})
+target_include_directories(fz_common PUBLIC ${KFLEET_ROOT}/common/include)
+if(KFLEET_FUZZ_YAML_INC)
+  target_include_directories(fz_common PUBLIC ${KFLEET_FUZZ_YAML_INC})
+endif()
+target_link_libraries(fz_common PUBLIC nlohmann_json::nlohmann_json ${KFLEET_FUZZ_YAML}
+                      Threads::Threads)
+target_compile_definitions(fz_common PRIVATE KFLEET_VERSION="${PROJECT_VERSION}")
+
+# kfleetd: store (SQLite only), scheduler, provisioners, control plane, HTTP API. TLS is left
+# out: the fuzzer speaks plain HTTP to the same parser, router and handlers.
+set(S ${KFLEET_ROOT}/orchestrator)
+add_library(fz_kfleetd STATIC
+  ${S}/store/src/sqlite_db.cpp ${S}/store/src/migrations.cpp ${S}/store/src/sqlite_store.cpp
+  ${S}/store/src/store_jobs.cpp ${S}/store/src/store_runs.cpp ${S}/store/src/store_agents.cpp
+  ${S}/store/src/store_events.cpp ${S}/store/src/records.cpp ${S}/store/src/store_fleet.cpp
+  ${S}/store/src/store_tokens.cpp ${S}/store/src/db_lock.cpp ${S}/store/src/postgres_url.cpp
+  ${S}/store/src/pg_disabled.cpp
+  ${S}/scheduler/src/plan.cpp ${S}/scheduler/src/region_block.cpp
+  ${S}/provision/src/static_provisioner.cpp ${S}/provision/src/simulated_cloud.cpp
+  ${S}/provision/src/simulated_cloud_config.cpp ${S}/provision/src/cloud_messages.cpp
+  ${S}/provision/src/agent_process.cpp ${S}/provision/src/multi_provisioner.cpp
+  ${S}/core/src/control_plane.cpp ${S}/core/src/auth.cpp ${S}/core/src/scheduling.cpp
+  ${S}/core/src/capacity.cpp ${S}/core/src/baselines.cpp ${S}/core/src/regressions.cpp
+  ${S}/core/src/campaigns.cpp ${S}/core/src/cron.cpp ${S}/core/src/suite_schedule.cpp
+  ${S}/api/src/server.cpp ${S}/api/src/http.cpp ${S}/api/src/views.cpp ${S}/api/src/routes.cpp
+  ${S}/api/src/routes_jobs.cpp ${S}/api/src/routes_agents.cpp ${S}/api/src/event_batch.cpp
+  ${S}/api/src/routes_events.cpp ${S}/api/src/routes_fleet.cpp ${S}/api/src/routes_tokens.cpp
+  ${S}/api/src/static_files.cpp ${S}/api/src/standby_responder.cpp)
+target_include_directories(fz_kfleetd PUBLIC
+  ${S}/store/include ${S}/scheduler/include ${S}/provision/include ${S}/core/include
+  ${S}/api/include ${S}/api/src)
+target_link_libraries(fz_kfleetd PUBLIC fz_common Boost::headers ${KFLEET_FUZZ_SQLITE}
+                      ${CMAKE_DL_LIBS} m)
+
+# The event-upload scanner alone (its target needs nothing else of kfleetd).
+add_library(fz_event_batch STATIC ${S}/api/src/event_batch.cpp)
+target_include_directories(fz_event_batch PUBLIC ${S}/api/include)
+target_link_libraries(fz_event_batch PUBLIC fz_common)
+
+# Compute Engine: the provisioner and its token sources; curl_call.cpp is replaced by the
+# target's own gce::call, which answers from the fuzz input.
+file(READ ${KFLEET_ROOT}/terraform/modules/l4-agents/files/kfleet-agent@.service KFLEET_AGENT_UNIT)
+configure_file(${S}/provision_gce/src/agent_unit.cpp.in ${CMAKE_CURRENT_BINARY_DIR}/agent_unit.cpp @ONLY)
+add_library(fz_gce STATIC
+  ${S}/provision_gce/src/gce_error.cpp ${S}/provision_gce/src/gce_auth.cpp
+  ${S}/provision_gce/src/gce_config.cpp ${S}/provision_gce/src/gce_provisioner.cpp
+  ${CMAKE_CURRENT_BINARY_DIR}/agent_unit.cpp)
+target_include_directories(fz_gce PUBLIC ${S}/provision_gce/include ${S}/provision_gce/src
+                           ${S}/provision/include)
+target_link_libraries(fz_gce PUBLIC fz_common Boost::headers ${KFLEET_FUZZ_CRYPTO} ${CMAKE_DL_LIBS})
+
+add_library(fz_terraform STATIC
+  ${S}/provision_terraform/src/aws_error.cpp ${S}/provision_terraform/src/terraform_output.cpp)
+target_include_directories(fz_terraform PUBLIC ${S}/provision_terraform/include ${S}/provision/include)
+target_link_libraries(fz_terraform PUBLIC fz_common)
+
+# The agent's GPU backends (harness protocol, custom steps' metric lines).
+file(GLOB FZ_BACKEND_SOURCES ${KFLEET_ROOT}/agent/backends/common/*.cpp
+     ${KFLEET_ROOT}/agent/backends/discovery/*.cpp ${KFLEET_ROOT}/agent/backends/cuda/*.cpp
+     ${KFLEET_ROOT}/agent/backends/hip/*.cpp ${KFLEET_ROOT}/agent/backends/compile/*.cpp)
+add_library(fz_backends STATIC ${FZ_BACKEND_SOURCES})
+target_include_directories(fz_backends PUBLIC ${KFLEET_ROOT}/agent/backends ${KFLEET_ROOT}/agent/include)
+target_link_libraries(fz_backends PUBLIC fz_common ${CMAKE_DL_LIBS})
+target_compile_definitions(fz_backends PRIVATE
+  KFLEET_DEFAULT_HARNESS_DIR="${KFLEET_ROOT}/kernels/harness")
+
+# --- the targets -----------------------------------------------------------------------------
+# kfleet_fuzz_target(NAME LIBS...): targets/NAME.cpp -> fuzz_NAME.
+set(KFLEET_FUZZ_TARGETS "")
+function(kfleet_fuzz_target name)
+  add_executable(fuzz_${name} ${CMAKE_CURRENT_SOURCE_DIR}/targets/${name}.cpp)
+  target_link_libraries(fuzz_${name} PRIVATE ${ARGN})
+  target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
+  target_include_directories(fuzz_${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/targets)
+  set(KFLEET_FUZZ_TARGETS ${KFLEET_FUZZ_TARGETS} fuzz_${name} PARENT_SCOPE)
+endfunction()
+
+kfleet_fuzz_target(job_yaml fz_common)
+kfleet_fuzz_target(job_json fz_common)
+kfleet_fuzz_target(bundle fz_common)
+kfleet_fuzz_target(event_upload fz_event_batch)
+kfleet_fuzz_target(http_request fz_kfleetd)
+kfleet_fuzz_target(agent_output fz_backends)
+kfleet_fuzz_target(gce_answers fz_gce)
+kfleet_fuzz_target(terraform_answers fz_terraform)
+# The replay launch list (kernels/harness/) gets its target here: kfleet_fuzz_target(launch_list
+# <its library>) with targets/launch_list.cpp, corpus/launch_list/ and, if it has one, a
+# dictionary; the ctest registration picks it up from corpus/.
