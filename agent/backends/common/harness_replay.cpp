@@ -23,10 +23,10 @@ using agent::StageContext;
 
 namespace {
 
-// The read end stays with the agent; the write end goes to one child only: it is inheritable
-// from just before the spawn until the child is seen running (run_subprocess's first poll),
-// then the agent closes its copy, so the child and its descendants alone can write, and EOF
-// comes when they are gone.
+// The read end stays with the agent; the write end goes to one child only: it stays
+// close-on-exec here and run_subprocess passes it to that child alone (SubprocessSpec::pass_fds).
+// Once the child is seen running (run_subprocess's first poll) the agent closes its copy, so the
+// child and its descendants alone can write, and EOF comes when they are gone.
 class ResultPipe {
  public:
   ResultPipe() {
@@ -44,7 +44,6 @@ class ResultPipe {
   bool ok() const { return read_ >= 0 && write_ >= 0; }
   int write_fd() const { return write_; }
   void start() {
-    ::fcntl(write_, F_SETFD, 0);  // inherited by the next spawn
     reader_ = std::thread([this] {
       char buf[65536];
       for (;;) {
@@ -123,7 +122,9 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
                                                    std::vector<std::string> argv,
                                                    std::vector<nlohmann::json>& messages,
                                                    bool result_pipe) {
-  SubprocessSpec sp;
+  // The job's sandbox, reading the build's cache entry (the job's binary, kfleet-measure and
+  // the objects whose device code the measurer loads) and writing only the run's dir.
+  SubprocessSpec sp = job_process(c, {fs::path(argv.front()).parent_path().string()}, true);
   const bool probe = argv.size() > 1 && argv[1] == "probe";
   if (!probe) argv.insert(argv.end(), {"--device", std::to_string(child_device())});
   if (argv.size() > 1 && argv[1] == "benchmark" && cfg_.throttle_pct >= 0) {
@@ -137,9 +138,7 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
     argv.insert(argv.end(), {"--result-fd", std::to_string(pipe.write_fd())});
   }
   sp.argv = std::move(argv);
-  sp.env = pin_env_;
-  sp.cwd = c.work_dir;
-  sp.timeout_s = c.spec.timeout_s;
+  if (result_pipe) sp.pass_fds = {pipe.write_fd()};
   sp.should_stop = [&] {
     pipe.close_write();  // the child runs: it holds its own copy
     return c.stop.requested();

@@ -1,6 +1,7 @@
 #include "common/subprocess.hpp"
 
 #include <fcntl.h>
+
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -163,7 +165,9 @@ namespace {
 // calls run between fork and exec.
 pid_t spawn_in_cgroup(const std::string& program, std::vector<char*>& argv,
                       std::vector<char*>& envp, int out_fd, int err_fd,
-                      const std::vector<std::string>& procs_files, int& error) {
+                      const std::vector<std::string>& procs_files, std::vector<int> keep,
+                      int& error) {
+  std::sort(keep.begin(), keep.end());
   std::vector<const char*> procs;
   for (const auto& p : procs_files) procs.push_back(p.c_str());
   const pid_t pid = ::fork();
@@ -177,8 +181,16 @@ pid_t spawn_in_cgroup(const std::string& program, std::vector<char*>& argv,
   ::dup2(err_fd, STDERR_FILENO);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-  // None of the agent's descriptors (its connections to kfleetd, its spool) reach the job.
-  ::close_range(3, ~0U, 0);
+  // None of the agent's descriptors (its connections to kfleetd, its spool) reach the job, but
+  // for those the spec passes on purpose.
+  unsigned next = 3;
+  for (int fd : keep) {
+    if (fd < 3) continue;
+    if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
+    ::fcntl(fd, F_SETFD, 0);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(next, ~0U, 0);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
@@ -264,13 +276,16 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   pid_t pid = -1;
   int rc = 0;
   if (isolated) {
-    pid = spawn_in_cgroup(program, argv, envp, out_pipe[1], err_pipe[1], cgroup->procs_files(), rc);
+    pid = spawn_in_cgroup(program, argv, envp, out_pipe[1], err_pipe[1], cgroup->procs_files(), spec.pass_fds, rc);
   } else {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out_pipe[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&fa, err_pipe[1], STDERR_FILENO);
     posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    // dup2 onto itself clears close-on-exec in the child alone (POSIX 2024, glibc >= 2.29).
+    for (int fd : spec.pass_fds)
+      if (fd > 2) posix_spawn_file_actions_adddup2(&fa, fd, fd);
     if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, spec.cwd.c_str());
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);

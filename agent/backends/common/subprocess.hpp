@@ -37,6 +37,9 @@ struct SubprocessSpec {
   std::size_t capture_limit = 1 << 20;  // the last this many bytes of each stream are kept
   std::function<bool()> should_stop;    // polled; true = kill the group (cancel, lease lost)
   std::function<void(OutputStream, const std::string&)> on_line;  // each complete line
+  // Descriptors the child keeps, at the same numbers (the measuring process's result pipe).
+  // They may be close-on-exec here: only the child clears that, so no other spawn inherits them.
+  std::vector<int> pass_fds;
 };
 
 struct SubprocessResult {
