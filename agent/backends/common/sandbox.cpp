@@ -122,6 +122,21 @@ Result<std::string> setup_v2(const std::string& requested) {
   return enable_controllers(mine + "/kfleet-sandbox");
 }
 
+// The job cgroups an agent killed with -9 left behind (its processes died with it, through
+// bwrap's --die-with-parent): emptied and removed when an agent next starts.
+void remove_orphan_cgroups(const std::string& parent) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("job-", 0) != 0 || !e.is_directory(ec)) continue;
+    const std::string pid = name.substr(4, name.find('-', 4) - 4);
+    if (pid.empty() || fs::exists("/proc/" + pid, ec)) continue;  // its agent still runs
+    std::istringstream in(read_text(e.path().string() + "/cgroup.procs"));
+    for (pid_t p; in >> p;) ::kill(p, SIGKILL);
+    ::rmdir(e.path().c_str());
+  }
+}
+
 std::atomic<unsigned> cgroup_serial{0};
 
 }  // namespace
@@ -365,6 +380,7 @@ Result<SandboxPolicyPtr> probe_sandbox(const SandboxProbeOptions& o) {
     if (!d) return make_error(Errc::unavailable, "cgroup v2: " + d.error().message);
     p->cgroup_version = "v2";
     p->cgroup_v2_dir = *d;
+    remove_orphan_cgroups(*d);
   } else if (fs::exists("/sys/fs/cgroup/memory/cgroup.procs", ec) &&
              fs::exists("/sys/fs/cgroup/pids/cgroup.procs", ec)) {
     // Nested under the agent's own cgroups, so the jobs count against whatever limits the agent.
@@ -378,6 +394,8 @@ Result<SandboxPolicyPtr> probe_sandbox(const SandboxProbeOptions& o) {
     for (const auto& d : {p->cgroup_v1_memory_dir, p->cgroup_v1_pids_dir})
       if (auto m = make_dir(d); !m) return make_error(Errc::unavailable, "cgroup v1: " + m.error().message);
     p->cgroup_version = "v1";
+    remove_orphan_cgroups(p->cgroup_v1_memory_dir);
+    remove_orphan_cgroups(p->cgroup_v1_pids_dir);
   } else {
     return make_error(Errc::unavailable,
                       "no cgroup hierarchy with memory and pids controllers under /sys/fs/cgroup: "
