@@ -4,26 +4,37 @@
 // the verdict, read the campaign and its no-repeat map, have a repeated change, a stale parent
 // and one job too many refused, and see the change's diff in `kfleet status` and `kfleet report`.
 //
+// The dashboards' job page shows the same change, in a real headless chromium.
+//
 // Usage: node tests/mcp/mcp_sdk.test.mjs --kfleetd BIN --agent BIN --cli BIN
-// Exit status 0 only when every check passed; a missing binary or node module fails.
+//          [--dashboards DIR] [--chromium BIN]
+// Exit status 0 only when every check passed; a missing binary, chromium or node module fails.
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { check, killAll, readPort, runCommand, startChild, waitFor } from "../browser/harness.mjs";
 
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
 function options() {
-  const o = {};
+  const o = { dashboards: join(repo, "dashboards"), chromium: process.env.CHROMIUM ?? "/usr/bin/chromium" };
   const argv = process.argv.slice(2);
   for (let i = 0; i < argv.length; i += 2) {
-    const k = { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli" }[argv[i]];
+    const k = { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli", "--dashboards": "dashboards",
+      "--chromium": "chromium" }[argv[i]];
     if (!k || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]}`);
     o[k] = argv[i + 1];
   }
   for (const k of ["kfleetd", "agent", "cli"])
     if (!o[k] || !existsSync(o[k])) throw new Error(`--${k} must name the built binary (got '${o[k] ?? ""}')`);
+  if (!existsSync(join(o.dashboards, "dist", "index.html")))
+    throw new Error(`no built dashboards in ${o.dashboards}/dist: build the dashboards target`);
+  if (!existsSync(o.chromium)) throw new Error(`no chromium at ${o.chromium}: apt-get install chromium, or pass --chromium`);
   return o;
 }
 
@@ -62,12 +73,12 @@ async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "kfleet-mcp-test-"));
   const log = createWriteStream(join(tmp, "processes.log"));
   const ADMIN = "mcp-admin-token-5c1e9a07", ENROL = "mcp-enrol-token-2d7f";
-  let client = null, failed = false;
+  let client = null, browser = null, failed = false;
   try {
     const portFile = join(tmp, "port");
     // Two jobs in flight per token: the third is refused by kfleetd itself.
     const kfleetd = startChild("kfleetd", o.kfleetd, ["--listen", "127.0.0.1:0", "--port-file", portFile,
-      "--db", join(tmp, "kfleet.db"), "--max-in-flight-per-token", "2"], log,
+      "--db", join(tmp, "kfleet.db"), "--max-in-flight-per-token", "2", "--dashboards", o.dashboards], log,
       { ...process.env, KFLEET_ADMIN_TOKEN: ADMIN, KFLEET_ENROL_TOKEN: ENROL });
     const base = `http://127.0.0.1:${await readPort(portFile, kfleetd)}`;
     const cliEnv = { ...process.env, HOME: tmp, NO_COLOR: "1", KFLEET_TOKEN: ADMIN };
@@ -204,6 +215,29 @@ async function main() {
       report.stdout.includes("```diff") && report.stdout.includes("+ define O_ACCUM_HALF=1"),
       `kfleet report shows the diff:\n${report.stdout}${report.stderr}`);
     console.log("ok: kfleet status and kfleet report show the change");
+
+    // 7. The dashboards' job page, signed in as a person would.
+    const req = createRequire(join(o.dashboards, "package.json"));
+    let chromium;
+    try { ({ chromium } = req("playwright-core")); } catch {
+      throw new Error("playwright-core is not installed: run 'npm install' in dashboards/");
+    }
+    browser = await chromium.launch({ executablePath: o.chromium, headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"] });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`${base}/#/jobs/${child.job_id}`);
+    await page.waitForSelector("#login", { timeout: 15000 });
+    await page.fill("#login-token", ADMIN);
+    await page.click("#login button");
+    await page.waitForSelector("body[data-user]", { timeout: 15000 });
+    await page.goto(`${base}/#/jobs/${child.job_id}`);
+    await page.waitForSelector("#change pre.diff", { timeout: 15000 });
+    const card = await page.textContent("#change");
+    check(card.includes(child.change_summary) && card.includes("+ define O_ACCUM_HALF=1") &&
+      card.includes("+  half acc = __float2half(0.0f);") && card.includes(`#${root.job_id}`),
+      `the job page shows the change against its parent: ${card}`);
+    await page.screenshot({ path: join(tmp, "job-change.png") });
+    console.log("ok: the dashboards' job page shows the change");
   } catch (e) {
     failed = true;
     console.error(`FAIL: ${e.stack || e.message}`);
@@ -211,6 +245,7 @@ async function main() {
     try { console.error(readFileSync(join(tmp, "processes.log"), "utf8").split("\n").slice(-60).join("\n")); } catch { /* none */ }
   } finally {
     if (client) await client.close().catch(() => {});
+    if (browser) await browser.close().catch(() => {});
     await killAll();
     if (!failed) rmSync(tmp, { recursive: true, force: true });
   }

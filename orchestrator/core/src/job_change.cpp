@@ -59,12 +59,12 @@ std::vector<Op> edit_script(const std::vector<std::string>& a, const std::vector
       if (i < n && j < m && a[head + i] == b[head + j]) {
         ops.push_back({' ', a[head + i]});
         ++i, ++j;
-      } else if (j < m && (i == n || L[i][j + 1] >= L[i + 1][j])) {
+      } else if (i < n && (j == m || L[i + 1][j] >= L[i][j + 1])) {
+        ops.push_back({'-', a[head + i]});  // removals first, as diff(1) writes them
+        ++i;
+      } else {
         ops.push_back({'+', b[head + j]});
         ++j;
-      } else {
-        ops.push_back({'-', a[head + i]});
-        ++i;
       }
     }
   }
