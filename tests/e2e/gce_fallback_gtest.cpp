@@ -19,7 +19,7 @@ using provision::testing::ZoneBehaviour;
 const char* kSeedZones = "us-central1-a, southamerica-east1-c, us-west1-b, us-east4-a, europe-west4-a";
 
 std::string agent_field(Cluster& c, const json& job, const char* field) {
-  const json fleet = c.get("/api/v1/agents");  // outlives the loop
+  const json fleet = c.get("/api/v1/agents?state=all&limit=1000");  // outlives the loop; retired too
   for (const auto& a : fleet["agents"])
     if (a["id"] == job["runs"].back()["agent_id"]) return a[field];
   return "";

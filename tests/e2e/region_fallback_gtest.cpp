@@ -21,7 +21,7 @@ nlohmann::json cloud(const std::vector<std::string>& r1, const std::vector<std::
 const char* kRegions = "us-central1-a, southamerica-east1-c, us-west1-b";
 
 std::string agent_region(Cluster& c, const nlohmann::json& job) {
-  auto agents = c.get("/api/v1/agents")["agents"];
+  auto agents = c.get("/api/v1/agents?state=all&limit=1000")["agents"];  // retired too
   for (auto& a : agents)
     if (a["id"] == job["runs"].back()["agent_id"]) return a["region"];
   return "";

@@ -183,11 +183,17 @@ TEST_F(KfleetdWithGce, SeedListWithUsCentral1aStockedOutLandsInSouthamericaEast1
       if (n == instance) return true;
     return false;
   })) << "no instances.delete for " << instance << "; agents: " << get("/api/v1/agents").dump();
-  const json after_idle = get("/api/v1/agents");
+  // Retired agents are history: the default list is the live fleet, state=all shows them.
+  const json live = get("/api/v1/agents");  // outlives the loop
+  for (const auto& a : live["agents"]) EXPECT_NE(a["id"], agent_id) << a.dump();
+  const json after_idle = get("/api/v1/agents?state=all");
+  bool seen = false;
   for (const auto& a : after_idle["agents"])
     if (a["id"] == agent_id) {
+      seen = true;
       EXPECT_EQ(a["state"], "retired") << a.dump();
     }
+  EXPECT_TRUE(seen) << after_idle.dump();
   ASSERT_TRUE(wait_until(std::chrono::seconds(10), [&] { return prov_->instances().empty(); }));
   EXPECT_EQ(fake_.instances()[0].status, "DELETED");
 }

@@ -56,7 +56,7 @@ class AgentsWatch {
     std::unique_lock lock(mutex_);
     while (!stop_) {
       lock.unlock();
-      auto r = client.get("/api/v1/agents");
+      auto r = client.get("/api/v1/agents?state=all&limit=1000");  // retired ones too
       lock.lock();
       if (r.ok() && r->status == 200) {
         auto j = r->json();

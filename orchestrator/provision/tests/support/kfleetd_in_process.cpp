@@ -89,7 +89,7 @@ json KfleetdInProcess::wait_for_capacity(std::int64_t id, const std::string& out
 }
 
 json KfleetdInProcess::block_for(const std::string& region) {
-  const json fleet = get("/api/v1/agents");  // outlives the loop
+  const json fleet = get("/api/v1/agents?state=all&limit=1000");  // outlives the loop; retired too
   for (const auto& b : fleet["blocks"])
     if (b["region"] == region) return b;
   return nullptr;
