@@ -123,10 +123,6 @@ class HarnessBackend : public agent::Backend {
  private:
   agent::StageResult run_custom_step(agent::StageContext& c, const std::string& stage,
                                      const std::string& command, bool parse_metrics);
-  Result<SubprocessResult> run_harness(agent::StageContext& c, const std::string& stage,
-                                       const std::vector<std::string>& args,
-                                       std::vector<nlohmann::json>& messages,
-                                       const std::string& binary = "");
   // One harness stage as the job's timing mode says: record then replay (default), or the job's
   // binary in-process; either way the result lines come from a pipe, not stdout.
   Result<SubprocessResult> run_stage(agent::StageContext& c, const std::string& stage,

@@ -129,32 +129,6 @@ SubprocessSpec HarnessBackend::job_process(StageContext& c, std::vector<std::str
   return sp;
 }
 
-Result<SubprocessResult> HarnessBackend::run_harness(StageContext& c, const std::string& stage,
-                                                     const std::vector<std::string>& args,
-                                                     std::vector<nlohmann::json>& messages,
-                                                     const std::string& binary) {
-  const std::string program = binary.empty() ? harness_binary_ : binary;
-  SubprocessSpec sp = job_process(c, {fs::path(program).parent_path().string()}, true);
-  sp.argv = {program};
-  sp.argv.insert(sp.argv.end(), args.begin(), args.end());
-  if (args.empty() || args[0] != "probe") {
-    sp.argv.insert(sp.argv.end(), {"--device", std::to_string(child_device())});
-  }
-  if (!args.empty() && args[0] == "benchmark" && cfg_.throttle_pct >= 0) {
-    std::ostringstream t;
-    t << cfg_.throttle_pct;
-    sp.argv.insert(sp.argv.end(), {"--throttle-pct", t.str()});
-  }
-  sp.on_line = [&](OutputStream s, const std::string& line) {
-    if (s == OutputStream::err) {
-      c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stderr"}, {"text", line}});
-      return;
-    }
-    if (auto m = parse_harness_line(line)) messages.push_back(std::move(*m));
-  };
-  return run_subprocess(sp);
-}
-
 StageResult HarnessBackend::run_custom_step(StageContext& c, const std::string& stage,
                                             const std::string& command, bool parse_metrics) {
   SubprocessSpec sp = job_process(c, {}, true);
