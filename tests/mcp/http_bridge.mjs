@@ -12,6 +12,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 /** Starts the bridge on 127.0.0.1:0; returns {url, close()}. `spawnArgs`: {command, args, env}. */
 export async function startBridge(spawnArgs, log) {
   const sessions = new Map();
+  let port = 0;
   const children = new Set();
 
   async function newSession() {
@@ -19,6 +20,9 @@ export async function startBridge(spawnArgs, log) {
     const progressOwner = new Map();  // progressToken -> request id
     const web = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      // A loopback HTTP server must refuse other Host headers (DNS rebinding); stdio has no such risk.
+      enableDnsRebindingProtection: true,
+      allowedHosts: [`127.0.0.1:${port}`, `localhost:${port}`],
       onsessioninitialized: (id) => sessions.set(id, { web, stdio }),
     });
     web.onmessage = (m) => {
@@ -64,7 +68,8 @@ export async function startBridge(spawnArgs, log) {
     }
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const url = `http://127.0.0.1:${server.address().port}/mcp`;
+  port = server.address().port;
+  const url = `http://127.0.0.1:${port}/mcp`;
   return {
     url,
     async close() {
