@@ -189,10 +189,11 @@ TEST_F(KfleetdWithTerraform, JobsFallBackBlocksExpireAuthStopsAndIdleAgentsAreTe
     return false;
   })) << "no TerminateInstances for " << instance_a << "; agents: " << get("/api/v1/agents").dump();
   bool retired = false;
-  const json after_idle = get("/api/v1/agents");
+  // Retired agents are history: not in the default (live) list, listed under state=all.
+  const json after_idle = get("/api/v1/agents?state=all&limit=1000");
   for (const auto& ag : after_idle["agents"])
     if (ag["id"] == agent_a) retired = ag["state"] == "retired";
-  EXPECT_TRUE(retired) << get("/api/v1/agents").dump();
+  EXPECT_TRUE(retired) << after_idle.dump();
   ASSERT_TRUE(testing::wait_until(std::chrono::seconds(60), [&] {
     auto now = ec2_.instances("ap-northeast-1");
     return now.size() == 1 && now[0].state == "terminated";
