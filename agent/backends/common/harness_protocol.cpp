@@ -133,6 +133,15 @@ void HarnessReport::add(const nlohmann::json& m) {
   else if (t == "correctness") correctness.push_back(m);
 }
 
+std::string bench_no_result_cause(const HarnessReport& rep) {
+  if (!rep.bench || !rep.bench->value("unsupported", false)) return "";
+  const std::string named = rep.bench->value("no_result", std::string());
+  if (!named.empty()) return named;
+  // A harness built before the cause was named: its reason says "the GPU is throttled".
+  const std::string why = rep.bench->value("reason", std::string());
+  return why.find("GPU is throttled") != std::string::npos ? kGpuThrottled : "";
+}
+
 std::string harness_failure(int exit_code, int signal, bool timed_out, double timeout_s,
                             const HarnessReport& rep, const std::string& stderr_tail,
                             bool& infra) {
@@ -167,7 +176,7 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
       // No timing came out: the kernel declined the case, or (the host's fault, not the
       // kernel's) every sample was dropped by the throttle filter.
       const std::string why = string_at(*rep.bench, "reason", "no samples");
-      infra = why.find("throttled") != std::string::npos;
+      infra = bench_no_result_cause(rep) == kGpuThrottled;
       return "benchmark gave no result: " + why +
              (infra ? " (kfleet-agent --throttle-pct sets the filter)" : "");
     }

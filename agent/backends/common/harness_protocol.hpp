@@ -35,6 +35,13 @@ struct HarnessReport {
   void add(const nlohmann::json& msg);
 };
 
+// Why a benchmark ended without a result when the cause is named (`"no_result"` on an
+// unsupported bench line): kGpuThrottled when every sample was discarded by the throttle filter
+// (the fleet's cause: the process is timed again), "recheck_failed" or "declined" (the
+// kernel's); "" when the line has no result-less cause.
+inline constexpr const char* kGpuThrottled = "gpu_throttled";
+std::string bench_no_result_cause(const HarnessReport& rep);
+
 // One line about how a harness run ended, per the protocol's exit statuses; "" when it passed.
 // `infra` is set when the failure is the host's (setup error, usage), not the kernel's.
 std::string harness_failure(int exit_code, int signal, bool timed_out, double timeout_s,

@@ -286,7 +286,8 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / n;
     proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + n - 1) / n);
     const auto args = harness_benchmark_args(proc_spec, *cs);
-    r = run_pooled(n, [&](bool, int) { return time_once(c, harness_binary_, args); }, c.stop);
+    r = run_pooled(n, [&](bool, int) { return time_once(c, harness_binary_, args); }, c.stop,
+                   &c.sink);
     if (r.ok) add_comparison(c.compare, doubles(r.data["samples_us"]), thr, r.data);
   }
   if (c.stop.requested()) return infra("stopped");
@@ -327,6 +328,7 @@ TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
   }
   t.reason = harness_failure(res->exit_code, res->signal, res->timed_out, c.spec.timeout_s, rep,
                              res->err, t.infra_error);
+  if (const std::string why = bench_no_result_cause(rep); why == kGpuThrottled) t.cause = why;
   if (!t.reason.empty()) return t;
   if (!rep.bench) {
     t.infra_error = true;

@@ -17,11 +17,18 @@ struct TimedRun {
   bool ok = false;
   bool infra_error = false;
   std::string reason;
+  // A named cause of a failure that is the fleet's and may pass on another try (kGpuThrottled:
+  // every sample of the process was discarded as throttled); "" otherwise.
+  std::string cause;
   std::vector<double> samples_us;
   nlohmann::json fields = nlohmann::json::object();  // the harness's other bench fields
 };
 // Times the baseline (true) or the candidate (false); index counts that side's processes.
 using TimeOnce = std::function<TimedRun(bool baseline, int index)>;
+
+// A process whose failure is the fleet's (TimedRun::cause) is timed again, at most this many
+// more times, before the stage fails as the fleet's (infra), never as a result without samples.
+inline constexpr int kFleetRetries = 2;
 
 struct RoundPlan {
   int min_rounds = 5;        // before the first decision: fewer rounds give a CI that is noise
@@ -41,8 +48,10 @@ agent::StageResult run_rounds(const RoundPlan& plan, const TimeOnce& time_once,
 // Runs `processes` candidate processes and pools their samples (each process settles into its
 // own offset; pooling averages the offsets instead of letting one decide the median). Fills
 // the summary fields plus processes and process_medians_us; no verdict fields.
+// A process that failed for the fleet's cause is timed again (kFleetRetries), logged to `sink`
+// when one is given.
 agent::StageResult run_pooled(int processes, const TimeOnce& time_once,
-                              const agent::StopFlag& stop);
+                              const agent::StopFlag& stop, agent::EventSink* sink = nullptr);
 
 // Fills the verdict fields (perf, delta_pct, ci_low_pct, ci_high_pct, baseline_us) from a
 // stored comparison, when the lease carries one with samples or a value; leaves data alone

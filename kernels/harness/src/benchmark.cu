@@ -128,6 +128,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   int status = KFLEET_OK;
   auto declined = [&] {
     JsonLine("bench").str("case", o.case_name).boolean("unsupported", true)
+        .str("no_result", "declined")
         .str("reason", "kernel returned status " + std::to_string(status) + " for this case")
         .print();
     return 1;
@@ -297,10 +298,17 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
   }
   const double replay_median = quantile(replay, 0.5);
   if (samples.empty()) {
+    // No sample survived the throttle filter. A failed re-check is still the kernel's and is
+    // said first; otherwise the cause is the GPU's, named so that the agent times it again.
     JsonLine("bench").str("case", o.case_name).boolean("unsupported", true)
+        .str("no_result", recheck_reason.empty() ? "gpu_throttled" : "recheck_failed")
         .str("reason", "every sample ran with the SM clock over " + std::to_string(o.throttle_pct) +
                            " % below its best (" + std::to_string(throttle.reference_mhz()) +
                            " MHz): the GPU is throttled; let it cool or pass --throttle-pct 0")
+        .integer("throttled_discarded", (long long)throttle.discarded())
+        .raw("recheck", JsonLine("recheck").boolean("pass", recheck_reason.empty())
+                            .integer("checked_runs", (long long)checked_runs)
+                            .str("reason", recheck_reason).text())
         .print();
     return 1;
   }

@@ -1,0 +1,110 @@
+// The benchmark's process sequencing without a GPU: a process that ends with no result for the
+// fleet's cause (a GPU that throttled every sample) is timed again, and a stage never ends
+// "ok" without a median nor blames the kernel for the GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/harness_protocol.hpp"
+#include "common/rounds.hpp"
+
+namespace kb = kfleet::backends;
+namespace ka = kfleet::agent;
+
+namespace {
+
+class LogSink : public ka::EventSink {
+ public:
+  void emit(const std::string&, nlohmann::json data) override { lines.push_back(data.dump()); }
+  std::vector<std::string> lines;
+};
+
+// What time_once makes of a harness process that discarded every sample as throttled: the
+// bench line the harness prints then, through the agent's parser.
+kb::TimedRun throttled_process() {
+  kb::HarnessReport rep;
+  rep.add(*kb::parse_harness_line(
+      R"j({"type":"bench","case":"mission","unsupported":true,"no_result":"gpu_throttled","reason":"every sample ran with the SM clock over 2 % below its best (1980 MHz): the GPU is throttled; let it cool or pass --throttle-pct 0","recheck":{"pass":true}})j"));
+  kb::TimedRun t;
+  t.reason = kb::harness_failure(1, 0, false, 60, rep, "", t.infra_error);
+  if (kb::bench_no_result_cause(rep) == kb::kGpuThrottled) t.cause = kb::kGpuThrottled;
+  return t;
+}
+
+kb::TimedRun timed(double us) {
+  kb::TimedRun t;
+  t.ok = true;
+  t.samples_us = std::vector<double>(10, us);
+  return t;
+}
+
+}  // namespace
+
+TEST(Rounds, AThrottledPooledProcessIsTimedAgainAndTheStageHasAMedian) {
+  ka::StopFlag stop;
+  LogSink sink;
+  int calls = 0;
+  auto r = kb::run_pooled(1, [&](bool, int) { return ++calls == 1 ? throttled_process() : timed(100); },
+                          stop, &sink);
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(calls, 2);
+  EXPECT_DOUBLE_EQ(r.data.value("median_us", 0.0), 100.0);
+  ASSERT_FALSE(sink.lines.empty());
+  EXPECT_NE(sink.lines.front().find("gpu_throttled"), std::string::npos) << sink.lines.front();
+}
+
+TEST(Rounds, AThrottledRoundIsTimedAgainAndTheVerdictHasAMedian) {
+  ka::StopFlag stop;
+  LogSink sink;
+  ka::Comparison cmp;
+  cmp.label = "reference";
+  kb::RoundPlan plan;
+  plan.min_rounds = 2;
+  plan.max_rounds = 2;
+  int candidate_calls = 0;
+  auto r = kb::run_rounds(plan, [&](bool baseline, int) {
+    if (baseline) return timed(100);
+    return ++candidate_calls == 2 ? throttled_process() : timed(100);
+  }, cmp, stop, sink);
+  ASSERT_TRUE(r.ok) << r.reason;
+  EXPECT_EQ(candidate_calls, 3);
+  EXPECT_EQ(r.data.value("rounds", 0), 2);
+  EXPECT_DOUBLE_EQ(r.data.value("median_us", 0.0), 100.0);
+}
+
+TEST(Rounds, AGpuThatStaysThrottledFailsTheStageAsTheFleetsWithItsCause) {
+  ka::StopFlag stop;
+  int calls = 0;
+  auto r = kb::run_pooled(2, [&](bool, int) { ++calls; return throttled_process(); }, stop);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.infra_error);  // an error verdict of the fleet, never a rejection of the kernel
+  EXPECT_EQ(calls, kb::kFleetRetries + 1);
+  EXPECT_NE(r.reason.find("gpu_throttled"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("the GPU is throttled"), std::string::npos) << r.reason;
+}
+
+TEST(Rounds, AKernelsFailureIsNotRetried) {
+  ka::StopFlag stop;
+  int calls = 0;
+  auto r = kb::run_pooled(1, [&](bool, int) {
+    ++calls;
+    kb::TimedRun t;
+    t.reason = "outputs of timed runs failed the re-check: timed run 4: 12 elements outside atol/rtol";
+    return t;
+  }, stop);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.infra_error);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(HarnessProtocolNoResult, ThrottledSamplesWithAFailedRecheckAreTheKernels) {
+  kb::HarnessReport rep;
+  rep.add(*kb::parse_harness_line(
+      R"j({"type":"bench","case":"mission","unsupported":true,"no_result":"recheck_failed","reason":"every sample ran with the SM clock over 2 % below its best (1980 MHz): the GPU is throttled; let it cool or pass --throttle-pct 0","recheck":{"pass":false,"reason":"timed run 1: 4 elements never written"}})j"));
+  bool infra = true;
+  const std::string why = kb::harness_failure(1, 0, false, 60, rep, "", infra);
+  EXPECT_FALSE(infra);
+  EXPECT_NE(why.find("failed the re-check"), std::string::npos) << why;
+  EXPECT_EQ(kb::bench_no_result_cause(rep), "recheck_failed");
+}
