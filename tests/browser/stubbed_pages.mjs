@@ -13,7 +13,7 @@ function seconds(text) {
 export async function checkBlockCountdown(page, base, shot) {
   const block = { provider: "simulated", region: "ap-south-1", gpu_class: "L4", kind: "stockout",
     reason: "InsufficientInstanceCapacity: no L4 capacity in ap-south-1a", strikes: 2, seconds_left: 95 };
-  await page.route("**/api/v1/agents", async (route) => {
+  await page.route("**/api/v1/agents?*", async (route) => {
     const res = await route.fetch();
     const body = await res.json();
     body.blocks = [...(body.blocks ?? []), block];
@@ -31,6 +31,6 @@ export async function checkBlockCountdown(page, base, shot) {
       seconds(await page.textContent(cell)) < first, 5000, 100);
     await shot(page, "fleet-blocked", { docs: false });
   } finally {
-    await page.unroute("**/api/v1/agents");
+    await page.unroute("**/api/v1/agents?*");
   }
 }

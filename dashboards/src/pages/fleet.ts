@@ -24,7 +24,7 @@ export function mountFleet(el: HTMLElement): () => void {
 
   const refresh = async (): Promise<void> => {
     let fleet: Json;
-    try { fleet = await getJson("/api/v1/agents"); } catch (err) { showError(el, err); return; }
+    try { fleet = await getJson("/api/v1/agents?limit=1000"); } catch (err) { showError(el, err); return; }
     const agents: Json[] = (fleet.agents || []).filter((a: Json) => a.state !== "retired");
     blocks = (fleet.blocks || []).map((b: Json) => ({ b, readAt: Date.now() }));
 
