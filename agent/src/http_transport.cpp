@@ -186,6 +186,7 @@ Comparison Comparison::from_json(const nlohmann::json& j) {
   };
   c.kind = str("kind");
   c.label = str("label");
+  c.note = str("note");
   if (j.contains("median_us") && j["median_us"].is_number()) c.median_us = j["median_us"].get<double>();
   if (j.contains("samples_us") && j["samples_us"].is_array())
     for (const auto& s : j["samples_us"])

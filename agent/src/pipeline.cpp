@@ -335,6 +335,10 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
     v.simulated = d.backend.simulated();
     return v;  // kfleetd hands the job on; the job's verdict comes from the GPU phase
   }
+  // Why nothing was compared (a stored baseline of the other timing mode, none yet): the
+  // verdict says so instead of a bare "no baseline to compare".
+  if (lease.compare.kind.empty() && !lease.compare.note.empty() && bench.data.is_object())
+    bench.data["compare_note"] = lease.compare.note;
   Verdict v = verdict_from_benchmark(bench.data);
   auto out = finish(v);
   if (out && profile_wanted(lease.spec, *out)) run_profile();

@@ -83,6 +83,8 @@ Verdict verdict_from_benchmark(const nlohmann::json& bench) {
                 bench.value("timing_note", std::string("no activity tracer")) + "]";
     v.metrics["timing"] = "events_only";
   }
+  if (const std::string mode = bench.value("timing_mode", std::string()); !mode.empty())
+    v.metrics["timing_mode"] = mode;  // a stored baseline is compared only within its mode
   if (bench.value("timing_mode", std::string()) == "in_process") {
     // The job asked for the old single process: wherever the verdict is shown, it says so.
     v.reason += " [" + bench.value("timing_mode_note",
@@ -101,7 +103,9 @@ Verdict verdict_from_benchmark_numbers(const nlohmann::json& bench) {
                          ? bench["perf"].get<std::string>()
                          : "";
   if (perf.empty() || !v.median_us) {
-    v.reason = v.median_us ? "passed: median " + format_us(*v.median_us) + " (no baseline to compare)"
+    const std::string note = bench.value("compare_note", std::string());
+    v.reason = v.median_us ? "passed: median " + format_us(*v.median_us) + " (no baseline to compare" +
+                                 (note.empty() ? "" : ": " + note) + ")"
                            : "passed";
     return v;
   }

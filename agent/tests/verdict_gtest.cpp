@@ -42,3 +42,14 @@ TEST(Verdict, InProcessTimingSaysSoInTheReason) {
 
 }  // namespace
 }  // namespace kfleet::agent
+
+// Why nothing was compared reaches the verdict (a stored baseline timed in the other mode), and
+// every verdict records how it was timed, so that it can itself be a baseline of its own mode.
+TEST(Verdict, SaysWhyNothingWasComparedAndRecordsTheTimingMode) {
+  nlohmann::json b = {{"median_us", 640.0}, {"timing_mode", "replay"},
+                      {"compare_note", "baseline fa on L4 (run 2) was timed in-process"}};
+  auto v = kfleet::agent::verdict_from_benchmark(b);
+  EXPECT_EQ(v.reason, "passed: median 640 µs (no baseline to compare: baseline fa on L4 (run 2) "
+                      "was timed in-process)");
+  EXPECT_EQ(v.metrics.value("timing_mode", std::string()), "replay");
+}

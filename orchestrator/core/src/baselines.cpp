@@ -55,6 +55,36 @@ std::optional<store::Baseline> baseline_for(store::Store& st, const std::string&
   return st.current_baseline(kernel, case_name, gpu_class, false);
 }
 
+std::string verdict_timing_mode(const Verdict& v) {
+  const auto m = v.metrics.find("timing_mode");
+  return m != v.metrics.end() && m->is_string() ? m->get<std::string>() : "";
+}
+
+std::string spec_timing_mode(const nlohmann::json& spec) {
+  const auto k = spec.find("kernel");
+  if (k == spec.end() || !k->is_object()) return "replay";
+  const auto p = k->find("params");
+  if (p == k->end() || !p->is_object()) return "replay";
+  return p->value("timing", std::string()) == "in_process" ? "in_process" : "replay";
+}
+
+nlohmann::json refuse_other_timing_mode(nlohmann::json compare, const std::string& job_mode) {
+  const std::string ref_mode = compare.value("timing_mode", std::string());
+  if (compare.value("kind", std::string()).empty() || ref_mode.empty() || ref_mode == job_mode)
+    return compare;
+  const std::string label = compare.value("label", std::string("the baseline"));
+  const auto say = [](const std::string& m) {
+    return m == "in_process" ? std::string("in-process (its host code ran in the measuring process)")
+                             : std::string("replayed (the measuring process ran none of its code)");
+  };
+  return {{"kind", ""},
+          {"timing_mode_mismatch", true},
+          {"note", label + " was timed " + say(ref_mode) + ", this job " + say(job_mode) +
+                       ": the two modes are not compared; set a baseline timed " +
+                       (job_mode == "in_process" ? "in-process" : "replayed") +
+                       " (kfleet baseline set RUN)"}};
+}
+
 nlohmann::json resolve_baseline(store::Store& st, const store::JobRecord& j,
                                 const store::AgentRecord& agent) {
   const std::string kernel = kernel_key(j), cls = agent_gpu_class(agent), cs = perf_case(j);
@@ -78,6 +108,8 @@ nlohmann::json resolve_baseline(store::Store& st, const store::JobRecord& j,
                         {"median_us", b->median_us},
                         {"simulated", b->simulated}};
   if (b->samples_us.is_array() && !b->samples_us.empty()) out["samples_us"] = b->samples_us;
+  if (auto run = st.get_run(b->run_id); run && run->verdict)
+    out["timing_mode"] = verdict_timing_mode(*run->verdict);
   return out;
 }
 

@@ -397,6 +397,7 @@ nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
                           {"simulated", ref->simulated}};
     const auto& m = ref->verdict->metrics;
     if (m.contains("samples_us") && m["samples_us"].is_array()) out["samples_us"] = m["samples_us"];
+    out["timing_mode"] = verdict_timing_mode(*ref->verdict);
     return out;
   };
   auto reference = [&]() -> nlohmann::json {
@@ -421,7 +422,8 @@ nlohmann::json ControlPlane::resolve_compare(const store::JobRecord& j,
       return {{"kind", ""}, {"note", "no stored baseline for this comparison yet"}};
   }
   };
-  nlohmann::json out = reference();
+  // A replayed job is never compared with a reference timed in-process, nor the reverse.
+  nlohmann::json out = refuse_other_timing_mode(reference(), spec_timing_mode(j.spec));
   // Interleaving needs the reference's build, not only its numbers: the agent runs both.
   if (spec->benchmark.interleave && out.value("kind", "") != "" && out.contains("job_id")) {
     auto ref = store_.get_job(out["job_id"].get<std::int64_t>());

@@ -147,5 +147,69 @@ TEST(Baseline, SetByIsTheUserOrTheKeptWinsSubmitter) {
   EXPECT_EQ((*st)->get_job(win)->cancelled_by, "");
 }
 
+
+// A stored baseline carries the timing mode its run recorded; a job timed in the other mode is
+// not compared with it, and the note says why (the agent puts it in the verdict).
+TEST(Baseline, AReplayedJobIsNeverComparedWithAnInProcessBaseline) {
+  boost::asio::io_context io;
+  auto st = store::open_sqlite_store({":memory:"});
+  ASSERT_TRUE(st.ok());
+  auto clock = std::make_shared<ManualClock>();
+  NoCloud prov;
+  Config cfg;
+  cfg.enrol_token = "e";
+  ControlPlane cp(io.get_executor(), **st, clock, prov, cfg);
+  EnrolRequest er{"a", "us-east-1", "cuda", "static", "", {}, {}};
+  GpuInfo g;
+  g.gpu_class = "L4";
+  er.gpus = {g};
+  auto a = cp.enrol(er);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  Bundle b;
+  b.files.push_back({"k.cu", "// k\n"});
+  SubmitRequest sr{"name: fa/step1\ncampaign: fa\nparent: fa/root\ntarget: {gpu: L4}\n"
+                   "kernel: {family: attention, language: cuda, sources: [k.cu], "
+                   "params: {timing: in_process}}\n",
+                   "job.yaml", bundle_to_json(b), true, "carol"};
+  auto sub = cp.submit(sr);
+  ASSERT_TRUE(std::holds_alternative<SubmitResult>(sub));
+  const auto win = std::get<SubmitResult>(sub).job.id;
+  auto lease = (*st)->grant_lease(win, a->agent_id, 60'000, clock->now_ms());
+  ASSERT_TRUE(lease.ok()) << lease.error().message;
+  Verdict v;
+  v.outcome = RunOutcome::passed;
+  v.perf = "improved";
+  v.median_us = 640;
+  v.metrics["timing_mode"] = "in_process";  // what the agent's verdict records
+  ASSERT_TRUE(cp.finish(a->agent_id, lease->run_id, lease->fencing_token, v).ok());
+  auto agent_rec = (*st)->get_agent(a->agent_id);
+  ASSERT_TRUE(agent_rec);
+
+  auto replayed = job();
+  replayed.campaign = "fa";
+  replayed.spec["gates"]["performance"].erase("case");
+  const auto stored = resolve_baseline(**st, replayed, *agent_rec);
+  ASSERT_EQ(stored["kind"], "baseline") << stored.dump();
+  EXPECT_EQ(stored["timing_mode"], "in_process");
+  EXPECT_EQ(spec_timing_mode(replayed.spec), "replay");
+  const auto refused = refuse_other_timing_mode(stored, spec_timing_mode(replayed.spec));
+  EXPECT_EQ(refused["kind"], "") << refused.dump();
+  EXPECT_FALSE(refused.contains("median_us"));
+  EXPECT_NE(refused["note"].get<std::string>().find("timed in-process"), std::string::npos)
+      << refused.dump();
+
+  // The same mode compares; so does a baseline whose mode was not recorded.
+  auto in_process = replayed;
+  in_process.spec["kernel"] = {{"params", {{"timing", "in_process"}}}};
+  EXPECT_EQ(refuse_other_timing_mode(stored, spec_timing_mode(in_process.spec))["kind"], "baseline");
+  auto unrecorded = stored;
+  unrecorded["timing_mode"] = "";
+  EXPECT_EQ(refuse_other_timing_mode(unrecorded, "replay")["kind"], "baseline");
+  // And the reverse: an in-process job is not compared with a replayed baseline.
+  auto replay_base = stored;
+  replay_base["timing_mode"] = "replay";
+  EXPECT_EQ(refuse_other_timing_mode(replay_base, "in_process")["kind"], "");
+}
+
 }  // namespace
 }  // namespace kfleet::core

@@ -43,6 +43,7 @@ struct StopFlag {
 struct Comparison {
   std::string kind;                   // parent | job | value | baseline | reference | ""
   std::string label;                  // "parent fa-s512-v3/baseline (run 12)", "torch.compile"
+  std::string note;                   // with kind "": why there is nothing to compare with
   double median_us = 0;
   std::vector<double> samples_us;     // when known: enables a CI on the ratio
   bool simulated = false;

@@ -26,6 +26,16 @@ bool self_reported_job(const store::JobRecord& j);
 
 // The lease's compare object for `compare_to: baseline` on this agent. A real agent only ever
 // gets a real baseline; a simulated one prefers a simulated baseline, then a real one.
+// How a run was timed, from its verdict: "replay" (the measuring process ran none of the job's
+// code), "in_process" (the job's host code ran in it), or "" when the run did not record it
+// (runs of agents before the mode was recorded, simulated runs).
+std::string verdict_timing_mode(const Verdict& v);
+// How a job asks to be timed: kernel.params.timing "in_process", else "replay" (the default).
+std::string spec_timing_mode(const nlohmann::json& spec);
+// A comparison whose reference (`compare`, resolved with its "timing_mode") was timed in the
+// other mode than the job: no comparison, with a note that says why. Unrecorded modes compare.
+nlohmann::json refuse_other_timing_mode(nlohmann::json compare, const std::string& job_mode);
+
 nlohmann::json resolve_baseline(store::Store& st, const store::JobRecord& j,
                                 const store::AgentRecord& agent);
 std::optional<store::Baseline> baseline_for(store::Store& st, const std::string& kernel,
