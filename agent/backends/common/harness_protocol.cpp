@@ -51,7 +51,7 @@ std::vector<std::string> harness_case_args(const JobSpec& spec, const Correctnes
   if (p.is_object()) {
     if (p.contains("b_layout") && p["b_layout"].is_string())
       a.insert(a.end(), {"--b-layout", p["b_layout"].get<std::string>()});
-    if (p.value("bias", false) == true) a.push_back("--bias");
+    if (bool_at(p, "bias", false)) a.push_back("--bias");
     if (p.contains("softmax_scale") && p["softmax_scale"].is_number())
       a.insert(a.end(), {"--softmax-scale", num(p["softmax_scale"].get<double>())});
     if (p.contains("workspace_mib") && p["workspace_mib"].is_number_integer())
@@ -92,11 +92,6 @@ std::optional<CorrectnessCase> benchmark_case(const JobSpec& spec) {
   return cases.back();
 }
 
-namespace {
-
-// The harness's lines are printed by a process the job's kernel runs in, so any member can have
-// any type: nlohmann's value() would throw on a mismatch (and take the agent down). These read
-// a member of the expected type, else the fallback.
 std::string string_at(const nlohmann::json& j, const char* key, const std::string& fallback) {
   if (!j.is_object()) return fallback;
   auto it = j.find(key);
@@ -113,7 +108,11 @@ long long int_at(const nlohmann::json& j, const char* key, long long fallback) {
   return it != j.end() && it->is_number_integer() ? it->get<long long>() : fallback;
 }
 
-}  // namespace
+nlohmann::json array_at(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return nlohmann::json::array();
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? *it : nlohmann::json::array();
+}
 
 std::optional<nlohmann::json> parse_harness_line(const std::string& line) {
   auto b = line.find_first_not_of(" \t\r");
@@ -125,7 +124,7 @@ std::optional<nlohmann::json> parse_harness_line(const std::string& line) {
 }
 
 void HarnessReport::add(const nlohmann::json& m) {
-  const std::string t = m.value("type", "");
+  const std::string t = string_at(m, "type", "");
   if (t == "device") device = m;
   else if (t == "warmup") warmup = m;
   else if (t == "bench") bench = m;
@@ -134,11 +133,11 @@ void HarnessReport::add(const nlohmann::json& m) {
 }
 
 std::string bench_no_result_cause(const HarnessReport& rep) {
-  if (!rep.bench || !rep.bench->value("unsupported", false)) return "";
-  const std::string named = rep.bench->value("no_result", std::string());
+  if (!rep.bench || !bool_at(*rep.bench, "unsupported", false)) return "";
+  const std::string named = string_at(*rep.bench, "no_result", "");
   if (!named.empty()) return named;
   // A harness built before the cause was named: its reason says "the GPU is throttled".
-  const std::string why = rep.bench->value("reason", std::string());
+  const std::string why = string_at(*rep.bench, "reason", "");
   return why.find("GPU is throttled") != std::string::npos ? kGpuThrottled : "";
 }
 
@@ -189,7 +188,7 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
     if (phase == "kernel") return "kernel error: " + what;
     // Replay mode: the recorder refused the launch, or the measurer refused what it recorded;
     // both are the kernel's doing, and the message names what was seen.
-    if (phase == "record" || phase == "replay") return e.value("message", std::string("refused"));
+    if (phase == "record" || phase == "replay") return string_at(e, "message", "refused");
     infra = true;
     return "harness " + (phase.empty() ? std::string("error") : phase + " error") + ": " + what;
   }

@@ -28,6 +28,14 @@ std::optional<CorrectnessCase> benchmark_case(const JobSpec& spec);
 // One stdout line as a harness message; nullopt for lines that are not JSON objects with a type.
 std::optional<nlohmann::json> parse_harness_line(const std::string& line);
 
+// A job's process prints the harness's lines (its kernel runs there), so any member can have any
+// type: nlohmann's value() would throw on a mismatch and take the agent down. These read a
+// member of the expected type, else the fallback (an empty array for array_at).
+std::string string_at(const nlohmann::json& j, const char* key, const std::string& fallback);
+bool bool_at(const nlohmann::json& j, const char* key, bool fallback);
+long long int_at(const nlohmann::json& j, const char* key, long long fallback);
+nlohmann::json array_at(const nlohmann::json& j, const char* key);
+
 // What the harness said over one run, gathered from its lines.
 struct HarnessReport {
   std::optional<nlohmann::json> device, warmup, bench, error;

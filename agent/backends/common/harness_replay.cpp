@@ -191,7 +191,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     // behind, a setup error it printed), that is the kernel's doing, not the host's.
     std::string why = "exit code " + std::to_string(r->exit_code);
     for (const auto& m : said)
-      if (m.value("type", "") == "error") why = m.value("message", why);
+      if (string_at(m, "type", "") == "error") why = string_at(m, "message", why);
     if (why.rfind("replay mode refused", 0) != 0)
       why = "the recorder (the job's launch function under capture) failed: " + why;
     messages.push_back({{"type", "error"}, {"phase", "record"}, {"message", why}});

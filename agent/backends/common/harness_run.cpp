@@ -159,7 +159,7 @@ StageResult HarnessBackend::run_custom_step(StageContext& c, const std::string& 
     const nlohmann::json* head = nullptr;
     for (const auto& m : metrics) {
       bool case_ok = !c.spec.gates.performance ||
-                     m.value("case", "") == c.spec.gates.performance->case_name;
+                     string_at(m, "case", "") == c.spec.gates.performance->case_name;
       if (case_ok && !head) head = &m;
     }
     if (!head && !metrics.empty()) head = &metrics.front();
@@ -169,7 +169,7 @@ StageResult HarnessBackend::run_custom_step(StageContext& c, const std::string& 
       bool lower = lower_is_better(metric);
       auto to_cost = [&](double v) { return lower ? v * scale : 1.0 / v; };
       std::vector<double> samples;
-      for (double v : doubles(head->value("samples", nlohmann::json::array())))
+      for (double v : doubles(array_at(*head, "samples")))
         samples.push_back(to_cost(v));
       if (samples.empty()) samples.push_back(to_cost((*head)["value"].get<double>()));
       r.data["metric"] = metric;
@@ -214,7 +214,7 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     if (rep.device) r.data["device"] = *rep.device;
     // The pipeline publishes data.rows as correctness events.
     for (auto row : rep.correctness) {
-      row["ok"] = row.value("pass", false);
+      row["ok"] = bool_at(row, "pass", false);
       rows.push_back(row);
     }
     bool infra_err = false;
@@ -336,9 +336,9 @@ TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
     return t;
   }
   const auto& b = *rep.bench;
-  if (b.value("suspect", false)) {
+  if (bool_at(b, "suspect", false)) {
     t.reason = "result is faster than the hardware allows (" +
-               b.value("suspect_reason", std::string("below the roofline floor")) +
+               string_at(b, "suspect_reason", "below the roofline floor") +
                "): the kernel skips work or fools the timer";
     return t;
   }
@@ -352,7 +352,7 @@ TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
   }
   if (rep.device) t.fields["device"] = *rep.device;
   if (rep.warmup) t.fields["warmup"] = *rep.warmup;
-  t.samples_us = doubles(b.value("samples_us", nlohmann::json::array()));
+  t.samples_us = doubles(array_at(b, "samples_us"));
   t.ok = true;
   return t;
 }

@@ -165,3 +165,21 @@ TEST(HarnessProtocol, ReplayRefusalsAreTheKernelsFailureAndSayWhatWasSeen) {
             std::string::npos);
   EXPECT_FALSE(infra);
 }
+
+// Every reader the agent uses on a job process's lines takes a member of another type as absent
+// instead of throwing (a throw there would end the agent, not the job).
+TEST(HarnessProtocol, TypedReadersNeverThrowOnAStrangersTypes) {
+  const auto j = nlohmann::json::parse(
+      R"({"type":5,"case":5,"pass":"no","samples":"x","suspect":1,"message":[1]})");
+  EXPECT_EQ(kb::string_at(j, "case", "?"), "?");
+  EXPECT_EQ(kb::string_at(j, "type", ""), "");
+  EXPECT_FALSE(kb::bool_at(j, "pass", false));
+  EXPECT_TRUE(kb::bool_at(j, "suspect", true));
+  EXPECT_TRUE(kb::array_at(j, "samples").empty());
+  EXPECT_EQ(kb::int_at(j, "case", 7), 5);
+  EXPECT_EQ(kb::string_at(nlohmann::json::array(), "case", "none"), "none");
+  kb::HarnessReport rep;
+  rep.add(j);  // a "type" that is not a string is no line of any kind
+  EXPECT_FALSE(rep.bench || rep.error || rep.device);
+  EXPECT_EQ(kb::bench_no_result_cause(rep), "");
+}
