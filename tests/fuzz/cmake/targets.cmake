@@ -65,6 +65,7 @@ add_library(fz_kfleetd STATIC
   ${S}/core/src/control_plane.cpp ${S}/core/src/auth.cpp ${S}/core/src/scheduling.cpp
   ${S}/core/src/capacity.cpp ${S}/core/src/baselines.cpp ${S}/core/src/regressions.cpp
   ${S}/core/src/campaigns.cpp ${S}/core/src/cron.cpp ${S}/core/src/suite_schedule.cpp
+  ${S}/core/src/job_change.cpp ${S}/core/src/children.cpp
   ${S}/api/src/server.cpp ${S}/api/src/http.cpp ${S}/api/src/views.cpp ${S}/api/src/routes.cpp
   ${S}/api/src/routes_jobs.cpp ${S}/api/src/routes_agents.cpp ${S}/api/src/event_batch.cpp
   ${S}/api/src/routes_events.cpp ${S}/api/src/routes_fleet.cpp ${S}/api/src/routes_tokens.cpp
