@@ -110,10 +110,17 @@ TEST(CompileAgents, ACompileAgentKilledMidBuildRequeuesTheJob) {
   Cluster c;
   c.start_kfleetd();
   // The first compile agent's nvcc takes long enough to be killed in the middle of a build.
-  const std::string slow = c.dir() + "/slow-nvcc";
+  // It runs in the job sandbox as an unprivileged uid, so it lives in a toolchain folder of its
+  // own (the sandbox sees the compiler's prefix, read-only), readable and executable by anyone.
+  namespace fs = std::filesystem;
+  const std::string tools = c.dir() + "/toolchain";
+  fs::create_directories(tools + "/bin");
+  const std::string slow = tools + "/bin/slow-nvcc";
   write_file(slow, "#!/bin/sh\ncase \" $* \" in *\" -c \"*) sleep 60 ;; esac\n"
                    "exec /usr/local/cuda/bin/nvcc \"$@\"\n");
-  std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
+  const auto rx = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                  fs::perms::others_read | fs::perms::others_exec;
+  for (const auto& p : {tools, tools + "/bin", slow}) fs::permissions(p, rx);
   Proc& first = c.start_compile_agent("builder-1", {{"KFLEET_NVCC", slow}});
   c.start_agent("gpu-l4", "local", "L4", "sm_89");
   wait_enrolled(c, {"builder-1", "gpu-l4"});

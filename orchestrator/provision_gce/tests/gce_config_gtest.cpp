@@ -152,8 +152,8 @@ TEST(GceConfig, TheStartupScriptDeliversTheCaAndTheTokenAs0600Files) {
   EXPECT_EQ(plain.find("\nKFLEET_CA_FILE="), std::string::npos);
 }
 
-// Both systemd units start the agent with no token on its command line: the enrolment token and
-// the CA file come from /etc/kfleet/agent.env (0600) through the environment.
+// Both systemd units start the agent with no token on its command line: the agent reads the
+// enrolment token from its own 0600 file (--enrol-token-file), never from its environment or argv.
 TEST(AgentUnits, NoTokenOnTheCommandLine) {
   for (const char* name : {"kfleet-agent.service", "kfleet-agent@.service"}) {
     std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/" + name);
@@ -164,8 +164,10 @@ TEST(AgentUnits, NoTokenOnTheCommandLine) {
       if (line == "EnvironmentFile=/etc/kfleet/agent.env") env_file = true;
       if (line.rfind("ExecStart=", 0) != 0) continue;
       ++exec;
-      for (const char* bad : {"TOKEN", "token", "--enrol", "--tls-key"})
+      for (const char* bad : {"TOKEN", "--enrol-token ", "--enrol-token=", "--tls-key"})
         EXPECT_EQ(line.find(bad), std::string::npos) << name << ": " << line;
+      EXPECT_NE(line.find("--enrol-token-file /etc/kfleet/enrol.token"), std::string::npos)
+          << name << ": " << line;
     }
     EXPECT_EQ(exec, 1) << name;
     EXPECT_TRUE(env_file) << name << " must read /etc/kfleet/agent.env";

@@ -97,8 +97,8 @@ run "user_data_installs_and_enrols_the_agent" {
     error_message = "the unit must read the environment file"
   }
   assert {
-    condition     = length(regexall("ExecStart=[^\n]*enrol", aws_instance.agent["agent-00"].user_data)) == 0
-    error_message = "the token must never be on the agent's command line"
+    condition     = length(regexall("ExecStart=[^\n]*(--enrol-token[ =]|ENROL_TOKEN)", aws_instance.agent["agent-00"].user_data)) == 0 && strcontains(aws_instance.agent["agent-00"].user_data, "--enrol-token-file /etc/kfleet/enrol.token")
+    error_message = "the token must never be on the agent's command line: the agent reads it from its 0600 file"
   }
   assert {
     condition     = strcontains(aws_instance.agent["agent-00"].user_data, "--backend $${KFLEET_BACKEND} --provider $${KFLEET_PROVIDER} --instance-id $${KFLEET_INSTANCE_ID}")
@@ -146,8 +146,8 @@ run "delivers_the_ca_as_a_0600_file_and_names_it_to_the_agent" {
     error_message = "agent.env must name the CA file (KFLEET_CA_FILE is the agent's --ca-file)"
   }
   assert {
-    condition     = length(regexall("(?i)ExecStart=[^\n]*token", aws_instance.agent["agent-00"].user_data)) == 0
-    error_message = "no token on the agent's command line"
+    condition     = length(regexall("(?i)ExecStart=[^\n]*(token[ =]|token})", aws_instance.agent["agent-00"].user_data)) == 0
+    error_message = "no token on the agent's command line (only the path of its file)"
   }
   assert {
     condition     = length(regexall("enrol-0123456789abcdef", aws_instance.agent["agent-00"].user_data)) == 1
