@@ -271,6 +271,11 @@ async function mainWalk() {
   // A job, leased, reported on and finished by agent a.
   const job = (await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: JOB_SPEC("livecamp/base"), source_name: "job.yaml", bundle: BUNDLE }, expect: 201 })).body.job;
   await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: "name: [", source_name: "bad.yaml", bundle: BUNDLE }, expect: 400 });
+  // A child submitted as parent + change: of a job that does not exist (404), and of one that is
+  // not its campaign's current best yet (409 not_current_best).
+  const CHILD = JOB_SPEC("livecamp/child", "parent: livecamp/base\n");
+  await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: CHILD, source_name: "job.yaml", bundle: BUNDLE, parent_job: MISSING }, expect: 404 });
+  await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: CHILD, source_name: "job.yaml", bundle: BUNDLE, parent_job: job.id }, expect: 409 });
   const lease = (await call("POST /api/v1/agents/{id}/lease", { id: a.agent_id }, { token: a.token, query: { wait_ms: 5000 }, expect: 200 })).body.lease;
   const run = lease.run_id, ft = lease.fencing_token;
   await call("POST /api/v1/agents/{id}/lease", { id: a.agent_id }, { token: a.token, query: { wait_ms: 0 }, expect: 409 });
@@ -311,6 +316,7 @@ async function mainWalk() {
   await call("GET /api/v1/runs/{id}/events", { id: MISSING }, { token: rita, expect: 404 });
   await call("GET /api/v1/results", {}, { token: rita, expect: 200 });
   await call("GET /api/v1/agents", {}, { token: rita, expect: 200 });
+  await call("GET /api/v1/agents", {}, { token: rita, query: { state: "nonsense" }, expect: 400 });
   await call("GET /metrics", {}, { token: rita, expect: 200 });
   await call("GET /api/v1/campaigns/{name}", { name: "livecamp" }, { token: rita, expect: 200 });
   await call("GET /api/v1/campaigns/{name}", { name: "no-such-campaign" }, { token: rita, expect: 404 });
