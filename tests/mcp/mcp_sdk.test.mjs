@@ -217,7 +217,7 @@ async function main() {
     console.log("ok: kfleet status and kfleet report show the change");
 
     // 7. The dashboards' job page, signed in as a person would.
-    const req = createRequire(join(o.dashboards, "package.json"));
+    const req = createRequire(join(repo, "dashboards", "package.json"));  // its node_modules
     let chromium;
     try { ({ chromium } = req("playwright-core")); } catch {
       throw new Error("playwright-core is not installed: run 'npm install' in dashboards/");

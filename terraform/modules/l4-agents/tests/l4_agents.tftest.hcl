@@ -146,7 +146,7 @@ run "delivers_the_ca_as_a_0600_file_and_names_it_to_the_agent" {
     error_message = "agent.env must name the CA file (KFLEET_CA_FILE is the agent's --ca-file)"
   }
   assert {
-    condition     = length(regexall("(?i)ExecStart=[^\n]*(token[ =]|token})", aws_instance.agent["agent-00"].user_data)) == 0
+    condition     = length(regexall("(?i)ExecStart=[^\n]*(--enrol-token[ =]|_token})", aws_instance.agent["agent-00"].user_data)) == 0
     error_message = "no token on the agent's command line (only the path of its file)"
   }
   assert {
