@@ -44,7 +44,7 @@ echo "clean-clone-check: install + build: $(( $(date +%s) - t0 )) s"
 # Everything a build or test may leave is an ignored build output; anything else is a defect.
 dirty() {
   git -C "$clone" status --porcelain --ignored --untracked-files=all |
-    grep -v -E '^!! (build/|dashboards/node_modules/)' || true
+    grep -v -E '^!! (build/|dashboards/node_modules/|tests/mcp/node_modules/)' || true
 }
 before=$(dirty)
 [ -z "$before" ] || { echo "clean-clone-check: FAIL: the build left files in the tree:"; echo "$before"; exit 1; }
