@@ -162,7 +162,20 @@ TEST(McpTools, GatesComeFromTheRunsEvents) {
   EXPECT_EQ(g["gates"]["benchmark"]["timing_mode"], "events_only");
   EXPECT_EQ(g["marks"]["simulated"], false);
   EXPECT_EQ(g["marks"]["self_reported"], true);  // family custom: its own scripts timed it
-  EXPECT_TRUE(g["marks"]["in_process"].is_null());
+  EXPECT_TRUE(g["marks"]["in_process"].is_null());  // the agent did not say how it timed
+}
+
+// The agent says how it timed in its bench result (and the verdict's metrics): replayed from a
+// process that ran none of the job's code, or in-process.
+TEST(McpTools, TheInProcessMarkComesFromTheAgentsTimingMode) {
+  json job = {{"state", "passed"}, {"verdict", {{"outcome", "passed"}}}};
+  auto bench = [](const char* mode) {
+    return std::vector<json>{{{"type", "bench.result"}, {"data", {{"median_us", 40.0}, {"timing_mode", mode}}}}};
+  };
+  EXPECT_EQ(gates_from_events(job, bench("in_process"))["marks"]["in_process"], true);
+  EXPECT_EQ(gates_from_events(job, bench("replay"))["marks"]["in_process"], false);
+  job["verdict"]["metrics"] = {{"timing_mode", "in_process"}};
+  EXPECT_EQ(gates_from_events(job, {})["marks"]["in_process"], true);
 }
 
 }  // namespace

@@ -346,6 +346,10 @@ nlohmann::json gates_from_events(const nlohmann::json& job, const std::vector<nl
   } else {
     gates["correctness"] = nullptr;
   }
+  // How the benchmark was timed: the agent says so in its bench result and the verdict's metrics
+  // ("replay": the job's code never ran in the measuring process; "in_process": it did).
+  std::string mode = text(bench, "timing_mode");
+  if (mode.empty()) mode = text(field(field(job, "verdict"), "metrics"), "timing_mode");
   if (bench.is_object()) {
     auto num = [&](const char* k) { return field(bench, k).is_number() ? bench[k] : nlohmann::json(); };
     nlohmann::json noise = num("noise_pct");
@@ -367,10 +371,9 @@ nlohmann::json gates_from_events(const nlohmann::json& job, const std::vector<nl
   if (v.is_object() && v.value("simulated", false)) simulated = true;
   const std::string family = text(field(field(job, "spec"), "kernel"), "family");
   const auto& self = field(bench, "self_reported");
-  const auto& in_process = field(bench, "in_process");
   nlohmann::json marks = {{"simulated", simulated},
                           {"self_reported", self.is_boolean() ? self.get<bool>() : family == "custom"},
-                          {"in_process", in_process.is_boolean() ? in_process : nlohmann::json()}};
+                          {"in_process", mode.empty() ? nlohmann::json() : nlohmann::json(mode == "in_process")}};
   return {{"gates", gates}, {"marks", marks}};
 }
 
