@@ -46,7 +46,7 @@ bool inputs_read_only(bool read_only);  // false when no input is protected or i
 bool inputs_protected();
 bool inputs_are_read_only_now();
 
-// The fixed-address arena of replay mode (fixed_va.cu): recorder and measurer map the buffers a
+// The fixed-address arena of replay mode (protect.cu): recorder and measurer map the buffers a
 // kernel may touch (inputs, output, workspace) at the same virtual addresses, in the same order,
 // so that the recorded launch's parameter bytes are valid in the measuring process.
 bool fixed_arena_open(std::uint64_t base, std::string* why);
