@@ -16,6 +16,7 @@
 #include <random>
 
 #include "harness.hpp"
+#include "../cpu/bench_summary.hpp"
 #include "../cpu/throttle_filter.hpp"
 #include "../cpu/warmup_rule.hpp"
 
@@ -23,21 +24,11 @@ namespace kfleet::harness {
 namespace {
 
 constexpr std::size_t kMinFlushBytes = 64u << 20;
-// A replay of seen inputs faster than this fraction of the fresh median is a cache.
-constexpr double kReplayFraction = 0.75;
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-double quantile(std::vector<double> v, double p) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const double pos = p * (v.size() - 1);
-  const std::size_t lo = (std::size_t)pos, hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
 __global__ void harness_noop() {}
@@ -423,44 +414,30 @@ class ColdBenchmark {
     const std::vector<double>& samples = log_.samples;
     const RecheckLog& rc = rechecks_;
     const std::size_t timed_runs = log_.timed_runs;
-    const double replay_median = quantile(replay_, 0.5);
-    std::vector<double> sorted = samples;
-    std::sort(sorted.begin(), sorted.end());
-    double mean = 0;
-    for (double s : samples) mean += s / samples.size();
-    double var = 0;
-    for (double s : samples) var += (s - mean) * (s - mean);
-    const double stdev = samples.size() > 1 ? std::sqrt(var / (samples.size() - 1)) : 0;
-    const double median = quantile(samples, 0.5);
+    const SampleStats st = sample_stats(samples);
+    const double median = st.median;
     const Peaks peaks = device_peaks(dev_.arch, dev_.sm_count, dev_.sm_clock_mhz, dev_.peak_bw_gbs,
                                      problem_->fp8_operands);
     const FloorJudgement floor = judge_floor(median, problem_->flops, problem_->bytes, peaks);
-    // Suspect: a structural sign (work outside every launch, none recorded) or the span and the
-    // events disagreeing, in at least a tenth of the samples and at least 2 (one hiccup of the
-    // host or of the clock conversion is not a trick; a trick shows in every sample), or the
-    // median above 95 % of a peak, or a replay of seen inputs much faster than fresh ones.
-    std::string suspect_reason;
-    const std::size_t enough = std::max<std::size_t>(2, timed_runs / 10);
-    if (log_.structural >= enough)
-      suspect_reason = log_.structural_reason + " (" + std::to_string(log_.structural) + " of " +
-                       std::to_string(timed_runs) + " samples)";
-    else if (log_.disagreements >= enough)
-      suspect_reason = log_.disagreement_reason + " (" + std::to_string(log_.disagreements) +
-                       " of " + std::to_string(timed_runs) + " samples)";
-    else if (!floor.suspect.empty()) suspect_reason = floor.suspect;
-    else if (replay_median < kReplayFraction * median)
-      suspect_reason = "the kernel took " + JsonLine::number(replay_median) +
-                       " us on inputs it had already seen but " + JsonLine::number(median) +
-                       " us on fresh ones: it keeps results across launches (a content-keyed cache)";
+    SuspectSigns signs;
+    signs.timed_runs = timed_runs;
+    signs.structural = log_.structural;
+    signs.disagreements = log_.disagreements;
+    signs.structural_reason = log_.structural_reason;
+    signs.disagreement_reason = log_.disagreement_reason;
+    signs.floor_suspect = floor.suspect;
+    signs.replay_median = quantile(replay_, 0.5);
+    signs.median = median;
+    const std::string suspect_reason = harness::suspect_reason(signs);
     const bool suspect = !suspect_reason.empty();
     JsonLine("bench")
         .str("case", o_.case_name)
         .integer("seed", (long long)o_.seeds.front())
         .integer("n", (long long)samples.size())
-        .num("median_us", median).num("mean_us", mean).num("stdev_us", stdev)
-        .num("min_us", sorted.front()).num("max_us", sorted.back())
-        .num("p10_us", quantile(samples, 0.1)).num("p90_us", quantile(samples, 0.9))
-        .num("rel_stdev_pct", mean > 0 ? 100 * stdev / mean : 0)
+        .num("median_us", median).num("mean_us", st.mean).num("stdev_us", st.stdev)
+        .num("min_us", st.min).num("max_us", st.max)
+        .num("p10_us", st.p10).num("p90_us", st.p90)
+        .num("rel_stdev_pct", st.rel_stdev_pct)
         .str("stop_reason", log_.stop_reason)
         .integer("throttled_discarded", (long long)throttle_.discarded())
         .num("clock_reference_mhz", throttle_.reference_mhz())

@@ -30,6 +30,7 @@ using VmmHandle = std::uint64_t;
 #if defined(KFLEET_CUDA)
 // Read-only inputs: CUDA enforces CU_MEM_ACCESS_FLAGS_PROT_READ (a write faults).
 constexpr bool kReadOnlyInputs = true;
+constexpr bool kProbeArenaMapping = false;  // seen to work on every CUDA GPU the arena ran on
 constexpr const char* kRuntime = "CUDA";
 constexpr const char* kReserveCall = "cuMemAddressReserve";
 constexpr const char* kErrorType = "CUresult";
@@ -120,6 +121,10 @@ void vmm_address_free(std::uint64_t va, std::size_t size) { g_vmm.address_free(v
 // would claim a defence that may not be there. So on HIP the inputs stay plain allocations
 // (mutation caught by hashing / re-generation) and only the arena uses the API (ABI.md, "HIP").
 constexpr bool kReadOnlyInputs = false;
+// Whether a GPU can map memory into a reservation is not known until it is tried: the arena is
+// opened only once one granule maps, so that where it cannot, in-process timing keeps plain
+// allocations (as it always had on HIP) and replay mode fails its setup naming the call.
+constexpr bool kProbeArenaMapping = true;
 constexpr const char* kRuntime = "HIP";
 constexpr const char* kReserveCall = "hipMemAddressReserve";
 constexpr const char* kErrorType = "hipError_t";
@@ -291,6 +296,25 @@ bool fixed_arena_open(std::uint64_t base, std::string* why) {
                   (unsigned long long)got, kErrorType, r);
     *why = buf;
     return false;
+  }
+  if (kProbeArenaMapping) {
+    int dev = 0;
+    std::size_t gran = 0;
+    Mapping probe;
+    probe.ptr = got;
+    bool mapped = backing(&dev, &gran);
+    if (mapped) {
+      probe.size = gran;
+      mapped = map_backed(&probe, dev, gran);
+    }
+    if (mapped) unmap_backed(probe, /*own_address=*/false);
+    if (!mapped) {
+      vmm_address_free(got, kArenaBytes);
+      *why = std::string("replay mode maps its buffers at fixed addresses, and this ") +
+             kRuntime + " GPU could not map memory into the reserved range (a create, map or "
+             "set-access call of the virtual memory API failed): ask for in-process timing";
+      return false;
+    }
   }
   g_arena.base = got;
   return true;
