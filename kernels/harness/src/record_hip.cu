@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "../cpu/amdgpu_code_object.hpp"
@@ -46,11 +47,21 @@ std::string device_arch() {
   return prop.gcnArchName;
 }
 
+bool same_layout(const std::vector<ParamSlot>& a, const std::vector<ParamSlot>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].offset != b[i].offset || a[i].size != b[i].size) return false;
+  return true;
+}
+
 // Every kernel's explicit argument layout in the device code linked into this binary, for this
-// device's target: the job's kernels and the harness's own.
-const std::map<std::string, std::vector<ParamSlot>>& own_kernel_args() {
+// device's target: the job's kernels and the harness's own, one code object per translation
+// unit. A name two of them give different layouts (kernels of one name in anonymous namespaces
+// of two files: clang adds no per-file hash to `.name` on HIP) maps to nothing: such a kernel
+// is refused when it is recorded, never replayed with the wrong layout.
+const std::map<std::string, std::optional<std::vector<ParamSlot>>>& own_kernel_args() {
   static const auto* layouts = [] {
-    auto* m = new std::map<std::string, std::vector<ParamSlot>>;  // for the process's life
+    auto* all = new std::map<std::string, std::optional<std::vector<ParamSlot>>>;  // process life
     std::ifstream in("/proc/self/exe", std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -59,12 +70,19 @@ const std::map<std::string, std::vector<ParamSlot>>& own_kernel_args() {
     std::vector<std::string> code_objects;
     std::string e = elf_section(exe, ".hip_fatbin", &section);
     if (e.empty()) e = fatbin_code_objects(section, arch, &code_objects);
-    for (const auto& co : code_objects)
-      if (e.empty()) e = amdgpu_kernel_args(co, m);
+    for (const auto& co : code_objects) {
+      std::map<std::string, std::vector<ParamSlot>> one;
+      if (e.empty()) e = amdgpu_kernel_args(co, &one);
+      for (auto& [name, slots] : one) {
+        const auto it = all->find(name);
+        if (it == all->end()) (*all)[name] = std::move(slots);
+        else if (it->second && !same_layout(*it->second, slots)) it->second.reset();
+      }
+    }
     if (!e.empty())
       fail_setup("the recorder cannot read the kernel argument layout of its own device code (" +
                  arch + "): " + e);
-    return m;
+    return all;
   }();
   return *layouts;
 }
@@ -94,7 +112,11 @@ LaunchNode kernel_node(hipGraphNode_t node, hipStream_t stream, const std::strin
   if (it == layouts.end())
     refuse(what, "kernel " + k.function + " is not in this binary's device code for " +
                      device_arch() + ": only kernels compiled from the job's sources can be replayed");
-  k.slots = it->second;
+  if (!it->second)
+    refuse(what, "kernel " + k.function + " is defined with different arguments in two of the "
+                 "binary's files (an anonymous namespace in each?): give the kernels distinct "
+                 "names so that each can be found by its own");
+  k.slots = *it->second;
   std::uint32_t end = 0;
   for (const auto& slot : k.slots) end = std::max<std::uint32_t>(end, slot.offset + slot.size);
   k.params.assign(end, 0);

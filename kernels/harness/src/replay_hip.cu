@@ -147,19 +147,30 @@ DeviceCode& device_code(const Options& o) {
 hipFunction_t find_kernel(const Options& o, const KernelNode& k) {
   DeviceCode& code = device_code(o);
   if (auto it = code.kernels.find(k.function); it != code.kernels.end()) return it->second;
+  // Dynamic shared memory needs no opt-in on AMD GPUs up to the device's limit, so the
+  // attribute the launch function set is not applied here (and HIP has no setter for a
+  // module's function).
+  hipFunction_t found{};
+  int modules_with_it = 0;
   for (auto m : code.modules) {
     hipFunction_t f{};
     if (hipModuleGetFunction(&f, m, k.function.c_str()) == hipSuccess) {
-      // Dynamic shared memory needs no opt-in on AMD GPUs up to the device's limit, so the
-      // attribute the launch function set is not applied here (and HIP has no setter for a
-      // module's function).
-      code.kernels[k.function] = f;
-      return f;
+      found = f;
+      ++modules_with_it;
     }
     (void)hipGetLastError();
   }
-  fail_replay("the launch list names kernel " + k.function + ", which is not in the job's device "
-             "code: replay runs only kernels compiled from the job's sources");
+  // One name in two of the job's files (anonymous namespaces: clang adds no per-file hash on
+  // HIP) could be either kernel: neither is run.
+  if (modules_with_it > 1)
+    fail_replay("the launch list names kernel " + k.function + ", which " +
+                std::to_string(modules_with_it) + " of the job's files define: give the kernels "
+                "distinct names so that each can be found by its own");
+  if (modules_with_it == 0)
+    fail_replay("the launch list names kernel " + k.function + ", which is not in the job's device "
+               "code: replay runs only kernels compiled from the job's sources");
+  code.kernels[k.function] = found;
+  return found;
 }
 
 bool is_device_address(std::uint64_t v) {
