@@ -117,6 +117,8 @@ LaunchNode kernel_node(hipGraphNode_t node, hipStream_t stream, const std::strin
                  "binary's files (an anonymous namespace in each?): give the kernels distinct "
                  "names so that each can be found by its own");
   k.slots = *it->second;
+  if (!k.slots.empty() && !kp.kernelParams)
+    refuse(what, "kernel " + k.function + " has arguments but its node gives none back");
   std::uint32_t end = 0;
   for (const auto& slot : k.slots) end = std::max<std::uint32_t>(end, slot.offset + slot.size);
   k.params.assign(end, 0);
