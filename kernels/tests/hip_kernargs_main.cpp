@@ -9,8 +9,17 @@
 #include "amdgpu_code_object.hpp"
 
 int main(int argc, char** argv) {
+  const char* usage =
+      "usage: kfleet-hip-kernargs FILE ARCH\n"
+      "Prints each kernel's explicit arguments (offset+size in its kernarg segment) from FILE: a\n"
+      "host object or executable built by clang for HIP (its .hip_fatbin), an offload bundle or a\n"
+      "code object; ARCH picks the bundle entry (gfx1151, gfx90a:xnack-, ...).\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
   if (argc != 3) {
-    std::cerr << "usage: kfleet-hip-kernargs FILE ARCH\n";
+    std::cerr << usage;
     return 2;
   }
   std::ifstream in(argv[1], std::ios::binary);
