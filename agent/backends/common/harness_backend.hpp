@@ -30,6 +30,11 @@ ReplayParts replay_parts(const std::string& binary);
 bool in_process_timing(const JobSpec& spec);
 // "" or why in-process timing is refused here (the agent runs as root).
 std::string in_process_refusal(const JobSpec& spec);
+// The reason a failed recording gives (the recorder's process ended neither 0 nor by timeout or
+// stop): the recorder's own refusal line; else how it ended, a signal or an exit status, with
+// the sandbox limit it hit and, for a signal, the last line of its stderr. It names the recorder,
+// the job's process, never the harness.
+std::string recorder_failure(const SubprocessResult& r, const std::vector<nlohmann::json>& said);
 // What a verdict of in-process timing says wherever it is shown.
 inline constexpr const char* kInProcessNote =
     "in-process timing: the kernel's host code ran in the measuring process";

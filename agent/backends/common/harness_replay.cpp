@@ -93,6 +93,22 @@ std::string join(const std::vector<std::string>& v, char sep) {
 
 }  // namespace
 
+std::string recorder_failure(const SubprocessResult& r, const std::vector<nlohmann::json>& said) {
+  const std::string recorder = "the recorder (the job's launch function under capture)";
+  if (r.signal != 0) {
+    // Killed (an abort in the launch function, a fault): what it printed last says why; its
+    // lines are not read, a process that died mid-way says nothing reliable on stdout.
+    std::string why = recorder + " was " + r.describe();
+    if (const std::string t = tail_lines(r.err, 1); !t.empty()) why += ": " + t;
+    return why;
+  }
+  std::string why = r.describe();
+  for (const auto& m : said)
+    if (string_at(m, "type", "") == "error") why = string_at(m, "message", why);
+  if (why.rfind("replay mode refused", 0) != 0) why = recorder + " failed: " + why;
+  return why;
+}
+
 bool in_process_timing(const JobSpec& spec) {
   const auto& p = spec.kernel.params;
   return p.is_object() && p.contains("timing") && p["timing"].is_string() &&
@@ -186,16 +202,12 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   for (const auto& m : said)
     c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stdout"}, {"text", m.dump()}});
   if (!r.ok() || !r->ok() || r->stopped) {
-    if (!r.ok() || r->stopped || r->timed_out || r->signal) return r;
+    if (!r.ok() || r->stopped || r->timed_out) return r;
     // The recorder is the job's process: however it ended (a refusal, a fault its launch left
-    // behind, a setup error it printed), that is the kernel's doing, not the host's.
-    std::string why = "exit code " + std::to_string(r->exit_code);
-    for (const auto& m : said)
-      if (string_at(m, "type", "") == "error") why = string_at(m, "message", why);
-    if (why.rfind("replay mode refused", 0) != 0)
-      why = "the recorder (the job's launch function under capture) failed: " + why;
-    messages.push_back({{"type", "error"}, {"phase", "record"}, {"message", why}});
+    // behind, an abort, a setup error it printed), that is the kernel's doing, not the host's.
+    messages.push_back({{"type", "error"}, {"phase", "record"}, {"message", recorder_failure(*r, said)}});
     SubprocessResult failed = *r;
+    failed.signal = 0;
     failed.exit_code = 4;
     return failed;
   }

@@ -284,6 +284,7 @@ Result<std::unique_ptr<JobCgroup>> JobCgroup::create(const SandboxPolicy& policy
     (void)write_text(*d + "/memory.swap.max", "0");  // absent without swap accounting
     if (auto w = write_text(*d + "/pids.max", std::to_string(pids)); !w) return w.error();
     cg->oom_events_ = *d + "/memory.events";
+    cg->pids_events_ = *d + "/pids.events";
   } else if (policy.cgroup_version == "v1") {
     auto m = dir(policy.cgroup_v1_memory_dir);
     if (!m) return m.error();
@@ -295,6 +296,7 @@ Result<std::unique_ptr<JobCgroup>> JobCgroup::create(const SandboxPolicy& policy
     auto p = dir(policy.cgroup_v1_pids_dir);
     if (!p) return p.error();
     if (auto w = write_text(*p + "/pids.max", std::to_string(pids)); !w) return w.error();
+    cg->pids_events_ = *p + "/pids.events";
   } else {
     return make_error(Errc::unavailable, "no cgroup hierarchy for the sandbox's limits");
   }
@@ -308,6 +310,16 @@ bool JobCgroup::memory_limit_hit() const {
   long long value = 0;
   while (in >> key >> value)
     if (key == "oom_kill" && value > 0) return true;
+  return false;
+}
+
+bool JobCgroup::process_limit_hit() const {
+  if (pids_events_.empty()) return false;
+  std::istringstream in(read_text(pids_events_));
+  std::string key;
+  long long value = 0;
+  while (in >> key >> value)
+    if (key == "max" && value > 0) return true;
   return false;
 }
 

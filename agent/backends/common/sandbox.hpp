@@ -100,11 +100,14 @@ class JobCgroup {
   const std::vector<std::string>& procs_files() const { return procs_; }
   // Whether the memory limit was hit (the kernel's OOM killer ended a process).
   bool memory_limit_hit() const;
+  // Whether the process limit refused a fork or a thread (pids.events' "max" count): the
+  // process that asked then failed or aborted on its own, and its reason should say why.
+  bool process_limit_hit() const;
 
  private:
   JobCgroup() = default;
   std::vector<std::string> dirs_, procs_;
-  std::string oom_events_, v1_failcnt_;
+  std::string oom_events_, v1_failcnt_, pids_events_;
 };
 
 // The GPU device nodes of one slot that exist on this host: NVIDIA's /dev/nvidia<minor>,

@@ -123,8 +123,11 @@ std::string SubprocessResult::describe() const {
   } else if (signal != 0) {
     os << "killed by " << signal_name(signal);
     if (memory_limit_hit) os << " (the sandbox's memory limit)";
+    else if (process_limit_hit) os << " (after the sandbox's process limit refused a new process or thread)";
   } else if (memory_limit_hit) {
     os << "exit code " << exit_code << " (a process hit the sandbox's memory limit)";
+  } else if (process_limit_hit) {
+    os << "exit code " << exit_code << " (the sandbox's process limit refused a new process or thread)";
   } else {
     os << "exit code " << exit_code;
   }
@@ -387,7 +390,10 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   cap_out.finish(res.out, res.out_truncated);
   cap_err.finish(res.err, res.err_truncated);
   res.unsandboxed = job && !isolated;
-  if (cgroup) res.memory_limit_hit = cgroup->memory_limit_hit();
+  if (cgroup) {
+    res.memory_limit_hit = cgroup->memory_limit_hit();
+    res.process_limit_hit = cgroup->process_limit_hit();
+  }
   return res;
 }
 

@@ -51,6 +51,7 @@ struct SubprocessResult {
   std::string out, err;    // captured tails
   bool out_truncated = false, err_truncated = false;
   bool memory_limit_hit = false;  // the sandbox's memory limit ended a process
+  bool process_limit_hit = false;  // the sandbox's process limit refused a fork or a thread
   bool unsandboxed = false;       // a job's process run without the sandbox (--unsandboxed)
 
   bool ok() const { return signal == 0 && exit_code == 0 && !timed_out && !stopped; }

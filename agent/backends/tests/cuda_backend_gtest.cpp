@@ -248,6 +248,25 @@ TEST(CudaBackend, ARecorderRefusalIsTheKernelsRejection) {
   EXPECT_NE(r.reason.find("host function node"), std::string::npos) << r.reason;
 }
 
+// A launch function that aborts in the recorder (here: it starts threads until the sandbox's
+// process limit refuses one, as a job that interposes every descriptor it finds once did) is the
+// job's failure, and the verdict names the recorder, the signal, the limit and what it printed:
+// not "harness crashed", which would blame the measuring process.
+TEST(CudaBackend, ARecorderThatAbortsIsNamedNotTheHarness) {
+  Fixture f;
+  auto spec = job(17);
+  auto c = f.ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto r = f.backend->correctness(c);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.infra_error);
+  EXPECT_EQ(r.reason.rfind("the recorder (the job's launch function under capture) was killed by "
+                           "SIGABRT (after the sandbox's process limit refused a new process or "
+                           "thread): ", 0), 0u) << r.reason;
+  EXPECT_NE(r.reason.find("Resource temporarily unavailable"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("harness crashed"), std::string::npos) << r.reason;
+}
+
 TEST(CudaBackend, InProcessTimingIsAskedForSaidAndNeverRoot) {
   Fixture f;
   auto spec = job(64);

@@ -4,12 +4,19 @@
 // caused, on any stream (CUPTI), cross-checked with events around the launch and the host clock;
 // a random subset of samples, drawn after each has run, is re-checked against a reference for
 // its own inputs; the median is held to the dense tensor and bandwidth peaks.
+//
+// Laid out as the protocol reads (as NVBench's measure_cold is): ColdBenchmark's operator() is
+// initialize, warm_up, start_trials, calibrate_cross_check, run_trials (each trial: refresh,
+// timed launch, judge, re-check draw, stop rule), replay_probe, summarize; ColdTimer owns what
+// happens around the timed window (fresh inputs, the L2 flush, the poison, the syncs).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "harness.hpp"
+#include "../cpu/bench_summary.hpp"
 #include "../cpu/throttle_filter.hpp"
 #include "../cpu/warmup_rule.hpp"
 
@@ -17,19 +24,11 @@ namespace kfleet::harness {
 namespace {
 
 constexpr std::size_t kMinFlushBytes = 64u << 20;
-// A replay of seen inputs faster than this fraction of the fresh median is a cache.
-constexpr double kReplayFraction = 0.75;
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
+using Clock = std::chrono::steady_clock;
 
-double quantile(std::vector<double> v, double p) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const double pos = p * (v.size() - 1);
-  const std::size_t lo = (std::size_t)pos, hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 __global__ void harness_noop() {}
@@ -40,358 +39,471 @@ struct Launch {
   int status = KFLEET_OK;
 };
 
-class EventTimer {
+// The cold timer. prepare() is everything outside the window: new input content, a cold L2,
+// a poisoned output, an idle device. time() is the window: one launch on the legacy default
+// stream between two events, inputs read-only, then a bounded wait for the device to go idle
+// (a persistent kernel never lets it). Host timestamps come from the tracer's clock when there
+// is one.
+class ColdTimer {
  public:
-  EventTimer() {
+  ColdTimer(const Options& o, const ActivityTracer* tracer) : o_(o), tracer_(tracer) {
     KFLEET_GPU_CHECK(gpuEventCreate(&start_));
     KFLEET_GPU_CHECK(gpuEventCreate(&stop_));
   }
-  ~EventTimer() {
+  ColdTimer(const ColdTimer&) = delete;
+  ColdTimer& operator=(const ColdTimer&) = delete;
+  ~ColdTimer() {
+    flush_.reset();
     KFLEET_GPU_CHECK(gpuEventDestroy(start_));
     KFLEET_GPU_CHECK(gpuEventDestroy(stop_));
   }
-  // One launch on the legacy default stream between two events; the device must then go idle
-  // within the bound (a persistent kernel never lets it). Host timestamps from the tracer's
-  // clock when there is one.
-  Launch time_launch(Problem& p, const ActivityTracer* tracer, const Options& o,
-                     const std::string& case_name) {
+
+  // The flush buffer, from the first cold sample on (warm-up runs without flushes): twice the
+  // L2, at least kMinFlushBytes; none when the options turn the flush off.
+  void arm_flush(const DeviceInfo& dev) {
+    flush_bytes_ = o_.l2_flush ? std::max<std::size_t>(2 * dev.l2_bytes, kMinFlushBytes) : 0;
+    flush_ = std::make_unique<DeviceBuffer>(flush_bytes_);
+  }
+  std::size_t flush_bytes() const { return flush_bytes_; }
+
+  // Outside the window: new input content from `input_seed`, the L2 overwritten (with
+  // `flush_value`, so that no two flushes write the same bytes), the output poisoned, and the
+  // whole device idle.
+  void prepare(Problem& p, std::uint64_t input_seed, int flush_value) {
+    gpuStream_t hs = harness_stream();
+    p.refresh_inputs(input_seed);
+    if (flush_bytes_) KFLEET_GPU_CHECK(gpuMemsetAsync(flush_->get(), flush_value, flush_bytes_, hs));
+    KFLEET_GPU_CHECK(gpuMemsetAsync(p.output().get(), 0xFF, p.output().bytes(), hs));
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+  }
+
+  Launch time(Problem& p) {
     Launch l;
     read_only_ = inputs_read_only(true);  // a write to an input faults at once
-    l.t0 = tracer ? tracer->now() : 0;
+    l.t0 = tracer_ ? tracer_->now() : 0;
     KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
     set_phase("kernel");
     l.status = p.launch(nullptr);
     KFLEET_GPU_CHECK(gpuGetLastError());
     KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
-    l.t_return = tracer ? tracer->now() : 0;
-    device_sync_bounded(o.idle_timeout_s, [&] {
+    l.t_return = tracer_ ? tracer_->now() : 0;
+    device_sync_bounded(o_.idle_timeout_s, [&] {
       const std::string why = "the device did not go idle within " +
-                              JsonLine::number(o.idle_timeout_s) +
+                              JsonLine::number(o_.idle_timeout_s) +
                               " s after the launch returned: a persistent kernel or work left "
                               "running past the stop event";
-      JsonLine("bench").str("case", case_name).boolean("suspect", true)
+      JsonLine("bench").str("case", o_.case_name).boolean("suspect", true)
           .str("suspect_reason", why).print();
     });
-    l.t1 = tracer ? tracer->now() : 0;
+    l.t1 = tracer_ ? tracer_->now() : 0;
     set_phase("setup");
     inputs_read_only(false);
-    float ms = 0;
-    KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
-    l.event_us = 1000.0 * ms;
+    l.event_us = elapsed_us();
     return l;
   }
 
   // The harness's own empty kernel, timed like a launch (calibrates the cross-check bound).
-  Launch time_noop(const ActivityTracer* tracer) {
+  Launch time_noop() {
     Launch l;
-    l.t0 = tracer->now();
+    l.t0 = tracer_->now();
     KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
     harness_noop<<<1, 1, 0, nullptr>>>();
     KFLEET_GPU_CHECK(gpuGetLastError());
     KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
-    l.t_return = tracer->now();
+    l.t_return = tracer_->now();
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    l.t1 = tracer->now();
-    float ms = 0;
-    KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
-    l.event_us = 1000.0 * ms;
+    l.t1 = tracer_->now();
+    l.event_us = elapsed_us();
     return l;
   }
 
   bool read_only() const { return read_only_; }
 
  private:
+  double elapsed_us() {
+    float ms = 0;
+    KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
+    return 1000.0 * ms;
+  }
+
+  const Options& o_;
+  const ActivityTracer* tracer_;
   gpuEvent_t start_{}, stop_{};
+  std::size_t flush_bytes_ = 0;
+  std::unique_ptr<DeviceBuffer> flush_;
   bool read_only_ = false;
 };
 
-SampleTiming judge(ActivityTracer& tracer, const Launch& l, const CrossCheckBound& bound) {
-  std::vector<ActivityRecord> between, in_window;
-  split_at(tracer.flush(), l.t0, &between, &in_window);
-  return judge_sample(in_window, between, tracer.harness_stream_id(),
-                      SampleWindow{l.t0, l.t_return, l.t1, l.event_us}, bound);
-}
+// What the timed runs saw, for the bench line.
+struct TrialLog {
+  std::vector<double> samples, clocks, event_samples, idle_us;  // samples: not throttled
+  std::size_t timed_runs = 0, records = 0, max_streams = 0;
+  // Suspect samples: structural signs, and the span and the events disagreeing; the first of
+  // each kind is named.
+  std::size_t structural = 0, disagreements = 0;
+  std::string structural_reason, disagreement_reason;
+  std::string stop_reason;
+};
+
+// The random re-checks (PROTOCOL.md): which runs were checked and the first failure.
+struct RecheckLog {
+  RecheckPolicy policy;
+  std::size_t checked_runs = 0, random_checks = 0;
+  float max_abs = 0;
+  std::string reason;
+};
+
+// Where the stage's wall time went. The sampling budget counts the timed launches only, not the
+// refresh and re-check around them, so the integrity work never costs samples.
+struct WallTime {
+  Clock::time_point sample_start;
+  double overhead_s = 0, refresh_s = 0, recheck_s = 0;
+  double run_wall_s = 0;  // timed runs with their refresh, re-checks excluded: calibrates policy
+  double cheapest_recheck_s = 1e30;
+  double sampling_s() const { return seconds_since(sample_start) - overhead_s; }
+};
+
+class ColdBenchmark {
+ public:
+  ColdBenchmark(const Options& o, const DeviceInfo& dev)
+      : o_(o), dev_(dev), throttle_(o.throttle_pct), rule_(o.stop) {}
+
+  int operator()() {
+    initialize();
+    if (!warm_up()) return declined();
+    start_trials();
+    calibrate_cross_check();
+    if (!run_trials()) return declined();
+    replay_probe();
+    if (log_.samples.empty()) return no_result();
+    return summarize();
+  }
+
+ private:
+  // The problem at the first seed on refreshed inputs: warm-up runs on refreshed inputs too, so
+  // that one set of args (scales of refreshed inputs) serves every launch: in replay mode that
+  // is the one recording the benchmark has. Then timing that sees all the work, or a result
+  // that says it could not.
+  void initialize() {
+    problem_ = make_problem(o_, o_.seeds.front());
+    problem_->refresh_inputs(0);
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    if (!o_.replay_path.empty()) attach_replay(o_, *problem_, recording_name(o_.stage, 0));
+    tracer_ = ActivityTracer::start(&no_tracer_);
+    timer_ = std::make_unique<ColdTimer>(o_, tracer_);
+  }
+
+  // Warm-up: untimed in spirit (its times only show when they have settled). The clock seen
+  // while the GPU is busy sets the reference the throttle filter compares samples with. False
+  // when the kernel declined the case.
+  bool warm_up() {
+    const auto warm_start = Clock::now();
+    WarmupRule warm({std::min(o_.warmup_min_s, o_.warmup_max_s), o_.warmup_max_s});
+    std::string warm_end;
+    double warm_last_us = NAN;
+    while (warm_end.empty() && o_.warmup_max_s > 0) {
+      const Launch l = timer_->time(*problem_);
+      status_ = l.status;
+      if (status_ != KFLEET_OK) return false;
+      warm_last_us = l.event_us;
+      throttle_.observe(measure_sm_clock_mhz());
+      warm_end = warm.add(warm_last_us, seconds_since(warm_start));
+    }
+    JsonLine("warmup").integer("launches", (long long)warm.launches())
+        .num("seconds", seconds_since(warm_start)).num("last_us", warm_last_us)
+        .num("last_change_pct", warm.last_change_pct()).boolean("stable", warm_end == "stable")
+        .num("clock_reference_mhz", throttle_.reference_mhz()).print();
+    return true;
+  }
+
+  // Before the first cold sample: the flush buffer, and the nonce of fresh inputs (a number no
+  // kernel can know in advance; the re-check draws come from the OS after each sample has run).
+  void start_trials() {
+    timer_->arm_flush(dev_);
+    nonce_ = (std::uint64_t(os_random_()) << 32) ^ os_random_();
+  }
+
+  // What tracing adds to a launch on this host: the harness's own empty kernel through the same
+  // path; the events-minus-span it shows widens the cross-check bound (PROTOCOL.md).
+  void calibrate_cross_check() {
+    if (!tracer_) return;
+    tracer_->flush();  // warm-up's records are not samples
+    std::vector<double> gaps;
+    for (int i = 0; i < 9; ++i) {
+      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+      const Launch l = timer_->time_noop();
+      const SampleTiming t = judge(l);
+      gaps.push_back(std::max(0.0, l.event_us - t.span_us));
+    }
+    bound_.launch_overhead_us = quantile(gaps, 0.5);
+  }
+
+  // Timed runs until the stop rule (or a failed re-check) ends them. False when the kernel
+  // declined the case.
+  bool run_trials() {
+    wall_.sample_start = Clock::now();
+    while (log_.stop_reason.empty())
+      if (!run_trial()) return false;
+    return true;
+  }
+
+  // One timed run: refresh, timed launch, judge, re-check draw, then the stop rule.
+  bool run_trial() {
+    const auto prep = Clock::now();
+    timer_->prepare(*problem_, sample_input_seed(nonce_, log_.timed_runs),
+                    static_cast<int>(log_.timed_runs & 0xFF));
+    const double prep_s = seconds_since(prep);
+    wall_.refresh_s += prep_s;
+
+    const Launch l = timer_->time(*problem_);
+    status_ = l.status;
+    if (status_ != KFLEET_OK) return false;
+    const auto post = Clock::now();
+    const double us = judge_trial(l);
+    const bool slowed = keep_unless_throttled(us, l.event_us);
+    const double recheck_s = recheck_draw();
+    wall_.overhead_s += prep_s + seconds_since(post);
+    wall_.run_wall_s += seconds_since(prep) - recheck_s;
+    ++log_.timed_runs;
+    log_.stop_reason = stop_rule(us, slowed);
+    return true;
+  }
+
+  // The sample of a timed run: its activity span (events where there is no span or no tracer),
+  // with the run's suspect signs counted.
+  double judge_trial(const Launch& l) {
+    if (!tracer_) return l.event_us;
+    // One flush per sample, after it: what ended before t0 ran between samples.
+    const SampleTiming t = judge(l);
+    log_.records += t.records;
+    log_.idle_us.push_back(t.idle_us);
+    log_.max_streams = std::max(log_.max_streams, t.streams);
+    if (!t.suspect.empty()) {
+      std::string& first = t.structural ? log_.structural_reason : log_.disagreement_reason;
+      (t.structural ? log_.structural : log_.disagreements) += 1;
+      if (first.empty()) first = "timed run " + std::to_string(log_.timed_runs) + ": " + t.suspect;
+    }
+    return t.span_us > 0 ? t.span_us : l.event_us;
+  }
+
+  SampleTiming judge(const Launch& l) {
+    std::vector<ActivityRecord> between, in_window;
+    split_at(tracer_->flush(), l.t0, &between, &in_window);
+    return judge_sample(in_window, between, tracer_->harness_stream_id(),
+                        SampleWindow{l.t0, l.t_return, l.t1, l.event_us}, bound_);
+  }
+
+  // A sample taken with the SM clock throttled is dropped (true); the others are kept.
+  bool keep_unless_throttled(double us, double event_us) {
+    const double clock = measure_sm_clock_mhz();
+    const bool slowed = throttle_.throttled(clock);
+    if (!slowed) {
+      log_.samples.push_back(us);
+      log_.event_samples.push_back(event_us);
+      log_.clocks.push_back(clock);
+    }
+    return slowed;
+  }
+
+  // The re-check draw, made now that the sample has run: the kernel cannot know it. A drawn run
+  // is checked against a reference for its own inputs; returns the seconds the check took.
+  double recheck_draw() {
+    RecheckLog& rc = rechecks_;
+    const std::size_t run_index = log_.timed_runs;
+    if (!rc.policy.checked(run_index, uniform_(os_random_))) return 0;
+    const auto start = Clock::now();
+    ++rc.checked_runs;
+    if (run_index >= rc.policy.always_first) ++rc.random_checks;
+    const std::string run = "timed run " + std::to_string(run_index) + ": ";
+    const std::string changed = problem_->inputs_changed_since_refresh();
+    if (!changed.empty() && rc.reason.empty()) rc.reason = run + changed;
+    const double atol = o_.tolerance.atol >= 0 ? o_.tolerance.atol : 0;
+    const double rtol = o_.tolerance.atol >= 0 ? o_.tolerance.rtol : 0;
+    problem_->compute_reference(true);
+    const DeviceCheck c = check_on_device(problem_->output().get(), problem_->out_dtype(),
+                                          problem_->reference_device(), problem_->out_elements(),
+                                          atol, rtol);
+    problem_->scrub_reference();
+    rc.max_abs = std::max(rc.max_abs, c.max_abs);
+    if (rc.reason.empty()) {
+      if (c.unwritten) rc.reason = run + std::to_string(c.unwritten) + " elements never written";
+      else if (c.nan || c.inf) rc.reason = run + "output has NaN/Inf";
+      else if (atol > 0 || rtol > 0 ? c.violations != 0 : false)
+        rc.reason = run + std::to_string(c.violations) + " elements outside atol/rtol";
+      else if (o_.tolerance.max_abs >= 0 && c.max_abs > o_.tolerance.max_abs)
+        rc.reason = run + "max_abs " + std::to_string(c.max_abs) + " over the bound";
+      if (!rc.reason.empty())
+        rc.reason += " (on fresh inputs the kernel had not seen before: a cached or "
+                     "precomputed answer?)";
+    }
+    const double took = seconds_since(start);
+    wall_.recheck_s += took;
+    wall_.cheapest_recheck_s = std::min(wall_.cheapest_recheck_s, took);
+    return took;
+  }
+
+  // After the run is counted: "" to go on, or why sampling ends. Once the first runs (always
+  // re-checked) are in, the re-check rate is set from what a run and a re-check cost and the
+  // most runs the bounds allow (max_samples, and max_time over the mean sample so far). Quiet
+  // samples alone do not end sampling before enough random re-checks (RecheckPolicy).
+  std::string stop_rule(double us, bool slowed) {
+    RecheckPolicy& policy = rechecks_.policy;
+    const std::size_t runs = log_.timed_runs;
+    if (runs == policy.always_first) {
+      const double mean_sample_s = wall_.sampling_s() / runs;
+      const double by_time = mean_sample_s > 0 ? o_.stop.max_time_s / mean_sample_s : 1e12;
+      policy.calibrate(wall_.run_wall_s / runs, wall_.cheapest_recheck_s,
+                       std::min(static_cast<double>(o_.stop.max_samples), by_time));
+    }
+    const double sampling_s = wall_.sampling_s();
+    std::string stop = guarded_stop(slowed ? rule_.time_up(sampling_s) : rule_.add(us, sampling_s),
+                                    rule_, sampling_s, policy, rechecks_.random_checks);
+    if (!rechecks_.reason.empty() && runs >= 3) stop = "recheck_failed";
+    return stop;
+  }
+
+  // The replay probe: the last sample's inputs again, three times (outside the samples). A
+  // kernel that keeps results across launches (a content-keyed cache, on the device or the
+  // host) is much faster on inputs it has seen; an honest one takes the same time.
+  void replay_probe() {
+    if (!rechecks_.reason.empty() || log_.timed_runs == 0) return;
+    const auto rp = Clock::now();
+    for (int r = 0; r < 3; ++r) {
+      timer_->prepare(*problem_, sample_input_seed(nonce_, log_.timed_runs - 1), r);
+      const Launch l = timer_->time(*problem_);
+      double us = l.event_us;
+      if (tracer_) {
+        const SampleTiming t = judge(l);
+        if (t.span_us > 0) us = t.span_us;
+      }
+      replay_.push_back(us);
+    }
+    wall_.overhead_s += seconds_since(rp);
+  }
+
+  // The kernel returned a status other than KFLEET_OK: it declined this case.
+  int declined() const {
+    JsonLine("bench").str("case", o_.case_name).boolean("unsupported", true)
+        .str("no_result", "declined")
+        .str("reason", "kernel returned status " + std::to_string(status_) + " for this case")
+        .print();
+    return 1;
+  }
+
+  // No sample survived the throttle filter. A failed re-check is still the kernel's and is said
+  // first; otherwise the cause is the GPU's, named so that the agent times it again.
+  int no_result() const {
+    const RecheckLog& rc = rechecks_;
+    JsonLine("bench").str("case", o_.case_name).boolean("unsupported", true)
+        .str("no_result", rc.reason.empty() ? "gpu_throttled" : "recheck_failed")
+        .str("reason", "every sample ran with the SM clock over " + std::to_string(o_.throttle_pct) +
+                           " % below its best (" + std::to_string(throttle_.reference_mhz()) +
+                           " MHz): the GPU is throttled; let it cool or pass --throttle-pct 0")
+        .integer("throttled_discarded", (long long)throttle_.discarded())
+        .raw("recheck", JsonLine("recheck").boolean("pass", rc.reason.empty())
+                            .integer("checked_runs", (long long)rc.checked_runs)
+                            .str("reason", rc.reason).text())
+        .print();
+    return 1;
+  }
+
+  // The bench line: the samples' statistics, how they were timed, the honest floors, and the
+  // verdict of the integrity checks. Exit status 1 when a re-check failed or the timing is
+  // suspect.
+  int summarize() const {
+    const std::vector<double>& samples = log_.samples;
+    const RecheckLog& rc = rechecks_;
+    const std::size_t timed_runs = log_.timed_runs;
+    const SampleStats st = sample_stats(samples);
+    const double median = st.median;
+    const Peaks peaks = device_peaks(dev_.arch, dev_.sm_count, dev_.sm_clock_mhz, dev_.peak_bw_gbs,
+                                     problem_->fp8_operands);
+    const FloorJudgement floor = judge_floor(median, problem_->flops, problem_->bytes, peaks);
+    SuspectSigns signs;
+    signs.timed_runs = timed_runs;
+    signs.structural = log_.structural;
+    signs.disagreements = log_.disagreements;
+    signs.structural_reason = log_.structural_reason;
+    signs.disagreement_reason = log_.disagreement_reason;
+    signs.floor_suspect = floor.suspect;
+    signs.replay_median = quantile(replay_, 0.5);
+    signs.median = median;
+    const std::string suspect_reason = harness::suspect_reason(signs);
+    const bool suspect = !suspect_reason.empty();
+    JsonLine("bench")
+        .str("case", o_.case_name)
+        .integer("seed", (long long)o_.seeds.front())
+        .integer("n", (long long)samples.size())
+        .num("median_us", median).num("mean_us", st.mean).num("stdev_us", st.stdev)
+        .num("min_us", st.min).num("max_us", st.max)
+        .num("p10_us", st.p10).num("p90_us", st.p90)
+        .num("rel_stdev_pct", st.rel_stdev_pct)
+        .str("stop_reason", log_.stop_reason)
+        .integer("throttled_discarded", (long long)throttle_.discarded())
+        .num("clock_reference_mhz", throttle_.reference_mhz())
+        .integer("l2_flush_bytes", (long long)timer_->flush_bytes())
+        .nums("samples_us", samples).nums("sm_clock_mhz", log_.clocks)
+        .str("timing", tracer_ ? "activity" : "events_only")
+        .str("timing_note", tracer_ ? "first-to-last GPU activity of the launch on any stream (CUPTI, " +
+                                          tracer_->library() + "), cross-checked with events"
+                                    : "LESS TRUSTWORTHY: events on the launch stream only; " + no_tracer_)
+        .num("event_median_us", quantile(log_.event_samples, 0.5))
+        .nums("replay_us", replay_)
+        .integer("activity_records", (long long)log_.records)
+        .integer("max_streams", (long long)log_.max_streams)
+        .integer("timing_disagreements", (long long)log_.disagreements)
+        .num("launch_overhead_us", bound_.launch_overhead_us)
+        .boolean("inputs_read_only", timer_->read_only())
+        .num("idle_median_us", quantile(log_.idle_us, 0.5))
+        .integer("structural_flags", (long long)log_.structural)
+        .raw("inputs", JsonLine("inputs").str("policy", "fresh content per timed run")
+                           .integer("sets", (long long)timed_runs)
+                           .str("nonce", std::to_string(nonce_)).text())
+        .num("overhead_s", wall_.overhead_s).num("refresh_s", wall_.refresh_s)
+        .num("recheck_s", wall_.recheck_s)
+        .num("sampling_s", wall_.sampling_s())
+        .num("flops", problem_->flops).num("bytes", problem_->bytes)
+        .num("tflops", problem_->flops / (median * 1e6)).num("gbs", problem_->bytes / (median * 1e3))
+        .num("peak_tflops", peaks.tflops).str("peak_tflops_basis", peaks.tflops_basis)
+        .num("peak_gbs", peaks.gbs)
+        .num("tflops_frac", floor.tflops_frac).num("gbs_frac", floor.gbs_frac)
+        .num("roofline_floor_us", floor.floor_us)
+        .boolean("suspect", suspect)
+        .str("suspect_reason", suspect_reason)
+        .raw("recheck", JsonLine("recheck").boolean("pass", rc.reason.empty())
+                            .integer("checked_runs", (long long)rc.checked_runs)
+                            .integer("random_checks", (long long)rc.random_checks)
+                            .integer("min_random_checks", (long long)rc.policy.min_random_checks)
+                            .integer("timed_runs", (long long)timed_runs)
+                            .num("p", rc.policy.p).integer("always_first", (long long)rc.policy.always_first)
+                            .num("p_max", rc.policy.p_max).num("p_min", rc.policy.p_min)
+                            .num("max_abs", rc.max_abs).str("reason", rc.reason)
+                            .text())
+        .print();
+    return rc.reason.empty() && !suspect ? 0 : 1;
+  }
+
+  const Options& o_;
+  const DeviceInfo& dev_;
+  std::unique_ptr<Problem> problem_;
+  ActivityTracer* tracer_ = nullptr;
+  std::string no_tracer_;  // why there is no tracer
+  std::unique_ptr<ColdTimer> timer_;
+  int status_ = KFLEET_OK;  // the kernel's last status
+  ThrottleFilter throttle_;
+  StopRule rule_;
+  CrossCheckBound bound_;
+  std::random_device os_random_;
+  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
+  std::uint64_t nonce_ = 0;
+  TrialLog log_;
+  RecheckLog rechecks_;
+  WallTime wall_;
+  std::vector<double> replay_;  // the replay probe's samples
+};
 
 }  // namespace
 
-int run_benchmark(const Options& o, const DeviceInfo& dev) {
-  auto problem = make_problem(o, o.seeds.front());
-  // Warm-up runs on refreshed inputs too, so that one set of args (scales of refreshed inputs)
-  // serves every launch: in replay mode that is the one recording the benchmark has.
-  problem->refresh_inputs(0);
-  KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-  if (!o.replay_path.empty()) attach_replay(o, *problem, recording_name(o.stage, 0));
-  // Timing that sees all the work, or a result that says it could not.
-  std::string no_tracer;
-  ActivityTracer* tracer = ActivityTracer::start(&no_tracer);
-  EventTimer timer;
-  int status = KFLEET_OK;
-  auto declined = [&] {
-    JsonLine("bench").str("case", o.case_name).boolean("unsupported", true)
-        .str("no_result", "declined")
-        .str("reason", "kernel returned status " + std::to_string(status) + " for this case")
-        .print();
-    return 1;
-  };
-
-  // Warm-up: untimed in spirit (its times only show when they have settled). The clock seen
-  // while the GPU is busy sets the reference the throttle filter compares samples with.
-  const auto warm_start = std::chrono::steady_clock::now();
-  WarmupRule warm({std::min(o.warmup_min_s, o.warmup_max_s), o.warmup_max_s});
-  ThrottleFilter throttle(o.throttle_pct);
-  std::string warm_end;
-  double warm_last_us = NAN;
-  while (warm_end.empty() && o.warmup_max_s > 0) {
-    const Launch l = timer.time_launch(*problem, tracer, o, o.case_name);
-    status = l.status;
-    if (status != KFLEET_OK) return declined();
-    warm_last_us = l.event_us;
-    throttle.observe(measure_sm_clock_mhz());
-    warm_end = warm.add(warm_last_us, seconds_since(warm_start));
-  }
-  JsonLine("warmup").integer("launches", (long long)warm.launches())
-      .num("seconds", seconds_since(warm_start)).num("last_us", warm_last_us)
-      .num("last_change_pct", warm.last_change_pct()).boolean("stable", warm_end == "stable")
-      .num("clock_reference_mhz", throttle.reference_mhz()).print();
-
-  const std::size_t flush_bytes = o.l2_flush ? std::max<std::size_t>(2 * dev.l2_bytes, kMinFlushBytes) : 0;
-  DeviceBuffer flush(flush_bytes);
-  const double atol = o.tolerance.atol >= 0 ? o.tolerance.atol : 0;
-  const double rtol = o.tolerance.atol >= 0 ? o.tolerance.rtol : 0;
-  StopRule rule(o.stop);
-  std::vector<double> samples, clocks, event_samples;
-  std::size_t timed_runs = 0, checked_runs = 0, random_checks = 0, structural = 0, disagreements = 0,
-              records = 0;
-  std::size_t max_streams = 0;
-  std::string stop_reason, recheck_reason, structural_reason, disagreement_reason;
-  float recheck_max_abs = 0;
-  // Fresh inputs: a nonce no kernel can know in advance; the re-check draw comes from the OS
-  // after each sample has run.
-  std::random_device os_random;
-  const std::uint64_t nonce = (std::uint64_t(os_random()) << 32) ^ os_random();
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  RecheckPolicy policy;
-  double run_wall_s = 0;  // timed runs with their refresh, re-checks excluded: calibrates policy
-  double cheapest_recheck_s = 1e30;
-  double overhead_s = 0, refresh_s = 0, recheck_s = 0;
-  gpuStream_t hs = harness_stream();
-  // What tracing adds to a launch on this host: the harness's own empty kernel through the same
-  // path; the events-minus-span it shows widens the cross-check bound (PROTOCOL.md).
-  CrossCheckBound bound;
-  std::vector<double> gaps, idle_us;
-  if (tracer) {
-    tracer->flush();  // warm-up's records are not samples
-    for (int i = 0; i < 9; ++i) {
-      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-      const Launch l = timer.time_noop(tracer);
-      const SampleTiming t = judge(*tracer, l, bound);
-      gaps.push_back(std::max(0.0, l.event_us - t.span_us));
-    }
-    bound.launch_overhead_us = quantile(gaps, 0.5);
-  }
-  const auto sample_start = std::chrono::steady_clock::now();
-  while (stop_reason.empty()) {
-    // Outside the window: new input content, cold L2, poisoned output, an idle device.
-    const auto prep = std::chrono::steady_clock::now();
-    problem->refresh_inputs(sample_input_seed(nonce, timed_runs));
-    if (flush_bytes)
-      KFLEET_GPU_CHECK(gpuMemsetAsync(flush.get(), static_cast<int>(timed_runs & 0xFF), flush_bytes, hs));
-    KFLEET_GPU_CHECK(gpuMemsetAsync(problem->output().get(), 0xFF, problem->output().bytes(), hs));
-    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    const double prep_s = seconds_since(prep);
-    refresh_s += prep_s;
-
-    const Launch l = timer.time_launch(*problem, tracer, o, o.case_name);
-    status = l.status;
-    if (status != KFLEET_OK) return declined();
-    const auto post = std::chrono::steady_clock::now();
-    double us = l.event_us;
-    if (tracer) {
-      // One flush per sample, after it: what ended before t0 ran between samples.
-      const SampleTiming t = judge(*tracer, l, bound);
-      us = t.span_us > 0 ? t.span_us : l.event_us;
-      records += t.records;
-      idle_us.push_back(t.idle_us);
-      max_streams = std::max(max_streams, t.streams);
-      if (!t.suspect.empty()) {
-        std::string& first = t.structural ? structural_reason : disagreement_reason;
-        (t.structural ? structural : disagreements) += 1;
-        if (first.empty()) first = "timed run " + std::to_string(timed_runs) + ": " + t.suspect;
-      }
-    }
-    const double clock = measure_sm_clock_mhz();
-    const bool slowed = throttle.throttled(clock);
-    if (!slowed) {
-      samples.push_back(us);
-      event_samples.push_back(l.event_us);
-      clocks.push_back(clock);
-    }
-    // The re-check draw, made now that the sample has run: the kernel cannot know it.
-    double this_recheck_s = 0;
-    if (policy.checked(timed_runs, uniform(os_random))) {
-      const auto rc = std::chrono::steady_clock::now();
-      ++checked_runs;
-      if (timed_runs >= policy.always_first) ++random_checks;
-      const std::string run = "timed run " + std::to_string(timed_runs) + ": ";
-      const std::string changed = problem->inputs_changed_since_refresh();
-      if (!changed.empty() && recheck_reason.empty()) recheck_reason = run + changed;
-      problem->compute_reference(true);
-      const DeviceCheck c = check_on_device(problem->output().get(), problem->out_dtype(),
-                                            problem->reference_device(), problem->out_elements(),
-                                            atol, rtol);
-      problem->scrub_reference();
-      recheck_max_abs = std::max(recheck_max_abs, c.max_abs);
-      if (recheck_reason.empty()) {
-        if (c.unwritten) recheck_reason = run + std::to_string(c.unwritten) + " elements never written";
-        else if (c.nan || c.inf) recheck_reason = run + "output has NaN/Inf";
-        else if (atol > 0 || rtol > 0 ? c.violations != 0 : false)
-          recheck_reason = run + std::to_string(c.violations) + " elements outside atol/rtol";
-        else if (o.tolerance.max_abs >= 0 && c.max_abs > o.tolerance.max_abs)
-          recheck_reason = run + "max_abs " + std::to_string(c.max_abs) + " over the bound";
-        if (!recheck_reason.empty())
-          recheck_reason += " (on fresh inputs the kernel had not seen before: a cached or "
-                            "precomputed answer?)";
-      }
-      this_recheck_s = seconds_since(rc);
-      recheck_s += this_recheck_s;
-      cheapest_recheck_s = std::min(cheapest_recheck_s, this_recheck_s);
-    }
-    overhead_s += prep_s + seconds_since(post);
-    run_wall_s += seconds_since(prep) - this_recheck_s;
-    ++timed_runs;
-    if (timed_runs == policy.always_first) {
-      // The most runs the bounds allow: max_samples, and max_time over the mean sample so far.
-      const double mean_sample_s = (seconds_since(sample_start) - overhead_s) / timed_runs;
-      const double by_time = mean_sample_s > 0 ? o.stop.max_time_s / mean_sample_s : 1e12;
-      policy.calibrate(run_wall_s / timed_runs, cheapest_recheck_s,
-                       std::min(static_cast<double>(o.stop.max_samples), by_time));
-    }
-    // The sampling budget counts the timed launches, not the refresh and re-check around them,
-    // so the integrity work never costs samples.
-    const double sampling_s = seconds_since(sample_start) - overhead_s;
-    // Quiet samples alone do not end sampling before enough random re-checks (RecheckPolicy).
-    stop_reason = guarded_stop(slowed ? rule.time_up(sampling_s) : rule.add(us, sampling_s), rule,
-                               sampling_s, policy, random_checks);
-    if (!recheck_reason.empty() && timed_runs >= 3) stop_reason = "recheck_failed";
-  }
-  // Replay probe: the last sample's inputs again, three times (outside the samples). A kernel
-  // that keeps results across launches (a content-keyed cache, on the device or the host) is
-  // much faster on inputs it has seen; an honest one takes the same time.
-  std::vector<double> replay;
-  if (recheck_reason.empty() && timed_runs > 0) {
-    const auto rp = std::chrono::steady_clock::now();
-    for (int r = 0; r < 3; ++r) {
-      problem->refresh_inputs(sample_input_seed(nonce, timed_runs - 1));
-      if (flush_bytes)
-        KFLEET_GPU_CHECK(gpuMemsetAsync(flush.get(), r, flush_bytes, hs));
-      KFLEET_GPU_CHECK(gpuMemsetAsync(problem->output().get(), 0xFF, problem->output().bytes(), hs));
-      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-      const Launch l = timer.time_launch(*problem, tracer, o, o.case_name);
-      double us = l.event_us;
-      if (tracer) {
-        const SampleTiming t = judge(*tracer, l, bound);
-        if (t.span_us > 0) us = t.span_us;
-      }
-      replay.push_back(us);
-    }
-    overhead_s += seconds_since(rp);
-  }
-  const double replay_median = quantile(replay, 0.5);
-  if (samples.empty()) {
-    // No sample survived the throttle filter. A failed re-check is still the kernel's and is
-    // said first; otherwise the cause is the GPU's, named so that the agent times it again.
-    JsonLine("bench").str("case", o.case_name).boolean("unsupported", true)
-        .str("no_result", recheck_reason.empty() ? "gpu_throttled" : "recheck_failed")
-        .str("reason", "every sample ran with the SM clock over " + std::to_string(o.throttle_pct) +
-                           " % below its best (" + std::to_string(throttle.reference_mhz()) +
-                           " MHz): the GPU is throttled; let it cool or pass --throttle-pct 0")
-        .integer("throttled_discarded", (long long)throttle.discarded())
-        .raw("recheck", JsonLine("recheck").boolean("pass", recheck_reason.empty())
-                            .integer("checked_runs", (long long)checked_runs)
-                            .str("reason", recheck_reason).text())
-        .print();
-    return 1;
-  }
-
-  std::vector<double> sorted = samples;
-  std::sort(sorted.begin(), sorted.end());
-  double mean = 0;
-  for (double s : samples) mean += s / samples.size();
-  double var = 0;
-  for (double s : samples) var += (s - mean) * (s - mean);
-  const double stdev = samples.size() > 1 ? std::sqrt(var / (samples.size() - 1)) : 0;
-  const double median = quantile(samples, 0.5);
-  const Peaks peaks = device_peaks(dev.arch, dev.sm_count, dev.sm_clock_mhz, dev.peak_bw_gbs,
-                                   problem->fp8_operands);
-  const FloorJudgement floor = judge_floor(median, problem->flops, problem->bytes, peaks);
-  // Suspect: a structural sign (work outside every launch, none recorded) or the span and the
-  // events disagreeing, in at least a tenth of the samples and at least 2 (one hiccup of the
-  // host or of the clock conversion is not a trick; a trick shows in every sample), or the
-  // median above 95 % of a peak, or a replay of seen inputs much faster than fresh ones.
-  std::string suspect_reason;
-  const std::size_t enough = std::max<std::size_t>(2, timed_runs / 10);
-  if (structural >= enough)
-    suspect_reason = structural_reason + " (" + std::to_string(structural) + " of " +
-                     std::to_string(timed_runs) + " samples)";
-  else if (disagreements >= enough)
-    suspect_reason = disagreement_reason + " (" + std::to_string(disagreements) + " of " +
-                     std::to_string(timed_runs) + " samples)";
-  else if (!floor.suspect.empty()) suspect_reason = floor.suspect;
-  else if (replay_median < kReplayFraction * median)
-    suspect_reason = "the kernel took " + JsonLine::number(replay_median) +
-                     " us on inputs it had already seen but " + JsonLine::number(median) +
-                     " us on fresh ones: it keeps results across launches (a content-keyed cache)";
-  const bool suspect = !suspect_reason.empty();
-  JsonLine("bench")
-      .str("case", o.case_name)
-      .integer("seed", (long long)o.seeds.front())
-      .integer("n", (long long)samples.size())
-      .num("median_us", median).num("mean_us", mean).num("stdev_us", stdev)
-      .num("min_us", sorted.front()).num("max_us", sorted.back())
-      .num("p10_us", quantile(samples, 0.1)).num("p90_us", quantile(samples, 0.9))
-      .num("rel_stdev_pct", mean > 0 ? 100 * stdev / mean : 0)
-      .str("stop_reason", stop_reason)
-      .integer("throttled_discarded", (long long)throttle.discarded())
-      .num("clock_reference_mhz", throttle.reference_mhz())
-      .integer("l2_flush_bytes", (long long)flush_bytes)
-      .nums("samples_us", samples).nums("sm_clock_mhz", clocks)
-      .str("timing", tracer ? "activity" : "events_only")
-      .str("timing_note", tracer ? "first-to-last GPU activity of the launch on any stream (CUPTI, " +
-                                       tracer->library() + "), cross-checked with events"
-                                 : "LESS TRUSTWORTHY: events on the launch stream only; " + no_tracer)
-      .num("event_median_us", quantile(event_samples, 0.5))
-      .nums("replay_us", replay)
-      .integer("activity_records", (long long)records)
-      .integer("max_streams", (long long)max_streams)
-      .integer("timing_disagreements", (long long)disagreements)
-      .num("launch_overhead_us", bound.launch_overhead_us)
-      .boolean("inputs_read_only", timer.read_only())
-      .num("idle_median_us", quantile(idle_us, 0.5))
-      .integer("structural_flags", (long long)structural)
-      .raw("inputs", JsonLine("inputs").str("policy", "fresh content per timed run")
-                         .integer("sets", (long long)timed_runs)
-                         .str("nonce", std::to_string(nonce)).text())
-      .num("overhead_s", overhead_s).num("refresh_s", refresh_s).num("recheck_s", recheck_s)
-      .num("sampling_s", seconds_since(sample_start) - overhead_s)
-      .num("flops", problem->flops).num("bytes", problem->bytes)
-      .num("tflops", problem->flops / (median * 1e6)).num("gbs", problem->bytes / (median * 1e3))
-      .num("peak_tflops", peaks.tflops).str("peak_tflops_basis", peaks.tflops_basis)
-      .num("peak_gbs", peaks.gbs)
-      .num("tflops_frac", floor.tflops_frac).num("gbs_frac", floor.gbs_frac)
-      .num("roofline_floor_us", floor.floor_us)
-      .boolean("suspect", suspect)
-      .str("suspect_reason", suspect_reason)
-      .raw("recheck", JsonLine("recheck").boolean("pass", recheck_reason.empty())
-                          .integer("checked_runs", (long long)checked_runs)
-                          .integer("random_checks", (long long)random_checks)
-                          .integer("min_random_checks", (long long)policy.min_random_checks)
-                          .integer("timed_runs", (long long)timed_runs)
-                          .num("p", policy.p).integer("always_first", (long long)policy.always_first)
-                          .num("p_max", policy.p_max).num("p_min", policy.p_min)
-                          .num("max_abs", recheck_max_abs).str("reason", recheck_reason)
-                          .text())
-      .print();
-  return recheck_reason.empty() && !suspect ? 0 : 1;
-}
+int run_benchmark(const Options& o, const DeviceInfo& dev) { return ColdBenchmark(o, dev)(); }
 
 }  // namespace kfleet::harness

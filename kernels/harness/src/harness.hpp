@@ -46,7 +46,7 @@ bool inputs_read_only(bool read_only);  // false when no input is protected or i
 bool inputs_protected();
 bool inputs_are_read_only_now();
 
-// The fixed-address arena of replay mode (fixed_va.cu): recorder and measurer map the buffers a
+// The fixed-address arena of replay mode (protect.cu): recorder and measurer map the buffers a
 // kernel may touch (inputs, output, workspace) at the same virtual addresses, in the same order,
 // so that the recorded launch's parameter bytes are valid in the measuring process.
 bool fixed_arena_open(std::uint64_t base, std::string* why);
@@ -183,12 +183,23 @@ std::unique_ptr<Problem> make_attention_problem(const Options& o, std::uint64_t 
 std::unique_ptr<Problem> make_scaled_mm_problem(const Options& o, std::uint64_t seed);
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
 
-// Replay mode (record.cu, replay.cu).
+// Replay mode (record.cu, replay.cu; on HIP record_hip.cu, replay_hip.cu).
 int run_record(const Options& o);
 // Loads the launch lists and the job's device code named by the options; attaches the graph
 // recorded for `what` to `p` (fails the setup with the reason when it cannot).
 void attach_replay(const Options& o, Problem& p, const std::string& what);
 std::string recording_name(const std::string& stage, std::uint64_t seed);
+// The recording for `what`, checked as anything from the job's process is: this case's args,
+// these buffers, every address inside them (or not device memory at all), acyclic edges, whose
+// plan goes to `plan`. Refused with exit 4 otherwise (runtime-neutral: replay.cu).
+const LaunchList& checked_recording(const Options& o, Problem& p, const std::string& what,
+                                    const std::function<bool(std::uint64_t)>& is_device_address,
+                                    GraphPlan* plan);
+int replay_launch(ReplayGraph& r, gpuStream_t stream);
+#if defined(KFLEET_HIP)
+// The launch recorded twice under capture and checked, as record.cu does on CUDA.
+LaunchList record_hip(Problem& p, const std::string& what);
+#endif
 
 int run_correctness(const Options& o);
 int run_benchmark(const Options& o, const DeviceInfo& dev);

@@ -1,9 +1,14 @@
-// Read-only inputs while a kernel runs (ABI.md: a kernel never writes its inputs, not even to
-// restore them afterwards). On CUDA the inputs are mapped with the virtual memory management API
-// (cuMemCreate / cuMemMap, resolved from libcuda with dlopen: no link-time dependency) and their
-// access is set to read-only around every launch, so a write faults at once, whatever the
-// kernel does afterwards. Where that API cannot be had the inputs are plain allocations and the
-// lines say `"inputs_read_only":false`; mutation is then caught by hashing / re-generation only.
+// Device memory mapped with the virtual memory management API, for two uses:
+//  - read-only inputs while a kernel runs (ABI.md: a kernel never writes its inputs, not even to
+//    restore them afterwards): their access is set to read-only around every launch, so a write
+//    faults at once, whatever the kernel does afterwards. Where that cannot be had the inputs are
+//    plain allocations and the lines say `"inputs_read_only":false`; mutation is then caught by
+//    hashing / re-generation only;
+//  - the fixed-address arena of replay mode: recorder and measurer map the same buffers at the
+//    same virtual addresses.
+// Both map physical memory the same way (map_backed); what differs is where the address comes
+// from. CUDA's driver API is resolved from libcuda with dlopen (no link-time dependency); HIP's
+// hipMem* functions are in libamdhip64, which the harness links anyway.
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -16,9 +21,19 @@
 #endif
 
 namespace kfleet::harness {
+namespace {
+
+// ---- The virtual memory management API of either runtime: addresses as integers, a physical
+// allocation as an opaque handle ----
+using VmmHandle = std::uint64_t;
 
 #if defined(KFLEET_CUDA)
-namespace {
+// Read-only inputs: CUDA enforces CU_MEM_ACCESS_FLAGS_PROT_READ (a write faults).
+constexpr bool kReadOnlyInputs = true;
+constexpr bool kProbeArenaMapping = false;  // seen to work on every CUDA GPU the arena ran on
+constexpr const char* kRuntime = "CUDA";
+constexpr const char* kReserveCall = "cuMemAddressReserve";
+constexpr const char* kErrorType = "CUresult";
 
 struct Vmm {
   bool tried = false, ok = false;
@@ -33,15 +48,7 @@ struct Vmm {
 };
 Vmm g_vmm;
 
-struct Mapping {
-  CUdeviceptr ptr = 0;
-  std::size_t size = 0;
-  CUmemGenericAllocationHandle handle = 0;
-};
-std::vector<Mapping> g_mappings;
-bool g_read_only = false;
-
-bool load_vmm() {
+bool vmm_load() {
   if (g_vmm.tried) return g_vmm.ok;
   g_vmm.tried = true;
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -64,58 +71,181 @@ bool load_vmm() {
   return g_vmm.ok;
 }
 
-CUmemAccessDesc access(bool read_only) {
+CUmemAllocationProp device_prop(int dev) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  return prop;
+}
+
+std::size_t vmm_granularity(int dev) {
+  const CUmemAllocationProp prop = device_prop(dev);
+  std::size_t gran = 0;
+  if (g_vmm.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) return 0;
+  return gran;
+}
+bool vmm_create(VmmHandle* h, std::size_t size, int dev) {
+  const CUmemAllocationProp prop = device_prop(dev);
+  CUmemGenericAllocationHandle made = 0;
+  if (g_vmm.create(&made, size, &prop, 0) != CUDA_SUCCESS) return false;
+  *h = made;
+  return true;
+}
+// `fixed` 0: anywhere; else exactly there. The driver's status, for the message.
+int vmm_reserve(std::uint64_t* va, std::size_t size, std::size_t align, std::uint64_t fixed) {
+  CUdeviceptr got = 0;
+  const CUresult r = g_vmm.reserve(&got, size, align, static_cast<CUdeviceptr>(fixed), 0);
+  *va = got;
+  return static_cast<int>(r);
+}
+bool vmm_map(std::uint64_t va, std::size_t size, VmmHandle h) {
+  return g_vmm.map(va, size, 0, h, 0) == CUDA_SUCCESS;
+}
+bool vmm_set_access(std::uint64_t va, std::size_t size, bool read_only) {
   int dev = 0;
-  cudaGetDevice(&dev);
+  (void)gpuGetDevice(&dev);
   CUmemAccessDesc d{};
   d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   d.location.id = dev;
   d.flags = read_only ? CU_MEM_ACCESS_FLAGS_PROT_READ : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  return d;
+  return g_vmm.set_access(va, size, &d, 1) == CUDA_SUCCESS;
+}
+void vmm_unmap(std::uint64_t va, std::size_t size) { g_vmm.unmap(va, size); }
+void vmm_release(VmmHandle h) { g_vmm.release(h); }
+void vmm_address_free(std::uint64_t va, std::size_t size) { g_vmm.address_free(va, size); }
+
+#else  // HIP
+// Read-only inputs: whether hipMemSetAccess with hipMemAccessFlagsProtRead makes a kernel's write
+// fault cannot be seen without an AMD GPU, and a line that said `inputs_read_only` without it
+// would claim a defence that may not be there. So on HIP the inputs stay plain allocations
+// (mutation caught by hashing / re-generation) and only the arena uses the API (ABI.md, "HIP").
+constexpr bool kReadOnlyInputs = false;
+// Whether a GPU can map memory into a reservation is not known until it is tried: the arena is
+// opened only once one granule maps, so that where it cannot, in-process timing keeps plain
+// allocations (as it always had on HIP) and replay mode fails its setup naming the call.
+constexpr bool kProbeArenaMapping = true;
+constexpr const char* kRuntime = "HIP";
+constexpr const char* kReserveCall = "hipMemAddressReserve";
+constexpr const char* kErrorType = "hipError_t";
+
+bool vmm_load() { return true; }  // linked: a runtime without it fails the calls, not the load
+
+hipMemAllocationProp device_prop(int dev) {
+  hipMemAllocationProp prop{};
+  prop.type = hipMemAllocationTypePinned;
+  prop.location.type = hipMemLocationTypeDevice;
+  prop.location.id = dev;
+  return prop;
+}
+
+void* as_ptr(std::uint64_t va) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(va)); }
+hipMemGenericAllocationHandle_t as_handle(VmmHandle h) {
+  return reinterpret_cast<hipMemGenericAllocationHandle_t>(static_cast<std::uintptr_t>(h));
+}
+
+std::size_t vmm_granularity(int dev) {
+  const hipMemAllocationProp prop = device_prop(dev);
+  std::size_t gran = 0;
+  if (hipMemGetAllocationGranularity(&gran, &prop, hipMemAllocationGranularityMinimum) != hipSuccess)
+    return 0;
+  return gran;
+}
+bool vmm_create(VmmHandle* h, std::size_t size, int dev) {
+  const hipMemAllocationProp prop = device_prop(dev);
+  hipMemGenericAllocationHandle_t made{};
+  if (hipMemCreate(&made, size, &prop, 0) != hipSuccess) return false;
+  *h = reinterpret_cast<std::uintptr_t>(made);
+  return true;
+}
+int vmm_reserve(std::uint64_t* va, std::size_t size, std::size_t align, std::uint64_t fixed) {
+  void* got = nullptr;
+  const hipError_t r = hipMemAddressReserve(&got, size, align, as_ptr(fixed), 0);
+  *va = reinterpret_cast<std::uintptr_t>(got);
+  return static_cast<int>(r);
+}
+bool vmm_map(std::uint64_t va, std::size_t size, VmmHandle h) {
+  return hipMemMap(as_ptr(va), size, 0, as_handle(h), 0) == hipSuccess;
+}
+bool vmm_set_access(std::uint64_t va, std::size_t size, bool read_only) {
+  int dev = 0;
+  (void)gpuGetDevice(&dev);
+  hipMemAccessDesc d{};
+  d.location.type = hipMemLocationTypeDevice;
+  d.location.id = dev;
+  d.flags = read_only ? hipMemAccessFlagsProtRead : hipMemAccessFlagsProtReadWrite;
+  return hipMemSetAccess(as_ptr(va), size, &d, 1) == hipSuccess;
+}
+void vmm_unmap(std::uint64_t va, std::size_t size) { (void)hipMemUnmap(as_ptr(va), size); }
+void vmm_release(VmmHandle h) { (void)hipMemRelease(as_handle(h)); }
+void vmm_address_free(std::uint64_t va, std::size_t size) { (void)hipMemAddressFree(as_ptr(va), size); }
+#endif
+
+// ---- What both uses share ----
+
+struct Mapping {
+  std::uint64_t ptr = 0;
+  std::size_t size = 0;
+  VmmHandle handle = 0;
+};
+std::vector<Mapping> g_mappings;  // the inputs whose access flips around a launch
+bool g_read_only = false;
+
+// The current device and its mapping granularity; false where either cannot be had.
+bool backing(int* dev, std::size_t* gran) {
+  if (gpuGetDevice(dev) != gpuSuccess) return false;
+  *gran = vmm_granularity(*dev);
+  return *gran != 0;
+}
+
+// Physical memory for m->size bytes (a multiple of `gran`) mapped read-write at m->ptr, or at
+// an address reserved here when m->ptr is 0. False, with nothing left behind, where the driver
+// refuses.
+bool map_backed(Mapping* m, int dev, std::size_t gran) {
+  const bool own_address = m->ptr == 0;
+  if (!vmm_create(&m->handle, m->size, dev)) return false;
+  if (own_address && vmm_reserve(&m->ptr, m->size, gran, 0) != 0) {
+    vmm_release(m->handle);
+    return false;
+  }
+  if (!vmm_map(m->ptr, m->size, m->handle) || !vmm_set_access(m->ptr, m->size, false)) {
+    vmm_unmap(m->ptr, m->size);
+    vmm_release(m->handle);
+    if (own_address) vmm_address_free(m->ptr, m->size);
+    return false;
+  }
+  return true;
+}
+
+void unmap_backed(const Mapping& m, bool own_address) {
+  (void)gpuDeviceSynchronize();
+  vmm_unmap(m.ptr, m.size);
+  vmm_release(m.handle);
+  if (own_address) vmm_address_free(m.ptr, m.size);
 }
 
 }  // namespace
 
 void* protected_alloc(std::size_t bytes) {
-  if (!bytes || !load_vmm()) return nullptr;
+  if (!kReadOnlyInputs || !bytes || !vmm_load()) return nullptr;
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return nullptr;
-  cudaFree(nullptr);  // the primary context exists before driver calls
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
+  if (gpuGetDevice(&dev) != gpuSuccess) return nullptr;
+  (void)gpuFree(nullptr);  // the primary context exists before driver calls
   std::size_t gran = 0;
-  if (g_vmm.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !gran)
-    return nullptr;
+  if (!backing(&dev, &gran)) return nullptr;
   Mapping m;
   m.size = (bytes + gran - 1) / gran * gran;
-  if (g_vmm.create(&m.handle, m.size, &prop, 0) != CUDA_SUCCESS) return nullptr;
-  if (g_vmm.reserve(&m.ptr, m.size, gran, 0, 0) != CUDA_SUCCESS) {
-    g_vmm.release(m.handle);
-    return nullptr;
-  }
-  const CUmemAccessDesc rw = access(false);
-  if (g_vmm.map(m.ptr, m.size, 0, m.handle, 0) != CUDA_SUCCESS ||
-      g_vmm.set_access(m.ptr, m.size, &rw, 1) != CUDA_SUCCESS) {
-    g_vmm.unmap(m.ptr, m.size);
-    g_vmm.release(m.handle);
-    g_vmm.address_free(m.ptr, m.size);
-    return nullptr;
-  }
+  if (!map_backed(&m, dev, gran)) return nullptr;
   g_mappings.push_back(m);
-  return reinterpret_cast<void*>(m.ptr);
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(m.ptr));
 }
 
 bool protected_free(void* p) {
   for (std::size_t i = 0; i < g_mappings.size(); ++i) {
-    if (reinterpret_cast<void*>(g_mappings[i].ptr) != p) continue;
+    if (reinterpret_cast<void*>(static_cast<std::uintptr_t>(g_mappings[i].ptr)) != p) continue;
     const Mapping m = g_mappings[i];
     g_mappings.erase(g_mappings.begin() + i);
-    cudaDeviceSynchronize();
-    g_vmm.unmap(m.ptr, m.size);
-    g_vmm.release(m.handle);
-    g_vmm.address_free(m.ptr, m.size);
+    unmap_backed(m, /*own_address=*/true);
     return true;
   }
   return false;
@@ -124,9 +254,8 @@ bool protected_free(void* p) {
 bool inputs_read_only(bool read_only) {
   if (g_mappings.empty()) return false;
   if (read_only == g_read_only) return true;
-  const CUmemAccessDesc d = access(read_only);
   for (const auto& m : g_mappings)
-    if (g_vmm.set_access(m.ptr, m.size, &d, 1) != CUDA_SUCCESS) return false;
+    if (!vmm_set_access(m.ptr, m.size, read_only)) return false;
   g_read_only = read_only;
   return true;
 }
@@ -137,7 +266,7 @@ bool inputs_are_read_only_now() { return g_read_only; }
 // ---- The fixed-address arena (replay mode) ----
 namespace {
 struct Arena {
-  CUdeviceptr base = 0;
+  std::uint64_t base = 0;
   std::uint64_t used = 0;
   struct Live {
     Mapping m;
@@ -151,22 +280,41 @@ Arena g_arena;
 
 bool fixed_arena_open(std::uint64_t base, std::string* why) {
   if (g_arena.base) return true;
-  if (!load_vmm()) {
-    *why = "replay mode needs the CUDA virtual memory management API (cuMemAddressReserve), "
-           "which this driver does not offer";
+  if (!vmm_load()) {
+    *why = std::string("replay mode needs the ") + kRuntime +
+           " virtual memory management API (" + kReserveCall + "), which this driver does not offer";
     return false;
   }
-  cudaFree(nullptr);
-  CUdeviceptr got = 0;
-  const CUresult r = g_vmm.reserve(&got, kArenaBytes, 2u << 20, static_cast<CUdeviceptr>(base), 0);
-  if (r != CUDA_SUCCESS || got != base) {
-    if (r == CUDA_SUCCESS) g_vmm.address_free(got, kArenaBytes);
+  (void)gpuFree(nullptr);
+  std::uint64_t got = 0;
+  const int r = vmm_reserve(&got, kArenaBytes, 2u << 20, base);
+  if (r != 0 || got != base) {
+    if (r == 0) vmm_address_free(got, kArenaBytes);
     char buf[200];
     std::snprintf(buf, sizeof buf, "could not reserve the replay arena at 0x%llx (got 0x%llx, "
-                  "CUresult %d): pass another --va-base", (unsigned long long)base,
-                  (unsigned long long)got, (int)r);
+                  "%s %d): pass another --va-base", (unsigned long long)base,
+                  (unsigned long long)got, kErrorType, r);
     *why = buf;
     return false;
+  }
+  if (kProbeArenaMapping) {
+    int dev = 0;
+    std::size_t gran = 0;
+    Mapping probe;
+    probe.ptr = got;
+    bool mapped = backing(&dev, &gran);
+    if (mapped) {
+      probe.size = gran;
+      mapped = map_backed(&probe, dev, gran);
+    }
+    if (mapped) unmap_backed(probe, /*own_address=*/false);
+    if (!mapped) {
+      vmm_address_free(got, kArenaBytes);
+      *why = std::string("replay mode maps its buffers at fixed addresses, and this ") +
+             kRuntime + " GPU could not map memory into the reserved range (a create, map or "
+             "set-access call of the virtual memory API failed): ask for in-process timing";
+      return false;
+    }
   }
   g_arena.base = got;
   return true;
@@ -185,42 +333,27 @@ std::vector<FixedBuffer> fixed_buffers() {
 void* fixed_alloc(std::size_t bytes, bool protect, const std::string& name) {
   if (!g_arena.base || !bytes) return nullptr;
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return nullptr;
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
   std::size_t gran = 0;
-  if (g_vmm.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !gran)
-    return nullptr;
+  if (!backing(&dev, &gran)) return nullptr;
   Mapping m;
   m.size = (bytes + gran - 1) / gran * gran;
   if (g_arena.used + m.size > kArenaBytes) return nullptr;
   m.ptr = g_arena.base + g_arena.used;
-  if (g_vmm.create(&m.handle, m.size, &prop, 0) != CUDA_SUCCESS) return nullptr;
-  const CUmemAccessDesc rw = access(false);
-  if (g_vmm.map(m.ptr, m.size, 0, m.handle, 0) != CUDA_SUCCESS ||
-      g_vmm.set_access(m.ptr, m.size, &rw, 1) != CUDA_SUCCESS) {
-    g_vmm.unmap(m.ptr, m.size);
-    g_vmm.release(m.handle);
-    return nullptr;
-  }
+  if (!map_backed(&m, dev, gran)) return nullptr;
   g_arena.used += m.size;
   g_arena.live.push_back({m, protect, FixedBuffer{name, m.ptr, bytes}});
-  if (protect) g_mappings.push_back(m);
-  return reinterpret_cast<void*>(m.ptr);
+  if (protect && kReadOnlyInputs) g_mappings.push_back(m);
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(m.ptr));
 }
 
 bool fixed_free(void* p) {
   for (std::size_t i = 0; i < g_arena.live.size(); ++i) {
-    if (reinterpret_cast<void*>(g_arena.live[i].m.ptr) != p) continue;
+    if (reinterpret_cast<void*>(static_cast<std::uintptr_t>(g_arena.live[i].m.ptr)) != p) continue;
     const Mapping m = g_arena.live[i].m;
     g_arena.live.erase(g_arena.live.begin() + i);
     for (std::size_t j = 0; j < g_mappings.size(); ++j)
       if (g_mappings[j].ptr == m.ptr) g_mappings.erase(g_mappings.begin() + j);
-    cudaDeviceSynchronize();
-    g_vmm.unmap(m.ptr, m.size);
-    g_vmm.release(m.handle);
+    unmap_backed(m, /*own_address=*/false);  // the address stays the arena's
     // Buffers are freed with their case; the next case maps from the start again, so every
     // process that builds the same cases in the same order maps the same addresses.
     if (g_arena.live.empty()) g_arena.used = 0;
@@ -228,28 +361,5 @@ bool fixed_free(void* p) {
   }
   return false;
 }
-
-#else  // HIP: plain allocations; mutation is caught by hashing / re-generation
-
-void* protected_alloc(std::size_t) { return nullptr; }
-bool protected_free(void*) { return false; }
-bool inputs_read_only(bool) { return false; }
-bool inputs_protected() { return false; }
-bool inputs_are_read_only_now() { return false; }
-
-// HIP: hipMemAddressReserve / hipMemCreate / hipMemMap are the same design (ABI.md, "HIP"), not
-// built here: without an AMD GPU to run it on, replay mode on HIP is refused, plainly.
-bool fixed_arena_open(std::uint64_t, std::string* why) {
-  *why = "replay mode is not built for HIP yet (ABI.md, \"HIP\"): ask for in-process timing";
-  return false;
-}
-bool fixed_arena_active() { return false; }
-std::uint64_t fixed_arena_base() { return 0; }
-std::uint64_t fixed_arena_end() { return 0; }
-std::vector<FixedBuffer> fixed_buffers() { return {}; }
-void* fixed_alloc(std::size_t, bool, const std::string&) { return nullptr; }
-bool fixed_free(void*) { return false; }
-
-#endif
 
 }  // namespace kfleet::harness

@@ -1,5 +1,6 @@
 // The measuring side of replay mode (ABI.md, "Recorded replay"): loads the job's device code
-// only (the fatbin nvcc put in each of the job's objects, the very build the recorder ran),
+// only (the fatbin nvcc put in each of the job's objects, the very build the recorder ran; on
+// HIP, replay_hip.cu: the code objects clang bundled in them),
 // checks the launch list the recorder wrote as it would check anything from the job, and
 // rebuilds it as a graph that every launch of this process runs. The job's host code is never
 // loaded here.
@@ -13,6 +14,59 @@
 #include "harness.hpp"
 
 namespace kfleet::harness {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_setup("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::vector<LaunchList>& launch_lists(const Options& o) {
+  static std::vector<LaunchList>* lists = [&] {
+    auto* l = new std::vector<LaunchList>;
+    std::ifstream in(o.replay_path, std::ios::binary);
+    if (!in) fail_setup("cannot read the launch list " + o.replay_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string err = parse_launch_lists(ss.str(), l);
+    if (!err.empty()) fail_replay(o.replay_path + ": " + err);
+    return l;
+  }();
+  return *lists;
+}
+
+bool same_buffers(const std::vector<FixedBuffer>& a, const std::vector<FixedBuffer>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].va != b[i].va || a[i].bytes != b[i].bytes || a[i].name != b[i].name) return false;
+  return true;
+}
+
+}  // namespace
+
+const LaunchList& checked_recording(const Options& o, Problem& p, const std::string& what,
+                                    const std::function<bool(std::uint64_t)>& is_device_address,
+                                    GraphPlan* plan) {
+  const LaunchList* found = nullptr;
+  for (const auto& l : launch_lists(o))
+    if (l.what == what) found = &l;
+  if (!found) fail_replay("the launch list has no recording for " + what);
+  const LaunchList& l = *found;
+  // The list came from a process that ran the job's code: check it as such.
+  if (l.args != p.args_bytes())
+    fail_replay("the recording for " + what + " was made for other args than this case's");
+  if (!same_buffers(l.buffers, fixed_buffers()))
+    fail_replay("the recording for " + what + " was made with buffers at other addresses");
+  const std::string bad = check_addresses(l, fixed_arena_base(), fixed_arena_end(), is_device_address);
+  if (!bad.empty()) fail_replay("the recording for " + what + " is refused: " + bad);
+  const std::string cyc = plan_graph(l, plan);
+  if (!cyc.empty()) fail_replay("the recording for " + what + " is refused: " + cyc);
+  return l;
+}
 
 #if defined(KFLEET_CUDA)
 
@@ -92,14 +146,6 @@ class ReplayGraph {
 };
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_setup("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The fatbin nvcc embeds in a host object (section .nv_fatbin, no relocations), or the file
 // itself when it is a cubin or a fatbin already.
@@ -191,45 +237,11 @@ bool is_device_address(std::uint64_t v) {
   return e == cudaSuccess && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
 }
 
-const std::vector<LaunchList>& launch_lists(const Options& o) {
-  static std::vector<LaunchList>* lists = [&] {
-    auto* l = new std::vector<LaunchList>;
-    std::ifstream in(o.replay_path, std::ios::binary);
-    if (!in) fail_setup("cannot read the launch list " + o.replay_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string err = parse_launch_lists(ss.str(), l);
-    if (!err.empty()) fail_replay(o.replay_path + ": " + err);
-    return l;
-  }();
-  return *lists;
-}
-
-bool same_buffers(const std::vector<FixedBuffer>& a, const std::vector<FixedBuffer>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].va != b[i].va || a[i].bytes != b[i].bytes || a[i].name != b[i].name) return false;
-  return true;
-}
-
 }  // namespace
 
 void attach_replay(const Options& o, Problem& p, const std::string& what) {
-  const LaunchList* found = nullptr;
-  for (const auto& l : launch_lists(o))
-    if (l.what == what) found = &l;
-  if (!found) fail_replay("the launch list has no recording for " + what);
-  const LaunchList& l = *found;
-  // The list came from a process that ran the job's code: check it as such.
-  if (l.args != p.args_bytes())
-    fail_replay("the recording for " + what + " was made for other args than this case's");
-  if (!same_buffers(l.buffers, fixed_buffers()))
-    fail_replay("the recording for " + what + " was made with buffers at other addresses");
-  const std::string bad = check_addresses(l, fixed_arena_base(), fixed_arena_end(), is_device_address);
-  if (!bad.empty()) fail_replay("the recording for " + what + " is refused: " + bad);
   GraphPlan plan;
-  const std::string cyc = plan_graph(l, &plan);
-  if (!cyc.empty()) fail_replay("the recording for " + what + " is refused: " + cyc);
+  const LaunchList& l = checked_recording(o, p, what, is_device_address, &plan);
 
   cudaGraph_t g{};
   KFLEET_GPU_CHECK(cudaGraphCreate(&g, 0));
@@ -311,16 +323,7 @@ void attach_replay(const Options& o, Problem& p, const std::string& what) {
 
 int replay_launch(ReplayGraph& r, gpuStream_t stream) { return r.launch(stream); }
 
-#else  // HIP: the same design (hipStreamBeginCapture, hipMemAddressReserve, hipModuleLoadData,
-       // hipGraphAddKernelNode) is not built: replay on HIP is refused (ABI.md, "HIP").
-
-class ReplayGraph {};
-void attach_replay(const Options&, Problem&, const std::string&) {
-  fail_setup("replay mode is not built for HIP yet (ABI.md, \"HIP\"): ask for in-process timing");
-}
-int replay_launch(ReplayGraph&, gpuStream_t) { return KFLEET_UNSUPPORTED; }
-
-#endif
+#endif  // HIP: replay_hip.cu
 
 int Problem::launch(gpuStream_t stream) {
   return replay ? replay_launch(*replay, stream) : launch_entry(stream);

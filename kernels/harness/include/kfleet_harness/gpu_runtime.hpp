@@ -46,6 +46,7 @@ extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(__cl_m
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
 #define gpuGetDeviceCount hipGetDeviceCount
+#define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
@@ -88,6 +89,7 @@ extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(__cl_m
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError
 #define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute

@@ -1,8 +1,9 @@
 // A stand-in harness (host code only, so it runs without a GPU) that speaks PROTOCOL.md's
 // command line and JSON lines. The job's kernel object is linked in; the shape's S picks the
-// behaviour: S=13 crashes, S=7 fails a check, S=99 hangs, S=5 is refused by the recorder,
-// otherwise it passes. Replay mode as the real harness has it: with --record it writes a launch
-// list and exits; with --replay it is the measuring process (linked without the job, so the
+// behaviour: S=13 crashes, S=7 fails a check, S=99 hangs, S=5 is refused by the recorder, S=17
+// aborts in the recorder (a launch function that starts threads until the sandbox's process
+// limit refuses one), otherwise it passes. Replay mode as the real harness has it: with --record
+// it writes a launch list and exits; with --replay it is the measuring process (linked without the job, so the
 // job's entry is a null weak symbol), writes its lines to --result-fd and prints a forged bench
 // line on stdout that the agent must not believe.
 #include <csignal>
@@ -13,6 +14,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "kfleet_harness/kernel.hpp"
 
@@ -35,6 +38,12 @@ int main(int argc, char** argv) {
       std::printf("{\"type\":\"error\",\"phase\":\"record\",\"message\":\"replay mode refused "
                   "the launch (%s): the launch enqueued a host function node\"}\n", mode.c_str());
       return 4;
+    }
+    if (shape.find("S=17") != std::string::npos) {
+      // std::thread throws once a thread is refused; nothing catches it: std::terminate, SIGABRT.
+      std::vector<std::thread> held;
+      for (int i = 0; i < 4096; ++i) held.emplace_back([] { pause(); });
+      std::_Exit(0);  // no limit: not what the test expects, and it says so
     }
     std::ofstream(record) << "kfleet-launch-list 1\n";
     std::printf("{\"type\":\"recorded\",\"lists\":1}\n");
