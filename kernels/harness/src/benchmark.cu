@@ -189,6 +189,7 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     }
     bound.launch_overhead_us = quantile(gaps, 0.5);
   }
+  take_timer_stamps();  // the warm-up's stamps are outside the sampling window
   const auto sample_start = std::chrono::steady_clock::now();
   while (stop_reason.empty()) {
     // Outside the window: new input content, cold L2, poisoned output, an idle device.
@@ -296,6 +297,10 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
     }
     overhead_s += seconds_since(rp);
   }
+  // Durations in the host's clock: the GPU's timer may run fast or slow (timer_rate.hpp).
+  const TimerRate timer_rate_seen = timer_rate(take_timer_stamps());
+  for (auto* v : {&samples, &event_samples, &replay})
+    for (double& us : *v) us *= timer_rate_seen.scale;
   const double replay_median = quantile(replay, 0.5);
   if (samples.empty()) {
     // No sample survived the throttle filter. A failed re-check is still the kernel's and is
@@ -355,6 +360,8 @@ int run_benchmark(const Options& o, const DeviceInfo& dev) {
       .num("clock_reference_mhz", throttle.reference_mhz())
       .integer("l2_flush_bytes", (long long)flush_bytes)
       .nums("samples_us", samples).nums("sm_clock_mhz", clocks)
+      .num("gpu_timer_ppm", timer_rate_seen.ppm).num("timer_scale", timer_rate_seen.scale)
+      .str("timer_note", timer_rate_seen.note)
       .str("timing", tracer ? "activity" : "events_only")
       .str("timing_note", tracer ? "first-to-last GPU activity of the launch on any stream (CUPTI, " +
                                        tracer->library() + "), cross-checked with events"
