@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "throttle_filter.hpp"
+#include "timer_rate.hpp"
 #include "warmup_rule.hpp"
 
 namespace kfleet::harness {
@@ -73,6 +74,59 @@ TEST(ThrottleFilter, UnknownClocksAndADisabledFilterNeverDiscard) {
   hip.observe(2000);
   EXPECT_FALSE(hip.throttled(NAN));
   EXPECT_EQ(hip.discarded(), 0u);
+}
+
+}  // namespace
+}  // namespace kfleet::harness
+
+namespace kfleet::harness {
+namespace {
+
+std::vector<TimerStamp> stamps(std::size_t n, double gap_s, double ppm, double jitter_ns = 0) {
+  std::vector<TimerStamp> s;
+  double h = 5e9, g = 123e9;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double j = jitter_ns * ((i * 7919) % 13 / 6.0 - 1);  // deterministic, in [-j, +j]
+    s.push_back({h + j, g});
+    h += gap_s * 1e9;
+    g += gap_s * 1e9 * (1 + ppm * 1e-6);
+  }
+  return s;
+}
+
+TEST(TimerRate, FindsASlowGpuTimerAndScalesDurationsToTheHostClock) {
+  const TimerRate r = timer_rate(stamps(180, 0.05, -7300, 10000));
+  EXPECT_NEAR(r.ppm, -7300, 20);
+  EXPECT_NEAR(r.scale, 1 / (1 - 7300e-6), 2e-5);
+  EXPECT_TRUE(r.note.empty());
+}
+
+TEST(TimerRate, AnAccurateTimerLeavesDurationsAlmostUnchanged) {
+  const TimerRate r = timer_rate(stamps(60, 0.1, -19.6, 5000));
+  EXPECT_NEAR(r.ppm, -19.6, 10);
+  EXPECT_NEAR(r.scale, 1.0, 3e-5);
+}
+
+TEST(TimerRate, OneJumpOfTheTimerDoesNotMoveTheRate) {
+  auto s = stamps(100, 0.05, 0);
+  for (std::size_t i = 60; i < s.size(); ++i) s[i].gpu_ns += 2e6;  // a 2 ms step
+  s[30].host_ns += 3e6;                                                // one late host stamp
+  const TimerRate r = timer_rate(s);
+  EXPECT_NEAR(r.ppm, 0, 1);
+}
+
+TEST(TimerRate, TooShortOrImplausibleLeavesDurationsUnscaled) {
+  TimerRate r = timer_rate(stamps(20, 0.01, -7300));  // 0.19 s of stamps
+  EXPECT_TRUE(std::isnan(r.ppm));
+  EXPECT_EQ(r.scale, 1.0);
+  EXPECT_NE(r.note, "");
+  r = timer_rate(stamps(2, 1, 0));
+  EXPECT_EQ(r.scale, 1.0);
+  EXPECT_NE(r.note, "");
+  r = timer_rate(stamps(50, 0.05, 50000));
+  EXPECT_NEAR(r.ppm, 50000, 50);
+  EXPECT_EQ(r.scale, 1.0);
+  EXPECT_NE(r.note, "");
 }
 
 }  // namespace

@@ -175,6 +175,7 @@ class ColdBenchmark {
     calibrate_cross_check();
     if (!run_trials()) return declined();
     replay_probe();
+    scale_to_host_clock();
     if (log_.samples.empty()) return no_result();
     return summarize();
   }
@@ -241,6 +242,7 @@ class ColdBenchmark {
   // Timed runs until the stop rule (or a failed re-check) ends them. False when the kernel
   // declined the case.
   bool run_trials() {
+    take_timer_stamps();  // the warm-up's stamps are outside the sampling window
     wall_.sample_start = Clock::now();
     while (log_.stop_reason.empty())
       if (!run_trial()) return false;
@@ -381,6 +383,14 @@ class ColdBenchmark {
     wall_.overhead_s += seconds_since(rp);
   }
 
+  // Durations in the host's clock: the GPU's timer may run fast or slow (timer_rate.hpp). The
+  // stamps are the trials' clock probes.
+  void scale_to_host_clock() {
+    timer_rate_ = timer_rate(take_timer_stamps());
+    for (auto* v : {&log_.samples, &log_.event_samples, &replay_})
+      for (double& us : *v) us *= timer_rate_.scale;
+  }
+
   // The kernel returned a status other than KFLEET_OK: it declined this case.
   int declined() const {
     JsonLine("bench").str("case", o_.case_name).boolean("unsupported", true)
@@ -443,6 +453,8 @@ class ColdBenchmark {
         .num("clock_reference_mhz", throttle_.reference_mhz())
         .integer("l2_flush_bytes", (long long)timer_->flush_bytes())
         .nums("samples_us", samples).nums("sm_clock_mhz", log_.clocks)
+        .num("gpu_timer_ppm", timer_rate_.ppm).num("timer_scale", timer_rate_.scale)
+        .str("timer_note", timer_rate_.note)
         .str("timing", tracer_ ? "activity" : "events_only")
         .str("timing_note", tracer_ ? "first-to-last GPU activity of the launch on any stream (CUPTI, " +
                                           tracer_->library() + "), cross-checked with events"
@@ -500,6 +512,7 @@ class ColdBenchmark {
   RecheckLog rechecks_;
   WallTime wall_;
   std::vector<double> replay_;  // the replay probe's samples
+  TimerRate timer_rate_;        // the GPU timer against the host clock over the trials
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <future>
 #include <thread>
 
@@ -23,12 +24,24 @@ __global__ void sm_clock_probe(unsigned long long* out) {
   const long long c1 = clock64();
   out[0] = static_cast<unsigned long long>(c1 - c0);
   out[1] = t1 - t0;
+  out[2] = t1;  // the GPU timer at the probe's end, paired with the host's clock (timer_rate.hpp)
 #else
-  out[0] = out[1] = 0;
+  out[0] = out[1] = out[2] = 0;
 #endif
 }
 
 }  // namespace
+
+static std::vector<TimerStamp>& timer_stamps() {
+  static std::vector<TimerStamp> stamps;
+  return stamps;
+}
+
+std::vector<TimerStamp> take_timer_stamps() {
+  std::vector<TimerStamp> taken;
+  taken.swap(timer_stamps());
+  return taken;
+}
 
 gpuStream_t harness_stream() {
   static gpuStream_t s = [] {
@@ -138,13 +151,18 @@ DeviceInfo probe_device(int device) {
 double measure_sm_clock_mhz() {
 #if defined(KFLEET_CUDA)
   // Never freed: a static's destructor would run after the runtime has shut down.
-  static DeviceBuffer* buf = new DeviceBuffer(2 * sizeof(unsigned long long));
+  static DeviceBuffer* buf = new DeviceBuffer(3 * sizeof(unsigned long long));
   gpuStream_t s = harness_stream();
   sm_clock_probe<<<1, 1, 0, s>>>(static_cast<unsigned long long*>(buf->get()));
   KFLEET_GPU_CHECK(gpuGetLastError());
-  unsigned long long r[2];
+  unsigned long long r[3];
   KFLEET_GPU_CHECK(gpuMemcpyAsync(r, buf->get(), sizeof r, gpuMemcpyDeviceToHost, s));
   KFLEET_GPU_CHECK(gpuStreamSynchronize(s));
+  // The copy's completion lags the probe's end by a few microseconds, about the same each time;
+  // timer_rate's median of slopes absorbs the rest.
+  timespec host{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &host);
+  timer_stamps().push_back({host.tv_sec * 1e9 + host.tv_nsec, static_cast<double>(r[2])});
   return r[1] ? 1000.0 * static_cast<double>(r[0]) / static_cast<double>(r[1]) : NAN;
 #else
   return NAN;  // gfx11's counters are narrow; the agent samples clocks via amd-smi

@@ -16,6 +16,7 @@
 #include "kfleet_harness/gpu_runtime.hpp"
 #include "../cpu/metrics.hpp"
 #include "../cpu/options.hpp"
+#include "../cpu/timer_rate.hpp"
 
 namespace kfleet::harness {
 
@@ -107,6 +108,9 @@ class ActivityTracer {
 };
 DeviceInfo probe_device(int device);  // selects the device and prints the `device` line
 double measure_sm_clock_mhz();          // NaN where not measurable (HIP)
+// The (host CLOCK_MONOTONIC_RAW, GPU timer) pair each clock probe left since the last call
+// (timer_rate.hpp); none where the probe does not run (HIP).
+std::vector<TimerStamp> take_timer_stamps();
 
 // GPU fp32 references and the on-device output check (gpu_reference.cu).
 void attention_reference_f32(const float* q, const float* k, const float* v, float* out,
