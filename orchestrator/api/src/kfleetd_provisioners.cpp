@@ -101,6 +101,9 @@ ProvisionerPtr build_provisioner(const ProvisionerEnv& env, const std::string& k
     if (gc->server_url.empty()) gc->server_url = env.url;
     if (gc->enrol_token.empty()) gc->enrol_token = env.enrol_token;
     if (gc->server_ca_pem.empty()) gc->server_ca_pem = env.agent_ca_pem;
+    // Each instance gets its own single-use (per GPU), instance-bound enrolment token; the
+    // fleet's long-lived one then never lands in any instance's metadata.
+    if (gc->per_instance_enrolment && env.mint_enrol_token) gc->mint_enrol_token = env.mint_enrol_token;
     return kfleet::provision::make_gce_provisioner_or_explain(*gc, env.io.get_executor());
 #else
     std::cerr << "kfleetd: this build has no gce provisioner\n";
