@@ -176,6 +176,9 @@ int Agent::run() {
           hb->start();
           continue;
         }
+        // Retired by an admin, or its enrolment token is used up, expired or revoked: say so
+        // (the reason is kfleetd's), and keep asking at the backoff's pace.
+        log::warn("agent", "cannot enrol again: ", again.error().message);
       }
       quit_.sleep_for(wait);
       continue;

@@ -38,10 +38,14 @@ Result<T> garbled(const std::string& what, const Error& e) {
 class HttpTransport final : public Transport {
  public:
   HttpTransport(std::string url, std::string enrol_token, HttpOptions http, TransportTimeouts t)
-      : url_(std::move(url)), token_(std::move(enrol_token)), http_(std::move(http)), t_(t) {}
+      : url_(std::move(url)), enrol_token_(enrol_token), token_(std::move(enrol_token)),
+        http_(std::move(http)), t_(t) {}
 
   Result<Enrolment> enrol(const nlohmann::json& body) override {
-    auto r = client().post_json("/api/v1/agents/enrol", body, t_.call);
+    // Always with the enrolment token, also when enrolling again after kfleetd refused the
+    // agent's own token (a fresh database, a revoked agent): that token is no enrolment token.
+    HttpClient enrol_client(url_, enrol_token_, http_);
+    auto r = enrol_client.post_json("/api/v1/agents/enrol", body, t_.call);
     if (!r) return r.error();
     if (r->status != 201 && r->status != 200) {
       auto e = status_error("enrol", *r);
@@ -144,6 +148,7 @@ class HttpTransport final : public Transport {
   }
 
   std::string url_;
+  const std::string enrol_token_;
   std::string token_;
   HttpOptions http_;
   TransportTimeouts t_;

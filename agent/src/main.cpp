@@ -179,7 +179,9 @@ int main(int argc, char** argv) {
   app.add_option("--provider", cfg.provider, "static | simulated | terraform | gce")
       ->check(CLI::IsMember({"static", "simulated", "terraform", "gce"}))
       ->capture_default_str();
-  app.add_option("--instance-id", cfg.instance_id, "the cloud instance id, when provisioned");
+  app.add_option("--instance-id", cfg.instance_id,
+                 "the cloud instance id, when provisioned (an enrolment token bound to an instance "
+                 "lets in only the agent that names it)");
   app.add_option("--work-dir", cfg.work_dir, "holds the event spool and run dirs")
       ->capture_default_str();
   app.add_option("--max-jobs", cfg.max_jobs, "exit after N jobs (0 = run forever)")

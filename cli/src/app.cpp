@@ -85,7 +85,8 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
                                    add_agents_command(app), add_results_command(app),
                                    add_regress_command(app), add_baseline_command(app),
                                    add_campaign_command(app), add_report_command(app),
-                                   add_token_command(app), add_mcp_command(app)};
+                                   add_token_command(app), add_enrol_token_command(app),
+                                   add_mcp_command(app)};
   // Shell completion is built from the tree above, so it needs no server and no token.
   std::string completion_shell;
   auto* completion = app.add_subcommand(

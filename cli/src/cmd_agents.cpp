@@ -31,11 +31,37 @@ Command add_agents_command(CLI::App& app) {
         return {};
       });
   state_opt->excludes(all_opt);
+  // An admin takes an agent out (a stolen agent token, a host being decommissioned): kfleetd
+  // retires it, refuses its token from then on and requeues the job it held at once.
+  auto revoke_id = std::make_shared<std::int64_t>(0);
+  auto* revoke = sub->add_subcommand(
+      "revoke", "take an agent out of the fleet now: its token is refused, its job requeued "
+                "(needs scope admin)");
+  revoke->alias("retire");
+  revoke->add_option("id", *revoke_id, "the agent's id (kfleet agents)")->required();
+  sub->require_subcommand(0, 1);
   sub->footer(R"(Examples:
-  kfleet agents                  # the live fleet (idle, busy, lost)
+  kfleet agents                  # the live fleet (idle, busy, lost), with who enrolled each
   kfleet agents --state lost
-  kfleet agents --all --json)");
-  return {sub, [all, state](Session& s) {
+  kfleet agents --all --json
+  kfleet agents revoke 12        # its next call gets 401; the job it held is queued again)");
+  return {sub, [all, state, revoke, revoke_id](Session& s) {
+    if (revoke->parsed()) {
+      auto reply = s.post("/api/v1/agents/" + std::to_string(*revoke_id) + "/retire",
+                          nlohmann::json::object());
+      if (!reply) return s.fail(reply.error(), "agents revoke");
+      if (s.json()) {
+        s.io().out << reply->body.dump(2) << "\n";
+        return 0;
+      }
+      const auto& a = reply->body.contains("agent") ? reply->body["agent"] : reply->body;
+      s.io().out << "agent " << *revoke_id << " (" << a.value("name", std::string()) << ") revoked: "
+                 << "its token is refused from now on";
+      const std::int64_t run = reply->body.value("requeued_run_id", std::int64_t{0});
+      if (run) s.io().out << "; its run " << run << " was taken back (its job is queued again unless it ran out of attempts)";
+      s.io().out << "\n";
+      return 0;
+    }
     std::string query = "?limit=1000";
     if (*all) query += "&state=all";
     else if (!state->empty()) query += "&state=" + *state;

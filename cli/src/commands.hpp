@@ -25,6 +25,7 @@ Command add_baseline_command(CLI::App& app);
 Command add_campaign_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_token_command(CLI::App& app);     // cmd_token.cpp
+Command add_enrol_token_command(CLI::App& app);  // cmd_enrol_token.cpp
 Command add_mcp_command(CLI::App& app);       // cmd_mcp.cpp
 
 // Streams a job's events as progress lines until it ends; returns its exit status.

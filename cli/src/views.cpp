@@ -156,6 +156,18 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
   return out + "\n" + t.render();
 }
 
+// Who let an agent in: "fleet token", or the limited enrolment token's id and name and the
+// admin who minted it ("#3 rack-2 (alice)"). "-" from a kfleetd that does not say.
+static std::string enrolled_by(const nlohmann::json& agent) {
+  const auto& by = obj_field(agent, "enrolled_by");
+  const std::string kind = str_field(by, "kind");
+  if (kind == "fleet_token") return "fleet token";
+  if (kind != "enrol_token") return "-";
+  std::string out = "#" + str_field(by, "enrol_token_id") + " " + str_field(by, "name");
+  const std::string who = str_field(by, "minted_by");
+  return who.empty() ? out : out + " (" + who + ")";
+}
+
 std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
   std::string out;
   const auto& agents = arr_field(body, "agents");
@@ -164,7 +176,7 @@ std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
   } else {
     // One agent serves one GPU (a slot of its host), so the fleet counts GPUs by agent.
     TextTable t({"ID", "NAME", "REGION", "HOST:GPU", "GPU", "BACKEND", "STATE", "RUN", "LAST SEEN",
-                 "SIM"});
+                 "ENROLLED BY", "SIM"});
     std::map<std::string, int> hosts;
     int gpus_total = 0, busy = 0, idle = 0;
     for (const auto& a : agents) {
@@ -191,7 +203,7 @@ std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
                           : ""),
                  paint_state(state, color),
                  run.empty() || run == "0" ? "-" : run, age_of(a, "last_seen", now) + " ago",
-                 sim_mark(a)});
+                 enrolled_by(a), sim_mark(a)});
     }
     out = t.render() + std::to_string(gpus_total) + " GPU(s) on " + std::to_string(hosts.size()) +
           " host(s): " + std::to_string(busy) + " busy, " + std::to_string(idle) + " idle\n";

@@ -62,6 +62,19 @@ TEST(Views, AgentsAndBlocks) {
   EXPECT_NE(out.find("1 GPU(s) on 1 host(s): 1 busy, 0 idle"), std::string::npos) << out;
 }
 
+TEST(Views, AgentsSayWhoEnrolledThem) {
+  nlohmann::json agents = {
+      {{"id", 1}, {"name", "old"}, {"state", "idle"}, {"enrolled_by", {{"kind", "fleet_token"}}}},
+      {{"id", 2}, {"name", "new"}, {"state", "idle"},
+       {"enrolled_by", {{"kind", "enrol_token"}, {"enrol_token_id", 7}, {"name", "rack-3"},
+                        {"minted_by", "alice"}}}},
+      {{"id", 3}, {"name", "older-kfleetd"}, {"state", "idle"}}};
+  const std::string out = render_agents({{"agents", agents}}, kNow, false);
+  EXPECT_NE(out.find("ENROLLED BY"), std::string::npos) << out;
+  EXPECT_NE(out.find("fleet token"), std::string::npos) << out;
+  EXPECT_NE(out.find("#7 rack-3 (alice)"), std::string::npos) << out;
+}
+
 TEST(Views, AgentsCountGpusPerHost) {
   nlohmann::json agents = nlohmann::json::array();
   for (int i = 0; i < 8; ++i)

@@ -47,6 +47,7 @@ module "agents" {
   security_group_ids = var.security_group_ids
   server_url         = var.server_url
   enrol_token        = var.enrol_token
+  enrol_tokens       = var.enrol_tokens
   server_ca_pem      = var.server_ca_pem
   agent_download_url = var.agent_download_url
   agent_sha256       = var.agent_sha256

@@ -83,9 +83,17 @@ variable "server_url" {
 }
 
 variable "enrol_token" {
-  description = "Enrolment token; pass it as TF_VAR_enrol_token, not -var, so it stays off command lines."
+  description = "The fleet's enrolment token, for the slots enrol_tokens gives none; pass it as TF_VAR_enrol_token, not -var, so it stays off command lines."
   type        = string
   sensitive   = true
+  default     = ""
+}
+
+variable "enrol_tokens" {
+  description = "Per-slot enrolment tokens (agent-00 => token), each minted with kfleet enrol-token mint --name agent-00 --uses <GPUs per instance>; pass them as TF_VAR_enrol_tokens. A slot with its own token never receives the fleet's."
+  type        = map(string)
+  sensitive   = true
+  default     = {}
 }
 
 variable "server_ca_pem" {

@@ -4,16 +4,19 @@
 #   KFLEET_ENROL_TOKEN=... ./install-agent.sh --server https://kfleet.example.com \
 #       --region lab-berlin --backend hip [--agent-binary ./kfleet-agent] [--ca-file ca.pem]
 #       [--root DIR]   install under DIR instead of / and start nothing (packaging, tests)
-# The token is read from the environment (or prompted for) so it never appears in argv; it and
+#       [--enrol-token-file F]  this host's own token (kfleet enrol-token mint --out F)
+#       [--instance-id ID]      what the agent says it is (default /etc/machine-id)
+# The token is read from a file, the environment or a prompt, so it never appears in argv; it and
 # the CA that signed kfleetd's certificate (--ca-file) land in 0600 files under /etc/kfleet, and
 # the agent finds the CA through KFLEET_CA_FILE (its --ca-file) in /etc/kfleet/agent.env.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 unit_src="$here/../modules/l4-agents/files/kfleet-agent.service"
-server="" region="" backend="hip" binary="" name=$(hostname) ca_file="" root=""
+server="" region="" backend="hip" binary="" name=$(hostname) ca_file="" root="" token_file=""
+instance_id=$(cat /etc/machine-id 2>/dev/null || hostname)
 
-usage() { sed -n '2,9p' "$0" >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --server) server=$2; shift 2 ;;
@@ -23,6 +26,8 @@ while [[ $# -gt 0 ]]; do
     --name) name=$2; shift 2 ;;
     --ca-file) ca_file=$2; shift 2 ;;
     --root) root=$2; shift 2 ;;
+    --enrol-token-file) token_file=$2; shift 2 ;;
+    --instance-id) instance_id=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -43,8 +48,16 @@ fi
 [[ -n "$root" || $EUID -eq 0 ]] || { echo "run as root: it writes /etc/kfleet and a systemd unit" >&2; exit 1; }
 [[ -f "$unit_src" ]] || { echo "unit template missing at $unit_src" >&2; exit 1; }
 
-token=${KFLEET_ENROL_TOKEN:-}
+# A per-host token (minted for this host, bound to its --instance-id) from a file, else the
+# environment, else a prompt.
+if [[ -n "$token_file" ]]; then
+  [[ -f "$token_file" && -r "$token_file" ]] || { echo "--enrol-token-file $token_file: cannot read it" >&2; exit 2; }
+  token=$(head -n 1 "$token_file" | tr -d '\r\n ')
+else
+  token=${KFLEET_ENROL_TOKEN:-}
+fi
 if [[ -z "$token" ]]; then read -r -s -p "enrolment token: " token; echo; fi
+[[ "$instance_id" =~ ^[A-Za-z0-9._:-]{1,200}$ ]] || { echo "--instance-id must be 1 to 200 of [A-Za-z0-9._:-]" >&2; exit 2; }
 [[ ${#token} -ge 16 ]] || { echo "the enrolment token looks too short" >&2; exit 1; }
 
 install -d -m 0755 "$root/usr/local/bin" "$root/etc/systemd/system"
@@ -63,7 +76,7 @@ KFLEET_SERVER=$server
 KFLEET_REGION=$region
 KFLEET_BACKEND=$backend
 KFLEET_PROVIDER=static
-KFLEET_INSTANCE_ID=$(cat /etc/machine-id 2>/dev/null || hostname)
+KFLEET_INSTANCE_ID=$instance_id
 KFLEET_NAME=$name
 $ca_line
 ENV

@@ -25,6 +25,9 @@ touch "$tmp/a.yaml"
 expect_suggestion 2 "unknown option '--folow'; did you mean '--follow'?" "$kfleet" submit "$tmp/a.yaml" --folow
 expect_suggestion 2 "unknown command 'revokee'; did you mean 'revoke'?" "$kfleet" token revokee 3
 expect_suggestion 2 "unknown option '--sever'; did you mean '--server'?" "$kfleet" agents --sever http://x
+expect_suggestion 2 "unknown command 'mnit'; did you mean 'mint'?" "$kfleet" enrol-token mnit --name x
+expect_suggestion 2 "unknown command 'enrol-tokens'; did you mean 'enrol-token'?" "$kfleet" enrol-tokens list
+expect_suggestion 2 "unknown command 'revok'; did you mean 'revoke'?" "$kfleet" agents revok 3
 expect_suggestion 2 "kfleetd: unknown option '--dbb'; did you mean '--db'?" "$kfleetd" --dbb x.db
 expect_suggestion 2 "kfleet-agent: unknown option '--backnd'; did you mean '--backend'?" "$agent" --server http://x --backnd cuda
 # Nothing near: the error alone, no guess.
@@ -55,6 +58,8 @@ answers=$(bash --norc --noprofile -c '
   ask kfleet --json st
   ask kfleet submit --follow ""
   ask kfleet baseline ""
+  ask kfleet enrol-token ""
+  ask kfleet agents re
   # compgen runs the registered function as the shell would for "kfleet su<TAB>".
   COMP_WORDS=(kfleet su); COMP_CWORD=1
   echo "compgen| $(compgen -F _kfleet -- su 2>/dev/null | paste -sd " ")"
@@ -73,6 +78,8 @@ grep -q "^kfleet submit | .*notes.txt" <<<"$answers" && bad "submit offers a fil
 want_line "kfleet token | create list revoke"
 want_line "kfleet --server http://x re| regress report results"
 want_line "kfleet baseline | list set"
+want_line "kfleet enrol-token | list mint revoke"
+grep -q "^kfleet agents re| .*revoke" <<<"$answers" || bad "agents does not offer revoke"
 want_line "kfleet --json st| status"   # a flag takes no value: the next word is the command
 grep -q "^kfleet submit --follow | .*a.yaml" <<<"$answers" || bad "submit --follow does not offer a.yaml"
 grep -q "^compgen| submit" <<<"$answers" || bad "compgen -F _kfleet on 'su' did not give submit"

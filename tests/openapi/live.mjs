@@ -265,6 +265,21 @@ async function mainWalk() {
   const a = (await call("POST /api/v1/agents/enrol", {}, { token: s.enrol, body: ENROL("live-a"), expect: 201 })).body;
   const b = (await call("POST /api/v1/agents/enrol", {}, { token: s.enrol, body: ENROL("live-b"), expect: 201 })).body;
   await call("POST /api/v1/agents/enrol", {}, { token: s.enrol, body: { name: "x" }, expect: 400 });
+  // Limited enrolment tokens: a single-use one lets one agent in and refuses the next (401); an
+  // instance-bound one refuses another instance (403).
+  const once = (await call("POST /api/v1/enrol-tokens", {}, { token: A, body: { name: "live once", uses: 1, expires_in_s: 3600 }, expect: 201 })).body.enrol_token;
+  const onceAgent = (await call("POST /api/v1/agents/enrol", {}, { token: once.token, body: ENROL("live-once"), expect: 201 })).body;
+  await call("POST /api/v1/agents/enrol", {}, { token: once.token, body: ENROL("live-twice"), expect: 401 });
+  const bound = (await call("POST /api/v1/enrol-tokens", {}, { token: A, body: { name: "live bound", instance_id: "i-live" }, expect: 201 })).body.enrol_token;
+  await call("POST /api/v1/agents/enrol", {}, { token: bound.token, body: { ...ENROL("live-bound"), instance_id: "i-other" }, expect: 403 });
+  await call("POST /api/v1/enrol-tokens", {}, { token: A, body: { uses: 1 }, expect: 400 });
+  await call("GET /api/v1/enrol-tokens", {}, { token: A, expect: 200 });
+  await call("POST /api/v1/enrol-tokens/{id}/revoke", { id: bound.id }, { token: A, expect: 200 });
+  await call("POST /api/v1/enrol-tokens/{id}/revoke", { id: MISSING }, { token: A, expect: 404 });
+  const agentsNow = (await call("GET /api/v1/agents", {}, { token: A, expect: 200 })).body.agents;
+  const shown = agentsNow.find((x) => x.id === onceAgent.agent_id);
+  if (shown?.enrolled_by?.kind !== "enrol_token" || shown.enrolled_by.enrol_token_id !== once.id)
+    fail(`an agent let in by enrolment token ${once.id} should say so in enrolled_by: ${JSON.stringify(shown)}`);
   // Nothing queued yet: an empty poll answers 204.
   await call("POST /api/v1/agents/{id}/lease", { id: b.agent_id }, { token: b.token, query: { wait_ms: 0 }, expect: 204 });
 

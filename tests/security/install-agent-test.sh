@@ -71,5 +71,40 @@ if KFLEET_ENROL_TOKEN=short bash "$script" --server https://k.example.com --regi
 else
   ok "a short enrolment token is refused"
 fi
+# A per-host token from a file (kfleet enrol-token mint --out), bound to the host's instance id:
+# the file's token lands in enrol.token, never in argv or agent.env, and agent.env carries the id
+# the token is bound to.
+host_token="kfe_$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s\n' "$host_token" >"$tmp/host.token"
+chmod 0600 "$tmp/host.token"
+r=$tmp/per-host
+mkdir -p "$r"
+if env -u KFLEET_ENROL_TOKEN bash "$script" --server https://kfleet.example.com:8470 --region lab-1 \
+     --agent-binary "$tmp/kfleet-agent" --root "$r" --enrol-token-file "$tmp/host.token" \
+     --instance-id gfx-box-7 </dev/null >"$tmp/per-host.log" 2>&1; then
+  grep -qx -- "$host_token" "$r/etc/kfleet/enrol.token" && ok "a per-host token file lands in enrol.token" ||
+    bad "enrol.token does not hold the per-host token"
+  [ "$(stat -c %a "$r/etc/kfleet/enrol.token" 2>/dev/null)" = 600 ] || bad "the per-host enrol.token is not 0600"
+  grep -qx "KFLEET_INSTANCE_ID=gfx-box-7" "$r/etc/kfleet/agent.env" && ok "agent.env carries the --instance-id" ||
+    bad "agent.env does not carry the instance id: $(cat "$r/etc/kfleet/agent.env")"
+  grep -qF -- "$host_token" "$r/etc/kfleet/agent.env" && bad "the per-host token is in agent.env"
+else
+  bad "install with --enrol-token-file failed: $(cat "$tmp/per-host.log")"
+fi
+mkdir -p "$tmp/badid"
+if bash "$script" --server https://k.example.com --region r --root "$tmp/badid" --agent-binary "$tmp/kfleet-agent" \
+     --enrol-token-file "$tmp/host.token" --instance-id 'a b;c' </dev/null >"$tmp/badid.log" 2>&1; then
+  bad "an instance id with spaces and ; was accepted"
+else
+  grep -q "instance-id must be" "$tmp/badid.log" && ok "a bad --instance-id is refused, saying why" ||
+    bad "the refusal does not say why: $(cat "$tmp/badid.log")"
+fi
+if bash "$script" --server https://k.example.com --region r --root "$tmp/badid" --agent-binary "$tmp/kfleet-agent" \
+     --enrol-token-file "$tmp/missing.token" </dev/null >"$tmp/missing.log" 2>&1; then
+  bad "a missing --enrol-token-file was accepted"
+else
+  grep -q "cannot read it" "$tmp/missing.log" && ok "a missing --enrol-token-file is refused" ||
+    bad "the refusal does not say why: $(cat "$tmp/missing.log")"
+fi
 [ "$fail" = 0 ] && echo "PASS: static install delivers the CA and the token as 0600 files"
 exit "$fail"

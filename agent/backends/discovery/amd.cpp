@@ -187,4 +187,66 @@ Result<GpuSnapshot> amd_snapshot(unsigned index) {
   return parse_rocm_smi_json(r->out, index);
 }
 
+namespace {
+
+void flatten(const std::string& prefix, const nlohmann::json& v, nlohmann::json& out) {
+  if (v.is_object()) {
+    for (const auto& [k, x] : v.items()) flatten(prefix + "." + k, x, out);
+  } else if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) flatten(prefix + "." + std::to_string(i), v[i], out);
+  } else {
+    out[prefix] = v;
+  }
+}
+
+}  // namespace
+
+Result<void> parse_amd_smi_settings(const std::string& text, unsigned index,
+                                    const std::vector<std::string>& keys, nlohmann::json& out) {
+  // amd-smi may print a line of warnings before its JSON.
+  const auto start = text.find_first_of("[{");
+  auto j = start == std::string::npos ? nlohmann::json()
+                                      : nlohmann::json::parse(text.substr(start), nullptr, false);
+  if (j.is_discarded() || !(j.is_array() || j.is_object()))
+    return make_error(Errc::invalid_argument, "amd-smi printed no JSON");
+  const nlohmann::json* gpu = nullptr;
+  if (j.is_object()) {
+    gpu = &j;
+  } else {
+    for (const auto& g : j)
+      if (g.is_object() && g.value("gpu", -1) == static_cast<int>(index)) gpu = &g;
+  }
+  if (!gpu) return make_error(Errc::not_found, "amd-smi does not list GPU " + std::to_string(index));
+  for (const auto& k : keys)
+    if (auto it = gpu->find(k); it != gpu->end()) flatten(k, *it, out);
+  return {};
+}
+
+Result<nlohmann::json> amd_settings(unsigned index) {
+  const std::string tool = find_program("amd-smi");
+  if (tool.empty())
+    return make_error(Errc::unavailable,
+                      "amd-smi not found: install ROCm's amd-smi to check the GPU's settings");
+  nlohmann::json out = nlohmann::json::object();
+  const std::string gpu = std::to_string(index);
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> reads = {
+      {{"static", "-g", gpu, "--limit", "--clock", "--partition", "--json"},
+       {"limit", "clock", "partition"}},
+      {{"metric", "-g", gpu, "--perf-level", "--json"}, {"perf_level"}}};
+  for (const auto& [args, keys] : reads) {
+    SubprocessSpec s;
+    s.argv = {tool};
+    s.argv.insert(s.argv.end(), args.begin(), args.end());
+    s.timeout_s = 20;
+    s.trust = ProcessTrust::agent_tool;  // the agent's own GPU probe, no job input
+    auto r = run_subprocess(s);
+    if (!r.ok()) return r.error();
+    if (!r->ok()) return make_error(Errc::unavailable, "amd-smi " + args[0] + " failed: " + r->describe());
+    if (auto p = parse_amd_smi_settings(r->out, index, keys, out); !p) return p.error();
+  }
+  if (out.empty())
+    return make_error(Errc::unavailable, "amd-smi reported none of the GPU's settings");
+  return out;
+}
+
 }  // namespace kfleet::backends

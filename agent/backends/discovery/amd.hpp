@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "discovery/nvml.hpp"
 #include "kfleet/common/model.hpp"
 #include "kfleet/common/result.hpp"
@@ -32,5 +34,19 @@ Result<GpuSnapshot> amd_snapshot(unsigned index);
 
 // Parses `rocm-smi --showclocks --showtemp --showpower --json` output for card `index`.
 Result<GpuSnapshot> parse_rocm_smi_json(const std::string& text, unsigned index);
+
+// The settings of GPU `index` that belong to the fleet, not the job, from amd-smi's JSON: the
+// power cap and the other limits (`amd-smi static --limit`), the clock levels (`--clock`), the
+// compute and memory partition (`--partition`) and the performance level (`amd-smi metric
+// --perf-level`), as one flat object ("limit.max_power.value": 300, "perf_level": "AUTO").
+// `unavailable` when amd-smi is not installed or fails (the caller then checks nothing, as the
+// CUDA backend does without NVML).
+Result<nlohmann::json> amd_settings(unsigned index);
+
+// Flattens the settings of GPU `index` from amd-smi's JSON (a list of per-GPU objects with a
+// "gpu" member, or one such object) into `out`: the members named in `keys`, nested objects
+// joined with ".". invalid_argument when the text is not amd-smi's JSON for that GPU.
+Result<void> parse_amd_smi_settings(const std::string& text, unsigned index,
+                                    const std::vector<std::string>& keys, nlohmann::json& out);
 
 }  // namespace kfleet::backends

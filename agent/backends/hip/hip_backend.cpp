@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/harness_backend.hpp"
+#include "kfleet/common/log.hpp"
 #include "common/toolchain.hpp"
 #include "discovery/amd.hpp"
 
@@ -114,6 +115,19 @@ class HipBackend final : public HarnessBackend {
 
   Result<GpuSnapshot> snapshot() override { return amd_snapshot(cfg_.device); }
 
+  // Power cap, clock levels, partition and performance level through amd-smi: read before and
+  // after each GPU stage, a change fails the run at the integrity gate. Without amd-smi nothing
+  // is checked (as the CUDA backend without NVML), said once in the log.
+  std::optional<nlohmann::json> gpu_settings() override {
+    auto s = amd_settings(cfg_.device);
+    if (s.ok()) return *s;
+    if (!settings_warned_) {
+      log::warn("hip", "the GPU's settings are not checked: ", s.error().message);
+      settings_warned_ = true;
+    }
+    return std::nullopt;
+  }
+
   // KFD lists every process with compute queues or VRAM on each GPU (no ROCm tool needed).
   Result<std::vector<unsigned>> other_processes() override {
     if (!std::filesystem::exists("/sys/class/kfd/kfd/proc"))
@@ -134,6 +148,7 @@ class HipBackend final : public HarnessBackend {
  private:
   agent::HipBackendOptions opts_;
   bool hipcc_ = false;
+  bool settings_warned_ = false;
   long kfd_gpu_id_ = 0;  // this agent's GPU in KFD's numbering; 0 until discovered (= any GPU)
   std::optional<Compiler> compiler_;
 };

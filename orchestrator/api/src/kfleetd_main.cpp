@@ -459,8 +459,21 @@ int main(int argc, char** argv) {
     check_leader();
   }
 
-  const ProvisionerEnv env{io,       url,       o.cfg.enrol_token, *agent_ca_pem, o.agent_binary,
-                           argv[0], db,        postgres,          tls};
+  ProvisionerEnv env{io,       url,       o.cfg.enrol_token, *agent_ca_pem, o.agent_binary,
+                     argv[0], db,        postgres,          tls, {}};
+  // An instance must enrol within the enrolment deadline of its request; its token outlives
+  // that by the time an instance takes to be created and boot.
+  env.mint_enrol_token = [&cp](const std::string& name, int uses,
+                               const std::string& instance_id) -> kfleet::Result<std::string> {
+    kfleet::core::EnrolTokenRequest r;
+    r.name = name;
+    r.uses = uses;
+    r.instance_id = instance_id;
+    r.expires_in_ms = cp.config().enrol_deadline_ms + 15 * 60'000;
+    auto t = cp.mint_enrol_token(r, "kfleetd");
+    if (!t) return t.error();
+    return t->secret;
+  };
   if (!kfleetd::configure_provisioner(o.prov, env, slot)) return 2;
 
   cp.start();

@@ -82,6 +82,12 @@ ProvisionerPtr build_provisioner(const ProvisionerEnv& env, const std::string& k
     // Cloud agents need an address they can reach; only a config without one gets ours.
     if (tc->server_url.empty()) tc->server_url = env.url;
     if (tc->enrol_token.empty()) tc->enrol_token = env.enrol_token;
+    // Each new slot gets its own enrolment token (one use per GPU); AWS names the instance only
+    // once it exists, so it is bound by slot and count, not by instance id.
+    if (tc->per_instance_enrolment && env.mint_enrol_token)
+      tc->mint_enrol_token = [mint = env.mint_enrol_token](const std::string& slot, int uses) {
+        return mint("terraform slot " + slot, uses, "");
+      };
     if (tc->server_ca_pem.empty()) tc->server_ca_pem = env.agent_ca_pem;
     return kfleet::provision::make_terraform_provisioner(env.io.get_executor(), *tc);
 #else
@@ -101,6 +107,12 @@ ProvisionerPtr build_provisioner(const ProvisionerEnv& env, const std::string& k
     if (gc->server_url.empty()) gc->server_url = env.url;
     if (gc->enrol_token.empty()) gc->enrol_token = env.enrol_token;
     if (gc->server_ca_pem.empty()) gc->server_ca_pem = env.agent_ca_pem;
+    // Each instance gets its own single-use (per GPU), instance-bound enrolment token; the
+    // fleet's long-lived one then never lands in any instance's metadata.
+    if (gc->per_instance_enrolment && env.mint_enrol_token)
+      gc->mint_enrol_token = [mint = env.mint_enrol_token](const std::string& instance, int uses) {
+        return mint("instance " + instance, uses, instance);
+      };
     return kfleet::provision::make_gce_provisioner_or_explain(*gc, env.io.get_executor());
 #else
     std::cerr << "kfleetd: this build has no gce provisioner\n";

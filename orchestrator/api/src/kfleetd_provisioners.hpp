@@ -61,6 +61,12 @@ struct ProvisionerEnv {
   boost::asio::io_context& io;
   std::string url, enrol_token, agent_ca_pem, agent_binary, argv0, db;
   bool postgres = false, tls = false;
+  // Mints an enrolment token for one instance or slot (named `name`, `uses` enrolments, bound
+  // to `instance_id` unless it is ""): a cloud provisioner that can put a secret in one
+  // instance's boot gives each its own. Unset: none.
+  std::function<kfleet::Result<std::string>(const std::string& name, int uses,
+                                            const std::string& instance_id)>
+      mint_enrol_token;
 };
 
 // Builds one provisioner of a kind from its config (inline JSON, or else the file). Errors are

@@ -40,6 +40,9 @@ Awaitable list_tokens(Ctx&);
 Awaitable create_token(Ctx&);
 Awaitable revoke_token(Ctx&);
 Awaitable audit_log(Ctx&);
+Awaitable list_enrol_tokens(Ctx&);
+Awaitable mint_enrol_token(Ctx&);
+Awaitable revoke_enrol_token(Ctx&);
 
 std::vector<Route> make_routes() {
   using V = http::verb;
@@ -73,6 +76,9 @@ std::vector<Route> make_routes() {
       {V::get, "/api/v1/tokens", A::admin, list_tokens},
       {V::post, "/api/v1/tokens", A::admin, create_token},
       {V::post, "/api/v1/tokens/{id}/revoke", A::admin, revoke_token},
+      {V::get, "/api/v1/enrol-tokens", A::admin, list_enrol_tokens},
+      {V::post, "/api/v1/enrol-tokens", A::admin, mint_enrol_token},
+      {V::post, "/api/v1/enrol-tokens/{id}/revoke", A::admin, revoke_enrol_token},
       {V::get, "/api/v1/audit", A::admin, audit_log},
       {V::get, "/metrics", A::metrics, metrics},
   };

@@ -60,7 +60,13 @@ Awaitable enrol_agent(Ctx& c) {
   r.region = j["region"];
   r.backend = j["backend"];
   r.provider = j.value("provider", "static");
-  r.instance_id = j.value("instance_id", "");
+  if (j.contains("instance_id") && !j["instance_id"].is_null()) {
+    if (!j["instance_id"].is_string() || j["instance_id"].get<std::string>().size() > 200)
+      co_return error_response(c.req, http::status::bad_request, "invalid_request",
+                               "instance_id must be a string of at most 200 characters");
+    r.instance_id = j["instance_id"];
+  }
+  r.enrol_token = c.bearer;
   if (j.contains("info") && j["info"].is_object()) r.info = j["info"];
   if (j.contains("host") && !j["host"].is_null()) {
     if (!j["host"].is_string() || j["host"].get<std::string>().size() > 200)

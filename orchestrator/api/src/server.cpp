@@ -240,8 +240,9 @@ struct Server::Impl {
                               "--tls-client-ca (kfleet-agent --tls-cert/--tls-key)");
       if (c.bearer.empty())
         return failed(unauthorized(req, r.access == Access::enrol
-                                            ? "enrolment needs the fleet's enrolment token "
-                                              "(kfleet-agent --enrol-token-file or KFLEET_ENROL_TOKEN)"
+                                            ? "enrolment needs an enrolment token, the fleet's or "
+                                              "one an admin minted (kfleet-agent "
+                                              "--enrol-token-file or KFLEET_ENROL_TOKEN)"
                                             : "agent calls need the agent token that enrol returned"));
       if (r.access == Access::enrol) {
         if (cp->is_enrol_token(c.bearer)) return std::nullopt;

@@ -73,6 +73,12 @@ nlohmann::json agent_json(const store::AgentRecord& a) {
           {"enrolled", time_or_null(a.enrolled_ms)},
           {"last_seen", time_or_null(a.last_seen_ms)},
           {"simulated", a.simulated()},
+          {"enrolled_by", a.enrol_token_id == 0
+                              ? nlohmann::json{{"kind", "fleet_token"}}
+                              : nlohmann::json{{"kind", "enrol_token"},
+                                               {"enrol_token_id", a.enrol_token_id},
+                                               {"name", a.enrol_token_name},
+                                               {"minted_by", a.enrol_token_by}}},
           {"info", a.info}};
 }
 

@@ -102,8 +102,51 @@ bool ControlPlane::is_user_token(const std::string& token) {
   return user_for_token(token).has_value();
 }
 
-bool ControlPlane::is_enrol_token(const std::string& token) const {
+bool ControlPlane::is_fleet_enrol_token(const std::string& token) const {
   return !token.empty() && !cfg_.enrol_token.empty() && equal_ct(cfg_.enrol_token, token);
+}
+
+bool ControlPlane::is_enrol_token(const std::string& token) {
+  if (is_fleet_enrol_token(token)) return true;
+  // Limited tokens are looked up by hash; only "kfe_" secrets can be one.
+  return token.rfind("kfe_", 0) == 0 && store_.find_enrol_token_by_hash(sha256_hex(token));
+}
+
+Result<NewEnrolToken> ControlPlane::mint_enrol_token(const EnrolTokenRequest& r,
+                                                     const std::string& by) {
+  if (r.name.empty() || r.name.size() > 100)
+    return make_error(Errc::invalid_argument,
+                      "an enrolment token needs a name of 1 to 100 characters (what it is for)");
+  if (r.uses < 0)
+    return make_error(Errc::invalid_argument, "uses must be 0 (any number) or more");
+  if (r.expires_in_ms < 0)
+    return make_error(Errc::invalid_argument, "the expiry must be 0 (never) or in the future");
+  if (r.instance_id.size() > 200)
+    return make_error(Errc::invalid_argument, "an instance id has at most 200 characters");
+  NewEnrolToken out;
+  out.secret = random_secret("kfe_");
+  out.record.name = r.name;
+  out.record.token_hash = sha256_hex(out.secret);
+  out.record.prefix = out.secret.substr(0, 8);
+  out.record.instance_id = r.instance_id;
+  out.record.max_uses = r.uses;
+  out.record.created_by = by;
+  const TimeMs now = clock_->now_ms();
+  out.record.expires_ms = r.expires_in_ms ? now + r.expires_in_ms : 0;
+  auto t = store_.create_enrol_token(out.record, now);
+  if (!t) return t.error();
+  out.record = *t;
+  audit(by, "enrol_token.mint",
+        {{"enrol_token_id", t->id}, {"name", t->name}, {"uses", t->max_uses},
+         {"expires_ms", t->expires_ms}, {"instance_id", t->instance_id}});
+  return out;
+}
+
+Result<store::EnrolToken> ControlPlane::revoke_enrol_token(std::int64_t id, const std::string& by) {
+  auto t = store_.revoke_enrol_token(id, clock_->now_ms());
+  if (!t) return t.error();
+  audit(by, "enrol_token.revoke", {{"enrol_token_id", t->id}, {"name", t->name}});
+  return t;
 }
 
 bool ControlPlane::is_agent_token(std::int64_t agent_id, const std::string& token) {

@@ -189,8 +189,20 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
   na.info = r.info;
   na.host = r.host;
   na.slot = r.slot;
+  // The fleet's token is recorded as such; any other is a limited one, used up in the same
+  // transaction as the agent is stored.
+  if (!r.enrol_token.empty() && !is_fleet_enrol_token(r.enrol_token))
+    na.enrol_token_hash = sha256_hex(r.enrol_token);
   auto a = store_.enrol_agent(na, clock_->now_ms());
-  if (!a) return a.error();
+  if (!a) {
+    if (a.error().code == Errc::unauthorized || a.error().code == Errc::forbidden)
+      log::warn("core", "enrolment of '", r.name, "' refused: ", a.error().message);
+    return a.error();
+  }
+  if (a->enrol_token_id != 0)
+    audit("agent:" + std::to_string(a->id), "agent.enrol",
+          {{"agent_id", a->id}, {"name", a->name}, {"enrol_token_id", a->enrol_token_id},
+           {"instance_id", a->instance_id}});
   out.agent_id = a->id;
   agent_hash_cache_[a->id] = a->token_hash;
   agent_by_hash_[a->token_hash] = a->id;

@@ -62,6 +62,7 @@ Result<GceConfig> gce_config_from_json(const nlohmann::json& doc) {
     c.name_prefix = doc.value("name_prefix", c.name_prefix);
     c.server_url = doc.value("server_url", c.server_url);
     c.enrol_token = doc.value("enrol_token", c.enrol_token);
+    c.per_instance_enrolment = doc.value("per_instance_enrolment", c.per_instance_enrolment);
     c.server_ca_pem = doc.value("server_ca_pem", c.server_ca_pem);
     c.agent_download_url = doc.value("agent_download_url", c.agent_download_url);
     c.agent_sha256 = doc.value("agent_sha256", c.agent_sha256);
@@ -140,7 +141,8 @@ int gce_gpus_per_instance(const GceConfig& c) {
   return std::max(c.accelerator_count, 1);
 }
 
-std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
+std::string gce_startup_script(const GceConfig& c, const std::string& zone,
+                               const std::string& enrol_token) {
   std::ostringstream s;
   s << "#!/bin/bash\n"
        "# kfleet agent bootstrap on Compute Engine (written by kfleetd's gce provisioner). Runs as root at\n"
@@ -171,7 +173,8 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
   if (!c.server_ca_pem.empty()) s << "KFLEET_CA_FILE=/etc/kfleet/ca.pem\n";
   s << "ENV\n"
        "chmod 0600 /etc/kfleet/agent.env\n"
-       "cat > /etc/kfleet/enrol.token <<'TOKEN'\n" << c.enrol_token << "\nTOKEN\n"
+       "cat > /etc/kfleet/enrol.token <<'TOKEN'\n"
+    << (enrol_token.empty() ? c.enrol_token : enrol_token) << "\nTOKEN\n"
        "chmod 0600 /etc/kfleet/enrol.token\n"
        "umask 022\n\n";
   if (!c.agent_download_url.empty()) {
@@ -194,7 +197,7 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone) {
 }
 
 nlohmann::json gce_instance_body(const GceConfig& c, const std::string& zone, const std::string& name,
-                                 std::int64_t job_id) {
+                                 std::int64_t job_id, const std::string& enrol_token) {
   const std::string zp = "zones/" + zone;
   nlohmann::json labels = nlohmann::json::object();
   for (const auto& [k, v] : c.labels) labels[k] = v;
@@ -224,7 +227,7 @@ nlohmann::json gce_instance_body(const GceConfig& c, const std::string& zone, co
            {"diskType", zp + "/diskTypes/" + c.boot_disk_type},
            {"labels", labels}}}}}},
       {"networkInterfaces", {nic}},
-      {"metadata", {{"items", {{{"key", "startup-script"}, {"value", gce_startup_script(c, zone)}}}}}},
+      {"metadata", {{"items", {{{"key", "startup-script"}, {"value", gce_startup_script(c, zone, enrol_token)}}}}}},
       {"labels", labels},
   };
   if (!c.accelerator_type.empty())

@@ -89,8 +89,26 @@ class GceProvisionerImpl final : public GceProvisioner {
       ++starting_;
       name = cfg_.name_prefix + "-" + r.region + "-j" + std::to_string(r.job_id) + "-" + suffix();
     }
-    asio::post(pool_, [this, r, name, done = std::move(done)]() mutable {
-      CapacityResult res = insert(r, name);
+    // Its own enrolment token, minted here on the caller's (the control plane's) thread.
+    std::string token;
+    if (cfg_.mint_enrol_token) {
+      auto t = cfg_.mint_enrol_token(name, gce_gpus_per_instance(cfg_));
+      if (!t) {
+        {
+          std::lock_guard lock(mutex_);
+          --starting_;
+        }
+        finish(std::move(done),
+               CapacityResult{Outcome::fatal,
+                              "cannot mint an enrolment token for instance " + name + ": " +
+                                  t.error().message,
+                              {}, 0, {}});
+        return;
+      }
+      token = std::move(*t);
+    }
+    asio::post(pool_, [this, r, name, token, done = std::move(done)]() mutable {
+      CapacityResult res = insert(r, name, token);
       {
         std::lock_guard lock(mutex_);
         --starting_;
@@ -250,7 +268,7 @@ class GceProvisionerImpl final : public GceProvisioner {
     return Call{true, 200, op, {}};
   }
 
-  CapacityResult insert(const CapacityRequest& r, const std::string& name) {
+  CapacityResult insert(const CapacityRequest& r, const std::string& name, const std::string& token) {
     const TimeMs t0 = clock_->now_ms();
     auto seconds = [&] { return static_cast<double>(clock_->now_ms() - t0) / 1000.0; };
     auto failed = [&](const GceFailure& f) {
@@ -258,7 +276,7 @@ class GceProvisionerImpl final : public GceProvisioner {
       if (f.region_wide) res.block_region = gce_region_of_zone(r.region);
       return res;
     };
-    const std::string body = gce_instance_body(cfg_, r.region, name, r.job_id).dump();
+    const std::string body = gce_instance_body(cfg_, r.region, name, r.job_id, token).dump();
     Call c = api("POST", zone_url(r.region) + "/instances?requestId=" + request_id(), body);
     if (!c.ok) return failed(c.failure);
     Call done = wait_done(r.region, c.doc);
@@ -337,7 +355,7 @@ class MisconfiguredGce final : public Provisioner {
 Result<std::unique_ptr<GceProvisioner>> make_gce_provisioner(GceConfig config, asio::any_io_executor control_plane,
                                                              ClockPtr clock) {
   if (auto bad = gce_config_problem(config)) return make_error(Errc::invalid_argument, "gce provisioner: " + *bad);
-  if (config.server_url.empty() || config.enrol_token.empty())
+  if (config.server_url.empty() || (config.enrol_token.empty() && !config.mint_enrol_token))
     return make_error(Errc::invalid_argument, "gce provisioner: needs server_url and enrol_token (kfleetd --enrol-token-file or KFLEET_ENROL_TOKEN)");
   if (!clock) return make_error(Errc::invalid_argument, "gce provisioner needs a clock");
   std::unique_ptr<TokenSource> tokens;

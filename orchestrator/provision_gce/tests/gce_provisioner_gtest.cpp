@@ -34,10 +34,12 @@ class GceProvisionerTest : public ::testing::Test {
     c.retry_base = std::chrono::milliseconds(20);
     c.capacity_budget = 3;
     c.prices = {{"g2-standard-4", 0.7068}};
+    configure(c);
     auto p = make_gce_provisioner(c, io_.get_executor(), std::make_shared<SystemClock>());
     ASSERT_TRUE(p.ok()) << p.error().message;
     prov_ = std::move(*p);
   }
+  virtual void configure(GceConfig&) {}
   void TearDown() override {
     if (prov_) prov_->shutdown();
     for (const auto& p : fake_.problems()) ADD_FAILURE() << "fake GCE: " << p;
@@ -189,6 +191,57 @@ TEST_F(GceProvisionerTest, ItsOwnBudgetIsAQuotaInKfleetsWords) {
   EXPECT_EQ(r.outcome, Outcome::quota);
   EXPECT_NE(r.message.find("capacity_budget"), std::string::npos) << r.message;
   EXPECT_EQ(fake_.inserts("us-west1-b"), 3);
+}
+
+// Per-instance enrolment: kfleetd mints each instance its own token (bound to its name, one use
+// per GPU), and only that token reaches the instance's metadata, never the fleet's.
+class GcePerInstanceEnrolment : public GceProvisionerTest {
+ protected:
+  void configure(GceConfig& c) override {
+    c.machine_type = "g2-standard-24";  // two L4s: two agents, two enrolments
+    c.mint_enrol_token = [this](const std::string& instance, int uses) -> Result<std::string> {
+      minted_.push_back({instance, uses});
+      if (refuse_) return make_error(Errc::unavailable, "the store is read-only");
+      return "kfe_minted-for-" + instance;
+    };
+  }
+  std::vector<std::pair<std::string, int>> minted_;
+  bool refuse_ = false;
+};
+
+TEST_F(GcePerInstanceEnrolment, EachInstanceBootsWithItsOwnTokenAndNeverTheFleets) {
+  auto r = ask("us-central1-a");
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.message;
+  const std::string name = r.instance_ids.at(0);
+  ASSERT_EQ(minted_.size(), 1u);
+  EXPECT_EQ(minted_[0].first, name) << "bound to the instance it was minted for";
+  EXPECT_EQ(minted_[0].second, 2) << "one enrolment per GPU of g2-standard-24";
+  const auto ins = inserts();
+  ASSERT_EQ(ins.size(), 1u);
+  const std::string script = json::parse(ins[0].body)["metadata"]["items"][0]["value"];
+  EXPECT_NE(script.find("cat > /etc/kfleet/enrol.token <<'TOKEN'\nkfe_minted-for-" + name + "\nTOKEN\n"),
+            std::string::npos)
+      << script;
+  EXPECT_EQ(script.find("enrol-0123456789abcdef"), std::string::npos)
+      << "the fleet's long-lived token must not reach an instance's metadata";
+  // Its agents say which instance they are, from the metadata server.
+  EXPECT_NE(script.find("KFLEET_INSTANCE_ID=$instance_name\n"), std::string::npos) << script;
+  // A second instance gets another token.
+  auto second = ask("us-central1-a");
+  ASSERT_EQ(second.outcome, Outcome::ok) << second.message;
+  ASSERT_EQ(minted_.size(), 2u);
+  EXPECT_EQ(minted_[1].first, second.instance_ids.at(0));
+  EXPECT_NE(minted_[0].first, minted_[1].first);
+}
+
+TEST_F(GcePerInstanceEnrolment, NoTokenMeansNoInstanceAndTheReasonSaysWhy) {
+  refuse_ = true;
+  auto r = ask("us-central1-a");
+  EXPECT_EQ(r.outcome, Outcome::fatal);
+  EXPECT_NE(r.message.find("cannot mint an enrolment token"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("the store is read-only"), std::string::npos) << r.message;
+  EXPECT_TRUE(inserts().empty()) << "no instance without its token";
+  EXPECT_TRUE(prov_->instances().empty());
 }
 
 TEST(GceProvisionerConfig, AMissingKeyFileOrBadConfigIsRefusedBeforeAnyRequest) {

@@ -98,9 +98,12 @@ std::map<std::string, std::string> RegionWorkdir::environment() const {
   return env;
 }
 
-Result<ProcessRun> RegionWorkdir::terraform(std::vector<std::string> args, double budget_s) {
+Result<ProcessRun> RegionWorkdir::terraform(std::vector<std::string> args, double budget_s,
+                                            const std::map<std::string, std::string>& more_env) {
   args.insert(args.begin(), config_.terraform_binary);
-  return run_process(args, fleet_dir_, environment(), budget_s);
+  auto env = environment();
+  for (const auto& [k, v] : more_env) env[k] = v;
+  return run_process(args, fleet_dir_, env, budget_s);
 }
 
 Result<void> RegionWorkdir::prepare() {
@@ -137,10 +140,14 @@ std::vector<std::string> RegionWorkdir::var_args(const std::vector<std::string>&
   return args;
 }
 
-Result<ProcessRun> RegionWorkdir::apply(const std::vector<std::string>& slots) {
+Result<ProcessRun> RegionWorkdir::apply(const std::vector<std::string>& slots,
+                                        const std::map<std::string, std::string>& slot_tokens) {
   std::vector<std::string> args{"apply", "-auto-approve", "-json", "-input=false", "-lock-timeout=30s"};
   for (auto& a : var_args(slots)) args.push_back(std::move(a));
-  return terraform(std::move(args), config_.apply_budget_s);
+  std::map<std::string, std::string> env;
+  // A JSON object is an HCL map value; like the fleet's token, only ever in the environment.
+  if (!slot_tokens.empty()) env["TF_VAR_enrol_tokens"] = nlohmann::json(slot_tokens).dump();
+  return terraform(std::move(args), config_.apply_budget_s, env);
 }
 
 Result<ProcessRun> RegionWorkdir::destroy() {

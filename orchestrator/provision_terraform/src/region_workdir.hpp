@@ -28,7 +28,10 @@ class RegionWorkdir {
   // runs terraform init once. Errors carry terraform's own words.
   Result<void> prepare();
   // terraform apply with exactly these slots; the run's result, whatever it was.
-  Result<ProcessRun> apply(const std::vector<std::string>& slots);
+  // `slot_tokens`: enrolment tokens of their own for some slots (TF_VAR_enrol_tokens, never
+  // argv); a slot without one gets the fleet's.
+  Result<ProcessRun> apply(const std::vector<std::string>& slots,
+                           const std::map<std::string, std::string>& slot_tokens = {});
   Result<ProcessRun> destroy();
   // The instances in this region's state (empty before the first apply).
   Result<std::map<std::string, AgentInstance>> instances();
@@ -41,7 +44,8 @@ class RegionWorkdir {
   std::map<std::string, std::string> environment() const;
 
  private:
-  Result<ProcessRun> terraform(std::vector<std::string> args, double budget_s);
+  Result<ProcessRun> terraform(std::vector<std::string> args, double budget_s,
+                               const std::map<std::string, std::string>& more_env = {});
 
   const TerraformConfig& config_;
   std::string key_;

@@ -56,6 +56,7 @@ Result<TerraformConfig> load_terraform_config(const std::filesystem::path& file)
     c.cost_center = doc.at("cost_center").get<std::string>();
     c.server_url = doc.value("server_url", "");
     c.enrol_token = doc.value("enrol_token", "");
+    c.per_instance_enrolment = doc.value("per_instance_enrolment", c.per_instance_enrolment);
     c.server_ca_pem = doc.value("server_ca_pem", "");
     c.terraform_binary = doc.value("terraform_binary", c.terraform_binary);
     c.plugin_dir = doc.value("plugin_dir", "");

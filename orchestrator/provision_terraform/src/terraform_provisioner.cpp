@@ -75,9 +75,23 @@ class TerraformProvisionerImpl final : public TerraformProvisioner {
     }
     std::string slot = "j" + std::to_string(r.job_id) + "-" + std::to_string(next_slot_++) + "-" +
                        std::to_string(clock_->now_ms() % 100000000);
-    asio::post(it->second.strand, [this, &region = it->second, slot, done = std::move(done)]() mutable {
-      finish(std::move(done), grow(region, slot));
-    });
+    // The slot's own enrolment token, minted here on the caller's (the control plane's) thread.
+    std::map<std::string, std::string> tokens;
+    if (config_.mint_enrol_token) {
+      auto t = config_.mint_enrol_token(slot, gpus_per_instance(""));
+      if (!t) {
+        finish(std::move(done), CapacityResult{Outcome::fatal,
+                                               "cannot mint an enrolment token for slot " + slot +
+                                                   ": " + t.error().message,
+                                               {}, 0});
+        return;
+      }
+      tokens[slot] = std::move(*t);
+    }
+    asio::post(it->second.strand,
+               [this, &region = it->second, slot, tokens, done = std::move(done)]() mutable {
+                 finish(std::move(done), grow(region, slot, tokens));
+               });
   }
 
   void release(const std::string& instance_id, std::function<void(Result<void>)> done) override {
@@ -140,7 +154,8 @@ class TerraformProvisionerImpl final : public TerraformProvisioner {
   }
 
   // Runs on the region's strand.
-  CapacityResult grow(Region& region, const std::string& slot) {
+  CapacityResult grow(Region& region, const std::string& slot,
+                      const std::map<std::string, std::string>& tokens) {
     const TimeMs t0 = clock_->now_ms();
     auto seconds = [&] { return static_cast<double>(clock_->now_ms() - t0) / 1000.0; };
     if (auto p = region.workdir->prepare(); !p) {
@@ -153,7 +168,7 @@ class TerraformProvisionerImpl final : public TerraformProvisioner {
     for (const auto& [s, inst] : *before) slots.push_back(s);
     slots.push_back(slot);
 
-    auto run = region.workdir->apply(slots);
+    auto run = region.workdir->apply(slots, tokens);
     if (!run) return CapacityResult{Outcome::fatal, run.error().message, {}, seconds()};
     (void)refresh(region);  // a partly failed apply may still have created or destroyed agents
     if (run->timed_out) {
@@ -256,13 +271,16 @@ Result<std::unique_ptr<TerraformProvisioner>> make_terraform_provisioner(
     return make_error(Errc::invalid_argument, "terraform provisioner: plugin dir " + config.plugin_dir + " does not exist");
   }
   if (config.regions.empty()) return make_error(Errc::invalid_argument, "terraform provisioner: no regions configured");
-  if (config.server_url.empty() || config.enrol_token.empty() || config.owner.empty() || config.cost_center.empty()) {
+  if (config.server_url.empty() || (config.enrol_token.empty() && !config.mint_enrol_token) ||
+      config.owner.empty() || config.cost_center.empty()) {
     return make_error(Errc::invalid_argument,
                       "terraform provisioner needs server_url, enrol_token, owner and cost_center");
   }
   // The module validates the token only at plan time, after a region was already tried; say it
   // now, in kfleetd's words (terraform/modules/l4-agents/variables.tf has the same rule).
-  if (auto bad = enrol_token_problem(config.enrol_token)) {
+  if (auto bad = config.enrol_token.empty() && config.mint_enrol_token
+                     ? std::nullopt
+                     : enrol_token_problem(config.enrol_token)) {
     return make_error(Errc::invalid_argument, "terraform provisioner: the enrolment token " + *bad +
                                                   "; cloud agents could not enrol with it. Pass a "
                                                   "--enrol-token-file (or KFLEET_ENROL_TOKEN) of 16 or more characters of "

@@ -1,5 +1,7 @@
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <fstream>
+#include <sstream>
 #include <gtest/gtest.h>
 #include <optional>
 #include <unistd.h>
@@ -103,6 +105,106 @@ TEST(TerraformRegionWorkdir, SecretsAndTheCaGoThroughTheEnvironmentNotArgv) {
   c.server_ca_pem.clear();
   EXPECT_EQ(RegionWorkdir(c, "us-east-1").environment().count("TF_VAR_server_ca_pem"), 0u)
       << "no CA: the module's default (the system's CAs)";
+}
+
+}  // namespace
+}  // namespace kfleet::provision
+
+namespace kfleet::provision {
+namespace {
+
+// Per-slot enrolment: the provisioner mints the new slot its own token (one use per GPU of the
+// instance type) on the caller's thread, and it reaches terraform as TF_VAR_enrol_tokens, in
+// the environment, never in argv. A stand-in terraform records what `apply` was given.
+TEST(TerraformPerSlotEnrolment, EachNewSlotsTokenReachesApplyThroughTheEnvironment) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("kfleet-tf-slot-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "tree" / "fleet");
+  fs::create_directories(root / "tree" / "modules");
+  std::ofstream(root / "tree" / "fleet" / "main.tf") << "# the stand-in terraform reads nothing\n";
+  const fs::path fake = root / "terraform";
+  std::ofstream(fake) << "#!/bin/sh\nif [ \"$1\" = apply ]; then /usr/bin/env > '" << (root / "apply.env").string()
+                      << "'; printf '%s\\n' \"$@\" > '" << (root / "apply.argv").string() << "'; fi\nexit 0\n";
+  std::filesystem::permissions(fake, fs::perms::owner_all);
+
+  TerraformConfig c;
+  c.terraform_dir = root / "tree";
+  c.state_root = root / "state";
+  c.terraform_binary = fake.string();
+  c.regions = {"us-east-1"};
+  c.server_url = "https://kfleet.example.com";
+  c.enrol_token = "kfe_fleet-0123456789abcdef";
+  c.owner = "team";
+  c.cost_center = "cc";
+  c.instance_type = "g6.12xlarge";  // four L4s: four agents, four enrolments
+  std::vector<std::pair<std::string, int>> minted;
+  c.mint_enrol_token = [&](const std::string& slot, int uses) -> Result<std::string> {
+    minted.push_back({slot, uses});
+    return "kfe_slot-" + slot;
+  };
+  boost::asio::io_context io;
+  auto p = make_terraform_provisioner(std::move(c), io.get_executor(), std::make_shared<SystemClock>());
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  std::optional<CapacityResult> got;
+  (*p)->request(CapacityRequest{7, "us-east-1", "L4"}, [&](CapacityResult r) { got = std::move(r); });
+  ASSERT_EQ(minted.size(), 1u) << "minted on the caller's thread, before terraform runs";
+  EXPECT_EQ(minted[0].second, 4);
+  const std::string slot = minted[0].first;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!got && std::chrono::steady_clock::now() < until) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(got.has_value());
+  // The stand-in made no instance: the answer says so; what matters is what apply was given.
+  std::ifstream env_in(root / "apply.env"), argv_in(root / "apply.argv");
+  std::stringstream env, argv;
+  env << env_in.rdbuf();
+  argv << argv_in.rdbuf();
+  EXPECT_NE(env.str().find("TF_VAR_enrol_tokens={\"" + slot + "\":\"kfe_slot-" + slot + "\"}"),
+            std::string::npos)
+      << env.str();
+  EXPECT_NE(argv.str().find(slot), std::string::npos) << "the slot is in agent_slots: " << argv.str();
+  EXPECT_EQ(argv.str().find("kfe_slot-"), std::string::npos) << "a token on argv: " << argv.str();
+  (*p)->shutdown();
+  fs::remove_all(root);
+}
+
+// No token, no instance: the request fails with the reason and terraform never runs.
+TEST(TerraformPerSlotEnrolment, NoTokenMeansNoApplyAndTheReasonSaysWhy) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("kfleet-tf-notoken-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "tree" / "fleet");
+  std::ofstream(root / "tree" / "fleet" / "main.tf") << "\n";
+  const fs::path fake = root / "terraform";
+  std::ofstream(fake) << "#!/bin/sh\n: > '" << (root / "ran").string() << "'\nexit 0\n";
+  std::filesystem::permissions(fake, fs::perms::owner_all);
+  TerraformConfig c;
+  c.terraform_dir = root / "tree";
+  c.state_root = root / "state";
+  c.terraform_binary = fake.string();
+  c.regions = {"us-east-1"};
+  c.server_url = "https://kfleet.example.com";
+  c.owner = "team";
+  c.cost_center = "cc";
+  c.mint_enrol_token = [](const std::string&, int) -> Result<std::string> {
+    return make_error(Errc::unavailable, "the store is read-only");
+  };
+  boost::asio::io_context io;
+  auto p = make_terraform_provisioner(std::move(c), io.get_executor(), std::make_shared<SystemClock>());
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  std::optional<CapacityResult> got;
+  (*p)->request(CapacityRequest{7, "us-east-1", "L4"}, [&](CapacityResult r) { got = std::move(r); });
+  io.restart();
+  io.run_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->outcome, Outcome::fatal);
+  EXPECT_NE(got->message.find("cannot mint an enrolment token"), std::string::npos) << got->message;
+  (*p)->shutdown();
+  EXPECT_FALSE(fs::exists(root / "ran")) << "terraform ran for a slot without a token";
+  fs::remove_all(root);
 }
 
 }  // namespace

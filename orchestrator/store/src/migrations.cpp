@@ -231,6 +231,27 @@ CREATE TABLE job_origins (
 CREATE INDEX job_origins_token ON job_origins (token_key);
 CREATE INDEX job_origins_parent ON job_origins (parent_job_id);
 )sql",
+      // 8: limited enrolment tokens (hashes only: single use, a count, an expiry, bound to an
+      // instance), and which one let each agent in (id 0: the fleet's long-lived token, the only
+      // way in before this step).
+      R"sql(
+CREATE TABLE enrol_tokens (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,
+  prefix TEXT NOT NULL DEFAULT '',
+  instance_id TEXT NOT NULL DEFAULT '',
+  max_uses INTEGER NOT NULL DEFAULT 1,
+  uses INTEGER NOT NULL DEFAULT 0,
+  created_by TEXT NOT NULL DEFAULT '',
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL DEFAULT 0,
+  revoked_ms INTEGER NOT NULL DEFAULT 0
+);
+ALTER TABLE agents ADD COLUMN enrol_token_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE agents ADD COLUMN enrol_token_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE agents ADD COLUMN enrol_token_by TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return s;
 }

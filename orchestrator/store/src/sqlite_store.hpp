@@ -84,6 +84,10 @@ class SqliteStore final : public Store {
   std::optional<ApiToken> find_token_by_hash(const std::string& hash) override;
   std::vector<ApiToken> list_tokens() override;
   Result<ApiToken> revoke_token(std::int64_t id, TimeMs now) override;
+  Result<EnrolToken> create_enrol_token(const EnrolToken& t, TimeMs now) override;
+  std::optional<EnrolToken> find_enrol_token_by_hash(const std::string& hash) override;
+  std::vector<EnrolToken> list_enrol_tokens(int limit) override;
+  Result<EnrolToken> revoke_enrol_token(std::int64_t id, TimeMs now) override;
   Result<void> append_audit(const std::string& user, const std::string& action,
                     const nlohmann::json& data, TimeMs now) override;
   std::vector<AuditRecord> audit_log(int limit) override;
@@ -96,6 +100,9 @@ class SqliteStore final : public Store {
   std::optional<JobRecord> load_job(std::int64_t id);
   std::optional<RunRecord> load_run(std::int64_t id);
   std::optional<AgentRecord> load_agent(std::int64_t id);
+  // Uses one enrolment of the token with this hash for instance_id, or says why not.
+  Result<EnrolToken> use_enrol_token(const std::string& hash, const std::string& instance_id,
+                                     TimeMs now);
   Event insert_job_event(std::int64_t job_id, const std::string& type,
                          const nlohmann::json& data, TimeMs now);
   // Sets state and reason and writes the job.state event, in the caller's transaction.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <thread>
 
 #include "../src/migrations.hpp"
 #include "../src/sqlite_db.hpp"
@@ -111,10 +113,10 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
     ASSERT_TRUE(s->create_job(nj, 1).ok());
   }
   const std::string version = query_one(path, "SELECT version FROM schema_version");
-  EXPECT_EQ(version, "7");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
+  EXPECT_EQ(version, "8");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
                             // 4: GPU slots; 5: baselines.set_by, jobs.cancelled_by;
                             // 6: the live agents' index
-                            // 7: job_origins
+                            // 7: job_origins; 8: enrolment tokens, who enrolled each agent
   for (int i = 0; i < 3; ++i) {
     auto s = open_or_die(path);
     ASSERT_TRUE(s);
@@ -255,6 +257,53 @@ TEST(SqliteStore, ADatabaseErrorInABatchOfStateChangesFailsAllAndWritesNone) {
              "BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
       },
       [&] { exec("DROP TRIGGER refuse_boom"); });
+}
+
+}  // namespace
+}  // namespace kfleet::store::testing
+
+namespace kfleet::store::testing {
+namespace {
+
+// Two kfleetd processes on one file (a failover's overlap) each let an agent in with the same
+// single-use token at the same moment: the token's use is one conditional write, so exactly
+// one enrolment is stored.
+TEST(SqliteStore, TwoEnrolmentsRacingOnASingleUseTokenLetExactlyOneIn) {
+  const std::string path = make_temp_dir() + "/k.db";
+  auto first = open_or_die(path);
+  auto second = open_or_die(path);
+  ASSERT_TRUE(first && second);
+  for (int round = 0; round < 20; ++round) {
+    EnrolToken t;
+    t.name = "race";
+    t.token_hash = std::string(60, 'b') + std::to_string(1000 + round);
+    t.max_uses = 1;
+    t.created_by = "alice";
+    ASSERT_TRUE(first->create_enrol_token(t, 100).ok());
+    auto try_with = [&](Store& s, const std::string& name) {
+      NewAgent a;
+      a.name = name;
+      a.region = "local";
+      a.backend = "cuda";
+      a.gpus.push_back(GpuInfo{});
+      a.token_hash = std::string(64, '0');
+      a.enrol_token_hash = t.token_hash;
+      return s.enrol_agent(a, 200);
+    };
+    std::optional<Result<AgentRecord>> ra, rb;
+    std::thread ta([&] { ra = try_with(*first, "a" + std::to_string(round)); });
+    std::thread tb([&] { rb = try_with(*second, "b" + std::to_string(round)); });
+    ta.join();
+    tb.join();
+    ASSERT_TRUE(ra && rb);
+    EXPECT_EQ(ra->ok() + rb->ok(), 1) << "round " << round;
+    const auto& lost = ra->ok() ? *rb : *ra;
+    if (!lost.ok()) {
+      EXPECT_EQ(lost.error().code, Errc::unauthorized) << lost.error().message;
+    }
+    EXPECT_EQ(first->find_enrol_token_by_hash(t.token_hash)->uses, 1);
+  }
+  EXPECT_EQ(first->list_agents().size(), 20u);
 }
 
 }  // namespace

@@ -22,16 +22,18 @@ locals {
   }
   gpus_per_instance = coalesce(var.gpus_per_instance, lookup(local.known_gpus, var.instance_type, 1))
 
-  user_data = templatefile("${path.module}/templates/user-data.sh.tftpl", {
+  # Each slot's user data, with its own enrolment token when enrol_tokens has one (kfleet
+  # enrol-token mint --name SLOT --uses <GPUs>), else the fleet's.
+  user_data = { for slot in var.agent_slots : slot => templatefile("${path.module}/templates/user-data.sh.tftpl", {
     server_url         = var.server_url
     region             = var.region
-    enrol_token        = var.enrol_token
+    enrol_token        = lookup(var.enrol_tokens, slot, var.enrol_token)
     server_ca_pem      = var.server_ca_pem
     agent_download_url = var.agent_download_url
     agent_sha256       = var.agent_sha256
     agent_unit         = trimspace(file("${path.module}/files/kfleet-agent@.service"))
     gpus_per_instance  = local.gpus_per_instance
-  })
+  }) }
 }
 
 resource "aws_instance" "agent" {
@@ -43,7 +45,7 @@ resource "aws_instance" "agent" {
   availability_zone      = var.subnet_id == null ? var.availability_zone : null
   vpc_security_group_ids = length(var.security_group_ids) > 0 ? var.security_group_ids : null
   key_name               = var.key_name
-  user_data              = local.user_data
+  user_data              = local.user_data[each.key]
 
   # A benchmark host shuts down only when kfleet releases it; never leave a stopped GPU billing EBS.
   instance_initiated_shutdown_behavior = "terminate"
@@ -68,5 +70,9 @@ resource "aws_instance" "agent" {
   lifecycle {
     # A new AMI or token must not recycle agents mid-benchmark; kfleet replaces agents by slot.
     ignore_changes = [ami, user_data]
+    precondition {
+      condition     = lookup(var.enrol_tokens, each.key, var.enrol_token) != ""
+      error_message = "slot ${each.key} has no enrolment token: set enrol_tokens[\"${each.key}\"] (kfleet enrol-token mint) or the fleet's enrol_token."
+    }
   }
 }

@@ -93,12 +93,24 @@ variable "server_url" {
 }
 
 variable "enrol_token" {
-  description = "The fleet's enrolment token; written to a 0600 EnvironmentFile, never to the command line."
+  description = "The fleet's enrolment token, for the slots enrol_tokens gives none; written to a 0600 file (/etc/kfleet/enrol.token), never to the command line. Empty: every slot must have its own."
   type        = string
   sensitive   = true
+  default     = ""
   validation {
-    condition     = length(var.enrol_token) >= 16 && can(regex("^[A-Za-z0-9._~+/=-]+$", var.enrol_token))
+    condition     = var.enrol_token == "" || (length(var.enrol_token) >= 16 && can(regex("^[A-Za-z0-9._~+/=-]+$", var.enrol_token)))
     error_message = "enrol_token must be at least 16 characters of [A-Za-z0-9._~+/=-]."
+  }
+}
+
+variable "enrol_tokens" {
+  description = "Per-slot enrolment tokens (slot name => token), each minted for that host with kfleet enrol-token mint --name SLOT --uses <GPUs per instance> --expires-in 1h: the host's agents use it instead of the fleet's long-lived token, which then never reaches that host."
+  type        = map(string)
+  sensitive   = true
+  default     = {}
+  validation {
+    condition     = alltrue([for t in values(var.enrol_tokens) : length(t) >= 16 && can(regex("^[A-Za-z0-9._~+/=-]+$", t))])
+    error_message = "each of enrol_tokens must be at least 16 characters of [A-Za-z0-9._~+/=-]."
   }
 }
 

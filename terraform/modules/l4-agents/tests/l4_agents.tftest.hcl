@@ -284,3 +284,35 @@ run "rejects_a_bad_gpu_count" {
 
   expect_failures = [var.gpus_per_instance]
 }
+
+run "a_slot_with_its_own_enrolment_token_never_gets_the_fleets" {
+  command = plan
+
+  variables {
+    enrol_tokens = { "agent-00" = "kfe_0123456789abcdef0123456789abcdef" }
+  }
+
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "cat > /etc/kfleet/enrol.token <<'TOKEN'\nkfe_0123456789abcdef0123456789abcdef\nTOKEN\n")
+    error_message = "agent-00 must boot with its own enrolment token"
+  }
+  assert {
+    condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "enrol-0123456789abcdef")
+    error_message = "the fleet's token must not reach a slot that has its own"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-01"].user_data, "cat > /etc/kfleet/enrol.token <<'TOKEN'\nenrol-0123456789abcdef\nTOKEN\n")
+    error_message = "a slot without its own token keeps the fleet's"
+  }
+}
+
+run "a_slot_without_any_enrolment_token_is_refused" {
+  command = plan
+
+  variables {
+    enrol_token  = ""
+    enrol_tokens = { "agent-00" = "kfe_0123456789abcdef0123456789abcdef" }
+  }
+
+  expect_failures = [aws_instance.agent["agent-01"]]
+}

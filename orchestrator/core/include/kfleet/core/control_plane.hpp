@@ -79,6 +79,18 @@ struct NewToken {
   std::string secret;
 };
 
+// What an admin (or a provisioner, for one instance) asks of a limited enrolment token.
+struct EnrolTokenRequest {
+  std::string name;                  // what it is for, shown in lists and on the agents it lets in
+  int uses = 1;                      // enrolments it allows (0: any number)
+  TimeMs expires_in_ms = 24 * 3'600'000;  // from now (0: never)
+  std::string instance_id;           // "" = any instance
+};
+struct NewEnrolToken {
+  store::EnrolToken record;
+  std::string secret;                // shown once ("kfe_..."); only its hash is kept
+};
+
 // 256 random bits from the OS, as hex, behind a prefix ("kft_" users, "kfa_" agents).
 std::string random_secret(const std::string& prefix);
 
@@ -112,6 +124,9 @@ struct EnrolRequest {
   nlohmann::json info = nlohmann::json::object();
   std::string host;                  // "" = a host of its own
   int slot = 0;                      // the GPU's index on the host
+  // The bearer it showed: a limited enrolment token is used up by the enrolment; the fleet's
+  // (or "": the caller checked it was the fleet's) is recorded as such.
+  std::string enrol_token;
 };
 struct EnrolResult {
   std::int64_t agent_id = 0;
@@ -149,7 +164,12 @@ class ControlPlane {
 
   // --- auth
   bool is_user_token(const std::string& token);
-  bool is_enrol_token(const std::string& token) const;
+  // The fleet's long-lived enrolment token, or a limited one kfleetd minted (whatever its
+  // state: enrol() says why a used-up, expired or revoked one is refused).
+  bool is_enrol_token(const std::string& token);
+  // Mints a limited enrolment token (an audit event); `by` is the admin or "kfleetd".
+  Result<NewEnrolToken> mint_enrol_token(const EnrolTokenRequest& r, const std::string& by);
+  Result<store::EnrolToken> revoke_enrol_token(std::int64_t id, const std::string& by);
   bool is_agent_token(std::int64_t agent_id, const std::string& token);
   // The user behind a token (revoked and unknown tokens: nullopt).
   std::optional<Principal> user_for_token(const std::string& token);
@@ -197,6 +217,7 @@ class ControlPlane {
   void request_plan();
 
  private:
+  bool is_fleet_enrol_token(const std::string& token) const;
   // submit() of a child (parent_job set): checks the parent is its campaign's current best
   // (unless allow_non_best) and that the same change was not tried already (unless force),
   // and returns the change to record (job_change.hpp), or the refusal.

@@ -42,6 +42,14 @@ struct GceConfig {
   std::string name_prefix = "kfleet";
   std::string server_url;                      // what agents enrol with
   std::string enrol_token;                     // lands in the startup-script metadata
+  // Per-instance enrolment: when set, each instance's startup script carries an enrolment token
+  // of its own instead of the fleet's, minted for it by kfleetd (bound to the instance's name,
+  // one use per GPU, expiring soon after the enrolment deadline). Called with the instance's
+  // name and GPU count on the thread that calls request() (kfleetd's control plane), before
+  // any call to Compute Engine; it returns the token's secret. kfleetd sets it unless the
+  // config says "per_instance_enrolment": false.
+  std::function<Result<std::string>(const std::string& instance_name, int uses)> mint_enrol_token;
+  bool per_instance_enrolment = true;
   std::string server_ca_pem;                   // CA of kfleetd's certificate: /etc/kfleet/ca.pem
   std::string agent_download_url;              // "" = baked into the image
   std::string agent_sha256;
@@ -72,10 +80,12 @@ int gce_gpus_per_instance(const GceConfig& c);
 // The startup-script metadata for an instance in `zone`: writes /etc/kfleet/agent.env, installs
 // kfleet-agent (when a download URL is set) and the terraform fleet's per-GPU unit template, and
 // starts one agent per GPU (kfleet-agent@0 .. @N-1, N = gce_gpus_per_instance).
-std::string gce_startup_script(const GceConfig& c, const std::string& zone);
+// `enrol_token` is the instance's own (per-instance enrolment); "" = the fleet's (c.enrol_token).
+std::string gce_startup_script(const GceConfig& c, const std::string& zone,
+                               const std::string& enrol_token = "");
 // The instances.insert body.
 nlohmann::json gce_instance_body(const GceConfig& c, const std::string& zone, const std::string& name,
-                                 std::int64_t job_id);
+                                 std::int64_t job_id, const std::string& enrol_token = "");
 
 class GceProvisioner : public Provisioner {
  public:

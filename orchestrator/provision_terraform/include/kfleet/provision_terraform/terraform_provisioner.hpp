@@ -27,6 +27,13 @@ struct TerraformConfig {
   std::vector<std::string> regions;     // "us-east-1", or a zone "us-east-1a" for a per-zone state
   std::string server_url;               // what agents enrol with
   std::string enrol_token;              // reaches terraform as TF_VAR_enrol_token, never argv
+  // Per-slot enrolment: when set, each new slot's user data carries an enrolment token of its
+  // own (TF_VAR_enrol_tokens), minted by kfleetd with one use per GPU, instead of the fleet's.
+  // AWS names an instance only once it exists, so the token is not bound to an instance id.
+  // Called with the slot and its GPU count on the thread that calls request() (kfleetd's
+  // control plane); it returns the token's secret.
+  std::function<Result<std::string>(const std::string& slot, int uses)> mint_enrol_token;
+  bool per_instance_enrolment = true;
   std::string server_ca_pem;            // CA of kfleetd's certificate: TF_VAR_server_ca_pem
   std::string owner;
   std::string cost_center;

@@ -126,6 +126,9 @@ struct NewAgent {
   std::string provider;              // static | simulated | terraform
   std::string instance_id;           // the provisioner's id for it, if it made it
   nlohmann::json info = nlohmann::json::object();  // host, versions, clocks ...
+  // The limited enrolment token it showed (sha256), consumed in the same transaction as the
+  // agent is stored; "" = the fleet's long-lived enrolment token.
+  std::string enrol_token_hash;
 };
 
 struct AgentRecord {
@@ -139,6 +142,10 @@ struct AgentRecord {
   TimeMs enrolled_ms = 0, last_seen_ms = 0;
   std::string host;                  // never empty once stored
   int slot = 0;
+  // Who let it in: the limited enrolment token it used (id, name, the admin who minted it),
+  // or id 0 for the fleet's long-lived enrolment token.
+  std::int64_t enrol_token_id = 0;
+  std::string enrol_token_name, enrol_token_by;
   bool simulated() const;
 };
 
@@ -205,6 +212,23 @@ struct ApiToken {
   std::string created_by;
   TimeMs created_ms = 0;
   TimeMs revoked_ms = 0;             // 0 while valid
+};
+
+// A limited enrolment token (kfleet enrol-token mint): only the SHA-256 of the secret is stored.
+// Each enrolment with it uses one of max_uses (0 = no limit); it works until expires_ms (0 =
+// no expiry) and, when instance_id is set, only for an agent that says it is that instance.
+struct EnrolToken {
+  std::int64_t id = 0;
+  std::string name;                  // what it is for ("gce kfleet-l4-17", "rack 3")
+  std::string token_hash;
+  std::string prefix;                // the secret's first characters, to tell tokens apart
+  std::string instance_id;           // "" = any instance
+  int max_uses = 1;                  // 0 = any number
+  int uses = 0;
+  std::string created_by;            // the admin (or "kfleetd" for a provisioner's)
+  TimeMs created_ms = 0;
+  TimeMs expires_ms = 0;             // 0 = never
+  TimeMs revoked_ms = 0;             // 0 while not revoked
 };
 
 // Who did what to whom: token create/revoke, cancels, baselines set.
@@ -295,6 +319,10 @@ class Store {
   virtual std::vector<RunRecord> finished_runs(int limit, std::int64_t before_id = 0) = 0;
 
   // --- agents
+  // With a.enrol_token_hash set, uses that enrolment token once in the same transaction, or
+  // stores nothing: unauthorized when it is unknown, revoked, expired or used up; forbidden
+  // when it is bound to another instance than a.instance_id. Of two enrolments racing on a
+  // token's last use, exactly one succeeds.
   virtual Result<AgentRecord> enrol_agent(const NewAgent& a, TimeMs now) = 0;
   virtual std::optional<AgentRecord> get_agent(std::int64_t id) = 0;
   virtual std::vector<AgentRecord> list_agents(const AgentFilter& f = {}) = 0;
@@ -353,6 +381,14 @@ class Store {
   virtual std::vector<ApiToken> list_tokens() = 0;   // oldest first, revoked included
   // not_found if no such token; a second revoke keeps the first time.
   virtual Result<ApiToken> revoke_token(std::int64_t id, TimeMs now) = 0;
+  // --- limited enrolment tokens
+  // conflict if a token with the same hash exists.
+  virtual Result<EnrolToken> create_enrol_token(const EnrolToken& t, TimeMs now) = 0;
+  virtual std::optional<EnrolToken> find_enrol_token_by_hash(const std::string& hash) = 0;
+  virtual std::vector<EnrolToken> list_enrol_tokens(int limit) = 0;  // newest first
+  // not_found if no such token; a second revoke keeps the first time.
+  virtual Result<EnrolToken> revoke_enrol_token(std::int64_t id, TimeMs now) = 0;
+
   virtual Result<void> append_audit(const std::string& user, const std::string& action,
                             const nlohmann::json& data, TimeMs now) = 0;
   virtual std::vector<AuditRecord> audit_log(int limit) = 0;  // newest first

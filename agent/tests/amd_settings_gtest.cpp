@@ -1,0 +1,196 @@
+// The HIP backend reads the GPU's fleet settings through amd-smi (JSON): power cap and limits,
+// clock levels, partition and performance level. A fake amd-smi on PATH stands in for ROCm's;
+// what it prints comes from files the test changes between readings, as an admin (or a job
+// that could) would change the GPU.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "fake_transport.hpp"
+#include "kfleet/agent/pipeline.hpp"
+
+namespace fs = std::filesystem;
+using namespace kfleet;
+using namespace kfleet::agent;
+
+namespace {
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
+
+std::string static_json(int power_cap_w, const std::string& compute_partition) {
+  return R"(WARNING: a line amd-smi prints before its JSON
+[{"gpu": 0, "limit": {"max_power": {"value": )" + std::to_string(power_cap_w) +
+         R"(, "unit": "W"}, "slowdown_edge_temperature": {"value": 100, "unit": "C"}},
+  "clock": {"sys": {"frequency_levels": {"Level 0": "500 MHz", "Level 1": "2100 MHz"}}},
+  "partition": {"compute_partition": ")" + compute_partition + R"(", "memory_partition": "NPS1"}},
+ {"gpu": 1, "limit": {"max_power": {"value": 1, "unit": "W"}}}]
+)";
+}
+
+std::string metric_json(const std::string& perf_level) {
+  return R"([{"gpu": 0, "perf_level": ")" + perf_level + R"(", "power": {"socket_power": 123}}])";
+}
+
+// A temp dir with an executable `amd-smi` that prints static.json or metric.json, put first on
+// PATH for the test's life (and PATH restored after).
+class FakeAmdSmi {
+ public:
+  FakeAmdSmi() {
+    dir_ = fs::temp_directory_path() / ("kfleet-amd-smi-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(++count_));
+    fs::create_directories(dir_);
+    write(dir_ / "amd-smi",
+          "#!/bin/sh\ncase \"$1\" in\n  static) cat '" + (dir_ / "static.json").string() +
+              "' ;;\n  metric) cat '" + (dir_ / "metric.json").string() +
+              "' ;;\n  *) echo \"unknown command $1\" >&2; exit 2 ;;\nesac\n");
+    ::chmod((dir_ / "amd-smi").c_str(), 0755);
+    set(300, "SPX", "AUTO");
+    const char* p = std::getenv("PATH");
+    old_path_ = p ? p : "";
+    ::setenv("PATH", (dir_.string() + ":" + old_path_).c_str(), 1);
+  }
+  ~FakeAmdSmi() {
+    ::setenv("PATH", old_path_.c_str(), 1);
+    fs::remove_all(dir_);
+  }
+  void set(int power_cap_w, const std::string& partition, const std::string& perf_level) {
+    write(dir_ / "static.json", static_json(power_cap_w, partition));
+    write(dir_ / "metric.json", metric_json(perf_level));
+  }
+
+ private:
+  static inline int count_ = 0;
+  fs::path dir_;
+  std::string old_path_;
+};
+
+struct NullSink final : EventSink {
+  void emit(const std::string&, nlohmann::json) override {}
+};
+
+// Stages from the simulated GPU, settings from the real HIP backend (and so from amd-smi).
+class HipSettingsBackend final : public Backend {
+ public:
+  explicit HipSettingsBackend(FakeAmdSmi& smi) : smi_(smi) {}
+  std::string name() const override { return "hip"; }
+  bool simulated() const override { return true; }
+  Result<std::vector<GpuInfo>> discover() override { return sim_->discover(); }
+  StageResult build(StageContext& c) override { return sim_->build(c); }
+  StageResult resources(StageContext& c) override { return sim_->resources(c); }
+  StageResult correctness(StageContext& c) override {
+    if (change_in == "correctness") smi_.set(220, "SPX", "AUTO");
+    return sim_->correctness(c);
+  }
+  StageResult benchmark(StageContext& c) override {
+    if (change_in == "benchmark") smi_.set(300, "CPX", "MANUAL");
+    return sim_->benchmark(c);
+  }
+  StageResult profile(StageContext& c) override { return sim_->profile(c); }
+  std::optional<nlohmann::json> gpu_settings() override { return hip_->gpu_settings(); }
+
+  std::string change_in;
+
+ private:
+  FakeAmdSmi& smi_;
+  BackendPtr sim_ = make_simulated_backend({});
+  BackendPtr hip_ = make_hip_backend({});
+};
+
+Lease lease() {
+  Lease l;
+  l.run_id = 7;
+  l.job_id = 3;
+  l.fencing_token = 1;
+  l.spec.name = "amd-settings";
+  l.spec.kernel.sources = {"k.hip"};
+  l.spec.kernel.entry = "k";
+  CorrectnessGate cg;
+  cg.cases = {{"small", {}, {0}, false}};
+  cg.tolerance.max_abs = 0.06;
+  l.spec.gates.correctness = cg;
+  SimulationSpec sim;
+  sim.time_us = 100;
+  sim.noise_pct = 0;
+  sim.stage_ms = 1;
+  l.spec.simulate = sim;
+  return l;
+}
+
+std::optional<Verdict> run_with(HipSettingsBackend& b) {
+  kfleet::testing::FakeKfleetd server;
+  NullSink sink;
+  StopFlag stop;
+  const std::string dir =
+      (fs::temp_directory_path() / ("kfleet-amd-settings-" + std::to_string(::getpid()))).string();
+  PipelineDeps d{server, b, sink, stop, dir, {}, std::make_shared<SystemClock>()};
+  auto v = run_pipeline(lease(), d);
+  fs::remove_all(dir);
+  return v;
+}
+
+}  // namespace
+
+TEST(AmdSettings, TheHipBackendReadsPowerCapClocksPartitionAndPerfLevelFromAmdSmi) {
+  FakeAmdSmi smi;
+  auto s = make_hip_backend({})->gpu_settings();
+  ASSERT_TRUE(s.has_value()) << "the HIP backend should read amd-smi's settings";
+  EXPECT_EQ((*s)["limit.max_power.value"], 300) << s->dump(2);
+  EXPECT_EQ((*s)["partition.compute_partition"], "SPX") << s->dump(2);
+  EXPECT_EQ((*s)["perf_level"], "AUTO") << s->dump(2);
+  EXPECT_EQ((*s)["clock.sys.frequency_levels.Level 1"], "2100 MHz") << s->dump(2);
+  // Readings that move on their own (power drawn) are not settings.
+  EXPECT_FALSE(s->contains("power.socket_power")) << s->dump(2);
+}
+
+TEST(AmdSettings, UnchangedSettingsLetTheRunPass) {
+  FakeAmdSmi smi;
+  HipSettingsBackend b(smi);
+  auto v = run_with(b);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::passed) << v->reason;
+}
+
+TEST(AmdSettings, APowerCapChangedDuringCorrectnessFailsAtIntegrity) {
+  FakeAmdSmi smi;
+  HipSettingsBackend b(smi);
+  b.change_in = "correctness";
+  auto v = run_with(b);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::rejected);
+  EXPECT_EQ(v->gate, "integrity");
+  EXPECT_NE(v->reason.find("limit.max_power.value 300 -> 220"), std::string::npos) << v->reason;
+  EXPECT_NE(v->reason.find("during correctness"), std::string::npos) << v->reason;
+}
+
+TEST(AmdSettings, APartitionAndPerfLevelChangedDuringTheBenchmarkFailAtIntegrity) {
+  FakeAmdSmi smi;
+  HipSettingsBackend b(smi);
+  b.change_in = "benchmark";
+  auto v = run_with(b);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::rejected);
+  EXPECT_EQ(v->gate, "integrity");
+  EXPECT_NE(v->reason.find("partition.compute_partition \"SPX\" -> \"CPX\""), std::string::npos)
+      << v->reason;
+  EXPECT_NE(v->reason.find("perf_level \"AUTO\" -> \"MANUAL\""), std::string::npos) << v->reason;
+}
+
+// Without amd-smi the settings are not read, and nothing is checked: the CUDA backend does the
+// same without NVML.
+TEST(AmdSettings, WithoutAmdSmiNothingIsReadOrChecked) {
+  const char* p = std::getenv("PATH");
+  const std::string old = p ? p : "";
+  const fs::path empty = fs::temp_directory_path() / ("kfleet-no-amd-smi-" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  ::setenv("PATH", empty.c_str(), 1);
+  auto s = make_hip_backend({})->gpu_settings();
+  ::setenv("PATH", old.c_str(), 1);
+  fs::remove_all(empty);
+  EXPECT_FALSE(s.has_value());
+}

@@ -1,0 +1,155 @@
+// A custom job's numbers are its own scripts' word (self-reported). kfleetd keeps them, and a
+// custom campaign's kept win is a baseline for the next custom job, but never for a job the
+// harness measures: neither as the stored baseline of its kernel nor as its parent. These run
+// the control plane itself (submit, lease offer, finish), not the agent.
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+
+#include "kfleet/common/bundle.hpp"
+#include "kfleet/core/control_plane.hpp"
+#include "kfleet/core/fleet.hpp"
+#include "kfleet/provision/provisioner.hpp"
+
+namespace kfleet::core {
+namespace {
+
+struct Plane {
+  boost::asio::io_context io;
+  std::unique_ptr<store::Store> st;
+  provision::ProvisionerPtr prov = provision::make_static_provisioner();
+  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
+  std::unique_ptr<ControlPlane> cp;
+  std::int64_t agent = 0;
+  Plane() {
+    auto s = store::open_sqlite_store({":memory:"});
+    EXPECT_TRUE(s.ok());
+    st = std::move(*s);
+    Config cfg;
+    cfg.enrol_token = "e";
+    cp = std::make_unique<ControlPlane>(io.get_executor(), *st, clock, *prov, cfg);
+    EnrolRequest er{"a", "us-east-1", "cuda", "static", "", {}, {}};
+    GpuInfo g;
+    g.gpu_class = "L4";
+    g.arch = "sm_89";
+    er.gpus = {g};
+    auto r = cp->enrol(er);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    agent = r.ok() ? r->agent_id : 0;
+  }
+  ~Plane() { cp->stop(); }
+
+  std::int64_t submit(const std::string& yaml) {
+    Bundle b;
+    b.files.push_back({"k.cu", "// k\n"});
+    SubmitRequest sr{yaml, "job.yaml", bundle_to_json(b), true, "carol"};
+    auto r = cp->submit(sr);
+    if (auto* e = std::get_if<SubmitError>(&r)) {
+      ADD_FAILURE() << e->error.message;
+      for (const auto& i : e->issues) ADD_FAILURE() << i.message;
+      return 0;
+    }
+    return std::get<SubmitResult>(r).job.id;
+  }
+
+  // One long-poll of the agent: the offer kfleetd makes (what it compares the job with).
+  std::optional<LeaseOffer> offer() {
+    std::optional<LeaseOffer> got;
+    bool done = false;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          auto r = co_await cp->wait_for_lease(agent, 5000);
+          if (r.ok() && r->has_value()) got = **r;
+          done = true;
+        },
+        boost::asio::detached);
+    io.restart();
+    while (!done && io.run_one_for(std::chrono::seconds(10))) {
+    }
+    return got;
+  }
+
+  void finish(const LeaseOffer& o, double median_us, const std::string& perf = "improved") {
+    Verdict v;
+    v.outcome = RunOutcome::passed;
+    v.perf = perf;
+    v.median_us = median_us;
+    auto r = cp->finish(agent, o.lease.run_id, o.lease.fencing_token, v);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+};
+
+// The gates of every job here: one case, "mission", benchmarked and compared with `compare_to`
+// ("" = its parent by default, or nothing).
+std::string gates(const std::string& compare_to) {
+  return "gates:\n  correctness:\n    cases: [{name: mission, shape: {M: 64}, seeds: [0]}]\n"
+         "    tolerance: {max_abs: 0.01}\n  performance: {case: mission" +
+         (compare_to.empty() ? std::string() : ", compare_to: " + compare_to) + "}\n";
+}
+
+std::string custom_job(const std::string& name, const std::string& more = "") {
+  return "name: " + name + "\ncampaign: mm\ntarget: {gpu: L4}\n"
+         "kernel:\n  family: custom\n  language: cuda\n  sources: [k.cu]\n"
+         "  steps: {build: \"make\", test: \"./test\", bench: \"./bench --json\"}\n" + more;
+}
+
+std::string harness_job(const std::string& name, const std::string& more) {
+  return "name: " + name + "\ncampaign: mm\ntarget: {gpu: L4}\n"
+         "kernel: {family: attention, language: cuda, sources: [k.cu]}\n" + more;
+}
+
+TEST(SelfReported, ACustomJobsNumberIsNeverTheBaselineOfAHarnessMeasuredJob) {
+  Plane p;
+  // A custom campaign's variant wins: kfleetd keeps it, marked self-reported, as the kernel's
+  // baseline (for custom jobs).
+  const auto win = p.submit(custom_job("mm/step1", "parent: mm/root\n" + gates("")));
+  auto o = p.offer();
+  ASSERT_TRUE(o && o->lease.job_id == win);
+  p.finish(*o, 500);
+  auto done = p.st->get_job(win);
+  ASSERT_TRUE(done && done->verdict);
+  EXPECT_TRUE(done->verdict->self_reported) << "kfleetd marks a custom job's verdict itself";
+  auto kept = p.st->current_baseline("mm", "mission", "L4", false);
+  ASSERT_TRUE(kept) << "a custom campaign's kept win is its kernel's baseline";
+  EXPECT_EQ(kept->job_id, win);
+
+  // A harness-measured job of the same kernel asking for the baseline is offered none, and is
+  // told why: the number is the custom job's own word.
+  const auto measured =
+      p.submit(harness_job("mm/harness", gates("baseline")));
+  o = p.offer();
+  ASSERT_TRUE(o && o->lease.job_id == measured);
+  EXPECT_EQ(o->compare.value("kind", "?"), "") << o->compare.dump();
+  EXPECT_FALSE(o->compare.contains("median_us")) << o->compare.dump();
+  EXPECT_NE(o->compare.value("note", "").find("self-reported"), std::string::npos)
+      << o->compare.dump();
+  p.finish(*o, 400, "");
+
+  // The harness job's own result does not become the baseline either way round: the stored
+  // baseline is still the custom one (its run was not a kept win), and a custom job asking
+  // for the baseline does get that custom number.
+  const auto custom_next = p.submit(custom_job("mm/custom-next",
+                                               gates("baseline")));
+  o = p.offer();
+  ASSERT_TRUE(o && o->lease.job_id == custom_next);
+  EXPECT_EQ(o->compare.value("kind", ""), "baseline") << o->compare.dump();
+  EXPECT_EQ(o->compare.value("median_us", 0.0), 500.0) << o->compare.dump();
+  p.finish(*o, 510, "");
+
+  // Nor is a custom parent a reference for a harness-measured child.
+  const auto child = p.submit(harness_job(
+      "mm/child", "parent: mm/step1\n" + gates("parent")));
+  o = p.offer();
+  ASSERT_TRUE(o && o->lease.job_id == child);
+  EXPECT_EQ(o->compare.value("kind", "?"), "") << o->compare.dump();
+  EXPECT_FALSE(o->compare.contains("median_us")) << o->compare.dump();
+  EXPECT_NE(o->compare.value("note", "").find("custom job"), std::string::npos)
+      << o->compare.dump();
+}
+
+}  // namespace
+}  // namespace kfleet::core
