@@ -104,6 +104,9 @@ class PgStore final : public Store {
   void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
   void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);
   Result<RunRecord> check_fenced(std::int64_t run_id, std::int64_t fencing_token);
+  // The same check on a run already read (nullopt: there is none).
+  static Result<RunRecord> check_fenced(const std::optional<RunRecord>& run,
+                                        std::int64_t run_id, std::int64_t fencing_token);
   std::vector<JobRecord> query_jobs(Stmt& q);
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);
