@@ -13,6 +13,7 @@ namespace kfleet::store::pg {
 namespace {
 
 constexpr unsigned kInt8 = 20, kText = 25, kFloat8 = 701, kBytea = 17;
+constexpr const char* kLockAndFence = "SELECT kfleet_lock_and_fence(?, ?)";  // migration 6
 
 [[noreturn]] void throw_conn(PGconn* c, const std::string& what) {
   std::string msg = c ? PQerrorMessage(c) : "out of memory";
@@ -385,6 +386,14 @@ void Db::flush() {
   // round trip opens the transaction, nothing of it reached the server yet, so reopen the
   // connection once and send it again.
   const bool opens = batch.front().cmd.rfind("BEGIN", 0) == 0;
+  if (batch.size() > 2 && batch.front().cmd == "BEGIN" && batch.back().cmd == "COMMIT") {
+    // The whole transaction is this one round trip: the statements of a pipeline up to its
+    // sync already run as one (implicit) transaction, committed at the sync and rolled back
+    // by any error, so BEGIN and COMMIT need not be sent. The call still returns only after
+    // the sync's result, i.e. after the commit.
+    batch.pop_back();
+    batch.erase(batch.begin());
+  }
   try {
     try {
       send_batch(batch);
@@ -538,19 +547,18 @@ void Db::begin() {
   b.cmd = "BEGIN";
   queue_.push_back(std::move(b));
   Pending l;
-  l.cmd = lock;
-  queue_.push_back(std::move(l));
-  if (fence_) {
-    // In the server, after the lock: a deposed leader's transaction fails here (KF001), and
-    // everything queued behind it, its COMMIT included, is skipped.
-    Pending f;
-    f.sql = "SELECT kfleet_fence(?)";
-    f.types = {kInt8};
-    f.values = {std::to_string(fence_)};
-    f.nulls = {0};
-    f.formats = {0};
-    queue_.push_back(std::move(f));
+  if (!fence_) {
+    l.cmd = lock;
+  } else {
+    // The lock, then the fencing check, in the server: a deposed leader's transaction fails
+    // here (KF001), and everything queued behind it, its COMMIT included, is skipped.
+    l.sql = kLockAndFence;
+    l.types = {kInt8, kInt8};
+    l.values = {std::to_string(kWriteLockKey), std::to_string(fence_)};
+    l.nulls = {0, 0};
+    l.formats = {0, 0};
   }
+  queue_.push_back(std::move(l));
 }
 
 void Db::queue_commit_now() {
@@ -577,7 +585,7 @@ void Db::commit() {
   // there is nothing to commit and nothing the fence would guard.
   if (!queue_.empty() && queue_.front().cmd.rfind("BEGIN", 0) == 0 &&
       std::all_of(queue_.begin(), queue_.end(), [](const Pending& p) {
-        return !p.cmd.empty() || p.sql == "SELECT kfleet_fence(?)";
+        return !p.cmd.empty() || p.sql == kLockAndFence;
       })) {
     queue_.clear();
     return;

@@ -13,7 +13,7 @@
 // result is needed: BEGIN, the lock and the fencing check, writes whose rows nobody reads
 // (Stmt::run) and reads sent ahead (Stmt::send) wait in a queue and travel with the next read
 // in one libpq pipeline; the COMMIT travels with the last writes. The fencing check runs in the
-// server (kfleet_fence(), a migration step), so a deposed leader's queued writes fail there,
+// server (kfleet_lock_and_fence(), a migration step), so a deposed leader's queued writes fail there,
 // before its COMMIT, without a round trip of their own. A call still returns only after its
 // COMMIT's result came back.
 #include <cstdint>

@@ -236,15 +236,18 @@ CREATE TABLE job_origins (
 CREATE INDEX job_origins_token ON job_origins (token_key);
 CREATE INDEX job_origins_parent ON job_origins (parent_job_id);
 )sql",
-      // 6: the leader's fencing check, in the server. A leader's transaction sends BEGIN, the
-      // write lock, this check and its statements in one round trip (pg_db.hpp); the check
-      // must therefore fail in the server, so that a deposed leader's writes and COMMIT behind
-      // it are skipped without the client looking at the epoch first.
+      // 6: the leader's write lock and fencing check, in the server, in one statement. A
+      // leader's transaction sends BEGIN, this call and its statements in one round trip
+      // (pg_db.hpp); the check must therefore fail in the server, so that a deposed leader's
+      // writes and COMMIT behind it are skipped without the client looking at the epoch
+      // first. The lock comes first: the epoch is read after every earlier writer committed.
       R"sql(
-CREATE FUNCTION kfleet_fence(expected BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+CREATE FUNCTION kfleet_lock_and_fence(lock_key BIGINT, expected BIGINT) RETURNS BIGINT
+LANGUAGE plpgsql AS $$
 DECLARE
   current BIGINT;
 BEGIN
+  PERFORM pg_advisory_xact_lock(lock_key);
   SELECT epoch INTO current FROM kfleet_leader WHERE id = 1;
   IF current IS DISTINCT FROM expected THEN
     RAISE EXCEPTION 'this kfleetd is no longer the leader (its epoch is %, the database''s %): another kfleetd took over',
