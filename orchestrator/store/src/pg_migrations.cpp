@@ -257,6 +257,16 @@ BEGIN
 END
 $$;
 )sql",
+      // 7: an event's job is checked by the statement that writes it, once per statement,
+      // instead of by a foreign key, once per row. The key's per-row trigger (a lookup and a
+      // share lock on the job's row for every event) was most of the time an event batch
+      // spends in the server. Every statement that inserts events takes the job from a row it
+      // reads or writes in the same statement (the job updated, the run's job_id, itself
+      // under runs' foreign key) or refuses a job that is not there, under the write lock;
+      // and no statement deletes a job.
+      R"sql(
+ALTER TABLE events DROP CONSTRAINT IF EXISTS events_job_id_fkey;
+)sql",
   };
   return s;
 }

@@ -140,14 +140,17 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
   e.data = data.is_null() ? nlohmann::json::object() : data;
   // The id comes from the counters row (gap-free: the write lock orders every transaction
   // that takes one), the seq from the job's own events; one round trip.
+  // The job is read in the same statement: no row, no event (migration 7: no foreign key).
   auto q = db_->prepare(
       "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
       "RETURNING value) "
       "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-      "SELECT c.value, ?, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
-      "run_id = 0), 0) + 1, ?, ?, ? FROM c RETURNING id, seq");
-  q.args(job_id, job_id, now, type, dump_json(e.data));
-  if (!q.step()) throw DbError{"", "the event counter is missing (schema damaged?)"};
+      "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id AND "
+      "run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ? RETURNING id, seq");
+  q.args(now, type, dump_json(e.data), job_id);
+  if (!q.step())
+    throw DbError{"23503", "job " + std::to_string(job_id) + " not found for its " + type +
+                               " event (or the event counter is missing)"};
   e.id = q.i64(0);
   e.seq = q.i64(1);
   return e;

@@ -12,11 +12,11 @@ namespace kfleet::store::pg {
 #include "shared/runs.inc"
 
 Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                       TimeMs now) {
+                                   TimeMs now, const nlohmann::json& decision) {
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
   // Two round trips: the job, the agent and the runs on its host, read together with BEGIN,
-  // the lock and the fencing check; then the grant, its lease.granted event, the job's state
-  // and the COMMIT.
+  // the lock and the fencing check; then the decision's event, the grant, its lease.granted
+  // event, the job's state and the COMMIT.
   static const std::string job_sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
   static const std::string agent_sql =
       std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?";
@@ -78,24 +78,35 @@ Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, T
                                         {"host", agent->host},
                                         {"slot", agent->slot},
                                         {"host_exclusive", job->host_exclusive}});
+    if (!decision.is_null()) {
+      // Queued: it goes with the grant below (the job was read above, under the write lock).
+      db_->prepare(
+             "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
+             "RETURNING value) "
+             "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+             "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id "
+             "AND run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ?")
+          .args(now, event_type::sched_decision, dump_json(decision), job_id)
+          .run();
+    }
     auto q = db_->prepare(
         "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
         "RETURNING value), "
         "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
         "started_ms, lease_expires_ms, host, slot, host_exclusive) "
-        "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, fencing_token), "
+        "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, job_id, fencing_token), "
         "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r) WHERE id = ?), "
         "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
         "last_seen_ms = ? WHERE id = ?), "
         "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
         "e AS (INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-        "SELECT c.value, ?, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
+        "SELECT c.value, r.job_id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
         "run_id = 0), 0) + 1, ?, ?, "
         "'{\"fencing_token\":' || r.fencing_token || ',\"run_id\":' || r.id || ',' || substr(?, 2) "
         "FROM c, r) "
         "SELECT id, fencing_token FROM r");
     q.args(job_id, agent_id, attempt, now, expires, agent->host, agent->slot,
-           job->host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, job_id, job_id, now,
+           job->host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, job_id, now,
            event_type::lease_granted, rest);
     q.send();
     write_job_state(job_id, JobState::leased,
@@ -119,10 +130,10 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     if (e.type.empty())
       return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " has no type");
   }
-  // Three round trips, whatever the batch's size: the run (its fencing token, stage and job),
+  // Two round trips, whatever the batch's size: the run (its fencing token, stage and job),
   // the batch's seqs already stored and the job, read together with BEGIN, the lock and the
-  // fencing check; the new events and the run's watermark; the stage, the job's state and the
-  // COMMIT.
+  // fencing check; then the new events, the run's stage, the job's state, the run's
+  // watermark and the COMMIT.
   static const std::string run_sql =
       std::string("SELECT ") + kRunColumns + ", stage_seq FROM runs WHERE id = ?";
   static const std::string job_sql = std::string("SELECT ") + kJobColumns +
@@ -216,24 +227,13 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
              "WITH c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' "
              "RETURNING value - ? AS base) "
              "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-             "SELECT c.base + t.ord, ?, ?, t.seq, t.ts_ms, t.type, t.data FROM c, "
+             "SELECT c.base + t.ord, r.job_id, r.id, t.seq, t.ts_ms, t.type, t.data FROM c, "
+             "(SELECT id, job_id FROM runs WHERE id = ?) r, "
              "unnest(?::bigint[], ?::bigint[], ?::text[], ?::text[]) "
              "WITH ORDINALITY AS t(seq, ts_ms, type, data, ord)")
-          .args(n, n, run.job_id, run_id, array_of(seqs, put_int), array_of(tss, put_int),
+          .args(n, n, run_id, array_of(seqs, put_int), array_of(tss, put_int),
                 array_of(types, put_text), array_of(datas, put_text))
           .run();
-    }
-    // The watermark: how far the stored seqs above it run on without a gap, counted by the
-    // server (seq = watermark + rank holds exactly for the gap-free prefix) and stored on the
-    // run in the same statement.
-    {
-      auto q = db_->prepare(
-          "UPDATE runs SET events_contiguous = (SELECT ? + count(*) FROM (SELECT seq, "
-          "row_number() OVER (ORDER BY seq) AS rn FROM events WHERE job_id = ? AND run_id = ? "
-          "AND seq > ?) t WHERE seq = ? + rn) WHERE id = ? RETURNING events_contiguous");
-      const std::int64_t c = run.events_contiguous;
-      q.args(c, run.job_id, run_id, c, c, run_id);
-      res.contiguous = q.step() ? q.i64(0) : c;
     }
     if (!last_stage.empty()) {
       db_->prepare("UPDATE runs SET stage = ?, stage_seq = ? WHERE id = ?")
@@ -241,7 +241,7 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
           .run();
     }
     if (progress(furthest) > 0) {
-      // The job as it was read first: this batch changes only its state, below.
+      // The job as it was read first: this batch changes only its state, here.
       std::optional<JobRecord> job;
       if (job_q.step()) job = read_job(job_q);
       if (job && job->current_run_id == run_id && is_active(job->state) &&
@@ -250,6 +250,19 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
                                                " reached the " + to_string(furthest) + " stage",
                         now);
       }
+    }
+    // The watermark: how far the stored seqs above it run on without a gap, counted by the
+    // server (seq = watermark + rank holds exactly for the gap-free prefix) and stored on the
+    // run in the same statement, the last of the call: the COMMIT goes with it.
+    {
+      auto q = db_->prepare(
+          "UPDATE runs SET events_contiguous = (SELECT ? + count(*) FROM (SELECT seq, "
+          "row_number() OVER (ORDER BY seq) AS rn FROM events WHERE job_id = ? AND run_id = ? "
+          "AND seq > ?) t WHERE seq = ? + rn) WHERE id = ? RETURNING events_contiguous");
+      const std::int64_t c = run.events_contiguous;
+      q.args(c, run.job_id, run_id, c, c, run_id);
+      db_->commit_with_next_read();
+      res.contiguous = q.step() ? q.i64(0) : c;
     }
     return res;
   });

@@ -28,7 +28,7 @@ class SqliteStore final : public Store {
   int in_flight_jobs_of(const std::string& token_key) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                            TimeMs now) override;
+                            TimeMs now, const nlohmann::json& decision) override;
   Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token, TimeMs ttl_ms,
                             TimeMs now) override;
   Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
