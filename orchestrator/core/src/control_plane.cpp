@@ -236,7 +236,7 @@ Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int
   // Stage events say which agent ran the stage: with compile agents a job's stages are split
   // between two machines.
   std::string agent_name;
-  if (auto a = store_.get_agent(agent_id)) agent_name = a->name;
+  if (auto a = agent_identity(agent_id)) agent_name = a->name;
   for (auto& e : evs) {
     e.job_id = run->job_id;
     e.run_id = run_id;
