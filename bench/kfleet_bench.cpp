@@ -160,6 +160,18 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
   }
   f.p50 = pct(lat, 0.5);
   f.p99 = pct(lat, 0.99);
+  {
+    // Where the tail sits in the run: at its start (the backlog's wait reasons still being
+    // written by the scheduling passes) or spread through it (a checkpoint, the machine).
+    std::vector<std::size_t> order(lat.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lat[a] > lat[b]; });
+    std::fprintf(stderr, "kfleet_bench: %d queued: slowest submit-to-lease samples (index of %zu: ms):",
+                 depth, lat.size());
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, order.size()); ++i)
+      std::fprintf(stderr, " #%zu: %.2f", order[i], lat[order[i]]);
+    std::fprintf(stderr, "\n");
+  }
 
   // 2. Event ingestion with the backlog in the store: one run, batches of 500 events from 4
   //    connections.
