@@ -7,6 +7,7 @@
 
 #include "backend_compare.hpp"
 #ifdef KFLEET_HAVE_POSTGRESQL
+#include "kfleet/common/http_client.hpp"
 #include "kfleet/store/pg_scratch.hpp"
 #endif
 
@@ -104,6 +105,15 @@ void print_pg_profile(Kfleetd& k, const std::string& phase, double units, const 
               "%.1f ms executing in the server (%.3f ms per %s)\n",
               phase.c_str(), calls, units, unit, calls / units, unit, ms, ms / units, unit);
   std::printf("calls | total ms | mean ms | per %s | statement\n%s", unit, top->c_str());
+}
+
+std::int64_t round_trips(Kfleetd& k) {
+  HttpClient c(k.url, kUser);
+  auto r = c.request("GET", "/metrics", "", "");
+  if (!r.ok() || r->status != 200) return 0;
+  const std::string key = "\nkfleet_store_round_trips_total ";
+  const auto at = r->body.find(key);
+  return at == std::string::npos ? 0 : std::atoll(r->body.c_str() + at + key.size());
 }
 
 std::string load_average() {

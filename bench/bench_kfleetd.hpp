@@ -42,6 +42,10 @@ std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string
 void print_pg_profile(Kfleetd& k, const std::string& phase, double units, const char* unit);
 void reset_pg_profile(Kfleetd& k);
 
+// The leader store's round trips to its database so far (/metrics'
+// kfleet_store_round_trips_total; 0 on SQLite). Reading it costs a few of its own.
+std::int64_t round_trips(Kfleetd& k);
+
 // The machine's load averages (/proc/loadavg's first three fields), quoted beside each figure:
 // the benches run on shared machines.
 std::string load_average();

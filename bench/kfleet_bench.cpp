@@ -119,6 +119,7 @@ std::string arg_str(int argc, char** argv, const char* name, const std::string& 
 struct Figures {
   int depth = 0;
   double p50 = 0, p99 = 0, submit_per_s = 0, jobs_per_s = 0, events_per_s = 0;
+  double trips_per_batch = 0, trips_per_job = 0;  // database round trips (0 on SQLite)
   std::string load_before, load_after;  // the machine's load averages around the measurement
 };
 
@@ -159,6 +160,18 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
   }
   f.p50 = pct(lat, 0.5);
   f.p99 = pct(lat, 0.99);
+  {
+    // Where the tail sits in the run: at its start (the backlog's wait reasons still being
+    // written by the scheduling passes) or spread through it (a checkpoint, the machine).
+    std::vector<std::size_t> order(lat.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lat[a] > lat[b]; });
+    std::fprintf(stderr, "kfleet_bench: %d queued: slowest submit-to-lease samples (index of %zu: ms):",
+                 depth, lat.size());
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, order.size()); ++i)
+      std::fprintf(stderr, " #%zu: %.2f", order[i], lat[order[i]]);
+    std::fprintf(stderr, "\n");
+  }
 
   // 2. Event ingestion with the backlog in the store: one run, batches of 500 events from 4
   //    connections.
@@ -188,6 +201,7 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     }
     std::atomic<int> next{0};
     kfleet::bench::reset_pg_profile(*k);
+    const auto trips0 = kfleet::bench::round_trips(*k);
     auto ti = Clock::now();
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
@@ -200,6 +214,8 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
       });
     for (auto& t : threads) t.join();
     f.events_per_s = (batches * batch) / (ms_since(ti) / 1000.0);
+    f.trips_per_batch =
+        static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / std::max(batches, 1);
     kfleet::bench::print_pg_profile(*k, "event ingestion at " + std::to_string(depth) + " queued",
                                     batches, "batch of 500 events");
   }
@@ -209,6 +225,7 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
   for (int i = 0; i < n_agents; ++i) agents.push_back(enrol(url, "a" + std::to_string(i), "H100"));
   std::atomic<int> done{0};
   kfleet::bench::reset_pg_profile(*k);
+  const auto trips0 = kfleet::bench::round_trips(*k);
   auto t0 = Clock::now();
   {
     std::vector<std::thread> threads;
@@ -221,6 +238,7 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     for (auto& t : threads) t.join();
   }
   f.jobs_per_s = depth / (ms_since(t0) / 1000.0);
+  f.trips_per_job = static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / depth;
   f.load_after = kfleet::bench::load_average();
   kfleet::bench::print_pg_profile(*k, "scheduling at " + std::to_string(depth) + " queued", depth,
                                   "job");
@@ -322,6 +340,10 @@ int main(int argc, char** argv) {
   row("event ingestion (events/s, batches of 500, 4 clients)", &Figures::events_per_s, "k",
       ">= 150,000", last.events_per_s >= 150000 ? "ok" : "MISSED");
   row("job submission (jobs/s, 4 clients, YAML parsed server-side)", &Figures::submit_per_s, "k",
+      "", "");
+  row("database round trips per scheduled job (0: in process)", &Figures::trips_per_job, "%.1f",
+      "", "");
+  row("database round trips per event batch (0: in process)", &Figures::trips_per_batch, "%.1f",
       "", "");
   std::printf("\n(%d latency samples, %d events per depth; kfleetd %s on %s, %d standbys on "
               "PostgreSQL)\n",

@@ -182,6 +182,9 @@ Awaitable metrics(Ctx& c) {
   for (const auto& [region, n] : c.cp.stockouts_by_region())
     out += "kfleet_stockouts_total{region=\"" + region + "\"} " + std::to_string(n) + "\n";
   out += job_duration_histogram(st);
+  out += "# HELP kfleet_store_round_trips_total Round trips to the database server (0 on "
+         "SQLite, which runs in process).\n# TYPE kfleet_store_round_trips_total counter\n";
+  out += "kfleet_store_round_trips_total " + std::to_string(st.round_trips()) + "\n";
   co_return text(std::move(out));
 }
 

@@ -198,6 +198,7 @@ Result<store::AgentRecord> ControlPlane::retire_agent(std::int64_t id, const std
   // Its token dies with it: forget it everywhere it is looked up.
   agent_by_hash_.erase(a->token_hash);
   agent_hash_cache_[id] = std::string(64, '-');
+  agent_identity_.erase(id);
   audit(by, "agent.retire", {{"agent_id", id}, {"name", a->name}, {"requeued_run", requeued_run}});
   request_plan();
   auto out = store_.get_agent(id);

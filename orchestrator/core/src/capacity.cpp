@@ -187,6 +187,7 @@ void ControlPlane::release_idle_agents(TimeMs now) {
       w->second->timer.cancel();
     }
     idle_since_.erase(it);
+    agent_identity_.erase(a.id);
     const std::string id = a.instance_id;
     prov_.release(id, [id](Result<void> r) {
       if (!r) log::warn("core", "release of ", id, " failed: ", r.error().message);

@@ -248,7 +248,7 @@ Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int
   // Stage events say which agent ran the stage: with compile agents a job's stages are split
   // between two machines.
   std::string agent_name;
-  if (auto a = store_.get_agent(agent_id)) agent_name = a->name;
+  if (auto a = agent_identity(agent_id)) agent_name = a->name;
   for (auto& e : evs) {
     e.job_id = run->job_id;
     e.run_id = run_id;
@@ -270,8 +270,8 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
   if (run->agent_id != agent_id)
     return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
                                            std::to_string(run->agent_id));
-  // One read of the agent serves both questions (on PostgreSQL each read is a round trip).
-  const auto a = store_.get_agent(agent_id);
+  // Its backend and GPUs answer both questions: its identity, not its state.
+  const auto a = agent_identity(agent_id);
   if (a && a->backend == "compile" && v.outcome == RunOutcome::passed)
     return hand_off(*run, *a, fencing_token);
   Verdict verdict = v;
@@ -316,10 +316,18 @@ Result<store::RunRecord> ControlPlane::hand_off(const store::RunRecord& run,
   return *done;
 }
 
+std::optional<store::AgentRecord> ControlPlane::agent_identity(std::int64_t agent_id) {
+  if (auto it = agent_identity_.find(agent_id); it != agent_identity_.end()) return it->second;
+  auto a = store_.get_agent(agent_id);
+  // A standby's view comes from the leader's writes: it keeps nothing.
+  if (a && !cfg_.read_only) agent_identity_.emplace(agent_id, *a);
+  return a;
+}
+
 // An instance the provisioner has a price for costs the job the hours its agent held the run,
 // at one GPU's share of the instance-hour (the run held one GPU slot of the instance).
 void ControlPlane::record_cost(const store::RunRecord& run) {
-  auto agent = store_.get_agent(run.agent_id);
+  auto agent = agent_identity(run.agent_id);  // its instance and provider
   if (!agent || agent->instance_id.empty()) return;
   auto price = prov_.usd_per_hour(agent->instance_id);
   if (!price) return;

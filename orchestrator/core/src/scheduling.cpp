@@ -326,13 +326,13 @@ void ControlPlane::grant(const sched::Assign& a) {
   if (w == waiters_.end() || w->second->done) return;
   const TimeMs now = clock_->now_ms();
   auto job = store_.get_job(a.job_id);
-  auto agent = store_.get_agent(a.agent_id);
+  auto agent = agent_identity(a.agent_id);  // its name, backend and GPUs; the store checks its state
   if (!job || !agent) return;
-  store_.append_job_event(a.job_id, event_type::sched_decision,
-                          {{"action", "assign"}, {"agent_id", a.agent_id},
-                           {"agent", agent->name}, {"region", a.region}, {"reason", a.reason}},
-                          now);
-  auto lease = store_.grant_lease(a.job_id, a.agent_id, cfg_.lease_ttl_ms, now);
+  // The decision is written with the lease, in its transaction.
+  auto lease = store_.grant_lease(a.job_id, a.agent_id, cfg_.lease_ttl_ms, now,
+                                  {{"action", "assign"}, {"agent_id", a.agent_id},
+                                   {"agent", agent->name}, {"region", a.region},
+                                   {"reason", a.reason}});
   if (!lease) {
     log::error("core", "lease of job ", a.job_id, " to agent ", a.agent_id,
                " refused by the store: ", lease.error().message);

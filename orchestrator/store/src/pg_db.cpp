@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace kfleet::store::pg {
 namespace {
 
 constexpr unsigned kInt8 = 20, kText = 25, kFloat8 = 701, kBytea = 17;
+constexpr const char* kLockAndFence = "SELECT kfleet_lock_and_fence(?, ?)";  // migration 6
 
 [[noreturn]] void throw_conn(PGconn* c, const std::string& what) {
   std::string msg = c ? PQerrorMessage(c) : "out of memory";
@@ -62,9 +65,12 @@ Stmt::Stmt(Stmt&& o) noexcept
       params_(std::move(o.params_)),
       res_(std::exchange(o.res_, nullptr)),
       row_(o.row_),
-      changes_(o.changes_) {}
+      queued_(std::exchange(o.queued_, false)) {
+  if (queued_) db_->moved(&o, this);
+}
 
 Stmt::~Stmt() {
+  if (queued_) db_->forget(this);
   if (res_) PQclear(res_);
 }
 
@@ -126,6 +132,13 @@ void Stmt::execute() {
     PQclear(res_);
     res_ = nullptr;
   }
+  row_ = -1;
+  if (db_->in_transaction()) {
+    send();
+    db_->flush();
+    if (!res_) throw DbError{"", "no result for " + sql_.substr(0, 60)};
+    return;
+  }
   std::vector<unsigned> types;
   std::vector<const char*> values;
   std::vector<int> lengths, formats;
@@ -140,18 +153,38 @@ void Stmt::execute() {
     formats.push_back(p.format);
   }
   res_ = db_->run_prepared(sql_, types, values, lengths, formats);
-  row_ = -1;
-  const char* n = PQcmdTuples(res_);
-  changes_ = (n && *n) ? std::strtoll(n, nullptr, 10) : 0;
+}
+
+void Stmt::send() {
+  if (!db_->in_transaction()) {
+    if (!res_) execute();
+    return;
+  }
+  if (queued_ || res_) return;
+  std::vector<unsigned> types;
+  std::vector<std::string> values;
+  std::vector<char> nulls;
+  std::vector<int> formats;
+  for (const auto& p : params_) {
+    types.push_back(p.type);
+    values.push_back(p.value);
+    nulls.push_back(p.null ? 1 : 0);
+    formats.push_back(p.format);
+  }
+  db_->enqueue(this, sql_, types, std::move(values), std::move(nulls), std::move(formats));
+  queued_ = true;
 }
 
 bool Stmt::step() {
+  if (queued_) db_->flush();
   if (!res_) execute();
   ++row_;
   return row_ < PQntuples(res_);
 }
 
 void Stmt::reset() {
+  if (queued_) db_->forget(this);
+  queued_ = false;
   if (res_) {
     PQclear(res_);
     res_ = nullptr;
@@ -159,7 +192,24 @@ void Stmt::reset() {
   row_ = -1;
 }
 
-void Stmt::run() { execute(); }
+void Stmt::run() {
+  if (!db_->in_transaction()) {
+    execute();
+    return;
+  }
+  // Nobody reads this statement's rows: it waits for the next round trip.
+  std::vector<unsigned> types;
+  std::vector<std::string> values;
+  std::vector<char> nulls;
+  std::vector<int> formats;
+  for (auto& p : params_) {
+    types.push_back(p.type);
+    values.push_back(p.value);
+    nulls.push_back(p.null ? 1 : 0);
+    formats.push_back(p.format);
+  }
+  db_->enqueue(nullptr, sql_, types, std::move(values), std::move(nulls), std::move(formats));
+}
 
 bool Stmt::is_null(int col) const { return PQgetisnull(res_, row_, col) != 0; }
 
@@ -262,10 +312,12 @@ PGresult* Db::run_prepared(const std::string& sql, const std::vector<unsigned>& 
     PGresult* r = PQprepare(conn_, name.c_str(), number_placeholders(sql).c_str(),
                             static_cast<int>(types.size()),
                             reinterpret_cast<const Oid*>(types.data()));
+    ++round_trips_;
     check(conn_, r, "prepare " + sql);
     PQclear(r);
     it = prepared_.emplace(std::move(key), std::move(name)).first;
   }
+  ++round_trips_;
   PGresult* r = PQexecPrepared(conn_, it->second.c_str(), static_cast<int>(values.size()),
                                values.data(), lengths.data(), formats.data(), 0);
   check(conn_, r, sql);
@@ -280,51 +332,279 @@ std::int64_t Db::last_insert_id() {
   return q.i64(0);
 }
 
+std::int64_t Db::changes() {
+  flush();
+  return changes_;
+}
+
 void Db::exec(const std::string& sql) {
+  flush();
+  ++round_trips_;
   PGresult* r = PQexec(conn_, sql.c_str());
   check(conn_, r, sql.substr(0, 60));
   PQclear(r);
 }
 
-void Db::begin() {
-  static const std::string lock =
-      "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(kWriteLockKey) + ")";
-  static const std::string fenced = lock + "; SELECT epoch FROM kfleet_leader WHERE id = 1";
-  if (!ensure_connected()) throw_conn(conn_, "reconnecting to " + where_);
-  if (PQtransactionStatus(conn_) != PQTRANS_IDLE) rollback();  // never nest in a leftover one
-  if (read_only_) {
-    // A standby takes no write lock (it would only hold the leader's writers up): its
-    // transaction reads a snapshot, and the server refuses the first write in it.
-    exec("BEGIN READ ONLY");
-    return;
-  }
-  auto start = [&] {
-    PGresult* r = PQexec(conn_, (fence_ ? fenced : lock).c_str());
-    check(conn_, r, "BEGIN");
-    std::int64_t epoch = 0;
-    if (fence_ && PQntuples(r) > 0) epoch = std::strtoll(PQgetvalue(r, 0, 0), nullptr, 10);
-    PQclear(r);
-    if (fence_ && epoch != fence_) {
-      rollback();
-      throw DbError{kNotLeaderState,
-                    "this kfleetd is no longer the leader (its epoch is " +
-                        std::to_string(fence_) + ", the database's " + std::to_string(epoch) +
-                        "): another kfleetd took over"};
-    }
-  };
-  try {
-    start();
-  } catch (const DbError& e) {
-    // A connection the server dropped (restart, idle timeout) shows only when used: reopen it
-    // once; nothing of this transaction ran yet.
-    if (e.sqlstate == kNotLeaderState || !broken() || !ensure_connected()) throw;
-    start();
+void Db::enqueue(Stmt* reader, const std::string& sql, const std::vector<unsigned>& types,
+                 std::vector<std::string> values, std::vector<char> nulls,
+                 std::vector<int> formats) {
+  if (commit_queued_)  // it would run outside the transaction, after its COMMIT
+    throw DbError{"", "a statement came after the transaction's last read (commit_with_next_read): " +
+                          sql.substr(0, 60)};
+  Pending p;
+  p.sql = sql;
+  p.types = types;
+  p.values = std::move(values);
+  p.nulls = std::move(nulls);
+  p.formats = std::move(formats);
+  p.reader = reader;
+  queue_.push_back(std::move(p));
+  if (reader && commit_next_) {
+    Pending c;
+    c.cmd = "COMMIT";
+    queue_.push_back(std::move(c));
+    commit_next_ = false;
+    commit_queued_ = true;
   }
 }
 
+void Db::forget(Stmt* reader) {
+  for (auto& p : queue_)
+    if (p.reader == reader) p.reader = nullptr;
+}
+
+void Db::moved(Stmt* from, Stmt* to) {
+  for (auto& p : queue_)
+    if (p.reader == from) p.reader = to;
+}
+
+void Db::flush() {
+  if (queue_.empty()) return;
+  std::vector<Pending> batch;
+  batch.swap(queue_);
+  // A connection the server dropped (restart, idle timeout) shows only when used: when this
+  // round trip opens the transaction, nothing of it reached the server yet, so reopen the
+  // connection once and send it again.
+  const bool opens = batch.front().cmd.rfind("BEGIN", 0) == 0;
+  if (batch.size() > 2 && batch.front().cmd == "BEGIN" && batch.back().cmd == "COMMIT") {
+    // The whole transaction is this one round trip: the statements of a pipeline up to its
+    // sync already run as one (implicit) transaction, committed at the sync and rolled back
+    // by any error, so BEGIN and COMMIT need not be sent. The call still returns only after
+    // the sync's result, i.e. after the commit.
+    batch.pop_back();
+    batch.erase(batch.begin());
+  }
+  try {
+    try {
+      send_batch(batch);
+    } catch (const DbError& e) {
+      if (!opens || e.sqlstate == kNotLeaderState || !broken() || !ensure_connected()) throw;
+      send_batch(batch);
+    }
+  } catch (...) {
+    for (auto& p : batch)
+      if (p.reader) p.reader->queued_ = false;
+    throw;
+  }
+}
+
+void Db::send_batch(std::vector<Pending>& batch) {
+  ++round_trips_;
+  if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF && !PQenterPipelineMode(conn_))
+    throw_conn(conn_, "entering pipeline mode");
+  // What went out, in order: each statement's prepare (first use on this connection) and
+  // execution; each comes back as results followed by a null.
+  struct Sent {
+    std::size_t item;
+    std::string prepared_key;  // non-empty: this was the prepare of that key
+  };
+  std::vector<Sent> sent;
+  std::unordered_map<std::string, std::string> fresh;  // prepared in this round trip
+  auto fail_send = [&](const char* what) {
+    std::string msg = PQerrorMessage(conn_);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    // Leave the pipeline as the connection allows; a broken connection is reset later.
+    PQpipelineSync(conn_);
+    while (PGresult* r = PQgetResult(conn_)) PQclear(r);
+    PQexitPipelineMode(conn_);
+    throw DbError{"", std::string(what) + ": " + msg};
+  };
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto& p = batch[i];
+    if (!p.cmd.empty()) {
+      if (!PQsendQueryParams(conn_, p.cmd.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0))
+        fail_send("sending a command");
+      sent.push_back({i, {}});
+      continue;
+    }
+    std::string key = p.sql;
+    key += '\x1f';
+    for (auto t : p.types) key += std::to_string(t) + ",";
+    std::string name;
+    if (auto it = prepared_.find(key); it != prepared_.end()) {
+      name = it->second;
+    } else if (auto f = fresh.find(key); f != fresh.end()) {
+      name = f->second;
+    } else {
+      name = "k" + std::to_string(++next_name_);
+      if (!PQsendPrepare(conn_, name.c_str(), number_placeholders(p.sql).c_str(),
+                         static_cast<int>(p.types.size()),
+                         reinterpret_cast<const Oid*>(p.types.data())))
+        fail_send("sending a prepare");
+      fresh.emplace(key, name);
+      sent.push_back({i, key});
+    }
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    for (std::size_t k = 0; k < p.values.size(); ++k) {
+      values.push_back(p.nulls[k] ? nullptr : p.values[k].c_str());
+      lengths.push_back(static_cast<int>(p.values[k].size()));
+    }
+    if (!PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()),
+                             values.data(), lengths.data(), p.formats.data(), 0))
+      fail_send("sending a statement");
+    sent.push_back({i, {}});
+  }
+  if (!PQpipelineSync(conn_)) fail_send("sending a sync");
+
+  std::optional<DbError> first_error;
+  bool lost = false;
+  for (const auto& s : sent) {
+    PGresult* r = PQgetResult(conn_);
+    if (!r) {
+      lost = true;
+      break;
+    }
+    const auto st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_ABORTED) {
+      PQclear(r);
+    } else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      if (!first_error) {
+        const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        std::string msg = PQresultErrorMessage(r);
+        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+        const auto& p = batch[s.item];
+        first_error = DbError{state ? state : "",
+                              msg.empty() ? (p.cmd.empty() ? p.sql : p.cmd) + " failed" : msg};
+      }
+      PQclear(r);
+    } else if (!s.prepared_key.empty()) {
+      prepared_[s.prepared_key] = fresh[s.prepared_key];
+      PQclear(r);
+    } else {
+      const char* n = PQcmdTuples(r);
+      changes_ = (n && *n) ? std::strtoll(n, nullptr, 10) : 0;
+      if (Stmt* reader = batch[s.item].reader) {
+        if (reader->res_) PQclear(reader->res_);
+        reader->res_ = r;
+        reader->row_ = -1;
+        reader->queued_ = false;
+      } else {
+        PQclear(r);
+      }
+    }
+    if (PGresult* extra = PQgetResult(conn_)) {  // the null that ends this statement's results
+      PQclear(extra);
+      lost = true;
+      break;
+    }
+  }
+  // The sync's own result, then out of pipeline mode (which needs every result read).
+  if (!lost) {
+    PGresult* r = PQgetResult(conn_);
+    if (!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC) lost = true;
+    if (r) PQclear(r);
+  }
+  if (lost) {
+    if (PQstatus(conn_) == CONNECTION_OK) PQreset(conn_);  // out of step: start clean
+    prepared_.clear();
+    throw first_error ? *first_error
+                      : DbError{"", "the connection to " + where_ + " failed mid-call" +
+                                        (PQerrorMessage(conn_)[0] ? std::string(": ") +
+                                                                        PQerrorMessage(conn_)
+                                                                  : std::string())};
+  }
+  PQexitPipelineMode(conn_);
+  if (first_error) throw *first_error;
+}
+
+void Db::begin() {
+  static const std::string lock =
+      "SELECT pg_advisory_xact_lock(" + std::to_string(kWriteLockKey) + ")";
+  if (!ensure_connected()) throw_conn(conn_, "reconnecting to " + where_);
+  if (PQtransactionStatus(conn_) != PQTRANS_IDLE) rollback();  // never nest in a leftover one
+  queue_.clear();
+  in_tx_ = true;
+  commit_next_ = commit_queued_ = false;
+  Pending b;
+  if (read_only_) {
+    // A standby takes no write lock (it would only hold the leader's writers up): its
+    // transaction reads a snapshot, and the server refuses the first write in it.
+    b.cmd = "BEGIN READ ONLY";
+    queue_.push_back(std::move(b));
+    return;
+  }
+  b.cmd = "BEGIN";
+  queue_.push_back(std::move(b));
+  Pending l;
+  if (!fence_) {
+    l.cmd = lock;
+  } else {
+    // The lock, then the fencing check, in the server: a deposed leader's transaction fails
+    // here (KF001), and everything queued behind it, its COMMIT included, is skipped.
+    l.sql = kLockAndFence;
+    l.types = {kInt8, kInt8};
+    l.values = {std::to_string(kWriteLockKey), std::to_string(fence_)};
+    l.nulls = {0, 0};
+    l.formats = {0, 0};
+  }
+  queue_.push_back(std::move(l));
+}
+
+void Db::queue_commit_now() {
+  if (!in_tx_ || commit_queued_) return;
+  Pending c;
+  c.cmd = "COMMIT";
+  queue_.push_back(std::move(c));
+  commit_next_ = false;
+  commit_queued_ = true;
+}
+
+void Db::commit() {
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{in_tx_};
+  commit_next_ = false;
+  if (commit_queued_) {
+    commit_queued_ = false;
+    flush();  // no-op when the COMMIT went with the last read
+    return;
+  }
+  // Nothing reached the server (a call that decided before reading or writing anything):
+  // there is nothing to commit and nothing the fence would guard.
+  if (!queue_.empty() && queue_.front().cmd.rfind("BEGIN", 0) == 0 &&
+      std::all_of(queue_.begin(), queue_.end(), [](const Pending& p) {
+        return !p.cmd.empty() || p.sql == kLockAndFence;
+      })) {
+    queue_.clear();
+    return;
+  }
+  Pending c;
+  c.cmd = "COMMIT";
+  queue_.push_back(std::move(c));
+  flush();
+}
+
 void Db::rollback() {
+  for (auto& p : queue_)
+    if (p.reader) p.reader->queued_ = false;
+  queue_.clear();
+  in_tx_ = false;
+  commit_next_ = commit_queued_ = false;
   if (PQstatus(conn_) != CONNECTION_OK) return;
   if (PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+    ++round_trips_;
     PGresult* r = PQexec(conn_, "ROLLBACK");
     if (r) PQclear(r);
   }

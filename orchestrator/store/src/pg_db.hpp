@@ -7,6 +7,15 @@
 // every check-then-write in the store sees the latest committed state, and event ids taken from
 // the counters row stay gap-free and in commit order. Failures travel as DbError inside the
 // store and are turned into Result errors at the Store method boundary.
+//
+// Round trips, not the server's work, are what a control-plane call costs on PostgreSQL (see
+// the store's README, "Performance"). Inside a transaction nothing goes to the server until a
+// result is needed: BEGIN, the lock and the fencing check, writes whose rows nobody reads
+// (Stmt::run) and reads sent ahead (Stmt::send) wait in a queue and travel with the next read
+// in one libpq pipeline; the COMMIT travels with the last writes. The fencing check runs in the
+// server (kfleet_lock_and_fence(), a migration step), so a deposed leader's queued writes fail there,
+// before its COMMIT, without a round trip of their own. A call still returns only after its
+// COMMIT's result came back.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -71,10 +80,15 @@ class Stmt {
     return *this;
   }
 
-  bool step();   // runs the statement on the first call; true while a row is ready
+  bool step();   // runs the statement on the first call (and what is queued before it); true
+                 // while a row is ready
   void reset();  // ready to bind and run again
-  void run();    // runs a statement and ignores any rows
-  std::int64_t changes() const { return changes_; }  // rows the last run changed
+  // Runs a statement and ignores any rows. Inside a transaction it is queued and its errors
+  // show at the next round trip (a read, changes(), the COMMIT), still inside the transaction.
+  void run();
+  // Queues a read inside a transaction: it goes to the server with the next round trip, and
+  // step() then reads its rows. Outside one it is the same as the first step().
+  void send();
 
   std::int64_t i64(int col) const;
   int i32(int col) const { return static_cast<int>(i64(col)); }
@@ -99,8 +113,9 @@ class Stmt {
   std::vector<Param> params_;
   PGresult* res_ = nullptr;
   int row_ = -1;
-  std::int64_t changes_ = 0;
-  std::int64_t fence_ = 0;
+  bool queued_ = false;  // in the Db's queue, waiting for its result
+
+  friend class Db;
 };
 
 class Db {
@@ -116,7 +131,7 @@ class Db {
   Stmt prepare(const std::string& sql);
   void exec(const std::string& sql);  // one-off statements, several allowed (schema)
   const std::string& where() const { return where_; }  // the URL without its password
-  std::int64_t changes() const { return changes_; }    // rows the last statement changed
+  std::int64_t changes();  // rows the last statement changed (sends what is queued first)
   std::int64_t last_insert_id();                       // lastval() of this session
   // Every transaction from now on checks kfleet_leader.epoch == epoch (0: no check).
   void set_fence(std::int64_t epoch) { fence_ = epoch; }
@@ -138,7 +153,7 @@ class Db {
     try {
       auto r = f();
       if (r.ok()) {
-        exec("COMMIT");
+        commit();
       } else {
         rollback();
       }
@@ -161,11 +176,46 @@ class Db {
   PGresult* run_prepared(const std::string& sql, const std::vector<unsigned>& types,
                          const std::vector<const char*>& values, const std::vector<int>& lengths,
                          const std::vector<int>& formats);
+  // For Stmt: queues a statement (reader: the Stmt that gets its result, or null), and sends
+  // the queue (ending with reader's statement, if given) in one round trip.
+  void enqueue(Stmt* reader, const std::string& sql, const std::vector<unsigned>& types,
+               std::vector<std::string> values, std::vector<char> nulls,
+               std::vector<int> formats);
+  void flush();
+  void forget(Stmt* reader);  // a queued reader went away
+  void moved(Stmt* from, Stmt* to);
+  bool in_transaction() const { return in_tx_; }
+  // The next read is the call's last: the transaction's COMMIT is queued right behind it and
+  // travels in the same round trip. For a call whose remaining steps cannot fail or refuse
+  // (it reads what it wrote and returns). The call still returns after the COMMIT's result
+  // came back; a failure before it (the fence included) skips it and rolls back.
+  void commit_with_next_read() {
+    if (in_tx_) commit_next_ = true;
+  }
+  // Queues the COMMIT now, behind what is queued (reads sent ahead included); nothing may be
+  // queued after it. The same rules as commit_with_next_read.
+  void queue_commit_now();
+
+  // Round trips to the server since the connection opened (what the bench and tests count).
+  std::int64_t round_trips() const { return round_trips_; }
 
  private:
+  struct Pending {
+    std::string sql;  // with `?` placeholders; "" for a plain command (cmd)
+    std::string cmd;  // BEGIN, COMMIT, the lock: sent without parameters, never prepared
+    std::vector<unsigned> types;
+    std::vector<std::string> values;
+    std::vector<char> nulls;
+    std::vector<int> formats;
+    Stmt* reader = nullptr;
+  };
+
   Db(PGconn* c, std::string where) : conn_(c), where_(std::move(where)) {}
   void begin();
+  void commit();
   void rollback();
+  // One pipeline: the batch, then a sync; hands readers their results, throws the first error.
+  void send_batch(std::vector<Pending>& batch);
   Error failure(const DbError& e) const;
 
   PGconn* conn_;
@@ -176,6 +226,11 @@ class Db {
   std::int64_t changes_ = 0;
   std::int64_t fence_ = 0;
   bool read_only_ = false;
+  std::vector<Pending> queue_;
+  bool in_tx_ = false;         // inside transaction(), between begin and commit or rollback
+  bool commit_next_ = false;    // commit_with_next_read(): the COMMIT goes behind the next read
+  bool commit_queued_ = false;  // it did: the COMMIT is queued or sent
+  std::int64_t round_trips_ = 0;
 };
 
 // The SQLSTATE of a write in a read-only transaction.

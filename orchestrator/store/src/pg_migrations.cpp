@@ -236,6 +236,37 @@ CREATE TABLE job_origins (
 CREATE INDEX job_origins_token ON job_origins (token_key);
 CREATE INDEX job_origins_parent ON job_origins (parent_job_id);
 )sql",
+      // 6: the leader's write lock and fencing check, in the server, in one statement. A
+      // leader's transaction sends BEGIN, this call and its statements in one round trip
+      // (pg_db.hpp); the check must therefore fail in the server, so that a deposed leader's
+      // writes and COMMIT behind it are skipped without the client looking at the epoch
+      // first. The lock comes first: the epoch is read after every earlier writer committed.
+      R"sql(
+CREATE FUNCTION kfleet_lock_and_fence(lock_key BIGINT, expected BIGINT) RETURNS BIGINT
+LANGUAGE plpgsql AS $$
+DECLARE
+  current BIGINT;
+BEGIN
+  PERFORM pg_advisory_xact_lock(lock_key);
+  SELECT epoch INTO current FROM kfleet_leader WHERE id = 1;
+  IF current IS DISTINCT FROM expected THEN
+    RAISE EXCEPTION 'this kfleetd is no longer the leader (its epoch is %, the database''s %): another kfleetd took over',
+      expected, COALESCE(current, 0) USING ERRCODE = 'KF001';
+  END IF;
+  RETURN current;
+END
+$$;
+)sql",
+      // 7: an event's job is checked by the statement that writes it, once per statement,
+      // instead of by a foreign key, once per row. The key's per-row trigger (a lookup and a
+      // share lock on the job's row for every event) was most of the time an event batch
+      // spends in the server. Every statement that inserts events takes the job from a row it
+      // reads or writes in the same statement (the job updated, the run's job_id, itself
+      // under runs' foreign key) or refuses a job that is not there, under the write lock;
+      // and no statement deletes a job.
+      R"sql(
+ALTER TABLE events DROP CONSTRAINT IF EXISTS events_job_id_fkey;
+)sql",
       // 8: limited enrolment tokens (hashes only: single use, a count, an expiry, bound to an
       // instance), and which one let each agent in (id 0: the fleet's long-lived token, the only
       // way in before this step).

@@ -140,14 +140,17 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
   e.data = data.is_null() ? nlohmann::json::object() : data;
   // The id comes from the counters row (gap-free: the write lock orders every transaction
   // that takes one), the seq from the job's own events; one round trip.
+  // The job is read in the same statement: no row, no event (migration 7: no foreign key).
   auto q = db_->prepare(
       "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
       "RETURNING value) "
       "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-      "SELECT c.value, ?, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
-      "run_id = 0), 0) + 1, ?, ?, ? FROM c RETURNING id, seq");
-  q.args(job_id, job_id, now, type, dump_json(e.data));
-  if (!q.step()) throw DbError{"", "the event counter is missing (schema damaged?)"};
+      "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id AND "
+      "run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ? RETURNING id, seq");
+  q.args(now, type, dump_json(e.data), job_id);
+  if (!q.step())
+    throw DbError{"23503", "job " + std::to_string(job_id) + " not found for its " + type +
+                               " event (or the event counter is missing)"};
   e.id = q.i64(0);
   e.seq = q.i64(1);
   return e;
@@ -155,22 +158,21 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
 
 void PgStore::write_job_state(std::int64_t job_id, JobState s, const std::string& reason,
                                   TimeMs now) {
-  // The state and its job.state event in one statement (one round trip, not two): the
-  // control plane calls this several times per job.
+  // The state and its job.state event in one statement, queued (no round trip of its own):
+  // the control plane calls this several times per job. Nothing reads its rows, so a job that
+  // is not there must fail in the server: the LEFT JOIN gives the event a NULL job_id, which
+  // its NOT NULL refuses (callers load the job in the same transaction first, so this is a
+  // guard, not a path).
   const nlohmann::json data = {{"state", to_string(s)}, {"reason", reason}};
-  auto q = db_->prepare(
-      "WITH u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ? "
-      "RETURNING id), "
-      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) "
-      "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-      "SELECT c.value, u.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = u.id AND "
-      "run_id = 0), 0) + 1, ?, ?, ? FROM c, u RETURNING id");
-  q.args(to_string(s), reason, now, job_id, now, event_type::job_state, dump_json(data));
-  if (!q.step()) {
-    // No such job: the event would have nowhere to point (the SQLite store fails here too,
-    // on the events' foreign key).
-    throw DbError{"23503", "job " + std::to_string(job_id) + " not found for its job.state event"};
-  }
+  db_->prepare(
+         "WITH u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ? "
+         "RETURNING id), "
+         "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) "
+         "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+         "SELECT c.value, u.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = u.id AND "
+         "run_id = 0), 0) + 1, ?, ?, ? FROM c LEFT JOIN u ON TRUE")
+      .args(to_string(s), reason, now, job_id, now, event_type::job_state, dump_json(data))
+      .run();
 }
 
 #include "shared/helpers.inc"

@@ -12,10 +12,25 @@ namespace kfleet::store::pg {
 #include "shared/runs.inc"
 
 Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                       TimeMs now) {
+                                   TimeMs now, const nlohmann::json& decision) {
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
+  // Two round trips: the job, the agent and the runs on its host, read together with BEGIN,
+  // the lock and the fencing check; then the decision's event, the grant, its lease.granted
+  // event, the job's state and the COMMIT.
+  static const std::string job_sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
+  static const std::string agent_sql =
+      std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?";
   return db_->transaction([&]() -> Result<Lease> {
-    auto job = load_job(job_id);
+    auto job_q = db_->prepare(job_sql);
+    job_q.args(job_id).send();
+    auto agent_q = db_->prepare(agent_sql);
+    agent_q.args(agent_id).send();
+    auto host_q = db_->prepare(
+        "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND "
+        "host = (SELECT host FROM agents WHERE id = ?) ORDER BY id");
+    host_q.args(agent_id).send();
+    std::optional<JobRecord> job;
+    if (job_q.step()) job = read_job(job_q);
     if (!job) return make_error(Errc::not_found, "job " + str(job_id) + " not found");
     if (job->state != JobState::queued && job->state != JobState::waiting_capacity) {
       return make_error(Errc::conflict, "job " + str(job_id) + " is " + to_string(job->state) +
@@ -26,7 +41,8 @@ Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, T
       return make_error(Errc::conflict, "job " + str(job_id) + " has used all " +
                                             str(job->max_attempts) + " attempts");
     }
-    auto agent = load_agent(agent_id);
+    std::optional<AgentRecord> agent;
+    if (agent_q.step()) agent = read_agent(agent_q);
     if (!agent) return make_error(Errc::not_found, "agent " + str(agent_id) + " not found");
     if (agent->state != AgentState::idle || agent->current_run_id != 0) {
       return make_error(Errc::conflict,
@@ -37,62 +53,69 @@ Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, T
     }
     // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
     // a host-exclusive lease only on an empty host, and nothing beside one.
-    {
-      auto q = db_->prepare(
-          "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND host = ? "
-          "ORDER BY id");
-      q.args(agent->host);
-      while (q.step()) {
-        const std::int64_t other = q.i64(0);
-        const int other_slot = q.i32(1);
-        const bool other_exclusive = q.boolean(2);
-        std::string why;
-        if (other_slot == agent->slot)
-          why = "GPU slot " + std::to_string(agent->slot) + " of host " + agent->host +
-                " already holds run " + str(other) + "; a slot holds one lease at a time";
-        else if (other_exclusive)
-          why = "host " + agent->host + " is held by host-exclusive run " + str(other);
-        else if (job->host_exclusive)
-          why = "job " + str(job_id) + " is host-exclusive and host " + agent->host +
-                " still runs run " + str(other) + " on slot " + std::to_string(other_slot);
-        if (!why.empty()) return make_error(Errc::conflict, why);
-      }
+    while (host_q.step()) {
+      const std::int64_t other = host_q.i64(0);
+      const int other_slot = host_q.i32(1);
+      const bool other_exclusive = host_q.boolean(2);
+      std::string why;
+      if (other_slot == agent->slot)
+        why = "GPU slot " + std::to_string(agent->slot) + " of host " + agent->host +
+              " already holds run " + str(other) + "; a slot holds one lease at a time";
+      else if (other_exclusive)
+        why = "host " + agent->host + " is held by host-exclusive run " + str(other);
+      else if (job->host_exclusive)
+        why = "job " + str(job_id) + " is host-exclusive and host " + agent->host +
+              " still runs run " + str(other) + " on slot " + std::to_string(other_slot);
+      if (!why.empty()) return make_error(Errc::conflict, why);
     }
-    // The next fencing token, the run, and the job and agent taking it: one statement.
+    // The next fencing token, the run, the job and agent taking it, and the lease.granted
+    // event (its data: the run and token the server just made, then the rest as the client
+    // wrote it): one statement. The job's state and the COMMIT travel with it.
     const int attempt = job->attempts + 1;
     const TimeMs expires = now + ttl_ms;
-    std::int64_t token = 0, run_id = 0;
-    {
-      auto q = db_->prepare(
-          "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
-          "RETURNING value), "
-          "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
-          "started_ms, lease_expires_ms, host, slot, host_exclusive) "
-          "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, fencing_token), "
-          "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r) WHERE id = ?), "
-          "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
-          "last_seen_ms = ? WHERE id = ?) "
-          "SELECT id, fencing_token FROM r");
-      q.args(job_id, agent_id, attempt, now, expires, agent->host, agent->slot,
-             job->host_exclusive ? 1 : 0, attempt, job_id, now, agent_id);
-      if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
-      run_id = q.i64(0);
-      token = q.i64(1);
+    const std::string rest = dump_json({{"agent_id", agent_id},
+                                        {"attempt", attempt},
+                                        {"host", agent->host},
+                                        {"slot", agent->slot},
+                                        {"host_exclusive", job->host_exclusive}});
+    if (!decision.is_null()) {
+      // Queued: it goes with the grant below (the job was read above, under the write lock).
+      db_->prepare(
+             "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
+             "RETURNING value) "
+             "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+             "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id "
+             "AND run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ?")
+          .args(now, event_type::sched_decision, dump_json(decision), job_id)
+          .run();
     }
-    insert_job_event(job_id, event_type::lease_granted,
-                     {{"run_id", run_id},
-                      {"agent_id", agent_id},
-                      {"fencing_token", token},
-                      {"attempt", attempt},
-                      {"host", agent->host},
-                      {"slot", agent->slot},
-                      {"host_exclusive", job->host_exclusive}},
-                     now);
+    auto q = db_->prepare(
+        "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
+        "RETURNING value), "
+        "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
+        "started_ms, lease_expires_ms, host, slot, host_exclusive) "
+        "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, job_id, fencing_token), "
+        "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r) WHERE id = ?), "
+        "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
+        "last_seen_ms = ? WHERE id = ?), "
+        "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
+        "e AS (INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+        "SELECT c.value, r.job_id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
+        "run_id = 0), 0) + 1, ?, ?, "
+        "'{\"fencing_token\":' || r.fencing_token || ',\"run_id\":' || r.id || ',' || substr(?, 2) "
+        "FROM c, r) "
+        "SELECT id, fencing_token FROM r");
+    q.args(job_id, agent_id, attempt, now, expires, agent->host, agent->slot,
+           job->host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, job_id, now,
+           event_type::lease_granted, rest);
+    q.send();
     write_job_state(job_id, JobState::leased,
                     "leased to agent " + str(agent_id) + " (" + agent->name + "), attempt " +
                         std::to_string(attempt) + " of " + std::to_string(job->max_attempts),
                     now);
-    return Lease{run_id, job_id, agent_id, token, expires};
+    db_->queue_commit_now();
+    if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
+    return Lease{q.i64(0), job_id, agent_id, q.i64(1), expires};
   });
 }
 
@@ -107,16 +130,22 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     if (e.type.empty())
       return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " has no type");
   }
+  // Two round trips, whatever the batch's size: the run (its fencing token, stage and job),
+  // the batch's seqs already stored and the job, read together with BEGIN, the lock and the
+  // fencing check; then the new events, the run's stage, the job's state, the run's
+  // watermark and the COMMIT.
+  static const std::string run_sql =
+      std::string("SELECT ") + kRunColumns + ", stage_seq FROM runs WHERE id = ?";
+  static const std::string job_sql = std::string("SELECT ") + kJobColumns +
+                                     " FROM jobs WHERE id = (SELECT job_id FROM runs WHERE id = ?)";
   return db_->transaction([&]() -> Result<IngestResult> {
-    auto run = check_fenced(run_id, fencing_token);
-    if (!run) return run.error();
+    auto run_q = db_->prepare(run_sql);
+    run_q.args(run_id).send();
+    auto job_q = db_->prepare(job_sql);
+    job_q.args(run_id).send();
     IngestResult res;
     std::int64_t stage_seq = 0;
-    {
-      auto q = db_->prepare("SELECT stage_seq FROM runs WHERE id = ?");
-      q.args(run_id);
-      if (q.step()) stage_seq = q.i64(0);
-    }
+    RunRecord run;
     std::string last_stage;
     JobState furthest = JobState::queued;
     // Two statements per batch, whatever its size: which of its seqs are stored already (an
@@ -154,9 +183,18 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       // The BETWEEN bounds the index range whatever plan the server picks (before its
       // statistics know the table, it may filter the ANY instead of looking each seq up).
       auto q = db_->prepare(
-          "SELECT seq FROM events WHERE job_id = ? AND run_id = ? AND seq BETWEEN ? AND ? "
-          "AND seq = ANY(?::bigint[])");
-      q.args(run->job_id, run_id, lo, hi, array_of(all, put_int));
+          "SELECT seq FROM events WHERE job_id = (SELECT job_id FROM runs WHERE id = ?) AND "
+          "run_id = ? AND seq BETWEEN ? AND ? AND seq = ANY(?::bigint[])");
+      q.args(run_id, run_id, lo, hi, array_of(all, put_int));
+      q.send();
+      std::optional<RunRecord> loaded;
+      if (run_q.step()) {
+        loaded = read_run(run_q);
+        stage_seq = run_q.i64(16);  // after read_run's 16 columns
+      }
+      auto fenced = check_fenced(loaded, run_id, fencing_token);
+      if (!fenced) return fenced.error();
+      run = *fenced;
       while (q.step()) seen.insert(q.i64(0));
     }
     std::vector<std::int64_t> seqs, tss;
@@ -189,40 +227,42 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
              "WITH c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' "
              "RETURNING value - ? AS base) "
              "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-             "SELECT c.base + t.ord, ?, ?, t.seq, t.ts_ms, t.type, t.data FROM c, "
+             "SELECT c.base + t.ord, r.job_id, r.id, t.seq, t.ts_ms, t.type, t.data FROM c, "
+             "(SELECT id, job_id FROM runs WHERE id = ?) r, "
              "unnest(?::bigint[], ?::bigint[], ?::text[], ?::text[]) "
              "WITH ORDINALITY AS t(seq, ts_ms, type, data, ord)")
-          .args(n, n, run->job_id, run_id, array_of(seqs, put_int), array_of(tss, put_int),
+          .args(n, n, run_id, array_of(seqs, put_int), array_of(tss, put_int),
                 array_of(types, put_text), array_of(datas, put_text))
           .run();
     }
-    // The watermark: how far the stored seqs above it run on without a gap, counted by the
-    // server (seq = watermark + rank holds exactly for the gap-free prefix).
-    res.contiguous = run->events_contiguous;
-    {
-      auto q = db_->prepare(
-          "SELECT ? + count(*) FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS rn "
-          "FROM events WHERE job_id = ? AND run_id = ? AND seq > ?) t WHERE seq = ? + rn");
-      const std::int64_t c = res.contiguous;
-      q.args(c, run->job_id, run_id, c, c);
-      if (q.step()) res.contiguous = q.i64(0);
-    }
-    db_->prepare("UPDATE runs SET events_contiguous = ? WHERE id = ?")
-        .args(res.contiguous, run_id)
-        .run();
     if (!last_stage.empty()) {
       db_->prepare("UPDATE runs SET stage = ?, stage_seq = ? WHERE id = ?")
           .args(last_stage, stage_seq, run_id)
           .run();
     }
     if (progress(furthest) > 0) {
-      auto job = load_job(run->job_id);
+      // The job as it was read first: this batch changes only its state, here.
+      std::optional<JobRecord> job;
+      if (job_q.step()) job = read_job(job_q);
       if (job && job->current_run_id == run_id && is_active(job->state) &&
           progress(furthest) > progress(job->state)) {
-        write_job_state(job->id, furthest, std::string("agent ") + str(run->agent_id) +
+        write_job_state(job->id, furthest, std::string("agent ") + str(run.agent_id) +
                                                " reached the " + to_string(furthest) + " stage",
                         now);
       }
+    }
+    // The watermark: how far the stored seqs above it run on without a gap, counted by the
+    // server (seq = watermark + rank holds exactly for the gap-free prefix) and stored on the
+    // run in the same statement, the last of the call: the COMMIT goes with it.
+    {
+      auto q = db_->prepare(
+          "UPDATE runs SET events_contiguous = (SELECT ? + count(*) FROM (SELECT seq, "
+          "row_number() OVER (ORDER BY seq) AS rn FROM events WHERE job_id = ? AND run_id = ? "
+          "AND seq > ?) t WHERE seq = ? + rn) WHERE id = ? RETURNING events_contiguous");
+      const std::int64_t c = run.events_contiguous;
+      q.args(c, run.job_id, run_id, c, c, run_id);
+      db_->commit_with_next_read();
+      res.contiguous = q.step() ? q.i64(0) : c;
     }
     return res;
   });

@@ -65,6 +65,9 @@ class Stmt {
   bool step();  // true: a row is ready; false: done. Throws DbError.
   void reset();  // ready to bind and run again (for loops over one statement)
   void run();   // steps a statement that returns no rows
+  // PostgreSQL sends a read ahead to share a round trip with the next one (pg_db.hpp); here a
+  // statement runs in process when first stepped, so there is nothing to send.
+  void send() {}
 
   std::int64_t i64(int col) const;
   double f64(int col) const;
@@ -94,6 +97,9 @@ class Db {
   std::int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }
   int changes() const { return sqlite3_changes(db_); }
   sqlite3* handle() const { return db_; }
+  // PostgreSQL sends its COMMIT with the call's last read (pg_db.hpp); here the COMMIT costs
+  // no round trip and comes when the transaction's function returns.
+  void commit_with_next_read() {}
   const std::string& path() const { return path_; }
 
   // Runs f (returning Result<T>) inside BEGIN IMMEDIATE ... COMMIT; an error result or a

@@ -28,7 +28,7 @@ class SqliteStore final : public Store {
   int in_flight_jobs_of(const std::string& token_key) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                            TimeMs now) override;
+                            TimeMs now, const nlohmann::json& decision) override;
   Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token, TimeMs ttl_ms,
                             TimeMs now) override;
   Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
@@ -111,6 +111,9 @@ class SqliteStore final : public Store {
   void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
   void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);
   Result<RunRecord> check_fenced(std::int64_t run_id, std::int64_t fencing_token);
+  // The same check on a run already read (nullopt: there is none).
+  static Result<RunRecord> check_fenced(const std::optional<RunRecord>& run,
+                                        std::int64_t run_id, std::int64_t fencing_token);
   std::vector<JobRecord> query_jobs(Stmt& q);
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);

@@ -9,7 +9,7 @@ namespace kfleet::store::sqlite {
 #include "shared/runs.inc"
 
 Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                       TimeMs now) {
+                                   TimeMs now, const nlohmann::json& decision) {
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
   return db_->transaction([&]() -> Result<Lease> {
     auto job = load_job(job_id);
@@ -79,6 +79,7 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
                  "WHERE id = ?")
         .args(run_id, now, agent_id)
         .run();
+    if (!decision.is_null()) insert_job_event(job_id, event_type::sched_decision, decision, now);
     insert_job_event(job_id, event_type::lease_granted,
                      {{"run_id", run_id},
                       {"agent_id", agent_id},

@@ -59,6 +59,36 @@ TEST_P(StoreContract, GrantLeaseStartsARunAndRecordsIt) {
   EXPECT_EQ(store().runs_for_job(j.id).size(), 1u);
 }
 
+// The scheduler's decision travels with the lease it chose: written first, in the lease's
+// transaction, and not at all when the lease is refused.
+TEST_P(StoreContract, GrantLeaseWritesTheDecisionWithTheLeaseOrNotAtAll) {
+  auto j = create("j", 0, 3);
+  auto a = enrol("a");
+  auto b = enrol("b");
+  const nlohmann::json why = {{"action", "assign"}, {"agent_id", a.id}, {"reason", "fits"}};
+  auto r = store().grant_lease(j.id, a.id, 30'000, 100'000, why);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto evs = store().job_events(j.id, 0, 100);
+  ASSERT_EQ(evs.size(), 4u);
+  EXPECT_EQ(evs[1].type, event_type::sched_decision);
+  EXPECT_EQ(evs[1].data, why);
+  EXPECT_EQ(evs[1].seq, 2);
+  EXPECT_EQ(evs[2].type, event_type::lease_granted);
+  EXPECT_EQ(evs[2].data["run_id"], r->run_id);
+  EXPECT_EQ(evs[2].data["fencing_token"], r->fencing_token);
+  EXPECT_EQ(evs[2].data["host"], a.host);
+  EXPECT_EQ(evs[3].data["state"], "leased");
+  EXPECT_EQ(evs[3].seq, 4);
+  EXPECT_LT(evs[1].id, evs[2].id);
+  EXPECT_LT(evs[2].id, evs[3].id);
+
+  // The job is leased already: refused, and the second decision leaves nothing behind.
+  auto again = store().grant_lease(j.id, b.id, 30'000, 100'001, why);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, Errc::conflict);
+  EXPECT_EQ(store().job_events(j.id, 0, 100).size(), 4u);
+}
+
 TEST_P(StoreContract, FencingTokensStrictlyIncreaseAcrossAllLeases) {
   std::int64_t last = 0;
   for (int i = 0; i < 5; ++i) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "kfleet/store/pg_scratch.hpp"
 #include "kfleet/store/postgres.hpp"
@@ -472,6 +473,102 @@ TEST(PostgresStore, ADatabaseErrorInABatchOfStateChangesFailsAllAndWritesNone) {
                   "EXECUTE FUNCTION refuse_boom()");
       },
       [&] { query_one(url, "DROP TRIGGER refuse_boom ON jobs"); });
+}
+
+}  // namespace
+}  // namespace kfleet::store::testing
+
+namespace kfleet::store::testing {
+namespace {
+
+// What a control-plane call costs on PostgreSQL is its round trips (see the store's README,
+// "Performance"): each of the calls a scheduled job makes is one or two, whatever it reads
+// and writes, BEGIN, the write lock, the fencing check and the COMMIT included.
+TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto leader = PostgresLeader::connect(url);
+  ASSERT_TRUE(leader.ok());
+  ASSERT_TRUE(*(*leader)->try_acquire(1));
+  auto opened = open_postgres_store({url, (*leader)->epoch()});
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  Store& s = **opened;
+  auto job = s.create_job(a_job("j"), 2);
+  ASSERT_TRUE(job.ok());
+  auto agent = s.enrol_agent(an_agent("a"), 3);
+  ASSERT_TRUE(agent.ok());
+  std::int64_t before = s.round_trips();
+  auto cost = [&] {
+    const auto now = s.round_trips();
+    return now - std::exchange(before, now);
+  };
+  ASSERT_TRUE(s.touch_agent(agent->id, 4).ok());
+  EXPECT_EQ(cost(), 1) << "touch_agent";
+  s.append_job_event(job->id, "note", {{"k", 1}}, 5);
+  EXPECT_EQ(cost(), 1) << "append_job_event";
+  auto lease = s.grant_lease(job->id, agent->id, 30'000, 6, {{"action", "assign"}});
+  ASSERT_TRUE(lease.ok()) << lease.error().message;
+  EXPECT_EQ(cost(), 2) << "grant_lease";
+  ASSERT_TRUE(s.renew_lease(lease->run_id, lease->fencing_token, 30'000, 7).ok());
+  EXPECT_EQ(cost(), 2) << "renew_lease";
+  std::vector<Event> batch;
+  for (int i = 1; i <= 50; ++i) {
+    Event e;
+    e.seq = i;
+    e.type = i == 1 ? "stage.started" : "log";
+    e.data = i == 1 ? nlohmann::json{{"stage", "build"}} : nlohmann::json{{"i", i}};
+    batch.push_back(e);
+  }
+  auto in = s.append_run_events(lease->run_id, lease->fencing_token, batch, 8);
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  EXPECT_EQ(in->accepted, 50);
+  EXPECT_EQ(in->contiguous, 50);
+  EXPECT_EQ(cost(), 2) << "append_run_events";
+  EXPECT_EQ(s.get_job(job->id)->state, JobState::building);
+  cost();
+  Verdict v;
+  v.outcome = RunOutcome::passed;
+  auto done = s.finish_run(lease->run_id, lease->fencing_token, v, 9);
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(done->outcome, RunOutcome::passed);
+  EXPECT_EQ(cost(), 2) << "finish_run";
+  EXPECT_EQ(s.get_job(job->id)->state, JobState::passed);
+  EXPECT_EQ(s.get_agent(agent->id)->state, AgentState::idle);
+}
+
+// A deposed leader's writes that wait in the queue for the next round trip (renew_lease's,
+// touch_agent's) fail in the server at the fencing check, and nothing of them is written.
+TEST(PostgresStore, ADeposedLeadersQueuedWritesAreRefusedInTheServer) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto a = PostgresLeader::connect(url);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(*(*a)->try_acquire(1));
+  auto old_store = open_postgres_store({url, (*a)->epoch()});
+  ASSERT_TRUE(old_store.ok());
+  Store& s = **old_store;
+  auto job = s.create_job(a_job("j"), 2);
+  auto agent = s.enrol_agent(an_agent("a"), 3);
+  ASSERT_TRUE(job.ok() && agent.ok());
+  auto lease = s.grant_lease(job->id, agent->id, 30'000, 4);
+  ASSERT_TRUE(lease.ok());
+  // Another kfleetd takes over: the epoch moves on under the old leader's feet.
+  query_one(url, "UPDATE kfleet_leader SET epoch = epoch + 1");
+
+  auto renew = s.renew_lease(lease->run_id, lease->fencing_token, 30'000, 5'000);
+  ASSERT_FALSE(renew.ok());
+  EXPECT_EQ(renew.error().code, Errc::unavailable);
+  EXPECT_NE(renew.error().message.find("no longer the leader"), std::string::npos)
+      << renew.error().message;
+  auto touch = s.touch_agent(agent->id, 6'000);
+  ASSERT_FALSE(touch.ok());
+  EXPECT_NE(touch.error().message.find("no longer the leader"), std::string::npos);
+  EXPECT_EQ(query_one(url, "SELECT lease_expires_ms FROM runs WHERE id = " +
+                               std::to_string(lease->run_id)),
+            std::to_string(4 + 30'000));
+  EXPECT_EQ(query_one(url, "SELECT last_seen_ms FROM agents WHERE id = " +
+                               std::to_string(agent->id)),
+            "4");
 }
 
 }  // namespace

@@ -283,6 +283,11 @@ class ControlPlane {
   nlohmann::json resolve_compare(const store::JobRecord& j, const store::AgentRecord& a);
   void job_event(std::int64_t job_id, const std::string& type, const nlohmann::json& data);
   void record_cost(const store::RunRecord& run);
+  // An agent's identity (name, backend, GPUs, host and slot, provider, instance), which is
+  // fixed at enrolment: read from the store once per agent, not on every lease and finish
+  // (on PostgreSQL each read is a round trip). The record's state, run and last-seen time
+  // are those of that first read: read the store for them.
+  std::optional<store::AgentRecord> agent_identity(std::int64_t agent_id);
   void events_changed();
   double jitter_unit();
 
@@ -307,6 +312,7 @@ class ControlPlane {
   TimeMs last_tick_ms_ = 0;
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
+  std::map<std::int64_t, store::AgentRecord> agent_identity_;  // see agent_identity()
   std::map<std::string, std::int64_t> agent_by_hash_;       // token hash -> agent id
   std::map<std::string, Principal> static_users_;           // hash -> in-memory user token
   std::map<std::string, Principal> user_cache_;             // hash -> stored, unrevoked token

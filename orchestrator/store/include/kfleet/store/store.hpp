@@ -244,6 +244,10 @@ class Store {
   virtual ~Store() = default;
   // Which backend this is ("sqlite" or "postgresql"), as /api/v1/health reports it.
   virtual const char* backend() const = 0;
+  // Round trips to the database server since the store opened (/metrics'
+  // kfleet_store_round_trips_total; what a control-plane call costs on PostgreSQL). 0 for
+  // SQLite, which runs in process.
+  virtual std::int64_t round_trips() const { return 0; }
 
   // --- jobs
   virtual Result<JobRecord> create_job(const NewJob& j, TimeMs now) = 0;  // + job.submitted event
@@ -286,9 +290,12 @@ class Store {
   // lease.granted event. conflict if the job is not pending or the agent is not idle: an
   // agent holds at most one run, ever. Also conflict when the agent's GPU slot (host, slot)
   // holds a running run, when the job is host-exclusive and its host runs anything, or when
-  // the host runs a host-exclusive job: a slot never holds two leases.
+  // the host runs a host-exclusive job: a slot never holds two leases. decision, when not
+  // null: the data of the sched.decision event that chose this lease, written first in the
+  // same transaction (one commit, and on PostgreSQL no round trips of its own); a refused
+  // lease leaves no decision behind.
   virtual Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                    TimeMs now) = 0;
+                                    TimeMs now, const nlohmann::json& decision = nullptr) = 0;
   // Extends the lease of the agent's current run. conflict if the token is stale.
   virtual Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token,
                                     TimeMs ttl_ms, TimeMs now) = 0;
