@@ -323,7 +323,7 @@ md="$out/summary.md"
   echo "The sanitizer lines of the reports (the full logs are in logs.tar.gz):"
   echo '```'
   for t in "${names[@]}"; do
-    grep -aE 'ERROR: |runtime error:|fuzz invariant broken' "$work/logs/$t.log" | sort | uniq -c | sed "s/^/$t: /" | head -20
+    grep -aE 'ERROR: |runtime error:' "$work/logs/$t.log" | sed -E 's/==[0-9]+== ?//' | sort | uniq -c | sed "s/^/$t: /" | head -20
   done
   echo '```'
 } >"$md"
