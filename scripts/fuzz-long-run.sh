@@ -159,12 +159,22 @@ else
   for f in "$bindir"/fuzz_*; do [ -x "$f" ] && names+=("$(basename "$f" | sed 's/^fuzz_//')"); done
 fi
 [ "${#names[@]}" -gt 0 ] || die "no fuzz_* binaries in $bindir"
+wrap=()  # `setarch -R` where ASan's shadow memory needs address randomization off
 for t in "${names[@]}"; do
   f="$bindir/fuzz_$t"
   [ -x "$f" ] || die "no fuzzer fuzz_$t in $bindir"
   [ -d "$corpus/$t" ] || die "no seed corpus $corpus/$t for fuzz_$t"
   # A binary that cannot load (a missing shared library, a libc too old) fails here, not later.
-  if ! "$f" -help=1 >/dev/null 2>"$work/load-$t.err"; then
+  # Some kernels randomize mmap so widely that an ASan binary cannot place its shadow memory;
+  # such a binary starts with randomization off for it and its workers.
+  if ! "${wrap[@]}" "$f" -help=1 >/dev/null 2>"$work/load-$t.err"; then
+    if [ ${#wrap[@]} = 0 ] && command -v setarch >/dev/null &&
+       setarch "$(uname -m)" -R "$f" -help=1 >/dev/null 2>&1; then
+      wrap=(setarch "$(uname -m)" -R)
+      echo "fuzz-long-run: the fuzzers start only with address randomization off here;" \
+           "running them under setarch -R"
+      continue
+    fi
     cat "$work/load-$t.err" >&2; ldd "$f" >&2
     die "fuzz_$t does not start on this machine (see above)"
   fi
@@ -200,7 +210,7 @@ for t in "${names[@]}"; do
   # The subshell's `times` gives the CPU seconds of the target and every worker it reaped.
   # `timeout` is a backstop only: libFuzzer stops its workers itself at -max_total_time.
   (
-    timeout -s INT -k 20 $((wall + 45)) "$bindir/fuzz_$t" "${d[@]}" -fork="$workers" \
+    timeout -s INT -k 20 $((wall + 45)) "${wrap[@]}" "$bindir/fuzz_$t" "${d[@]}" -fork="$workers" \
       -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_total_time="$wall" \
       -timeout="$timeout_s" -rss_limit_mb=2048 -max_len=65536 -print_funcs=0 \
       -artifact_prefix="$work/crashes/$t/" -print_final_stats=1 \
