@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string_view>
 #include <sstream>
 #include <utility>
@@ -11,6 +12,8 @@
 #include "kfleet/common/compile_flags.hpp"
 #include "spec_keys.hpp"
 #include "spec_sections.hpp"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/parser.h"
 
 namespace kfleet {
 namespace spec {
@@ -386,6 +389,40 @@ std::string key_the_json_form_cannot_carry(const nlohmann::json& root) {
   return "";
 }
 
+// Where the text first uses an alias (*name), if it does. An alias is a pointer: a few lines of
+// them nest into millions of values once a free-form part of the job (params) is expanded, and
+// a job file never needs one.
+class FirstAlias : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> at;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    if (!at) at = m;
+  }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+std::optional<YAML::Mark> first_alias(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  FirstAlias found;
+  try {
+    while (!found.at && parser.HandleNextDocument(found)) {
+    }
+  } catch (const YAML::Exception&) {
+    // A syntax error: YAML::Load reports it, with its place.
+  }
+  return found.at;
+}
+
 }  // namespace
 
 SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) {
@@ -403,6 +440,11 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) 
     std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(yaml_text[bad]));
     is.add(at, "(encoding)", std::string("the job file is not UTF-8 text (byte ") + byte +
                                  "); save it as UTF-8");
+    out.issues = std::move(is.list);
+    return out;
+  }
+  if (const auto alias = first_alias(yaml_text)) {
+    is.add(*alias, "(alias)", "job files do not use YAML aliases (*name): write the value out");
     out.issues = std::move(is.list);
     return out;
   }

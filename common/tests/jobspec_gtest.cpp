@@ -83,6 +83,25 @@ TEST(JobSpecParse, KeysTheJsonFormCannotCarryAreRefused) {
   EXPECT_EQ(back->kernel.defines, ok.spec->kernel.defines);
 }
 
+// Six lines of aliases in params expanded to a million values (2 GB and 34 s under ASan):
+// aliases are refused where they first appear (tests/fuzz/corpus/job_yaml/
+// regression-alias-bomb-in-params.yaml).
+TEST(JobSpecParse, AliasesAreRefusedWhereTheyAre) {
+  const std::string job = std::string(kMinimal) +
+                          "x0: &a [q, q]\n"
+                          "campaign: *a\n";
+  auto p = parse_job_spec(job, "a.yaml");
+  ASSERT_FALSE(p.ok());
+  const SpecIssue* i = find_issue(p, "(alias)");
+  ASSERT_NE(i, nullptr) << p.error_text();
+  EXPECT_EQ(i->line, 5);
+  EXPECT_NE(i->message.find("write the value out"), std::string::npos);
+  // A "*" or "&" inside a string is no alias.
+  auto text = parse_job_spec("name: t/min\ntarget: {gpu: L4}\nkernel: {family: attention, "
+                             "language: cuda, sources: [k.cu], params: {s: \"a*b &c\"}}\n", "s.yaml");
+  EXPECT_TRUE(text.ok()) << text.error_text();
+}
+
 TEST(JobSpecParse, FullSeed001Example) {
   auto p = parse_job_spec_file((source_dir() / "jobs/fa-s512/iter1.yaml").string());
   ASSERT_TRUE(p.ok()) << p.error_text();
