@@ -414,9 +414,10 @@ std::optional<YAML::Mark> first_alias(const std::string& text) {
   std::istringstream in(text);
   YAML::Parser parser(in);
   FirstAlias found;
+  // The first document only: it is the one YAML::Load builds (and yaml-cpp's event parser can
+  // report empty documents forever on some malformed text, so it is never looped over).
   try {
-    while (!found.at && parser.HandleNextDocument(found)) {
-    }
+    parser.HandleNextDocument(found);
   } catch (const YAML::Exception&) {
     // A syntax error: YAML::Load reports it, with its place.
   }
