@@ -2,13 +2,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string_view>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "spec_keys.hpp"
 #include "spec_sections.hpp"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/parser.h"
 
 namespace kfleet {
 namespace spec {
@@ -346,6 +351,81 @@ std::size_t first_invalid_utf8(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+// The job's JSON form (the wire and store form) is read back by this same parser, and YAML takes
+// a flow-map key of at most 1024 characters; a control character is six once escaped (\u001f).
+// Keys are names (defines, shape dimensions, GPU classes, params), so they are held to a name's
+// length and characters, and a job that could not be read back is refused here, not later.
+constexpr std::size_t kMaxKeyBytes = 256;
+
+std::string key_the_json_form_cannot_carry(const nlohmann::json& root) {
+  std::vector<std::pair<const nlohmann::json*, std::string>> todo{{&root, ""}};
+  while (!todo.empty()) {
+    auto [j, path] = todo.back();
+    todo.pop_back();
+    if (j->is_array()) {
+      for (std::size_t i = 0; i < j->size(); ++i) todo.emplace_back(&(*j)[i], path + "[" + std::to_string(i) + "]");
+      continue;
+    }
+    if (!j->is_object()) continue;
+    for (auto it = j->begin(); it != j->end(); ++it) {
+      const std::string& k = it.key();
+      const bool control = std::any_of(k.begin(), k.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      });
+      if (control || k.size() > kMaxKeyBytes) {
+        std::string shown = k.substr(0, 40) + (k.size() > 40 ? "..." : "");
+        for (char& c : shown)
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        return "the key '" + shown + "' under " + (path.empty() ? std::string("the top") : path) +
+               " is " + (control ? "written with control characters" : std::to_string(k.size()) + " bytes long") +
+               ": keys are names; keep them under " + std::to_string(kMaxKeyBytes) +
+               " bytes, without control characters";
+      }
+      todo.emplace_back(&it.value(), path.empty() ? k : path + "." + k);
+    }
+  }
+  return "";
+}
+
+// Where the text first uses an alias (*name), if it does. An alias is a pointer: a few lines of
+// them nest into millions of values once a free-form part of the job (params) is expanded, and
+// a job file never needs one.
+class FirstAlias : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> at;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    if (!at) at = m;
+  }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+std::optional<YAML::Mark> first_alias(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  FirstAlias found;
+  // The first document only: it is the one YAML::Load builds (and yaml-cpp's event parser can
+  // report empty documents forever on some malformed text, so it is never looped over).
+  try {
+    parser.HandleNextDocument(found);
+  } catch (const YAML::Exception&) {
+    // A syntax error: YAML::Load reports it, with its place.
+  }
+  return found.at;
+}
+
+}  // namespace
+
 SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) {
   spec::Issues is;
   is.file = file;
@@ -361,6 +441,11 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) 
     std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(yaml_text[bad]));
     is.add(at, "(encoding)", std::string("the job file is not UTF-8 text (byte ") + byte +
                                  "); save it as UTF-8");
+    out.issues = std::move(is.list);
+    return out;
+  }
+  if (const auto alias = first_alias(yaml_text)) {
+    is.add(*alias, "(alias)", "job files do not use YAML aliases (*name): write the value out");
     out.issues = std::move(is.list);
     return out;
   }
@@ -388,6 +473,10 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) 
                                   "an escape in a quoted string makes text that is not UTF-8 "
                                   "(a lone surrogate such as \\ud800?); write the character itself"});
     }
+  }
+  if (is.list.empty()) {
+    if (std::string why = key_the_json_form_cannot_carry(to_json(job)); !why.empty())
+      is.list.push_back(SpecIssue{file, 0, 0, "(key)", why});
   }
   out.issues = std::move(is.list);
   if (out.issues.empty()) out.spec = std::move(job);

@@ -55,6 +55,53 @@ TEST(JobSpecParse, TextThatIsNotUtf8IsRefusedWhereItIs) {
     EXPECT_FALSE(parse_job_spec(std::string(kMinimal) + "campaign: \"" + s + "\"\n", "b.yaml").ok()) << s;
 }
 
+// Found by the job_yaml fuzz target in the long run (tests/fuzz/corpus/job_yaml/
+// regression-key-too-long-for-json.yaml): a define named with control characters parsed, but
+// its JSON form (the wire and store form, read back by this parser) did not: escaped, the key
+// passed the 1024 characters YAML allows a flow-map key.
+TEST(JobSpecParse, KeysTheJsonFormCannotCarryAreRefused) {
+  const std::string job = "name: t/min\ntarget: {gpu: L4}\n"
+                          "kernel: {family: attention, language: cuda, sources: [k.cu], defines: ";
+  auto control = parse_job_spec(job + "{\"A\\x1fB\": 1}}\n", "c.yaml");
+  ASSERT_FALSE(control.ok());
+  const SpecIssue* i = find_issue(control, "(key)");
+  ASSERT_NE(i, nullptr) << control.error_text();
+  EXPECT_NE(i->message.find("'A?B' under kernel.defines is written with control characters"),
+            std::string::npos) << i->message;
+  auto long_key = parse_job_spec(job + "{" + std::string(257, 'X') + ": 1}}\n", "l.yaml");
+  ASSERT_FALSE(long_key.ok());
+  EXPECT_NE(long_key.error_text().find("257 bytes long"), std::string::npos) << long_key.error_text();
+  auto nested = parse_job_spec(job + "{A: 1}, params: {outer: [{\"\\t\": 1}]}}\n", "n.yaml");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.error_text().find("under kernel.params.outer[0]"), std::string::npos)
+      << nested.error_text();
+  // A key of the longest allowed length still round-trips through the JSON form.
+  auto ok = parse_job_spec(job + "{" + std::string(256, 'X') + ": 1}}\n", "ok.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error_text();
+  auto back = job_spec_from_json(to_json(*ok.spec));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->kernel.defines, ok.spec->kernel.defines);
+}
+
+// Six lines of aliases in params expanded to a million values (2 GB and 34 s under ASan):
+// aliases are refused where they first appear (tests/fuzz/corpus/job_yaml/
+// regression-alias-bomb-in-params.yaml).
+TEST(JobSpecParse, AliasesAreRefusedWhereTheyAre) {
+  const std::string job = std::string(kMinimal) +
+                          "x0: &a [q, q]\n"
+                          "campaign: *a\n";
+  auto p = parse_job_spec(job, "a.yaml");
+  ASSERT_FALSE(p.ok());
+  const SpecIssue* i = find_issue(p, "(alias)");
+  ASSERT_NE(i, nullptr) << p.error_text();
+  EXPECT_EQ(i->line, 5);
+  EXPECT_NE(i->message.find("write the value out"), std::string::npos);
+  // A "*" or "&" inside a string is no alias.
+  auto text = parse_job_spec("name: t/min\ntarget: {gpu: L4}\nkernel: {family: attention, "
+                             "language: cuda, sources: [k.cu], params: {s: \"a*b &c\"}}\n", "s.yaml");
+  EXPECT_TRUE(text.ok()) << text.error_text();
+}
+
 TEST(JobSpecParse, FullSeed001Example) {
   auto p = parse_job_spec_file((source_dir() / "jobs/fa-s512/iter1.yaml").string());
   ASSERT_TRUE(p.ok()) << p.error_text();

@@ -166,6 +166,35 @@ TEST(LaunchListRefusals, MemsetAndMemcpyMustStayInOneBuffer) {
   EXPECT_EQ(check_addresses(l, kLo, kHi, nullptr), "");
 }
 
+// Found by fuzz_launch_list: a memset whose pitch or width makes its span wrap past 2^64 was
+// checked as a few bytes inside the output, and would have been handed to the GPU whole.
+TEST(LaunchListRefusals, MemsetSpanThatWrapsIsRefused) {
+  LaunchList l = with_buffers();
+  LaunchNode m;
+  m.kind = LaunchNode::Kind::memset;
+  m.memset = {kLo + 0x200000, 0xfffffffffffff000ull, 4096, 2, 0, 1};  // pitch * 1 + 4096 wraps to 0
+  l.nodes = {m};
+  EXPECT_NE(check_addresses(l, kLo, kHi, nullptr).find("covers more bytes than an address can hold"),
+            std::string::npos);
+  l.nodes[0].memset = {kLo + 0x200000, 0, 0x4000000000000000ull, 1, 0, 4};  // width * 4 wraps
+  EXPECT_NE(check_addresses(l, kLo, kHi, nullptr).find("covers more bytes"), std::string::npos);
+  l.nodes[0].memset = {kLo + 0x200000, 4096, 1024, 2, 0, 1};  // two rows of an 8 KiB output
+  EXPECT_EQ(check_addresses(l, kLo, kHi, nullptr), "");
+}
+
+// Found by fuzz_launch_list: a number is the whole word. A NUL byte inside one ended it early
+// for strtoull, so "0x600000000<NUL>garbage" was read as 0x600000000; a tab is no separator.
+TEST(LaunchListFormat, NumbersAreWholeWords) {
+  const std::string head = "kfleet-launch-list 1\nlist x\n";
+  EXPECT_NE(parse_error(head + std::string("buffer 0x6000\0zz 8 output\nend\n", 30))
+                .find("'buffer' wants VA BYTES NAME"), std::string::npos);
+  EXPECT_NE(parse_error(head + "status\t0\nend\n").find("unknown record"), std::string::npos);
+  EXPECT_NE(parse_error(head + "edge +0 1\nend\n").find("'edge' wants FROM TO"), std::string::npos);
+  EXPECT_NE(parse_error(head + "status 1\r\nend\n").find("'status' wants one integer"),
+            std::string::npos);
+  EXPECT_EQ(parse_error(head + "status -3\nbuffer 0x10 8  two  words\nend\n"), "");
+}
+
 TEST(LaunchListRefusals, TwoRecordingsThatDifferAreNamed) {
   const LaunchList a = recorded();
   LaunchList b = a;

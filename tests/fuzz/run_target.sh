@@ -2,9 +2,13 @@
 # One fuzz target's CI run: every corpus input once (the regression cases), then fuzzing for
 # SECONDS from a copy of the corpus. Writes only under WORKDIR. A crash fails the test and
 # prints its reproducer (the input as hex and base64, and the command that replays it).
-#   run_target.sh BINARY CORPUS_DIR DICT_OR_EMPTY WORKDIR SECONDS
+# SLOW_DIR (optional) holds inputs that were once slow: each must finish within
+# KFLEET_FUZZ_SLOW_TIMEOUT seconds (default 5) under the sanitizers, or libFuzzer reports a
+# timeout and the test fails. The bound is loose (the fixed code takes a small fraction of
+# it); it catches a return to a parser whose cost explodes, not a few percent.
+#   run_target.sh BINARY CORPUS_DIR DICT_OR_EMPTY WORKDIR SECONDS [SLOW_DIR]
 set -euo pipefail
-bin=$1 corpus=$2 dict=$3 work=$4 secs=$5
+bin=$1 corpus=$2 dict=$3 work=$4 secs=$5 slow=${6:-}
 name=$(basename "$bin")
 [ -x "$bin" ] || { echo "$name: fuzz target $bin was not built (see the fuzz_build test)" >&2; exit 1; }
 [ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ] || { echo "$name: empty corpus $corpus" >&2; exit 1; }
@@ -32,6 +36,18 @@ if ! "$bin" -artifact_prefix="$work/artifacts/" -timeout=30 "$corpus"/* >"$work/
   exit 1
 fi
 echo "$name: $(ls "$corpus" | wc -l) corpus inputs pass"
+
+# 1b. Inputs that were once slow, each under a timeout (a timeout is a crash for libFuzzer).
+if [ -n "$slow" ]; then
+  limit=${KFLEET_FUZZ_SLOW_TIMEOUT:-5}
+  if ! "$bin" -artifact_prefix="$work/artifacts/" -timeout="$limit" "$slow"/* >"$work/slow.log" 2>&1; then
+    tail -30 "$work/slow.log"
+    echo "$name: an input in $slow took longer than ${limit}s (a slow parser is back)" >&2
+    exit 1
+  fi
+  echo "$name: $(ls "$slow" | wc -l) once-slow inputs each within ${limit}s:" \
+       "$(grep -o 'in [0-9]* ms' "$work/slow.log" | tr '\n' ' ')"
+fi
 
 # 2. A short fuzzing run from a copy of the corpus (new inputs go to the copy, never the tree).
 cp "$corpus"/* "$work/corpus/"

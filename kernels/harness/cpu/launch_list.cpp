@@ -21,12 +21,13 @@ std::string hex64(std::uint64_t v) {
   return b;
 }
 
+// A number is the whole word: strtoull stops at a NUL byte, which a word may hold.
 bool to_u64(const std::string& s, std::uint64_t* v) {
   if (s.empty()) return false;
   char* end = nullptr;
   errno = 0;
   const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-  if (errno || !end || *end || s[0] == '-') return false;
+  if (errno || end != s.c_str() + s.size() || s[0] < '0' || s[0] > '9') return false;
   *v = x;
   return true;
 }
@@ -43,16 +44,22 @@ bool to_int(const std::string& s, std::int32_t* v) {
   char* end = nullptr;
   errno = 0;
   const long x = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || errno || !end || *end || x < INT32_MIN || x > INT32_MAX) return false;
+  if (s.empty() || errno || end != s.c_str() + s.size() || x < INT32_MIN || x > INT32_MAX) return false;
+  if (s[0] != '-' && (s[0] < '0' || s[0] > '9')) return false;  // no leading space or '+'
   *v = static_cast<std::int32_t>(x);
   return true;
 }
 
+// Words are separated by spaces only, as serialize() writes them and as rest_after() counts
+// them: a tab or a carriage return is part of a word (and makes it wrong), never a separator.
 std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> out;
-  std::istringstream in(line);
-  std::string w;
-  while (in >> w) out.push_back(w);
+  std::size_t pos = 0;
+  while ((pos = line.find_first_not_of(' ', pos)) != std::string::npos) {
+    const std::size_t end = line.find(' ', pos);
+    out.push_back(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    pos = end;
+  }
   return out;
 }
 
@@ -322,6 +329,16 @@ std::string check_addresses(const LaunchList& l, std::uint64_t arena_lo, std::ui
         }
       }
     } else if (n.kind == LaunchNode::Kind::memset) {
+      // The span computed without wrapping: a pitch or width near 2^64 must not fold a huge
+      // memset into a few bytes that happen to lie inside a buffer.
+      const MemsetNode& m = n.memset;
+      std::uint64_t row = 0, rows = 0, span = 0;
+      if (__builtin_mul_overflow(m.width, std::uint64_t(m.element_size), &row) ||
+          (m.height > 1 && (__builtin_mul_overflow(m.pitch, m.height - 1, &rows) ||
+                            __builtin_add_overflow(rows, row, &span))))
+        return "memset (" + where + ") at " + hex64(m.dst) + " covers more bytes than an "
+               "address can hold (pitch " + std::to_string(m.pitch) + ", width " +
+               std::to_string(m.width) + ", height " + std::to_string(m.height) + ")";
       if (!inside(n.memset.dst, n.memset.bytes()))
         return "memset (" + where + ") writes " + hex64(n.memset.dst) + " +" +
                std::to_string(n.memset.bytes()) + ": outside the harness's buffers";

@@ -4,13 +4,12 @@
 // checks the launch list the recorder wrote as it would check anything from the job, and
 // rebuilds it as a graph that every launch of this process runs. The job's host code is never
 // loaded here.
-#include <elf.h>
-
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "../cpu/device_code.hpp"
 #include "harness.hpp"
 
 namespace kfleet::harness {
@@ -148,32 +147,12 @@ class ReplayGraph {
 namespace {
 
 // The fatbin nvcc embeds in a host object (section .nv_fatbin, no relocations), or the file
-// itself when it is a cubin or a fatbin already.
+// itself when it is a cubin or a fatbin already (cpu/device_code.cpp: bytes of the job's build).
 std::string device_code_of(const std::string& path) {
-  const std::string file = read_file(path);
-  if (file.size() < sizeof(Elf64_Ehdr) || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0)
-    return file;  // a bare fatbin: the runtime checks its magic
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, file.data(), sizeof eh);
-  if (eh.e_machine == 190 /* EM_CUDA */) return file;
-  if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-      eh.e_shoff + std::uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr) > file.size() || eh.e_shstrndx >= eh.e_shnum)
-    fail_replay(path + " is not an object file this harness can read");
-  auto section = [&](std::size_t i) {
-    Elf64_Shdr sh;
-    std::memcpy(&sh, file.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);
-    return sh;
-  };
-  const Elf64_Shdr names = section(eh.e_shstrndx);
-  for (std::size_t i = 0; i < eh.e_shnum; ++i) {
-    const Elf64_Shdr sh = section(i);
-    if (names.sh_offset + sh.sh_name >= file.size()) continue;
-    const char* name = file.data() + names.sh_offset + sh.sh_name;
-    if (std::strcmp(name, ".nv_fatbin") != 0) continue;
-    if (sh.sh_offset + sh.sh_size > file.size()) fail_replay(path + ": a truncated .nv_fatbin");
-    return file.substr(sh.sh_offset, sh.sh_size);
-  }
-  fail_replay(path + " has no device code (.nv_fatbin): was it compiled by nvcc?");
+  std::string code;
+  const std::string why = device_code_in_file(read_file(path), &code);
+  if (!why.empty()) fail_replay(path + ": " + why);
+  return code;
 }
 
 struct DeviceCode {

@@ -26,9 +26,13 @@ foreach(dir ${_fz_corpora})
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/dict/${name}.dict)
     set(dict ${CMAKE_CURRENT_SOURCE_DIR}/dict/${name}.dict)
   endif()
+  set(slow "")
+  if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/slow/${name})
+    set(slow ${CMAKE_CURRENT_SOURCE_DIR}/slow/${name})
+  endif()
   add_test(NAME fuzz_${name}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/run_target.sh ${_fz_bin}/fuzz_${name} ${dir}
-            "${dict}" ${_fz_bin}/run/${name} ${KFLEET_FUZZ_SECONDS})
+            "${dict}" ${_fz_bin}/run/${name} ${KFLEET_FUZZ_SECONDS} ${slow})
   set_tests_properties(fuzz_${name} PROPERTIES FIXTURES_REQUIRED kfleet_fuzzers TIMEOUT 300
                        LABELS "fuzz")
 endforeach()

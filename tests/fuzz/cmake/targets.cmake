@@ -108,6 +108,12 @@ target_link_libraries(fz_backends PUBLIC fz_common ${CMAKE_DL_LIBS})
 target_compile_definitions(fz_backends PRIVATE
   KFLEET_DEFAULT_HARNESS_DIR="${KFLEET_ROOT}/kernels/harness")
 
+# The harness's plain-C++ parts that read what a job's process or build wrote: the replay launch
+# list and the device code in the job's objects (kfleet-measure links the same files).
+add_library(fz_harness STATIC ${KFLEET_ROOT}/kernels/harness/cpu/launch_list.cpp
+            ${KFLEET_ROOT}/kernels/harness/cpu/device_code.cpp)
+target_include_directories(fz_harness PUBLIC ${KFLEET_ROOT}/kernels/harness/cpu)
+
 # --- the targets -----------------------------------------------------------------------------
 # kfleet_fuzz_target(NAME LIBS...): targets/NAME.cpp -> fuzz_NAME.
 set(KFLEET_FUZZ_TARGETS "")
@@ -127,6 +133,5 @@ kfleet_fuzz_target(http_request fz_kfleetd)
 kfleet_fuzz_target(agent_output fz_backends)
 kfleet_fuzz_target(gce_answers fz_gce)
 kfleet_fuzz_target(terraform_answers fz_terraform)
-# The replay launch list (kernels/harness/) gets its target here: kfleet_fuzz_target(launch_list
-# <its library>) with targets/launch_list.cpp, corpus/launch_list/ and, if it has one, a
-# dictionary; the ctest registration picks it up from corpus/.
+kfleet_fuzz_target(launch_list fz_harness)
+kfleet_fuzz_target(device_code fz_harness)

@@ -7,8 +7,10 @@
 
 namespace kfleet::fuzz {
 
+// "ERROR:" in the line: libFuzzer's fork mode keeps only a worker's lines that hold it, so the
+// long run's log names the broken invariant too.
 [[noreturn]] inline void broken(const std::string& what) {
-  std::fprintf(stderr, "fuzz invariant broken: %s\n", what.c_str());
+  std::fprintf(stderr, "ERROR: fuzz invariant broken: %s\n", what.c_str());
   std::abort();
 }
 

@@ -15,9 +15,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -45,6 +47,11 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 // Sends `request`, half-closes, and reads the answer until the server closes or `deadline_ms`
 // passes (an event stream or a long poll stays open; it is cut off then).
+//
+// Every blocking call retries on EINTR: libFuzzer's -timeout is a SIGALRM every timeout/2+1
+// seconds, and a poll() it interrupted used to end the exchange early. An interrupted wait
+// before the first byte read as "no answer", one mid-answer as a truncated answer; neither
+// depended on the input, so the crashes they made in long fork-mode runs never reproduced.
 std::string exchange(std::uint16_t port, const std::string& request, int deadline_ms) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   fuzz::check(fd >= 0, "socket() failed");
@@ -52,11 +59,23 @@ std::string exchange(std::uint16_t port, const std::string& request, int deadlin
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    fuzz::broken("kfleetd stopped accepting connections");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    // An interrupted connect goes on in the background: wait for it and take its result.
+    int err = errno;
+    if (err == EINTR) {
+      pollfd p{fd, POLLOUT, 0};
+      while (::poll(&p, 1, 5000) < 0 && errno == EINTR) {
+      }
+      socklen_t len = sizeof err;
+      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+    if (err != 0)
+      fuzz::broken(std::string("kfleetd stopped accepting connections: ") + std::strerror(err));
+  }
   std::size_t sent = 0;
   while (sent < request.size()) {
     ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server answered early and closed (413, 400)
     sent += static_cast<std::size_t>(n);
   }
@@ -69,8 +88,11 @@ std::string exchange(std::uint16_t port, const std::string& request, int deadlin
         until - std::chrono::steady_clock::now()).count();
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     answer.append(buf, static_cast<std::size_t>(n));
   }
