@@ -347,7 +347,8 @@ TimedRun HarnessBackend::time_once(StageContext& c, const std::string& binary,
                         "timing", "timing_note", "event_median_us", "activity_records",
                         "max_streams", "timing_disagreements", "inputs", "overhead_s",
                         "refresh_s", "recheck_s", "sampling_s", "peak_tflops",
-                        "peak_tflops_basis", "peak_gbs", "tflops_frac", "gbs_frac"}) {
+                        "peak_tflops_basis", "peak_gbs", "tflops_frac", "gbs_frac", "gpu_timer_ppm",
+                        "timer_scale", "timer_note"}) {
     if (b.contains(f)) t.fields[f] = b[f];
   }
   if (rep.device) t.fields["device"] = *rep.device;
