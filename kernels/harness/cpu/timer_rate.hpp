@@ -1,11 +1,13 @@
 #pragma once
 // How fast the GPU's timer ran against the host's clock (PROTOCOL.md, "The GPU's timer").
 // Every duration the benchmark reports (activity spans, events) is read off the GPU's own timer
-// (%globaltimer). On an H100 that timer was seen to run 0.7 % slow for minutes at a time while
-// nvidia-smi reported the same 1980 MHz: the reference kernel's median then fell by 0.7 % and
-// rose again when the timer recovered, and the SM clock probe (cycles over timer nanoseconds)
-// read 1994.5 instead of 1980 MHz. So each sample's clock probe also leaves a pair (host
+// (%globaltimer). On an H100 the reference kernel measured at two levels 0.7 % apart for minutes
+// at a time, at the same SM cycles, and the SM clock probe (cycles over timer nanoseconds) read
+// about 1994 instead of 1980 MHz at the faster one while nvidia-smi reported 1980 MHz: what a
+// timer running slow would show. So each sample's clock probe also leaves a pair (host
 // CLOCK_MONOTONIC_RAW, GPU timer), and the benchmark scales its durations to the host's clock.
+// That corrects a drifting timer, not an SM that really runs faster (PROTOCOL.md says what is
+// not yet shown).
 // The rate is the median of the slopes between pairs a fixed lag apart: a single jump of either
 // clock, or one late host stamp, moves only the slopes that span it.
 // Pure logic, tested without a GPU.
