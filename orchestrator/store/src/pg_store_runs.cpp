@@ -54,18 +54,8 @@ Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, T
     // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
     // a host-exclusive lease only on an empty host, and nothing beside one.
     while (host_q.step()) {
-      const std::int64_t other = host_q.i64(0);
-      const int other_slot = host_q.i32(1);
-      const bool other_exclusive = host_q.boolean(2);
-      std::string why;
-      if (other_slot == agent->slot)
-        why = "GPU slot " + std::to_string(agent->slot) + " of host " + agent->host +
-              " already holds run " + str(other) + "; a slot holds one lease at a time";
-      else if (other_exclusive)
-        why = "host " + agent->host + " is held by host-exclusive run " + str(other);
-      else if (job->host_exclusive)
-        why = "job " + str(job_id) + " is host-exclusive and host " + agent->host +
-              " still runs run " + str(other) + " on slot " + std::to_string(other_slot);
+      const std::string why = slot_rule_refusal(*agent, *job, job_id, host_q.i64(0),
+                                                host_q.i32(1), host_q.boolean(2));
       if (!why.empty()) return make_error(Errc::conflict, why);
     }
     // The next fencing token, the run, the job and agent taking it, and the lease.granted

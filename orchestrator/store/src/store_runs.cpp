@@ -40,18 +40,8 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
           "ORDER BY id");
       q.args(agent->host);
       while (q.step()) {
-        const std::int64_t other = q.i64(0);
-        const int other_slot = q.i32(1);
-        const bool other_exclusive = q.boolean(2);
-        std::string why;
-        if (other_slot == agent->slot)
-          why = "GPU slot " + std::to_string(agent->slot) + " of host " + agent->host +
-                " already holds run " + str(other) + "; a slot holds one lease at a time";
-        else if (other_exclusive)
-          why = "host " + agent->host + " is held by host-exclusive run " + str(other);
-        else if (job->host_exclusive)
-          why = "job " + str(job_id) + " is host-exclusive and host " + agent->host +
-                " still runs run " + str(other) + " on slot " + std::to_string(other_slot);
+        const std::string why =
+            slot_rule_refusal(*agent, *job, job_id, q.i64(0), q.i32(1), q.boolean(2));
         if (!why.empty()) return make_error(Errc::conflict, why);
       }
     }
