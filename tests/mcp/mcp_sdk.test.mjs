@@ -45,6 +45,8 @@ __global__ void fa_s512() {
 }
 `;
 
+// stage_ms 400: a job spends over 1.6 s in its stages, longer than kfleet_wait_verdict's longest
+// gap between polls (1 s), so its progress notifications always catch it mid-way.
 function rootYaml(gpu = "L4", timeUs = 656, name = "mcp/root", parent = "") {
   return `name: ${name}
 campaign: mcp-campaign
@@ -64,7 +66,7 @@ gates:
       - {name: small, shape: {B: 1, H: 2, S: 128, D: 64}, seeds: [0, 1]}
     tolerance: {atol: 1.0e-3, rtol: 1.0e-3}
   performance: {case: small, compare_to: ${parent ? "parent" : "baseline"}}
-simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 150}
+simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 400}
 `;
 }
 
@@ -146,10 +148,16 @@ async function main() {
     check(!waited.isError, `wait for the verdict: ${waited.content?.[0]?.text}`);
     const verdict = waited.structuredContent;
     check(verdict.finished && verdict.state === "passed", `the child passed (state ${verdict.state})`);
-    check(progress.length >= 3, `progress notifications arrived (${progress.length})`);
+    // The SDK drops a progress notification that reaches it in the same read as the call's
+    // result (it schedules the notification's handler after it has forgotten the token), so the
+    // last one, "passed", may or may not be seen: the verdict above says passed; the
+    // notifications must show the job on its way there, stage by stage.
+    check(progress.length >= 2, `progress notifications arrived (${progress.length})`);
     for (let i = 1; i < progress.length; i++) check(progress[i].progress > progress[i - 1].progress, "progress only grows");
     const said = progress.map((p) => p.message).join(" | ");
-    check(/building|gating|benchmarking/.test(said) && /passed/.test(said), `progress names the stages: ${said}`);
+    check(progress.every((p) => /^job \d+: (queued|waiting_capacity|leased|building|gating|benchmarking|passed)\b/.test(p.message)),
+      `each notification names the job's state: ${said}`);
+    check(/building|gating|benchmarking/.test(said), `progress names the stages: ${said}`);
     check(verdict.gates.correctness?.cases?.length === 2 && verdict.gates.correctness.ok === true,
       "correctness per case and seed");
     check(typeof verdict.gates.benchmark?.median_us === "number" && verdict.gates.benchmark.noise_pct !== undefined,
