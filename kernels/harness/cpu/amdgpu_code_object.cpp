@@ -31,10 +31,12 @@ struct Msg {
   std::int64_t i = 0;
   std::string s;
   std::vector<Msg> items;                          // array
-  std::vector<std::pair<Msg, Msg>> entries;        // map
+  // map: keys[k] -> values[k]. Two vectors of the type being defined, which C++17 allows for
+  // std::vector; a vector of pair<Msg, Msg> needs Msg complete (clang rejects it in C++20).
+  std::vector<Msg> keys, values;
   const Msg* get(const std::string& key) const {
-    for (const auto& e : entries)
-      if (e.first.kind == Kind::string && e.first.s == key) return &e.second;
+    for (std::size_t k = 0; k < keys.size(); ++k)
+      if (keys[k].kind == Kind::string && keys[k].s == key) return &values[k];
     return nullptr;
   }
 };
@@ -135,10 +137,11 @@ class MsgReader {
   std::string map(Msg* out, std::uint64_t n, int depth) {
     if (n > (b_.size() - pos_) / 2) return "a map longer than the data";
     out->kind = Msg::Kind::map;
-    out->entries.resize(n);
-    for (auto& [k, v] : out->entries) {
-      if (std::string e = read(&k, depth + 1); !e.empty()) return e;
-      if (std::string e = read(&v, depth + 1); !e.empty()) return e;
+    out->keys.resize(n);
+    out->values.resize(n);
+    for (std::uint64_t k = 0; k < n; ++k) {
+      if (std::string e = read(&out->keys[k], depth + 1); !e.empty()) return e;
+      if (std::string e = read(&out->values[k], depth + 1); !e.empty()) return e;
     }
     return "";
   }

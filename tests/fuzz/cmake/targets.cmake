@@ -109,9 +109,11 @@ target_compile_definitions(fz_backends PRIVATE
   KFLEET_DEFAULT_HARNESS_DIR="${KFLEET_ROOT}/kernels/harness")
 
 # The harness's plain-C++ parts that read what a job's process or build wrote: the replay launch
-# list and the device code in the job's objects (kfleet-measure links the same files).
+# list, the device code in the job's objects and, on HIP, the code objects' kernel argument
+# layouts (kfleet-measure and the HIP recorder link the same files).
 add_library(fz_harness STATIC ${KFLEET_ROOT}/kernels/harness/cpu/launch_list.cpp
-            ${KFLEET_ROOT}/kernels/harness/cpu/device_code.cpp)
+            ${KFLEET_ROOT}/kernels/harness/cpu/device_code.cpp
+            ${KFLEET_ROOT}/kernels/harness/cpu/amdgpu_code_object.cpp)
 target_include_directories(fz_harness PUBLIC ${KFLEET_ROOT}/kernels/harness/cpu)
 
 # --- the targets -----------------------------------------------------------------------------
@@ -135,3 +137,4 @@ kfleet_fuzz_target(gce_answers fz_gce)
 kfleet_fuzz_target(terraform_answers fz_terraform)
 kfleet_fuzz_target(launch_list fz_harness)
 kfleet_fuzz_target(device_code fz_harness)
+kfleet_fuzz_target(amdgpu_code_object fz_harness)
