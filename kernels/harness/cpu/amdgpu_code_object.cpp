@@ -4,21 +4,22 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace kfleet::harness {
 namespace {
 
 // Reads a T at `off` when it lies wholly inside `s`.
 template <class T>
-bool read_at(const std::string& s, std::uint64_t off, T* out) {
+bool read_at(std::string_view s, std::uint64_t off, T* out) {
   if (off > s.size() || s.size() - off < sizeof(T)) return false;
   std::memcpy(out, s.data() + off, sizeof(T));
   return true;
 }
 
-bool slice(const std::string& s, std::uint64_t off, std::uint64_t len, std::string* out) {
+bool slice(std::string_view s, std::uint64_t off, std::uint64_t len, std::string* out) {
   if (off > s.size() || len > s.size() - off) return false;
-  *out = s.substr(off, len);
+  *out = std::string(s.substr(off, len));
   return true;
 }
 
@@ -193,7 +194,7 @@ struct BundleEntry {
 };
 
 // The entries of the bundle at the start of `b`, each checked to lie inside `b`.
-std::string bundle_entries(const std::string& b, std::vector<BundleEntry>* out) {
+std::string bundle_entries(std::string_view b, std::vector<BundleEntry>* out) {
   if (b.compare(0, kBundleMagic.size(), kBundleMagic) != 0) {
     if (b.compare(0, 4, "CCOB") == 0)
       return "a compressed offload bundle (clang --offload-compress): build without it";
@@ -222,21 +223,31 @@ std::string bundle_entries(const std::string& b, std::vector<BundleEntry>* out) 
 
 }  // namespace
 
-std::string bundle_code_object(const std::string& bundle, const std::string& arch,
-                               std::string* code_object) {
-  std::vector<BundleEntry> entries;
-  if (std::string e = bundle_entries(bundle, &entries); !e.empty()) return e;
+namespace {
+
+// The code object for `arch` among a parsed bundle's entries.
+std::string code_object_in(std::string_view bundle, const std::vector<BundleEntry>& entries,
+                           const std::string& arch, std::string* code_object) {
   std::string seen;
   for (const auto& e : entries) {
     if (e.id.find("amdgcn") == std::string::npos) continue;  // the host's (empty) entry
     seen += (seen.empty() ? "" : ", ") + e.target;
     if (target_arch(e.target) != target_arch(arch)) continue;
     if (e.size == 0) return "entry " + e.id + " is empty";
-    *code_object = bundle.substr(e.offset, e.size);
+    *code_object = std::string(bundle.substr(e.offset, e.size));
     return "";
   }
   return "no code object for " + target_arch(arch) + " in the offload bundle (it has: " +
          (seen.empty() ? std::string("none") : seen) + ")";
+}
+
+}  // namespace
+
+std::string bundle_code_object(const std::string& bundle, const std::string& arch,
+                               std::string* code_object) {
+  std::vector<BundleEntry> entries;
+  if (std::string e = bundle_entries(bundle, &entries); !e.empty()) return e;
+  return code_object_in(bundle, entries, arch, code_object);
 }
 
 std::string fatbin_code_objects(const std::string& section, const std::string& arch,
@@ -244,11 +255,13 @@ std::string fatbin_code_objects(const std::string& section, const std::string& a
   std::size_t at = section.find(kBundleMagic);
   if (at == std::string::npos) return "no clang offload bundle in the section";
   while (at != std::string::npos) {
-    const std::string bundle = section.substr(at);
+    // A view, not a copy: a section of many small bundles costs its length once, not once per
+    // bundle.
+    const std::string_view bundle = std::string_view(section).substr(at);
     std::vector<BundleEntry> entries;
     std::string co;
     if (std::string e = bundle_entries(bundle, &entries); !e.empty()) return e;
-    if (std::string e = bundle_code_object(bundle, arch, &co); !e.empty()) return e;
+    if (std::string e = code_object_in(bundle, entries, arch, &co); !e.empty()) return e;
     code_objects->push_back(std::move(co));
     // The next bundle starts after this one's last entry (its code objects are never searched
     // for the magic).
