@@ -325,37 +325,40 @@ void ControlPlane::grant(const sched::Assign& a) {
   auto w = waiters_.find(a.agent_id);
   if (w == waiters_.end() || w->second->done) return;
   const TimeMs now = clock_->now_ms();
-  auto job = store_.get_job(a.job_id);
   auto agent = agent_identity(a.agent_id);  // its name, backend and GPUs; the store checks its state
-  if (!job || !agent) return;
-  // The decision is written with the lease, in its transaction.
+  if (!agent) return;
+  // The decision is written with the lease, in its transaction; the job comes back from it
+  // as leased (read in the grant's transaction: no round trip of its own on PostgreSQL).
+  store::JobRecord job;
   auto lease = store_.grant_lease(a.job_id, a.agent_id, cfg_.lease_ttl_ms, now,
                                   {{"action", "assign"}, {"agent_id", a.agent_id},
                                    {"agent", agent->name}, {"region", a.region},
-                                   {"reason", a.reason}});
+                                   {"reason", a.reason}},
+                                  &job);
   if (!lease) {
     log::error("core", "lease of job ", a.job_id, " to agent ", a.agent_id,
                " refused by the store: ", lease.error().message);
     return;
   }
+  run_agents_[lease->run_id] = a.agent_id;  // its agent for good: see run_agent()
   LeaseOffer offer;
   offer.lease = *lease;
-  offer.attempt = job->attempts + 1;
-  offer.spec = job->spec;
-  offer.bundle_hash = job->bundle_hash;
+  offer.attempt = job.attempts;  // counted by the grant
+  offer.spec = job.spec;
+  offer.bundle_hash = job.bundle_hash;
   if (agent->backend == "compile") {
     offer.phase = "compile";
     // The arch the job's GPU class runs, from any agent that has one; the compile agent
     // falls back to its own table when no such agent has enrolled yet.
     for (const auto& other : store_.list_agents())
       for (const auto& g : other.gpus)
-        if (other.backend != "compile" && offer.arch.empty() && gpu_matches(job->gpu, g))
+        if (other.backend != "compile" && offer.arch.empty() && gpu_matches(job.gpu, g))
           offer.arch = g.arch;
-    if (offer.arch.empty() && job->gpu.rfind("sm_", 0) == 0) offer.arch = job->gpu;
-    if (offer.arch.empty() && job->gpu.rfind("gfx", 0) == 0) offer.arch = job->gpu;
+    if (offer.arch.empty() && job.gpu.rfind("sm_", 0) == 0) offer.arch = job.gpu;
+    if (offer.arch.empty() && job.gpu.rfind("gfx", 0) == 0) offer.arch = job.gpu;
   } else {
     offer.phase = built_.count(a.job_id) ? "gpu" : "";
-    offer.compare = resolve_compare(*job, *agent);
+    offer.compare = resolve_compare(job, *agent);
   }
   auto waiter = w->second;
   waiters_.erase(w);

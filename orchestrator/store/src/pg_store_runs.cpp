@@ -12,7 +12,8 @@ namespace kfleet::store::pg {
 #include "shared/runs.inc"
 
 Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                   TimeMs now, const nlohmann::json& decision) {
+                                   TimeMs now, const nlohmann::json& decision,
+                                   JobRecord* leased_job) {
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
   // Two round trips: the job, the agent and the runs on its host, read together with BEGIN,
   // the lock and the fencing check; then the decision's event, the grant, its lease.granted
@@ -99,19 +100,22 @@ Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, T
            job->host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, job_id, now,
            event_type::lease_granted, rest);
     q.send();
-    write_job_state(job_id, JobState::leased,
-                    "leased to agent " + str(agent_id) + " (" + agent->name + "), attempt " +
-                        std::to_string(attempt) + " of " + std::to_string(job->max_attempts),
-                    now);
+    const std::string reason = "leased to agent " + str(agent_id) + " (" + agent->name +
+                               "), attempt " + std::to_string(attempt) + " of " +
+                               std::to_string(job->max_attempts);
+    write_job_state(job_id, JobState::leased, reason, now);
     db_->queue_commit_now();
     if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
-    return Lease{q.i64(0), job_id, agent_id, q.i64(1), expires};
+    const Lease lease{q.i64(0), job_id, agent_id, q.i64(1), expires};
+    if (leased_job) *leased_job = as_leased(*job, lease, attempt, reason, now);
+    return lease;
   });
 }
 
 Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
                                                    std::int64_t fencing_token,
-                                                   const std::vector<Event>& events, TimeMs now) {
+                                                   const std::vector<Event>& events, TimeMs now,
+                                                   std::int64_t agent_id) {
   for (const auto& e : events) {
     if (e.seq < 1) {
       return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " of run " +
@@ -182,7 +186,7 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
         loaded = read_run(run_q);
         stage_seq = run_q.i64(16);  // after read_run's 16 columns
       }
-      auto fenced = check_fenced(loaded, run_id, fencing_token);
+      auto fenced = check_fenced(loaded, run_id, fencing_token, agent_id);
       if (!fenced) return fenced.error();
       run = *fenced;
       while (q.step()) seen.insert(q.i64(0));
