@@ -31,6 +31,8 @@ class PgStore final : public Store {
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                             TimeMs now, const nlohmann::json& decision,
                             JobRecord* leased_job) override;
+  std::vector<Result<GrantedLease>> grant_leases(const std::vector<LeaseGrant>& grants,
+                                                 TimeMs ttl_ms, TimeMs now) override;
   Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token, TimeMs ttl_ms,
                             TimeMs now) override;
   Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
@@ -111,6 +113,27 @@ class PgStore final : public Store {
                                      TimeMs now, const std::string& by);
   // Sets state and reason and writes the job.state event, in the caller's transaction.
   void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
+  // A grant, split in its two round trips (pg_store_runs.cpp): its reads sent ahead, then
+  // checked, then its writes queued.
+  struct HostRun {
+    std::int64_t id = 0;
+    int slot = 0;
+    bool host_exclusive = false;
+  };
+  struct GrantReads {
+    Stmt job, agent, host;  // the job, the agent, the running runs on the agent's host
+  };
+  GrantReads send_grant_reads(std::int64_t job_id, std::int64_t agent_id);
+  // Why the job may not go to the agent (not_found, conflict), or nothing.
+  static std::optional<Error> grant_refusal(std::int64_t job_id, std::int64_t agent_id,
+                                            const std::optional<JobRecord>& job,
+                                            const std::optional<AgentRecord>& agent,
+                                            const std::vector<HostRun>& host_runs);
+  // Queues the grant's writes (the decision, the run with its fencing token, the job, the
+  // agent, lease.granted, the job's state); the statement returned reads the run's id and
+  // token once sent. reason: the job's new state reason.
+  Stmt queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs expires, TimeMs now,
+                   const nlohmann::json& decision, std::string& reason);
   // Ends a running run (for cancel or error) and frees its agent if it still holds it.
   void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
   void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);

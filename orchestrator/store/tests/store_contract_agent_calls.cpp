@@ -5,6 +5,8 @@
 
 namespace kfleet::store::testing {
 
+using nlohmann::json;
+
 namespace {
 
 // The fields a get_job reads, side by side with the ones a call handed back.
@@ -57,6 +59,51 @@ TEST_P(StoreContract, GrantLeaseHandsBackTheJobAsTheGrantLeftIt) {
   untouched.name = "untouched";
   EXPECT_FALSE(store().grant_lease(other.id, a.id, 30'000, 100'001, nullptr, &untouched).ok());
   EXPECT_EQ(untouched.name, "untouched");
+}
+
+// A scheduling pass's leases in one call: each judged as alone, after the ones before it.
+TEST_P(StoreContract, GrantLeasesJudgesEachGrantAfterTheOnesBeforeIt) {
+  auto j1 = create("j1");
+  auto j2 = create("j2");
+  auto done = create("done");
+  ASSERT_TRUE(store().set_job_state(done.id, JobState::cancelled, "no", 50).ok());
+  auto a1 = enrol("a1");
+  auto a2 = enrol("a2");
+  auto a3 = enrol("a3");
+  const json decision = {{"action", "assign"}};
+  auto r = store().grant_leases({{j1.id, a1.id, decision},
+                                 {done.id, a2.id, decision},   // not pending
+                                 {j1.id, a2.id, decision},     // leased by the first
+                                 {j2.id, a1.id, decision},     // a1 is busy since the first
+                                 {j2.id, a3.id, decision}},
+                                30'000, 100'000);
+  ASSERT_EQ(r.size(), 5u);
+  ASSERT_TRUE(r[0].ok()) << r[0].error().message;
+  EXPECT_EQ(r[1].error().code, Errc::conflict);
+  EXPECT_EQ(r[2].error().code, Errc::conflict);
+  EXPECT_EQ(r[3].error().code, Errc::conflict);
+  ASSERT_TRUE(r[4].ok()) << r[4].error().message;
+  EXPECT_EQ(r[0]->lease.job_id, j1.id);
+  EXPECT_EQ(r[0]->lease.agent_id, a1.id);
+  EXPECT_EQ(r[4]->lease.job_id, j2.id);
+  EXPECT_GT(r[4]->lease.fencing_token, r[0]->lease.fencing_token);
+  expect_same_job(r[0]->job, *store().get_job(j1.id));
+  expect_same_job(r[4]->job, *store().get_job(j2.id));
+  EXPECT_EQ(store().get_agent(a2.id)->state, AgentState::idle);
+  EXPECT_EQ(store().get_job(done.id)->state, JobState::cancelled);
+  EXPECT_EQ(store().running_runs().size(), 2u);
+  // Each granted job has its decision, its lease.granted and its leased state; the refused
+  // ones none.
+  for (auto id : {j1.id, j2.id}) {
+    std::vector<std::string> types;
+    for (const auto& e : store().job_events(id, 0, 100)) types.push_back(e.type);
+    EXPECT_EQ(types, (std::vector<std::string>{event_type::job_submitted,
+                                               event_type::sched_decision,
+                                               event_type::lease_granted,
+                                               event_type::job_state}))
+        << "job " << id;
+  }
+  EXPECT_TRUE(store().grant_leases({}, 30'000, 100'001).empty());
 }
 
 TEST_P(StoreContract, AnAgentFinishesOnlyItsOwnRunAndGetsItsJobAndRegressionBack) {

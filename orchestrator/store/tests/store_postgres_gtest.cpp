@@ -559,6 +559,35 @@ TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
   EXPECT_EQ(s.get_agent(agent->id)->state, AgentState::idle);
 }
 
+// A scheduling pass's leases cost two round trips together, however many there are.
+TEST(PostgresStore, APassOfGrantsIsTwoRoundTrips) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto leader = PostgresLeader::connect(url);
+  ASSERT_TRUE(leader.ok());
+  ASSERT_TRUE(*(*leader)->try_acquire(1));
+  auto opened = open_postgres_store({url, (*leader)->epoch()});
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  Store& s = **opened;
+  std::vector<Store::LeaseGrant> grants;
+  for (int i = 0; i < 5; ++i) {
+    auto job = s.create_job(a_job("j" + std::to_string(i)), 2);
+    ASSERT_TRUE(job.ok());
+    auto agent = s.enrol_agent(an_agent("a" + std::to_string(i)), 3);
+    ASSERT_TRUE(agent.ok());
+    grants.push_back({job->id, agent->id, {{"action", "assign"}}});
+  }
+  const auto before = s.round_trips();
+  auto r = s.grant_leases(grants, 30'000, 6);
+  EXPECT_EQ(s.round_trips() - before, 2) << "five grants";
+  ASSERT_EQ(r.size(), 5u);
+  for (const auto& g : r) {
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    EXPECT_EQ(g->job.state, JobState::leased);
+  }
+  EXPECT_EQ(s.running_runs().size(), 5u);
+}
+
 // A deposed leader's writes that wait in the queue for the next round trip (renew_lease's,
 // touch_agent's) fail in the server at the fencing check, and nothing of them is written.
 TEST(PostgresStore, ADeposedLeadersQueuedWritesAreRefusedInTheServer) {

@@ -280,7 +280,11 @@ class ControlPlane {
   // What apply_wait would write for the job; nothing when it already says so.
   std::optional<store::Store::JobStateChange> wait_change(QueuedJob& j, const sched::Wait& w);
   void apply_waits(const std::vector<store::Store::JobStateChange>& changes);  // one batch
-  void grant(const sched::Assign& a);
+  // A pass's leases, granted in one store call (on PostgreSQL one transaction and two round
+  // trips for them all), each offered to its waiting agent.
+  void grant(const std::vector<sched::Assign>& assign);
+  void deliver_offer(const sched::Assign& a, const store::AgentRecord& agent,
+                     const store::Store::GrantedLease& granted);
   void ask_capacity(const sched::RequestCapacity& r);
   void on_capacity(const sched::RequestCapacity& r, const provision::CapacityResult& res);
   void tick();

@@ -311,6 +311,35 @@ class Store {
   virtual Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                                     TimeMs now, const nlohmann::json& decision = nullptr,
                                     JobRecord* leased_job = nullptr) = 0;
+  // Several grant_lease calls, as a scheduling pass makes them: each judged as it would be
+  // alone, after the ones before it (one refused leaves the others); results in the order
+  // given, each with the job as its grant left it. A backend may write them in one
+  // transaction, as PostgreSQL does (one commit and two round trips for the whole pass,
+  // however many leases); a database failure then fails them all and writes none.
+  struct LeaseGrant {
+    std::int64_t job_id = 0, agent_id = 0;
+    nlohmann::json decision;  // as grant_lease's
+  };
+  struct GrantedLease {
+    Lease lease;
+    JobRecord job;  // as the grant left it
+  };
+  virtual std::vector<Result<GrantedLease>> grant_leases(const std::vector<LeaseGrant>& grants,
+                                                         TimeMs ttl_ms, TimeMs now) {
+    std::vector<Result<GrantedLease>> out;
+    out.reserve(grants.size());
+    for (const auto& g : grants) {
+      GrantedLease granted;
+      auto l = grant_lease(g.job_id, g.agent_id, ttl_ms, now, g.decision, &granted.job);
+      if (!l) {
+        out.push_back(l.error());
+        continue;
+      }
+      granted.lease = *l;
+      out.push_back(std::move(granted));
+    }
+    return out;
+  }
   // Extends the lease of the agent's current run. conflict if the token is stale.
   virtual Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token,
                                     TimeMs ttl_ms, TimeMs now) = 0;
