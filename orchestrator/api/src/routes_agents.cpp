@@ -10,11 +10,13 @@ namespace {
 using Awaitable = boost::asio::awaitable<std::optional<Response>>;
 
 // Agent calls on /runs/{id}/... carry the run id; the server checked the token is an
-// agent's (c.agent_id), and only the agent that holds the run may report on it.
+// agent's (c.agent_id), and only the agent that holds the run may report on it. Which agent
+// that is the control plane knows for the runs it granted (ControlPlane::run_agent): no read
+// of the run per upload or finish; the store checks it again in the call's transaction.
 std::optional<Response> require_run_agent(Ctx& c, std::int64_t& agent_id) {
-  auto run = c.cp.store().get_run(c.id());
-  if (!run) return error_response(c.req, http::status::not_found, "not_found", "no such run");
-  agent_id = run->agent_id;
+  auto holder = c.cp.run_agent(c.id());
+  if (!holder) return error_response(c.req, http::status::not_found, "not_found", "no such run");
+  agent_id = *holder;
   if (c.agent_id == 0 || c.agent_id != agent_id)
     return error_response(c.req, http::status::forbidden, "forbidden",
                           "only the agent that holds run " + std::to_string(c.id()) +

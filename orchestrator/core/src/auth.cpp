@@ -186,6 +186,7 @@ Result<store::AgentRecord> ControlPlane::retire_agent(std::int64_t id, const std
                                "agent " + std::to_string(id) + " was retired by " + by, clock_->now_ms());
     if (j) {
       requeued_run = a->current_run_id;
+      run_agents_.erase(requeued_run);
       remember_pending(*j);
       events_changed();
     } else {

@@ -173,11 +173,13 @@ Result<store::Baseline> set_baseline_from_run(ControlPlane& cp, std::int64_t run
 
 void refresh_regression(ControlPlane& cp, std::int64_t id);  // regressions.cpp
 
-void on_run_finished(ControlPlane& cp, const store::RunRecord& run) {
+void on_run_finished(ControlPlane& cp, const store::FinishedRun& finished,
+                     const store::AgentRecord& agent_identity) {
   auto& st = cp.store();
-  auto job = st.get_job(run.job_id);
-  auto agent = st.get_agent(run.agent_id);
-  if (!job || !agent || !run.verdict) return;
+  const store::RunRecord& run = finished.run;
+  const auto& job = finished.job;
+  const store::AgentRecord* agent = &agent_identity;
+  if (!job || !run.verdict) return;
   const Verdict& v = *run.verdict;
   // kfleetd sets these baselines itself, on behalf of whoever submitted the campaign's
   // variant (or started the regression run, whose jobs carry its starter as submitter).
@@ -188,7 +190,7 @@ void on_run_finished(ControlPlane& cp, const store::RunRecord& run) {
                                    job->submitted_by);
     if (!r) log::warn("core", "kept win of job ", job->id, " is not a baseline: ", r.error().message);
   }
-  const std::int64_t reg = st.regression_of_job(job->id);
+  const std::int64_t reg = finished.regression_id;
   if (reg == 0) return;
   if (v.outcome == RunOutcome::passed && v.median_us &&
       !baseline_for(st, kernel_key(*job), perf_case(*job), agent_gpu_class(*agent),

@@ -158,6 +158,7 @@ void ControlPlane::expire_leases(TimeMs now) {
       log::warn("core", "cannot expire run ", run.id, ": ", j.error().message);
       continue;
     }
+    run_agents_.erase(run.id);
     remember_pending(*j);  // requeued (or, out of attempts, gone from the queue)
     log::warn("core", "run ", run.id, " of job ", run.job_id, " lost its agent ", run.agent_id,
               "; job is now ", to_string(j->state));

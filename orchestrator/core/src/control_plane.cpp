@@ -156,7 +156,10 @@ Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id, const std::st
   if (is_terminal(job->state))
     return make_error(Errc::conflict, "job " + std::to_string(job_id) + " already finished (" +
                                           to_string(job->state) + ")");
-  if (job->current_run_id) cancel_requested_.insert(job->current_run_id);
+  if (job->current_run_id) {
+    cancel_requested_.insert(job->current_run_id);
+    run_agents_.erase(job->current_run_id);  // its agent is read from the store from now on
+  }
   in_flight_.erase(job_id);
   auto r = store_.set_job_state(job_id, JobState::cancelled,
                                 by.empty() ? "cancelled by user" : "cancelled by " + by,
@@ -240,17 +243,13 @@ Result<HeartbeatReply> ControlPlane::heartbeat(std::int64_t agent_id, std::int64
 Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int64_t run_id,
                                                  std::int64_t fencing_token,
                                                  std::vector<Event>& evs) {
-  auto run = store_.get_run(run_id);
-  if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
-  if (run->agent_id != agent_id)
-    return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
-                                           std::to_string(run->agent_id));
-  // Stage events say which agent ran the stage: with compile agents a job's stages are split
-  // between two machines.
+  // The store checks that the run is the agent's (not_found, forbidden) and stores the events
+  // under the run's job, in the call's own transaction: no read of the run before it (a
+  // round trip on PostgreSQL). Stage events say which agent ran the stage: with compile
+  // agents a job's stages are split between two machines.
   std::string agent_name;
   if (auto a = agent_identity(agent_id)) agent_name = a->name;
   for (auto& e : evs) {
-    e.job_id = run->job_id;
     e.run_id = run_id;
     if ((e.type == event_type::stage_started || e.type == event_type::stage_finished) &&
         e.data.is_object()) {
@@ -258,39 +257,47 @@ Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int
       e.data["agent"] = agent_name;
     }
   }
-  auto r = store_.append_run_events(run_id, fencing_token, evs, clock_->now_ms());
+  auto r = store_.append_run_events(run_id, fencing_token, evs, clock_->now_ms(), agent_id);
   if (r && r->accepted > 0) events_changed();
   return r;
 }
 
 Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_t run_id,
                                               std::int64_t fencing_token, const Verdict& v) {
-  auto run = store_.get_run(run_id);
-  if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
-  if (run->agent_id != agent_id)
-    return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
-                                           std::to_string(run->agent_id));
   // Its backend and GPUs answer both questions: its identity, not its state.
   const auto a = agent_identity(agent_id);
-  if (a && a->backend == "compile" && v.outcome == RunOutcome::passed)
+  if (a && a->backend == "compile" && v.outcome == RunOutcome::passed) {
+    auto run = store_.get_run(run_id);
+    if (!run) return make_error(Errc::not_found, "no run " + std::to_string(run_id));
+    if (run->agent_id != agent_id)
+      return make_error(Errc::forbidden, "run " + std::to_string(run_id) + " belongs to agent " +
+                                             std::to_string(run->agent_id));
     return hand_off(*run, *a, fencing_token);
+  }
   Verdict verdict = v;
   // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
   // (or become a baseline of) real hardware.
   if (a && a->simulated()) verdict.simulated = true;
-  // And a custom job's numbers are its own scripts' word, whatever the agent says.
-  if (auto j = store_.get_job(run->job_id); j && self_reported_job(*j)) verdict.self_reported = true;
   if (verdict.outcome != RunOutcome::passed && verdict.outcome != RunOutcome::rejected)
     verdict.outcome = RunOutcome::error;
-  auto r = store_.finish_run(run_id, fencing_token, verdict, clock_->now_ms());
-  if (!r) return r;
-  record_cost(*r);
-  on_run_finished(*this, *r);  // baselines from kept wins, regression matrices (fleet.hpp)
+  // The store checks the run is the agent's and reads its job (and regression run) in the
+  // finish's own transaction: on PostgreSQL none of them is a round trip of its own.
+  auto r = store_.finish_agent_run(
+      agent_id, run_id, fencing_token, verdict, clock_->now_ms(),
+      [](const store::JobRecord& j, Verdict& amended) {
+        // A custom job's numbers are its own scripts' word, whatever the agent says.
+        if (self_reported_job(j)) amended.self_reported = true;
+      });
+  if (!r) return r.error();
+  run_agents_.erase(run_id);
+  record_cost(r->run);
+  // Baselines from kept wins, regression matrices (fleet.hpp).
+  if (a) on_run_finished(*this, *r, *a);
   cancel_requested_.erase(run_id);
   idle_since_[agent_id] = clock_->now_ms();
   events_changed();
   request_plan();
-  return r;
+  return std::move(r->run);
 }
 
 // A compile agent built the job within its budget: a GPU agent of its class does the rest.
@@ -305,6 +312,7 @@ Result<store::RunRecord> ControlPlane::hand_off(const store::RunRecord& run,
                                    "); waiting for a " + gpu + " GPU agent",
                                clock_->now_ms());
   if (!r) return r.error();
+  run_agents_.erase(run.id);
   built_.insert(r->id);
   remember_pending(*r);
   cancel_requested_.erase(run.id);
@@ -314,6 +322,13 @@ Result<store::RunRecord> ControlPlane::hand_off(const store::RunRecord& run,
   auto done = store_.get_run(run.id);
   if (!done) return make_error(Errc::internal, "run " + std::to_string(run.id) + " vanished");
   return *done;
+}
+
+std::optional<std::int64_t> ControlPlane::run_agent(std::int64_t run_id) {
+  if (auto it = run_agents_.find(run_id); it != run_agents_.end()) return it->second;
+  auto run = store_.get_run(run_id);
+  if (!run) return std::nullopt;
+  return run->agent_id;
 }
 
 std::optional<store::AgentRecord> ControlPlane::agent_identity(std::int64_t agent_id) {

@@ -233,7 +233,7 @@ void ControlPlane::plan_now() {
       if (c.planned_last) deepest[c.planned_last->second] = &c;
     sched::Plan plan = sched::plan(snap);
     std::vector<store::Store::JobStateChange> changes;  // written in one transaction
-    for (const auto& a : plan.assign) grant(a);
+    grant(plan.assign);
     for (const auto& r : plan.provision) ask_capacity(r);
     for (auto& w : plan.wait) {
       // With provisioning stopped the plan only knows that the fleet cannot grow; the job must
@@ -321,41 +321,63 @@ void ControlPlane::apply_waits(const std::vector<store::Store::JobStateChange>& 
   events_changed();
 }
 
-void ControlPlane::grant(const sched::Assign& a) {
-  auto w = waiters_.find(a.agent_id);
-  if (w == waiters_.end() || w->second->done) return;
+void ControlPlane::grant(const std::vector<sched::Assign>& assign) {
   const TimeMs now = clock_->now_ms();
-  auto job = store_.get_job(a.job_id);
-  auto agent = agent_identity(a.agent_id);  // its name, backend and GPUs; the store checks its state
-  if (!job || !agent) return;
-  // The decision is written with the lease, in its transaction.
-  auto lease = store_.grant_lease(a.job_id, a.agent_id, cfg_.lease_ttl_ms, now,
-                                  {{"action", "assign"}, {"agent_id", a.agent_id},
-                                   {"agent", agent->name}, {"region", a.region},
-                                   {"reason", a.reason}});
-  if (!lease) {
-    log::error("core", "lease of job ", a.job_id, " to agent ", a.agent_id,
-               " refused by the store: ", lease.error().message);
-    return;
+  std::vector<const sched::Assign*> asked;
+  std::vector<store::AgentRecord> agents;
+  std::vector<store::Store::LeaseGrant> grants;
+  for (const auto& a : assign) {
+    auto w = waiters_.find(a.agent_id);
+    if (w == waiters_.end() || w->second->done) continue;
+    auto agent = agent_identity(a.agent_id);  // its name, backend and GPUs; the store checks its state
+    if (!agent) continue;
+    asked.push_back(&a);
+    // The decision is written with the lease, in its transaction.
+    grants.push_back({a.job_id, a.agent_id,
+                      {{"action", "assign"}, {"agent_id", a.agent_id}, {"agent", agent->name},
+                       {"region", a.region}, {"reason", a.reason}}});
+    agents.push_back(std::move(*agent));
   }
+  if (grants.empty()) return;
+  // The jobs come back as leased (read in the grants' transaction: no round trips of their
+  // own on PostgreSQL).
+  auto results = store_.grant_leases(grants, cfg_.lease_ttl_ms, now);
+  for (std::size_t i = 0; i < results.size() && i < asked.size(); ++i) {
+    if (!results[i]) {
+      log::error("core", "lease of job ", asked[i]->job_id, " to agent ", asked[i]->agent_id,
+                 " refused by the store: ", results[i].error().message);
+      continue;
+    }
+    deliver_offer(*asked[i], agents[i], *results[i]);
+  }
+}
+
+void ControlPlane::deliver_offer(const sched::Assign& a, const store::AgentRecord& agent_record,
+                                 const store::Store::GrantedLease& granted) {
+  run_agents_[granted.lease.run_id] = a.agent_id;  // its agent for good: see run_agent()
+  auto w = waiters_.find(a.agent_id);
+  if (w == waiters_.end() || w->second->done) return;  // nothing suspends since grant() looked
+  const store::Lease* lease = &granted.lease;
+  const store::JobRecord& job = granted.job;
+  const store::AgentRecord* agent = &agent_record;
   LeaseOffer offer;
   offer.lease = *lease;
-  offer.attempt = job->attempts + 1;
-  offer.spec = job->spec;
-  offer.bundle_hash = job->bundle_hash;
+  offer.attempt = job.attempts;  // counted by the grant
+  offer.spec = job.spec;
+  offer.bundle_hash = job.bundle_hash;
   if (agent->backend == "compile") {
     offer.phase = "compile";
     // The arch the job's GPU class runs, from any agent that has one; the compile agent
     // falls back to its own table when no such agent has enrolled yet.
     for (const auto& other : store_.list_agents())
       for (const auto& g : other.gpus)
-        if (other.backend != "compile" && offer.arch.empty() && gpu_matches(job->gpu, g))
+        if (other.backend != "compile" && offer.arch.empty() && gpu_matches(job.gpu, g))
           offer.arch = g.arch;
-    if (offer.arch.empty() && job->gpu.rfind("sm_", 0) == 0) offer.arch = job->gpu;
-    if (offer.arch.empty() && job->gpu.rfind("gfx", 0) == 0) offer.arch = job->gpu;
+    if (offer.arch.empty() && job.gpu.rfind("sm_", 0) == 0) offer.arch = job.gpu;
+    if (offer.arch.empty() && job.gpu.rfind("gfx", 0) == 0) offer.arch = job.gpu;
   } else {
     offer.phase = built_.count(a.job_id) ? "gpu" : "";
-    offer.compare = resolve_compare(*job, *agent);
+    offer.compare = resolve_compare(job, *agent);
   }
   auto waiter = w->second;
   waiters_.erase(w);

@@ -29,13 +29,18 @@ class PgStore final : public Store {
   int in_flight_jobs_of(const std::string& token_key) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                            TimeMs now, const nlohmann::json& decision) override;
+                            TimeMs now, const nlohmann::json& decision,
+                            JobRecord* leased_job) override;
+  std::vector<Result<GrantedLease>> grant_leases(const std::vector<LeaseGrant>& grants,
+                                                 TimeMs ttl_ms, TimeMs now) override;
   Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token, TimeMs ttl_ms,
                             TimeMs now) override;
   Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
-                                         const std::vector<Event>& events, TimeMs now) override;
-  Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token, const Verdict& v,
-                               TimeMs now) override;
+                                         const std::vector<Event>& events, TimeMs now,
+                                         std::int64_t agent_id) override;
+  Result<FinishedRun> finish_agent_run(std::int64_t agent_id, std::int64_t run_id,
+                                       std::int64_t fencing_token, const Verdict& v, TimeMs now,
+                                       const AmendVerdict& amend) override;
   Result<JobRecord> hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
                                  const std::string& reason, TimeMs now) override;
   Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,
@@ -108,13 +113,36 @@ class PgStore final : public Store {
                                      TimeMs now, const std::string& by);
   // Sets state and reason and writes the job.state event, in the caller's transaction.
   void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
+  // A grant, split in its two round trips (pg_store_runs.cpp): its reads sent ahead, then
+  // checked, then its writes queued.
+  struct HostRun {
+    std::int64_t id = 0;
+    int slot = 0;
+    bool host_exclusive = false;
+  };
+  struct GrantReads {
+    Stmt job, agent, host;  // the job, the agent, the running runs on the agent's host
+  };
+  GrantReads send_grant_reads(std::int64_t job_id, std::int64_t agent_id);
+  // Why the job may not go to the agent (not_found, conflict), or nothing.
+  static std::optional<Error> grant_refusal(std::int64_t job_id, std::int64_t agent_id,
+                                            const std::optional<JobRecord>& job,
+                                            const std::optional<AgentRecord>& agent,
+                                            const std::vector<HostRun>& host_runs);
+  // Queues the grant's writes (the decision, the run with its fencing token, the job, the
+  // agent, lease.granted, the job's state); the statement returned reads the run's id and
+  // token once sent. reason: the job's new state reason.
+  Stmt queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs expires, TimeMs now,
+                   const nlohmann::json& decision, std::string& reason);
   // Ends a running run (for cancel or error) and frees its agent if it still holds it.
   void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
   void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);
   Result<RunRecord> check_fenced(std::int64_t run_id, std::int64_t fencing_token);
   // The same check on a run already read (nullopt: there is none).
+  // With agent_id (not 0): forbidden unless the run is that agent's, before the token.
   static Result<RunRecord> check_fenced(const std::optional<RunRecord>& run,
-                                        std::int64_t run_id, std::int64_t fencing_token);
+                                        std::int64_t run_id, std::int64_t fencing_token,
+                                        std::int64_t agent_id = 0);
   std::vector<JobRecord> query_jobs(Stmt& q);
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);

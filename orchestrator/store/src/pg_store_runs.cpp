@@ -2,6 +2,7 @@
 // renewal, finishing, hand-off, expiry and the run queries are shared/runs.inc.
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_set>
 
@@ -11,107 +12,201 @@ namespace kfleet::store::pg {
 
 #include "shared/runs.inc"
 
+PgStore::GrantReads PgStore::send_grant_reads(std::int64_t job_id, std::int64_t agent_id) {
+  static const std::string job_sql =
+      std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
+  static const std::string agent_sql =
+      std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?";
+  GrantReads r{db_->prepare(job_sql), db_->prepare(agent_sql),
+               db_->prepare("SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' "
+                            "AND host = (SELECT host FROM agents WHERE id = ?) ORDER BY id")};
+  r.job.args(job_id).send();
+  r.agent.args(agent_id).send();
+  r.host.args(agent_id).send();
+  return r;
+}
+
+std::optional<Error> PgStore::grant_refusal(std::int64_t job_id, std::int64_t agent_id,
+                                            const std::optional<JobRecord>& job,
+                                            const std::optional<AgentRecord>& agent,
+                                            const std::vector<HostRun>& host_runs) {
+  if (!job) return make_error(Errc::not_found, "job " + str(job_id) + " not found");
+  if (job->state != JobState::queued && job->state != JobState::waiting_capacity) {
+    return make_error(Errc::conflict, "job " + str(job_id) + " is " + to_string(job->state) +
+                                          ", not pending; only queued or waiting_capacity "
+                                          "jobs can be leased");
+  }
+  if (job->attempts >= job->max_attempts) {
+    return make_error(Errc::conflict, "job " + str(job_id) + " has used all " +
+                                          str(job->max_attempts) + " attempts");
+  }
+  if (!agent) return make_error(Errc::not_found, "agent " + str(agent_id) + " not found");
+  if (agent->state != AgentState::idle || agent->current_run_id != 0) {
+    return make_error(Errc::conflict,
+                      "agent " + str(agent_id) + " is " + to_string(agent->state) +
+                          (agent->current_run_id ? " with run " + str(agent->current_run_id)
+                                                 : std::string()) +
+                          "; an agent runs one job at a time");
+  }
+  // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
+  // a host-exclusive lease only on an empty host, and nothing beside one.
+  for (const auto& r : host_runs) {
+    const std::string why = slot_rule_refusal(*agent, *job, job_id, r.id, r.slot, r.host_exclusive);
+    if (!why.empty()) return make_error(Errc::conflict, why);
+  }
+  return std::nullopt;
+}
+
+Stmt PgStore::queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs expires,
+                          TimeMs now, const nlohmann::json& decision, std::string& reason) {
+  const std::int64_t job_id = job.id, agent_id = agent.id;
+  // The next fencing token, the run, the job and agent taking it, and the lease.granted
+  // event (its data: the run and token the server just made, then the rest as the client
+  // wrote it): one statement. The job's state travels with it.
+  const int attempt = job.attempts + 1;
+  const std::string rest = dump_json({{"agent_id", agent_id},
+                                      {"attempt", attempt},
+                                      {"host", agent.host},
+                                      {"slot", agent.slot},
+                                      {"host_exclusive", job.host_exclusive}});
+  if (!decision.is_null()) {
+    // Queued: it goes with the grant below (the job was read before, under the write lock).
+    db_->prepare(
+           "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
+           "RETURNING value) "
+           "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+           "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id "
+           "AND run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ?")
+        .args(now, event_type::sched_decision, dump_json(decision), job_id)
+        .run();
+  }
+  auto q = db_->prepare(
+      "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
+      "RETURNING value), "
+      "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
+      "started_ms, lease_expires_ms, host, slot, host_exclusive) "
+      "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, job_id, fencing_token), "
+      "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r) WHERE id = ?), "
+      "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
+      "last_seen_ms = ? WHERE id = ?), "
+      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
+      "e AS (INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
+      "SELECT c.value, r.job_id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
+      "run_id = 0), 0) + 1, ?, ?, "
+      "'{\"fencing_token\":' || r.fencing_token || ',\"run_id\":' || r.id || ',' || substr(?, 2) "
+      "FROM c, r) "
+      "SELECT id, fencing_token FROM r");
+  q.args(job_id, agent_id, attempt, now, expires, agent.host, agent.slot,
+         job.host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, job_id, now,
+         event_type::lease_granted, rest);
+  q.send();
+  reason = "leased to agent " + str(agent_id) + " (" + agent.name + "), attempt " +
+           std::to_string(attempt) + " of " + std::to_string(job.max_attempts);
+  write_job_state(job_id, JobState::leased, reason, now);
+  return q;
+}
+
 Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                   TimeMs now, const nlohmann::json& decision) {
+                                   TimeMs now, const nlohmann::json& decision,
+                                   JobRecord* leased_job) {
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
   // Two round trips: the job, the agent and the runs on its host, read together with BEGIN,
   // the lock and the fencing check; then the decision's event, the grant, its lease.granted
   // event, the job's state and the COMMIT.
-  static const std::string job_sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
-  static const std::string agent_sql =
-      std::string("SELECT ") + kAgentColumns + " FROM agents WHERE id = ?";
   return db_->transaction([&]() -> Result<Lease> {
-    auto job_q = db_->prepare(job_sql);
-    job_q.args(job_id).send();
-    auto agent_q = db_->prepare(agent_sql);
-    agent_q.args(agent_id).send();
-    auto host_q = db_->prepare(
-        "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND "
-        "host = (SELECT host FROM agents WHERE id = ?) ORDER BY id");
-    host_q.args(agent_id).send();
+    auto reads = send_grant_reads(job_id, agent_id);
     std::optional<JobRecord> job;
-    if (job_q.step()) job = read_job(job_q);
-    if (!job) return make_error(Errc::not_found, "job " + str(job_id) + " not found");
-    if (job->state != JobState::queued && job->state != JobState::waiting_capacity) {
-      return make_error(Errc::conflict, "job " + str(job_id) + " is " + to_string(job->state) +
-                                            ", not pending; only queued or waiting_capacity "
-                                            "jobs can be leased");
-    }
-    if (job->attempts >= job->max_attempts) {
-      return make_error(Errc::conflict, "job " + str(job_id) + " has used all " +
-                                            str(job->max_attempts) + " attempts");
-    }
+    if (reads.job.step()) job = read_job(reads.job);
     std::optional<AgentRecord> agent;
-    if (agent_q.step()) agent = read_agent(agent_q);
-    if (!agent) return make_error(Errc::not_found, "agent " + str(agent_id) + " not found");
-    if (agent->state != AgentState::idle || agent->current_run_id != 0) {
-      return make_error(Errc::conflict,
-                        "agent " + str(agent_id) + " is " + to_string(agent->state) +
-                            (agent->current_run_id ? " with run " + str(agent->current_run_id)
-                                                   : std::string()) +
-                            "; an agent runs one job at a time");
-    }
-    // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
-    // a host-exclusive lease only on an empty host, and nothing beside one.
-    while (host_q.step()) {
-      const std::string why = slot_rule_refusal(*agent, *job, job_id, host_q.i64(0),
-                                                host_q.i32(1), host_q.boolean(2));
-      if (!why.empty()) return make_error(Errc::conflict, why);
-    }
-    // The next fencing token, the run, the job and agent taking it, and the lease.granted
-    // event (its data: the run and token the server just made, then the rest as the client
-    // wrote it): one statement. The job's state and the COMMIT travel with it.
-    const int attempt = job->attempts + 1;
+    if (reads.agent.step()) agent = read_agent(reads.agent);
+    std::vector<HostRun> host_runs;
+    while (reads.host.step())
+      host_runs.push_back({reads.host.i64(0), reads.host.i32(1), reads.host.boolean(2)});
+    if (auto refused = grant_refusal(job_id, agent_id, job, agent, host_runs)) return *refused;
     const TimeMs expires = now + ttl_ms;
-    const std::string rest = dump_json({{"agent_id", agent_id},
-                                        {"attempt", attempt},
-                                        {"host", agent->host},
-                                        {"slot", agent->slot},
-                                        {"host_exclusive", job->host_exclusive}});
-    if (!decision.is_null()) {
-      // Queued: it goes with the grant below (the job was read above, under the write lock).
-      db_->prepare(
-             "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
-             "RETURNING value) "
-             "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-             "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id "
-             "AND run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ?")
-          .args(now, event_type::sched_decision, dump_json(decision), job_id)
-          .run();
-    }
-    auto q = db_->prepare(
-        "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
-        "RETURNING value), "
-        "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
-        "started_ms, lease_expires_ms, host, slot, host_exclusive) "
-        "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, job_id, fencing_token), "
-        "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r) WHERE id = ?), "
-        "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
-        "last_seen_ms = ? WHERE id = ?), "
-        "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
-        "e AS (INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-        "SELECT c.value, r.job_id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
-        "run_id = 0), 0) + 1, ?, ?, "
-        "'{\"fencing_token\":' || r.fencing_token || ',\"run_id\":' || r.id || ',' || substr(?, 2) "
-        "FROM c, r) "
-        "SELECT id, fencing_token FROM r");
-    q.args(job_id, agent_id, attempt, now, expires, agent->host, agent->slot,
-           job->host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, job_id, now,
-           event_type::lease_granted, rest);
-    q.send();
-    write_job_state(job_id, JobState::leased,
-                    "leased to agent " + str(agent_id) + " (" + agent->name + "), attempt " +
-                        std::to_string(attempt) + " of " + std::to_string(job->max_attempts),
-                    now);
+    std::string reason;
+    auto q = queue_grant(*job, *agent, expires, now, decision, reason);
     db_->queue_commit_now();
     if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
-    return Lease{q.i64(0), job_id, agent_id, q.i64(1), expires};
+    const Lease lease{q.i64(0), job_id, agent_id, q.i64(1), expires};
+    if (leased_job) *leased_job = as_leased(*job, lease, job->attempts + 1, reason, now);
+    return lease;
   });
+}
+
+std::vector<Result<Store::GrantedLease>> PgStore::grant_leases(const std::vector<LeaseGrant>& grants,
+                                                               TimeMs ttl_ms, TimeMs now) {
+  std::vector<Result<GrantedLease>> out;
+  if (grants.empty()) return out;
+  if (ttl_ms <= 0) {
+    for (std::size_t i = 0; i < grants.size(); ++i)
+      out.push_back(make_error(Errc::invalid_argument, "lease ttl must be positive"));
+    return out;
+  }
+  // Two round trips for the whole pass: every grant's job, agent and host runs read together
+  // with BEGIN, the lock and the fencing check; then the writes of those that may go ahead and
+  // the COMMIT. Each is judged after the ones before it: a job, an agent or a GPU slot taken
+  // by an earlier grant of the batch is taken for the later ones too.
+  const TimeMs expires = now + ttl_ms;
+  auto done = db_->transaction([&]() -> Result<std::vector<Result<GrantedLease>>> {
+    std::vector<GrantReads> reads;
+    reads.reserve(grants.size());
+    for (const auto& g : grants) reads.push_back(send_grant_reads(g.job_id, g.agent_id));
+    std::vector<Result<GrantedLease>> results;
+    std::vector<std::optional<Stmt>> granted(grants.size());
+    std::vector<JobRecord> jobs(grants.size());
+    std::vector<std::string> reasons(grants.size());
+    std::unordered_set<std::int64_t> taken_jobs, taken_agents;
+    std::map<std::string, std::vector<HostRun>> taken_slots;  // host -> leases granted above
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+      const auto& g = grants[i];
+      std::optional<JobRecord> job;
+      if (reads[i].job.step()) job = read_job(reads[i].job);
+      std::optional<AgentRecord> agent;
+      if (reads[i].agent.step()) agent = read_agent(reads[i].agent);
+      std::vector<HostRun> host_runs;
+      while (reads[i].host.step())
+        host_runs.push_back({reads[i].host.i64(0), reads[i].host.i32(1), reads[i].host.boolean(2)});
+      // What the grants above changed, as a read after them would see it.
+      if (job && taken_jobs.count(job->id)) job->state = JobState::leased;
+      if (agent && taken_agents.count(agent->id)) agent->state = AgentState::busy;
+      if (agent)
+        if (auto it = taken_slots.find(agent->host); it != taken_slots.end())
+          host_runs.insert(host_runs.end(), it->second.begin(), it->second.end());
+      if (auto refused = grant_refusal(g.job_id, g.agent_id, job, agent, host_runs)) {
+        results.push_back(*refused);
+        continue;
+      }
+      granted[i].emplace(queue_grant(*job, *agent, expires, now, g.decision, reasons[i]));
+      jobs[i] = std::move(*job);
+      taken_jobs.insert(g.job_id);
+      taken_agents.insert(g.agent_id);
+      // Its run's id is the server's: 0 stands for "a lease granted above" in a refusal.
+      taken_slots[agent->host].push_back({0, agent->slot, jobs[i].host_exclusive});
+      results.push_back(GrantedLease{});
+    }
+    db_->queue_commit_now();
+    for (std::size_t i = 0; i < grants.size(); ++i) {
+      if (!granted[i]) continue;
+      Stmt& q = *granted[i];
+      if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
+      const Lease lease{q.i64(0), grants[i].job_id, grants[i].agent_id, q.i64(1), expires};
+      const int attempt = jobs[i].attempts + 1;
+      results[i] = GrantedLease{lease, as_leased(std::move(jobs[i]), lease, attempt, reasons[i], now)};
+    }
+    return results;
+  });
+  if (!done) {
+    for (std::size_t i = 0; i < grants.size(); ++i) out.push_back(done.error());
+    return out;
+  }
+  return std::move(*done);
 }
 
 Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
                                                    std::int64_t fencing_token,
-                                                   const std::vector<Event>& events, TimeMs now) {
+                                                   const std::vector<Event>& events, TimeMs now,
+                                                   std::int64_t agent_id) {
   for (const auto& e : events) {
     if (e.seq < 1) {
       return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " of run " +
@@ -182,7 +277,7 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
         loaded = read_run(run_q);
         stage_seq = run_q.i64(16);  // after read_run's 16 columns
       }
-      auto fenced = check_fenced(loaded, run_id, fencing_token);
+      auto fenced = check_fenced(loaded, run_id, fencing_token, agent_id);
       if (!fenced) return fenced.error();
       run = *fenced;
       while (q.step()) seen.insert(q.i64(0));

@@ -28,13 +28,16 @@ class SqliteStore final : public Store {
   int in_flight_jobs_of(const std::string& token_key) override;
 
   Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                            TimeMs now, const nlohmann::json& decision) override;
+                            TimeMs now, const nlohmann::json& decision,
+                            JobRecord* leased_job) override;
   Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token, TimeMs ttl_ms,
                             TimeMs now) override;
   Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
-                                         const std::vector<Event>& events, TimeMs now) override;
-  Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token, const Verdict& v,
-                               TimeMs now) override;
+                                         const std::vector<Event>& events, TimeMs now,
+                                         std::int64_t agent_id) override;
+  Result<FinishedRun> finish_agent_run(std::int64_t agent_id, std::int64_t run_id,
+                                       std::int64_t fencing_token, const Verdict& v, TimeMs now,
+                                       const AmendVerdict& amend) override;
   Result<JobRecord> hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
                                  const std::string& reason, TimeMs now) override;
   Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,
@@ -112,8 +115,10 @@ class SqliteStore final : public Store {
   void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);
   Result<RunRecord> check_fenced(std::int64_t run_id, std::int64_t fencing_token);
   // The same check on a run already read (nullopt: there is none).
+  // With agent_id (not 0): forbidden unless the run is that agent's, before the token.
   static Result<RunRecord> check_fenced(const std::optional<RunRecord>& run,
-                                        std::int64_t run_id, std::int64_t fencing_token);
+                                        std::int64_t run_id, std::int64_t fencing_token,
+                                        std::int64_t agent_id = 0);
   std::vector<JobRecord> query_jobs(Stmt& q);
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);

@@ -9,7 +9,8 @@ namespace kfleet::store::sqlite {
 #include "shared/runs.inc"
 
 Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                   TimeMs now, const nlohmann::json& decision) {
+                                   TimeMs now, const nlohmann::json& decision,
+                                   JobRecord* leased_job) {
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
   return db_->transaction([&]() -> Result<Lease> {
     auto job = load_job(job_id);
@@ -79,11 +80,13 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
                       {"slot", agent->slot},
                       {"host_exclusive", job->host_exclusive}},
                      now);
-    write_job_state(job_id, JobState::leased,
-                    "leased to agent " + str(agent_id) + " (" + agent->name + "), attempt " +
-                        std::to_string(attempt) + " of " + std::to_string(job->max_attempts),
-                    now);
-    return Lease{run_id, job_id, agent_id, token, expires};
+    const std::string reason = "leased to agent " + str(agent_id) + " (" + agent->name +
+                               "), attempt " + std::to_string(attempt) + " of " +
+                               std::to_string(job->max_attempts);
+    write_job_state(job_id, JobState::leased, reason, now);
+    const Lease lease{run_id, job_id, agent_id, token, expires};
+    if (leased_job) *leased_job = as_leased(*job, lease, attempt, reason, now);
+    return lease;
   });
 }
 
@@ -108,7 +111,8 @@ const std::string& insert_events_sql(std::size_t rows) {
 
 Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
                                                    std::int64_t fencing_token,
-                                                   const std::vector<Event>& events, TimeMs now) {
+                                                   const std::vector<Event>& events, TimeMs now,
+                                                   std::int64_t agent_id) {
   for (const auto& e : events) {
     if (e.seq < 1) {
       return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " of run " +
@@ -118,7 +122,7 @@ Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
       return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " has no type");
   }
   return db_->transaction([&]() -> Result<IngestResult> {
-    auto run = check_fenced(run_id, fencing_token);
+    auto run = check_fenced(load_run(run_id), run_id, fencing_token, agent_id);
     if (!run) return run.error();
     IngestResult res;
     std::int64_t stage_seq = 0;

@@ -195,7 +195,13 @@ class ControlPlane {
   // a run already.
   boost::asio::awaitable<Result<std::optional<LeaseOffer>>> wait_for_lease(std::int64_t agent_id,
                                                                            TimeMs wait_ms);
-  // Sets each event's job and run (and, on stage events, the agent) in place, then stores them.
+  // The agent run `run_id` was granted to; nullopt when there is no such run. A run's agent
+  // never changes: the leader remembers it for the runs it granted while they run, so the
+  // check of every upload and finish (only the run's agent may make them) reads nothing;
+  // other runs are read from the store.
+  std::optional<std::int64_t> run_agent(std::int64_t run_id);
+  // Sets each event's run (and, on stage events, the agent) in place, then stores them under
+  // the run's job. The store checks again that the run is the agent's, in its transaction.
   Result<store::IngestResult> ingest(std::int64_t agent_id, std::int64_t run_id,
                                      std::int64_t fencing_token, std::vector<Event>& events);
   Result<store::RunRecord> finish(std::int64_t agent_id, std::int64_t run_id,
@@ -274,7 +280,11 @@ class ControlPlane {
   // What apply_wait would write for the job; nothing when it already says so.
   std::optional<store::Store::JobStateChange> wait_change(QueuedJob& j, const sched::Wait& w);
   void apply_waits(const std::vector<store::Store::JobStateChange>& changes);  // one batch
-  void grant(const sched::Assign& a);
+  // A pass's leases, granted in one store call (on PostgreSQL one transaction and two round
+  // trips for them all), each offered to its waiting agent.
+  void grant(const std::vector<sched::Assign>& assign);
+  void deliver_offer(const sched::Assign& a, const store::AgentRecord& agent,
+                     const store::Store::GrantedLease& granted);
   void ask_capacity(const sched::RequestCapacity& r);
   void on_capacity(const sched::RequestCapacity& r, const provision::CapacityResult& res);
   void tick();
@@ -313,6 +323,7 @@ class ControlPlane {
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
   std::map<std::int64_t, store::AgentRecord> agent_identity_;  // see agent_identity()
+  std::map<std::int64_t, std::int64_t> run_agents_;  // run id -> its agent; see run_agent()
   std::map<std::string, std::int64_t> agent_by_hash_;       // token hash -> agent id
   std::map<std::string, Principal> static_users_;           // hash -> in-memory user token
   std::map<std::string, Principal> user_cache_;             // hash -> stored, unrevoked token

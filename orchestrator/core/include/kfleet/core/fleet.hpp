@@ -51,7 +51,11 @@ nlohmann::json to_json(const store::Baseline& b);
 
 // Called when a run finished with a verdict: a campaign's kept win becomes the baseline; a
 // regression run's result fills a missing baseline; the regression's matrix is recomputed.
-void on_run_finished(ControlPlane& cp, const store::RunRecord& run);
+// The job and its regression run are those finish_agent_run read with the finish; `agent` is
+// the run's agent (its identity: GPUs, backend). Nothing here reads the store unless a
+// baseline or a regression run has to change.
+void on_run_finished(ControlPlane& cp, const store::FinishedRun& finished,
+                     const store::AgentRecord& agent);
 
 // Starts a regression run from a POST /api/v1/regressions body (load_suite_request form).
 Result<store::RegressionRecord> start_regression(ControlPlane& cp, const nlohmann::json& request,

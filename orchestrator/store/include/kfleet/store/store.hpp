@@ -5,6 +5,7 @@
 // change is committed (and survives kill -9 of the process); the events it implies are
 // written in the same transaction, so state and history never disagree.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,16 @@ struct RunRecord {
 struct Lease {
   std::int64_t run_id = 0, job_id = 0, agent_id = 0, fencing_token = 0;
   TimeMs expires_ms = 0;
+};
+
+// What an agent's finish leaves behind, with what the control plane reads next: the store
+// read the job and its regression run in the finish's own transaction (on PostgreSQL in its
+// first round trip), so the control plane does not read them again with round trips of
+// their own.
+struct FinishedRun {
+  RunRecord run;                     // as finished
+  std::optional<JobRecord> job;      // its job as the finish left it
+  std::int64_t regression_id = 0;    // the regression run the job belongs to; 0: none
 };
 
 enum class AgentState { idle, busy, lost, retired };
@@ -294,19 +305,67 @@ class Store {
   // null: the data of the sched.decision event that chose this lease, written first in the
   // same transaction (one commit, and on PostgreSQL no round trips of its own); a refused
   // lease leaves no decision behind.
+  // leased_job, when not null, receives the job as the grant left it (leased, its attempts
+  // counted, current_run_id set): read in the grant's transaction, so the caller needs no
+  // get_job of its own (a round trip on PostgreSQL).
   virtual Result<Lease> grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                    TimeMs now, const nlohmann::json& decision = nullptr) = 0;
+                                    TimeMs now, const nlohmann::json& decision = nullptr,
+                                    JobRecord* leased_job = nullptr) = 0;
+  // Several grant_lease calls, as a scheduling pass makes them: each judged as it would be
+  // alone, after the ones before it (one refused leaves the others); results in the order
+  // given, each with the job as its grant left it. A backend may write them in one
+  // transaction, as PostgreSQL does (one commit and two round trips for the whole pass,
+  // however many leases); a database failure then fails them all and writes none.
+  struct LeaseGrant {
+    std::int64_t job_id = 0, agent_id = 0;
+    nlohmann::json decision;  // as grant_lease's
+  };
+  struct GrantedLease {
+    Lease lease;
+    JobRecord job;  // as the grant left it
+  };
+  virtual std::vector<Result<GrantedLease>> grant_leases(const std::vector<LeaseGrant>& grants,
+                                                         TimeMs ttl_ms, TimeMs now) {
+    std::vector<Result<GrantedLease>> out;
+    out.reserve(grants.size());
+    for (const auto& g : grants) {
+      GrantedLease granted;
+      auto l = grant_lease(g.job_id, g.agent_id, ttl_ms, now, g.decision, &granted.job);
+      if (!l) {
+        out.push_back(l.error());
+        continue;
+      }
+      granted.lease = *l;
+      out.push_back(std::move(granted));
+    }
+    return out;
+  }
   // Extends the lease of the agent's current run. conflict if the token is stale.
   virtual Result<Lease> renew_lease(std::int64_t run_id, std::int64_t fencing_token,
                                     TimeMs ttl_ms, TimeMs now) = 0;
   // Stores agent events idempotently on (run_id, seq). conflict if the token is not the run's
   // or the run is no longer running (late results of a lost agent are refused).
-  // stage.started events move the job to building / gating / benchmarking.
+  // stage.started events move the job to building / gating / benchmarking. Each event is
+  // stored under the run's job, whatever its job_id says. agent_id, when not 0, is the agent
+  // that sends them: forbidden unless the run is its own (checked before the token).
   virtual Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
-                                                 const std::vector<Event>& events, TimeMs now) = 0;
+                                                 const std::vector<Event>& events, TimeMs now,
+                                                 std::int64_t agent_id = 0) = 0;
   // Ends the run with the agent's verdict; the job takes the verdict's outcome; agent -> idle.
-  virtual Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token,
-                                       const Verdict& v, TimeMs now) = 0;
+  Result<RunRecord> finish_run(std::int64_t run_id, std::int64_t fencing_token, const Verdict& v,
+                               TimeMs now) {
+    auto r = finish_agent_run(0, run_id, fencing_token, v, now);
+    if (!r) return r.error();
+    return std::move(r->run);
+  }
+  // finish_run for the agent agent_id (0: any): not_found without the run, forbidden unless it
+  // is the agent's own (checked before the token). amend, when given, sees the run's job as
+  // read before anything is written and may change the verdict stored (a custom job's
+  // numbers are self-reported, whatever the agent says).
+  using AmendVerdict = std::function<void(const JobRecord& job, Verdict& v)>;
+  virtual Result<FinishedRun> finish_agent_run(std::int64_t agent_id, std::int64_t run_id,
+                                               std::int64_t fencing_token, const Verdict& v,
+                                               TimeMs now, const AmendVerdict& amend = {}) = 0;
   // A compile agent built the job and it passed its resources gate: atomically the run ends
   // (outcome passed, no verdict: the job's verdict comes from the GPU phase), the agent is
   // idle again, and the job is queued for a GPU agent with a fresh attempt count (attempts 0:
