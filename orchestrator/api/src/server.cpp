@@ -4,6 +4,7 @@
 #include "kfleet/api/server.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 
@@ -380,6 +381,7 @@ struct Server::Impl {
         res.prepare_payload();
         beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
         co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        if (!ec) co_await drain(stream);
         break;
       }
       Request req = parser.release();
@@ -406,6 +408,27 @@ struct Server::Impl {
       if (ec || !req.keep_alive()) break;
     }
     co_await close(stream);
+  }
+
+  // A request refused before its body was read (over the size limit, malformed): its client
+  // may still be sending. Closing at once would answer those bytes with a reset, and a reset
+  // can destroy the answer before the client reads it (it then sees "connection reset", not
+  // the 413 that says what to fix). So: stop sending, then read and drop what still comes, for
+  // at most 2 s and 16 MiB, as web servers' lingering close does.
+  template <class Stream>
+  asio::awaitable<void> drain(Stream& stream) {
+    auto& raw = beast::get_lowest_layer(stream);
+    boost::system::error_code ec;
+    raw.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) co_return;
+    raw.expires_after(std::chrono::seconds(2));
+    std::array<char, 16 * 1024> scratch;
+    for (std::size_t read = 0; read < 16u * 1024 * 1024;) {
+      const std::size_t n = co_await raw.async_read_some(
+          asio::buffer(scratch), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;  // the client closed (eof), or the 2 s are up
+      read += n;
+    }
   }
 
   asio::awaitable<void> close(beast::tcp_stream& stream) {

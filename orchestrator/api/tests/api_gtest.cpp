@@ -1,6 +1,14 @@
 // The API in process: a real server on a loopback port, a real (in-memory) SQLite store, and
 // the libcurl client. Bad input gets the right status and a clear message, nothing is stored,
 // and the server keeps serving.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -145,6 +153,49 @@ TEST_F(ApiTest, OversizedAndMalformedBodies) {
   EXPECT_EQ(user2.get("/api/v1/nope")->status, 404);
   EXPECT_EQ(user2.request("DELETE", "/api/v1/jobs", "", "text/plain")->status, 405);
   EXPECT_EQ(user2.get("/api/v1/health")->status, 200);
+  EXPECT_EQ(job_count(), 0u);
+}
+
+// A client still sending a body over the limit when the 413 comes back must be able to finish
+// sending and read the 413: kfleetd drains what follows instead of closing at once, which would
+// answer the rest with a reset (libcurl then reports "Send failure: Connection reset by peer"
+// and the 413 that says what to fix is lost).
+TEST_F(ApiTest, ABodyOverTheLimitIsDrainedSoItsClientReadsThe413) {
+  const int port = std::stoi(url_.substr(url_.rfind(':') + 1));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::size_t body = 1024 * 1024, first = 128 * 1024;  // the limit here is 64 KiB
+  const std::string head = "POST /api/v1/jobs HTTP/1.1\r\nHost: kfleetd\r\n"
+                           "Authorization: Bearer user-secret\r\nContent-Type: application/json\r\n"
+                           "Content-Length: " + std::to_string(body) + "\r\n\r\n";
+  const std::string chunk(16 * 1024, 'x');
+  auto send_all = [&](const std::string& s) {
+    for (std::size_t at = 0; at < s.size();) {
+      const ssize_t n = ::send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      at += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  ASSERT_TRUE(send_all(head));
+  for (std::size_t sent = 0; sent < first; sent += chunk.size()) ASSERT_TRUE(send_all(chunk));
+  // The answer comes before the body is whole; then the client goes on sending the rest.
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 10000), 1) << "no answer within 10 s";
+  for (std::size_t sent = first; sent < body; sent += chunk.size())
+    ASSERT_TRUE(send_all(chunk)) << "kfleetd reset the connection after " << sent << " bytes: "
+                                 << std::strerror(errno);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer;
+  EXPECT_NE(answer.find("--max-body-bytes"), std::string::npos) << answer;
   EXPECT_EQ(job_count(), 0u);
 }
 
