@@ -30,24 +30,7 @@ std::optional<Error> PgStore::grant_refusal(std::int64_t job_id, std::int64_t ag
                                             const std::optional<JobRecord>& job,
                                             const std::optional<AgentRecord>& agent,
                                             const std::vector<HostRun>& host_runs) {
-  if (!job) return make_error(Errc::not_found, "job " + str(job_id) + " not found");
-  if (job->state != JobState::queued && job->state != JobState::waiting_capacity) {
-    return make_error(Errc::conflict, "job " + str(job_id) + " is " + to_string(job->state) +
-                                          ", not pending; only queued or waiting_capacity "
-                                          "jobs can be leased");
-  }
-  if (job->attempts >= job->max_attempts) {
-    return make_error(Errc::conflict, "job " + str(job_id) + " has used all " +
-                                          str(job->max_attempts) + " attempts");
-  }
-  if (!agent) return make_error(Errc::not_found, "agent " + str(agent_id) + " not found");
-  if (agent->state != AgentState::idle || agent->current_run_id != 0) {
-    return make_error(Errc::conflict,
-                      "agent " + str(agent_id) + " is " + to_string(agent->state) +
-                          (agent->current_run_id ? " with run " + str(agent->current_run_id)
-                                                 : std::string()) +
-                          "; an agent runs one job at a time");
-  }
+  if (auto refused = lease_refusal(job_id, agent_id, job, agent)) return refused;
   // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
   // a host-exclusive lease only on an empty host, and nothing beside one.
   for (const auto& r : host_runs) {

@@ -14,25 +14,8 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
   return db_->transaction([&]() -> Result<Lease> {
     auto job = load_job(job_id);
-    if (!job) return make_error(Errc::not_found, "job " + str(job_id) + " not found");
-    if (job->state != JobState::queued && job->state != JobState::waiting_capacity) {
-      return make_error(Errc::conflict, "job " + str(job_id) + " is " + to_string(job->state) +
-                                            ", not pending; only queued or waiting_capacity "
-                                            "jobs can be leased");
-    }
-    if (job->attempts >= job->max_attempts) {
-      return make_error(Errc::conflict, "job " + str(job_id) + " has used all " +
-                                            str(job->max_attempts) + " attempts");
-    }
     auto agent = load_agent(agent_id);
-    if (!agent) return make_error(Errc::not_found, "agent " + str(agent_id) + " not found");
-    if (agent->state != AgentState::idle || agent->current_run_id != 0) {
-      return make_error(Errc::conflict,
-                        "agent " + str(agent_id) + " is " + to_string(agent->state) +
-                            (agent->current_run_id ? " with run " + str(agent->current_run_id)
-                                                   : std::string()) +
-                            "; an agent runs one job at a time");
-    }
+    if (auto refused = lease_refusal(job_id, agent_id, job, agent)) return *refused;
     // The slot rules (also unique indexes, see migration 3): one running lease per GPU slot;
     // a host-exclusive lease only on an empty host, and nothing beside one.
     {
