@@ -53,6 +53,36 @@ StorePtr open_or_fail(const std::string& url) {
   return std::move(*r);
 }
 
+// A fresh database and a store on it that writes as its leader: the leader holds the
+// leadership lock as long as it lives. Both are empty after a failure (reported).
+struct LeaderStore {
+  std::unique_ptr<PostgresLeader> leader;
+  StorePtr store;
+};
+LeaderStore open_as_leader() {
+  LeaderStore out;
+  const std::string url = fresh_database();
+  if (url.empty()) return out;
+  auto leader = PostgresLeader::connect(url);
+  if (!leader.ok()) {
+    ADD_FAILURE() << leader.error().message;
+    return out;
+  }
+  auto held = (*leader)->try_acquire(1);
+  if (!held.ok() || !*held) {
+    ADD_FAILURE() << "could not take the leadership of a fresh database";
+    return out;
+  }
+  auto opened = open_postgres_store({url, (*leader)->epoch()});
+  if (!opened.ok()) {
+    ADD_FAILURE() << opened.error().message;
+    return out;
+  }
+  out.leader = std::move(*leader);
+  out.store = std::move(*opened);
+  return out;
+}
+
 class StopServer : public ::testing::Environment {
  public:
   void TearDown() override { server().reset(); }
@@ -489,14 +519,9 @@ namespace {
 // those calls at no extra round trip. A job's whole path, as kfleetd makes it, is 5 (touch,
 // grant, finish) plus 2 per event batch.
 TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
-  const std::string url = fresh_database();
-  ASSERT_FALSE(url.empty());
-  auto leader = PostgresLeader::connect(url);
-  ASSERT_TRUE(leader.ok());
-  ASSERT_TRUE(*(*leader)->try_acquire(1));
-  auto opened = open_postgres_store({url, (*leader)->epoch()});
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  Store& s = **opened;
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
   auto job = s.create_job(a_job("j"), 2);
   ASSERT_TRUE(job.ok());
   auto agent = s.enrol_agent(an_agent("a"), 3);
@@ -561,14 +586,9 @@ TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
 
 // A scheduling pass's leases cost two round trips together, however many there are.
 TEST(PostgresStore, APassOfGrantsIsTwoRoundTrips) {
-  const std::string url = fresh_database();
-  ASSERT_FALSE(url.empty());
-  auto leader = PostgresLeader::connect(url);
-  ASSERT_TRUE(leader.ok());
-  ASSERT_TRUE(*(*leader)->try_acquire(1));
-  auto opened = open_postgres_store({url, (*leader)->epoch()});
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  Store& s = **opened;
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
   std::vector<Store::LeaseGrant> grants;
   for (int i = 0; i < 5; ++i) {
     auto job = s.create_job(a_job("j" + std::to_string(i)), 2);
