@@ -41,6 +41,9 @@ inline constexpr const char* kNotLeaderState = "KF001";
 
 // The SQL the two backends spell differently (the store's shared text, shared/*.inc, uses it).
 inline constexpr const char* kGreatest = "GREATEST";  // the larger of two values
+// An agent of the live fleet (not retired), spelled as the partial index agents_live spells
+// it, so the planner reads the live fleet from that index (migration 9).
+inline constexpr const char* kLiveAgent = "NOT retired";
 
 struct Blob {
   std::string_view bytes;

@@ -27,6 +27,9 @@ inline constexpr int kMinSqliteVersion = 3035000;
 
 // The SQL the two backends spell differently (the store's shared text, shared/*.inc, uses it).
 inline constexpr const char* kGreatest = "MAX";  // the larger of two values
+// An agent of the live fleet (not retired), spelled as the partial index agents_live spells
+// it, so the planner reads the live fleet from that index (migration 6).
+inline constexpr const char* kLiveAgent = "state <> 'retired'";
 
 struct DbError {
   int rc = 0;
