@@ -123,8 +123,15 @@ struct Figures {
   std::string load_before, load_after;  // the machine's load averages around the measurement
 };
 
+// Nanoseconds on CLOCK_MONOTONIC, the clock `perf record -k CLOCK_MONOTONIC` stamps its
+// samples with: a latency sample's window can be laid over a scheduler trace.
+std::int64_t mono_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 Figures measure(const std::string& kfleetd_bin, const std::string& backend, int depth,
-                int n_agents, int n_lat, int n_events, int n_standbys, bool profile) {
+                int n_agents, int n_lat, int n_events, int n_standbys, bool profile,
+                const std::string& samples_out) {
   Figures f;
   f.depth = depth;
   f.load_before = kfleet::bench::load_average();
@@ -144,6 +151,7 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
   // 1. Submit-to-lease latency beside the backlog: one L4 agent waiting in a long-poll; an L4
   //    job is submitted; the time until the agent holds the lease.
   std::vector<double> lat;
+  std::vector<std::pair<std::int64_t, std::int64_t>> windows;  // each sample's start and end
   Agent la = enrol(url, "lat");
   {
     HttpClient user(url, kUser), ac(url, la.token);
@@ -156,6 +164,21 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
       agent.join();
       if (!r.ok() || r->status != 201) std::exit(1);
       lat.push_back(std::chrono::duration<double, std::milli>(leased - t0).count());
+      windows.emplace_back(mono_ns(t0), mono_ns(leased));
+    }
+  }
+  if (!samples_out.empty()) {
+    // One line per sample: depth, index, start and end (ns, CLOCK_MONOTONIC), milliseconds.
+    // bench/tail_attribution.py lays them over `perf sched timehist`.
+    if (FILE* out = std::fopen(samples_out.c_str(), "a")) {
+      for (std::size_t i = 0; i < lat.size(); ++i)
+        std::fprintf(out, "%d\t%zu\t%lld\t%lld\t%.3f\n", depth, i,
+                     static_cast<long long>(windows[i].first),
+                     static_cast<long long>(windows[i].second), lat[i]);
+      std::fclose(out);
+    } else {
+      std::fprintf(stderr, "kfleet_bench: cannot write --samples-out %s\n", samples_out.c_str());
+      std::exit(2);
     }
   }
   f.p50 = pct(lat, 0.5);
@@ -238,6 +261,10 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     for (auto& t : threads) t.join();
   }
   f.jobs_per_s = depth / (ms_since(t0) / 1000.0);
+  // The drain's window on CLOCK_MONOTONIC, for a trace taken beside the bench
+  // (perf sched timehist --time START,END): which process used the CPUs while it drained.
+  std::fprintf(stderr, "kfleet_bench: %d queued: scheduling ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
+               depth, mono_ns(t0) / 1e9, mono_ns(Clock::now()) / 1e9);
   f.trips_per_job = static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / depth;
   f.load_after = kfleet::bench::load_average();
   kfleet::bench::print_pg_profile(*k, "scheduling at " + std::to_string(depth) + " queued", depth,
@@ -270,6 +297,9 @@ int main(int argc, char** argv) {
           "from 4 clients); then --agents agents for the backlog's class enrol and drain it\n"
           "(scheduling throughput). Prints one table, a column per depth.\n"
           "--kfleetd PATH runs another kfleetd binary (to compare builds on one machine).\n"
+          "--samples-out FILE appends each submit-to-lease sample (depth, index, start and end\n"
+          "in ns on CLOCK_MONOTONIC, ms) to FILE, to lay over a scheduler trace\n"
+          "(bench/tail_attribution.py).\n"
           "--db sqlite (default): a temporary SQLite file; --db postgres: a scratch PostgreSQL\n"
           "server (initdb in a temp dir); --db both: both runs, then a table of PostgreSQL /\n"
           "SQLite ratios; --db postgresql://...: an existing (empty) database.\n"
@@ -288,6 +318,7 @@ int main(int argc, char** argv) {
   const std::string bin = arg_str(argc, argv, "--kfleetd", KFLEETD_BIN);
   const std::string backend = arg_str(argc, argv, "--db", "sqlite");
   const int n_standbys = arg(argc, argv, "--standbys", 2);
+  const std::string samples_out = arg_str(argc, argv, "--samples-out", "");
   bool profile = false;
   for (int i = 1; i < argc; ++i) profile = profile || !std::strcmp(argv[i], "--pg-profile");
   if (backend == "both") return kfleet::bench::compare_backends(argc, argv);
@@ -312,7 +343,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Figures> figs;
-  for (int d : depths) figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events, n_standbys, profile));
+  for (int d : depths) figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events, n_standbys, profile,
+                                 samples_out));
 
   // The targets hold at the deepest queue measured.
   const Figures& last = figs.back();
