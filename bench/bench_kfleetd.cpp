@@ -4,6 +4,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <unistd.h>
 
 #include "backend_compare.hpp"
 #ifdef KFLEET_HAVE_POSTGRESQL
@@ -49,6 +53,10 @@ std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string
   }
 #endif
   if (k->db.empty()) k->db = backend_db(backend, k->dir, k->pg_server);
+#ifdef KFLEET_HAVE_POSTGRESQL
+  if (k->pg_server)
+    k->db_server_pid = std::static_pointer_cast<kfleet::store::ScratchPostgres>(k->pg_server)->pid();
+#endif
   const std::map<std::string, std::string> env = {
       {"KFLEET_LOG", "warn"}, {"KFLEET_ADMIN_TOKEN", kUser}, {"KFLEET_ENROL_TOKEN", kEnrol}};
   auto spawn = [&](const std::string& name) {
@@ -114,6 +122,50 @@ std::int64_t round_trips(Kfleetd& k) {
   const std::string key = "\nkfleet_store_round_trips_total ";
   const auto at = r->body.find(key);
   return at == std::string::npos ? 0 : std::atoll(r->body.c_str() + at + key.size());
+}
+
+namespace {
+
+// A process's ppid and CPU ticks from /proc/PID/stat: its own (utime + stime) and, when
+// `reaped`, its reaped children's too (cutime + cstime). False when it is gone.
+bool proc_stat(const std::string& pid, long* ppid, long long* ticks, bool reaped) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string s;
+  if (!std::getline(in, s)) return false;
+  const auto close = s.rfind(')');  // the command may hold spaces and parentheses
+  if (close == std::string::npos) return false;
+  std::istringstream rest(s.substr(close + 2));
+  std::string field;
+  std::vector<std::string> f;
+  while (rest >> field && f.size() < 15) f.push_back(field);
+  if (f.size() < 15) return false;
+  *ppid = std::atol(f[1].c_str());
+  *ticks = std::atoll(f[11].c_str()) + std::atoll(f[12].c_str());
+  if (reaped) *ticks += std::atoll(f[13].c_str()) + std::atoll(f[14].c_str());
+  return true;
+}
+
+}  // namespace
+
+CpuMs cpu_ms(const Kfleetd& k) {
+  const double ms_per_tick = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  CpuMs out;
+  long ppid = 0;
+  long long ticks = 0;
+  if (proc_stat(std::to_string(k.leader.pid()), &ppid, &ticks, false))
+    out.kfleetd = static_cast<double>(ticks) * ms_per_tick;
+  if (k.db_server_pid <= 0) return out;
+  long long total = 0;
+  const std::string server = std::to_string(k.db_server_pid);
+  if (proc_stat(server, &ppid, &ticks, true)) total += ticks;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (proc_stat(name, &ppid, &ticks, true) && ppid == k.db_server_pid) total += ticks;
+  }
+  out.db_server = static_cast<double>(total) * ms_per_tick;
+  return out;
 }
 
 std::string load_average() {

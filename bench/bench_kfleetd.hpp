@@ -21,6 +21,7 @@ struct Kfleetd {
   std::string db;    // what --db was given
   std::string url;   // the leader's http://127.0.0.1:port
   std::shared_ptr<void> pg_server;
+  int db_server_pid = 0;  // a scratch PostgreSQL server's postmaster; 0 for SQLite or a --db URL
   e2e::Proc leader;
   std::vector<e2e::Proc> standbys;
   // On a scratch PostgreSQL started with profile = true: runs one statement on the bench's
@@ -45,6 +46,17 @@ void reset_pg_profile(Kfleetd& k);
 // The leader store's round trips to its database so far (/metrics'
 // kfleet_store_round_trips_total; 0 on SQLite). Reading it costs a few of its own.
 std::int64_t round_trips(Kfleetd& k);
+
+// CPU time used so far (user + system, ms, from /proc) by the leader kfleetd, and by the
+// scratch database server: its postmaster, every process it started (a connection's backend,
+// the WAL writer, autovacuum; the standbys' connections too) and those it has reaped. 0 for the
+// server on SQLite (its work is kfleetd's) or for a --db URL's (not on this machine to read).
+// A phase's cost is the difference across it: the work behind a figure, which a synchronous
+// call makes wait and a loaded machine makes slow, stays the same.
+struct CpuMs {
+  double kfleetd = 0, db_server = 0;
+};
+CpuMs cpu_ms(const Kfleetd& k);
 
 // The machine's load averages (/proc/loadavg's first three fields), quoted beside each figure:
 // the benches run on shared machines.

@@ -120,6 +120,9 @@ struct Figures {
   int depth = 0;
   double p50 = 0, p99 = 0, submit_per_s = 0, jobs_per_s = 0, events_per_s = 0;
   double trips_per_batch = 0, trips_per_job = 0;  // database round trips (0 on SQLite)
+  // CPU ms the leader kfleetd and the database server used per batch and per scheduled job.
+  double kfleetd_cpu_per_batch = 0, db_cpu_per_batch = 0, kfleetd_cpu_per_job = 0,
+         db_cpu_per_job = 0;
   std::string load_before, load_after;  // the machine's load averages around the measurement
 };
 
@@ -225,6 +228,7 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     std::atomic<int> next{0};
     kfleet::bench::reset_pg_profile(*k);
     const auto trips0 = kfleet::bench::round_trips(*k);
+    const auto cpu0 = kfleet::bench::cpu_ms(*k);
     auto ti = Clock::now();
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
@@ -237,6 +241,12 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
       });
     for (auto& t : threads) t.join();
     f.events_per_s = (batches * batch) / (ms_since(ti) / 1000.0);
+    const auto cpu1 = kfleet::bench::cpu_ms(*k);
+    f.kfleetd_cpu_per_batch = (cpu1.kfleetd - cpu0.kfleetd) / std::max(batches, 1);
+    f.db_cpu_per_batch = (cpu1.db_server - cpu0.db_server) / std::max(batches, 1);
+    std::fprintf(stderr,
+                 "kfleet_bench: %d queued: event ingestion ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
+                 depth, mono_ns(ti) / 1e9, mono_ns(Clock::now()) / 1e9);
     f.trips_per_batch =
         static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / std::max(batches, 1);
     kfleet::bench::print_pg_profile(*k, "event ingestion at " + std::to_string(depth) + " queued",
@@ -249,6 +259,7 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
   std::atomic<int> done{0};
   kfleet::bench::reset_pg_profile(*k);
   const auto trips0 = kfleet::bench::round_trips(*k);
+  const auto cpu0 = kfleet::bench::cpu_ms(*k);
   auto t0 = Clock::now();
   {
     std::vector<std::thread> threads;
@@ -261,6 +272,9 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     for (auto& t : threads) t.join();
   }
   f.jobs_per_s = depth / (ms_since(t0) / 1000.0);
+  const auto cpu1 = kfleet::bench::cpu_ms(*k);
+  f.kfleetd_cpu_per_job = (cpu1.kfleetd - cpu0.kfleetd) / depth;
+  f.db_cpu_per_job = (cpu1.db_server - cpu0.db_server) / depth;
   // The drain's window on CLOCK_MONOTONIC, for a trace taken beside the bench
   // (perf sched timehist --time START,END): which process used the CPUs while it drained.
   std::fprintf(stderr, "kfleet_bench: %d queued: scheduling ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
@@ -377,8 +391,15 @@ int main(int argc, char** argv) {
       "", "");
   row("database round trips per event batch (0: in process)", &Figures::trips_per_batch, "%.1f",
       "", "");
+  row("kfleetd CPU per scheduled job (ms)", &Figures::kfleetd_cpu_per_job, "%.3f", "", "");
+  row("database server CPU per scheduled job (ms, 0: in process)", &Figures::db_cpu_per_job,
+      "%.3f", "", "");
+  row("kfleetd CPU per event batch (ms)", &Figures::kfleetd_cpu_per_batch, "%.3f", "", "");
+  row("database server CPU per event batch (ms, 0: in process)", &Figures::db_cpu_per_batch,
+      "%.3f", "", "");
   std::printf("\n(%d latency samples, %d events per depth; kfleetd %s on %s, %d standbys on "
-              "PostgreSQL)\n",
+              "PostgreSQL; CPU from /proc: the leader kfleetd, and a scratch PostgreSQL server's "
+              "processes, a --db URL's server not measured)\n",
               n_lat, n_events / 500 * 500, bin.c_str(), backend.c_str(), n_standbys);
   for (const auto& f : figs)
     std::printf("load averages (1, 5, 15 min) at %s queued: %s before, %s after\n",
