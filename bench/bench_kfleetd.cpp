@@ -55,7 +55,8 @@ std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string
   if (k->db.empty()) k->db = backend_db(backend, k->dir, k->pg_server);
 #ifdef KFLEET_HAVE_POSTGRESQL
   if (k->pg_server)
-    k->db_server_pid = std::static_pointer_cast<kfleet::store::ScratchPostgres>(k->pg_server)->pid();
+    k->db_server_pid =
+        std::static_pointer_cast<kfleet::store::ScratchPostgres>(k->pg_server)->pid();
 #endif
   const std::map<std::string, std::string> env = {
       {"KFLEET_LOG", "warn"}, {"KFLEET_ADMIN_TOKEN", kUser}, {"KFLEET_ENROL_TOKEN", kEnrol}};

@@ -245,7 +245,8 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     f.kfleetd_cpu_per_batch = (cpu1.kfleetd - cpu0.kfleetd) / std::max(batches, 1);
     f.db_cpu_per_batch = (cpu1.db_server - cpu0.db_server) / std::max(batches, 1);
     std::fprintf(stderr,
-                 "kfleet_bench: %d queued: event ingestion ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
+                 "kfleet_bench: %d queued: event ingestion ran from %.6f to %.6f s "
+                 "(CLOCK_MONOTONIC)\n",
                  depth, mono_ns(ti) / 1e9, mono_ns(Clock::now()) / 1e9);
     f.trips_per_batch =
         static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / std::max(batches, 1);
@@ -277,7 +278,8 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
   f.db_cpu_per_job = (cpu1.db_server - cpu0.db_server) / depth;
   // The drain's window on CLOCK_MONOTONIC, for a trace taken beside the bench
   // (perf sched timehist --time START,END): which process used the CPUs while it drained.
-  std::fprintf(stderr, "kfleet_bench: %d queued: scheduling ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
+  std::fprintf(stderr,
+               "kfleet_bench: %d queued: scheduling ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
                depth, mono_ns(t0) / 1e9, mono_ns(Clock::now()) / 1e9);
   f.trips_per_job = static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / depth;
   f.load_after = kfleet::bench::load_average();
@@ -357,8 +359,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<Figures> figs;
-  for (int d : depths) figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events, n_standbys, profile,
-                                 samples_out));
+  for (int d : depths)
+    figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events, n_standbys, profile,
+                           samples_out));
 
   // The targets hold at the deepest queue measured.
   const Figures& last = figs.back();
