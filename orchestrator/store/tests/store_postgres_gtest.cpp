@@ -513,13 +513,6 @@ TEST(PostgresStore, ADatabaseErrorInABatchOfStateChangesFailsAllAndWritesNone) {
 namespace kfleet::store::testing {
 namespace {
 
-// What a control-plane call costs on PostgreSQL is its round trips (see the store's README,
-// "Performance"): each of the calls a scheduled job makes is one or two, whatever it reads
-// and writes, BEGIN, the write lock, the fencing check and the COMMIT included, and the
-// reads the control plane used to make around them (the job before a grant, the run before
-// an upload or a finish, the job and its regression run around a finish) come back from
-// those calls at no extra round trip. A job's whole path, as kfleetd makes it, is 5 (touch,
-// grant, finish) plus 2 per event batch.
 // Every job moves its agent idle -> busy -> idle. Those updates must be HOT (the row
 // rewritten on its page, no new index entries): an index that names the state, even in its
 // condition, makes each of them a new entry in every index of agents, and at hundreds of jobs
@@ -533,24 +526,32 @@ TEST(PostgresStore, AnAgentsStateChangeIsRewrittenInPlaceAndTheLiveFleetHasItsIn
   const std::string& url = opened.url;
   const std::string id = std::to_string(agent->id);
   // One PQexec: one transaction, whose own counts pg_stat_get_xact_* reads.
-  EXPECT_EQ(query_one(url, "UPDATE agents SET state = 'busy', current_run_id = 7 WHERE id = " + id +
-                               "; UPDATE agents SET state = 'idle', current_run_id = 0, "
-                               "last_seen_ms = 9 WHERE id = " + id +
-                               "; SELECT pg_stat_get_xact_tuples_hot_updated('agents'::regclass)"),
+  const std::string hot_updates =
+      "; SELECT pg_stat_get_xact_tuples_hot_updated('agents'::regclass)";
+  EXPECT_EQ(query_one(url, "UPDATE agents SET state = 'busy', current_run_id = 7 WHERE id = " +
+                               id + "; UPDATE agents SET state = 'idle', current_run_id = 0, "
+                               "last_seen_ms = 9 WHERE id = " + id + hot_updates),
             "2");
   // Retiring changes the live fleet's condition: that one update is not HOT, and the agent
   // leaves the live fleet's index.
-  EXPECT_EQ(query_one(url, "UPDATE agents SET state = 'retired' WHERE id = " + id +
-                               "; SELECT pg_stat_get_xact_tuples_hot_updated('agents'::regclass)"),
+  EXPECT_EQ(query_one(url, "UPDATE agents SET state = 'retired' WHERE id = " + id + hot_updates),
             "0");
   EXPECT_TRUE(s.list_agents({}).empty());
   // The live fleet's condition as list_agents spells it is the index's.
-  const std::string plan = query_one(
-      url, std::string("SET enable_seqscan = off; EXPLAIN (FORMAT JSON) SELECT id FROM agents WHERE id > 0 AND ") +
-               pg::kLiveAgent + " ORDER BY id");
+  const std::string plan =
+      query_one(url, std::string("SET enable_seqscan = off; EXPLAIN (FORMAT JSON) SELECT id "
+                                 "FROM agents WHERE id > 0 AND ") +
+                         pg::kLiveAgent + " ORDER BY id");
   EXPECT_NE(plan.find("agents_live"), std::string::npos) << plan;
 }
 
+// What a control-plane call costs on PostgreSQL is its round trips (see the store's README,
+// "Performance"): each of the calls a scheduled job makes is one or two, whatever it reads
+// and writes, BEGIN, the write lock, the fencing check and the COMMIT included, and the
+// reads the control plane used to make around them (the job before a grant, the run before
+// an upload or a finish, the job and its regression run around a finish) come back from
+// those calls at no extra round trip. A job's whole path, as kfleetd makes it, is 5 (touch,
+// grant, finish) plus 2 per event batch.
 TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
   auto opened = open_as_leader();
   ASSERT_TRUE(opened.store);
