@@ -7,10 +7,9 @@
 # Default bench arguments: --db sqlite --agents 20 --jobs 10000 --depths 10000 --events 2000.
 # Needs perf (Debian: linux-perf) and root or kernel.perf_event_paranoid <= 0.
 set -euo pipefail
-if [[ $# -lt 2 || $1 == --help || $1 == -h ]]; then
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
-  [[ $# -ge 2 ]] && exit 0 || exit 2
-fi
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+if [[ ${1:-} == --help || ${1:-} == -h ]]; then usage; exit 0; fi
+if [[ $# -lt 2 ]]; then usage >&2; exit 2; fi
 build=$1 out=$2
 shift 2
 bench=$build/bench/kfleet_bench
