@@ -1,0 +1,180 @@
+// What a store call costs on PostgreSQL, checked where it is decided: the round trips of each
+// call on a job's path and of a scheduling pass's grants (libpq pipeline mode, see the store's
+// README, "Performance"), that the writes queued behind a fencing check are refused with it,
+// and that an agent's state changes are HOT updates. Part of store_postgres_gtest (one scratch
+// server for the process).
+#include <utility>
+
+#include "../src/pg_db.hpp"
+#include "store_contract.hpp"
+#include "store_postgres_support.hpp"
+
+namespace kfleet::store::testing {
+namespace {
+
+// Every job moves its agent idle -> busy -> idle. Those updates must be HOT (the row
+// rewritten on its page, no new index entries): an index that names the state, even in its
+// condition, makes each of them a new entry in every index of agents, and at hundreds of jobs
+// a second the dead entries slow every read of an agent by id until autovacuum comes by.
+TEST(PostgresStore, AnAgentsStateChangeIsRewrittenInPlaceAndTheLiveFleetHasItsIndex) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  auto agent = s.enrol_agent(an_agent("a"), 1);
+  ASSERT_TRUE(agent.ok());
+  const std::string& url = opened.url;
+  const std::string id = std::to_string(agent->id);
+  // One PQexec: one transaction, whose own counts pg_stat_get_xact_* reads.
+  const std::string hot_updates =
+      "; SELECT pg_stat_get_xact_tuples_hot_updated('agents'::regclass)";
+  EXPECT_EQ(query_one(url, "UPDATE agents SET state = 'busy', current_run_id = 7 WHERE id = " +
+                               id + "; UPDATE agents SET state = 'idle', current_run_id = 0, "
+                               "last_seen_ms = 9 WHERE id = " + id + hot_updates),
+            "2");
+  // Retiring changes the live fleet's condition: that one update is not HOT, and the agent
+  // leaves the live fleet's index.
+  EXPECT_EQ(query_one(url, "UPDATE agents SET state = 'retired' WHERE id = " + id + hot_updates),
+            "0");
+  EXPECT_TRUE(s.list_agents({}).empty());
+  // The live fleet's condition as list_agents spells it is the index's.
+  const std::string plan =
+      query_one(url, std::string("SET enable_seqscan = off; EXPLAIN (FORMAT JSON) SELECT id "
+                                 "FROM agents WHERE id > 0 AND ") +
+                         pg::kLiveAgent + " ORDER BY id");
+  EXPECT_NE(plan.find("agents_live"), std::string::npos) << plan;
+}
+
+// What a control-plane call costs on PostgreSQL is its round trips (see the store's README,
+// "Performance"): each of the calls a scheduled job makes is one or two, whatever it reads
+// and writes, BEGIN, the write lock, the fencing check and the COMMIT included, and the
+// reads the control plane used to make around them (the job before a grant, the run before
+// an upload or a finish, the job and its regression run around a finish) come back from
+// those calls at no extra round trip. A job's whole path, as kfleetd makes it, is 5 (touch,
+// grant, finish) plus 2 per event batch.
+TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  auto job = s.create_job(a_job("j"), 2);
+  ASSERT_TRUE(job.ok());
+  auto agent = s.enrol_agent(an_agent("a"), 3);
+  ASSERT_TRUE(agent.ok());
+  std::int64_t before = s.round_trips();
+  std::int64_t path = 0;  // the calls every job makes, with one event batch
+  auto cost = [&] {
+    const auto now = s.round_trips();
+    return now - std::exchange(before, now);
+  };
+  auto on_path = [&] {  // the cost of a call every job makes
+    const auto c = cost();
+    path += c;
+    return c;
+  };
+  ASSERT_TRUE(s.touch_agent(agent->id, 4).ok());
+  EXPECT_EQ(on_path(), 1) << "touch_agent";
+  s.append_job_event(job->id, "note", {{"k", 1}}, 5);
+  EXPECT_EQ(cost(), 1) << "append_job_event";
+  JobRecord leased;
+  auto lease = s.grant_lease(job->id, agent->id, 30'000, 6, {{"action", "assign"}}, &leased);
+  ASSERT_TRUE(lease.ok()) << lease.error().message;
+  EXPECT_EQ(on_path(), 2) << "grant_lease, the job handed back included";
+  EXPECT_EQ(leased.state, JobState::leased);
+  EXPECT_EQ(leased.spec, job->spec);
+  ASSERT_TRUE(s.renew_lease(lease->run_id, lease->fencing_token, 30'000, 7).ok());
+  EXPECT_EQ(cost(), 2) << "renew_lease";
+  std::vector<Event> batch;
+  for (int i = 1; i <= 50; ++i) {
+    Event e;
+    e.seq = i;
+    e.type = i == 1 ? "stage.started" : "log";
+    e.data = i == 1 ? nlohmann::json{{"stage", "build"}} : nlohmann::json{{"i", i}};
+    batch.push_back(e);
+  }
+  auto in = s.append_run_events(lease->run_id, lease->fencing_token, batch, 8, agent->id);
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  EXPECT_EQ(in->accepted, 50);
+  EXPECT_EQ(in->contiguous, 50);
+  EXPECT_EQ(on_path(), 2) << "append_run_events, the agent's check included";
+  EXPECT_EQ(s.get_job(job->id)->state, JobState::building);
+  cost();
+  Verdict v;
+  v.outcome = RunOutcome::passed;
+  bool amended = false;
+  auto done = s.finish_agent_run(agent->id, lease->run_id, lease->fencing_token, v, 9,
+                                 [&](const JobRecord&, Verdict&) { amended = true; });
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(done->run.outcome, RunOutcome::passed);
+  EXPECT_TRUE(amended);
+  ASSERT_TRUE(done->job);
+  EXPECT_EQ(done->job->state, JobState::passed);
+  EXPECT_EQ(on_path(), 2) << "finish_agent_run, the agent's check, the job and its regression run "
+                          "included";
+  // touch_agent 1, grant_lease 2, one batch 2, the finish 2 (renew_lease and
+  // append_job_event are not on every job's path): kfleet_bench's round trips per job are
+  // these without the batch, plus a share of the scheduling passes' reads.
+  EXPECT_EQ(path, 7);
+  EXPECT_EQ(s.get_job(job->id)->state, JobState::passed);
+  EXPECT_EQ(s.get_agent(agent->id)->state, AgentState::idle);
+}
+
+// A scheduling pass's leases cost two round trips together, however many there are.
+TEST(PostgresStore, APassOfGrantsIsTwoRoundTrips) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  std::vector<Store::LeaseGrant> grants;
+  for (int i = 0; i < 5; ++i) {
+    auto job = s.create_job(a_job("j" + std::to_string(i)), 2);
+    ASSERT_TRUE(job.ok());
+    auto agent = s.enrol_agent(an_agent("a" + std::to_string(i)), 3);
+    ASSERT_TRUE(agent.ok());
+    grants.push_back({job->id, agent->id, {{"action", "assign"}}});
+  }
+  const auto before = s.round_trips();
+  auto r = s.grant_leases(grants, 30'000, 6);
+  EXPECT_EQ(s.round_trips() - before, 2) << "five grants";
+  ASSERT_EQ(r.size(), 5u);
+  for (const auto& g : r) {
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    EXPECT_EQ(g->job.state, JobState::leased);
+  }
+  EXPECT_EQ(s.running_runs().size(), 5u);
+}
+
+// A deposed leader's writes that wait in the queue for the next round trip (renew_lease's,
+// touch_agent's) fail in the server at the fencing check, and nothing of them is written.
+TEST(PostgresStore, ADeposedLeadersQueuedWritesAreRefusedInTheServer) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto a = PostgresLeader::connect(url);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(*(*a)->try_acquire(1));
+  auto old_store = open_postgres_store({url, (*a)->epoch()});
+  ASSERT_TRUE(old_store.ok());
+  Store& s = **old_store;
+  auto job = s.create_job(a_job("j"), 2);
+  auto agent = s.enrol_agent(an_agent("a"), 3);
+  ASSERT_TRUE(job.ok() && agent.ok());
+  auto lease = s.grant_lease(job->id, agent->id, 30'000, 4);
+  ASSERT_TRUE(lease.ok());
+  // Another kfleetd takes over: the epoch moves on under the old leader's feet.
+  query_one(url, "UPDATE kfleet_leader SET epoch = epoch + 1");
+
+  auto renew = s.renew_lease(lease->run_id, lease->fencing_token, 30'000, 5'000);
+  ASSERT_FALSE(renew.ok());
+  EXPECT_EQ(renew.error().code, Errc::unavailable);
+  EXPECT_NE(renew.error().message.find("no longer the leader"), std::string::npos)
+      << renew.error().message;
+  auto touch = s.touch_agent(agent->id, 6'000);
+  ASSERT_FALSE(touch.ok());
+  EXPECT_NE(touch.error().message.find("no longer the leader"), std::string::npos);
+  EXPECT_EQ(query_one(url, "SELECT lease_expires_ms FROM runs WHERE id = " +
+                               std::to_string(lease->run_id)),
+            std::to_string(4 + 30'000));
+  EXPECT_EQ(query_one(url, "SELECT last_seen_ms FROM agents WHERE id = " +
+                               std::to_string(agent->id)),
+            "4");
+}
+
+}  // namespace
+}  // namespace kfleet::store::testing
