@@ -130,6 +130,17 @@ bool PostgresLeader::still_leader() {
 
 namespace pg {
 
+std::string job_event_insert(const std::string& job, const std::string& from,
+                             const std::string& where, const std::string& data) {
+  return "INSERT INTO event_batches (last_id, first_id, job_id, run_id, min_seq, max_seq, seqs, "
+         "ts_ms, types, datas) "
+         "SELECT c.value, c.value, " + job + ", 0, s.seq, s.seq, ARRAY[s.seq], ARRAY[?::bigint], "
+         "ARRAY[?::text], ARRAY[(" + data + ")::text] FROM " + from +
+         " CROSS JOIN LATERAL (SELECT COALESCE(MAX(max_seq), 0) + 1 AS seq FROM event_batches "
+         "WHERE job_id = " + job + " AND run_id = 0) s" +
+         (where.empty() ? std::string() : " WHERE " + where);
+}
+
 Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
                                 const nlohmann::json& data, TimeMs now) {
   Event e;
@@ -141,12 +152,11 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
   // The id comes from the counters row (gap-free: the write lock orders every transaction
   // that takes one), the seq from the job's own events; one round trip.
   // The job is read in the same statement: no row, no event (migration 7: no foreign key).
-  auto q = db_->prepare(
+  static const std::string sql =
       "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
-      "RETURNING value) "
-      "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-      "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id AND "
-      "run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ? RETURNING id, seq");
+      "RETURNING value) " +
+      job_event_insert("j.id", "c, jobs j", "j.id = ?") + " RETURNING last_id, max_seq";
+  auto q = db_->prepare(sql);
   q.args(now, type, dump_json(e.data), job_id);
   if (!q.step())
     throw DbError{"23503", "job " + std::to_string(job_id) + " not found for its " + type +
@@ -164,13 +174,12 @@ void PgStore::write_job_state(std::int64_t job_id, JobState s, const std::string
   // its NOT NULL refuses (callers load the job in the same transaction first, so this is a
   // guard, not a path).
   const nlohmann::json data = {{"state", to_string(s)}, {"reason", reason}};
-  db_->prepare(
-         "WITH u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ? "
-         "RETURNING id), "
-         "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) "
-         "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-         "SELECT c.value, u.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = u.id AND "
-         "run_id = 0), 0) + 1, ?, ?, ? FROM c LEFT JOIN u ON TRUE")
+  static const std::string sql =
+      "WITH u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ? "
+      "RETURNING id), "
+      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) " +
+      job_event_insert("u.id", "c LEFT JOIN u ON TRUE");
+  db_->prepare(sql)
       .args(to_string(s), reason, now, job_id, now, event_type::job_state, dump_json(data))
       .run();
 }

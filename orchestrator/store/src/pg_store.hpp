@@ -9,6 +9,14 @@
 
 namespace kfleet::store::pg {
 
+// The text of a statement that stores one orchestrator event about a job: a batch of one
+// (migration 10), run 0, its id the `value` of a counters row `c` that `from` must give, its
+// seq the next of the job's own events. `job` is the SQL of the job's id, `where` (if any)
+// filters `from`, `data` is the SQL of the event's data. Its parameters, in order: ts_ms,
+// type, data's, then from's and where's.
+std::string job_event_insert(const std::string& job, const std::string& from,
+                             const std::string& where = {}, const std::string& data = "?");
+
 class PgStore final : public Store {
  public:
   explicit PgStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
@@ -175,6 +183,8 @@ int latest_schema_version();
 inline constexpr int kAuditFieldsSchemaVersion = 3;
 // The step that records where a job came from (job_origins: token, parent + change).
 inline constexpr int kJobOriginsSchemaVersion = 5;
+// The step that stores events a batch to a row (event_batches; `events` a view).
+inline constexpr int kEventBatchesSchemaVersion = 10;
 // Applies every step above the database's version in one transaction; refuses a database
 // written by a newer kfleetd.
 Result<void> migrate(Db& db);

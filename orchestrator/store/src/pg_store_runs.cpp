@@ -54,16 +54,15 @@ Stmt PgStore::queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs
                                       {"host_exclusive", job.host_exclusive}});
   if (!decision.is_null()) {
     // Queued: it goes with the grant below (the job was read before, under the write lock).
-    db_->prepare(
-           "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
-           "RETURNING value) "
-           "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-           "SELECT c.value, j.id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = j.id "
-           "AND run_id = 0), 0) + 1, ?, ?, ? FROM c, jobs j WHERE j.id = ?")
+    static const std::string sql =
+        "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
+        "RETURNING value) " +
+        job_event_insert("j.id", "c, jobs j", "j.id = ?");
+    db_->prepare(sql)
         .args(now, event_type::sched_decision, dump_json(decision), job_id)
         .run();
   }
-  auto q = db_->prepare(
+  static const std::string sql =
       "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
       "RETURNING value), "
       "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
@@ -73,14 +72,14 @@ Stmt PgStore::queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs
       "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
       "last_seen_ms = ? WHERE id = ?), "
       "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
-      "e AS (INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-      "SELECT c.value, r.job_id, 0, COALESCE((SELECT MAX(seq) FROM events WHERE job_id = ? AND "
-      "run_id = 0), 0) + 1, ?, ?, "
-      "'{\"fencing_token\":' || r.fencing_token || ',\"run_id\":' || r.id || ',' || substr(?, 2) "
-      "FROM c, r) "
-      "SELECT id, fencing_token FROM r");
+      "e AS (" +
+      job_event_insert("r.job_id", "c, r", {},
+                       "'{\"fencing_token\":' || r.fencing_token || ',\"run_id\":' || r.id || "
+                       "',' || substr(?, 2)") +
+      ") SELECT id, fencing_token FROM r";
+  auto q = db_->prepare(sql);
   q.args(job_id, agent_id, attempt, now, expires, agent.host, agent.slot,
-         job.host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, job_id, now,
+         job.host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, now,
          event_type::lease_granted, rest);
   q.send();
   reason = "leased to agent " + str(agent_id) + " (" + agent.name + "), attempt " +
@@ -216,9 +215,9 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     RunRecord run;
     std::string last_stage;
     JobState furthest = JobState::queued;
-    // Two statements per batch, whatever its size: which of its seqs are stored already (an
-    // index lookup), then the new ones inserted from arrays, numbered from the counters row in
-    // batch order (ids stay gap-free and follow the batch, as with SQLite).
+    // Two statements per batch, whatever its size: which of its seqs are stored already (from
+    // the run's stored batches whose seq range meets this one's), then the new ones as one
+    // row, their fields sent as arrays.
     auto array_of = [](const auto& items, auto&& put) {
       std::string out = "{";
       bool first = true;
@@ -250,9 +249,11 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       }
       // The BETWEEN bounds the index range whatever plan the server picks (before its
       // statistics know the table, it may filter the ANY instead of looking each seq up).
+      // Only the run's batches whose seq range meets this one's are opened.
       auto q = db_->prepare(
-          "SELECT seq FROM events WHERE job_id = (SELECT job_id FROM runs WHERE id = ?) AND "
-          "run_id = ? AND seq BETWEEN ? AND ? AND seq = ANY(?::bigint[])");
+          "SELECT u.seq FROM event_batches b, unnest(b.seqs) AS u(seq) WHERE "
+          "b.job_id = (SELECT job_id FROM runs WHERE id = ?) AND b.run_id = ? AND "
+          "b.max_seq >= ? AND b.min_seq <= ? AND u.seq = ANY(?::bigint[])");
       q.args(run_id, run_id, lo, hi, array_of(all, put_int));
       q.send();
       std::optional<RunRecord> loaded;
@@ -290,17 +291,19 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       if (progress(s) > progress(furthest)) furthest = s;
     }
     if (!seqs.empty()) {
+      // The new events are one row (migration 10), numbered from the counters row in batch
+      // order: ids stay gap-free and follow the batch, as with SQLite.
       const auto n = static_cast<std::int64_t>(seqs.size());
+      const auto [lo, hi] = std::minmax_element(seqs.begin(), seqs.end());
       db_->prepare(
              "WITH c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' "
-             "RETURNING value - ? AS base) "
-             "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) "
-             "SELECT c.base + t.ord, r.job_id, r.id, t.seq, t.ts_ms, t.type, t.data FROM c, "
-             "(SELECT id, job_id FROM runs WHERE id = ?) r, "
-             "unnest(?::bigint[], ?::bigint[], ?::text[], ?::text[]) "
-             "WITH ORDINALITY AS t(seq, ts_ms, type, data, ord)")
-          .args(n, n, run_id, array_of(seqs, put_int), array_of(tss, put_int),
-                array_of(types, put_text), array_of(datas, put_text))
+             "RETURNING value) "
+             "INSERT INTO event_batches (last_id, first_id, job_id, run_id, min_seq, max_seq, "
+             "seqs, ts_ms, types, datas) "
+             "SELECT c.value, c.value - ? + 1, r.job_id, r.id, ?, ?, ?::bigint[], ?::bigint[], "
+             "?::text[], ?::text[] FROM c, (SELECT id, job_id FROM runs WHERE id = ?) r")
+          .args(n, n, *lo, *hi, array_of(seqs, put_int), array_of(tss, put_int),
+                array_of(types, put_text), array_of(datas, put_text), run_id)
           .run();
     }
     if (!last_stage.empty()) {
@@ -324,11 +327,12 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     // run in the same statement, the last of the call: the COMMIT goes with it.
     {
       auto q = db_->prepare(
-          "UPDATE runs SET events_contiguous = (SELECT ? + count(*) FROM (SELECT seq, "
-          "row_number() OVER (ORDER BY seq) AS rn FROM events WHERE job_id = ? AND run_id = ? "
-          "AND seq > ?) t WHERE seq = ? + rn) WHERE id = ? RETURNING events_contiguous");
+          "UPDATE runs SET events_contiguous = (SELECT ? + count(*) FROM (SELECT u.seq, "
+          "row_number() OVER (ORDER BY u.seq) AS rn FROM event_batches b, unnest(b.seqs) AS "
+          "u(seq) WHERE b.job_id = ? AND b.run_id = ? AND b.max_seq > ? AND u.seq > ?) t "
+          "WHERE seq = ? + rn) WHERE id = ? RETURNING events_contiguous");
       const std::int64_t c = run.events_contiguous;
-      q.args(c, run.job_id, run_id, c, c, run_id);
+      q.args(c, run.job_id, run_id, c, c, c, run_id);
       db_->commit_with_next_read();
       res.contiguous = q.step() ? q.i64(0) : c;
     }

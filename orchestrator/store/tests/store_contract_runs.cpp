@@ -1,4 +1,7 @@
 // The store contract, part 2: leases, fencing, event ingestion, verdicts and lost agents.
+#include <limits>
+#include <map>
+
 #include "store_contract.hpp"
 
 namespace kfleet::store::testing {
@@ -204,6 +207,108 @@ TEST_P(StoreContract, RunEventsAreIdempotentAndTrackTheContiguousWatermark) {
   auto bad = store().append_run_events(l.run_id, l.fencing_token, {ev(0)}, ++now_);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, Errc::invalid_argument);
+}
+
+// Event pages whatever the storage (PostgreSQL keeps a batch to a row): pages of every size
+// across batches of several sizes, two runs and the jobs' own events interleaved, seqs out of
+// order, a duplicate and a gap, and an `after` at either end of the range.
+TEST_P(StoreContract, EventPagesOfEverySizeCrossBatchesWithoutLossOrRepeat) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  auto a = create("a");
+  auto b = create("b");
+  auto la = lease(a.id, enrol("x").id);
+  auto lb = lease(b.id, enrol("y").id);
+  auto put = [&](const Lease& l, std::vector<std::int64_t> seqs) {
+    std::vector<Event> evs;
+    for (auto q : seqs) evs.push_back(ev(q, "log", {{"seq", q}, {"run", l.run_id}}));
+    auto r = store().append_run_events(l.run_id, l.fencing_token, evs, ++now_);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  };
+  auto seqs_of = [](const std::vector<Event>& evs) {
+    std::vector<std::int64_t> out;
+    for (const auto& e : evs) out.push_back(e.seq);
+    return out;
+  };
+  put(la, {3, 1, 2});
+  put(lb, {1, 2, 3, 4, 5, 6, 7});
+  store().append_job_event(a.id, event_type::sched_decision, {{"action", "note"}}, ++now_);
+  put(la, {6});
+  put(la, {4});  // 5 is missing: the run's watermark stays at 4
+  using V = std::vector<std::int64_t>;
+  EXPECT_EQ(seqs_of(store().run_events(la.run_id, 0, 10)), (V{1, 2, 3, 4, 6}));
+  EXPECT_EQ(seqs_of(store().run_events(la.run_id, 1, 2)), (V{2, 3}));
+  EXPECT_EQ(seqs_of(store().run_events(la.run_id, 3, 1)), (V{4}));
+  EXPECT_EQ(seqs_of(store().run_events(la.run_id, 4, 1)), (V{6}));  // past the gap
+  put(la, {5, 2});  // 2 again: a duplicate, not stored twice
+  put(lb, {8});
+
+  const auto all = store().events_after(0, 1000);
+  for (std::size_t i = 1; i < all.size(); ++i) ASSERT_LT(all[i - 1].id, all[i].id);
+  std::map<std::int64_t, V> by_run;
+  for (const auto& e : all)
+    if (e.run_id != 0) {
+      by_run[e.run_id].push_back(e.seq);
+      EXPECT_EQ(e.data["seq"], e.seq);
+      EXPECT_EQ(e.data["run"], e.run_id);
+    }
+  EXPECT_EQ(by_run[la.run_id], (V{3, 1, 2, 6, 4, 5}));  // in the order they were stored
+  EXPECT_EQ(by_run[lb.run_id], (V{1, 2, 3, 4, 5, 6, 7, 8}));
+
+  auto ids_of = [](const std::vector<Event>& evs) {
+    std::vector<std::int64_t> out;
+    for (const auto& e : evs) out.push_back(e.id);
+    return out;
+  };
+  for (int limit = 1; limit <= 5; ++limit) {
+    SCOPED_TRACE("limit " + std::to_string(limit));
+    std::vector<Event> paged;
+    for (std::int64_t after = 0;;) {
+      auto page = store().events_after(after, limit);
+      ASSERT_LE(page.size(), static_cast<std::size_t>(limit));
+      if (page.empty()) break;
+      after = page.back().id;
+      paged.insert(paged.end(), page.begin(), page.end());
+    }
+    EXPECT_EQ(ids_of(paged), ids_of(all));
+
+    const auto of_a = store().job_events(a.id, 0, 1000);
+    std::vector<Event> a_paged;
+    for (std::int64_t after = 0;;) {
+      auto page = store().job_events(a.id, after, limit);
+      ASSERT_LE(page.size(), static_cast<std::size_t>(limit));
+      if (page.empty()) break;
+      after = page.back().id;
+      a_paged.insert(a_paged.end(), page.begin(), page.end());
+    }
+    EXPECT_EQ(ids_of(a_paged), ids_of(of_a));
+
+    std::vector<Event> run_paged;
+    for (std::int64_t after = 0;;) {
+      auto page = store().run_events(la.run_id, after, limit);
+      ASSERT_LE(page.size(), static_cast<std::size_t>(limit));
+      if (page.empty()) break;
+      after = page.back().seq;
+      run_paged.insert(run_paged.end(), page.begin(), page.end());
+    }
+    EXPECT_EQ(seqs_of(run_paged), (V{1, 2, 3, 4, 5, 6}));
+  }
+  std::size_t of_a_expected = 0;
+  for (const auto& e : all) of_a_expected += e.job_id == a.id;
+  EXPECT_EQ(store().job_events(a.id, 0, 1000).size(), of_a_expected);
+  std::size_t notes = 0, of_la = 0;
+  for (const auto& e : store().job_events(a.id, 0, 1000)) {
+    notes += e.type == event_type::sched_decision && e.data.value("action", "") == "note";
+    of_la += e.run_id == la.run_id;
+  }
+  EXPECT_EQ(notes, 1u);
+  EXPECT_EQ(of_la, 6u);
+  // An `after` at either end of the range: all, or nothing, and no error.
+  EXPECT_EQ(ids_of(store().events_after(std::numeric_limits<std::int64_t>::min(), 1000)),
+            ids_of(all));
+  EXPECT_TRUE(store().events_after(kMax, 10).empty());
+  EXPECT_TRUE(store().job_events(a.id, kMax, 10).empty());
+  EXPECT_TRUE(store().run_events(la.run_id, kMax, 10).empty());
+  EXPECT_EQ(store().job_events(a.id, -5, 1000).size(), of_a_expected);
 }
 
 TEST_P(StoreContract, StageStartedEventsMoveTheJobForwardOnly) {

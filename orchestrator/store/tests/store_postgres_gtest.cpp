@@ -262,6 +262,57 @@ TEST(PostgresStore, OneLeaderAtATimeAndTheOldOneIsFenced) {
 
 // A batch goes in as arrays: duplicates inside it, gaps, and payloads with quotes,
 // backslashes, braces, commas and non-ASCII text all come back as sent.
+// Events stored a row each before migration 10 come back the same from the batches it made
+// of them, and the ids and seqs that follow continue theirs.
+TEST(PostgresStore, MigrationKeepsEveryEventStoredARowEach) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  {
+    auto db = pg::Db::open(url);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    ASSERT_TRUE(pg::migrate_to(**db, pg::kEventBatchesSchemaVersion - 1).ok());
+  }
+  query_one(url,
+            "INSERT INTO jobs (id, name, state, state_reason, max_attempts, created_ms, "
+            "updated_ms, current_run_id) VALUES (1, 'old', 'running', '', 3, 1, 1, 1)");
+  query_one(url,
+            "INSERT INTO agents (id, name, token_hash, state, current_run_id, enrolled_ms, "
+            "last_seen_ms) VALUES (1, 'a', 'h', 'busy', 1, 1, 1)");
+  query_one(url,
+            "INSERT INTO runs (id, job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
+            "lease_expires_ms, events_contiguous) VALUES (1, 1, 1, 1, 7, 'running', 1, "
+            "9000000000000000, 2)");
+  query_one(url,
+            "INSERT INTO events (id, job_id, run_id, seq, ts_ms, type, data) VALUES "
+            "(1, 1, 0, 1, 10, 'job.submitted', '{}'), (2, 1, 1, 2, 11, 'log', '{\"n\":2}'), "
+            "(3, 1, 1, 1, 12, 'log', '{\"n\":1}'), (4, 1, 0, 2, 13, 'job.state', '{}')");
+  query_one(url, "UPDATE counters SET value = 4 WHERE name = 'event_id'");
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  auto all = s->events_after(0, 100);
+  ASSERT_EQ(all.size(), 4u);
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].id, static_cast<std::int64_t>(i + 1));
+  EXPECT_EQ(all[1].data["n"], 2);
+  EXPECT_EQ(all[2].ts_ms, 12);
+  auto run = s->run_events(1, 0, 100);
+  ASSERT_EQ(run.size(), 2u);
+  EXPECT_EQ(run[0].seq, 1);
+  EXPECT_EQ(run[0].id, 3);
+  Event third;
+  third.seq = 3;
+  third.type = "log";
+  third.data = {{"n", 3}};
+  auto r = s->append_run_events(1, 7, {third}, 14, 1);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->contiguous, 3);
+  auto e = s->append_job_event(1, "note", {{"x", 1}}, 15);
+  EXPECT_EQ(e.id, 6);
+  EXPECT_EQ(e.seq, 3);  // after the job's own 1 and 2
+  EXPECT_EQ(query_one(url, "SELECT string_agg(id || ':' || run_id || ':' || seq, ' ' ORDER BY id) "
+                           "FROM events"),
+            "1:0:1 2:1:2 3:1:1 4:0:2 5:1:3 6:0:3");
+}
+
 TEST(PostgresStore, EventBatchesKeepTheirContentDuplicatesAndWatermark) {
   const std::string url = fresh_database();
   ASSERT_FALSE(url.empty());
