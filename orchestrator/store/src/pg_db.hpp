@@ -49,6 +49,16 @@ struct Blob {
   std::string_view bytes;
 };
 
+// One-dimensional array parameters (bigint[], text[]), sent in PostgreSQL's binary array
+// format: no element is quoted by kfleetd or parsed by the server. Text must hold no NUL
+// byte (the server refuses it).
+struct Int8Array {
+  const std::vector<std::int64_t>& items;
+};
+struct TextArray {
+  const std::vector<std::string_view>& items;
+};
+
 struct DbError {
   std::string sqlstate;  // e.g. "23505" (unique violation); "" when the connection failed
   std::string message;
@@ -74,6 +84,8 @@ class Stmt {
   Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, Blob v);
+  Stmt& bind(int i, const Int8Array& v);
+  Stmt& bind(int i, const TextArray& v);
   Stmt& bind(int i, std::nullopt_t);
 
   template <class... Ts>

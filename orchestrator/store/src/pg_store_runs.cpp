@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_set>
+#include <utility>
 
 #include "pg_store.hpp"
 
@@ -196,11 +198,15 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     }
     if (e.type.empty())
       return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " has no type");
+    if (e.type.find('\0') != std::string::npos) {
+      return make_error(Errc::invalid_argument,
+                        "event seq " + str(e.seq) + " has a NUL character in its type");
+    }
   }
   // Two round trips, whatever the batch's size: the run (its fencing token, stage and job),
-  // the batch's seqs already stored and the job, read together with BEGIN, the lock and the
-  // fencing check; then the new events, the run's stage, the job's state, the run's
-  // watermark and the COMMIT.
+  // the batch's seqs already stored, the highest seq stored and the job, read together with
+  // BEGIN, the lock and the fencing check; then the new events, the run's stage, the job's
+  // state, the run's watermark and the COMMIT.
   static const std::string run_sql =
       std::string("SELECT ") + kRunColumns + ", stage_seq FROM runs WHERE id = ?";
   static const std::string job_sql = std::string("SELECT ") + kJobColumns +
@@ -215,29 +221,11 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     RunRecord run;
     std::string last_stage;
     JobState furthest = JobState::queued;
-    // Two statements per batch, whatever its size: which of its seqs are stored already (from
-    // the run's stored batches whose seq range meets this one's), then the new ones as one
-    // row, their fields sent as arrays.
-    auto array_of = [](const auto& items, auto&& put) {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& it : items) {
-        if (!first) out += ',';
-        first = false;
-        put(out, it);
-      }
-      return out + "}";
-    };
-    auto put_int = [](std::string& out, std::int64_t v) { out += std::to_string(v); };
-    auto put_text = [](std::string& out, const std::string& v) {
-      out += '"';
-      for (char ch : v) {
-        if (ch == '"' || ch == '\\') out += '\\';
-        out += ch;
-      }
-      out += '"';
-    };
-    std::unordered_set<std::int64_t> seen;
+    // Which of the batch's seqs are stored already: only the run's stored batches whose seq
+    // range meets this one's are opened. And the highest seq the run has stored, for the
+    // watermark below.
+    std::vector<std::int64_t> stored;  // sorted below
+    std::int64_t stored_max = 0;
     {
       std::vector<std::int64_t> all;
       all.reserve(events.size());
@@ -247,15 +235,16 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
         lo = std::min(lo, e.seq);
         hi = std::max(hi, e.seq);
       }
-      // The BETWEEN bounds the index range whatever plan the server picks (before its
-      // statistics know the table, it may filter the ANY instead of looking each seq up).
-      // Only the run's batches whose seq range meets this one's are opened.
       auto q = db_->prepare(
           "SELECT u.seq FROM event_batches b, unnest(b.seqs) AS u(seq) WHERE "
           "b.job_id = (SELECT job_id FROM runs WHERE id = ?) AND b.run_id = ? AND "
           "b.max_seq >= ? AND b.min_seq <= ? AND u.seq = ANY(?::bigint[])");
-      q.args(run_id, run_id, lo, hi, array_of(all, put_int));
+      q.args(run_id, run_id, lo, hi, Int8Array{all});
       q.send();
+      auto max_q = db_->prepare(
+          "SELECT COALESCE(MAX(max_seq), 0) FROM event_batches WHERE "
+          "job_id = (SELECT job_id FROM runs WHERE id = ?) AND run_id = ?");
+      max_q.args(run_id, run_id).send();
       std::optional<RunRecord> loaded;
       if (run_q.step()) {
         loaded = read_run(run_q);
@@ -264,12 +253,34 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       auto fenced = check_fenced(loaded, run_id, fencing_token, agent_id);
       if (!fenced) return fenced.error();
       run = *fenced;
-      while (q.step()) seen.insert(q.i64(0));
+      while (q.step()) stored.push_back(q.i64(0));
+      if (max_q.step()) stored_max = max_q.i64(0);
+    }
+    // An event is a duplicate when its seq is stored or came earlier in the batch (the first
+    // copy wins): the batch's (seq, place) pairs sorted, without a node per seq.
+    std::sort(stored.begin(), stored.end());
+    std::vector<bool> dup(events.size());
+    {
+      std::vector<std::pair<std::int64_t, std::size_t>> order;
+      order.reserve(events.size());
+      for (std::size_t i = 0; i < events.size(); ++i) order.emplace_back(events[i].seq, i);
+      std::sort(order.begin(), order.end());
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        dup[order[k].second] = (k > 0 && order[k - 1].first == order[k].first) ||
+                               std::binary_search(stored.begin(), stored.end(), order[k].first);
+      }
     }
     std::vector<std::int64_t> seqs, tss;
-    std::vector<std::string> types, datas;
-    for (const auto& e : events) {
-      if (!seen.insert(e.seq).second) {
+    std::vector<std::string_view> types, datas;  // views of events' own strings, or of dumped
+    std::vector<std::string> dumped;
+    dumped.reserve(events.size());  // never reallocated: datas point into it
+    seqs.reserve(events.size());
+    tss.reserve(events.size());
+    types.reserve(events.size());
+    datas.reserve(events.size());
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const Event& e = events[i];
+      if (dup[i]) {
         ++res.duplicates;
         continue;
       }
@@ -277,8 +288,12 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       seqs.push_back(e.seq);
       tss.push_back(e.ts_ms ? e.ts_ms : now);
       types.push_back(e.type);
-      datas.push_back(!e.data_text.empty() ? e.data_text
-                      : e.data.is_null() ? std::string("{}") : dump_json(e.data));
+      if (!e.data_text.empty()) {
+        datas.push_back(e.data_text);
+      } else {
+        dumped.push_back(e.data.is_null() ? std::string("{}") : dump_json(e.data));
+        datas.push_back(dumped.back());
+      }
       if (e.type != event_type::stage_started) continue;
       auto it = e.data.is_object() ? e.data.find("stage") : e.data.end();
       if (!e.data.is_object() || it == e.data.end() || !it->is_string()) continue;
@@ -302,8 +317,8 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
              "seqs, ts_ms, types, datas) "
              "SELECT c.value, c.value - ? + 1, r.job_id, r.id, ?, ?, ?::bigint[], ?::bigint[], "
              "?::text[], ?::text[] FROM c, (SELECT id, job_id FROM runs WHERE id = ?) r")
-          .args(n, n, *lo, *hi, array_of(seqs, put_int), array_of(tss, put_int),
-                array_of(types, put_text), array_of(datas, put_text), run_id)
+          .args(n, n, *lo, *hi, Int8Array{seqs}, Int8Array{tss}, TextArray{types},
+                TextArray{datas}, run_id)
           .run();
     }
     if (!last_stage.empty()) {
@@ -322,20 +337,34 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
                         now);
       }
     }
-    // The watermark: how far the stored seqs above it run on without a gap, counted by the
-    // server (seq = watermark + rank holds exactly for the gap-free prefix) and stored on the
-    // run in the same statement, the last of the call: the COMMIT goes with it.
-    {
-      auto q = db_->prepare(
+    // The watermark: how far the stored seqs above it run on without a gap; stored on the
+    // run by the last statement of the call, with which the COMMIT goes. Every seq up to it
+    // is stored, so a new seq is above it. When nothing was stored above it before this batch
+    // (an agent that uploads in order), it moves on by this batch's run of seqs from
+    // watermark + 1, counted here; otherwise the server counts the stored seqs above it
+    // (seq = watermark + rank holds exactly for the gap-free prefix).
+    const std::int64_t c = run.events_contiguous;
+    std::optional<Stmt> q;
+    if (stored_max <= c) {
+      std::sort(seqs.begin(), seqs.end());
+      std::int64_t w = c;
+      for (std::int64_t s : seqs) {
+        if (s != w + 1) break;
+        w = s;
+      }
+      q.emplace(db_->prepare(
+          "UPDATE runs SET events_contiguous = ? WHERE id = ? RETURNING events_contiguous"));
+      q->args(w, run_id);
+    } else {
+      q.emplace(db_->prepare(
           "UPDATE runs SET events_contiguous = (SELECT ? + count(*) FROM (SELECT u.seq, "
           "row_number() OVER (ORDER BY u.seq) AS rn FROM event_batches b, unnest(b.seqs) AS "
           "u(seq) WHERE b.job_id = ? AND b.run_id = ? AND b.max_seq > ? AND u.seq > ?) t "
-          "WHERE seq = ? + rn) WHERE id = ? RETURNING events_contiguous");
-      const std::int64_t c = run.events_contiguous;
-      q.args(c, run.job_id, run_id, c, c, c, run_id);
-      db_->commit_with_next_read();
-      res.contiguous = q.step() ? q.i64(0) : c;
+          "WHERE seq = ? + rn) WHERE id = ? RETURNING events_contiguous"));
+      q->args(c, run.job_id, run_id, c, c, c, run_id);
     }
+    db_->commit_with_next_read();
+    res.contiguous = q->step() ? q->i64(0) : c;
     return res;
   });
 }

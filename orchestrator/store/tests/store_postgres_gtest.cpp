@@ -350,6 +350,14 @@ TEST(PostgresStore, EventBatchesKeepTheirContentDuplicatesAndWatermark) {
   EXPECT_EQ(got[2].type, "log \"q\" {x,y}");
   auto all = s->events_after(0, 1000);
   for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].id, static_cast<std::int64_t>(i + 1));
+  // PostgreSQL's text holds no NUL: a type with one is refused by name, and nothing is stored.
+  Event nul = ev(6, "six");
+  nul.type = std::string("log\0x", 5);
+  auto r3 = s->append_run_events(l->run_id, l->fencing_token, {ev(7, "seven"), nul}, 6);
+  ASSERT_FALSE(r3.ok());
+  EXPECT_EQ(r3.error().code, Errc::invalid_argument);
+  EXPECT_NE(r3.error().message.find("NUL"), std::string::npos) << r3.error().message;
+  EXPECT_EQ(s->events_after(0, 1000).size(), all.size());
 }
 
 // Several connections (as several kfleetd would have) write at once: every call succeeds or
