@@ -260,8 +260,6 @@ TEST(PostgresStore, OneLeaderAtATimeAndTheOldOneIsFenced) {
   EXPECT_EQ((*store_b)->list_jobs({}).size(), 2u);
 }
 
-// A batch goes in as arrays: duplicates inside it, gaps, and payloads with quotes,
-// backslashes, braces, commas and non-ASCII text all come back as sent.
 // Events stored a row each before migration 10 come back the same from the batches it made
 // of them, and the ids and seqs that follow continue theirs.
 TEST(PostgresStore, MigrationKeepsEveryEventStoredARowEach) {
@@ -313,6 +311,9 @@ TEST(PostgresStore, MigrationKeepsEveryEventStoredARowEach) {
             "1:0:1 2:1:2 3:1:1 4:0:2 5:1:3 6:0:3");
 }
 
+// A batch goes in as arrays: duplicates inside it, gaps, and payloads with quotes,
+// backslashes, braces, commas and non-ASCII text all come back as sent; a type with a NUL
+// byte is refused.
 TEST(PostgresStore, EventBatchesKeepTheirContentDuplicatesAndWatermark) {
   const std::string url = fresh_database();
   ASSERT_FALSE(url.empty());
