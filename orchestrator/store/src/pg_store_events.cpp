@@ -24,10 +24,11 @@ std::int64_t plus(std::int64_t a, std::int64_t b) {  // saturating: an `after` f
 // after `after` holds at least one of them, so the first `limit` such batches hold the page;
 // of those, only the batches with fewer than `limit` of the page's events before them are
 // opened (the rest never leave the index and the row's out-of-line arrays stay unread).
-// Parameters: after + 1 twice, then where's, then after, limit, limit, after, limit.
+// Parameters: after + 1, then where's, then after, limit, limit, after, limit.
 std::string events_by_id(const std::string& where) {
-  return "WITH b AS (SELECT last_id, first_id, sum(last_id - GREATEST(first_id, ?) + 1) "
-         "OVER (ORDER BY last_id) - (last_id - GREATEST(first_id, ?) + 1) AS before FROM "
+  return "WITH b AS (SELECT last_id, first_id, COALESCE(sum(last_id - GREATEST(first_id, ?) + 1) "
+         "OVER (ORDER BY last_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before "
+         "FROM "
          "(SELECT last_id, first_id FROM event_batches WHERE " + where +
          " AND last_id > ? ORDER BY last_id LIMIT ?) x) "
          "SELECT e.first_id + u.ord - 1, e.job_id, e.run_id, u.seq, u.ts_ms, u.type, u.data "
@@ -43,7 +44,7 @@ std::vector<Event> PgStore::job_events(std::int64_t job_id, std::int64_t after_i
   const std::int64_t n = limit > 0 ? limit : 1000;
   return or_die("job_events", [&] {
     auto q = db_->prepare(sql);
-    q.args(plus(after_id, 1), plus(after_id, 1), job_id, after_id, n, n, after_id, n);
+    q.args(plus(after_id, 1), job_id, after_id, n, n, after_id, n);
     return query_events(q);
   });
 }
@@ -53,7 +54,7 @@ std::vector<Event> PgStore::events_after(std::int64_t after_id, int limit) {
   const std::int64_t n = limit > 0 ? limit : 1000;
   return or_die("events_after", [&] {
     auto q = db_->prepare(sql);
-    q.args(plus(after_id, 1), plus(after_id, 1), after_id, n, n, after_id, n);
+    q.args(plus(after_id, 1), after_id, n, n, after_id, n);
     return query_events(q);
   });
 }
