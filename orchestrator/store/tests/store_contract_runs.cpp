@@ -259,38 +259,34 @@ TEST_P(StoreContract, EventPagesOfEverySizeCrossBatchesWithoutLossOrRepeat) {
     for (const auto& e : evs) out.push_back(e.id);
     return out;
   };
+  // Every page of `fetch(after, limit)` in turn, each at most `limit` long, the next after the
+  // last one's `key` (an id or a seq), until an empty one.
+  auto all_pages = [](int limit, auto fetch, auto key) {
+    std::vector<Event> out;
+    for (std::int64_t after = 0;;) {
+      auto page = fetch(after, limit);
+      EXPECT_LE(page.size(), static_cast<std::size_t>(limit));
+      if (page.empty() || page.size() > static_cast<std::size_t>(limit)) break;
+      after = key(page.back());
+      out.insert(out.end(), page.begin(), page.end());
+    }
+    return out;
+  };
+  auto by_id = [](const Event& e) { return e.id; };
   for (int limit = 1; limit <= 5; ++limit) {
     SCOPED_TRACE("limit " + std::to_string(limit));
-    std::vector<Event> paged;
-    for (std::int64_t after = 0;;) {
-      auto page = store().events_after(after, limit);
-      ASSERT_LE(page.size(), static_cast<std::size_t>(limit));
-      if (page.empty()) break;
-      after = page.back().id;
-      paged.insert(paged.end(), page.begin(), page.end());
-    }
-    EXPECT_EQ(ids_of(paged), ids_of(all));
-
-    const auto of_a = store().job_events(a.id, 0, 1000);
-    std::vector<Event> a_paged;
-    for (std::int64_t after = 0;;) {
-      auto page = store().job_events(a.id, after, limit);
-      ASSERT_LE(page.size(), static_cast<std::size_t>(limit));
-      if (page.empty()) break;
-      after = page.back().id;
-      a_paged.insert(a_paged.end(), page.begin(), page.end());
-    }
-    EXPECT_EQ(ids_of(a_paged), ids_of(of_a));
-
-    std::vector<Event> run_paged;
-    for (std::int64_t after = 0;;) {
-      auto page = store().run_events(la.run_id, after, limit);
-      ASSERT_LE(page.size(), static_cast<std::size_t>(limit));
-      if (page.empty()) break;
-      after = page.back().seq;
-      run_paged.insert(run_paged.end(), page.begin(), page.end());
-    }
-    EXPECT_EQ(seqs_of(run_paged), (V{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(ids_of(all_pages(limit, [&](auto after, int n) {
+                return store().events_after(after, n);
+              }, by_id)),
+              ids_of(all));
+    EXPECT_EQ(ids_of(all_pages(limit, [&](auto after, int n) {
+                return store().job_events(a.id, after, n);
+              }, by_id)),
+              ids_of(store().job_events(a.id, 0, 1000)));
+    EXPECT_EQ(seqs_of(all_pages(limit, [&](auto after, int n) {
+                return store().run_events(la.run_id, after, n);
+              }, [](const Event& e) { return e.seq; })),
+              (V{1, 2, 3, 4, 5, 6}));
   }
   std::size_t of_a_expected = 0;
   for (const auto& e : all) of_a_expected += e.job_id == a.id;

@@ -60,13 +60,8 @@ TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
 // Rows written before set_by and cancelled_by existed get the user from the reason text the
 // API wrote then, or the job's submitter for a baseline kfleetd set itself; else "".
 TEST(PostgresStore, MigrationFillsSetByAndCancelledByOfOldRows) {
-  const std::string url = fresh_database();
+  const std::string url = database_at_schema(pg::kAuditFieldsSchemaVersion - 1);
   ASSERT_FALSE(url.empty());
-  {
-    auto db = pg::Db::open(url);
-    ASSERT_TRUE(db.ok()) << db.error().message;
-    ASSERT_TRUE(pg::migrate_to(**db, pg::kAuditFieldsSchemaVersion - 1).ok());
-  }
   query_one(url,
             "INSERT INTO jobs (id, name, state, state_reason, max_attempts, created_ms, "
             "updated_ms, submitted_by) VALUES (1, 'v1', 'passed', '', 3, 1, 1, 'carol'),"
@@ -263,13 +258,8 @@ TEST(PostgresStore, OneLeaderAtATimeAndTheOldOneIsFenced) {
 // Events stored a row each before migration 10 come back the same from the batches it made
 // of them, and the ids and seqs that follow continue theirs.
 TEST(PostgresStore, MigrationKeepsEveryEventStoredARowEach) {
-  const std::string url = fresh_database();
+  const std::string url = database_at_schema(pg::kEventBatchesSchemaVersion - 1);
   ASSERT_FALSE(url.empty());
-  {
-    auto db = pg::Db::open(url);
-    ASSERT_TRUE(db.ok()) << db.error().message;
-    ASSERT_TRUE(pg::migrate_to(**db, pg::kEventBatchesSchemaVersion - 1).ok());
-  }
   query_one(url,
             "INSERT INTO jobs (id, name, state, state_reason, max_attempts, created_ms, "
             "updated_ms, current_run_id) VALUES (1, 'old', 'running', '', 3, 1, 1, 1)");

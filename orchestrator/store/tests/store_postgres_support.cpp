@@ -1,5 +1,7 @@
 #include "store_postgres_support.hpp"
 
+#include "../src/pg_store.hpp"
+
 #include <libpq-fe.h>
 
 #include <gtest/gtest.h>
@@ -26,6 +28,21 @@ std::string fresh_database() {
     return "";
   }
   return *url;
+}
+
+std::string database_at_schema(int version) {
+  const std::string url = fresh_database();
+  if (url.empty()) return "";
+  auto db = pg::Db::open(url);
+  if (!db.ok()) {
+    ADD_FAILURE() << db.error().message;
+    return "";
+  }
+  if (auto r = pg::migrate_to(**db, version); !r.ok()) {
+    ADD_FAILURE() << "migrating to schema " << version << ": " << r.error().message;
+    return "";
+  }
+  return url;
 }
 
 StorePtr open_or_fail(const std::string& url) {

@@ -17,6 +17,10 @@ std::unique_ptr<ScratchPostgres>& server();
 // A fresh database on the scratch server (started on first use); "" on failure (recorded).
 std::string fresh_database();
 
+// A fresh database migrated only up to schema `version`, to write rows as an older kfleetd
+// did; "" on failure (recorded).
+std::string database_at_schema(int version);
+
 // A store on `url`, or null after a recorded failure (with the server's log).
 StorePtr open_or_fail(const std::string& url);
 
