@@ -85,8 +85,12 @@ Awaitable submit_job(Ctx& c) {
   }
   auto& ok = std::get<core::SubmitResult>(out);
   nlohmann::json res = {{"job", job_json(ok.job)}};
-  if (auto o = c.cp.store().job_origin(ok.job.id); o && o->parent_job_id)
-    res["job"]["change"] = o->change;
+  if (!ok.change.is_null()) {
+    res["job"]["change"] = ok.change;  // a new child's, as stored with it
+  } else if (ok.duplicate_of) {
+    if (auto o = c.cp.store().job_origin(ok.job.id); o && o->parent_job_id)
+      res["job"]["change"] = o->change;
+  }
   if (ok.duplicate_of) {
     res["duplicate_of"] = ok.duplicate_of;
     co_return json_response(c.req, http::status::ok, res);

@@ -102,29 +102,8 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
     if (auto* err = std::get_if<SubmitError>(&child)) return std::move(*err);
     change = std::move(std::get<nlohmann::json>(child));
   }
-  if (!r.force) {
-    // The no-repeat map: an identical job that ran (or is running) answers for this one.
-    if (auto prev = store_.find_job_by_content_hash(content_hash)) {
-      if (prev->state != JobState::error && prev->state != JobState::cancelled)
-        return SubmitResult{*prev, prev->id};
-    }
-  }
-  if (cfg_.max_in_flight_per_token > 0 && !r.token_key.empty()) {
-    const int n = store_.in_flight_jobs_of(r.token_key);
-    if (n >= cfg_.max_in_flight_per_token)
-      return SubmitError{
-          make_error(Errc::conflict,
-                     "this token has " + std::to_string(n) + " jobs queued or running (the limit "
-                     "is " + std::to_string(cfg_.max_in_flight_per_token) + " per token): wait "
-                     "for a verdict (kfleet_wait_verdict, kfleet status) or cancel a job before "
-                     "submitting another"),
-          {}, "in_flight_limit",
-          {{"in_flight", n}, {"limit", cfg_.max_in_flight_per_token}}};
-  }
-  if (auto put = store_.put_bundle(bundle_hash, bundle_to_json(*bundle).dump()); !put)
-    return SubmitError{put.error(), {}};
-
-  store::NewJob nj;
+  store::Submission sub;
+  store::NewJob& nj = sub.job;
   nj.name = spec.name;
   nj.campaign = spec.campaign;
   nj.parent = spec.parent;
@@ -142,12 +121,30 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   nj.token_key = r.token_key;
   nj.parent_job_id = r.parent_job;
   nj.change = change;
-  auto job = store_.create_job(nj, clock_->now_ms());
-  if (!job) return SubmitError{job.error(), {}};
-  remember_pending(*job);
+  sub.bundle_body = bundle_to_json(*bundle).dump();
+  // The no-repeat map: an identical job that ran (or is running) answers for this one.
+  sub.reuse_identical = !r.force;
+  if (cfg_.max_in_flight_per_token > 0 && !r.token_key.empty())
+    sub.in_flight_limit = cfg_.max_in_flight_per_token;
+  // The checks, the bundle and the job: one store transaction (two round trips on PostgreSQL).
+  auto done = store_.submit_job(sub, clock_->now_ms());
+  if (!done) return SubmitError{done.error(), {}};
+  if (done->duplicate) return SubmitResult{done->job, done->job.id, {}};
+  if (done->over_limit) {
+    const int n = done->in_flight;
+    return SubmitError{
+        make_error(Errc::conflict,
+                   "this token has " + std::to_string(n) + " jobs queued or running (the limit "
+                   "is " + std::to_string(cfg_.max_in_flight_per_token) + " per token): wait "
+                   "for a verdict (kfleet_wait_verdict, kfleet status) or cancel a job before "
+                   "submitting another"),
+        {}, "in_flight_limit",
+        {{"in_flight", n}, {"limit", cfg_.max_in_flight_per_token}}};
+  }
+  remember_pending(done->job);
   events_changed();
   request_plan();
-  return SubmitResult{*job, 0};
+  return SubmitResult{done->job, 0, r.parent_job != 0 ? change : nlohmann::json()};
 }
 
 Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id, const std::string& by) {

@@ -122,7 +122,10 @@ sched::Snapshot ControlPlane::snapshot() {
   sched::Snapshot s;
   s.now = clock_->now_ms();
   bool compilers = false;  // with compile agents in the fleet, every job builds on one first
-  for (const auto& a : store_.list_agents()) {
+  // The agents, the running runs and the region blocks: one read of the store (one round trip
+  // on PostgreSQL), one snapshot of the three.
+  auto fleet = store_.fleet_view();
+  for (const auto& a : fleet.agents) {
     if (a.state == store::AgentState::retired) continue;
     auto w = waiters_.find(a.id);
     bool idle = w != waiters_.end() && !w->second->done && a.current_run_id == 0;
@@ -193,10 +196,10 @@ sched::Snapshot ControlPlane::snapshot() {
     if (auto it = queue_.find(id); it != queue_.end())
       if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
   apply_waits(changes);
-  for (const auto& r : store_.running_runs()) s.running.push_back({r.host, r.slot, r.host_exclusive});
+  for (const auto& r : fleet.running) s.running.push_back({r.host, r.slot, r.host_exclusive});
   if (compilers)
     for (auto& j : s.queue) j.compile = built_.count(j.id) == 0;
-  s.blocks = store_.region_blocks();
+  s.blocks = std::move(fleet.blocks);
   for (const auto& [job, f] : in_flight_) s.in_flight.push_back(f);
   for (const auto& [id, p] : pending_instances_)
     s.in_flight.push_back({p.job_id, p.region, p.gpu, gpus_per_instance});

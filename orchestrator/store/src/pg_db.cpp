@@ -508,6 +508,21 @@ void Db::begin() {
   queue_.push_back(std::move(l));
 }
 
+void Db::begin_pipelined_reads() {
+  if (in_tx_) throw DbError{"", "pipelined reads inside a transaction"};
+  if (!ensure_connected()) throw_conn(conn_, "reconnecting to " + where_);
+  queue_.clear();
+  in_tx_ = true;  // send() queues and step() flushes, as in a transaction; no BEGIN, lock or COMMIT
+  commit_next_ = commit_queued_ = false;
+}
+
+void Db::end_pipelined_reads() {
+  for (auto& p : queue_)
+    if (p.reader) p.reader->queued_ = false;
+  queue_.clear();
+  in_tx_ = false;
+}
+
 void Db::queue_commit_now() {
   if (!in_tx_ || commit_queued_) return;
   Pending c;

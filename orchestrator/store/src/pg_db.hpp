@@ -211,6 +211,20 @@ class Db {
   // queued after it. The same rules as commit_with_next_read.
   void queue_commit_now();
 
+  // Runs f, whose reads (Stmt::send, then step) outside a transaction go to the server in one
+  // round trip: the first step() sends every read sent before it, as one pipeline whose
+  // statements the server runs as one implicit transaction (one snapshot). For reads only: no
+  // write lock, no fencing check, as for any read outside a transaction.
+  template <class F>
+  auto pipelined_reads(F&& f) -> decltype(f()) {
+    struct Scope {
+      Db& db;
+      ~Scope() { db.end_pipelined_reads(); }
+    } scope{*this};
+    begin_pipelined_reads();
+    return f();
+  }
+
   // Round trips to the server since the connection opened (what the bench and tests count).
   std::int64_t round_trips() const { return round_trips_; }
 
@@ -226,6 +240,8 @@ class Db {
   };
 
   Db(PGconn* c, std::string where) : conn_(c), where_(std::move(where)) {}
+  void begin_pipelined_reads();
+  void end_pipelined_reads();
   void begin();
   void commit();
   void rollback();

@@ -24,6 +24,7 @@ class PgStore final : public Store {
   std::int64_t round_trips() const override { return db_->round_trips(); }
 
   Result<JobRecord> create_job(const NewJob& j, TimeMs now) override;
+  Result<Submitted> submit_job(const Submission& s, TimeMs now) override;
   std::optional<JobRecord> get_job(std::int64_t id) override;
   std::vector<JobRecord> list_jobs(const JobFilter& f) override;
   std::vector<JobRecord> pending_jobs() override;
@@ -65,6 +66,7 @@ class PgStore final : public Store {
   std::int64_t count_agents(AgentState s) override;
   Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) override;
   Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) override;
+  FleetView fleet_view() override;
 
   void put_region_block(const RegionBlock& b) override;
   std::vector<RegionBlock> region_blocks() override;
@@ -111,6 +113,9 @@ class PgStore final : public Store {
   std::optional<JobRecord> load_job(std::int64_t id);
   std::optional<RunRecord> load_run(std::int64_t id);
   std::optional<AgentRecord> load_agent(std::int64_t id);
+  // submit_job's writes, the call's last step: the job, its origin and its job.submitted
+  // event, one statement sent with the COMMIT.
+  JobRecord insert_job(const NewJob& j, TimeMs now);
   // Uses one enrolment of the token with this hash for instance_id, or says why not.
   Result<EnrolToken> use_enrol_token(const std::string& hash, const std::string& instance_id,
                                      TimeMs now);

@@ -103,6 +103,12 @@ class Db {
   // PostgreSQL sends its COMMIT with the call's last read (pg_db.hpp); here the COMMIT costs
   // no round trip and comes when the transaction's function returns.
   void commit_with_next_read() {}
+  // PostgreSQL sends the reads made inside f in one round trip (pg_db.hpp); here each read
+  // runs when stepped, in process.
+  template <class F>
+  auto pipelined_reads(F&& f) -> decltype(f()) {
+    return f();
+  }
   const std::string& path() const { return path_; }
 
   // Runs f (returning Result<T>) inside BEGIN IMMEDIATE ... COMMIT; an error result or a

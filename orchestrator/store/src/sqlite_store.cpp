@@ -40,6 +40,39 @@ Event SqliteStore::insert_job_event(std::int64_t job_id, const std::string& type
   return e;
 }
 
+JobRecord SqliteStore::insert_job(const NewJob& j, TimeMs now) {
+  std::int64_t id = 0;
+  {
+    auto q = db_->prepare(
+        "INSERT INTO jobs (name, campaign, parent, priority, gpu, regions, spec, spec_yaml, "
+        "source_name, bundle_hash, content_hash, state, state_reason, attempts, max_attempts, "
+        "current_run_id, submitted_by, created_ms, updated_ms, simulated, host_exclusive) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, 0, ?, ?, ?, 0, ?) "
+        "RETURNING id");
+    q.args(j.name, j.campaign, j.parent, j.priority, j.gpu,
+           dump_json(nlohmann::json(j.regions)), dump_json(j.spec), j.spec_yaml, j.source_name,
+           j.bundle_hash, j.content_hash, j.max_attempts, j.submitted_by, now, now,
+           j.host_exclusive ? 1 : 0);
+    q.step();
+    id = q.i64(0);
+  }
+  if (!j.token_key.empty() || j.parent_job_id != 0) {
+    db_->prepare("INSERT INTO job_origins (job_id, token_key, parent_job_id, change) "
+                 "VALUES (?, ?, ?, ?)")
+        .args(id, j.token_key, j.parent_job_id, dump_json(j.change))
+        .run();
+  }
+  const nlohmann::json submitted = {{"name", j.name},
+                                    {"campaign", j.campaign},
+                                    {"priority", j.priority},
+                                    {"gpu", j.gpu},
+                                    {"regions", j.regions},
+                                    {"submitted_by", j.submitted_by},
+                                    {"content_hash", j.content_hash}};
+  insert_job_event(id, event_type::job_submitted, submitted, now);
+  return *load_job(id);
+}
+
 void SqliteStore::write_job_state(std::int64_t job_id, JobState s, const std::string& reason,
                                   TimeMs now) {
   db_->prepare("UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ?")

@@ -15,6 +15,7 @@ class SqliteStore final : public Store {
   const char* backend() const override { return "sqlite"; }
 
   Result<JobRecord> create_job(const NewJob& j, TimeMs now) override;
+  Result<Submitted> submit_job(const Submission& s, TimeMs now) override;
   std::optional<JobRecord> get_job(std::int64_t id) override;
   std::vector<JobRecord> list_jobs(const JobFilter& f) override;
   std::vector<JobRecord> pending_jobs() override;
@@ -54,6 +55,7 @@ class SqliteStore final : public Store {
   std::int64_t count_agents(AgentState s) override;
   Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) override;
   Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) override;
+  FleetView fleet_view() override;
 
   void put_region_block(const RegionBlock& b) override;
   std::vector<RegionBlock> region_blocks() override;
@@ -96,6 +98,8 @@ class SqliteStore final : public Store {
   std::vector<AuditRecord> audit_log(int limit) override;
 
  private:
+  // submit_job's writes, the call's last step: the job, its origin and its job.submitted event.
+  JobRecord insert_job(const NewJob& j, TimeMs now);
   // set_job_state's work, inside the caller's transaction; refusals come before any write.
   Result<JobRecord> change_job_state(std::int64_t id, JobState s, const std::string& reason,
                                      TimeMs now, const std::string& by);

@@ -141,6 +141,39 @@ TEST(PostgresStore, APassOfGrantsIsTwoRoundTrips) {
   EXPECT_EQ(s.running_runs().size(), 5u);
 }
 
+// A user's submit is one call: its checks' reads (the no-repeat map, the token's in-flight
+// count, the bundle) in one round trip with BEGIN, the lock and the fencing check, then the
+// bundle, the job, its origin and its event with the COMMIT in another. What a pass reads of
+// the fleet before it plans (agents, running runs, region blocks) is one round trip.
+TEST(PostgresStore, ASubmitIsTwoRoundTripsAndAPassReadsTheFleetInOne) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  Submission sub;
+  sub.job = a_job("j");
+  sub.job.token_key = "tok";
+  sub.job.bundle_hash = "sha256:b-j";
+  sub.bundle_body = "bundle bytes";
+  sub.reuse_identical = true;
+  sub.in_flight_limit = 5;
+  auto before = s.round_trips();
+  auto done = s.submit_job(sub, 2);
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(s.round_trips() - before, 2) << "a submit with its checks and its bundle";
+  EXPECT_EQ(done->job.name, "j");
+  EXPECT_EQ(s.get_bundle(sub.job.bundle_hash), sub.bundle_body);
+  before = s.round_trips();
+  ASSERT_TRUE(s.create_job(a_job("k"), 3).ok());
+  EXPECT_EQ(s.round_trips() - before, 1) << "create_job: nothing to check first";
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.enrol_agent(an_agent("a" + std::to_string(i)), 4).ok());
+  s.put_region_block({"terraform", "r1", "H100", "stockout", "none", 1, 5, 60'000});
+  before = s.round_trips();
+  auto v = s.fleet_view();
+  EXPECT_EQ(s.round_trips() - before, 1) << "fleet_view";
+  EXPECT_EQ(v.agents.size(), 3u);
+  EXPECT_EQ(v.blocks.size(), 1u);
+}
+
 // A deposed leader's writes that wait in the queue for the next round trip (renew_lease's,
 // touch_agent's) fail in the server at the fencing check, and nothing of them is written.
 TEST(PostgresStore, ADeposedLeadersQueuedWritesAreRefusedInTheServer) {

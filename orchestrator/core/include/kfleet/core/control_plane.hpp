@@ -109,6 +109,7 @@ struct SubmitRequest {
 struct SubmitResult {
   store::JobRecord job;
   std::int64_t duplicate_of = 0;      // the no-repeat map answered from an earlier job
+  nlohmann::json change;              // a new child's change against its parent (else null)
 };
 // A rejected submission: the message plus every spec issue (file:line:column, field).
 struct SubmitError {

@@ -70,6 +70,28 @@ struct JobRecord {
   std::string cancelled_by;          // the user who cancelled it; "" unless cancelled by one
 };
 
+// A submission: the job and what is checked and stored with it, under the same write lock and
+// in the same transaction (two round trips on PostgreSQL, one without the checks).
+struct Submission {
+  NewJob job;
+  // The job's bundle, stored as put_bundle stores it under job.bundle_hash (conflict if a
+  // different body is stored under that hash); empty: stored already.
+  std::string bundle_body;
+  // The no-repeat map: an earlier job with the same content_hash that did not end in error
+  // or cancelled answers for this one, and nothing is written.
+  bool reuse_identical = false;
+  // With job.token_key set and a limit above 0: nothing is written while the token has that
+  // many jobs queued or running.
+  int in_flight_limit = 0;
+};
+
+struct Submitted {
+  JobRecord job;            // the new job, or the earlier identical one (duplicate)
+  bool duplicate = false;   // job is an earlier one: nothing was written
+  bool over_limit = false;  // the token is at its limit: nothing was written, job is empty
+  int in_flight = 0;        // the token's jobs queued or running before this one (with a limit)
+};
+
 struct JobFilter {
   std::vector<JobState> states;      // empty = all
   std::string campaign;              // "" = all
@@ -262,6 +284,8 @@ class Store {
 
   // --- jobs
   virtual Result<JobRecord> create_job(const NewJob& j, TimeMs now) = 0;  // + job.submitted event
+  // create_job with its checks and its bundle (Submission): what a user's submit makes.
+  virtual Result<Submitted> submit_job(const Submission& s, TimeMs now) = 0;
   virtual std::optional<JobRecord> get_job(std::int64_t id) = 0;
   virtual std::vector<JobRecord> list_jobs(const JobFilter& f) = 0;   // newest first
   // queued and waiting_capacity jobs: priority desc, then id asc (FIFO). The scheduler reads
@@ -397,6 +421,16 @@ class Store {
   // Heartbeat: last_seen = now; a lost agent that speaks again becomes idle (if it holds no run).
   virtual Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) = 0;
   virtual Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) = 0;
+
+  // What a scheduling pass reads before it plans: the live agents (list_agents()), the running
+  // runs (running_runs()) and the region blocks (region_blocks()), read together: one round
+  // trip and one snapshot on PostgreSQL.
+  struct FleetView {
+    std::vector<AgentRecord> agents;
+    std::vector<RunRecord> running;
+    std::vector<RegionBlock> blocks;
+  };
+  virtual FleetView fleet_view() = 0;
 
   // --- region blocks
   virtual void put_region_block(const RegionBlock& b) = 0;  // upsert on (provider, region, gpu_class)

@@ -1,0 +1,147 @@
+// The store contract, part 6: a user's submission in one call (its no-repeat check, its
+// token's in-flight limit, its bundle and the job, under one write lock), and what a
+// scheduling pass reads of the fleet in one call.
+#include "store_contract.hpp"
+
+namespace kfleet::store::testing {
+
+using nlohmann::json;
+
+namespace {
+
+Submission submission(const NewJob& j, const std::string& bundle_body) {
+  Submission s;
+  s.job = j;
+  s.bundle_body = bundle_body;
+  return s;
+}
+
+}  // namespace
+
+TEST_P(StoreContract, ASubmissionStoresItsBundleAndItsJobTogether) {
+  const std::string body("tar\0bytes\xff\x01", 12);
+  NewJob j = job("a");
+  j.token_key = "tok-a";
+  auto done = store().submit_job(submission(j, body), ++now_);
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_FALSE(done->duplicate);
+  EXPECT_FALSE(done->over_limit);
+  // The job comes back as get_job reads it, with its job.submitted event and its origin.
+  auto stored = store().get_job(done->job.id);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(done->job.name, "a");
+  EXPECT_EQ(done->job.state, JobState::queued);
+  EXPECT_EQ(done->job.spec, stored->spec);
+  EXPECT_EQ(done->job.regions, stored->regions);
+  EXPECT_EQ(done->job.created_ms, stored->created_ms);
+  EXPECT_EQ(done->job.content_hash, "sha256:c-a");
+  EXPECT_EQ(store().get_bundle(j.bundle_hash), body);
+  auto events = store().job_events(done->job.id, 0, 10);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, event_type::job_submitted);
+  EXPECT_EQ(events[0].seq, 1);
+  EXPECT_EQ(events[0].data["content_hash"], "sha256:c-a");
+  auto origin = store().job_origin(done->job.id);
+  ASSERT_TRUE(origin);
+  EXPECT_EQ(origin->token_key, "tok-a");
+
+  // The same bundle again is no change; another body under its hash is refused, and then
+  // nothing of the submission is stored: not the job, not its event.
+  NewJob again = job("b");
+  again.bundle_hash = j.bundle_hash;
+  ASSERT_TRUE(store().submit_job(submission(again, body), ++now_).ok());
+  NewJob clash = job("c");
+  clash.bundle_hash = j.bundle_hash;
+  auto refused = store().submit_job(submission(clash, "other"), ++now_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Errc::conflict);
+  EXPECT_NE(refused.error().message.find("different content"), std::string::npos);
+  EXPECT_EQ(store().get_bundle(j.bundle_hash), body);
+  JobFilter named;
+  named.name = "c";
+  EXPECT_TRUE(store().list_jobs(named).empty());
+  const auto last = store().events_after(0, 100);
+  ASSERT_FALSE(last.empty());
+  EXPECT_EQ(last.back().data["name"], "b");
+}
+
+TEST_P(StoreContract, ASubmissionIsAnsweredByAnIdenticalJobUnlessThatOneFailed) {
+  auto first = store().submit_job(submission(job("a"), "body"), ++now_);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  Submission again = submission(job("a"), "body");
+  again.reuse_identical = true;
+  const auto events_before = store().events_after(0, 100).size();
+  auto dup = store().submit_job(again, ++now_);
+  ASSERT_TRUE(dup.ok()) << dup.error().message;
+  EXPECT_TRUE(dup->duplicate);
+  EXPECT_EQ(dup->job.id, first->job.id);
+  EXPECT_EQ(store().events_after(0, 100).size(), events_before) << "a duplicate writes nothing";
+  // Without reuse_identical (a forced submit) it is a new job.
+  auto forced = store().submit_job(submission(job("a"), "body"), ++now_);
+  ASSERT_TRUE(forced.ok());
+  EXPECT_FALSE(forced->duplicate);
+  EXPECT_GT(forced->job.id, first->job.id);
+  // The newest identical job answers; one that ended in error does not.
+  ASSERT_TRUE(store().set_job_state(forced->job.id, JobState::error, "broke", ++now_).ok());
+  auto after_error = store().submit_job(again, ++now_);
+  ASSERT_TRUE(after_error.ok());
+  EXPECT_FALSE(after_error->duplicate);
+  EXPECT_GT(after_error->job.id, forced->job.id);
+}
+
+TEST_P(StoreContract, ASubmissionOverItsTokensLimitWritesNothing) {
+  auto submit = [&](const std::string& name, const std::string& token) {
+    NewJob j = job(name);
+    j.token_key = token;
+    Submission s = submission(j, "body-" + name);
+    s.in_flight_limit = 2;
+    auto r = store().submit_job(s, ++now_);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? *r : Submitted{};
+  };
+  auto a = submit("a", "t1");
+  EXPECT_FALSE(a.over_limit);
+  EXPECT_EQ(a.in_flight, 0);
+  auto b = submit("b", "t1");
+  EXPECT_FALSE(b.over_limit);
+  EXPECT_EQ(b.in_flight, 1);
+  auto c = submit("c", "t1");
+  EXPECT_TRUE(c.over_limit);
+  EXPECT_EQ(c.in_flight, 2);
+  EXPECT_EQ(c.job.id, 0);
+  EXPECT_FALSE(store().get_bundle("sha256:b-c")) << "nothing of a refused submission is stored";
+  EXPECT_FALSE(submit("d", "t2").over_limit) << "the limit is per token";
+  // A verdict frees a place.
+  ASSERT_TRUE(store().set_job_state(a.job.id, JobState::cancelled, "by ana", ++now_).ok());
+  auto e = submit("e", "t1");
+  EXPECT_FALSE(e.over_limit);
+  EXPECT_EQ(e.in_flight, 1);
+}
+
+TEST_P(StoreContract, AFleetViewIsTheLiveAgentsTheRunningRunsAndTheRegionBlocks) {
+  auto a = enrol("a");
+  auto b = enrol("b");
+  auto gone = enrol("gone");
+  ASSERT_TRUE(store().set_agent_state(gone.id, AgentState::retired, ++now_).ok());
+  auto j = create("j");
+  auto l = lease(j.id, a.id);
+  RegionBlock block{"terraform", "us-east-1a", "H100", "stockout", "no capacity", 1, 1000, 61'000};
+  store().put_region_block(block);
+  auto v = store().fleet_view();
+  ASSERT_EQ(v.agents.size(), 2u);
+  EXPECT_EQ(v.agents[0].id, a.id);
+  EXPECT_EQ(v.agents[0].state, AgentState::busy);
+  EXPECT_EQ(v.agents[1].id, b.id);
+  EXPECT_EQ(v.agents[1].gpus.size(), store().list_agents()[1].gpus.size());
+  ASSERT_EQ(v.running.size(), 1u);
+  EXPECT_EQ(v.running[0].id, l.run_id);
+  EXPECT_EQ(v.running[0].agent_id, a.id);
+  ASSERT_EQ(v.blocks.size(), 1u);
+  EXPECT_EQ(v.blocks[0].region, "us-east-1a");
+  EXPECT_EQ(v.blocks[0].until_ms, 61'000);
+  // The store works on after it (PostgreSQL: the pipeline is left clean).
+  EXPECT_TRUE(store().touch_agent(b.id, ++now_).ok());
+  EXPECT_EQ(store().fleet_view().agents.size(), 2u);
+}
+
+}  // namespace kfleet::store::testing
