@@ -116,6 +116,10 @@ class PgStore final : public Store {
   // submit_job's writes, the call's last step: the job, its origin and its job.submitted
   // event, one statement sent with the COMMIT.
   JobRecord insert_job(const NewJob& j, TimeMs now);
+  // finish_agent_run's write of the job: its verdict, no run, its final state and the
+  // job.state event, one statement (queued).
+  void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
+                      JobState s, const std::string& reason, TimeMs now);
   // Uses one enrolment of the token with this hash for instance_id, or says why not.
   Result<EnrolToken> use_enrol_token(const std::string& hash, const std::string& instance_id,
                                      TimeMs now);

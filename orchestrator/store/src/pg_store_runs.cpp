@@ -45,48 +45,54 @@ std::optional<Error> PgStore::grant_refusal(std::int64_t job_id, std::int64_t ag
 Stmt PgStore::queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs expires,
                           TimeMs now, const nlohmann::json& decision, std::string& reason) {
   const std::int64_t job_id = job.id, agent_id = agent.id;
-  // The next fencing token, the run, the job and agent taking it, and the lease.granted
-  // event (its data: the run and token the server just made, then the rest as the client
-  // wrote it): one statement. The job's state travels with it.
   const int attempt = job.attempts + 1;
+  reason = "leased to agent " + str(agent_id) + " (" + agent.name + "), attempt " +
+           std::to_string(attempt) + " of " + std::to_string(job.max_attempts);
+  // One statement: the next fencing token, the run, the job taking it (its attempt and its
+  // leased state), the agent, and the job's events as one row (migration 10): the decision
+  // (when there is one), lease.granted (its data: the run and token the server just made,
+  // then the rest as the client wrote it) and job.state, with consecutive ids and seqs.
   const std::string rest = dump_json({{"agent_id", agent_id},
                                       {"attempt", attempt},
                                       {"host", agent.host},
                                       {"slot", agent.slot},
                                       {"host_exclusive", job.host_exclusive}});
+  const std::string state_data = dump_json({{"state", to_string(JobState::leased)}, {"reason", reason}});
+  std::vector<std::string_view> types, before;  // before: the decision's data, if any
+  std::string decided;
   if (!decision.is_null()) {
-    // Queued: it goes with the grant below (the job was read before, under the write lock).
-    static const std::string sql =
-        "WITH c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
-        "RETURNING value) " +
-        job_event_insert("j.id", "c, jobs j", "j.id = ?");
-    db_->prepare(sql)
-        .args(now, event_type::sched_decision, dump_json(decision), job_id)
-        .run();
+    decided = dump_json(decision);
+    types.push_back(event_type::sched_decision);
+    before.push_back(decided);
   }
+  types.push_back(event_type::lease_granted);
+  types.push_back(event_type::job_state);
+  const auto n = static_cast<std::int64_t>(types.size());
   static const std::string sql =
       "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
       "RETURNING value), "
       "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
       "started_ms, lease_expires_ms, host, slot, host_exclusive) "
       "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, job_id, fencing_token), "
-      "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r) WHERE id = ?), "
+      "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r), state = 'leased', "
+      "state_reason = ?, updated_ms = ? WHERE id = ?), "
       "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
       "last_seen_ms = ? WHERE id = ?), "
-      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
-      "e AS (" +
-      job_event_insert("r.job_id", "c, r", {},
-                       "'{\"fencing_token\":' || r.fencing_token || ',\"run_id\":' || r.id || "
-                       "',' || substr(?, 2)") +
-      ") SELECT id, fencing_token FROM r";
+      "c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' RETURNING value), "
+      "e AS (INSERT INTO event_batches (last_id, first_id, job_id, run_id, min_seq, max_seq, "
+      "seqs, ts_ms, types, datas) "
+      "SELECT c.value, c.value - ? + 1, r.job_id, 0, s.seq, s.seq + ? - 1, "
+      "ARRAY(SELECT generate_series(s.seq, s.seq + ? - 1)), array_fill(?::bigint, ARRAY[?::int]), "
+      "?::text[], ?::text[] || ARRAY['{\"fencing_token\":' || r.fencing_token || "
+      "',\"run_id\":' || r.id || ',' || substr(?, 2), ?] "
+      "FROM c, r CROSS JOIN LATERAL (SELECT COALESCE(MAX(max_seq), 0) + 1 AS seq FROM "
+      "event_batches WHERE job_id = r.job_id AND run_id = 0) s) "
+      "SELECT id, fencing_token FROM r";
   auto q = db_->prepare(sql);
   q.args(job_id, agent_id, attempt, now, expires, agent.host, agent.slot,
-         job.host_exclusive ? 1 : 0, attempt, job_id, now, agent_id, now,
-         event_type::lease_granted, rest);
+         job.host_exclusive ? 1 : 0, attempt, reason, now, job_id, now, agent_id, n, n, n, n,
+         now, n, TextArray{types}, TextArray{before}, rest, state_data);
   q.send();
-  reason = "leased to agent " + str(agent_id) + " (" + agent.name + "), attempt " +
-           std::to_string(attempt) + " of " + std::to_string(job.max_attempts);
-  write_job_state(job_id, JobState::leased, reason, now);
   return q;
 }
 

@@ -103,6 +103,7 @@ class Db {
   // PostgreSQL sends its COMMIT with the call's last read (pg_db.hpp); here the COMMIT costs
   // no round trip and comes when the transaction's function returns.
   void commit_with_next_read() {}
+  void queue_commit_now() {}
   // PostgreSQL sends the reads made inside f in one round trip (pg_db.hpp); here each read
   // runs when stepped, in process.
   template <class F>

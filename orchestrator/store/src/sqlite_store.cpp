@@ -73,6 +73,14 @@ JobRecord SqliteStore::insert_job(const NewJob& j, TimeMs now) {
   return *load_job(id);
 }
 
+void SqliteStore::finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
+                                 JobState s, const std::string& reason, TimeMs now) {
+  db_->prepare("UPDATE jobs SET verdict = ?, simulated = ?, current_run_id = 0 WHERE id = ?")
+      .args(verdict, simulated, job_id)
+      .run();
+  write_job_state(job_id, s, reason, now);
+}
+
 void SqliteStore::write_job_state(std::int64_t job_id, JobState s, const std::string& reason,
                                   TimeMs now) {
   db_->prepare("UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ? WHERE id = ?")

@@ -100,6 +100,9 @@ class SqliteStore final : public Store {
  private:
   // submit_job's writes, the call's last step: the job, its origin and its job.submitted event.
   JobRecord insert_job(const NewJob& j, TimeMs now);
+  // finish_agent_run's write of the job: its verdict, no run, its final state (+ job.state).
+  void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
+                      JobState s, const std::string& reason, TimeMs now);
   // set_job_state's work, inside the caller's transaction; refusals come before any write.
   Result<JobRecord> change_job_state(std::int64_t id, JobState s, const std::string& reason,
                                      TimeMs now, const std::string& by);
