@@ -146,11 +146,11 @@ class PgStore final : public Store {
                                             const std::optional<JobRecord>& job,
                                             const std::optional<AgentRecord>& agent,
                                             const std::vector<HostRun>& host_runs);
-  // Queues the grant's writes (the decision, the run with its fencing token, the job, the
-  // agent, lease.granted, the job's state); the statement returned reads the run's id and
-  // token once sent. reason: the job's new state reason.
-  Stmt queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs expires, TimeMs now,
-                   const nlohmann::json& decision, std::string& reason);
+  // Sends one grant's statement (pg_store_runs.cpp): its row is the job as the grant left it
+  // and the run's id and fencing token, or none when the lease rules refuse it.
+  Stmt send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now);
+  // Why a grant that send_grant's statement refused was refused, read after its transaction.
+  Error explain_refused_grant(const LeaseGrant& g);
   // Ends a running run (for cancel or error) and frees its agent if it still holds it.
   void end_run(const RunRecord& run, RunOutcome outcome, TimeMs now);
   void free_agent(std::int64_t agent_id, std::int64_t run_id, AgentState s, TimeMs now);

@@ -42,69 +42,93 @@ std::optional<Error> PgStore::grant_refusal(std::int64_t job_id, std::int64_t ag
   return std::nullopt;
 }
 
-Stmt PgStore::queue_grant(const JobRecord& job, const AgentRecord& agent, TimeMs expires,
-                          TimeMs now, const nlohmann::json& decision, std::string& reason) {
-  const std::int64_t job_id = job.id, agent_id = agent.id;
-  const int attempt = job.attempts + 1;
-  reason = "leased to agent " + str(agent_id) + " (" + agent.name + "), attempt " +
-           std::to_string(attempt) + " of " + std::to_string(job.max_attempts);
-  // One statement: the next fencing token, the run, the job taking it (its attempt and its
-  // leased state), the agent, and the job's events as one row (migration 10): the decision
-  // (when there is one), lease.granted (its data: the run and token the server just made,
-  // then the rest as the client wrote it) and job.state, with consecutive ids and seqs.
-  const std::string rest = dump_json({{"agent_id", agent_id},
-                                      {"attempt", attempt},
-                                      {"host", agent.host},
-                                      {"slot", agent.slot},
-                                      {"host_exclusive", job.host_exclusive}});
-  const std::string state_data = dump_json({{"state", to_string(JobState::leased)}, {"reason", reason}});
+namespace {
+
+// kJobColumns, each as jobs.<column>: an UPDATE ... FROM's RETURNING, where the other tables
+// have columns of the same names.
+std::string qualified_job_columns() {
+  std::string out, col;
+  for (const char* c = kJobColumns;; ++c) {
+    if (*c == ',' || *c == 0) {
+      if (!out.empty()) out += ", ";
+      out += "jobs." + col;
+      col.clear();
+      if (*c == 0) break;
+    } else if (*c != ' ') {
+      col += *c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
+  // One statement, which writes nothing unless the lease rules allow it, checked in the
+  // server against the rows as the statements before it left them: the job pending with an
+  // attempt left, the agent idle and holding no run, and the slot rules on the agent's host
+  // (slot_rule_refusal; also unique indexes). Then the next fencing token, the run, the job
+  // (its attempt, its run and its leased state in one row version), the agent, and the job's
+  // events as one row (migration 10): the decision (when there is one), lease.granted and
+  // job.state, with consecutive ids and seqs. Its row: the job as the grant left it, then the
+  // run's id and fencing token; no row when the grant is refused.
+  static const std::string sql =
+      "WITH ok AS (SELECT j.id, j.attempts + 1 AS attempt, j.max_attempts, j.host_exclusive, "
+      "a.name AS agent_name, a.host, a.slot FROM jobs j, agents a "
+      "WHERE j.id = ? AND a.id = ? AND j.state IN ('queued', 'waiting_capacity') "
+      "AND j.attempts < j.max_attempts AND a.state = 'idle' AND a.current_run_id = 0 "
+      "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.outcome = 'running' AND o.host = a.host "
+      "AND (o.slot = a.slot OR o.host_exclusive <> 0 OR j.host_exclusive <> 0))), "
+      "w AS (SELECT ok.*, 'leased to agent ' || ?::bigint || ' (' || ok.agent_name || "
+      "'), attempt ' || ok.attempt || ' of ' || ok.max_attempts AS reason FROM ok), "
+      "t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
+      "AND EXISTS (SELECT 1 FROM ok) RETURNING value), "
+      "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
+      "started_ms, lease_expires_ms, host, slot, host_exclusive) "
+      "SELECT w.id, ?, w.attempt, t.value, 'running', ?, ?, w.host, w.slot, w.host_exclusive "
+      "FROM w, t RETURNING id, job_id, fencing_token), "
+      "j AS (UPDATE jobs SET attempts = w.attempt, current_run_id = r.id, state = 'leased', "
+      "state_reason = w.reason, updated_ms = ? FROM w, r WHERE jobs.id = r.job_id RETURNING " +
+      qualified_job_columns() +
+      "), "
+      "a AS (UPDATE agents SET state = 'busy', current_run_id = r.id, last_seen_ms = ? "
+      "FROM r WHERE agents.id = ?), "
+      "c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' "
+      "AND EXISTS (SELECT 1 FROM ok) RETURNING value), "
+      "e AS (INSERT INTO event_batches (last_id, first_id, job_id, run_id, min_seq, max_seq, "
+      "seqs, ts_ms, types, datas) "
+      "SELECT c.value, c.value - ? + 1, r.job_id, 0, s.seq, s.seq + ? - 1, "
+      "ARRAY(SELECT generate_series(s.seq, s.seq + ? - 1)), array_fill(?::bigint, ARRAY[?::int]), "
+      "?::text[], ?::text[] || ARRAY["
+      "'{\"agent_id\":' || ?::bigint || ',\"attempt\":' || w.attempt || ',\"fencing_token\":' || "
+      "r.fencing_token || ',\"host\":' || to_json(w.host)::text || ',\"host_exclusive\":' || "
+      "CASE WHEN w.host_exclusive <> 0 THEN 'true' ELSE 'false' END || ',\"run_id\":' || r.id || "
+      "',\"slot\":' || w.slot || '}', "
+      "'{\"reason\":' || to_json(w.reason)::text || ',\"state\":\"leased\"}'] "
+      "FROM c, r, w CROSS JOIN LATERAL (SELECT COALESCE(MAX(max_seq), 0) + 1 AS seq FROM "
+      "event_batches WHERE job_id = r.job_id AND run_id = 0) s) "
+      "SELECT j.*, r.id, r.fencing_token FROM j, r";
   std::vector<std::string_view> types, before;  // before: the decision's data, if any
   std::string decided;
-  if (!decision.is_null()) {
-    decided = dump_json(decision);
+  if (!g.decision.is_null()) {
+    decided = dump_json(g.decision);
     types.push_back(event_type::sched_decision);
     before.push_back(decided);
   }
   types.push_back(event_type::lease_granted);
   types.push_back(event_type::job_state);
   const auto n = static_cast<std::int64_t>(types.size());
-  static const std::string sql =
-      "WITH t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
-      "RETURNING value), "
-      "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, "
-      "started_ms, lease_expires_ms, host, slot, host_exclusive) "
-      "SELECT ?, ?, ?, t.value, 'running', ?, ?, ?, ?, ? FROM t RETURNING id, job_id, fencing_token), "
-      "j AS (UPDATE jobs SET attempts = ?, current_run_id = (SELECT id FROM r), state = 'leased', "
-      "state_reason = ?, updated_ms = ? WHERE id = ?), "
-      "a AS (UPDATE agents SET state = 'busy', current_run_id = (SELECT id FROM r), "
-      "last_seen_ms = ? WHERE id = ?), "
-      "c AS (UPDATE counters SET value = value + ? WHERE name = 'event_id' RETURNING value), "
-      "e AS (INSERT INTO event_batches (last_id, first_id, job_id, run_id, min_seq, max_seq, "
-      "seqs, ts_ms, types, datas) "
-      "SELECT c.value, c.value - ? + 1, r.job_id, 0, s.seq, s.seq + ? - 1, "
-      "ARRAY(SELECT generate_series(s.seq, s.seq + ? - 1)), array_fill(?::bigint, ARRAY[?::int]), "
-      "?::text[], ?::text[] || ARRAY['{\"fencing_token\":' || r.fencing_token || "
-      "',\"run_id\":' || r.id || ',' || substr(?, 2), ?] "
-      "FROM c, r CROSS JOIN LATERAL (SELECT COALESCE(MAX(max_seq), 0) + 1 AS seq FROM "
-      "event_batches WHERE job_id = r.job_id AND run_id = 0) s) "
-      "SELECT id, fencing_token FROM r";
   auto q = db_->prepare(sql);
-  q.args(job_id, agent_id, attempt, now, expires, agent.host, agent.slot,
-         job.host_exclusive ? 1 : 0, attempt, reason, now, job_id, now, agent_id, n, n, n, n,
-         now, n, TextArray{types}, TextArray{before}, rest, state_data);
+  q.args(g.job_id, g.agent_id, g.agent_id, g.agent_id, now, expires, now, now, g.agent_id, n, n,
+         n, n, now, n, TextArray{types}, TextArray{before}, g.agent_id);
   q.send();
   return q;
 }
 
-Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
-                                   TimeMs now, const nlohmann::json& decision,
-                                   JobRecord* leased_job) {
-  if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
-  // Two round trips: the job, the agent and the runs on its host, read together with BEGIN,
-  // the lock and the fencing check; then the decision's event, the grant, its lease.granted
-  // event, the job's state and the COMMIT.
-  return db_->transaction([&]() -> Result<Lease> {
-    auto reads = send_grant_reads(job_id, agent_id);
+Error PgStore::explain_refused_grant(const LeaseGrant& g) {
+  // The refused grant's rows as they are now, read together in one round trip.
+  return db_->pipelined_reads([&]() -> Error {
+    auto reads = send_grant_reads(g.job_id, g.agent_id);
     std::optional<JobRecord> job;
     if (reads.job.step()) job = read_job(reads.job);
     std::optional<AgentRecord> agent;
@@ -112,16 +136,22 @@ Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, T
     std::vector<HostRun> host_runs;
     while (reads.host.step())
       host_runs.push_back({reads.host.i64(0), reads.host.i32(1), reads.host.boolean(2)});
-    if (auto refused = grant_refusal(job_id, agent_id, job, agent, host_runs)) return *refused;
-    const TimeMs expires = now + ttl_ms;
-    std::string reason;
-    auto q = queue_grant(*job, *agent, expires, now, decision, reason);
-    db_->queue_commit_now();
-    if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
-    const Lease lease{q.i64(0), job_id, agent_id, q.i64(1), expires};
-    if (leased_job) *leased_job = as_leased(*job, lease, job->attempts + 1, reason, now);
-    return lease;
+    if (auto refused = grant_refusal(g.job_id, g.agent_id, job, agent, host_runs)) return *refused;
+    // Free again by now: what took it was a grant before it in the same pass.
+    return make_error(Errc::conflict, "job " + str(g.job_id) + " could not go to agent " +
+                                          str(g.agent_id) +
+                                          ": an earlier grant of the same pass took the job, the "
+                                          "agent or its GPU slot");
   });
+}
+
+Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
+                                   TimeMs now, const nlohmann::json& decision,
+                                   JobRecord* leased_job) {
+  auto r = grant_leases({LeaseGrant{job_id, agent_id, decision}}, ttl_ms, now);
+  if (!r.front()) return r.front().error();
+  if (leased_job) *leased_job = r.front()->job;
+  return r.front()->lease;
 }
 
 std::vector<Result<Store::GrantedLease>> PgStore::grant_leases(const std::vector<LeaseGrant>& grants,
@@ -133,62 +163,44 @@ std::vector<Result<Store::GrantedLease>> PgStore::grant_leases(const std::vector
       out.push_back(make_error(Errc::invalid_argument, "lease ttl must be positive"));
     return out;
   }
-  // Two round trips for the whole pass: every grant's job, agent and host runs read together
-  // with BEGIN, the lock and the fencing check; then the writes of those that may go ahead and
-  // the COMMIT. Each is judged after the ones before it: a job, an agent or a GPU slot taken
-  // by an earlier grant of the batch is taken for the later ones too.
+  // One round trip for the whole pass: BEGIN, the lock and the fencing check, every grant's
+  // statement (send_grant: the rules checked in the server, each grant after the ones before
+  // it, so a job, an agent or a GPU slot taken by an earlier grant is taken for the later
+  // ones), and the COMMIT. A refused grant costs one more round trip after it, to say why.
   const TimeMs expires = now + ttl_ms;
+  std::vector<bool> refused(grants.size());
   auto done = db_->transaction([&]() -> Result<std::vector<Result<GrantedLease>>> {
-    std::vector<GrantReads> reads;
-    reads.reserve(grants.size());
-    for (const auto& g : grants) reads.push_back(send_grant_reads(g.job_id, g.agent_id));
+    std::vector<Stmt> sent;
+    sent.reserve(grants.size());  // never reallocated: the queue points at them
+    for (const auto& g : grants) sent.push_back(send_grant(g, expires, now));
+    db_->queue_commit_now();
     std::vector<Result<GrantedLease>> results;
-    std::vector<std::optional<Stmt>> granted(grants.size());
-    std::vector<JobRecord> jobs(grants.size());
-    std::vector<std::string> reasons(grants.size());
-    std::unordered_set<std::int64_t> taken_jobs, taken_agents;
-    std::map<std::string, std::vector<HostRun>> taken_slots;  // host -> leases granted above
     for (std::size_t i = 0; i < grants.size(); ++i) {
-      const auto& g = grants[i];
-      std::optional<JobRecord> job;
-      if (reads[i].job.step()) job = read_job(reads[i].job);
-      std::optional<AgentRecord> agent;
-      if (reads[i].agent.step()) agent = read_agent(reads[i].agent);
-      std::vector<HostRun> host_runs;
-      while (reads[i].host.step())
-        host_runs.push_back({reads[i].host.i64(0), reads[i].host.i32(1), reads[i].host.boolean(2)});
-      // What the grants above changed, as a read after them would see it.
-      if (job && taken_jobs.count(job->id)) job->state = JobState::leased;
-      if (agent && taken_agents.count(agent->id)) agent->state = AgentState::busy;
-      if (agent)
-        if (auto it = taken_slots.find(agent->host); it != taken_slots.end())
-          host_runs.insert(host_runs.end(), it->second.begin(), it->second.end());
-      if (auto refused = grant_refusal(g.job_id, g.agent_id, job, agent, host_runs)) {
-        results.push_back(*refused);
+      Stmt& q = sent[i];
+      if (!q.step()) {
+        refused[i] = true;
+        results.push_back(make_error(Errc::conflict, "refused"));  // explained below
         continue;
       }
-      granted[i].emplace(queue_grant(*job, *agent, expires, now, g.decision, reasons[i]));
-      jobs[i] = std::move(*job);
-      taken_jobs.insert(g.job_id);
-      taken_agents.insert(g.agent_id);
-      // Its run's id is the server's: 0 stands for "a lease granted above" in a refusal.
-      taken_slots[agent->host].push_back({0, agent->slot, jobs[i].host_exclusive});
-      results.push_back(GrantedLease{});
-    }
-    db_->queue_commit_now();
-    for (std::size_t i = 0; i < grants.size(); ++i) {
-      if (!granted[i]) continue;
-      Stmt& q = *granted[i];
-      if (!q.step()) throw DbError{"", "the fencing counter is missing (schema damaged?)"};
-      const Lease lease{q.i64(0), grants[i].job_id, grants[i].agent_id, q.i64(1), expires};
-      const int attempt = jobs[i].attempts + 1;
-      results[i] = GrantedLease{lease, as_leased(std::move(jobs[i]), lease, attempt, reasons[i], now)};
+      JobRecord job = read_job(q);
+      const Lease lease{q.i64(24), grants[i].job_id, grants[i].agent_id, q.i64(25), expires};
+      results.push_back(GrantedLease{lease, std::move(job)});
     }
     return results;
   });
   if (!done) {
     for (std::size_t i = 0; i < grants.size(); ++i) out.push_back(done.error());
     return out;
+  }
+  for (std::size_t i = 0; i < grants.size(); ++i) {
+    if (!refused[i]) continue;
+    try {
+      (*done)[i] = explain_refused_grant(grants[i]);
+    } catch (const DbError& e) {
+      (*done)[i] = make_error(Errc::conflict, "job " + str(grants[i].job_id) +
+                                                  " was not leased; reading why failed: " +
+                                                  e.message);
+    }
   }
   return std::move(*done);
 }
