@@ -130,8 +130,9 @@ class PgStore final : public Store {
                                      TimeMs now, const std::string& by);
   // Sets state and reason and writes the job.state event, in the caller's transaction.
   void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
-  // A grant, split in its two round trips (pg_store_runs.cpp): its reads sent ahead, then
-  // checked, then its writes queued.
+  // A grant (pg_store_runs.cpp): one statement that checks the lease rules in the server
+  // (send_grant); for a refused one, its rows read afterwards and the rules' words
+  // (send_grant_reads, grant_refusal: the checks SQLite's grant makes in kfleetd).
   struct HostRun {
     std::int64_t id = 0;
     int slot = 0;

@@ -2,10 +2,8 @@
 // renewal, finishing, hand-off, expiry and the run queries are shared/runs.inc.
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <utility>
 
 #include "pg_store.hpp"

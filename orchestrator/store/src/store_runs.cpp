@@ -8,6 +8,22 @@ namespace kfleet::store::sqlite {
 
 #include "shared/runs.inc"
 
+namespace {
+
+// The job as a grant leaves it, as get_job would read it back (PostgreSQL's grant returns it
+// from its statement).
+JobRecord as_leased(JobRecord job, const Lease& lease, int attempt, const std::string& reason,
+                    TimeMs now) {
+  job.state = JobState::leased;
+  job.state_reason = reason;
+  job.attempts = attempt;
+  job.current_run_id = lease.run_id;
+  job.updated_ms = now;
+  return job;
+}
+
+}  // namespace
+
 Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
                                    TimeMs now, const nlohmann::json& decision,
                                    JobRecord* leased_job) {
