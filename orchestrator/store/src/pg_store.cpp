@@ -166,7 +166,8 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
   return e;
 }
 
-JobRecord PgStore::insert_job(const NewJob& j, TimeMs now) {
+JobRecord PgStore::insert_job(const NewJob& j, const nlohmann::json& submitted,
+                             TimeMs now) {
   // The job, its origin (when it has one) and its job.submitted event: one statement, which
   // reads the job back as stored and goes with the COMMIT.
   static const std::string sql =
@@ -181,13 +182,6 @@ JobRecord PgStore::insert_job(const NewJob& j, TimeMs now) {
       "SELECT j.id, ?, ?, ? FROM j WHERE ? = 1), "
       "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
       "e AS (" + job_event_insert("j.id", "c, j") + ") SELECT * FROM j";
-  const nlohmann::json submitted = {{"name", j.name},
-                                    {"campaign", j.campaign},
-                                    {"priority", j.priority},
-                                    {"gpu", j.gpu},
-                                    {"regions", j.regions},
-                                    {"submitted_by", j.submitted_by},
-                                    {"content_hash", j.content_hash}};
   const bool origin = !j.token_key.empty() || j.parent_job_id != 0;
   auto q = db_->prepare(sql);
   q.args(j.name, j.campaign, j.parent, j.priority, j.gpu, dump_json(nlohmann::json(j.regions)),

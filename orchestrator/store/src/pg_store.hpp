@@ -115,7 +115,8 @@ class PgStore final : public Store {
   std::optional<AgentRecord> load_agent(std::int64_t id);
   // submit_job's writes, the call's last step: the job, its origin and its job.submitted
   // event, one statement sent with the COMMIT.
-  JobRecord insert_job(const NewJob& j, TimeMs now);
+  // submitted: the job.submitted event's data.
+  JobRecord insert_job(const NewJob& j, const nlohmann::json& submitted, TimeMs now);
   // finish_agent_run's write of the job: its verdict, no run, its final state and the
   // job.state event, one statement (queued).
   void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,

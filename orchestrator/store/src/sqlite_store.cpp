@@ -40,7 +40,8 @@ Event SqliteStore::insert_job_event(std::int64_t job_id, const std::string& type
   return e;
 }
 
-JobRecord SqliteStore::insert_job(const NewJob& j, TimeMs now) {
+JobRecord SqliteStore::insert_job(const NewJob& j, const nlohmann::json& submitted,
+                                  TimeMs now) {
   std::int64_t id = 0;
   {
     auto q = db_->prepare(
@@ -62,13 +63,6 @@ JobRecord SqliteStore::insert_job(const NewJob& j, TimeMs now) {
         .args(id, j.token_key, j.parent_job_id, dump_json(j.change))
         .run();
   }
-  const nlohmann::json submitted = {{"name", j.name},
-                                    {"campaign", j.campaign},
-                                    {"priority", j.priority},
-                                    {"gpu", j.gpu},
-                                    {"regions", j.regions},
-                                    {"submitted_by", j.submitted_by},
-                                    {"content_hash", j.content_hash}};
   insert_job_event(id, event_type::job_submitted, submitted, now);
   return *load_job(id);
 }

@@ -99,7 +99,8 @@ class SqliteStore final : public Store {
 
  private:
   // submit_job's writes, the call's last step: the job, its origin and its job.submitted event.
-  JobRecord insert_job(const NewJob& j, TimeMs now);
+  // submitted: the job.submitted event's data.
+  JobRecord insert_job(const NewJob& j, const nlohmann::json& submitted, TimeMs now);
   // finish_agent_run's write of the job: its verdict, no run, its final state (+ job.state).
   void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
                       JobState s, const std::string& reason, TimeMs now);
