@@ -279,12 +279,19 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
     verdict.outcome = RunOutcome::error;
   // The store checks the run is the agent's and reads its job (and regression run) in the
   // finish's own transaction: on PostgreSQL none of them is a round trip of its own.
-  auto r = store_.finish_agent_run(
-      agent_id, run_id, fencing_token, verdict, clock_->now_ms(),
-      [](const store::JobRecord& j, Verdict& amended) {
-        // A custom job's numbers are its own scripts' word, whatever the agent says.
-        if (self_reported_job(j)) amended.self_reported = true;
-      });
+  // A custom job's numbers are its own scripts' word, whatever the agent says. For a run this
+  // kfleetd leased, its job was read with the lease; otherwise (leased before a restart or a
+  // takeover) the store shows the job to amend before it writes, one more round trip there.
+  Result<store::FinishedRun> r = make_error(Errc::internal, "not finished");
+  if (auto leased = run_agents_.find(run_id); leased != run_agents_.end()) {
+    if (leased->second.self_reported) verdict.self_reported = true;
+    r = store_.finish_agent_run(agent_id, run_id, fencing_token, verdict, clock_->now_ms());
+  } else {
+    r = store_.finish_agent_run(agent_id, run_id, fencing_token, verdict, clock_->now_ms(),
+                                [](const store::JobRecord& j, Verdict& amended) {
+                                  if (self_reported_job(j)) amended.self_reported = true;
+                                });
+  }
   if (!r) return r.error();
   run_agents_.erase(run_id);
   record_cost(r->run);
@@ -322,7 +329,7 @@ Result<store::RunRecord> ControlPlane::hand_off(const store::RunRecord& run,
 }
 
 std::optional<std::int64_t> ControlPlane::run_agent(std::int64_t run_id) {
-  if (auto it = run_agents_.find(run_id); it != run_agents_.end()) return it->second;
+  if (auto it = run_agents_.find(run_id); it != run_agents_.end()) return it->second.agent_id;
   auto run = store_.get_run(run_id);
   if (!run) return std::nullopt;
   return run->agent_id;

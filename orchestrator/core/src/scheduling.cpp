@@ -357,7 +357,8 @@ void ControlPlane::grant(const std::vector<sched::Assign>& assign) {
 
 void ControlPlane::deliver_offer(const sched::Assign& a, const store::AgentRecord& agent_record,
                                  const store::Store::GrantedLease& granted) {
-  run_agents_[granted.lease.run_id] = a.agent_id;  // its agent for good: see run_agent()
+  // Its agent for good (see run_agent()), and what finish() would otherwise read its job for.
+  run_agents_[granted.lease.run_id] = {a.agent_id, self_reported_job(granted.job)};
   auto w = waiters_.find(a.agent_id);
   if (w == waiters_.end() || w->second->done) return;  // nothing suspends since grant() looked
   const store::Lease* lease = &granted.lease;

@@ -108,6 +108,17 @@ class PgStore final : public Store {
                     const nlohmann::json& data, TimeMs now) override;
   std::vector<AuditRecord> audit_log(int limit) override;
 
+  // finish_agent_run that reads the run, its job and its regression run first, then amends
+  // the verdict and writes (shared/runs.inc).
+  Result<FinishedRun> finish_reading_first(std::int64_t agent_id, std::int64_t run_id,
+                                           std::int64_t fencing_token, const Verdict& given,
+                                           TimeMs now, const AmendVerdict& amend);
+  // finish_agent_run without an amendment: the reads and the writes in one round trip, the
+  // writes guarded in the server by the checks kfleetd words the refusals with.
+  Result<FinishedRun> finish_in_one_round_trip(std::int64_t agent_id, std::int64_t run_id,
+                                               std::int64_t fencing_token, const Verdict& given,
+                                               TimeMs now);
+
  private:
   // Helpers that run inside an open transaction and throw DbError on failure.
   std::optional<JobRecord> load_job(std::int64_t id);

@@ -2,6 +2,7 @@
 // renewal, finishing, hand-off, expiry and the run queries are shared/runs.inc.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -140,6 +141,90 @@ Error PgStore::explain_refused_grant(const LeaseGrant& g) {
                                           str(g.agent_id) +
                                           ": an earlier grant of the same pass took the job, the "
                                           "agent or its GPU slot");
+  });
+}
+
+Result<FinishedRun> PgStore::finish_agent_run(std::int64_t agent_id, std::int64_t run_id,
+                                              std::int64_t fencing_token, const Verdict& v,
+                                              TimeMs now, const AmendVerdict& amend) {
+  // An amendment needs the job before the verdict is written: two round trips. The control
+  // plane amends by itself the runs it leased (it read their jobs then).
+  if (amend) return finish_reading_first(agent_id, run_id, fencing_token, v, now, amend);
+  return finish_in_one_round_trip(agent_id, run_id, fencing_token, v, now);
+}
+
+namespace {
+
+// The terminal job states as an SQL list: ('passed', ...).
+std::string terminal_states_sql() {
+  std::string out;
+  for (int i = 0; i <= static_cast<int>(JobState::cancelled); ++i) {
+    const auto s = static_cast<JobState>(i);
+    if (!is_terminal(s)) continue;
+    out += (out.empty() ? "('" : ", '") + std::string(to_string(s)) + "'";
+  }
+  return out + ")";
+}
+
+std::size_t column_count(const char* columns) {
+  return static_cast<std::size_t>(std::count(columns, columns + std::strlen(columns), ',')) + 1;
+}
+
+}  // namespace
+
+Result<FinishedRun> PgStore::finish_in_one_round_trip(std::int64_t agent_id, std::int64_t run_id,
+                                                      std::int64_t fencing_token,
+                                                      const Verdict& v, TimeMs now) {
+  const auto job_state = finished_job_state(v);
+  if (!job_state) return job_state.error();
+  // BEGIN, the lock and the fencing check, the reads (which word a refusal as
+  // finish_reading_first's check_fenced does), one statement for every write and the COMMIT:
+  // one round trip. The statement writes nothing unless the run is running, the agent's
+  // (agent 0: anyone's) and under this fencing token, checked in the server: the run's
+  // outcome; its job's verdict, state and job.state event when the job is still this run's
+  // and not ended; the agent idle again if it still holds the run. Its row: the run as
+  // finished, then whether the job was finished.
+  static const std::string sql =
+      std::string("WITH r AS (UPDATE runs SET outcome = ?, finished_ms = ?, verdict = ?, "
+                  "simulated = ? WHERE id = ? AND (?::bigint = 0 OR agent_id = ?) AND "
+                  "fencing_token = ? AND outcome = 'running' RETURNING ") +
+      kRunColumns +
+      "), u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ?, verdict = ?, "
+      "simulated = ?, current_run_id = 0 FROM r WHERE jobs.id = r.job_id AND "
+      "jobs.current_run_id = r.id AND jobs.state NOT IN " + terminal_states_sql() +
+      " RETURNING jobs.id), "
+      "a AS (UPDATE agents SET state = CASE WHEN agents.state = 'busy' THEN 'idle' ELSE "
+      "agents.state END, current_run_id = 0, last_seen_ms = GREATEST(agents.last_seen_ms, ?) "
+      "FROM r WHERE agents.id = r.agent_id AND agents.current_run_id = r.id), "
+      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
+      "AND EXISTS (SELECT 1 FROM u) RETURNING value), "
+      "e AS (" + job_event_insert("u.id", "c, u") + ") "
+      "SELECT r.*, (SELECT count(*) FROM u) FROM r";
+  static const int finished_col = static_cast<int>(column_count(kRunColumns));
+  const std::string verdict = dump_json(to_json(v));
+  const std::string reason = v.reason.empty() ? std::string(to_string(v.outcome)) : v.reason;
+  const nlohmann::json data = {{"state", to_string(*job_state)}, {"reason", reason}};
+  return db_->transaction([&]() -> Result<FinishedRun> {
+    auto reads = send_finish_reads(*db_, run_id);
+    auto w = db_->prepare(sql);
+    w.args(to_string(v.outcome), now, verdict, v.simulated, run_id, agent_id, agent_id,
+           fencing_token, to_string(*job_state), reason, now, verdict, v.simulated, now, now,
+           event_type::job_state, dump_json(data));
+    w.send();
+    db_->queue_commit_now();
+    std::optional<RunRecord> loaded;
+    FinishedRun out;
+    reads.receive(out, loaded);
+    // Refused: the statement's guard is the same check, so it wrote nothing.
+    if (auto run = check_fenced(loaded, run_id, fencing_token, agent_id); !run) return run.error();
+    if (!w.step())
+      return make_error(Errc::internal, "run " + str(run_id) +
+                                            " passed the finish's checks but its update "
+                                            "changed nothing");
+    out.run = read_run(w);
+    if (w.i64(finished_col) != 0 && out.job)
+      apply_finish(*out.job, out.run, v.simulated, *job_state, reason, now);
+    return out;
   });
 }
 

@@ -97,6 +97,12 @@ class SqliteStore final : public Store {
                     const nlohmann::json& data, TimeMs now) override;
   std::vector<AuditRecord> audit_log(int limit) override;
 
+  // finish_agent_run that reads the run, its job and its regression run first, then amends
+  // the verdict and writes (shared/runs.inc).
+  Result<FinishedRun> finish_reading_first(std::int64_t agent_id, std::int64_t run_id,
+                                           std::int64_t fencing_token, const Verdict& given,
+                                           TimeMs now, const AmendVerdict& amend);
+
  private:
   // submit_job's writes, the call's last step: the job, its origin and its job.submitted event.
   // submitted: the job.submitted event's data.

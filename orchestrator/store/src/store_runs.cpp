@@ -8,6 +8,12 @@ namespace kfleet::store::sqlite {
 
 #include "shared/runs.inc"
 
+Result<FinishedRun> SqliteStore::finish_agent_run(std::int64_t agent_id, std::int64_t run_id,
+                                                  std::int64_t fencing_token, const Verdict& v,
+                                                  TimeMs now, const AmendVerdict& amend) {
+  return finish_reading_first(agent_id, run_id, fencing_token, v, now, amend);
+}
+
 namespace {
 
 // The job as a grant leaves it, as get_job would read it back (PostgreSQL's grant returns it

@@ -1,4 +1,5 @@
 // The store contract, part 2: leases, fencing, event ingestion, verdicts and lost agents.
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -362,6 +363,16 @@ TEST_P(StoreContract, FinishRunGivesTheJobItsVerdictAndFreesTheAgent) {
   auto finished = store().finished_runs(10);
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].id, l.run_id);
+  // The job's last event says how it ended, once.
+  auto events = store().job_events(j.id, 0, 100);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().type, "job.state");
+  EXPECT_EQ(events.back().data.value("state", ""), "rejected");
+  EXPECT_EQ(events.back().data.value("reason", ""), "do not merge: +6.1%");
+  const auto ended = std::count_if(events.begin(), events.end(), [](const Event& e) {
+    return e.type == "job.state" && e.data.value("state", "") == "rejected";
+  });
+  EXPECT_EQ(ended, 1);
 
   // Late or repeated results are refused; the terminal job does not change.
   auto twice = store().finish_run(l.run_id, l.fencing_token,
@@ -373,6 +384,7 @@ TEST_P(StoreContract, FinishRunGivesTheJobItsVerdictAndFreesTheAgent) {
   EXPECT_EQ(store().set_job_state(j.id, JobState::queued, "again", 903).error().code,
             Errc::conflict);
   EXPECT_EQ(store().get_job(j.id)->state, JobState::rejected);
+  EXPECT_EQ(store().job_events(j.id, 0, 100).size(), events.size()) << "a refused finish wrote";
 
   auto l2 = lease(next.id, a.id);  // the freed agent takes the next job
   EXPECT_GT(l2.fencing_token, l.fencing_token);

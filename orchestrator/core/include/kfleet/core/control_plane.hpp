@@ -324,7 +324,13 @@ class ControlPlane {
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
   std::map<std::int64_t, store::AgentRecord> agent_identity_;  // see agent_identity()
-  std::map<std::int64_t, std::int64_t> run_agents_;  // run id -> its agent; see run_agent()
+  // A run this kfleetd leased: its agent (see run_agent()), and whether its job is a custom
+  // one, whose numbers are self-reported (read with the lease: finish() needs no read for it).
+  struct LeasedRun {
+    std::int64_t agent_id = 0;
+    bool self_reported = false;
+  };
+  std::map<std::int64_t, LeasedRun> run_agents_;  // run id -> LeasedRun
   std::map<std::string, std::int64_t> agent_by_hash_;       // token hash -> agent id
   std::map<std::string, Principal> static_users_;           // hash -> in-memory user token
   std::map<std::string, Principal> user_cache_;             // hash -> stored, unrevoked token
