@@ -228,6 +228,20 @@ void PgStore::write_job_state(std::int64_t job_id, JobState s, const std::string
       .run();
 }
 
+std::map<std::int64_t, JobRecord> PgStore::load_jobs(const std::vector<std::int64_t>& ids) {
+  static const std::string sql =
+      std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ANY(?::bigint[])";
+  std::map<std::int64_t, JobRecord> out;
+  if (ids.empty()) return out;
+  auto q = db_->prepare(sql);
+  q.args(Int8Array{ids});
+  while (q.step()) {
+    JobRecord j = read_job(q);
+    out.emplace(j.id, std::move(j));
+  }
+  return out;
+}
+
 #include "shared/helpers.inc"
 
 }  // namespace pg

@@ -1,6 +1,7 @@
 #pragma once
 // The PostgreSQL backend of kfleet::store::Store. One connection, used from the control-plane
 // thread only; every mutating method is one transaction holding the write lock (pg_db.hpp).
+#include <map>
 #include <memory>
 #include <string>
 
@@ -108,6 +109,7 @@ class PgStore final : public Store {
                     const nlohmann::json& data, TimeMs now) override;
   std::vector<AuditRecord> audit_log(int limit) override;
 
+ private:
   // finish_agent_run that reads the run, its job and its regression run first, then amends
   // the verdict and writes (shared/runs.inc).
   Result<FinishedRun> finish_reading_first(std::int64_t agent_id, std::int64_t run_id,
@@ -119,9 +121,11 @@ class PgStore final : public Store {
                                                std::int64_t fencing_token, const Verdict& given,
                                                TimeMs now);
 
- private:
   // Helpers that run inside an open transaction and throw DbError on failure.
   std::optional<JobRecord> load_job(std::int64_t id);
+  // The jobs with these ids as they are now (one query: one round trip); an id without a job
+  // is absent.
+  std::map<std::int64_t, JobRecord> load_jobs(const std::vector<std::int64_t>& ids);
   std::optional<RunRecord> load_run(std::int64_t id);
   std::optional<AgentRecord> load_agent(std::int64_t id);
   // submit_job's writes, the call's last step: the job, its origin and its job.submitted

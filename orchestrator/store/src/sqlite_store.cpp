@@ -84,6 +84,14 @@ void SqliteStore::write_job_state(std::int64_t job_id, JobState s, const std::st
                    now);
 }
 
+std::map<std::int64_t, JobRecord> SqliteStore::load_jobs(const std::vector<std::int64_t>& ids) {
+  std::map<std::int64_t, JobRecord> out;
+  for (auto id : ids)
+    if (!out.count(id))
+      if (auto j = load_job(id)) out.emplace(id, std::move(*j));
+  return out;
+}
+
 #include "shared/helpers.inc"
 
 }  // namespace sqlite

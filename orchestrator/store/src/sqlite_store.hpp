@@ -1,6 +1,7 @@
 #pragma once
 // The SQLite backend of kfleet::store::Store. One connection, used from the control-plane
 // thread only; every mutating method is one BEGIN IMMEDIATE transaction.
+#include <map>
 #include <memory>
 #include <string>
 
@@ -97,13 +98,13 @@ class SqliteStore final : public Store {
                     const nlohmann::json& data, TimeMs now) override;
   std::vector<AuditRecord> audit_log(int limit) override;
 
+ private:
   // finish_agent_run that reads the run, its job and its regression run first, then amends
   // the verdict and writes (shared/runs.inc).
   Result<FinishedRun> finish_reading_first(std::int64_t agent_id, std::int64_t run_id,
                                            std::int64_t fencing_token, const Verdict& given,
                                            TimeMs now, const AmendVerdict& amend);
 
- private:
   // submit_job's writes, the call's last step: the job, its origin and its job.submitted event.
   // submitted: the job.submitted event's data.
   JobRecord insert_job(const NewJob& j, const nlohmann::json& submitted, TimeMs now);
@@ -115,6 +116,8 @@ class SqliteStore final : public Store {
                                      TimeMs now, const std::string& by);
   // Helpers that run inside an open transaction and throw DbError on failure.
   std::optional<JobRecord> load_job(std::int64_t id);
+  // The jobs with these ids as they are now (one read each); an id without a job is absent.
+  std::map<std::int64_t, JobRecord> load_jobs(const std::vector<std::int64_t>& ids);
   std::optional<RunRecord> load_run(std::int64_t id);
   std::optional<AgentRecord> load_agent(std::int64_t id);
   // Uses one enrolment of the token with this hash for instance_id, or says why not.

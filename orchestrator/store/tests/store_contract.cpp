@@ -280,7 +280,37 @@ TEST_P(StoreContract, SetJobStatesJudgesEachChangeAloneAndKeepsTheirOrder) {
   ASSERT_EQ(evs.size(), 2u);
   EXPECT_EQ(evs[1].data["reason"], "waiting for an idle L4 agent");
   EXPECT_EQ(evs[1].ts_ms, 6000);
+  // What comes back is the job as stored.
+  expect_same_job(*rs[0], *store().get_job(a.id));
+  expect_same_job(*rs[3], *store().get_job(b.id));
   EXPECT_TRUE(store().set_job_states({}, 7000).empty());
+
+  // A job changed twice in one batch: the second change sees the first. A cancel, and a held
+  // job ended (its run ends and its agent is freed), beside plain changes.
+  auto c = create("c");
+  auto held = create("held");
+  auto agent = enrol("ag");
+  auto l = lease(held.id, agent.id);
+  auto more = store().set_job_states({{a.id, JobState::queued, "first"},
+                                      {c.id, JobState::cancelled, "not needed"},
+                                      {a.id, JobState::waiting_capacity, "second"},
+                                      {held.id, JobState::error, "build server gone"},
+                                      {b.id, JobState::waiting_capacity, "stockout"}},
+                                     8000);
+  ASSERT_EQ(more.size(), 5u);
+  for (std::size_t i = 0; i < more.size(); ++i) ASSERT_TRUE(more[i].ok()) << i;
+  EXPECT_EQ(more[0]->state_reason, "first");
+  EXPECT_EQ(more[2]->state, JobState::waiting_capacity);
+  EXPECT_EQ(more[2]->state_reason, "second");
+  expect_same_job(*more[2], *store().get_job(a.id));
+  expect_same_job(*more[1], *store().get_job(c.id));
+  EXPECT_EQ(more[1]->state, JobState::cancelled);
+  expect_same_job(*more[3], *store().get_job(held.id));
+  EXPECT_EQ(more[3]->current_run_id, 0);
+  EXPECT_EQ(store().get_run(l.run_id)->outcome, RunOutcome::error);
+  EXPECT_EQ(store().get_agent(agent.id)->state, AgentState::idle);
+  expect_same_job(*more[4], *store().get_job(b.id));
+  EXPECT_EQ(store().job_events(a.id, 0, 100).size(), 4u);  // submitted, stockout, first, second
 }
 
 TEST_P(StoreContract, FindJobByContentHashReturnsTheNewest) {

@@ -26,6 +26,10 @@ struct StoreBackendName {
   }
 };
 
+// The fields a get_job reads, side by side with the ones a call handed back
+// (store_contract_agent_calls.cpp).
+void expect_same_job(const JobRecord& got, const JobRecord& stored);
+
 class StoreContract : public ::testing::TestWithParam<StoreBackend> {
  public:
   // set_job_states when the database fails in the middle of a batch. `refuse_boom` makes the

@@ -7,9 +7,6 @@ namespace kfleet::store::testing {
 
 using nlohmann::json;
 
-namespace {
-
-// The fields a get_job reads, side by side with the ones a call handed back.
 void expect_same_job(const JobRecord& got, const JobRecord& stored) {
   EXPECT_EQ(got.id, stored.id);
   EXPECT_EQ(got.name, stored.name);
@@ -30,6 +27,8 @@ void expect_same_job(const JobRecord& got, const JobRecord& stored) {
     EXPECT_EQ(to_json(*got.verdict), to_json(*stored.verdict));
   }
 }
+
+namespace {
 
 Verdict passed(double median_us) {
   Verdict v;

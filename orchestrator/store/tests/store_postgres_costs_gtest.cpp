@@ -168,6 +168,30 @@ TEST(PostgresStore, APassOfGrantsIsOneRoundTrip) {
   ASSERT_TRUE(again[1].ok()) << again[1].error().message;
 }
 
+// A pass's wait reasons (up to 256 state changes) cost two round trips together: the jobs read
+// at once, then the writes with the COMMIT.
+TEST(PostgresStore, ABatchOfStateChangesIsTwoRoundTrips) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  std::vector<Store::JobStateChange> changes;
+  for (int i = 0; i < 40; ++i) {
+    auto j = s.create_job(a_job("j" + std::to_string(i)), 2);
+    ASSERT_TRUE(j.ok());
+    changes.push_back({j->id, i % 2 ? JobState::waiting_capacity : JobState::queued,
+                       "waiting for an idle L4 agent (" + std::to_string(i) + " busy, 0 idle)"});
+  }
+  const auto before = s.round_trips();
+  auto rs = s.set_job_states(changes, 3);
+  EXPECT_EQ(s.round_trips() - before, 2);
+  ASSERT_EQ(rs.size(), changes.size());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    ASSERT_TRUE(rs[i].ok()) << rs[i].error().message;
+    EXPECT_EQ(rs[i]->state, changes[i].state);
+    EXPECT_EQ(s.get_job(changes[i].id)->state_reason, changes[i].reason);
+  }
+}
+
 // A user's submit is one call: its checks' reads (the no-repeat map, the token's in-flight
 // count, the bundle) in one round trip with BEGIN, the lock and the fencing check, then the
 // bundle, the job, its origin and its event with the COMMIT in another. What a pass reads of
