@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "bench_kfleetd.hpp"
 #include "support.hpp"
 #ifdef KFLEET_HAVE_POSTGRESQL
 #include "kfleet/store/pg_scratch.hpp"
@@ -87,7 +88,7 @@ std::string backend_db(const std::string& backend, const std::string& dir,
   }
   if (backend == "postgres") {
 #ifdef KFLEET_HAVE_POSTGRESQL
-    auto s = kfleet::store::ScratchPostgres::start();
+    auto s = kfleet::store::ScratchPostgres::start(scratch_pg_settings());
     if (!s.ok()) {
       std::fprintf(stderr, "bench: %s\n", s.error().message.c_str());
       std::exit(1);

@@ -24,6 +24,11 @@ Kfleetd::~Kfleetd() {
   std::filesystem::remove_all(dir, ec);
 }
 
+std::vector<std::string>& scratch_pg_settings() {
+  static std::vector<std::string> settings;
+  return settings;
+}
+
 std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string& backend,
                                        const std::vector<std::string>& extra, int standbys,
                                        bool profile) {
@@ -31,8 +36,10 @@ std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string
   k->dir = e2e::make_temp_dir("kfleet-bench");
 #ifdef KFLEET_HAVE_POSTGRESQL
   if (backend == "postgres" && profile) {
-    auto s = kfleet::store::ScratchPostgres::start(
-        {"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"});
+    auto settings = scratch_pg_settings();
+    settings.insert(settings.end(), {"shared_preload_libraries=pg_stat_statements",
+                                     "pg_stat_statements.track=all"});
+    auto s = kfleet::store::ScratchPostgres::start(settings);
     if (!s.ok()) {
       std::fprintf(stderr, "bench: %s\n", s.error().message.c_str());
       std::exit(1);

@@ -30,6 +30,10 @@ struct Kfleetd {
   ~Kfleetd();
 };
 
+// The settings (NAME=VALUE, as postgres -c takes them) a scratch PostgreSQL server of this
+// bench starts with: kfleet_bench's --pg-setting, repeatable.
+std::vector<std::string>& scratch_pg_settings();
+
 // Starts the leader (and `standbys` more kfleetd when the backend is PostgreSQL; SQLite has
 // none) with `extra` arguments; exits the bench with kfleetd's log when one does not start.
 // profile: a scratch PostgreSQL server (--db postgres) loads pg_stat_statements.

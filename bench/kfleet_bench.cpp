@@ -312,6 +312,16 @@ std::string thousands(double v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--pg-setting")) {
+      const std::string kv = argv[++i];
+      if (kv.find('=') == std::string::npos || kv.front() == '=') {
+        std::fprintf(stderr, "bench: --pg-setting takes NAME=VALUE (as postgres -c), not '%s'\n",
+                     kv.c_str());
+        return 2;
+      }
+      kfleet::bench::scratch_pg_settings().push_back(kv);
+    }
   for (int i = 1; i < argc; ++i)
     if (!std::strcmp(argv[i], "--soak"))
       return kfleet::bench::run_soak(argc, argv, arg_str(argc, argv, "--kfleetd", KFLEETD_BIN));
@@ -339,6 +349,8 @@ int main(int argc, char** argv) {
           "Each depth prints the machine's load averages (/proc/loadavg) around it.\n"
           "--pg-profile: the scratch PostgreSQL server loads pg_stat_statements, and each depth\n"
           "prints statements per event batch and per scheduled job, and the costliest ones.\n"
+          "--pg-setting NAME=VALUE (repeatable): a scratch PostgreSQL server starts with it\n"
+          "(postgres -c), e.g. shared_buffers=512MB; printed with the results.\n"
           "--soak: what a fleet's history costs a user instead (see --soak --help).");
       return 0;
     }
@@ -425,6 +437,11 @@ int main(int argc, char** argv) {
               "PostgreSQL; CPU from /proc: the leader kfleetd, and a scratch PostgreSQL server's "
               "processes, a --db URL's server not measured)\n",
               n_lat, n_events / 500 * 500, bin.c_str(), backend.c_str(), n_standbys);
+  if (!kfleet::bench::scratch_pg_settings().empty() && backend == "postgres") {
+    std::printf("scratch PostgreSQL server started with:");
+    for (const auto& kv : kfleet::bench::scratch_pg_settings()) std::printf(" -c %s", kv.c_str());
+    std::printf("\n");
+  }
   for (const auto& f : figs)
     std::printf("load averages (1, 5, 15 min) at %s queued: %s before, %s after\n",
                 thousands(f.depth).c_str(), f.load_before.c_str(), f.load_after.c_str());
