@@ -418,7 +418,7 @@ void Db::send_batch(std::vector<Pending>& batch) {
   std::optional<DbError> first_error;
   bool lost = false;
   const auto sent_at = std::chrono::steady_clock::now();
-  const bool spin = answer_us_ < kSpinUs;
+  const bool spin = waits_awake();
   bool first = true;
   for (const auto& s : sent) {
     PGresult* r = next_result(sent_at, spin);

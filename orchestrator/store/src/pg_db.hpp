@@ -230,6 +230,8 @@ class Db {
 
   // Round trips to the server since the connection opened (what the bench and tests count).
   std::int64_t round_trips() const { return round_trips_; }
+  // Whether the next round trip's answer is waited for awake (next_result).
+  bool waits_awake() const { return answer_us_ < kSpinUs; }
 
  private:
   struct Pending {
