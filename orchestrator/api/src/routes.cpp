@@ -185,6 +185,12 @@ Awaitable metrics(Ctx& c) {
   out += "# HELP kfleet_store_round_trips_total Round trips to the database server (0 on "
          "SQLite, which runs in process).\n# TYPE kfleet_store_round_trips_total counter\n";
   out += "kfleet_store_round_trips_total " + std::to_string(st.round_trips()) + "\n";
+  out += "# HELP kfleet_finishes_gathered_total Agents' finishes written in batches (one "
+         "transaction a batch).\n# TYPE kfleet_finishes_gathered_total counter\n";
+  out += "kfleet_finishes_gathered_total " + std::to_string(c.cp.finishes_gathered()) + "\n";
+  out += "# HELP kfleet_finish_batches_total Batches those finishes were written in.\n"
+         "# TYPE kfleet_finish_batches_total counter\n";
+  out += "kfleet_finish_batches_total " + std::to_string(c.cp.finish_batches()) + "\n";
   co_return text(std::move(out));
 }
 

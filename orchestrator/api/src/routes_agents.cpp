@@ -180,8 +180,9 @@ Awaitable finish_run(Ctx& c) {
   if (!b->contains("verdict") || !(*b)["verdict"].is_object())
     co_return error_response(c.req, http::status::bad_request, "invalid_request",
                              "verdict (an object) is required");
-  auto r = c.cp.finish(agent_id, c.id(), b->value("fencing_token", std::int64_t{0}),
-                       verdict_from_json((*b)["verdict"]));
+  auto r = co_await c.cp.finish_gathered(agent_id, c.id(),
+                                         b->value("fencing_token", std::int64_t{0}),
+                                         verdict_from_json((*b)["verdict"]));
   if (!r) co_return error_response(c.req, r.error());
   co_return json_response(c.req, http::status::ok, {{"run", run_json(*r)}});
 }

@@ -200,6 +200,7 @@ Result<store::AgentRecord> ControlPlane::retire_agent(std::int64_t id, const std
   agent_by_hash_.erase(a->token_hash);
   agent_hash_cache_[id] = std::string(64, '-');
   agent_identity_.erase(id);
+  finished_at_.erase(id);
   audit(by, "agent.retire", {{"agent_id", id}, {"name", a->name}, {"requeued_run", requeued_run}});
   request_plan();
   auto out = store_.get_agent(id);

@@ -189,6 +189,7 @@ void ControlPlane::release_idle_agents(TimeMs now) {
     }
     idle_since_.erase(it);
     agent_identity_.erase(a.id);
+    finished_at_.erase(a.id);
     const std::string id = a.instance_id;
     prov_.release(id, [id](Result<void> r) {
       if (!r) log::warn("core", "release of ", id, " failed: ", r.error().message);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -259,6 +260,16 @@ Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int
   return r;
 }
 
+Verdict ControlPlane::agent_verdict(const std::optional<store::AgentRecord>& a, const Verdict& v) {
+  Verdict verdict = v;
+  // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
+  // (or become a baseline of) real hardware.
+  if (a && a->simulated()) verdict.simulated = true;
+  if (verdict.outcome != RunOutcome::passed && verdict.outcome != RunOutcome::rejected)
+    verdict.outcome = RunOutcome::error;
+  return verdict;
+}
+
 Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_t run_id,
                                               std::int64_t fencing_token, const Verdict& v) {
   // Its backend and GPUs answer both questions: its identity, not its state.
@@ -271,19 +282,16 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
                                              std::to_string(run->agent_id));
     return hand_off(*run, *a, fencing_token);
   }
-  Verdict verdict = v;
-  // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
-  // (or become a baseline of) real hardware.
-  if (a && a->simulated()) verdict.simulated = true;
-  if (verdict.outcome != RunOutcome::passed && verdict.outcome != RunOutcome::rejected)
-    verdict.outcome = RunOutcome::error;
+  Verdict verdict = agent_verdict(a, v);
   // The store checks the run is the agent's and reads its job (and regression run) in the
   // finish's own transaction: on PostgreSQL none of them is a round trip of its own.
   // A custom job's numbers are its own scripts' word, whatever the agent says. For a run this
   // kfleetd leased, its job was read with the lease; otherwise (leased before a restart or a
   // takeover) the store shows the job to amend before it writes, one more round trip there.
   Result<store::FinishedRun> r = make_error(Errc::internal, "not finished");
-  if (auto leased = run_agents_.find(run_id); leased != run_agents_.end()) {
+  const auto leased = run_agents_.find(run_id);
+  const bool leased_here = leased != run_agents_.end();
+  if (leased_here) {
     if (leased->second.self_reported) verdict.self_reported = true;
     r = store_.finish_agent_run(agent_id, run_id, fencing_token, verdict, clock_->now_ms());
   } else {
@@ -293,15 +301,68 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
                                 });
   }
   if (!r) return r.error();
+  return after_finish(agent_id, leased_here, *r);
+}
+
+store::RunRecord ControlPlane::after_finish(std::int64_t agent_id, bool leased_here,
+                                            store::FinishedRun& r) {
+  const std::int64_t run_id = r.run.id;
   run_agents_.erase(run_id);
-  record_cost(r->run);
+  // The agent held this run since this kfleetd leased it (a retire or an expiry would have
+  // refused the finish): the finish left its row idle, with no run, last seen now.
+  if (leased_here) finished_at_[agent_id] = clock_->now_ms();
+  record_cost(r.run);
   // Baselines from kept wins, regression matrices (fleet.hpp).
-  if (a) on_run_finished(*this, *r, *a);
+  if (const auto a = agent_identity(agent_id)) on_run_finished(*this, r, *a);
   cancel_requested_.erase(run_id);
   idle_since_[agent_id] = clock_->now_ms();
   events_changed();
   request_plan();
-  return std::move(r->run);
+  return std::move(r.run);
+}
+
+asio::awaitable<Result<store::RunRecord>> ControlPlane::finish_gathered(std::int64_t agent_id,
+                                                                        std::int64_t run_id,
+                                                                        std::int64_t fencing_token,
+                                                                        Verdict v) {
+  const auto a = agent_identity(agent_id);
+  const auto leased = run_agents_.find(run_id);
+  // A compile agent's hand-off, a run leased before this kfleetd (whose verdict may need the
+  // job read first) and a standby's refusal take finish() as they are.
+  if (cfg_.read_only || leased == run_agents_.end() || leased->second.agent_id != agent_id ||
+      (a && a->backend == "compile" && v.outcome == RunOutcome::passed))
+    co_return finish(agent_id, run_id, fencing_token, v);
+  auto p = std::make_shared<PendingFinish>(ex_);
+  p->call = {agent_id, run_id, fencing_token, agent_verdict(a, v)};
+  if (leased->second.self_reported) p->call.verdict.self_reported = true;
+  p->timer.expires_at(asio::steady_timer::time_point::max());
+  finishes_.push_back(p);
+  // Posted: the finishes whose requests were read in this turn of the loop join this batch.
+  if (finishes_.size() == 1) asio::post(ex_, [this] { finish_gathered_now(); });
+  boost::system::error_code ec;
+  if (!p->done) co_await p->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  co_return std::move(p->result);
+}
+
+void ControlPlane::finish_gathered_now() {
+  auto batch = std::move(finishes_);
+  finishes_.clear();
+  if (batch.empty()) return;
+  std::vector<store::Store::FinishCall> calls;
+  calls.reserve(batch.size());
+  for (const auto& p : batch) calls.push_back(p->call);
+  auto results = store_.finish_agent_runs(calls, clock_->now_ms());
+  ++finish_batches_;
+  finishes_gathered_ += static_cast<std::int64_t>(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    auto& p = *batch[i];
+    if (results[i])
+      p.result = after_finish(p.call.agent_id, true, *results[i]);
+    else
+      p.result = results[i].error();
+    p.done = true;
+    p.timer.cancel();
+  }
 }
 
 // A compile agent built the job within its budget: a GPU agent of its class does the rest.

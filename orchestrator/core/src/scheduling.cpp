@@ -19,7 +19,22 @@ namespace asio = boost::asio;
 
 asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
     std::int64_t agent_id, TimeMs wait_ms) {
-  auto a = store_.touch_agent(agent_id, clock_->now_ms());
+  // Right after the agent's finish its row is known without asking the store: the finish
+  // wrote it (idle, no run, last seen then), and its identity is read once per agent.
+  const TimeMs now = clock_->now_ms();
+  Result<store::AgentRecord> a = make_error(Errc::not_found, "agent " + std::to_string(agent_id));
+  if (auto f = finished_at_.find(agent_id); f != finished_at_.end()) {
+    const TimeMs finished = f->second;
+    finished_at_.erase(f);
+    if (auto known = now - finished < last_seen_resolution() ? agent_identity(agent_id)
+                                                             : std::nullopt) {
+      known->state = store::AgentState::idle;
+      known->current_run_id = 0;
+      known->last_seen_ms = finished;
+      a = std::move(*known);
+    }
+  }
+  if (!a) a = store_.touch_agent(agent_id, now);
   if (!a) co_return a.error();
   if (a->current_run_id != 0)
     co_return make_error(Errc::conflict, "agent " + std::to_string(agent_id) + " holds run " +

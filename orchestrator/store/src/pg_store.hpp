@@ -48,6 +48,8 @@ class PgStore final : public Store {
   Result<IngestResult> append_run_events(std::int64_t run_id, std::int64_t fencing_token,
                                          const std::vector<Event>& events, TimeMs now,
                                          std::int64_t agent_id) override;
+  std::vector<Result<FinishedRun>> finish_agent_runs(const std::vector<FinishCall>& calls,
+                                                     TimeMs now) override;
   Result<FinishedRun> finish_agent_run(std::int64_t agent_id, std::int64_t run_id,
                                        std::int64_t fencing_token, const Verdict& v, TimeMs now,
                                        const AmendVerdict& amend) override;
@@ -115,11 +117,12 @@ class PgStore final : public Store {
   Result<FinishedRun> finish_reading_first(std::int64_t agent_id, std::int64_t run_id,
                                            std::int64_t fencing_token, const Verdict& given,
                                            TimeMs now, const AmendVerdict& amend);
-  // finish_agent_run without an amendment: the reads and the writes in one round trip, the
-  // writes guarded in the server by the checks kfleetd words the refusals with.
-  Result<FinishedRun> finish_in_one_round_trip(std::int64_t agent_id, std::int64_t run_id,
-                                               std::int64_t fencing_token, const Verdict& given,
-                                               TimeMs now);
+  // A finish without an amendment, sent inside an open transaction: its reads and its
+  // writes, guarded in the server by the checks kfleetd words the refusals with. The result
+  // comes with receive_finish() after the round trip.
+  struct SentFinish;
+  SentFinish send_finish(const FinishCall& c, JobState job_state, TimeMs now);
+  Result<FinishedRun> receive_finish(SentFinish& s, TimeMs now);
 
   // Helpers that run inside an open transaction and throw DbError on failure.
   std::optional<JobRecord> load_job(std::int64_t id);

@@ -150,7 +150,7 @@ Result<FinishedRun> PgStore::finish_agent_run(std::int64_t agent_id, std::int64_
   // An amendment needs the job before the verdict is written: two round trips. The control
   // plane amends by itself the runs it leased (it read their jobs then).
   if (amend) return finish_reading_first(agent_id, run_id, fencing_token, v, now, amend);
-  return finish_in_one_round_trip(agent_id, run_id, fencing_token, v, now);
+  return std::move(finish_agent_runs({FinishCall{agent_id, run_id, fencing_token, v}}, now).front());
 }
 
 namespace {
@@ -172,17 +172,21 @@ std::size_t column_count(const char* columns) {
 
 }  // namespace
 
-Result<FinishedRun> PgStore::finish_in_one_round_trip(std::int64_t agent_id, std::int64_t run_id,
-                                                      std::int64_t fencing_token,
-                                                      const Verdict& v, TimeMs now) {
-  const auto job_state = finished_job_state(v);
-  if (!job_state) return job_state.error();
-  // BEGIN, the lock and the fencing check, the reads (which word a refusal as
-  // finish_reading_first's check_fenced does), one statement for every write and the COMMIT:
-  // one round trip. The statement writes nothing unless the run is running, the agent's
-  // (agent 0: anyone's) and under this fencing token, checked in the server: the run's
-  // outcome; its job's verdict, state and job.state event when the job is still this run's
-  // and not ended; the agent idle again if it still holds the run. Its row: the run as
+struct PgStore::SentFinish {
+  FinishReads reads;
+  Stmt write;
+  std::int64_t agent_id, run_id, fencing_token;
+  bool simulated;
+  JobState job_state;
+  std::string reason;
+};
+
+PgStore::SentFinish PgStore::send_finish(const FinishCall& c, JobState job_state, TimeMs now) {
+  // The reads (which word a refusal as finish_reading_first's check_fenced does) and one
+  // statement for every write. The statement writes nothing unless the run is running, the
+  // agent's (agent 0: anyone's) and under this fencing token, checked in the server: the
+  // run's outcome; its job's verdict, state and job.state event when the job is still this
+  // run's and not ended; the agent idle again if it still holds the run. Its row: the run as
   // finished, then whether the job was finished.
   static const std::string sql =
       std::string("WITH r AS (UPDATE runs SET outcome = ?, finished_ms = ?, verdict = ?, "
@@ -200,32 +204,69 @@ Result<FinishedRun> PgStore::finish_in_one_round_trip(std::int64_t agent_id, std
       "AND EXISTS (SELECT 1 FROM u) RETURNING value), "
       "e AS (" + job_event_insert("u.id", "c, u") + ") "
       "SELECT r.*, (SELECT count(*) FROM u) FROM r";
-  static const int finished_col = static_cast<int>(column_count(kRunColumns));
+  const Verdict& v = c.verdict;
   const std::string verdict = dump_json(to_json(v));
-  const std::string reason = v.reason.empty() ? std::string(to_string(v.outcome)) : v.reason;
-  const nlohmann::json data = {{"state", to_string(*job_state)}, {"reason", reason}};
-  return db_->transaction([&]() -> Result<FinishedRun> {
-    auto reads = send_finish_reads(*db_, run_id);
-    auto w = db_->prepare(sql);
-    w.args(to_string(v.outcome), now, verdict, v.simulated, run_id, agent_id, agent_id,
-           fencing_token, to_string(*job_state), reason, now, verdict, v.simulated, now, now,
-           event_type::job_state, dump_json(data));
-    w.send();
+  std::string reason = v.reason.empty() ? std::string(to_string(v.outcome)) : v.reason;
+  const nlohmann::json data = {{"state", to_string(job_state)}, {"reason", reason}};
+  auto reads = send_finish_reads(*db_, c.run_id);
+  auto w = db_->prepare(sql);
+  w.args(to_string(v.outcome), now, verdict, v.simulated, c.run_id, c.agent_id, c.agent_id,
+         c.fencing_token, to_string(job_state), reason, now, verdict, v.simulated, now, now,
+         event_type::job_state, dump_json(data));
+  w.send();
+  return SentFinish{std::move(reads), std::move(w), c.agent_id, c.run_id, c.fencing_token,
+                    v.simulated, job_state, std::move(reason)};
+}
+
+Result<FinishedRun> PgStore::receive_finish(SentFinish& s, TimeMs now) {
+  static const int finished_col = static_cast<int>(column_count(kRunColumns));
+  std::optional<RunRecord> loaded;
+  FinishedRun out;
+  s.reads.receive(out, loaded);
+  // Refused: the statement's guard is the same check, so it wrote nothing.
+  if (auto run = check_fenced(loaded, s.run_id, s.fencing_token, s.agent_id); !run)
+    return run.error();
+  if (!s.write.step())
+    return make_error(Errc::internal, "run " + str(s.run_id) +
+                                          " passed the finish's checks but its update "
+                                          "changed nothing");
+  out.run = read_run(s.write);
+  if (s.write.i64(finished_col) != 0 && out.job)
+    apply_finish(*out.job, out.run, s.simulated, s.job_state, s.reason, now);
+  return out;
+}
+
+std::vector<Result<FinishedRun>> PgStore::finish_agent_runs(const std::vector<FinishCall>& calls,
+                                                            TimeMs now) {
+  // BEGIN, the lock and the fencing check, every finish's reads and writes, and the COMMIT:
+  // one round trip and one commit however many runs end. Each write is guarded by its own
+  // checks, so a refused finish writes nothing and the others still commit.
+  std::vector<Result<FinishedRun>> out;
+  out.reserve(calls.size());
+  std::vector<std::size_t> sendable;
+  std::vector<JobState> states;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    auto st = finished_job_state(calls[i].verdict);
+    out.push_back(st ? make_error(Errc::internal, "not finished") : st.error());
+    if (st) {
+      sendable.push_back(i);
+      states.push_back(*st);
+    }
+  }
+  if (sendable.empty()) return out;
+  auto done = db_->transaction([&]() -> Result<std::vector<Result<FinishedRun>>> {
+    std::vector<SentFinish> sent;
+    sent.reserve(sendable.size());  // never reallocated: the queue points at their statements
+    for (std::size_t k = 0; k < sendable.size(); ++k)
+      sent.push_back(send_finish(calls[sendable[k]], states[k], now));
     db_->queue_commit_now();
-    std::optional<RunRecord> loaded;
-    FinishedRun out;
-    reads.receive(out, loaded);
-    // Refused: the statement's guard is the same check, so it wrote nothing.
-    if (auto run = check_fenced(loaded, run_id, fencing_token, agent_id); !run) return run.error();
-    if (!w.step())
-      return make_error(Errc::internal, "run " + str(run_id) +
-                                            " passed the finish's checks but its update "
-                                            "changed nothing");
-    out.run = read_run(w);
-    if (w.i64(finished_col) != 0 && out.job)
-      apply_finish(*out.job, out.run, v.simulated, *job_state, reason, now);
-    return out;
+    std::vector<Result<FinishedRun>> results;
+    for (auto& s : sent) results.push_back(receive_finish(s, now));
+    return results;
   });
+  for (std::size_t k = 0; k < sendable.size(); ++k)
+    out[sendable[k]] = done ? std::move((*done)[k]) : Result<FinishedRun>(done.error());
+  return out;
 }
 
 Result<Lease> PgStore::grant_lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,

@@ -49,8 +49,10 @@ TEST(PostgresStore, AnAgentsStateChangeIsRewrittenInPlaceAndTheLiveFleetHasItsIn
 // and writes, BEGIN, the write lock, the fencing check and the COMMIT included, and the
 // reads the control plane used to make around them (the job before a grant, the run before
 // an upload or a finish, the job and its regression run around a finish) come back from
-// those calls at no extra round trip. A job's whole path, as kfleetd makes it, is 3 (touch 1,
-// grant 1, finish 1) plus 2 per event batch.
+// those calls at no extra round trip. A job's whole path, store call by store call, is 3
+// (touch 1, grant 1, finish 1) plus 2 per event batch; kfleetd makes fewer of them (it skips
+// the touch right after a finish, and a pass's grants and the finishes that arrive together
+// are one round trip each: APassOfGrantsIsOneRoundTrip, FinishesTogetherAreOneRoundTrip).
 TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
   auto opened = open_as_leader();
   ASSERT_TRUE(opened.store);
@@ -107,8 +109,7 @@ TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
   EXPECT_EQ(on_path(), 1) << "finish_agent_run, the agent's check, the job and its regression "
                              "run included";
   // touch_agent 1, grant_lease 1, one batch 2, the finish 1 (renew_lease and
-  // append_job_event are not on every job's path): kfleet_bench's round trips per job are
-  // these without the batch, plus a share of the scheduling passes' reads.
+  // append_job_event are not on every job's path).
   EXPECT_EQ(path, 5);
   EXPECT_EQ(s.get_job(job->id)->state, JobState::passed);
   EXPECT_EQ(s.get_agent(agent->id)->state, AgentState::idle);
@@ -166,6 +167,42 @@ TEST(PostgresStore, APassOfGrantsIsOneRoundTrip) {
   EXPECT_NE(again[0].error().message.find("is leased, not pending"), std::string::npos)
       << again[0].error().message;
   ASSERT_TRUE(again[1].ok()) << again[1].error().message;
+}
+
+// The finishes the control plane gathers (those that arrive in one turn of its loop) are one
+// round trip and one commit together, a refused one among them included.
+TEST(PostgresStore, FinishesTogetherAreOneRoundTrip) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  std::vector<Store::LeaseGrant> grants;
+  std::vector<std::int64_t> agents;
+  for (int i = 0; i < 6; ++i) {
+    auto job = s.create_job(a_job("j" + std::to_string(i)), 2);
+    ASSERT_TRUE(job.ok());
+    auto agent = s.enrol_agent(an_agent("a" + std::to_string(i)), 3);
+    ASSERT_TRUE(agent.ok());
+    grants.push_back({job->id, agent->id, {}});
+    agents.push_back(agent->id);
+  }
+  auto leases = s.grant_leases(grants, 30'000, 4);
+  std::vector<Store::FinishCall> calls;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    ASSERT_TRUE(leases[i].ok()) << leases[i].error().message;
+    Verdict v;
+    v.outcome = RunOutcome::passed;
+    calls.push_back({agents[i], leases[i]->lease.run_id,
+                     leases[i]->lease.fencing_token + (i == 2 ? 1 : 0), v});  // one stale
+  }
+  const auto before = s.round_trips();
+  auto rs = s.finish_agent_runs(calls, 5);
+  EXPECT_EQ(s.round_trips() - before, 1) << "six finishes, one refused";
+  ASSERT_EQ(rs.size(), calls.size());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    EXPECT_EQ(rs[i].ok(), i != 2) << i;
+    EXPECT_EQ(s.get_job(grants[i].job_id)->state, i == 2 ? JobState::leased : JobState::passed);
+  }
+  EXPECT_EQ(rs[2].error().code, Errc::conflict);
 }
 
 // A pass's wait reasons (up to 256 state changes) cost two round trips together: the jobs read

@@ -390,6 +390,22 @@ class Store {
   virtual Result<FinishedRun> finish_agent_run(std::int64_t agent_id, std::int64_t run_id,
                                                std::int64_t fencing_token, const Verdict& v,
                                                TimeMs now, const AmendVerdict& amend = {}) = 0;
+  // finish_agent_run (no amendment) of several runs, a result for each in order. A call's
+  // refusal is its own; a failure of the database is every call's. On PostgreSQL they are
+  // one transaction: one round trip and one commit for all of them (the control plane
+  // gathers the finishes that arrive together). Here: one after another.
+  struct FinishCall {
+    std::int64_t agent_id = 0, run_id = 0, fencing_token = 0;
+    Verdict verdict;
+  };
+  virtual std::vector<Result<FinishedRun>> finish_agent_runs(const std::vector<FinishCall>& calls,
+                                                             TimeMs now) {
+    std::vector<Result<FinishedRun>> out;
+    out.reserve(calls.size());
+    for (const auto& c : calls)
+      out.push_back(finish_agent_run(c.agent_id, c.run_id, c.fencing_token, c.verdict, now));
+    return out;
+  }
   // A compile agent built the job and it passed its resources gate: atomically the run ends
   // (outcome passed, no verdict: the job's verdict comes from the GPU phase), the agent is
   // idle again, and the job is queued for a GPU agent with a fresh attempt count (attempts 0:
