@@ -229,13 +229,20 @@ void PgStore::write_job_state(std::int64_t job_id, JobState s, const std::string
 }
 
 std::map<std::int64_t, JobRecord> PgStore::load_jobs(const std::vector<std::int64_t>& ids) {
-  static const std::string sql =
-      std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ANY(?::bigint[])";
+  // One lookup by id per job, all sent together: one round trip. Not `id = ANY(?)` of an array:
+  // its generic plan, made while the jobs table was small (a fresh database, the first
+  // passes), stays a sequential scan as the table grows, until an ANALYZE replans it; at
+  // 50,000 jobs each call took 75-100 ms. The lookup by id is the primary key's at any size.
+  static const std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?";
   std::map<std::int64_t, JobRecord> out;
-  if (ids.empty()) return out;
-  auto q = db_->prepare(sql);
-  q.args(Int8Array{ids});
-  while (q.step()) {
+  std::vector<Stmt> sent;
+  sent.reserve(ids.size());  // never reallocated: the queue points at them
+  for (const auto id : ids) {
+    sent.push_back(db_->prepare(sql));
+    sent.back().args(id).send();
+  }
+  for (auto& q : sent) {
+    if (!q.step()) continue;
     JobRecord j = read_job(q);
     out.emplace(j.id, std::move(j));
   }
