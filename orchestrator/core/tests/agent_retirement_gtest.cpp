@@ -6,43 +6,23 @@
 #include <chrono>
 #include <functional>
 
-#include <boost/asio/io_context.hpp>
-
-#include "kfleet/core/control_plane.hpp"
-#include "kfleet/provision/provisioner.hpp"
+#include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
-struct Plane {
-  boost::asio::io_context io;
-  std::unique_ptr<store::Store> st;
-  provision::ProvisionerPtr prov = provision::make_static_provisioner();
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-  std::unique_ptr<ControlPlane> cp;
-  explicit Plane(TimeMs retire_ms) {
-    auto s = store::open_sqlite_store({":memory:"});
-    EXPECT_TRUE(s.ok());
-    st = std::move(*s);
-    Config cfg;
-    cfg.enrol_token = "e";
-    cfg.lease_ttl_ms = 1'000;
-    cfg.tick_ms = 1;
-    cfg.lost_agent_retire_ms = retire_ms;
-    cp = std::make_unique<ControlPlane>(io.get_executor(), *st, clock, *prov, cfg);
-  }
-  ~Plane() { cp->stop(); }
+Config retiring(TimeMs retire_ms) {
+  Config cfg;
+  cfg.lease_ttl_ms = 1'000;
+  cfg.tick_ms = 1;
+  cfg.lost_agent_retire_ms = retire_ms;
+  return cfg;
+}
 
-  EnrolResult enrol(const std::string& name) {
-    EnrolRequest er{name, "us-east-1", "simulated", "static", "", {}, {}};
-    GpuInfo g;
-    g.gpu_class = "L4";
-    g.simulated = true;
-    er.gpus = {g};
-    auto r = cp->enrol(er);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    return r.ok() ? *r : EnrolResult{};
-  }
+struct Plane : test::Plane {
+  explicit Plane(TimeMs retire_ms) : test::Plane(retiring(retire_ms)) {}
+
+  EnrolResult enrol(const std::string& name) { return enrol_agent(name, "L4", /*simulated=*/true); }
 
   store::AgentState state(std::int64_t id) { return st->get_agent(id)->state; }
 

@@ -10,40 +10,18 @@
 #include <functional>
 
 #include "kfleet/common/bundle.hpp"
-#include "kfleet/core/control_plane.hpp"
-#include "kfleet/provision/provisioner.hpp"
+#include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
 namespace asio = boost::asio;
 
-struct Plane {
-  asio::io_context io;
-  std::unique_ptr<store::Store> st;
-  provision::ProvisionerPtr prov = provision::make_static_provisioner();
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-  std::unique_ptr<ControlPlane> cp;
-  Plane() {
-    auto s = store::open_sqlite_store({":memory:"});
-    EXPECT_TRUE(s.ok());
-    st = std::move(*s);
-    clock->set_ms(1'000'000);
-    Config cfg;
-    cfg.enrol_token = "e";
-    cp = std::make_unique<ControlPlane>(io.get_executor(), *st, clock, *prov, cfg);
-  }
-  ~Plane() { cp->stop(); }
+struct Plane : test::Plane {
+  Plane() { clock->set_ms(1'000'000); }
 
   std::int64_t enrol(const std::string& name) {
-    EnrolRequest er{name, "us-east-1", "cuda", "static", "", {}, {}};
-    GpuInfo g;
-    g.gpu_class = "L4";
-    g.arch = "sm_89";
-    er.gpus = {g};
-    auto r = cp->enrol(er);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    return r.ok() ? r->agent_id : 0;
+    return enrol_agent(name, "L4", /*simulated=*/false).agent_id;
   }
 
   std::int64_t submit(const std::string& name, bool custom = false) {

@@ -12,28 +12,12 @@
 #include <chrono>
 
 #include "kfleet/common/bundle.hpp"
-#include "kfleet/core/control_plane.hpp"
-#include "kfleet/provision/provisioner.hpp"
+#include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
-struct Plane {
-  boost::asio::io_context io;
-  std::unique_ptr<store::Store> st;
-  provision::ProvisionerPtr prov = provision::make_static_provisioner();
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-  std::unique_ptr<ControlPlane> cp;
-  Plane() {
-    auto s = store::open_sqlite_store({":memory:"});
-    EXPECT_TRUE(s.ok());
-    st = std::move(*s);
-    Config cfg;
-    cfg.enrol_token = "e";
-    cp = std::make_unique<ControlPlane>(io.get_executor(), *st, clock, *prov, cfg);
-  }
-  ~Plane() { cp->stop(); }
-
+struct Plane : test::Plane {
   // Runs queued passes (and the passes they ask for) until there is nothing left to do.
   void settle() {
     io.restart();
@@ -41,14 +25,7 @@ struct Plane {
   }
 
   std::int64_t enrol(const std::string& name, const std::string& gpu) {
-    EnrolRequest er{name, "us-east-1", "simulated", "static", "", {}, {}};
-    GpuInfo g;
-    g.gpu_class = gpu;
-    g.simulated = true;
-    er.gpus = {g};
-    auto r = cp->enrol(er);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    return r.ok() ? r->agent_id : 0;
+    return enrol_agent(name, gpu, /*simulated=*/true).agent_id;
   }
 
   std::int64_t submit(const std::string& name, const std::string& gpu, int priority) {

@@ -10,37 +10,14 @@
 #include <chrono>
 
 #include "kfleet/common/bundle.hpp"
-#include "kfleet/core/control_plane.hpp"
 #include "kfleet/core/fleet.hpp"
-#include "kfleet/provision/provisioner.hpp"
+#include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
-struct Plane {
-  boost::asio::io_context io;
-  std::unique_ptr<store::Store> st;
-  provision::ProvisionerPtr prov = provision::make_static_provisioner();
-  std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
-  std::unique_ptr<ControlPlane> cp;
-  std::int64_t agent = 0;
-  Plane() {
-    auto s = store::open_sqlite_store({":memory:"});
-    EXPECT_TRUE(s.ok());
-    st = std::move(*s);
-    Config cfg;
-    cfg.enrol_token = "e";
-    cp = std::make_unique<ControlPlane>(io.get_executor(), *st, clock, *prov, cfg);
-    EnrolRequest er{"a", "us-east-1", "cuda", "static", "", {}, {}};
-    GpuInfo g;
-    g.gpu_class = "L4";
-    g.arch = "sm_89";
-    er.gpus = {g};
-    auto r = cp->enrol(er);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    agent = r.ok() ? r->agent_id : 0;
-  }
-  ~Plane() { cp->stop(); }
+struct Plane : test::Plane {
+  std::int64_t agent = enrol_agent("a", "L4", /*simulated=*/false).agent_id;
 
   std::int64_t submit(const std::string& yaml) {
     Bundle b;
