@@ -162,6 +162,65 @@ TEST_P(StoreContract, AnAgentFinishesOnlyItsOwnRunAndGetsItsJobAndRegressionBack
   expect_same_job(*done2->job, *store().get_job(plain.id));
 }
 
+TEST_P(StoreContract, FinishesTogetherEachGetTheirOwnResult) {
+  auto j1 = create("j1");
+  auto j2 = create("j2");
+  auto j3 = create("j3");
+  auto j4 = create("j4");
+  auto a1 = enrol("a1");
+  auto a2 = enrol("a2");
+  auto a3 = enrol("a3");
+  auto a4 = enrol("a4");
+  auto l1 = lease(j1.id, a1.id);
+  auto l2 = lease(j2.id, a2.id);
+  auto l3 = lease(j3.id, a3.id);
+  auto l4 = lease(j4.id, a4.id);
+  const auto events_before = store().job_events(j2.id, 0, 100).size();
+  Verdict unfinished;
+  unfinished.outcome = RunOutcome::running;
+  Verdict slower;
+  slower.outcome = RunOutcome::rejected;
+  slower.reason = "slower";
+  slower.simulated = true;
+  std::vector<Store::FinishCall> calls = {
+      {a1.id, l1.run_id, l1.fencing_token, passed(5)},
+      {a2.id, l2.run_id, l2.fencing_token + 1, passed(5)},  // stale
+      {a1.id, l3.run_id, l3.fencing_token, passed(5)},      // not a1's
+      {a4.id, l4.run_id, l4.fencing_token, unfinished},    // no outcome
+      {a4.id, l4.run_id, l4.fencing_token, slower},
+  };
+  auto r = store().finish_agent_runs(calls, 500);
+  ASSERT_EQ(r.size(), calls.size());
+  ASSERT_TRUE(r[0].ok()) << r[0].error().message;
+  EXPECT_EQ(r[0]->run.id, l1.run_id);
+  EXPECT_EQ(r[0]->run.outcome, RunOutcome::passed);
+  ASSERT_TRUE(r[0]->job);
+  EXPECT_EQ(r[0]->job->state, JobState::passed);
+  ASSERT_FALSE(r[1].ok());
+  EXPECT_EQ(r[1].error().code, Errc::conflict);
+  ASSERT_FALSE(r[2].ok());
+  EXPECT_EQ(r[2].error().code, Errc::forbidden);
+  ASSERT_FALSE(r[3].ok());
+  EXPECT_EQ(r[3].error().code, Errc::invalid_argument);
+  ASSERT_TRUE(r[4].ok()) << r[4].error().message;
+  EXPECT_EQ(r[4]->run.outcome, RunOutcome::rejected);
+  ASSERT_TRUE(r[4]->job);
+  EXPECT_EQ(r[4]->job->state, JobState::rejected);
+  expect_same_job(*r[4]->job, *store().get_job(j4.id));
+  // The refused ones wrote nothing; the others are as a finish of their own leaves them.
+  EXPECT_EQ(store().get_job(j1.id)->state, JobState::passed);
+  EXPECT_EQ(store().get_job(j2.id)->state, JobState::leased);
+  EXPECT_EQ(store().get_job(j3.id)->state, JobState::leased);
+  EXPECT_EQ(store().get_run(l2.run_id)->outcome, RunOutcome::running);
+  EXPECT_EQ(store().get_run(l3.run_id)->outcome, RunOutcome::running);
+  EXPECT_EQ(store().job_events(j2.id, 0, 100).size(), events_before);
+  EXPECT_EQ(store().get_agent(a1.id)->state, AgentState::idle);
+  EXPECT_EQ(store().get_agent(a2.id)->state, AgentState::busy);
+  EXPECT_EQ(store().get_agent(a3.id)->state, AgentState::busy);
+  EXPECT_EQ(store().get_agent(a4.id)->state, AgentState::idle);
+  EXPECT_TRUE(store().finish_agent_runs({}, 501).empty());
+}
+
 TEST_P(StoreContract, EventsFromAnotherAgentAreForbiddenAndNoneIsStored) {
   auto j = create("j");
   auto a = enrol("a");

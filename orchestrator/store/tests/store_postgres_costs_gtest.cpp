@@ -130,20 +130,26 @@ TEST(PostgresStore, EachCallOfAJobsPathIsOneOrTwoRoundTrips) {
   EXPECT_EQ(cost(), 2) << "finish_agent_run with an amendment";
 }
 
+// n new jobs and n new agents, a grant of each job to its agent (fewer if one could not be made).
+std::vector<Store::LeaseGrant> grants_of_new_jobs(Store& s, int n, const nlohmann::json& decision) {
+  std::vector<Store::LeaseGrant> grants;
+  for (int i = 0; i < n; ++i) {
+    auto job = s.create_job(a_job("j" + std::to_string(i)), 2);
+    auto agent = s.enrol_agent(an_agent("a" + std::to_string(i)), 3);
+    EXPECT_TRUE(job.ok() && agent.ok());
+    if (job.ok() && agent.ok()) grants.push_back({job->id, agent->id, decision});
+  }
+  return grants;
+}
+
 // A scheduling pass's leases cost one round trip together, however many there are; a refused
 // one costs one more, to say why.
 TEST(PostgresStore, APassOfGrantsIsOneRoundTrip) {
   auto opened = open_as_leader();
   ASSERT_TRUE(opened.store);
   Store& s = *opened.store;
-  std::vector<Store::LeaseGrant> grants;
-  for (int i = 0; i < 5; ++i) {
-    auto job = s.create_job(a_job("j" + std::to_string(i)), 2);
-    ASSERT_TRUE(job.ok());
-    auto agent = s.enrol_agent(an_agent("a" + std::to_string(i)), 3);
-    ASSERT_TRUE(agent.ok());
-    grants.push_back({job->id, agent->id, {{"action", "assign"}}});
-  }
+  const auto grants = grants_of_new_jobs(s, 5, {{"action", "assign"}});
+  ASSERT_EQ(grants.size(), 5u);
   auto before = s.round_trips();
   auto r = s.grant_leases(grants, 30'000, 6);
   EXPECT_EQ(s.round_trips() - before, 1) << "five grants";
@@ -175,23 +181,15 @@ TEST(PostgresStore, FinishesTogetherAreOneRoundTrip) {
   auto opened = open_as_leader();
   ASSERT_TRUE(opened.store);
   Store& s = *opened.store;
-  std::vector<Store::LeaseGrant> grants;
-  std::vector<std::int64_t> agents;
-  for (int i = 0; i < 6; ++i) {
-    auto job = s.create_job(a_job("j" + std::to_string(i)), 2);
-    ASSERT_TRUE(job.ok());
-    auto agent = s.enrol_agent(an_agent("a" + std::to_string(i)), 3);
-    ASSERT_TRUE(agent.ok());
-    grants.push_back({job->id, agent->id, {}});
-    agents.push_back(agent->id);
-  }
+  const auto grants = grants_of_new_jobs(s, 6, {});
+  ASSERT_EQ(grants.size(), 6u);
   auto leases = s.grant_leases(grants, 30'000, 4);
   std::vector<Store::FinishCall> calls;
   for (std::size_t i = 0; i < leases.size(); ++i) {
     ASSERT_TRUE(leases[i].ok()) << leases[i].error().message;
     Verdict v;
     v.outcome = RunOutcome::passed;
-    calls.push_back({agents[i], leases[i]->lease.run_id,
+    calls.push_back({grants[i].agent_id, leases[i]->lease.run_id,
                      leases[i]->lease.fencing_token + (i == 2 ? 1 : 0), v});  // one stale
   }
   const auto before = s.round_trips();
