@@ -191,6 +191,20 @@ std::string Stmt::blob(int col) const {
 
 // --- Db
 
+namespace {
+// What every session of the store sets first:
+// - quiet NOTICEs (CREATE ... IF NOT EXISTS);
+// - a prepared statement's generic plan from its first execution. By default PostgreSQL plans
+//   each of the first five executions for its parameter values (custom plans) before it
+//   settles on the generic plan; every statement of the store settles on it (a bench run's
+//   sessions, pg_prepared_statements: five custom plans each, then only generic ones; see
+//   the store's README, "Performance", step 17). Those first five plans made the first five
+//   submit-to-lease samples after a start the slowest of the run: the grant, the finish and
+//   the long-poll's statements are each planned afresh then.
+constexpr const char* kSessionSettings =
+    "SET client_min_messages = warning; SET plan_cache_mode = force_generic_plan";
+}  // namespace
+
 Result<std::unique_ptr<Db>> Db::open(const std::string& url, const char* application_name) {
   const std::string where = redact_postgres_url(url);
   // The URL (expanded as dbname) first, then the application name on top of it.
@@ -209,8 +223,7 @@ Result<std::unique_ptr<Db>> Db::open(const std::string& url, const char* applica
   }
   std::unique_ptr<Db> db(new Db(c, where));
   try {
-    // Quiet NOTICEs (CREATE ... IF NOT EXISTS) and UTC timestamps; the store keeps ms itself.
-    db->exec("SET client_min_messages = warning");
+    db->exec(kSessionSettings);
   } catch (const DbError& e) {
     return make_error(Errc::internal, "PostgreSQL at " + where + ": " + e.message);
   }
@@ -232,7 +245,7 @@ bool Db::ensure_connected() {
   prepared_.clear();  // statements lived on the old session
   if (PQstatus(conn_) != CONNECTION_OK) return false;
   try {
-    exec("SET client_min_messages = warning");
+    exec(kSessionSettings);
     if (read_only_) exec("SET default_transaction_read_only = on");
   } catch (const DbError&) {
     return false;
