@@ -128,6 +128,9 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   if (cfg_.max_in_flight_per_token > 0 && !r.token_key.empty())
     sub.in_flight_limit = cfg_.max_in_flight_per_token;
   // The checks, the bundle and the job: one store transaction (two round trips on PostgreSQL).
+  // When the pass it asks for will run at once, the fleet view that pass needs comes back
+  // with the submit's last round trip.
+  if (plan_runs_at_once()) store_.read_fleet_view_with_next_commit();
   auto done = store_.submit_job(sub, clock_->now_ms());
   if (!done) return SubmitError{done.error(), {}};
   if (done->duplicate) return SubmitResult{done->job, done->job.id, {}};

@@ -62,6 +62,11 @@ asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
   co_return std::move(w->offer);
 }
 
+bool ControlPlane::plan_runs_at_once() const {
+  return !plan_pending_ && !stopped_ &&
+         std::chrono::steady_clock::now() - last_plan_end_ >= last_plan_cost_;
+}
+
 void ControlPlane::request_plan() {
   if (plan_pending_ || stopped_) return;
   plan_pending_ = true;

@@ -309,7 +309,7 @@ void Db::exec(const std::string& sql) {
 void Db::enqueue(Stmt* reader, const std::string& sql, const std::vector<unsigned>& types,
                  std::vector<std::string> values, std::vector<char> nulls,
                  std::vector<int> formats) {
-  if (commit_queued_)  // it would run outside the transaction, after its COMMIT
+  if (commit_queued_ && !after_commit_open_)  // it would run after the COMMIT
     throw DbError{"", "a statement came after the transaction's last read (commit_with_next_read): " +
                           sql.substr(0, 60)};
   Pending p;
@@ -326,7 +326,20 @@ void Db::enqueue(Stmt* reader, const std::string& sql, const std::vector<unsigne
     queue_.push_back(std::move(c));
     commit_next_ = false;
     commit_queued_ = true;
+    queue_after_commit();
   }
+}
+
+void Db::queue_after_commit() {
+  if (!after_commit_) return;
+  auto f = std::move(after_commit_);
+  after_commit_ = nullptr;
+  after_commit_open_ = true;
+  struct Close {
+    bool& open;
+    ~Close() { open = false; }
+  } close{after_commit_open_};
+  f();
 }
 
 void Db::forget(Stmt* reader) {
@@ -572,6 +585,7 @@ void Db::queue_commit_now() {
   queue_.push_back(std::move(c));
   commit_next_ = false;
   commit_queued_ = true;
+  queue_after_commit();
 }
 
 void Db::commit() {
@@ -597,6 +611,7 @@ void Db::commit() {
   Pending c;
   c.cmd = "COMMIT";
   queue_.push_back(std::move(c));
+  queue_after_commit();
   flush();
 }
 

@@ -18,6 +18,7 @@
 // COMMIT's result came back.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,6 +108,8 @@ class Stmt {
   // Queues a read inside a transaction: it goes to the server with the next round trip, and
   // step() then reads its rows. Outside one it is the same as the first step().
   void send();
+  // Its rows came back (it ran and succeeded); false while queued or after a failure.
+  bool answered() const { return res_ != nullptr && !queued_; }
 
   std::int64_t i64(int col) const;
   int i32(int col) const { return static_cast<int>(i64(col)); }
@@ -228,6 +231,14 @@ class Db {
     return f();
   }
 
+  // Reads to send right behind the COMMIT of the next transaction that queues one, in its
+  // last round trip: queue_reads sends them (Stmt::send) when the COMMIT is queued. They run
+  // after the commit, in a snapshot of their own; when the transaction fails they do not run
+  // (their statements are not answered()). Once; replaced by the next call.
+  void read_after_next_commit(std::function<void()> queue_reads) {
+    after_commit_ = std::move(queue_reads);
+  }
+
   // Round trips to the server since the connection opened (what the bench and tests count).
   std::int64_t round_trips() const { return round_trips_; }
   // Whether the next round trip's answer is waited for awake (next_result).
@@ -245,6 +256,7 @@ class Db {
   };
 
   Db(PGconn* c, std::string where) : conn_(c), where_(std::move(where)) {}
+  void queue_after_commit();  // the COMMIT was just queued: read_after_next_commit's reads
   void begin_pipelined_reads();
   void end_pipelined_reads();
   void begin();
@@ -270,6 +282,8 @@ class Db {
   bool commit_next_ = false;    // commit_with_next_read(): the COMMIT goes behind the next read
   bool commit_queued_ = false;  // it did: the COMMIT is queued or sent
   std::int64_t round_trips_ = 0;
+  std::function<void()> after_commit_;  // read_after_next_commit()
+  bool after_commit_open_ = false;      // its reads are being queued behind the COMMIT
   // A round trip's answer time (to its first result), averaged: spin or sleep (next_result).
   double answer_us_ = 0;
 };

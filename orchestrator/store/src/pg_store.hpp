@@ -20,7 +20,8 @@ std::string job_event_insert(const std::string& job, const std::string& from,
 
 class PgStore final : public Store {
  public:
-  explicit PgStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+  explicit PgStore(std::unique_ptr<Db> db);
+  ~PgStore() override;  // where FleetReads is whole (pg_store_agents.cpp)
   const char* backend() const override { return "postgresql"; }
   std::int64_t round_trips() const override { return db_->round_trips(); }
 
@@ -70,6 +71,7 @@ class PgStore final : public Store {
   Result<AgentRecord> touch_agent(std::int64_t id, TimeMs now) override;
   Result<void> set_agent_state(std::int64_t id, AgentState s, TimeMs now) override;
   FleetView fleet_view() override;
+  void read_fleet_view_with_next_commit() override;
 
   void put_region_block(const RegionBlock& b) override;
   std::vector<RegionBlock> region_blocks() override;
@@ -112,6 +114,13 @@ class PgStore final : public Store {
   std::vector<AuditRecord> audit_log(int limit) override;
 
  private:
+  // fleet_view()'s three reads (shared/agents.inc): sent together, then taken.
+  struct FleetReads;
+  FleetReads send_fleet_reads();
+  FleetView receive_fleet_reads(FleetReads& r);
+  // The fleet view read behind the last COMMIT (read_fleet_view_with_next_commit), if nothing
+  // reached the server since; else nothing.
+  std::optional<FleetView> fleet_view_read_ahead();
   // finish_agent_run that reads the run, its job and its regression run first, then amends
   // the verdict and writes (shared/runs.inc).
   Result<FinishedRun> finish_reading_first(std::int64_t agent_id, std::int64_t run_id,
@@ -201,6 +210,9 @@ class PgStore final : public Store {
   }
 
   std::unique_ptr<Db> db_;
+  // fleet_view_read_ahead()'s reads (after db_: they go before it) and their round trip.
+  std::unique_ptr<FleetReads> fleet_ahead_;
+  std::int64_t fleet_ahead_trip_ = -1;
 };
 
 // The name shared/*.inc gives this backend's store.

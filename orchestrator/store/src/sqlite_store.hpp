@@ -99,6 +99,12 @@ class SqliteStore final : public Store {
   std::vector<AuditRecord> audit_log(int limit) override;
 
  private:
+  // fleet_view()'s three reads (shared/agents.inc): sent together, then taken.
+  struct FleetReads;
+  FleetReads send_fleet_reads();
+  FleetView receive_fleet_reads(FleetReads& r);
+  // Nothing is read ahead on SQLite (see Store::read_fleet_view_with_next_commit).
+  std::optional<FleetView> fleet_view_read_ahead() { return std::nullopt; }
   // finish_agent_run that reads the run, its job and its regression run first, then amends
   // the verdict and writes (shared/runs.inc).
   Result<FinishedRun> finish_reading_first(std::int64_t agent_id, std::int64_t run_id,

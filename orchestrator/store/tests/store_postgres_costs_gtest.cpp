@@ -294,6 +294,63 @@ TEST(PostgresStore, ASessionPlansEachStatementOnceFromItsFirstExecution) {
   EXPECT_EQ(plans(), "generic only") << "after a reconnect";
 }
 
+// A submit whose pass runs right after it (the control plane asks for this when the pass is
+// not paced): the fleet view comes back behind the submit's COMMIT, in its last round trip,
+// and the pass's fleet_view() costs none. It is taken once, and only while nothing else has
+// reached the server: an enrolment in between, or a write the server refused, makes the
+// pass read the fleet again.
+TEST(PostgresStore, TheFleetViewReadBehindASubmitsCommitCostsItsPassNoRoundTrip) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  auto leader = PostgresLeader::connect(url);
+  ASSERT_TRUE(leader.ok());
+  ASSERT_TRUE(*(*leader)->try_acquire(1));
+  auto opened = open_postgres_store({url, (*leader)->epoch()});
+  ASSERT_TRUE(opened.ok());
+  Store& s = **opened;
+  ASSERT_TRUE(s.enrol_agent(an_agent("a0"), 1).ok());
+  Submission sub;
+  sub.job = a_job("j");
+  sub.job.bundle_hash = "sha256:b-j";
+  sub.bundle_body = "bundle bytes";
+  sub.reuse_identical = true;
+  s.read_fleet_view_with_next_commit();
+  auto before = s.round_trips();
+  ASSERT_TRUE(s.submit_job(sub, 2).ok());
+  EXPECT_EQ(s.round_trips() - before, 2) << "the reads ride on the submit's last round trip";
+  before = s.round_trips();
+  auto v = s.fleet_view();
+  EXPECT_EQ(s.round_trips() - before, 0);
+  ASSERT_EQ(v.agents.size(), 1u);
+  EXPECT_EQ(v.agents[0].name, "a0");
+  before = s.round_trips();
+  EXPECT_EQ(s.fleet_view().agents.size(), 1u);
+  EXPECT_EQ(s.round_trips() - before, 1) << "taken once: the next pass reads again";
+
+  // An enrolment between the submit and its pass: the pass sees the new agent.
+  sub.job = a_job("k");
+  sub.job.bundle_hash = "sha256:b-j";
+  s.read_fleet_view_with_next_commit();
+  auto second = s.submit_job(sub, 3);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_TRUE(s.enrol_agent(an_agent("a1"), 4).ok());
+  before = s.round_trips();
+  EXPECT_EQ(s.fleet_view().agents.size(), 2u);
+  EXPECT_EQ(s.round_trips() - before, 1);
+
+  // Deposed: the fencing check fails in the server, the reads behind the COMMIT never run,
+  // and the fleet is read again.
+  query_one(url, "UPDATE kfleet_leader SET epoch = epoch + 1");
+  s.read_fleet_view_with_next_commit();
+  auto refused = s.create_job(a_job("l"), 5);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("no longer the leader"), std::string::npos)
+      << refused.error().message;
+  before = s.round_trips();
+  EXPECT_EQ(s.fleet_view().agents.size(), 2u);
+  EXPECT_EQ(s.round_trips() - before, 1);
+}
+
 // A deposed leader's writes that wait in the queue for the next round trip (renew_lease's,
 // touch_agent's) fail in the server at the fencing check, and nothing of them is written.
 TEST(PostgresStore, ADeposedLeadersQueuedWritesAreRefusedInTheServer) {

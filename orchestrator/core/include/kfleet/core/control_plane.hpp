@@ -374,6 +374,7 @@ class ControlPlane {
   Result<store::RunRecord> hand_off(const store::RunRecord& run, const store::AgentRecord& agent,
                                     std::int64_t fencing_token);
   bool plan_pending_ = false;
+  bool plan_runs_at_once() const;  // a request_plan() now would post the pass, not pace it
   boost::asio::steady_timer plan_timer_{ex_};
   std::chrono::steady_clock::time_point last_plan_end_{};
   std::chrono::steady_clock::duration last_plan_cost_{};

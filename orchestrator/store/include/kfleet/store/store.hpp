@@ -447,6 +447,12 @@ class Store {
     std::vector<RegionBlock> blocks;
   };
   virtual FleetView fleet_view() = 0;
+  // A scheduling pass follows the next call that commits (a submit): on PostgreSQL the fleet
+  // view is read in that call's last round trip, right behind its COMMIT, and the pass's
+  // fleet_view() takes it when nothing has reached the database since (this store is the
+  // leader's, the fleet's only writer). One round trip less from a submit to its lease. Here:
+  // nothing (a read costs no round trip).
+  virtual void read_fleet_view_with_next_commit() {}
 
   // --- region blocks
   virtual void put_region_block(const RegionBlock& b) = 0;  // upsert on (provider, region, gpu_class)
