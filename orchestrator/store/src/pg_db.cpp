@@ -321,16 +321,16 @@ void Db::enqueue(Stmt* reader, const std::string& sql, const std::vector<unsigne
   p.reader = reader;
   queue_.push_back(std::move(p));
   if (reader && commit_next_) {
-    Pending c;
-    c.cmd = "COMMIT";
-    queue_.push_back(std::move(c));
     commit_next_ = false;
     commit_queued_ = true;
-    queue_after_commit();
+    push_commit();
   }
 }
 
-void Db::queue_after_commit() {
+void Db::push_commit() {
+  Pending c;
+  c.cmd = "COMMIT";
+  queue_.push_back(std::move(c));
   if (!after_commit_) return;
   auto f = std::move(after_commit_);
   after_commit_ = nullptr;
@@ -580,12 +580,9 @@ void Db::end_pipelined_reads() {
 
 void Db::queue_commit_now() {
   if (!in_tx_ || commit_queued_) return;
-  Pending c;
-  c.cmd = "COMMIT";
-  queue_.push_back(std::move(c));
   commit_next_ = false;
   commit_queued_ = true;
-  queue_after_commit();
+  push_commit();
 }
 
 void Db::commit() {
@@ -608,10 +605,7 @@ void Db::commit() {
     queue_.clear();
     return;
   }
-  Pending c;
-  c.cmd = "COMMIT";
-  queue_.push_back(std::move(c));
-  queue_after_commit();
+  push_commit();
   flush();
 }
 

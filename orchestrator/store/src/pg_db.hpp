@@ -256,7 +256,8 @@ class Db {
   };
 
   Db(PGconn* c, std::string where) : conn_(c), where_(std::move(where)) {}
-  void queue_after_commit();  // the COMMIT was just queued: read_after_next_commit's reads
+  // Queues the COMMIT, then the reads read_after_next_commit() asked for behind it.
+  void push_commit();
   void begin_pipelined_reads();
   void end_pipelined_reads();
   void begin();
