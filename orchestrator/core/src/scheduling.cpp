@@ -69,17 +69,17 @@ bool ControlPlane::plan_runs_at_once() const {
 
 void ControlPlane::request_plan() {
   if (plan_pending_ || stopped_) return;
-  plan_pending_ = true;
   // Passes are paced: the next one waits at least as long as the last one took, which keeps
   // at least half of this thread for the API. Every trigger in between is served by that one
   // pass. A pass plans only the head of each class of alike jobs (snapshot()), so its cost
   // follows the fleet's size rather than the queue's, and this is ~0 ms.
-  const auto since = std::chrono::steady_clock::now() - last_plan_end_;
-  if (since >= last_plan_cost_) {
+  const bool at_once = plan_runs_at_once();
+  plan_pending_ = true;
+  if (at_once) {
     asio::post(ex_, [this] { plan_now(); });
     return;
   }
-  plan_timer_.expires_after(last_plan_cost_ - since);
+  plan_timer_.expires_at(last_plan_end_ + last_plan_cost_);
   plan_timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) plan_now();
   });
