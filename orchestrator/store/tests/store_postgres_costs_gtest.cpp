@@ -300,14 +300,10 @@ TEST(PostgresStore, ASessionPlansEachStatementOnceFromItsFirstExecution) {
 // reached the server: an enrolment in between, or a write the server refused, makes the
 // pass read the fleet again.
 TEST(PostgresStore, TheFleetViewReadBehindASubmitsCommitCostsItsPassNoRoundTrip) {
-  const std::string url = fresh_database();
-  ASSERT_FALSE(url.empty());
-  auto leader = PostgresLeader::connect(url);
-  ASSERT_TRUE(leader.ok());
-  ASSERT_TRUE(*(*leader)->try_acquire(1));
-  auto opened = open_postgres_store({url, (*leader)->epoch()});
-  ASSERT_TRUE(opened.ok());
-  Store& s = **opened;
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  const std::string& url = opened.url;
   ASSERT_TRUE(s.enrol_agent(an_agent("a0"), 1).ok());
   Submission sub;
   sub.job = a_job("j");
@@ -354,14 +350,10 @@ TEST(PostgresStore, TheFleetViewReadBehindASubmitsCommitCostsItsPassNoRoundTrip)
 // A deposed leader's writes that wait in the queue for the next round trip (renew_lease's,
 // touch_agent's) fail in the server at the fencing check, and nothing of them is written.
 TEST(PostgresStore, ADeposedLeadersQueuedWritesAreRefusedInTheServer) {
-  const std::string url = fresh_database();
-  ASSERT_FALSE(url.empty());
-  auto a = PostgresLeader::connect(url);
-  ASSERT_TRUE(a.ok());
-  ASSERT_TRUE(*(*a)->try_acquire(1));
-  auto old_store = open_postgres_store({url, (*a)->epoch()});
-  ASSERT_TRUE(old_store.ok());
-  Store& s = **old_store;
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  const std::string& url = opened.url;
   auto job = s.create_job(a_job("j"), 2);
   auto agent = s.enrol_agent(an_agent("a"), 3);
   ASSERT_TRUE(job.ok() && agent.ok());
