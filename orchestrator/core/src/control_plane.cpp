@@ -127,9 +127,9 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   sub.reuse_identical = !r.force;
   if (cfg_.max_in_flight_per_token > 0 && !r.token_key.empty())
     sub.in_flight_limit = cfg_.max_in_flight_per_token;
-  // The checks, the bundle and the job: one store transaction (two round trips on PostgreSQL).
+  // The checks, the bundle and the job: one store transaction (one round trip on PostgreSQL).
   // When the pass it asks for will run at once, the fleet view that pass needs comes back
-  // with the submit's last round trip.
+  // with it.
   if (plan_runs_at_once()) store_.read_fleet_view_with_next_commit();
   auto done = store_.submit_job(sub, clock_->now_ms());
   if (!done) return SubmitError{done.error(), {}};

@@ -166,35 +166,6 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
   return e;
 }
 
-JobRecord PgStore::insert_job(const NewJob& j, const nlohmann::json& submitted,
-                             TimeMs now) {
-  // The job, its origin (when it has one) and its job.submitted event: one statement, which
-  // reads the job back as stored and goes with the COMMIT.
-  static const std::string sql =
-      std::string(
-          "WITH j AS (INSERT INTO jobs (name, campaign, parent, priority, gpu, regions, spec, "
-          "spec_yaml, source_name, bundle_hash, content_hash, state, state_reason, attempts, "
-          "max_attempts, current_run_id, submitted_by, created_ms, updated_ms, simulated, "
-          "host_exclusive) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, 0, ?, "
-          "?, ?, 0, ?) RETURNING ") +
-      kJobColumns +
-      "), o AS (INSERT INTO job_origins (job_id, token_key, parent_job_id, change) "
-      "SELECT j.id, ?, ?, ? FROM j WHERE ? = 1), "
-      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value), "
-      "e AS (" + job_event_insert("j.id", "c, j") + ") SELECT * FROM j";
-  const bool origin = !j.token_key.empty() || j.parent_job_id != 0;
-  auto q = db_->prepare(sql);
-  q.args(j.name, j.campaign, j.parent, j.priority, j.gpu, dump_json(nlohmann::json(j.regions)),
-         dump_json(j.spec), j.spec_yaml, j.source_name, j.bundle_hash, j.content_hash,
-         j.max_attempts, j.submitted_by, now, now, j.host_exclusive ? 1 : 0, j.token_key,
-         j.parent_job_id, dump_json(j.change), origin ? 1 : 0, now, event_type::job_submitted,
-         dump_json(submitted));
-  q.send();
-  db_->queue_commit_now();
-  if (!q.step()) throw DbError{"", "the new job " + j.name + " did not come back from its insert"};
-  return read_job(q);
-}
-
 void PgStore::finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
                              JobState s, const std::string& reason, TimeMs now) {
   // write_job_state's statement with the verdict in the same row version.

@@ -140,10 +140,16 @@ class PgStore final : public Store {
   std::map<std::int64_t, JobRecord> load_jobs(const std::vector<std::int64_t>& ids);
   std::optional<RunRecord> load_run(std::int64_t id);
   std::optional<AgentRecord> load_agent(std::int64_t id);
-  // submit_job's writes, the call's last step: the job, its origin and its job.submitted
-  // event, one statement sent with the COMMIT.
+  // submit_job's checks (shared/jobs.inc): the no-repeat read and the token's in-flight count,
+  // sent together; then taken: true when they answer the submission without a write (`out`
+  // says how).
+  struct SubmitChecks;
+  SubmitChecks send_submit_checks(const Submission& s);
+  bool receive_submit_checks(SubmitChecks& c, const Submission& s, Submitted& out);
+  // submit_job inside its transaction, once the arguments are checked (pg_store_jobs.cpp: one round trip).
   // submitted: the job.submitted event's data.
-  JobRecord insert_job(const NewJob& j, const nlohmann::json& submitted, TimeMs now);
+  Result<Submitted> submit_checked(const Submission& s, const nlohmann::json& submitted,
+                                   TimeMs now);
   // finish_agent_run's write of the job: its verdict, no run, its final state and the
   // job.state event, one statement (queued).
   void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,

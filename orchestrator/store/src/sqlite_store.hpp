@@ -111,8 +111,17 @@ class SqliteStore final : public Store {
                                            std::int64_t fencing_token, const Verdict& given,
                                            TimeMs now, const AmendVerdict& amend);
 
-  // submit_job's writes, the call's last step: the job, its origin and its job.submitted event.
+  // submit_job's checks (shared/jobs.inc): the no-repeat read and the token's in-flight count,
+  // sent together; then taken: true when they answer the submission without a write (`out`
+  // says how).
+  struct SubmitChecks;
+  SubmitChecks send_submit_checks(const Submission& s);
+  bool receive_submit_checks(SubmitChecks& c, const Submission& s, Submitted& out);
+  // submit_job inside its transaction, once the arguments are checked (store_jobs.cpp).
   // submitted: the job.submitted event's data.
+  Result<Submitted> submit_checked(const Submission& s, const nlohmann::json& submitted,
+                                   TimeMs now);
+  // submit_checked's writes, its last step: the job, its origin and its job.submitted event.
   JobRecord insert_job(const NewJob& j, const nlohmann::json& submitted, TimeMs now);
   // finish_agent_run's write of the job: its verdict, no run, its final state (+ job.state).
   void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,

@@ -1,5 +1,5 @@
 // Jobs: submission, queries and state changes. The code is shared/jobs.inc, which both backends
-// compile.
+// compile; what SQLite does differently is below it.
 #include <set>
 
 #include "sqlite_store.hpp"
@@ -7,5 +7,27 @@
 namespace kfleet::store::sqlite {
 
 #include "shared/jobs.inc"
+
+// submit_job inside its transaction: the checks, then the bundle, then the job. In process,
+// each read costs no round trip.
+Result<Submitted> SqliteStore::submit_checked(const Submission& s, const nlohmann::json& submitted,
+                                              TimeMs now) {
+  auto checks = send_submit_checks(s);
+  Submitted out;
+  if (receive_submit_checks(checks, s, out)) return out;
+  if (!s.bundle_body.empty()) {
+    auto bundle = db_->prepare("SELECT body FROM bundles WHERE hash = ?");
+    if (!bundle.args(s.job.bundle_hash).step()) {
+      db_->prepare("INSERT INTO bundles (hash, body, size) VALUES (?, ?, ?)")
+          .args(s.job.bundle_hash, Blob{s.bundle_body},
+                static_cast<std::int64_t>(s.bundle_body.size()))
+          .run();
+    } else if (bundle.blob(0) != s.bundle_body) {
+      return bundle_clash(s.job.bundle_hash);
+    }
+  }
+  out.job = insert_job(s.job, submitted, now);
+  return out;
+}
 
 }  // namespace kfleet::store::sqlite

@@ -71,7 +71,8 @@ struct JobRecord {
 };
 
 // A submission: the job and what is checked and stored with it, under the same write lock and
-// in the same transaction (two round trips on PostgreSQL, one without the checks).
+// in the same transaction (one round trip on PostgreSQL: the writes are guarded in the server
+// by the same checks).
 struct Submission {
   NewJob job;
   // The job's bundle, stored as put_bundle stores it under job.bundle_hash (conflict if a
