@@ -179,13 +179,14 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     }
   }
   if (!samples_out.empty()) {
-    // One line per sample: depth, index, start and end (ns, CLOCK_MONOTONIC), milliseconds.
-    // bench/tail_attribution.py lays them over `perf sched timehist`.
+    // One line per sample: depth, index, start and end (ns, CLOCK_MONOTONIC), milliseconds,
+    // and of those the submit's answer. bench/tail_attribution.py lays them over `perf sched
+    // timehist`.
     if (FILE* out = std::fopen(samples_out.c_str(), "a")) {
       for (std::size_t i = 0; i < lat.size(); ++i)
-        std::fprintf(out, "%d\t%zu\t%lld\t%lld\t%.3f\n", depth, i,
+        std::fprintf(out, "%d\t%zu\t%lld\t%lld\t%.3f\t%.3f\n", depth, i,
                      static_cast<long long>(windows[i].first),
-                     static_cast<long long>(windows[i].second), lat[i]);
+                     static_cast<long long>(windows[i].second), lat[i], answered[i]);
       std::fclose(out);
     } else {
       std::fprintf(stderr, "kfleet_bench: cannot write --samples-out %s\n", samples_out.c_str());
@@ -339,7 +340,8 @@ int main(int argc, char** argv) {
           "(scheduling throughput). Prints one table, a column per depth.\n"
           "--kfleetd PATH runs another kfleetd binary (to compare builds on one machine).\n"
           "--samples-out FILE appends each submit-to-lease sample (depth, index, start and end\n"
-          "in ns on CLOCK_MONOTONIC, ms) to FILE, to lay over a scheduler trace\n"
+          "in ns on CLOCK_MONOTONIC, ms, and the ms until the submit's answer) to FILE, to lay\n"
+          "over a scheduler trace\n"
           "(bench/tail_attribution.py).\n"
           "--db sqlite (default): a temporary SQLite file; --db postgres: a scratch PostgreSQL\n"
           "server (initdb in a temp dir); --db both: both runs, then a table of PostgreSQL /\n"

@@ -136,9 +136,9 @@ def main():
     with open(args.samples) as f:
         for line in f:
             parts = line.split()
-            if len(parts) != 5:
+            if len(parts) < 5:
                 continue
-            depth, idx, s0, s1, ms = parts
+            depth, idx, s0, s1, ms = parts[:5]  # a sixth column, the submit's answer, is not used
             samples[int(depth)].append((float(ms), int(idx), int(s0) / 1e9, int(s1) / 1e9))
     slices = parse_timehist(args.timehist)
     if not slices:
