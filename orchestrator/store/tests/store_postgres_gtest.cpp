@@ -385,6 +385,44 @@ TEST(PostgresStore, EventBatchesKeepTheirContentDuplicatesAndWatermark) {
   EXPECT_EQ(s->events_after(0, 1000).size(), all.size());
 }
 
+// A batch's arrays are compressed with lz4 on a server that has it (migration 11): a batch of
+// 500 events is stored in a few KB, not in some twenty uncompressed TOAST rows, and reads back
+// as sent.
+TEST(PostgresStore, ABatchOfEventsIsStoredCompressedWithLz4) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  ASSERT_GE(std::stoi(query_one(url, "SHOW server_version_num")), 140000)
+      << "column compression needs PostgreSQL 14 or newer; the test's server is older";
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  auto job = s->create_job(a_job("big"), 1);
+  auto agent = s->enrol_agent(an_agent("a"), 2);
+  auto l = s->grant_lease(job->id, agent->id, 60'000, 3);
+  ASSERT_TRUE(l.ok());
+  std::vector<Event> batch;
+  for (int i = 1; i <= 500; ++i) {
+    Event e;
+    e.seq = i;
+    e.type = "bench.samples";
+    e.data = {{"i", i}, {"samples_us", {10.1, 10.2, 10.3}}};
+    batch.push_back(e);
+  }
+  auto r = s->append_run_events(l->run_id, l->fencing_token, batch, 4);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->accepted, 500);
+  const std::string where = " FROM event_batches WHERE run_id = " + std::to_string(l->run_id);
+  for (const char* col : {"seqs", "ts_ms", "types", "datas"})
+    EXPECT_EQ(query_one(url, std::string("SELECT pg_column_compression(") + col + ")" + where),
+              "lz4")
+        << col;
+  EXPECT_LT(std::stoll(query_one(url, "SELECT pg_column_size(datas)" + where)), 8000)
+      << "500 events' data, about 22 KB as text";
+  auto got = s->run_events(l->run_id, 0, 1000);
+  ASSERT_EQ(got.size(), 500u);
+  EXPECT_EQ(got[499].data, batch[499].data);
+  EXPECT_EQ(got[0].type, "bench.samples");
+}
+
 // Several connections (as several kfleetd would have) write at once: every call succeeds or
 // fails cleanly, event ids are exactly 1..N, each job's seqs are 1..n, and no job or agent is
 // ever leased twice.
