@@ -169,11 +169,12 @@ Awaitable metrics(Ctx& c) {
   for (const auto& a : st.list_agents()) ++agents_by_state[store::to_string(a.state)];
   // Retired agents are history: counted in the database, never read row by row.
   agents_by_state["retired"] = static_cast<int>(st.count_agents(store::AgentState::retired));
-  std::map<std::string, int> pending_by_state;
-  for (const auto& j : st.pending_jobs()) ++pending_by_state[to_string(j.state)];
+  // The queue from the leader's memory: reading every pending job from the store took 50 ms
+  // at 10,000 queued and more at 50,000, on the thread that serves leases, at every scrape.
+  auto pending_by_state = c.cp.queue_depth_by_state();
   out += "# HELP kfleet_queue_depth Jobs waiting for an agent.\n# TYPE kfleet_queue_depth gauge\n";
-  for (const char* s : {"queued", "waiting_capacity"})
-    out += "kfleet_queue_depth{state=\"" + std::string(s) + "\"} " +
+  for (const JobState s : {JobState::queued, JobState::waiting_capacity})
+    out += std::string("kfleet_queue_depth{state=\"") + to_string(s) + "\"} " +
            std::to_string(pending_by_state[s]) + "\n";
   out += "# HELP kfleet_agents Agents by state.\n# TYPE kfleet_agents gauge\n";
   for (const char* s : {"idle", "busy", "lost", "retired"})

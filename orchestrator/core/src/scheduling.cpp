@@ -106,6 +106,12 @@ std::string ControlPlane::class_key(const QueuedJob& j) const {
   return k;
 }
 
+std::map<JobState, std::int64_t> ControlPlane::queue_depth_by_state() const {
+  std::map<JobState, std::int64_t> out;
+  for (const auto& [id, q] : queue_) ++out[q.state];
+  return out;
+}
+
 void ControlPlane::remember_pending(const store::JobRecord& j) {
   if (j.state != JobState::queued && j.state != JobState::waiting_capacity) {
     forget_pending(j.id);

@@ -232,6 +232,9 @@ class ControlPlane {
   std::int64_t finishes_gathered() const { return finishes_gathered_; }
   std::int64_t finish_batches() const { return finish_batches_; }
   const std::map<std::string, std::int64_t>& stockouts_by_region() const { return stockouts_; }
+  // The jobs waiting for an agent, by state (queued, waiting_capacity), counted in the queue
+  // the leader keeps in memory: no read of the store, whose pending set it mirrors.
+  std::map<JobState, std::int64_t> queue_depth_by_state() const;
   std::string provisioning_stopped_reason() const { return provisioning_stopped_; }
 
   // Runs the scheduler soon (coalesced: many triggers in one loop turn make one pass).
