@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -443,19 +442,8 @@ void Db::send_batch(std::vector<Pending>& batch) {
 
   std::optional<DbError> first_error;
   bool lost = false;
-  const auto sent_at = std::chrono::steady_clock::now();
-  const bool spin = waits_awake();
-  bool first = true;
   for (const auto& s : sent) {
-    PGresult* r = next_result(sent_at, spin);
-    if (first) {
-      // One slow statement counts as at most 4 spins' worth: it does not stop the spinning
-      // for long; a server that is far away (every answer later than kSpinUs) soon does.
-      const double us = std::chrono::duration<double, std::micro>(
-                            std::chrono::steady_clock::now() - sent_at).count();
-      answer_us_ = 0.9 * answer_us_ + 0.1 * std::min(us, 4.0 * kSpinUs);
-      first = false;
-    }
+    PGresult* r = PQgetResult(conn_);
     if (!r) {
       lost = true;
       break;
@@ -511,23 +499,6 @@ void Db::send_batch(std::vector<Pending>& batch) {
   }
   PQexitPipelineMode(conn_);
   if (first_error) throw *first_error;
-}
-
-PGresult* Db::next_result(std::chrono::steady_clock::time_point sent, bool spin) {
-  // On a local socket a round trip answers in about 100 us, and waiting for it asleep
-  // (poll(), then the server's send waking this thread on the other core) costs both
-  // processes more CPU than that: on the 2-core bench machine the server spent about 40 % of
-  // its time in sends, receives and wake-ups, and the machine stood a third idle while
-  // kfleetd and its server took turns. Reading the socket without sleeping until the answer
-  // is there, for at most kSpinUs, is cheaper on both sides. A server whose answers take
-  // longer than that (across a network) is waited for asleep: answer_us_, the recent
-  // answer time, decides.
-  if (spin) {
-    const auto until = sent + std::chrono::microseconds(static_cast<long>(kSpinUs));
-    while (PQisBusy(conn_) && std::chrono::steady_clock::now() < until)
-      if (!PQconsumeInput(conn_)) break;  // a broken connection: PQgetResult reports it
-  }
-  return PQgetResult(conn_);
 }
 
 void Db::begin() {

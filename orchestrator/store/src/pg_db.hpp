@@ -16,7 +16,6 @@
 // server (kfleet_lock_and_fence(), a migration step), so a deposed leader's queued writes fail there,
 // before its COMMIT, without a round trip of their own. A call still returns only after its
 // COMMIT's result came back.
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,8 +35,6 @@ namespace kfleet::store::pg {
 
 // The key of the advisory lock every store transaction holds (ASCII "kfleetwr").
 inline constexpr std::int64_t kWriteLockKey = 0x6b666c6565747772;
-// How long a round trip's answer is waited for awake (Db::next_result), in microseconds.
-inline constexpr double kSpinUs = 200;
 // The key of the session advisory lock the leader kfleetd holds (ASCII "kfleetld").
 inline constexpr std::int64_t kLeaderLockKey = 0x6b666c6565746c64;
 // The SQLSTATE a fenced write fails with when another kfleetd has taken over.
@@ -241,8 +238,6 @@ class Db {
 
   // Round trips to the server since the connection opened (what the bench and tests count).
   std::int64_t round_trips() const { return round_trips_; }
-  // Whether the next round trip's answer is waited for awake (next_result).
-  bool waits_awake() const { return answer_us_ < kSpinUs; }
 
  private:
   struct Pending {
@@ -265,9 +260,6 @@ class Db {
   void rollback();
   // One pipeline: the batch, then a sync; hands readers their results, throws the first error.
   void send_batch(std::vector<Pending>& batch);
-  // Waits for the next result of a round trip sent at `sent`: first by polling the socket
-  // (spinning) while recent answers came within kSpinUs, then asleep in libpq.
-  PGresult* next_result(std::chrono::steady_clock::time_point sent, bool spin);
   Error failure(const DbError& e) const;
 
   PGconn* conn_;
@@ -285,8 +277,6 @@ class Db {
   std::int64_t round_trips_ = 0;
   std::function<void()> after_commit_;  // read_after_next_commit()
   bool after_commit_open_ = false;      // its reads are being queued behind the COMMIT
-  // A round trip's answer time (to its first result), averaged: spin or sleep (next_result).
-  double answer_us_ = 0;
 };
 
 // The SQLSTATE of a write in a read-only transaction.
