@@ -29,6 +29,15 @@ INSTANTIATE_TEST_SUITE_P(Postgres, StoreContract,
                              "postgres", [] { return open_or_fail(fresh_database()); }}),
                          StoreBackendName{});
 
+// A job leased to an agent on the store `s`: what the event-batch tests upload to.
+Result<Lease> a_running_run(Store& s, const std::string& job) {
+  auto j = s.create_job(a_job(job), 1);
+  if (!j) return j.error();
+  auto agent = s.enrol_agent(an_agent("a"), 2);
+  if (!agent) return agent.error();
+  return s.grant_lease(j->id, agent->id, 60'000, 3);
+}
+
 TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
   const std::string url = fresh_database();
   ASSERT_FALSE(url.empty());
@@ -309,10 +318,8 @@ TEST(PostgresStore, EventBatchesKeepTheirContentDuplicatesAndWatermark) {
   ASSERT_FALSE(url.empty());
   auto s = open_or_fail(url);
   ASSERT_TRUE(s);
-  auto job = s->create_job(a_job("batch"), 1);
-  auto agent = s->enrol_agent(an_agent("a"), 2);
-  auto l = s->grant_lease(job->id, agent->id, 60'000, 3);
-  ASSERT_TRUE(l.ok());
+  auto l = a_running_run(*s, "batch");
+  ASSERT_TRUE(l.ok()) << l.error().message;
   auto ev = [](std::int64_t seq, const std::string& line) {
     Event e;
     e.seq = seq;
@@ -361,10 +368,8 @@ TEST(PostgresStore, ABatchOfEventsIsStoredCompressedWithLz4) {
       << "column compression needs PostgreSQL 14 or newer; the test's server is older";
   auto s = open_or_fail(url);
   ASSERT_TRUE(s);
-  auto job = s->create_job(a_job("big"), 1);
-  auto agent = s->enrol_agent(an_agent("a"), 2);
-  auto l = s->grant_lease(job->id, agent->id, 60'000, 3);
-  ASSERT_TRUE(l.ok());
+  auto l = a_running_run(*s, "big");
+  ASSERT_TRUE(l.ok()) << l.error().message;
   std::vector<Event> batch;
   for (int i = 1; i <= 500; ++i) {
     Event e;
