@@ -151,6 +151,8 @@ class SqliteStore final : public Store {
   static Result<RunRecord> check_fenced(const std::optional<RunRecord>& run,
                                         std::int64_t run_id, std::int64_t fencing_token,
                                         std::int64_t agent_id = 0);
+  // Why a bundle is refused: another body is stored under its hash.
+  static Error bundle_clash(const std::string& hash);
   std::vector<JobRecord> query_jobs(Stmt& q);
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);
