@@ -146,7 +146,8 @@ class PgStore final : public Store {
   struct SubmitChecks;
   SubmitChecks send_submit_checks(const Submission& s);
   bool receive_submit_checks(SubmitChecks& c, const Submission& s, Submitted& out);
-  // submit_job inside its transaction, once the arguments are checked (pg_store_jobs.cpp: one round trip).
+  // submit_job inside its transaction, once the arguments are checked (pg_store_jobs.cpp: one
+  // round trip).
   // submitted: the job.submitted event's data.
   Result<Submitted> submit_checked(const Submission& s, const nlohmann::json& submitted,
                                    TimeMs now);
@@ -197,6 +198,9 @@ class PgStore final : public Store {
                                         std::int64_t agent_id = 0);
   // Why a bundle is refused: another body is stored under its hash.
   static Error bundle_clash(const std::string& hash);
+  // put_bundle's work, inside the caller's transaction: stores the bundle, or finds it stored
+  // with this body, or refuses another body under its hash.
+  Result<void> store_bundle(const std::string& hash, const std::string& body);
   std::vector<JobRecord> query_jobs(Stmt& q);
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);

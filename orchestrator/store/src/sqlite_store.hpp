@@ -153,6 +153,9 @@ class SqliteStore final : public Store {
                                         std::int64_t agent_id = 0);
   // Why a bundle is refused: another body is stored under its hash.
   static Error bundle_clash(const std::string& hash);
+  // put_bundle's work, inside the caller's transaction: stores the bundle, or finds it stored
+  // with this body, or refuses another body under its hash.
+  Result<void> store_bundle(const std::string& hash, const std::string& body);
   std::vector<JobRecord> query_jobs(Stmt& q);
   std::vector<RunRecord> query_runs(Stmt& q);
   std::vector<Event> query_events(Stmt& q);

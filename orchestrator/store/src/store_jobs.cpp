@@ -16,15 +16,8 @@ Result<Submitted> SqliteStore::submit_checked(const Submission& s, const nlohman
   Submitted out;
   if (receive_submit_checks(checks, s, out)) return out;
   if (!s.bundle_body.empty()) {
-    auto bundle = db_->prepare("SELECT body FROM bundles WHERE hash = ?");
-    if (!bundle.args(s.job.bundle_hash).step()) {
-      db_->prepare("INSERT INTO bundles (hash, body, size) VALUES (?, ?, ?)")
-          .args(s.job.bundle_hash, Blob{s.bundle_body},
-                static_cast<std::int64_t>(s.bundle_body.size()))
-          .run();
-    } else if (bundle.blob(0) != s.bundle_body) {
-      return bundle_clash(s.job.bundle_hash);
-    }
+    if (auto stored = store_bundle(s.job.bundle_hash, s.bundle_body); !stored)
+      return stored.error();
   }
   out.job = insert_job(s.job, submitted, now);
   return out;
