@@ -127,9 +127,19 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   sub.reuse_identical = !r.force;
   if (cfg_.max_in_flight_per_token > 0 && !r.token_key.empty())
     sub.in_flight_limit = cfg_.max_in_flight_per_token;
-  // The checks, the bundle and the job: one store transaction (one round trip on PostgreSQL).
-  // When the pass it asks for will run at once, the fleet view that pass needs comes back
-  // with it.
+  // The lease the pass after this submit would grant the job, granted in the submit's
+  // transaction instead (the store checks its rules there; refused, the job waits for that
+  // pass as any other).
+  auto planned = plan_for_new_job(nj);
+  std::optional<store::AgentRecord> planned_agent;
+  if (planned) planned_agent = agent_identity(planned->agent_id);
+  if (planned_agent)
+    sub.grant = store::Submission::Grant{planned->agent_id,
+                                         assign_decision(*planned, *planned_agent),
+                                         cfg_.lease_ttl_ms};
+  // The checks, the bundle, the job and its lease: one store transaction (one round trip on
+  // PostgreSQL). When the pass it asks for will run at once, the fleet view that pass needs
+  // comes back with it.
   if (plan_runs_at_once()) store_.read_fleet_view_with_next_commit();
   auto done = store_.submit_job(sub, clock_->now_ms());
   if (!done) return SubmitError{done.error(), {}};
@@ -146,6 +156,10 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
         {{"in_flight", n}, {"limit", cfg_.max_in_flight_per_token}}};
   }
   remember_pending(done->job);
+  if (done->lease) {
+    planned->job_id = done->job.id;
+    deliver_offer(*planned, *planned_agent, {*done->lease, done->job});
+  }
   events_changed();
   request_plan();
   return SubmitResult{done->job, 0, r.parent_job != 0 ? change : nlohmann::json()};

@@ -3,6 +3,7 @@
 // pure policy for a plan, then grants leases, asks for capacity, and records why jobs wait.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -145,12 +146,16 @@ void ControlPlane::forget_pending(std::int64_t job_id) {
 }
 
 sched::Snapshot ControlPlane::snapshot() {
+  // The agents, the running runs and the region blocks: one read of the store (one round trip
+  // on PostgreSQL), one snapshot of the three.
+  last_fleet_ = store_.fleet_view();
+  return snapshot_of(last_fleet_, false);
+}
+
+sched::Snapshot ControlPlane::snapshot_of(const store::Store::FleetView& fleet, bool preview) {
   sched::Snapshot s;
   s.now = clock_->now_ms();
   bool compilers = false;  // with compile agents in the fleet, every job builds on one first
-  // The agents, the running runs and the region blocks: one read of the store (one round trip
-  // on PostgreSQL), one snapshot of the three.
-  auto fleet = store_.fleet_view();
   for (const auto& a : fleet.agents) {
     if (a.state == store::AgentState::retired) continue;
     auto w = waiters_.find(a.id);
@@ -179,7 +184,7 @@ sched::Snapshot ControlPlane::snapshot() {
     s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive});
   };
   for (auto& [key, c] : classes_) {
-    c.planned_last.reset();
+    if (!preview) c.planned_last.reset();
     std::size_t n = 0;
     std::optional<std::optional<sched::Wait>> parent_wait;  // looked up once per class and pass
     for (const auto& k : c.order) {
@@ -188,8 +193,8 @@ sched::Snapshot ControlPlane::snapshot() {
       // Jobs backing off or with capacity coming are planned on their own (below).
       if (in_flight_.count(j.id) || backing_off(j.id)) continue;
       ++n;
-      c.planned_last = k;
-      if (!j.parent.empty()) {
+      if (!preview) c.planned_last = k;
+      if (!j.parent.empty() && !preview) {
         // A child is judged against its parent: it waits until the parent has a result.
         if (!parent_wait) {
           store::JobFilter f;
@@ -225,7 +230,7 @@ sched::Snapshot ControlPlane::snapshot() {
   for (const auto& r : fleet.running) s.running.push_back({r.host, r.slot, r.host_exclusive});
   if (compilers)
     for (auto& j : s.queue) j.compile = built_.count(j.id) == 0;
-  s.blocks = std::move(fleet.blocks);
+  s.blocks = fleet.blocks;
   for (const auto& [job, f] : in_flight_) s.in_flight.push_back(f);
   for (const auto& [id, p] : pending_instances_)
     s.in_flight.push_back({p.job_id, p.region, p.gpu, gpus_per_instance});
@@ -240,6 +245,28 @@ sched::Snapshot ControlPlane::snapshot() {
     s.provisioner = v;
   }
   return s;
+}
+
+std::optional<sched::Assign> ControlPlane::plan_for_new_job(const store::NewJob& j) {
+  // A child waits for its parent's result, which only a pass looks up.
+  if (!plan_runs_at_once() || !j.parent.empty()) return std::nullopt;
+  if (std::none_of(waiters_.begin(), waiters_.end(), [](const auto& w) { return !w.second->done; }))
+    return std::nullopt;
+  sched::Snapshot s = snapshot_of(last_fleet_, true);
+  // Its id is not known yet; it will be the newest, after every queued job of its priority.
+  constexpr std::int64_t kNewJob = INT64_MAX;
+  const bool compile = std::any_of(s.agents.begin(), s.agents.end(),
+                                   [](const sched::AgentSlot& a) { return a.compiler; });
+  s.queue.push_back({kNewJob, j.priority, j.gpu, j.regions, compile, j.host_exclusive});
+  for (auto& a : sched::plan(s).assign)
+    if (a.job_id == kNewJob) return std::move(a);
+  return std::nullopt;
+}
+
+nlohmann::json ControlPlane::assign_decision(const sched::Assign& a,
+                                             const store::AgentRecord& agent) {
+  return {{"action", "assign"}, {"agent_id", a.agent_id}, {"agent", agent.name},
+          {"region", a.region}, {"reason", a.reason}};
 }
 
 void ControlPlane::plan_now() {
@@ -362,9 +389,7 @@ void ControlPlane::grant(const std::vector<sched::Assign>& assign) {
     if (!agent) continue;
     asked.push_back(&a);
     // The decision is written with the lease, in its transaction.
-    grants.push_back({a.job_id, a.agent_id,
-                      {{"action", "assign"}, {"agent_id", a.agent_id}, {"agent", agent->name},
-                       {"region", a.region}, {"reason", a.reason}}});
+    grants.push_back({a.job_id, a.agent_id, assign_decision(a, *agent)});
     agents.push_back(std::move(*agent));
   }
   if (grants.empty()) return;

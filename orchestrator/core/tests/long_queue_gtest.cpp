@@ -108,5 +108,49 @@ TEST(LongQueue, DeepJobsCarryTheirReasonAndLeasesFollowPriority) {
   EXPECT_EQ(p.with_reason(h100, "no agent serves"), 0);
 }
 
+// A job submitted while an agent for it waits is leased in the submit's own store
+// transaction (one round trip on PostgreSQL): the job is leased when submit() returns, before
+// any pass ran, and the waiting agent's long-poll answers with it. A job that agent cannot
+// take stays queued for the passes.
+TEST(LongQueue, ASubmitToAWaitingAgentIsLeasedInItsOwnTransaction) {
+  Plane p;
+  const auto agent = p.enrol("l4", "L4");
+  std::optional<LeaseOffer> got;
+  bool done = false;
+  boost::asio::co_spawn(
+      p.io,
+      [&]() -> boost::asio::awaitable<void> {
+        auto r = co_await p.cp->wait_for_lease(agent, 5000);
+        if (r.ok()) got = *r;
+        done = true;
+      },
+      boost::asio::detached);
+  p.io.restart();
+  p.io.poll();  // the long-poll waits, and the pass it asked for found nothing to do
+  ASSERT_FALSE(done);
+
+  const auto h100 = p.submit("h100", "H100", 5);
+  EXPECT_EQ(p.st->get_job(h100)->state, JobState::queued) << "no waiting agent serves H100";
+  p.io.poll();
+  ASSERT_FALSE(done);
+  const auto job = p.submit("l4", "L4", 0);
+  auto stored = p.st->get_job(job);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->state, JobState::leased) << "leased before any pass ran";
+  auto events = p.st->job_events(job, 0, 10);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[1].type, event_type::sched_decision);
+  EXPECT_EQ(events[1].data["action"], "assign");
+  EXPECT_EQ(events[1].data["agent_id"], agent);
+  EXPECT_EQ(events[2].type, event_type::lease_granted);
+  p.io.restart();
+  while (!done && p.io.run_one_for(std::chrono::seconds(10))) {
+  }
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->lease.job_id, job);
+  EXPECT_EQ(got->lease.run_id, stored->current_run_id);
+  EXPECT_EQ(p.st->get_job(h100)->state, JobState::queued);
+}
+
 }  // namespace
 }  // namespace kfleet::core

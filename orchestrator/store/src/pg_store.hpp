@@ -10,6 +10,11 @@
 
 namespace kfleet::store::pg {
 
+// The id of the job a submit's statement wrote, for a grant later in the same transaction
+// (Submission::grant): the statement sets it (set_config, local to the transaction) only when
+// it writes the job, so a grant behind a submit that wrote nothing finds no job.
+inline constexpr const char* kSubmittedJobSetting = "kfleet.submitted_job";
+
 // The text of a statement that stores one orchestrator event about a job: a batch of one
 // (migration 10), run 0, its id the `value` of a counters row `c` that `from` must give, its
 // seq the next of the job's own events. `job` is the SQL of the job's id, `where` (if any)
@@ -183,8 +188,11 @@ class PgStore final : public Store {
                                             const std::optional<AgentRecord>& agent,
                                             const std::vector<HostRun>& host_runs);
   // Sends one grant's statement (pg_store_runs.cpp): its row is the job as the grant left it
-  // and the run's id and fencing token, or none when the lease rules refuse it.
+  // and the run's id and fencing token, or none when the lease rules refuse it. g.job_id 0:
+  // the job this transaction's submit wrote (kSubmittedJobSetting).
   Stmt send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now);
+  // The lease and the job from the row of a grant's statement that was not refused.
+  static GrantedLease read_grant(const Stmt& q, std::int64_t agent_id, TimeMs expires);
   // Why a grant that send_grant's statement refused was refused, read after its transaction.
   Error explain_refused_grant(const LeaseGrant& g);
   // Ends a running run (for cancel or error) and frees its agent if it still holds it.

@@ -11,7 +11,8 @@ namespace kfleet::store::pg {
 
 // submit_job inside its transaction, in one round trip: BEGIN, the lock and the fencing
 // check, the checks' reads, one statement that writes the bundle and the job only if the
-// checks allow it, the COMMIT, and the fleet view when a pass waits for it
+// checks allow it, the lease planned for the job (Submission::grant), the COMMIT, and the
+// fleet view when a pass waits for it
 // (read_fleet_view_with_next_commit). The statement repeats the checks in the server, under
 // the same write lock, so it writes exactly when the reads say the submission is new: the
 // reads then say why nothing was written (an identical job, the token's limit), and when they
@@ -40,7 +41,8 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
       "SELECT j.id, ?, ?, ? FROM j WHERE ? = 1), "
       "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
       "AND EXISTS (SELECT 1 FROM j) RETURNING value), "
-      "e AS (" + job_event_insert("j.id", "c, j") + ") SELECT * FROM j";
+      "e AS (" + job_event_insert("j.id", "c, j") + ") SELECT *, set_config('" +
+      kSubmittedJobSetting + "', j.id::text, true) FROM j";
   const NewJob& j = s.job;
   auto checks = send_submit_checks(s);
   const bool reuse = s.reuse_identical && !j.content_hash.empty();
@@ -54,6 +56,12 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
          j.host_exclusive ? 1 : 0, j.token_key, j.parent_job_id, dump_json(j.change),
          origin ? 1 : 0, now, event_type::job_submitted, dump_json(submitted));
   q.send();
+  // The lease planned for the job, in the same transaction: it finds the job by the id the
+  // statement above set, and nothing when that wrote none.
+  std::optional<Stmt> grant;
+  const TimeMs expires = s.grant ? now + s.grant->ttl_ms : 0;
+  if (s.grant && s.grant->ttl_ms > 0)
+    grant.emplace(send_grant(LeaseGrant{0, s.grant->agent_id, s.grant->decision}, expires, now));
   db_->queue_commit_now();
   Submitted out;
   const bool answered = receive_submit_checks(checks, s, out);
@@ -63,6 +71,11 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
                            std::to_string(q.i64(0)) + " was written all the same");
   if (written) {
     out.job = read_job(q);
+    if (grant && grant->step()) {  // no row: refused, and the job stays queued
+      auto granted = read_grant(*grant, s.grant->agent_id, expires);
+      out.job = std::move(granted.job);
+      out.lease = granted.lease;
+    }
     return out;
   }
   if (answered) return out;

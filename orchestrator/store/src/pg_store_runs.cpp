@@ -107,6 +107,16 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
       "FROM c, r, w CROSS JOIN LATERAL (SELECT COALESCE(MAX(max_seq), 0) + 1 AS seq FROM "
       "event_batches WHERE job_id = r.job_id AND run_id = 0) s) "
       "SELECT j.*, r.id, r.fencing_token FROM j, r";
+  // The same statement for the job a submit wrote earlier in this transaction, by its id as
+  // the submit's statement left it.
+  static const std::string after_submit_sql = [] {
+    const std::string job = "WHERE j.id = ? AND";
+    std::string out = sql;
+    out.replace(out.find(job), job.size(),
+                std::string("WHERE j.id = NULLIF(current_setting('") + kSubmittedJobSetting +
+                    "', true), '')::bigint AND");
+    return out;
+  }();
   std::vector<std::string_view> types, before;  // before: the decision's data, if any
   std::string decided;
   if (!g.decision.is_null()) {
@@ -117,11 +127,24 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
   types.push_back(event_type::lease_granted);
   types.push_back(event_type::job_state);
   const auto n = static_cast<std::int64_t>(types.size());
-  auto q = db_->prepare(sql);
-  q.args(g.job_id, g.agent_id, g.agent_id, g.agent_id, now, expires, now, now, g.agent_id, n, n,
-         n, n, now, n, TextArray{types}, TextArray{before}, g.agent_id);
+  auto q = db_->prepare(g.job_id != 0 ? sql : after_submit_sql);
+  auto args = [&](auto... job) {
+    q.args(job..., g.agent_id, g.agent_id, g.agent_id, now, expires, now, now, g.agent_id, n, n,
+           n, n, now, n, TextArray{types}, TextArray{before}, g.agent_id);
+  };
+  if (g.job_id != 0) {
+    args(g.job_id);
+  } else {
+    args();
+  }
   q.send();
   return q;
+}
+
+Store::GrantedLease PgStore::read_grant(const Stmt& q, std::int64_t agent_id, TimeMs expires) {
+  JobRecord job = read_job(q);  // then the run's id and fencing token
+  const Lease lease{q.i64(24), job.id, agent_id, q.i64(25), expires};
+  return GrantedLease{lease, std::move(job)};
 }
 
 Error PgStore::explain_refused_grant(const LeaseGrant& g) {
@@ -306,9 +329,7 @@ std::vector<Result<Store::GrantedLease>> PgStore::grant_leases(const std::vector
         results.push_back(make_error(Errc::conflict, "refused"));  // explained below
         continue;
       }
-      JobRecord job = read_job(q);
-      const Lease lease{q.i64(24), grants[i].job_id, grants[i].agent_id, q.i64(25), expires};
-      results.push_back(GrantedLease{lease, std::move(job)});
+      results.push_back(read_grant(q, grants[i].agent_id, expires));
     }
     return results;
   });

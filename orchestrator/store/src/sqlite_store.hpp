@@ -123,6 +123,10 @@ class SqliteStore final : public Store {
                                    TimeMs now);
   // submit_checked's writes, its last step: the job, its origin and its job.submitted event.
   JobRecord insert_job(const NewJob& j, const nlohmann::json& submitted, TimeMs now);
+  // grant_lease's work, inside the caller's transaction; refusals come before any write.
+  Result<Lease> grant_in_transaction(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl_ms,
+                                     TimeMs now, const nlohmann::json& decision,
+                                     JobRecord* leased_job);
   // finish_agent_run's write of the job: its verdict, no run, its final state (+ job.state).
   void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
                       JobState s, const std::string& reason, TimeMs now);

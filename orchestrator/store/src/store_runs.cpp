@@ -34,65 +34,72 @@ Result<Lease> SqliteStore::grant_lease(std::int64_t job_id, std::int64_t agent_i
                                    TimeMs now, const nlohmann::json& decision,
                                    JobRecord* leased_job) {
   if (ttl_ms <= 0) return make_error(Errc::invalid_argument, "lease ttl must be positive");
-  return db_->transaction([&]() -> Result<Lease> {
-    auto job = load_job(job_id);
-    auto agent = load_agent(agent_id);
-    if (auto refused = lease_refusal(job_id, agent_id, job, agent)) return *refused;
-    // The slot rules (also unique indexes, see migration 3): one running lease per GPU slot;
-    // a host-exclusive lease only on an empty host, and nothing beside one.
-    {
-      auto q = db_->prepare(
-          "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND host = ? "
-          "ORDER BY id");
-      q.args(agent->host);
-      while (q.step()) {
-        const std::string why =
-            slot_rule_refusal(*agent, *job, job_id, q.i64(0), q.i32(1), q.boolean(2));
-        if (!why.empty()) return make_error(Errc::conflict, why);
-      }
-    }
-    db_->prepare("UPDATE counters SET value = value + 1 WHERE name = 'fencing_token'").run();
-    std::int64_t token = 0;
-    {
-      auto q = db_->prepare("SELECT value FROM counters WHERE name = 'fencing_token'");
-      q.step();
-      token = q.i64(0);
-    }
-    const int attempt = job->attempts + 1;
-    const TimeMs expires = now + ttl_ms;
-    db_->prepare(
-           "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
-           "lease_expires_ms, host, slot, host_exclusive) "
-           "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)")
-        .args(job_id, agent_id, attempt, token, now, expires, agent->host, agent->slot,
-              job->host_exclusive ? 1 : 0)
-        .run();
-    const std::int64_t run_id = db_->last_insert_id();
-    db_->prepare("UPDATE jobs SET attempts = ?, current_run_id = ? WHERE id = ?")
-        .args(attempt, run_id, job_id)
-        .run();
-    db_->prepare("UPDATE agents SET state = 'busy', current_run_id = ?, last_seen_ms = ? "
-                 "WHERE id = ?")
-        .args(run_id, now, agent_id)
-        .run();
-    if (!decision.is_null()) insert_job_event(job_id, event_type::sched_decision, decision, now);
-    insert_job_event(job_id, event_type::lease_granted,
-                     {{"run_id", run_id},
-                      {"agent_id", agent_id},
-                      {"fencing_token", token},
-                      {"attempt", attempt},
-                      {"host", agent->host},
-                      {"slot", agent->slot},
-                      {"host_exclusive", job->host_exclusive}},
-                     now);
-    const std::string reason = "leased to agent " + str(agent_id) + " (" + agent->name +
-                               "), attempt " + std::to_string(attempt) + " of " +
-                               std::to_string(job->max_attempts);
-    write_job_state(job_id, JobState::leased, reason, now);
-    const Lease lease{run_id, job_id, agent_id, token, expires};
-    if (leased_job) *leased_job = as_leased(*job, lease, attempt, reason, now);
-    return lease;
+  return db_->transaction([&] {
+    return grant_in_transaction(job_id, agent_id, ttl_ms, now, decision, leased_job);
   });
+}
+
+Result<Lease> SqliteStore::grant_in_transaction(std::int64_t job_id, std::int64_t agent_id,
+                                                TimeMs ttl_ms, TimeMs now,
+                                                const nlohmann::json& decision,
+                                                JobRecord* leased_job) {
+  auto job = load_job(job_id);
+  auto agent = load_agent(agent_id);
+  if (auto refused = lease_refusal(job_id, agent_id, job, agent)) return *refused;
+  // The slot rules (also unique indexes, see migration 3): one running lease per GPU slot;
+  // a host-exclusive lease only on an empty host, and nothing beside one.
+  {
+    auto q = db_->prepare(
+        "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND host = ? "
+        "ORDER BY id");
+    q.args(agent->host);
+    while (q.step()) {
+      const std::string why =
+          slot_rule_refusal(*agent, *job, job_id, q.i64(0), q.i32(1), q.boolean(2));
+      if (!why.empty()) return make_error(Errc::conflict, why);
+    }
+  }
+  db_->prepare("UPDATE counters SET value = value + 1 WHERE name = 'fencing_token'").run();
+  std::int64_t token = 0;
+  {
+    auto q = db_->prepare("SELECT value FROM counters WHERE name = 'fencing_token'");
+    q.step();
+    token = q.i64(0);
+  }
+  const int attempt = job->attempts + 1;
+  const TimeMs expires = now + ttl_ms;
+  db_->prepare(
+         "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
+         "lease_expires_ms, host, slot, host_exclusive) "
+         "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)")
+      .args(job_id, agent_id, attempt, token, now, expires, agent->host, agent->slot,
+            job->host_exclusive ? 1 : 0)
+      .run();
+  const std::int64_t run_id = db_->last_insert_id();
+  db_->prepare("UPDATE jobs SET attempts = ?, current_run_id = ? WHERE id = ?")
+      .args(attempt, run_id, job_id)
+      .run();
+  db_->prepare("UPDATE agents SET state = 'busy', current_run_id = ?, last_seen_ms = ? "
+               "WHERE id = ?")
+      .args(run_id, now, agent_id)
+      .run();
+  if (!decision.is_null()) insert_job_event(job_id, event_type::sched_decision, decision, now);
+  insert_job_event(job_id, event_type::lease_granted,
+                   {{"run_id", run_id},
+                    {"agent_id", agent_id},
+                    {"fencing_token", token},
+                    {"attempt", attempt},
+                    {"host", agent->host},
+                    {"slot", agent->slot},
+                    {"host_exclusive", job->host_exclusive}},
+                   now);
+  const std::string reason = "leased to agent " + str(agent_id) + " (" + agent->name +
+                             "), attempt " + std::to_string(attempt) + " of " +
+                             std::to_string(job->max_attempts);
+  write_job_state(job_id, JobState::leased, reason, now);
+  const Lease lease{run_id, job_id, agent_id, token, expires};
+  if (leased_job) *leased_job = as_leased(*job, lease, attempt, reason, now);
+  return lease;
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // The store contract, part 6: a user's submission in one call (its no-repeat check, its
-// token's in-flight limit, its bundle and the job, under one write lock), and what a
+// token's in-flight limit, its bundle, the job and a lease planned for it, under one write
+// lock), and what a
 // scheduling pass reads of the fleet in one call.
 #include "store_contract.hpp"
 
@@ -116,6 +117,65 @@ TEST_P(StoreContract, ASubmissionOverItsTokensLimitWritesNothing) {
   auto e = submit("e", "t1");
   EXPECT_FALSE(e.over_limit);
   EXPECT_EQ(e.in_flight, 1);
+}
+
+// A lease planned before the job had an id is granted in the submission's own transaction:
+// the job comes back leased, its events in order (submitted, the decision, lease.granted,
+// job.state). A grant the lease rules refuse writes nothing of its own and leaves the job
+// queued; a duplicate grants nothing.
+TEST_P(StoreContract, ASubmissionGrantsTheLeasePlannedForItWhenTheRulesAllow) {
+  auto a = enrol("a");
+  Submission s = submission(job("j"), "body");
+  s.reuse_identical = true;
+  s.grant = Submission::Grant{a.id, json{{"action", "assign"}, {"agent_id", a.id}}, 30'000};
+  auto done = store().submit_job(s, ++now_);
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  ASSERT_TRUE(done->lease);
+  EXPECT_EQ(done->lease->job_id, done->job.id);
+  EXPECT_EQ(done->lease->agent_id, a.id);
+  EXPECT_EQ(done->lease->expires_ms, now_ + 30'000);
+  EXPECT_EQ(done->job.state, JobState::leased);
+  EXPECT_EQ(done->job.attempts, 1);
+  EXPECT_EQ(done->job.current_run_id, done->lease->run_id);
+  auto stored = store().get_job(done->job.id);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->state, JobState::leased);
+  EXPECT_EQ(stored->state_reason, done->job.state_reason);
+  auto run = store().get_run(done->lease->run_id);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->fencing_token, done->lease->fencing_token);
+  EXPECT_EQ(store().get_agent(a.id)->state, AgentState::busy);
+  auto events = store().job_events(done->job.id, 0, 10);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].type, event_type::job_submitted);
+  EXPECT_EQ(events[1].type, event_type::sched_decision);
+  EXPECT_EQ(events[2].type, event_type::lease_granted);
+  EXPECT_EQ(events[3].type, event_type::job_state);
+  for (std::size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq, static_cast<int>(i) + 1);
+
+  // The agent is busy now: a second job's grant to it is refused, and the job stays queued
+  // with only its own event.
+  s.job = job("k");
+  auto queued = store().submit_job(s, ++now_);
+  ASSERT_TRUE(queued.ok()) << queued.error().message;
+  EXPECT_FALSE(queued->lease);
+  EXPECT_EQ(queued->job.state, JobState::queued);
+  EXPECT_EQ(store().get_job(queued->job.id)->state, JobState::queued);
+  EXPECT_EQ(store().job_events(queued->job.id, 0, 10).size(), 1u);
+  EXPECT_EQ(store().get_agent(a.id)->current_run_id, done->lease->run_id);
+
+  // An identical job answers for a third: nothing is written, nothing granted, even to an
+  // idle agent.
+  auto b = enrol("b");
+  s.grant->agent_id = b.id;
+  const auto events_before = store().events_after(0, 100).size();
+  auto dup = store().submit_job(s, ++now_);
+  ASSERT_TRUE(dup.ok()) << dup.error().message;
+  EXPECT_TRUE(dup->duplicate);
+  EXPECT_FALSE(dup->lease);
+  EXPECT_EQ(store().events_after(0, 100).size(), events_before);
+  EXPECT_EQ(store().get_agent(b.id)->state, AgentState::idle);
+  EXPECT_EQ(store().get_agent(b.id)->current_run_id, 0);
 }
 
 TEST_P(StoreContract, AFleetViewIsTheLiveAgentsTheRunningRunsAndTheRegionBlocks) {

@@ -231,8 +231,9 @@ TEST(PostgresStore, ABatchOfStateChangesIsTwoRoundTrips) {
 // checks' reads (the no-repeat map, the token's in-flight count), the statement that writes
 // the bundle, the job, its origin and its event only if the checks allow it, and the COMMIT.
 // A submission the checks answer (an identical job) or refuse (another body under the
-// bundle's hash) costs the same one round trip and writes nothing. What a pass reads of the
-// fleet before it plans (agents, running runs, region blocks) is one round trip.
+// bundle's hash) costs the same one round trip and writes nothing. A submit with the lease
+// planned for its job is one round trip too. What a pass reads of the fleet before it plans
+// (agents, running runs, region blocks) is one round trip.
 TEST(PostgresStore, ASubmitIsOneRoundTripAndAPassReadsTheFleetInOne) {
   auto opened = open_as_leader();
   ASSERT_TRUE(opened.store);
@@ -274,6 +275,30 @@ TEST(PostgresStore, ASubmitIsOneRoundTripAndAPassReadsTheFleetInOne) {
   ASSERT_TRUE(s.create_job(a_job("k"), 3).ok());
   EXPECT_EQ(s.round_trips() - before, 1) << "create_job: nothing to check first";
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.enrol_agent(an_agent("a" + std::to_string(i)), 4).ok());
+  // A submit with the lease planned for it: the same one round trip, the job leased.
+  Submission leased = sub;
+  leased.job = a_job("leased");
+  leased.job.bundle_hash = sub.job.bundle_hash;
+  leased.job.content_hash = "sha256:c-leased";
+  leased.grant = Submission::Grant{s.list_agents().front().id, nullptr, 30'000};
+  before = s.round_trips();
+  auto granted = s.submit_job(leased, 4);
+  ASSERT_TRUE(granted.ok()) << granted.error().message;
+  EXPECT_EQ(s.round_trips() - before, 1) << "a submit and its lease";
+  ASSERT_TRUE(granted->lease);
+  EXPECT_EQ(granted->job.state, JobState::leased);
+  // Behind a duplicate the grant finds no job, even with this session's last job pending.
+  ASSERT_TRUE(s.set_job_state(granted->job.id, JobState::cancelled, "", 5).ok());
+  ASSERT_TRUE(s.create_job(a_job("pending"), 5).ok());
+  Submission again = sub;  // job j's again, which is still queued
+  again.grant = Submission::Grant{s.list_agents().back().id, nullptr, 30'000};
+  before = s.round_trips();
+  auto dup_leased = s.submit_job(again, 5);
+  ASSERT_TRUE(dup_leased.ok());
+  EXPECT_TRUE(dup_leased->duplicate);
+  EXPECT_FALSE(dup_leased->lease);
+  EXPECT_EQ(s.round_trips() - before, 1);
+  EXPECT_EQ(s.get_agent(s.list_agents().back().id)->current_run_id, 0);
   s.put_region_block({"terraform", "r1", "H100", "stockout", "none", 1, 5, 60'000});
   before = s.round_trips();
   auto v = s.fleet_view();

@@ -300,7 +300,22 @@ class ControlPlane {
   void forget_pending(std::int64_t job_id);
   std::string class_key(const QueuedJob& j) const;
   void sync_tails();
+  // What a pass plans with: the queue's heads and the fleet (read from the store, kept in
+  // last_fleet_).
   sched::Snapshot snapshot();
+  // The same from a fleet already read. preview: for a plan made beside the passes (a
+  // submit's), which reads and writes nothing in the store and leaves the pass's bookkeeping
+  // as it is; a job waiting for its parent is planned as if it could run (the preview only
+  // gives way to it).
+  sched::Snapshot snapshot_of(const store::Store::FleetView& fleet, bool preview);
+  store::Store::FleetView last_fleet_;  // as the last pass read it
+  // The waiting agent the pass after a submit would give the job `j` (not yet written),
+  // planned with the fleet as the last pass read it: then the submit grants that lease in its
+  // own transaction (one round trip on PostgreSQL from a submit to its lease). Nothing when
+  // no agent waits, when passes are being paced, or when the job goes elsewhere.
+  std::optional<sched::Assign> plan_for_new_job(const store::NewJob& j);
+  // The sched.decision event's data for a lease.
+  static nlohmann::json assign_decision(const sched::Assign& a, const store::AgentRecord& agent);
   void apply_wait(QueuedJob& j, const sched::Wait& w);
   // What apply_wait would write for the job; nothing when it already says so.
   std::optional<store::Store::JobStateChange> wait_change(QueuedJob& j, const sched::Wait& w);

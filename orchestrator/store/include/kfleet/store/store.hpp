@@ -70,29 +70,6 @@ struct JobRecord {
   std::string cancelled_by;          // the user who cancelled it; "" unless cancelled by one
 };
 
-// A submission: the job and what is checked and stored with it, under the same write lock and
-// in the same transaction (one round trip on PostgreSQL: the writes are guarded in the server
-// by the same checks).
-struct Submission {
-  NewJob job;
-  // The job's bundle, stored as put_bundle stores it under job.bundle_hash (conflict if a
-  // different body is stored under that hash); empty: stored already.
-  std::string bundle_body;
-  // The no-repeat map: an earlier job with the same content_hash that did not end in error
-  // or cancelled answers for this one, and nothing is written.
-  bool reuse_identical = false;
-  // With job.token_key set and a limit above 0: nothing is written while the token has that
-  // many jobs queued or running.
-  int in_flight_limit = 0;
-};
-
-struct Submitted {
-  JobRecord job;            // the new job, or the earlier identical one (duplicate)
-  bool duplicate = false;   // job is an earlier one: nothing was written
-  bool over_limit = false;  // the token is at its limit: nothing was written, job is empty
-  int in_flight = 0;        // the token's jobs queued or running before this one (with a limit)
-};
-
 struct JobFilter {
   std::vector<JobState> states;      // empty = all
   std::string campaign;              // "" = all
@@ -121,6 +98,41 @@ struct RunRecord {
 struct Lease {
   std::int64_t run_id = 0, job_id = 0, agent_id = 0, fencing_token = 0;
   TimeMs expires_ms = 0;
+};
+
+// A submission: the job and what is checked and stored with it, under the same write lock and
+// in the same transaction (one round trip on PostgreSQL: the writes are guarded in the server
+// by the same checks).
+struct Submission {
+  NewJob job;
+  // The job's bundle, stored as put_bundle stores it under job.bundle_hash (conflict if a
+  // different body is stored under that hash); empty: stored already.
+  std::string bundle_body;
+  // The no-repeat map: an earlier job with the same content_hash that did not end in error
+  // or cancelled answers for this one, and nothing is written.
+  bool reuse_identical = false;
+  // With job.token_key set and a limit above 0: nothing is written while the token has that
+  // many jobs queued or running.
+  int in_flight_limit = 0;
+  // A lease of the new job, granted in the same transaction once the job is written (one
+  // round trip on PostgreSQL for the submit and its lease): the control plane planned it
+  // before the job had an id. It is judged by grant_lease's rules; refused, it writes nothing
+  // and the job stays queued for the next pass. A duplicate or a refused submission grants
+  // nothing.
+  struct Grant {
+    std::int64_t agent_id = 0;
+    nlohmann::json decision;  // as grant_lease's
+    TimeMs ttl_ms = 0;
+  };
+  std::optional<Grant> grant;
+};
+
+struct Submitted {
+  JobRecord job;            // the new job, or the earlier identical one (duplicate)
+  bool duplicate = false;   // job is an earlier one: nothing was written
+  bool over_limit = false;  // the token is at its limit: nothing was written, job is empty
+  int in_flight = 0;        // the token's jobs queued or running before this one (with a limit)
+  std::optional<Lease> lease;  // Submission::grant's lease; job is then as the grant left it
 };
 
 // What an agent's finish leaves behind, with what the control plane reads next: the store
