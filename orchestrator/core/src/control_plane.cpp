@@ -224,6 +224,8 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
   out.agent_id = a->id;
   agent_hash_cache_[a->id] = a->token_hash;
   agent_by_hash_[a->token_hash] = a->id;
+  agent_identity_.emplace(a->id, *a);  // its first lease reads nothing for it
+  last_fleet_.agents.push_back(*a);    // a submit's plan sees it before the next pass does
   idle_since_[a->id] = clock_->now_ms();
   log::info("core", "agent ", a->id, " '", a->name, "' enrolled in ", a->region, " (", a->backend,
             ", ", r.gpus.front().gpu_class, ")");

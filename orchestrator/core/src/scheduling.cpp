@@ -248,8 +248,10 @@ sched::Snapshot ControlPlane::snapshot_of(const store::Store::FleetView& fleet, 
 }
 
 std::optional<sched::Assign> ControlPlane::plan_for_new_job(const store::NewJob& j) {
-  // A child waits for its parent's result, which only a pass looks up.
-  if (!plan_runs_at_once() || !j.parent.empty()) return std::nullopt;
+  // A child waits for its parent's result, which only a pass looks up. While passes are paced
+  // this plan still runs: it is the submit's own work, without the store reads and the wait
+  // reasons a pass writes.
+  if (stopped_ || !j.parent.empty()) return std::nullopt;
   if (std::none_of(waiters_.begin(), waiters_.end(), [](const auto& w) { return !w.second->done; }))
     return std::nullopt;
   sched::Snapshot s = snapshot_of(last_fleet_, true);

@@ -308,11 +308,11 @@ class ControlPlane {
   // as it is; a job waiting for its parent is planned as if it could run (the preview only
   // gives way to it).
   sched::Snapshot snapshot_of(const store::Store::FleetView& fleet, bool preview);
-  store::Store::FleetView last_fleet_;  // as the last pass read it
+  store::Store::FleetView last_fleet_;  // as the last pass read it, and agents enrolled since
   // The waiting agent the pass after a submit would give the job `j` (not yet written),
   // planned with the fleet as the last pass read it: then the submit grants that lease in its
   // own transaction (one round trip on PostgreSQL from a submit to its lease). Nothing when
-  // no agent waits, when passes are being paced, or when the job goes elsewhere.
+  // no agent waits, or when the job goes elsewhere.
   std::optional<sched::Assign> plan_for_new_job(const store::NewJob& j);
   // The sched.decision event's data for a lease.
   static nlohmann::json assign_decision(const sched::Assign& a, const store::AgentRecord& agent);
