@@ -36,9 +36,7 @@ Result<StorePtr> open_postgres_store(const PostgresOptions& o) {
   auto m = pg::migrate(**db);
   if (!m) return m.error();
   (*db)->set_fence(o.leader_epoch);
-  auto store = std::make_unique<pg::PgStore>(std::move(*db));
-  store->plan_the_lease_path();
-  return StorePtr(std::move(store));
+  return StorePtr(std::make_unique<pg::PgStore>(std::move(*db)));
 }
 
 // --- leadership

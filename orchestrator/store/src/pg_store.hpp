@@ -29,11 +29,6 @@ class PgStore final : public Store {
   ~PgStore() override;  // where FleetReads is whole (pg_store_agents.cpp)
   const char* backend() const override { return "postgresql"; }
   std::int64_t round_trips() const override { return db_->round_trips(); }
-  // A session plans each statement at its first execution (pg_db.cpp): the grants' and the
-  // finish's, large statements, are planned here, when the leader's store opens, executed
-  // for ids that match nothing (so they write nothing), instead of in the first job's lease
-  // after a start or a takeover. One round trip.
-  void plan_the_lease_path();
 
   Result<JobRecord> create_job(const NewJob& j, TimeMs now) override;
   Result<Submitted> submit_job(const Submission& s, TimeMs now) override;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -531,19 +530,6 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     res.contiguous = q->step() ? q->i64(0) : c;
     return res;
   });
-}
-
-void PgStore::plan_the_lease_path() {
-  auto planned = db_->transaction([&]() -> Result<bool> {
-    Stmt by_id = send_grant(LeaseGrant{-1, -1, nullptr}, 1, 0);
-    Stmt after_submit = send_grant(LeaseGrant{0, -1, nullptr}, 1, 0);  // no job submitted
-    Verdict v;
-    v.outcome = RunOutcome::passed;
-    SentFinish finish = send_finish(FinishCall{-1, -1, 0, v}, JobState::passed, 0);
-    db_->queue_commit_now();
-    return by_id.step() || after_submit.step() || finish.write.step();
-  });
-  if (planned && *planned) throw std::logic_error("a grant or finish of nothing wrote a row");
 }
 
 }  // namespace kfleet::store::pg
