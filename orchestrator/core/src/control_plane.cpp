@@ -138,9 +138,9 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
                                          assign_decision(*planned, *planned_agent),
                                          cfg_.lease_ttl_ms};
   // The checks, the bundle, the job and its lease: one store transaction (one round trip on
-  // PostgreSQL). When the pass it asks for will run at once, the fleet view that pass needs
-  // comes back with it.
-  if (plan_runs_at_once()) store_.read_fleet_view_with_next_commit();
+  // PostgreSQL). Without a lease the submit asks for a pass; when that will run at once, the
+  // fleet view it needs comes back with the submit.
+  if (!sub.grant && plan_runs_at_once()) store_.read_fleet_view_with_next_commit();
   auto done = store_.submit_job(sub, clock_->now_ms());
   if (!done) return SubmitError{done.error(), {}};
   if (done->duplicate) return SubmitResult{done->job, done->job.id, {}};
@@ -156,12 +156,14 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
         {{"in_flight", n}, {"limit", cfg_.max_in_flight_per_token}}};
   }
   remember_pending(done->job);
+  events_changed();
   if (done->lease) {
+    // Leased as a pass would have leased it: no pass is left to run for it.
     planned->job_id = done->job.id;
     deliver_offer(*planned, *planned_agent, {*done->lease, done->job});
+  } else {
+    request_plan();
   }
-  events_changed();
-  request_plan();
   return SubmitResult{done->job, 0, r.parent_job != 0 ? change : nlohmann::json()};
 }
 
