@@ -71,10 +71,15 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
   // events as one row (migration 10): the decision (when there is one), lease.granted and
   // job.state, with consecutive ids and seqs. Its row: the job as the grant left it, then the
   // run's id and fencing token; no row when the grant is refused.
+  // A grant behind a submit (job id 0) takes the job the submit wrote earlier in the same
+  // transaction, by the id the submit's statement left in a transaction-local setting: one
+  // statement for both, which a session plans once.
   static const std::string sql =
       "WITH ok AS (SELECT j.id, j.attempts + 1 AS attempt, j.max_attempts, j.host_exclusive, "
       "a.name AS agent_name, a.host, a.slot FROM jobs j, agents a "
-      "WHERE j.id = ? AND a.id = ? AND j.state IN ('queued', 'waiting_capacity') "
+      "WHERE j.id = COALESCE(NULLIF(?::bigint, 0), NULLIF(current_setting('" +
+      std::string(kSubmittedJobSetting) +
+      "', true), '')::bigint) AND a.id = ? AND j.state IN ('queued', 'waiting_capacity') "
       "AND j.attempts < j.max_attempts AND a.state = 'idle' AND a.current_run_id = 0 "
       "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.outcome = 'running' AND o.host = a.host "
       "AND (o.slot = a.slot OR o.host_exclusive <> 0 OR j.host_exclusive <> 0))), "
@@ -107,16 +112,6 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
       "FROM c, r, w CROSS JOIN LATERAL (SELECT COALESCE(MAX(max_seq), 0) + 1 AS seq FROM "
       "event_batches WHERE job_id = r.job_id AND run_id = 0) s) "
       "SELECT j.*, r.id, r.fencing_token FROM j, r";
-  // The same statement for the job a submit wrote earlier in this transaction, by its id as
-  // the submit's statement left it.
-  static const std::string after_submit_sql = [] {
-    const std::string job = "WHERE j.id = ? AND";
-    std::string out = sql;
-    out.replace(out.find(job), job.size(),
-                std::string("WHERE j.id = NULLIF(current_setting('") + kSubmittedJobSetting +
-                    "', true), '')::bigint AND");
-    return out;
-  }();
   std::vector<std::string_view> types, before;  // before: the decision's data, if any
   std::string decided;
   if (!g.decision.is_null()) {
@@ -127,16 +122,9 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
   types.push_back(event_type::lease_granted);
   types.push_back(event_type::job_state);
   const auto n = static_cast<std::int64_t>(types.size());
-  auto q = db_->prepare(g.job_id != 0 ? sql : after_submit_sql);
-  auto args = [&](auto... job) {
-    q.args(job..., g.agent_id, g.agent_id, g.agent_id, now, expires, now, now, g.agent_id, n, n,
-           n, n, now, n, TextArray{types}, TextArray{before}, g.agent_id);
-  };
-  if (g.job_id != 0) {
-    args(g.job_id);
-  } else {
-    args();
-  }
+  auto q = db_->prepare(sql);
+  q.args(g.job_id, g.agent_id, g.agent_id, g.agent_id, now, expires, now, now, g.agent_id, n, n,
+         n, n, now, n, TextArray{types}, TextArray{before}, g.agent_id);
   q.send();
   return q;
 }
