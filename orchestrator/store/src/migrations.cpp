@@ -252,6 +252,18 @@ ALTER TABLE agents ADD COLUMN enrol_token_id INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE agents ADD COLUMN enrol_token_name TEXT NOT NULL DEFAULT '';
 ALTER TABLE agents ADD COLUMN enrol_token_by TEXT NOT NULL DEFAULT '';
 )sql",
+      // 9: a job's token on its row, and the jobs still in flight by token in an index of
+      // their own. The per-token in-flight limit counted a token's jobs through job_origins,
+      // its whole history joined to jobs: a submit's cost grew with every job the token ever
+      // ran. Counted here it reads the token's live jobs only (kInFlightSql; the index's
+      // condition is that statement's, word for word, so the planner can use it).
+      R"sql(
+ALTER TABLE jobs ADD COLUMN token_key TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET token_key = o.token_key FROM job_origins o
+  WHERE o.job_id = jobs.id AND o.token_key <> '';
+CREATE INDEX jobs_live_token ON jobs (token_key)
+  WHERE state NOT IN ('passed', 'rejected', 'error', 'cancelled');
+)sql",
   };
   return s;
 }

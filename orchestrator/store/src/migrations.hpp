@@ -13,6 +13,8 @@ inline constexpr int kSlotsSchemaVersion = 4;
 inline constexpr int kAuditFieldsSchemaVersion = 5;
 // The step that records where a job came from (job_origins: token, parent + change).
 inline constexpr int kJobOriginsSchemaVersion = 7;
+// The step that put a job's token on its row, with the index of live jobs by token.
+inline constexpr int kLiveTokenSchemaVersion = 9;
 // Applies every step above the database's version, one transaction each. Refuses a database
 // written by a newer kfleetd rather than guessing at its schema.
 Result<void> migrate(Db& db);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "pg_store.hpp"
+#include "shared/in_flight_sql.hpp"
 
 namespace kfleet::store::pg {
 
@@ -34,8 +35,8 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
       "j AS (INSERT INTO jobs (name, campaign, parent, priority, gpu, regions, spec, "
       "spec_yaml, source_name, bundle_hash, content_hash, state, state_reason, attempts, "
       "max_attempts, current_run_id, submitted_by, created_ms, updated_ms, simulated, "
-      "host_exclusive) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, 0, ?, ?, ?, "
-      "0, ? FROM go WHERE go.ok RETURNING " +
+      "host_exclusive, token_key) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, "
+      "0, ?, ?, ?, 0, ?, ? FROM go WHERE go.ok RETURNING " +
       kJobColumns +
       "), o AS (INSERT INTO job_origins (job_id, token_key, parent_job_id, change) "
       "SELECT j.id, ?, ?, ? FROM j WHERE ? = 1), "
@@ -53,7 +54,7 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
          j.content_hash, limit, j.token_key, limit, j.name, j.campaign, j.parent, j.priority,
          j.gpu, dump_json(nlohmann::json(j.regions)), dump_json(j.spec), j.spec_yaml,
          j.source_name, j.bundle_hash, j.content_hash, j.max_attempts, j.submitted_by, now, now,
-         j.host_exclusive ? 1 : 0, j.token_key, j.parent_job_id, dump_json(j.change),
+         j.host_exclusive ? 1 : 0, j.token_key, j.token_key, j.parent_job_id, dump_json(j.change),
          origin ? 1 : 0, now, event_type::job_submitted, dump_json(submitted));
   q.send();
   // The lease planned for the job, in the same transaction: it finds the job by the id the

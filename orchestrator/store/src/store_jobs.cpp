@@ -2,6 +2,7 @@
 // compile; what SQLite does differently is below it.
 #include <set>
 
+#include "shared/in_flight_sql.hpp"
 #include "sqlite_store.hpp"
 
 namespace kfleet::store::sqlite {

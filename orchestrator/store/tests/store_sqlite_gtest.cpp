@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "../src/migrations.hpp"
+#include "../src/shared/in_flight_sql.hpp"
 #include "../src/sqlite_db.hpp"
 #include "store_contract.hpp"
 #include "temp_dir.hpp"
@@ -113,10 +114,11 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
     ASSERT_TRUE(s->create_job(nj, 1).ok());
   }
   const std::string version = query_one(path, "SELECT version FROM schema_version");
-  EXPECT_EQ(version, "8");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
+  EXPECT_EQ(version, "9");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
                             // 4: GPU slots; 5: baselines.set_by, jobs.cancelled_by;
                             // 6: the live agents' index
-                            // 7: job_origins; 8: enrolment tokens, who enrolled each agent
+                            // 7: job_origins; 8: enrolment tokens, who enrolled each agent;
+                            // 9: jobs.token_key, the live jobs by token
   for (int i = 0; i < 3; ++i) {
     auto s = open_or_die(path);
     ASSERT_TRUE(s);
@@ -166,6 +168,52 @@ TEST(SqliteStore, MigrationFillsSetByAndCancelledByOfOldRows) {
   EXPECT_EQ(s->get_job(4)->cancelled_by, "");  // not cancelled
   EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"),
             std::to_string(sqlite::latest_schema_version()));
+}
+
+// A token's jobs in flight are counted from its live jobs, not its history: the migration that
+// put a job's token on its row fills it for the jobs already stored, and the count's statement
+// reads the partial index of live jobs (a token with thousands of finished jobs would
+// otherwise cost every submit a walk through all of them).
+TEST(SqliteStore, ATokensInFlightCountReadsItsLiveJobsNotItsHistory) {
+  const std::string path = make_temp_dir() + "/old.db";
+  {
+    auto db = sqlite::Db::open(path, false);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    ASSERT_TRUE(sqlite::migrate_to(**db, sqlite::kLiveTokenSchemaVersion - 1).ok());
+    (*db)->exec(
+        "INSERT INTO jobs (name, state, max_attempts, created_ms, updated_ms) VALUES "
+        "('old-done', 'passed', 3, 1, 1), ('old-queued', 'queued', 3, 1, 1), "
+        "('other', 'running', 3, 1, 1), ('no-origin', 'queued', 3, 1, 1);"
+        "INSERT INTO job_origins (job_id, token_key) VALUES (1, 'tok'), (2, 'tok'), (3, 'tok-2');");
+  }
+  auto s = open_or_die(path);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(query_one(path, "SELECT GROUP_CONCAT(token_key, ',') FROM (SELECT token_key FROM "
+                            "jobs ORDER BY id)"),
+            "tok,tok,tok-2,");
+  EXPECT_EQ(s->in_flight_jobs_of("tok"), 1);
+  EXPECT_EQ(s->in_flight_jobs_of("tok-2"), 1);
+  NewJob nj;
+  nj.name = "new";
+  nj.max_attempts = 1;
+  nj.token_key = "tok";
+  ASSERT_TRUE(s->create_job(nj, 2).ok());
+  EXPECT_EQ(s->in_flight_jobs_of("tok"), 2);
+  // The plan of the statement as the store runs it, on its own connection.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, (std::string("EXPLAIN QUERY PLAN ") + kInFlightSql).c_str(),
+                               -1, &q, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(raw);
+  sqlite3_bind_text(q, 1, "tok", -1, SQLITE_STATIC);
+  std::string plan;
+  while (sqlite3_step(q) == SQLITE_ROW)
+    plan += reinterpret_cast<const char*>(sqlite3_column_text(q, 3)) + std::string("\n");
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
+  EXPECT_NE(plan.find("jobs_live_token"), std::string::npos) << plan;
 }
 
 TEST(SqliteStore, ADatabaseFromANewerVersionIsRefused) {
