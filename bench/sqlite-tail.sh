@@ -4,10 +4,11 @@
 # window over it (bench/tail_attribution.py): how long kfleetd's API thread ran, how long it
 # waited runnable for a CPU, and what held the CPUs meanwhile.
 #   bench/sqlite-tail.sh BUILD_DIR OUT_DIR [kfleet_bench arguments...]
-# Default bench arguments: --db sqlite --agents 20 --jobs 10000 --depths 10000 --events 2000.
+# Default bench arguments: --db sqlite --agents 20 --jobs 10000 --depths 10000 --events 2000;
+# any kfleet_bench arguments work (--db postgres too: the API thread waits on its server then).
 # Needs perf (Debian: linux-perf) and root or kernel.perf_event_paranoid <= 0.
 set -euo pipefail
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
 if [[ ${1:-} == --help || ${1:-} == -h ]]; then usage; exit 0; fi
 if [[ $# -lt 2 ]]; then usage >&2; exit 2; fi
 build=$1 out=$2
