@@ -362,7 +362,7 @@ $$;
       // 12: a job's token on its row, and the jobs still in flight by token in an index of
       // their own (SQLite's step 9). The per-token in-flight limit counted a token's jobs
       // through job_origins, its whole history joined to jobs: at 200,000 past jobs a submit
-      // spent 315 ms on it. The index's condition is kInFlightSql's, word for word, so the
+      // spent 230-440 ms on it. The index's condition is kInFlightSql's, word for word, so the
       // planner can use it for the statement's generic plan. A job's state change is not a
       // HOT update either way (jobs_state_priority names the state), so this index adds an
       // entry where one was being written anyway.
