@@ -50,7 +50,7 @@ TEST(PostgresStore, AnAgentsStateChangeIsRewrittenInPlaceAndTheLiveFleetHasItsIn
 }
 
 // A submit under a per-token in-flight limit counts the token's jobs in flight. It used to
-// count them through job_origins, the token's whole history joined to jobs (315 ms a submit at
+// count them through job_origins, the token's whole history joined to jobs (230-440 ms a submit at
 // 200,000 past jobs); it reads the partial index of live jobs by token, whose condition is the
 // statement's. Checked on the generic plan kfleetd's session makes (plan_cache_mode), with the
 // statistics of a token whose finished jobs outnumber its live ones a thousand to one.
