@@ -13,7 +13,6 @@ namespace kfleet::store::pg {
 // The id of the job a submit's statement wrote, for a grant later in the same transaction
 // (Submission::grant): the statement sets it (set_config, local to the transaction) only when
 // it writes the job, so a grant behind a submit that wrote nothing finds no job.
-inline constexpr const char* kSubmittedJobSetting = "kfleet.submitted_job";
 
 // The text of a statement that stores one orchestrator event about a job: a batch of one
 // (migration 10), run 0, its id the `value` of a counters row `c` that `from` must give, its
@@ -156,6 +155,9 @@ class PgStore final : public Store {
   // submitted: the job.submitted event's data.
   Result<Submitted> submit_checked(const Submission& s, const nlohmann::json& submitted,
                                    TimeMs now);
+  // submit_checked with Submission::grant: the job and its lease in one statement.
+  Result<Submitted> submit_granted(const Submission& s, const nlohmann::json& submitted,
+                                   TimeMs now);
   // finish_agent_run's write of the job: its verdict, no run, its final state and the
   // job.state event, one statement (queued).
   void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
@@ -188,8 +190,7 @@ class PgStore final : public Store {
                                             const std::optional<AgentRecord>& agent,
                                             const std::vector<HostRun>& host_runs);
   // Sends one grant's statement (pg_store_runs.cpp): its row is the job as the grant left it
-  // and the run's id and fencing token, or none when the lease rules refuse it. g.job_id 0:
-  // the job this transaction's submit wrote (kSubmittedJobSetting).
+  // and the run's id and fencing token, or none when the lease rules refuse it.
   Stmt send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now);
   // The lease and the job from the row of a grant's statement that was not refused.
   static GrantedLease read_grant(const Stmt& q, std::int64_t agent_id, TimeMs expires);

@@ -71,15 +71,10 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
   // events as one row (migration 10): the decision (when there is one), lease.granted and
   // job.state, with consecutive ids and seqs. Its row: the job as the grant left it, then the
   // run's id and fencing token; no row when the grant is refused.
-  // A grant behind a submit (job id 0) takes the job the submit wrote earlier in the same
-  // transaction, by the id the submit's statement left in a transaction-local setting: one
-  // statement for both, which a session plans once.
   static const std::string sql =
       "WITH ok AS (SELECT j.id, j.attempts + 1 AS attempt, j.max_attempts, j.host_exclusive, "
       "a.name AS agent_name, a.host, a.slot FROM jobs j, agents a "
-      "WHERE j.id = COALESCE(NULLIF(?::bigint, 0), NULLIF(current_setting('" +
-      std::string(kSubmittedJobSetting) +
-      "', true), '')::bigint) AND a.id = ? AND j.state IN ('queued', 'waiting_capacity') "
+      "WHERE j.id = ? AND a.id = ? AND j.state IN ('queued', 'waiting_capacity') "
       "AND j.attempts < j.max_attempts AND a.state = 'idle' AND a.current_run_id = 0 "
       "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.outcome = 'running' AND o.host = a.host "
       "AND (o.slot = a.slot OR o.host_exclusive <> 0 OR j.host_exclusive <> 0))), "

@@ -151,7 +151,24 @@ TEST_P(StoreContract, ASubmissionGrantsTheLeasePlannedForItWhenTheRulesAllow) {
   EXPECT_EQ(events[1].type, event_type::sched_decision);
   EXPECT_EQ(events[2].type, event_type::lease_granted);
   EXPECT_EQ(events[3].type, event_type::job_state);
-  for (std::size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq, static_cast<int>(i) + 1);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].seq, static_cast<int>(i) + 1);
+    if (i) EXPECT_EQ(events[i].id, events[i - 1].id + 1);
+  }
+  // The events say what a pass's grant says (PostgreSQL writes them in the submit's own
+  // statement).
+  EXPECT_EQ(events[1].data, (json{{"action", "assign"}, {"agent_id", a.id}}));
+  EXPECT_EQ(events[2].data, (json{{"agent_id", a.id},
+                                  {"attempt", 1},
+                                  {"fencing_token", done->lease->fencing_token},
+                                  {"host", run->host},
+                                  {"host_exclusive", false},
+                                  {"run_id", done->lease->run_id},
+                                  {"slot", run->slot}}));
+  EXPECT_EQ(events[3].data,
+            (json{{"reason", done->job.state_reason}, {"state", "leased"}}));
+  EXPECT_EQ(done->job.state_reason, "leased to agent " + std::to_string(a.id) + " (a), attempt 1 of " +
+                                        std::to_string(done->job.max_attempts));
 
   // The agent is busy now: a second job's grant to it is refused, and the job stays queued
   // with only its own event.
