@@ -7,9 +7,14 @@
 #include <sstream>
 #include <vector>
 
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <map>
+
+#include <signal.h>
 #include <unistd.h>
 
-#include "backend_compare.hpp"
 #ifdef KFLEET_HAVE_POSTGRESQL
 #include "kfleet/common/http_client.hpp"
 #include "kfleet/store/pg_scratch.hpp"
@@ -28,6 +33,55 @@ std::vector<std::string>& scratch_pg_settings() {
   static std::vector<std::string> settings;
   return settings;
 }
+
+namespace {
+
+// What --db names: a SQLite file in the bench's temp dir ("sqlite"), a scratch PostgreSQL
+// server started for the run ("postgres"), or an existing server (a postgresql:// URL).
+// Returns kfleetd's --db value, keeping a scratch server alive in `keep`; exits on errors.
+std::string backend_db(const std::string& backend, const std::string& dir,
+                       std::shared_ptr<void>& keep) {
+  if (backend == "sqlite") return dir + "/bench.db";
+  if (backend.rfind("postgresql://", 0) == 0 || backend.rfind("postgres://", 0) == 0) {
+    // The URL goes on kfleetd's command line and into the bench's output: a password in it
+    // would be in `ps` and the logs. libpq reads PGPASSWORD / ~/.pgpass instead.
+    const auto rest = backend.substr(backend.find("://") + 3);
+    const auto at = rest.find('@');
+    if (at != std::string::npos && rest.substr(0, at).find(':') != std::string::npos) {
+      std::fprintf(stderr,
+                   "bench: the --db URL carries a password; leave it out and set PGPASSWORD "
+                   "(or a ~/.pgpass entry) instead\n");
+      std::exit(2);
+    }
+    return backend;
+  }
+  if (backend == "postgres") {
+#ifdef KFLEET_HAVE_POSTGRESQL
+    auto s = kfleet::store::ScratchPostgres::start(scratch_pg_settings());
+    if (!s.ok()) {
+      std::fprintf(stderr, "bench: %s\n", s.error().message.c_str());
+      std::exit(1);
+    }
+    auto url = (*s)->create_database("bench");
+    if (!url.ok()) {
+      std::fprintf(stderr, "bench: %s\n", url.error().message.c_str());
+      std::exit(1);
+    }
+    keep = std::shared_ptr<kfleet::store::ScratchPostgres>(std::move(*s));
+    return *url;
+#else
+    std::fprintf(stderr, "bench: this build has no PostgreSQL support (-DKFLEET_WITH_POSTGRESQL=OFF)\n");
+    std::exit(2);
+#endif
+  }
+  std::fprintf(stderr,
+               "bench: --db wants sqlite, postgres (a scratch server), both, or a "
+               "postgresql:// URL; got '%s'\n",
+               backend.c_str());
+  std::exit(2);
+}
+
+}  // namespace
 
 std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string& backend,
                                        const std::vector<std::string>& extra, int standbys,
@@ -174,6 +228,44 @@ CpuMs cpu_ms(const Kfleetd& k) {
   }
   out.db_server = static_cast<double>(total) * ms_per_tick;
   return out;
+}
+
+void signal_all(const Kfleetd& k, int sig) {
+  std::vector<pid_t> pids;
+  for (const auto* p : {&k.leader}) pids.push_back(p->pid());
+  for (const auto& p : k.standbys) pids.push_back(p.pid());
+  std::vector<pid_t> server;
+  if (k.db_server_pid > 0) {
+    server.push_back(k.db_server_pid);
+    long ppid = 0;
+    long long ticks = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (proc_stat(name, &ppid, &ticks, false) && ppid == k.db_server_pid)
+        server.push_back(static_cast<pid_t>(std::atol(name.c_str())));
+    }
+  }
+  // Stopping: the clients first, then the server they talk to; waking, the other way round.
+  if (sig == SIGCONT) std::swap(pids, server);
+  // A bench that exits on an error (std::exit: no destructors) wakes what it stopped, so that
+  // nothing it started is left stopped for good.
+  static std::vector<pid_t> stopped;
+  static const bool wake_at_exit = [] {
+    std::atexit([] {
+      for (pid_t p : stopped) ::kill(p, SIGCONT);
+    });
+    return true;
+  }();
+  (void)wake_at_exit;
+  for (const auto& group : {pids, server})
+    for (pid_t p : group) {
+      if (p <= 0) continue;
+      ::kill(p, sig);
+      if (sig == SIGSTOP) stopped.push_back(p);
+      else stopped.erase(std::remove(stopped.begin(), stopped.end(), p), stopped.end());
+    }
 }
 
 std::string load_average() {

@@ -62,6 +62,12 @@ struct CpuMs {
 };
 CpuMs cpu_ms(const Kfleetd& k);
 
+// Sends sig to every process of this kfleetd setup: the leader, the standbys, and a scratch
+// server's postmaster and the processes it started. SIGSTOP stops the kfleetds before the
+// server, SIGCONT wakes the server first. kfleet_bench --db both pauses one backend while it
+// measures the other.
+void signal_all(const Kfleetd& k, int sig);
+
 // The machine's load averages (/proc/loadavg's first three fields), quoted beside each figure:
 // the benches run on shared machines.
 std::string load_average();

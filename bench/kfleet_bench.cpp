@@ -5,19 +5,24 @@
 //                [--events 200000] [--kfleetd PATH] [--db sqlite|postgres|both|postgresql://...]
 // Every figure is taken at each queue depth, each on a fresh kfleetd and database: the backlog
 // is queued first (jobs for a GPU class no agent serves yet), latency and event ingestion are
-// measured beside it, then agents for the backlog's class enrol and drain it.
+// measured beside it, then agents for the backlog's class enrol and drain it. --db both holds
+// SQLite's and PostgreSQL's kfleetd at once and alternates their latency samples in blocks, so
+// that the ratio of the two compares them under the same machine (a shared VM's slow patches
+// last seconds to minutes; run one after the other, the p99 ratio moved between 0.8x and 2.2x).
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "backend_compare.hpp"
 #include "bench_kfleetd.hpp"
 #include "soak.hpp"
 #include "kfleet/common/bundle.hpp"
@@ -135,49 +140,85 @@ std::int64_t mono_ns(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-Figures measure(const std::string& kfleetd_bin, const std::string& backend, int depth,
-                int n_agents, int n_lat, int n_events, int n_standbys, bool profile,
-                const std::string& samples_out) {
+// One backend's kfleetd at one queue depth, through the phases: start (the kfleetd and its
+// backlog), latency samples, event ingestion, scheduling. --db both holds two of them at
+// once and interleaves their latency samples (see main).
+struct Subject {
+  std::string backend;
+  std::unique_ptr<kfleet::bench::Kfleetd> k;
   Figures f;
+  Agent la;  // the one L4 agent of the latency samples and the ingestion run
+  std::unique_ptr<HttpClient> user, agent;  // kept alive across samples, as clients keep them
+  std::vector<double> lat, answered, after;
+  std::vector<std::pair<std::int64_t, std::int64_t>> windows;  // each sample's start and end
+  std::int64_t lat_trips0 = 0;
+  int next_job = 0;  // the next latency sample's job number (warm-ups take one too)
+  bool paused = false;
+
+  // SIGSTOP / SIGCONT everything of this backend: the kfleetds and a scratch server's
+  // processes. While the other backend of a --db both run is measured this one takes no CPU
+  // (no timers, no standby polls, no autovacuum), as if it were not on the machine.
+  void pause(bool stop) {
+    if (stop == paused || !k) return;
+    kfleet::bench::signal_all(*k, stop ? SIGSTOP : SIGCONT);
+    paused = stop;
+    // Woken, its processes first run what their timers missed: let that pass before measuring.
+    if (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~Subject() { pause(false); }
+};
+
+std::unique_ptr<Subject> start(const std::string& kfleetd_bin, const std::string& backend,
+                               int depth, int n_standbys, bool profile) {
+  auto s = std::make_unique<Subject>();
+  s->backend = backend;
+  Figures& f = s->f;
   f.depth = depth;
   f.load_before = kfleet::bench::load_average();
-  auto k = kfleet::bench::start_kfleetd(
-      kfleetd_bin, backend, {"--lease-ttl-ms", "60000", "--submit-rate-per-min", "0"}, n_standbys,
-      profile);
-  const std::string url = k->url;
+  s->k = kfleet::bench::start_kfleetd(kfleetd_bin, backend,
+                                      {"--lease-ttl-ms", "60000", "--submit-rate-per-min", "0"},
+                                      n_standbys, profile);
+  const std::string& url = s->k->url;
   std::fprintf(stderr, "kfleet_bench: %d queued: kfleetd at %s, %s %s, %zu standbys\n", depth,
-               url.c_str(), backend == "sqlite" ? "SQLite file" : "PostgreSQL", k->db.c_str(),
-               k->standbys.size());
+               url.c_str(), backend == "sqlite" ? "SQLite file" : "PostgreSQL", s->k->db.c_str(),
+               s->k->standbys.size());
 
-  // 0. The backlog: `depth` jobs for H100, which no agent serves until step 3.
+  // 0. The backlog: `depth` jobs for H100, which no agent serves until the scheduling phase.
   auto ts = Clock::now();
   submit_many(url, 0, depth, 4, "H100");
   f.submit_per_s = depth / (ms_since(ts) / 1000.0);
+  s->la = enrol(url, "lat");
+  s->user = std::make_unique<HttpClient>(url, kUser);
+  s->agent = std::make_unique<HttpClient>(url, s->la.token);
+  kfleet::bench::reset_pg_profile(*s->k);
+  s->lat_trips0 = kfleet::bench::round_trips(*s->k);
+  return s;
+}
 
-  // 1. Submit-to-lease latency beside the backlog: one L4 agent waiting in a long-poll; an L4
-  //    job is submitted; the time until the agent holds the lease.
-  std::vector<double> lat, answered, after;
-  std::vector<std::pair<std::int64_t, std::int64_t>> windows;  // each sample's start and end
-  Agent la = enrol(url, "lat");
-  kfleet::bench::reset_pg_profile(*k);
-  const auto lat_trips0 = kfleet::bench::round_trips(*k);
-  {
-    HttpClient user(url, kUser), ac(url, la.token);
-    for (int i = 0; i < n_lat; ++i) {
-      Clock::time_point leased{};
-      std::thread agent([&] { take_one(ac, la, 10000, &leased); });
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the poll arrive first
-      auto t0 = Clock::now();
-      auto r = user.post_json("/api/v1/jobs", job_body(1000000 + i));
-      const auto t1 = Clock::now();
-      agent.join();
-      if (!r.ok() || r->status != 201) std::exit(1);
-      lat.push_back(std::chrono::duration<double, std::milli>(leased - t0).count());
-      answered.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      after.push_back(std::chrono::duration<double, std::milli>(leased - t1).count());
-      windows.emplace_back(mono_ns(t0), mono_ns(leased));
-    }
-  }
+// 1. One submit-to-lease sample beside the backlog: the L4 agent waiting in a long-poll; an L4
+//    job is submitted; the time until the agent holds the lease.
+//    record false: a warm-up, not counted.
+void sample(Subject& s, bool record = true) {
+  const int i = s.next_job++;
+  Clock::time_point leased{};
+  std::thread agent([&] { take_one(*s.agent, s.la, 10000, &leased); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the poll arrive first
+  auto t0 = Clock::now();
+  auto r = s.user->post_json("/api/v1/jobs", job_body(1000000 + i));
+  const auto t1 = Clock::now();
+  agent.join();
+  if (!r.ok() || r->status != 201) std::exit(1);
+  if (!record) return;
+  s.lat.push_back(std::chrono::duration<double, std::milli>(leased - t0).count());
+  s.answered.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  s.after.push_back(std::chrono::duration<double, std::milli>(leased - t1).count());
+  s.windows.emplace_back(mono_ns(t0), mono_ns(leased));
+}
+
+void end_latency(Subject& s, const std::string& samples_out) {
+  Figures& f = s.f;
+  const int depth = f.depth;
+  const auto& lat = s.lat;
   if (!samples_out.empty()) {
     // One line per sample: depth, index, start and end (ns, CLOCK_MONOTONIC), milliseconds,
     // and of those the submit's answer. bench/tail_attribution.py lays them over `perf sched
@@ -185,92 +226,102 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
     if (FILE* out = std::fopen(samples_out.c_str(), "a")) {
       for (std::size_t i = 0; i < lat.size(); ++i)
         std::fprintf(out, "%d\t%zu\t%lld\t%lld\t%.3f\t%.3f\n", depth, i,
-                     static_cast<long long>(windows[i].first),
-                     static_cast<long long>(windows[i].second), lat[i], answered[i]);
+                     static_cast<long long>(s.windows[i].first),
+                     static_cast<long long>(s.windows[i].second), lat[i], s.answered[i]);
       std::fclose(out);
     } else {
       std::fprintf(stderr, "kfleet_bench: cannot write --samples-out %s\n", samples_out.c_str());
       std::exit(2);
     }
   }
+  const auto n = static_cast<int>(lat.size());
   f.trips_per_sample =
-      static_cast<double>(kfleet::bench::round_trips(*k) - lat_trips0) / std::max(n_lat, 1);
-  kfleet::bench::print_pg_profile(*k, "submit-to-lease latency at " + std::to_string(depth) +
-                                          " queued", n_lat, "sample");
+      static_cast<double>(kfleet::bench::round_trips(*s.k) - s.lat_trips0) / std::max(n, 1);
+  kfleet::bench::print_pg_profile(*s.k, "submit-to-lease latency at " + std::to_string(depth) +
+                                            " queued", n, "sample");
   f.p50 = pct(lat, 0.5);
   f.p99 = pct(lat, 0.99);
   // The lease can come before the submit's answer is read: its part is then negative.
-  f.submit_p50 = pct(answered, 0.5);
-  f.after_submit_p50 = pct(after, 0.5);
-  {
-    // Where the tail sits in the run: at its start (the backlog's wait reasons still being
-    // written by the scheduling passes) or spread through it (a checkpoint, the machine).
-    std::vector<std::size_t> order(lat.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lat[a] > lat[b]; });
-    std::fprintf(stderr, "kfleet_bench: %d queued: slowest submit-to-lease samples (index of %zu: ms):",
-                 depth, lat.size());
-    for (std::size_t i = 0; i < std::min<std::size_t>(5, order.size()); ++i)
-      std::fprintf(stderr, " #%zu: %.2f", order[i], lat[order[i]]);
-    std::fprintf(stderr, "\n");
-  }
+  f.submit_p50 = pct(s.answered, 0.5);
+  f.after_submit_p50 = pct(s.after, 0.5);
+  // Where the tail sits in the run: at its start (the backlog's wait reasons still being
+  // written by the scheduling passes) or spread through it (a checkpoint, the machine).
+  std::vector<std::size_t> order(lat.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lat[a] > lat[b]; });
+  std::fprintf(stderr, "kfleet_bench: %d queued, %s: slowest submit-to-lease samples (index of %zu: ms):",
+               depth, s.backend.c_str(), lat.size());
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, order.size()); ++i)
+    std::fprintf(stderr, " #%zu: %.2f", order[i], lat[order[i]]);
+  std::fprintf(stderr, "\n");
+}
 
-  // 2. Event ingestion with the backlog in the store: one run, batches of 500 events from 4
-  //    connections.
-  {
-    HttpClient user(url, kUser);
-    if (auto s = user.post_json("/api/v1/jobs", job_body(2000000)); !s.ok() || s->status != 201) {
-      std::fprintf(stderr, "bench: cannot submit the ingestion job\n");
-      std::exit(1);
-    }
-    HttpClient c(url, la.token);
-    auto r = c.post_json("/api/v1/agents/" + std::to_string(la.id) + "/lease?wait_ms=10000",
-                         nlohmann::json::object(), std::chrono::milliseconds(20000));
-    if (!r.ok() || r->status != 200) {
-      std::fprintf(stderr, "bench: no lease for the ingestion run\n");
-      std::exit(1);
-    }
-    auto l = (*r->json())["lease"];
-    const std::string path = "/api/v1/runs/" + std::to_string(l["run_id"].get<std::int64_t>()) + "/events";
-    const int batch = 500, batches = n_events / batch;
-    std::vector<std::string> bodies;  // built before timing: the client's JSON work is not kfleetd's
-    for (int b = 0; b < batches; ++b) {
-      nlohmann::json evs = nlohmann::json::array();
-      for (int i = 0; i < batch; ++i)
-        evs.push_back({{"seq", b * batch + i + 1}, {"ts_ms", 0}, {"type", "bench.samples"},
-                       {"data", {{"i", i}, {"samples_us", {10.1, 10.2, 10.3}}}}});
-      bodies.push_back(nlohmann::json{{"fencing_token", l["fencing_token"]}, {"events", evs}}.dump());
-    }
-    std::atomic<int> next{0};
-    kfleet::bench::reset_pg_profile(*k);
-    const auto trips0 = kfleet::bench::round_trips(*k);
-    const auto cpu0 = kfleet::bench::cpu_ms(*k);
-    auto ti = Clock::now();
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t)
-      threads.emplace_back([&] {
-        HttpClient hc(url, la.token);
-        for (int b = next++; b < batches; b = next++) {
-          auto rr = hc.request("POST", path, bodies[b], "application/json");
-          if (!rr.ok() || rr->status != 200) std::fprintf(stderr, "bench: ingest failed\n");
-        }
-      });
-    for (auto& t : threads) t.join();
-    f.events_per_s = (batches * batch) / (ms_since(ti) / 1000.0);
-    const auto cpu1 = kfleet::bench::cpu_ms(*k);
-    f.kfleetd_cpu_per_batch = (cpu1.kfleetd - cpu0.kfleetd) / std::max(batches, 1);
-    f.db_cpu_per_batch = (cpu1.db_server - cpu0.db_server) / std::max(batches, 1);
-    std::fprintf(stderr,
-                 "kfleet_bench: %d queued: event ingestion ran from %.6f to %.6f s "
-                 "(CLOCK_MONOTONIC)\n",
-                 depth, mono_ns(ti) / 1e9, mono_ns(Clock::now()) / 1e9);
-    f.trips_per_batch =
-        static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / std::max(batches, 1);
-    kfleet::bench::print_pg_profile(*k, "event ingestion at " + std::to_string(depth) + " queued",
-                                    batches, "batch of 500 events");
+// 2. Event ingestion with the backlog in the store: one run, batches of 500 events from 4
+//    connections.
+void ingest(Subject& s, int n_events) {
+  Figures& f = s.f;
+  const int depth = f.depth;
+  const std::string& url = s.k->url;
+  auto& k = s.k;
+  const Agent& la = s.la;
+  HttpClient user(url, kUser);
+  if (auto r = user.post_json("/api/v1/jobs", job_body(2000000)); !r.ok() || r->status != 201) {
+    std::fprintf(stderr, "bench: cannot submit the ingestion job\n");
+    std::exit(1);
   }
+  HttpClient c(url, la.token);
+  auto r = c.post_json("/api/v1/agents/" + std::to_string(la.id) + "/lease?wait_ms=10000",
+                       nlohmann::json::object(), std::chrono::milliseconds(20000));
+  if (!r.ok() || r->status != 200) {
+    std::fprintf(stderr, "bench: no lease for the ingestion run\n");
+    std::exit(1);
+  }
+  auto l = (*r->json())["lease"];
+  const std::string path = "/api/v1/runs/" + std::to_string(l["run_id"].get<std::int64_t>()) + "/events";
+  const int batch = 500, batches = n_events / batch;
+  std::vector<std::string> bodies;  // built before timing: the client's JSON work is not kfleetd's
+  for (int b = 0; b < batches; ++b) {
+    nlohmann::json evs = nlohmann::json::array();
+    for (int i = 0; i < batch; ++i)
+      evs.push_back({{"seq", b * batch + i + 1}, {"ts_ms", 0}, {"type", "bench.samples"},
+                     {"data", {{"i", i}, {"samples_us", {10.1, 10.2, 10.3}}}}});
+    bodies.push_back(nlohmann::json{{"fencing_token", l["fencing_token"]}, {"events", evs}}.dump());
+  }
+  std::atomic<int> next{0};
+  kfleet::bench::reset_pg_profile(*k);
+  const auto trips0 = kfleet::bench::round_trips(*k);
+  const auto cpu0 = kfleet::bench::cpu_ms(*k);
+  auto ti = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      HttpClient hc(url, la.token);
+      for (int b = next++; b < batches; b = next++) {
+        auto rr = hc.request("POST", path, bodies[b], "application/json");
+        if (!rr.ok() || rr->status != 200) std::fprintf(stderr, "bench: ingest failed\n");
+      }
+    });
+  for (auto& t : threads) t.join();
+  f.events_per_s = (batches * batch) / (ms_since(ti) / 1000.0);
+  const auto cpu1 = kfleet::bench::cpu_ms(*k);
+  f.kfleetd_cpu_per_batch = (cpu1.kfleetd - cpu0.kfleetd) / std::max(batches, 1);
+  f.db_cpu_per_batch = (cpu1.db_server - cpu0.db_server) / std::max(batches, 1);
+  std::fprintf(stderr,
+               "kfleet_bench: %d queued, %s: event ingestion ran from %.6f to %.6f s "
+               "(CLOCK_MONOTONIC)\n",
+               depth, s.backend.c_str(), mono_ns(ti) / 1e9, mono_ns(Clock::now()) / 1e9);
+  f.trips_per_batch =
+      static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / std::max(batches, 1);
+  kfleet::bench::print_pg_profile(*k, "event ingestion at " + std::to_string(depth) + " queued",
+                                  batches, "batch of 500 events");
+}
 
-  // 3. Scheduling throughput: n_agents H100 agents enrol and drain the backlog through HTTP.
+// 3. Scheduling throughput: n_agents H100 agents enrol and drain the backlog through HTTP.
+void schedule(Subject& s, int n_agents) {
+  Figures& f = s.f;
+  const int depth = f.depth;
+  const std::string& url = s.k->url;
+  auto& k = s.k;
   std::vector<Agent> agents;
   for (int i = 0; i < n_agents; ++i) agents.push_back(enrol(url, "a" + std::to_string(i), "H100"));
   std::atomic<int> done{0};
@@ -295,13 +346,12 @@ Figures measure(const std::string& kfleetd_bin, const std::string& backend, int 
   // The drain's window on CLOCK_MONOTONIC, for a trace taken beside the bench
   // (perf sched timehist --time START,END): which process used the CPUs while it drained.
   std::fprintf(stderr,
-               "kfleet_bench: %d queued: scheduling ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
-               depth, mono_ns(t0) / 1e9, mono_ns(Clock::now()) / 1e9);
+               "kfleet_bench: %d queued, %s: scheduling ran from %.6f to %.6f s (CLOCK_MONOTONIC)\n",
+               depth, s.backend.c_str(), mono_ns(t0) / 1e9, mono_ns(Clock::now()) / 1e9);
   f.trips_per_job = static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / depth;
   f.load_after = kfleet::bench::load_average();
   kfleet::bench::print_pg_profile(*k, "scheduling at " + std::to_string(depth) + " queued", depth,
                                   "job");
-  return f;
 }
 
 std::string thousands(double v) {
@@ -310,89 +360,9 @@ std::string thousands(double v) {
   return s;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (!std::strcmp(argv[i], "--pg-setting")) {
-      const std::string kv = argv[++i];
-      if (kv.find('=') == std::string::npos || kv.front() == '=') {
-        std::fprintf(stderr, "bench: --pg-setting takes NAME=VALUE (as postgres -c), not '%s'\n",
-                     kv.c_str());
-        return 2;
-      }
-      kfleet::bench::scratch_pg_settings().push_back(kv);
-    }
-  for (int i = 1; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--soak"))
-      return kfleet::bench::run_soak(argc, argv, arg_str(argc, argv, "--kfleetd", KFLEETD_BIN));
-  for (int i = 1; i < argc; ++i)
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::puts(
-          "kfleet_bench [--agents N] [--jobs N] [--depths N,N,...] [--latency-samples N]\n"
-          "             [--events N] [--standbys N] [--kfleetd PATH]\n"
-          "kfleet_bench --soak [--soak-s 600] [--live 500] [--retired 10000] [--db ...]\n"
-          "Measures kfleetd through HTTP at each queue depth (default: 10000 and --jobs),\n"
-          "each on a fresh kfleetd and temporary SQLite file: N jobs are queued for a GPU class\n"
-          "no agent serves yet; beside that backlog it measures submit-to-lease latency (one\n"
-          "waiting agent, --latency-samples jobs) and event ingestion (--events, batches of 500\n"
-          "from 4 clients); then --agents agents for the backlog's class enrol and drain it\n"
-          "(scheduling throughput). Prints one table, a column per depth.\n"
-          "--kfleetd PATH runs another kfleetd binary (to compare builds on one machine).\n"
-          "--samples-out FILE appends each submit-to-lease sample (depth, index, start and end\n"
-          "in ns on CLOCK_MONOTONIC, ms, and the ms until the submit's answer) to FILE, to lay\n"
-          "over a scheduler trace\n"
-          "(bench/tail_attribution.py).\n"
-          "--db sqlite (default): a temporary SQLite file; --db postgres: a scratch PostgreSQL\n"
-          "server (initdb in a temp dir); --db both: both runs, then a table of PostgreSQL /\n"
-          "SQLite ratios; --db postgresql://...: an existing (empty) database.\n"
-          "--standbys N (default 2): on PostgreSQL, N standby kfleetd on the same database\n"
-          "beside the leader, as a production HA setup runs (SQLite has none).\n"
-          "Each depth prints the machine's load averages (/proc/loadavg) around it.\n"
-          "--pg-profile: the scratch PostgreSQL server loads pg_stat_statements, and each depth\n"
-          "prints statements per event batch and per scheduled job, and the costliest ones.\n"
-          "--pg-setting NAME=VALUE (repeatable): a scratch PostgreSQL server starts with it\n"
-          "(postgres -c), e.g. shared_buffers=512MB; printed with the results.\n"
-          "--soak: what a fleet's history costs a user instead (see --soak --help).");
-      return 0;
-    }
-  const int n_agents = arg(argc, argv, "--agents", 100);
-  const int n_jobs = arg(argc, argv, "--jobs", 10000);
-  const int n_lat = arg(argc, argv, "--latency-samples", 300);
-  const int n_events = arg(argc, argv, "--events", 200000);
-  const std::string bin = arg_str(argc, argv, "--kfleetd", KFLEETD_BIN);
-  const std::string backend = arg_str(argc, argv, "--db", "sqlite");
-  const int n_standbys = arg(argc, argv, "--standbys", 2);
-  const std::string samples_out = arg_str(argc, argv, "--samples-out", "");
-  bool profile = false;
-  for (int i = 1; i < argc; ++i) profile = profile || !std::strcmp(argv[i], "--pg-profile");
-  if (backend == "both") return kfleet::bench::compare_backends(argc, argv);
-  std::vector<int> depths;
-  {
-    std::string d = arg_str(argc, argv, "--depths", "");
-    if (d.empty()) d = std::to_string(std::min(n_jobs, 10000)) + "," + std::to_string(n_jobs);
-    for (std::size_t p = 0; p < d.size();) {
-      std::size_t q = d.find(',', p);
-      if (q == std::string::npos) q = d.size();
-      const int v = std::atoi(d.substr(p, q - p).c_str());
-      if (v <= 0) {
-        std::fprintf(stderr, "kfleet_bench: --depths wants positive counts, e.g. 10000,50000\n");
-        return 2;
-      }
-      if (std::find(depths.begin(), depths.end(), v) == depths.end()) depths.push_back(v);
-      p = q + 1;
-    }
-  }
-  if (n_agents < 1 || n_lat < 1 || n_events < 500) {
-    std::fprintf(stderr, "kfleet_bench: --agents and --latency-samples must be >= 1, --events >= 500\n");
-    return 2;
-  }
-  std::vector<Figures> figs;
-  for (int d : depths)
-    figs.push_back(measure(bin, backend, d, n_agents, n_lat, n_events, n_standbys, profile,
-                           samples_out));
-
-  // The targets hold at the deepest queue measured.
+// One backend's table, a column per depth; the targets hold at the deepest queue measured.
+void print_table(const std::vector<Figures>& figs, int n_agents, int n_lat, int n_events,
+                 const std::string& bin, const std::string& backend, int n_standbys) {
   const Figures& last = figs.back();
   auto row = [&](const char* name, double Figures::*m, const char* fmt, const char* target,
                  const char* verdict) {
@@ -439,7 +409,7 @@ int main(int argc, char** argv) {
               "PostgreSQL; CPU from /proc: the leader kfleetd, and a scratch PostgreSQL server's "
               "processes, a --db URL's server not measured)\n",
               n_lat, n_events / 500 * 500, bin.c_str(), backend.c_str(), n_standbys);
-  if (!kfleet::bench::scratch_pg_settings().empty() && backend == "postgres") {
+  if (!kfleet::bench::scratch_pg_settings().empty() && backend != "sqlite") {
     std::printf("scratch PostgreSQL server started with:");
     for (const auto& kv : kfleet::bench::scratch_pg_settings()) std::printf(" -c %s", kv.c_str());
     std::printf("\n");
@@ -447,5 +417,180 @@ int main(int argc, char** argv) {
   for (const auto& f : figs)
     std::printf("load averages (1, 5, 15 min) at %s queued: %s before, %s after\n",
                 thousands(f.depth).c_str(), f.load_before.c_str(), f.load_after.c_str());
+}
+
+// --db both: PostgreSQL's figures over SQLite's, depth by depth, against the targets for
+// PostgreSQL beside SQLite (p99 at most 1.5x, throughputs at least 0.8x).
+void print_ratios(const std::vector<Figures>& lite, const std::vector<Figures>& pg) {
+  std::printf("\n== PostgreSQL vs SQLite (one run on one machine; PostgreSQL is a local scratch "
+              "server on a unix socket; the latency samples of the two alternate in blocks of "
+              "50, A B B A, the other backend paused, each block after one warm-up sample)\n\n");
+  std::printf("| metric | SQLite | PostgreSQL | PostgreSQL / SQLite | target |\n"
+              "|---|---:|---:|---:|---|\n");
+  int missed = 0;
+  for (std::size_t i = 0; i < lite.size() && i < pg.size(); ++i) {
+    const std::string at = " at " + thousands(lite[i].depth) + " queued";
+    auto row = [&](const char* name, double Figures::*m, const char* unit, bool lower_better,
+                   double target) {
+      const double a = lite[i].*m, b = pg[i].*m, ratio = a > 0 ? b / a : 0;
+      std::string verdict;
+      if (target > 0) {
+        const bool ok = lower_better ? ratio <= target : ratio >= target;
+        missed += ok ? 0 : 1;
+        char t[64];
+        std::snprintf(t, sizeof t, "%s %.1fx: %s", lower_better ? "<=" : ">=", target,
+                      ok ? "ok" : "MISSED");
+        verdict = t;
+      }
+      std::printf("| %s%s | %.2f %s | %.2f %s | %.2fx (%s is better) | %s |\n", name, at.c_str(),
+                  a, unit, b, unit, ratio, lower_better ? "lower" : "higher", verdict.c_str());
+    };
+    row("submit-to-lease latency p50 (ms)", &Figures::p50, "ms", true, 0);
+    row("submit-to-lease latency p99 (ms)", &Figures::p99, "ms", true, 1.5);
+    row("scheduling throughput (jobs/s)", &Figures::jobs_per_s, "jobs/s", false, 0.8);
+    row("event ingestion (events/s, batches of 500, 4 clients)", &Figures::events_per_s,
+        "events/s", false, 0.8);
+    row("job submission (jobs/s, 4 clients, YAML parsed server-side)", &Figures::submit_per_s,
+        "jobs/s", false, 0);
+  }
+  std::printf("\n%s\n", missed ? (std::to_string(missed) + " of the ratio targets MISSED").c_str()
+                               : "every ratio target met");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--pg-setting")) {
+      const std::string kv = argv[++i];
+      if (kv.find('=') == std::string::npos || kv.front() == '=') {
+        std::fprintf(stderr, "bench: --pg-setting takes NAME=VALUE (as postgres -c), not '%s'\n",
+                     kv.c_str());
+        return 2;
+      }
+      kfleet::bench::scratch_pg_settings().push_back(kv);
+    }
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--soak"))
+      return kfleet::bench::run_soak(argc, argv, arg_str(argc, argv, "--kfleetd", KFLEETD_BIN));
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::puts(
+          "kfleet_bench [--agents N] [--jobs N] [--depths N,N,...] [--latency-samples N]\n"
+          "             [--events N] [--standbys N] [--kfleetd PATH]\n"
+          "kfleet_bench --soak [--soak-s 600] [--live 500] [--retired 10000] [--db ...]\n"
+          "Measures kfleetd through HTTP at each queue depth (default: 10000 and --jobs),\n"
+          "each on a fresh kfleetd and temporary SQLite file: N jobs are queued for a GPU class\n"
+          "no agent serves yet; beside that backlog it measures submit-to-lease latency (one\n"
+          "waiting agent, --latency-samples jobs) and event ingestion (--events, batches of 500\n"
+          "from 4 clients); then --agents agents for the backlog's class enrol and drain it\n"
+          "(scheduling throughput). Prints one table, a column per depth.\n"
+          "--kfleetd PATH runs another kfleetd binary (to compare builds on one machine).\n"
+          "--samples-out FILE appends each submit-to-lease sample (depth, index, start and end\n"
+          "in ns on CLOCK_MONOTONIC, ms, and the ms until the submit's answer) to FILE, to lay\n"
+          "over a scheduler trace (bench/tail_attribution.py); with --db both, to FILE.sqlite\n"
+          "and FILE.postgres.\n"
+          "--db sqlite (default): a temporary SQLite file; --db postgres: a scratch PostgreSQL\n"
+          "server (initdb in a temp dir); --db postgresql://...: an existing (empty) database;\n"
+          "--db both: SQLite and a scratch PostgreSQL at each depth together, their latency\n"
+          "samples in alternating blocks of 50 (A B B A ...) with the other backend paused\n"
+          "(SIGSTOP) and one uncounted warm-up sample at each block's start, ingestion and\n"
+          "scheduling one after the other; then each table and one of\n"
+          "PostgreSQL / SQLite ratios against the targets (p99 <= 1.5x, throughputs >= 0.8x).\n"
+          "--standbys N (default 2): on PostgreSQL, N standby kfleetd on the same database\n"
+          "beside the leader, as a production HA setup runs (SQLite has none).\n"
+          "Each depth prints the machine's load averages (/proc/loadavg) around it.\n"
+          "--pg-profile: the scratch PostgreSQL server loads pg_stat_statements, and each depth\n"
+          "prints statements per event batch and per scheduled job, and the costliest ones.\n"
+          "--pg-setting NAME=VALUE (repeatable): a scratch PostgreSQL server starts with it\n"
+          "(postgres -c), e.g. shared_buffers=512MB; printed with the results.\n"
+          "--soak: what a fleet's history costs a user instead (see --soak --help).");
+      return 0;
+    }
+  const int n_agents = arg(argc, argv, "--agents", 100);
+  const int n_jobs = arg(argc, argv, "--jobs", 10000);
+  const int n_lat = arg(argc, argv, "--latency-samples", 300);
+  const int n_events = arg(argc, argv, "--events", 200000);
+  const std::string bin = arg_str(argc, argv, "--kfleetd", KFLEETD_BIN);
+  const std::string backend = arg_str(argc, argv, "--db", "sqlite");
+  const int n_standbys = arg(argc, argv, "--standbys", 2);
+  const std::string samples_out = arg_str(argc, argv, "--samples-out", "");
+  bool profile = false;
+  for (int i = 1; i < argc; ++i) profile = profile || !std::strcmp(argv[i], "--pg-profile");
+  std::vector<int> depths;
+  {
+    std::string d = arg_str(argc, argv, "--depths", "");
+    if (d.empty()) d = std::to_string(std::min(n_jobs, 10000)) + "," + std::to_string(n_jobs);
+    for (std::size_t p = 0; p < d.size();) {
+      std::size_t q = d.find(',', p);
+      if (q == std::string::npos) q = d.size();
+      const int v = std::atoi(d.substr(p, q - p).c_str());
+      if (v <= 0) {
+        std::fprintf(stderr, "kfleet_bench: --depths wants positive counts, e.g. 10000,50000\n");
+        return 2;
+      }
+      if (std::find(depths.begin(), depths.end(), v) == depths.end()) depths.push_back(v);
+      p = q + 1;
+    }
+  }
+  if (n_agents < 1 || n_lat < 1 || n_events < 500) {
+    std::fprintf(stderr, "kfleet_bench: --agents and --latency-samples must be >= 1, --events >= 500\n");
+    return 2;
+  }
+  const bool both = backend == "both";
+  const std::vector<std::string> backends =
+      both ? std::vector<std::string>{"sqlite", "postgres"} : std::vector<std::string>{backend};
+  std::map<std::string, std::vector<Figures>> figs;
+  for (std::size_t di = 0; di < depths.size(); ++di) {
+    const int d = depths[di];
+    std::vector<std::unique_ptr<Subject>> subjects;
+    for (const auto& b : backends) {
+      for (auto& s : subjects) s->pause(true);  // asleep while the next one's backlog is queued
+      subjects.push_back(start(bin, b, d, n_standbys, profile));
+    }
+    auto alone = [&](Subject& s) {  // only s awake
+      for (auto& o : subjects)
+        if (o.get() != &s) o->pause(true);
+      s.pause(false);
+    };
+    // Latency: with two backends, blocks of kBlock samples each in turn, A B B A A B ..., the
+    // other paused: a slow patch of the machine (seconds to minutes on a shared VM) falls on
+    // both alike, as the measurement method's A B A B rounds do for kernels. Each block starts
+    // with one warm-up sample that is not counted.
+    constexpr int kBlock = 50;
+    for (int done = 0, round = 0; done < n_lat; ++round) {
+      const int n = std::min(kBlock, n_lat - done);
+      for (std::size_t x = 0; x < subjects.size(); ++x) {
+        Subject& s = *subjects[round % 2 == 0 ? x : subjects.size() - 1 - x];
+        alone(s);
+        // Woken, the first sample finds its caches cold: a warm-up, not counted.
+        if (subjects.size() > 1) sample(s, false);
+        for (int i = 0; i < n; ++i) sample(s);
+      }
+      done += n;
+    }
+    for (auto& s : subjects) {
+      alone(*s);
+      // --db both: FILE.sqlite and FILE.postgres.
+      end_latency(*s, samples_out.empty() || !both ? samples_out : samples_out + "." + s->backend);
+    }
+    // Ingestion and scheduling, one backend after the other, in turns by depth.
+    if (di % 2 == 1) std::reverse(subjects.begin(), subjects.end());
+    for (auto& s : subjects) {
+      alone(*s);
+      ingest(*s, n_events);
+    }
+    for (auto& s : subjects) {
+      alone(*s);
+      schedule(*s, n_agents);
+    }
+    for (auto& s : subjects) figs[s->backend].push_back(s->f);
+  }
+
+  for (const auto& b : backends) {
+    if (both) std::printf("== kfleet_bench --db %s\n", b.c_str());
+    print_table(figs[b], n_agents, n_lat, n_events, bin, b, n_standbys);
+  }
+  if (both) print_ratios(figs["sqlite"], figs["postgres"]);
   return 0;
 }
