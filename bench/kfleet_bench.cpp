@@ -153,6 +153,15 @@ struct Subject {
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;  // each sample's start and end
   std::int64_t lat_trips0 = 0;
   int next_job = 0;  // the next latency sample's job number (warm-ups take one too)
+  struct Ingestion {
+    static constexpr int kBatch = 500;  // events a batch
+    std::string path;                   // the run's events endpoint
+    std::vector<std::string> bodies;    // one a batch
+    int sent = 0;                       // batches sent so far
+    double ms = 0;                      // time spent sending them
+    std::int64_t trips0 = 0;
+    kfleet::bench::CpuMs cpu0;
+  } ingestion;
   bool paused = false;
 
   // SIGSTOP / SIGCONT everything of this backend: the kfleetds and a scratch server's
@@ -257,62 +266,77 @@ void end_latency(Subject& s, const std::string& samples_out) {
 }
 
 // 2. Event ingestion with the backlog in the store: one run, batches of 500 events from 4
-//    connections.
-void ingest(Subject& s, int n_events) {
-  Figures& f = s.f;
-  const int depth = f.depth;
+//    connections. ingest_start leases the run and builds the bodies, ingest_batches sends the
+//    next ones up to a count (--db both alternates backends between calls), ingest_end turns
+//    the time spent sending into the figure.
+void ingest_start(Subject& s, int n_events) {
   const std::string& url = s.k->url;
-  auto& k = s.k;
-  const Agent& la = s.la;
+  Subject::Ingestion& in = s.ingestion;
   HttpClient user(url, kUser);
   if (auto r = user.post_json("/api/v1/jobs", job_body(2000000)); !r.ok() || r->status != 201) {
     std::fprintf(stderr, "bench: cannot submit the ingestion job\n");
     std::exit(1);
   }
-  HttpClient c(url, la.token);
-  auto r = c.post_json("/api/v1/agents/" + std::to_string(la.id) + "/lease?wait_ms=10000",
+  HttpClient c(url, s.la.token);
+  auto r = c.post_json("/api/v1/agents/" + std::to_string(s.la.id) + "/lease?wait_ms=10000",
                        nlohmann::json::object(), std::chrono::milliseconds(20000));
   if (!r.ok() || r->status != 200) {
     std::fprintf(stderr, "bench: no lease for the ingestion run\n");
     std::exit(1);
   }
   auto l = (*r->json())["lease"];
-  const std::string path = "/api/v1/runs/" + std::to_string(l["run_id"].get<std::int64_t>()) + "/events";
-  const int batch = 500, batches = n_events / batch;
-  std::vector<std::string> bodies;  // built before timing: the client's JSON work is not kfleetd's
+  in.path = "/api/v1/runs/" + std::to_string(l["run_id"].get<std::int64_t>()) + "/events";
+  const int batches = n_events / Subject::Ingestion::kBatch;
+  in.bodies.clear();  // built before timing: the client's JSON work is not kfleetd's
   for (int b = 0; b < batches; ++b) {
     nlohmann::json evs = nlohmann::json::array();
-    for (int i = 0; i < batch; ++i)
-      evs.push_back({{"seq", b * batch + i + 1}, {"ts_ms", 0}, {"type", "bench.samples"},
+    for (int i = 0; i < Subject::Ingestion::kBatch; ++i)
+      evs.push_back({{"seq", b * Subject::Ingestion::kBatch + i + 1}, {"ts_ms", 0},
+                     {"type", "bench.samples"},
                      {"data", {{"i", i}, {"samples_us", {10.1, 10.2, 10.3}}}}});
-    bodies.push_back(nlohmann::json{{"fencing_token", l["fencing_token"]}, {"events", evs}}.dump());
+    in.bodies.push_back(nlohmann::json{{"fencing_token", l["fencing_token"]}, {"events", evs}}.dump());
   }
-  std::atomic<int> next{0};
-  kfleet::bench::reset_pg_profile(*k);
-  const auto trips0 = kfleet::bench::round_trips(*k);
-  const auto cpu0 = kfleet::bench::cpu_ms(*k);
+  kfleet::bench::reset_pg_profile(*s.k);
+  in.trips0 = kfleet::bench::round_trips(*s.k);
+  in.cpu0 = kfleet::bench::cpu_ms(*s.k);
+}
+
+void ingest_batches(Subject& s, int upto) {
+  Subject::Ingestion& in = s.ingestion;
+  upto = std::min(upto, static_cast<int>(in.bodies.size()));
+  if (in.sent >= upto) return;
+  std::atomic<int> next{in.sent};
   auto ti = Clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
-      HttpClient hc(url, la.token);
-      for (int b = next++; b < batches; b = next++) {
-        auto rr = hc.request("POST", path, bodies[b], "application/json");
+      HttpClient hc(s.k->url, s.la.token);
+      for (int b = next++; b < upto; b = next++) {
+        auto rr = hc.request("POST", in.path, in.bodies[b], "application/json");
         if (!rr.ok() || rr->status != 200) std::fprintf(stderr, "bench: ingest failed\n");
       }
     });
   for (auto& t : threads) t.join();
-  f.events_per_s = (batches * batch) / (ms_since(ti) / 1000.0);
-  const auto cpu1 = kfleet::bench::cpu_ms(*k);
-  f.kfleetd_cpu_per_batch = (cpu1.kfleetd - cpu0.kfleetd) / std::max(batches, 1);
-  f.db_cpu_per_batch = (cpu1.db_server - cpu0.db_server) / std::max(batches, 1);
+  in.ms += ms_since(ti);
   std::fprintf(stderr,
-               "kfleet_bench: %d queued, %s: event ingestion ran from %.6f to %.6f s "
+               "kfleet_bench: %d queued, %s: event batches %d to %d ran from %.6f to %.6f s "
                "(CLOCK_MONOTONIC)\n",
-               depth, s.backend.c_str(), mono_ns(ti) / 1e9, mono_ns(Clock::now()) / 1e9);
+               s.f.depth, s.backend.c_str(), in.sent, upto - 1, mono_ns(ti) / 1e9,
+               mono_ns(Clock::now()) / 1e9);
+  in.sent = upto;
+}
+
+void ingest_end(Subject& s) {
+  Figures& f = s.f;
+  Subject::Ingestion& in = s.ingestion;
+  const int batches = in.sent;
+  f.events_per_s = (batches * Subject::Ingestion::kBatch) / (in.ms / 1000.0);
+  const auto cpu1 = kfleet::bench::cpu_ms(*s.k);
+  f.kfleetd_cpu_per_batch = (cpu1.kfleetd - in.cpu0.kfleetd) / std::max(batches, 1);
+  f.db_cpu_per_batch = (cpu1.db_server - in.cpu0.db_server) / std::max(batches, 1);
   f.trips_per_batch =
-      static_cast<double>(kfleet::bench::round_trips(*k) - trips0) / std::max(batches, 1);
-  kfleet::bench::print_pg_profile(*k, "event ingestion at " + std::to_string(depth) + " queued",
+      static_cast<double>(kfleet::bench::round_trips(*s.k) - in.trips0) / std::max(batches, 1);
+  kfleet::bench::print_pg_profile(*s.k, "event ingestion at " + std::to_string(f.depth) + " queued",
                                   batches, "batch of 500 events");
 }
 
@@ -424,7 +448,8 @@ void print_table(const std::vector<Figures>& figs, int n_agents, int n_lat, int 
 void print_ratios(const std::vector<Figures>& lite, const std::vector<Figures>& pg) {
   std::printf("\n== PostgreSQL vs SQLite (one run on one machine; PostgreSQL is a local scratch "
               "server on a unix socket; the latency samples of the two alternate in blocks of "
-              "50, A B B A, the other backend paused, each block after one warm-up sample)\n\n");
+              "50, A B B A, the other backend paused, each block after one warm-up sample; the "
+              "event batches alike in tenths)\n\n");
   std::printf("| metric | SQLite | PostgreSQL | PostgreSQL / SQLite | target |\n"
               "|---|---:|---:|---:|---|\n");
   int missed = 0;
@@ -494,8 +519,9 @@ int main(int argc, char** argv) {
           "server (initdb in a temp dir); --db postgresql://...: an existing (empty) database;\n"
           "--db both: SQLite and a scratch PostgreSQL at each depth together, their latency\n"
           "samples in alternating blocks of 50 (A B B A ...) with the other backend paused\n"
-          "(SIGSTOP) and one uncounted warm-up sample at each block's start, ingestion and\n"
-          "scheduling one after the other; then each table and one of\n"
+          "(SIGSTOP) and one uncounted warm-up sample at each block's start, the event batches\n"
+          "in alternating tenths alike, scheduling one after the other; then each table and\n"
+          "one of "
           "PostgreSQL / SQLite ratios against the targets (p99 <= 1.5x, throughputs >= 0.8x).\n"
           "--standbys N (default 2): on PostgreSQL, N standby kfleetd on the same database\n"
           "beside the leader, as a production HA setup runs (SQLite has none).\n"
@@ -574,11 +600,25 @@ int main(int argc, char** argv) {
       // --db both: FILE.sqlite and FILE.postgres.
       end_latency(*s, samples_out.empty() || !both ? samples_out : samples_out + "." + s->backend);
     }
-    // Ingestion and scheduling, one backend after the other, in turns by depth.
+    // Ingestion: with two backends, a tenth of the batches each in turn, A B B A, as the
+    // latency samples; the figure is the events over the time spent sending them. Scheduling
+    // (a drain of the backlog), one backend after the other, the first in turns by depth.
     if (di % 2 == 1) std::reverse(subjects.begin(), subjects.end());
     for (auto& s : subjects) {
       alone(*s);
-      ingest(*s, n_events);
+      ingest_start(*s, n_events);
+    }
+    const int batches = n_events / Subject::Ingestion::kBatch;
+    const int chunk = subjects.size() > 1 ? std::max(1, batches / 10) : batches;
+    for (int upto = chunk, round = 0; upto - chunk < batches; upto += chunk, ++round)
+      for (std::size_t x = 0; x < subjects.size(); ++x) {
+        Subject& s = *subjects[round % 2 == 0 ? x : subjects.size() - 1 - x];
+        alone(s);
+        ingest_batches(s, upto);
+      }
+    for (auto& s : subjects) {
+      alone(*s);
+      ingest_end(*s);
     }
     for (auto& s : subjects) {
       alone(*s);
