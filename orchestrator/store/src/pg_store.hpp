@@ -10,10 +10,6 @@
 
 namespace kfleet::store::pg {
 
-// The id of the job a submit's statement wrote, for a grant later in the same transaction
-// (Submission::grant): the statement sets it (set_config, local to the transaction) only when
-// it writes the job, so a grant behind a submit that wrote nothing finds no job.
-
 // The text of a statement that stores one orchestrator event about a job: a batch of one
 // (migration 10), run 0, its id the `value` of a counters row `c` that `from` must give, its
 // seq the next of the job's own events. `job` is the SQL of the job's id, `where` (if any)
