@@ -151,9 +151,10 @@ class PgStore final : public Store {
   // submitted: the job.submitted event's data.
   Result<Submitted> submit_checked(const Submission& s, const nlohmann::json& submitted,
                                    TimeMs now);
-  // submit_checked with Submission::grant: the job and its lease in one statement.
-  Result<Submitted> submit_granted(const Submission& s, const nlohmann::json& submitted,
-                                   TimeMs now);
+  // submit_checked's statement, sent: the job queued, or with Submission::grant the job and
+  // its lease in one statement (its row then ends with the run's id and fencing token).
+  Stmt send_submit(const Submission& s, const nlohmann::json& submitted, TimeMs now);
+  Stmt send_submit_granted(const Submission& s, const nlohmann::json& submitted, TimeMs now);
   // finish_agent_run's write of the job: its verdict, no run, its final state and the
   // job.state event, one statement (queued).
   void finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,

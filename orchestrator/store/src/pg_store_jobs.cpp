@@ -41,14 +41,36 @@ const char* const kJobInsertColumns =
 
 // submit_job inside its transaction, in one round trip: BEGIN, the lock and the fencing
 // check, the checks' reads, one statement that writes the bundle and the job only if the
-// checks allow it (with the lease planned for the job, Submission::grant, when there is one),
-// the COMMIT, and the fleet view when a pass waits for it (read_fleet_view_with_next_commit).
-// The statement repeats the checks in the server, under the same write lock, so it writes
-// exactly when the reads say the submission is new: the reads then say why nothing was
-// written (an identical job, the token's limit), and when they do not, the bundle's stored
-// body differed from this one.
+// checks allow it (with the lease planned for the job, Submission::grant, when there is one:
+// send_submit_granted), the COMMIT, and the fleet view when a pass waits for it
+// (read_fleet_view_with_next_commit). The statement repeats the checks in the server, under
+// the same write lock, so it writes exactly when the reads say the submission is new: the
+// reads then say why nothing was written (an identical job, the token's limit), and when they
+// do not, the bundle's stored body differed from this one.
 Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::json& submitted,
                                           TimeMs now) {
+  const bool granting = s.grant && s.grant->ttl_ms > 0;
+  auto checks = send_submit_checks(s);
+  Stmt q = granting ? send_submit_granted(s, submitted, now) : send_submit(s, submitted, now);
+  db_->queue_commit_now();
+  Submitted out;
+  const bool answered = receive_submit_checks(checks, s, out);
+  const bool written = q.step();
+  if (written && answered)  // a defect in the statement above, never a refusal to retry
+    throw std::logic_error("the submission's checks and its guarded insert disagree: job " +
+                           std::to_string(q.i64(0)) + " was written all the same");
+  if (written) {
+    out.job = read_job(q);  // with a grant, then the run's id and fencing token (NULL: none)
+    if (granting && !q.is_null(24))
+      out.lease = Lease{q.i64(24), out.job.id, s.grant->agent_id, q.i64(25), now + s.grant->ttl_ms};
+    return out;
+  }
+  if (answered) return out;
+  return bundle_clash(s.job.bundle_hash);
+}
+
+// The submission's statement without a lease: the job queued.
+Stmt PgStore::send_submit(const Submission& s, const nlohmann::json& submitted, TimeMs now) {
   // The counter is taken only when a job is inserted (event ids stay gap-free).
   static const std::string sql =
       submit_head() + "j AS (" + kJobInsertColumns +
@@ -60,9 +82,7 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
       "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
       "AND EXISTS (SELECT 1 FROM j) RETURNING value), "
       "e AS (" + job_event_insert("j.id", "c, j") + ") SELECT * FROM j";
-  if (s.grant && s.grant->ttl_ms > 0) return submit_granted(s, submitted, now);
   const NewJob& j = s.job;
-  auto checks = send_submit_checks(s);
   const bool reuse = s.reuse_identical && !j.content_hash.empty();
   const int limit = s.in_flight_limit > 0 && !j.token_key.empty() ? s.in_flight_limit : 0;
   const bool origin = !j.token_key.empty() || j.parent_job_id != 0;
@@ -74,19 +94,7 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
          j.host_exclusive ? 1 : 0, j.token_key, j.token_key, j.parent_job_id, dump_json(j.change),
          origin ? 1 : 0, now, event_type::job_submitted, dump_json(submitted));
   q.send();
-  db_->queue_commit_now();
-  Submitted out;
-  const bool answered = receive_submit_checks(checks, s, out);
-  const bool written = q.step();
-  if (written && answered)  // a defect in the statement above, never a refusal to retry
-    throw std::logic_error("the submission's checks and its guarded insert disagree: job " +
-                           std::to_string(q.i64(0)) + " was written all the same");
-  if (written) {
-    out.job = read_job(q);
-    return out;
-  }
-  if (answered) return out;
-  return bundle_clash(j.bundle_hash);
+  return q;
 }
 
 // A submission with its lease (Submission::grant) as one statement, which writes the job as
@@ -96,11 +104,11 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
 // against the rows as this transaction sees them: the agent idle and holding no run, and the
 // slot rules on its host (slot_rule_refusal; also unique indexes); a new job is pending with
 // every attempt left. Refused, the job is written queued with its job.submitted event alone,
-// as submit_checked writes it. The job's id is taken first (nextval), so that its run and
+// as send_submit writes it. The job's id is taken first (nextval), so that its run and
 // the job can name each other in one statement; the foreign keys are checked at its end.
 // Its row: the job, then the run's id and fencing token (NULL: no lease).
-Result<Submitted> PgStore::submit_granted(const Submission& s, const nlohmann::json& submitted,
-                                          TimeMs now) {
+Stmt PgStore::send_submit_granted(const Submission& s, const nlohmann::json& submitted,
+                                  TimeMs now) {
   static const std::string sql =
       submit_head() +
       // The job's id, and the agent when the lease rules let it take the job.
@@ -145,7 +153,6 @@ Result<Submitted> PgStore::submit_granted(const Submission& s, const nlohmann::j
       "SELECT j.*, w.run_id, w.fencing_token FROM j LEFT JOIN w ON TRUE";
   const NewJob& j = s.job;
   const Submission::Grant& grant = *s.grant;
-  auto checks = send_submit_checks(s);
   const bool reuse = s.reuse_identical && !j.content_hash.empty();
   const int limit = s.in_flight_limit > 0 && !j.token_key.empty() ? s.in_flight_limit : 0;
   const bool origin = !j.token_key.empty() || j.parent_job_id != 0;
@@ -175,20 +182,7 @@ Result<Submitted> PgStore::submit_granted(const Submission& s, const nlohmann::j
          static_cast<std::int64_t>(types.size()), now, TextArray{types}, TextArray{datas},
          TextArray{datas}, exclusive);
   q.send();
-  db_->queue_commit_now();
-  Submitted out;
-  const bool answered = receive_submit_checks(checks, s, out);
-  const bool written = q.step();
-  if (written && answered)  // a defect in the statement above, never a refusal to retry
-    throw std::logic_error("the submission's checks and its guarded insert disagree: job " +
-                           std::to_string(q.i64(0)) + " was written all the same");
-  if (written) {
-    out.job = read_job(q);  // then the run's id and fencing token
-    if (!q.is_null(24)) out.lease = Lease{q.i64(24), out.job.id, grant.agent_id, q.i64(25), expires};
-    return out;
-  }
-  if (answered) return out;
-  return bundle_clash(j.bundle_hash);
+  return q;
 }
 
 }  // namespace kfleet::store::pg
