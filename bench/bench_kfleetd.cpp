@@ -207,6 +207,23 @@ bool proc_stat(const std::string& pid, long* ppid, long long* ticks, bool reaped
   return true;
 }
 
+// A server's postmaster and the processes it started (none for pid 0).
+std::vector<pid_t> server_processes(int postmaster) {
+  std::vector<pid_t> out;
+  if (postmaster <= 0) return out;
+  out.push_back(postmaster);
+  long ppid = 0;
+  long long ticks = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (proc_stat(name, &ppid, &ticks, false) && ppid == postmaster)
+      out.push_back(static_cast<pid_t>(std::atol(name.c_str())));
+  }
+  return out;
+}
+
 }  // namespace
 
 CpuMs cpu_ms(const Kfleetd& k) {
@@ -218,14 +235,8 @@ CpuMs cpu_ms(const Kfleetd& k) {
     out.kfleetd = static_cast<double>(ticks) * ms_per_tick;
   if (k.db_server_pid <= 0) return out;
   long long total = 0;
-  const std::string server = std::to_string(k.db_server_pid);
-  if (proc_stat(server, &ppid, &ticks, true)) total += ticks;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (proc_stat(name, &ppid, &ticks, true) && ppid == k.db_server_pid) total += ticks;
-  }
+  for (pid_t p : server_processes(k.db_server_pid))
+    if (proc_stat(std::to_string(p), &ppid, &ticks, true)) total += ticks;
   out.db_server = static_cast<double>(total) * ms_per_tick;
   return out;
 }
@@ -234,19 +245,7 @@ void signal_all(const Kfleetd& k, int sig) {
   std::vector<pid_t> pids;
   for (const auto* p : {&k.leader}) pids.push_back(p->pid());
   for (const auto& p : k.standbys) pids.push_back(p.pid());
-  std::vector<pid_t> server;
-  if (k.db_server_pid > 0) {
-    server.push_back(k.db_server_pid);
-    long ppid = 0;
-    long long ticks = 0;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      if (proc_stat(name, &ppid, &ticks, false) && ppid == k.db_server_pid)
-        server.push_back(static_cast<pid_t>(std::atol(name.c_str())));
-    }
-  }
+  std::vector<pid_t> server = server_processes(k.db_server_pid);
   // Stopping: the clients first, then the server they talk to; waking, the other way round.
   if (sig == SIGCONT) std::swap(pids, server);
   // A bench that exits on an error (std::exit: no destructors) wakes what it stopped, so that
