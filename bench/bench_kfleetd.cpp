@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <algorithm>
@@ -36,6 +37,25 @@ std::vector<std::string>& scratch_pg_settings() {
 
 namespace {
 
+#ifdef KFLEET_HAVE_POSTGRESQL
+// A scratch PostgreSQL server with these settings (postgres -c) and its database "bench";
+// exits the bench when either cannot be made.
+std::pair<std::shared_ptr<kfleet::store::ScratchPostgres>, std::string> start_scratch(
+    const std::vector<std::string>& settings) {
+  auto s = kfleet::store::ScratchPostgres::start(settings);
+  if (!s.ok()) {
+    std::fprintf(stderr, "bench: %s\n", s.error().message.c_str());
+    std::exit(1);
+  }
+  auto url = (*s)->create_database("bench");
+  if (!url.ok()) {
+    std::fprintf(stderr, "bench: %s\n", url.error().message.c_str());
+    std::exit(1);
+  }
+  return {std::shared_ptr<kfleet::store::ScratchPostgres>(std::move(*s)), *url};
+}
+#endif
+
 // What --db names: a SQLite file in the bench's temp dir ("sqlite"), a scratch PostgreSQL
 // server started for the run ("postgres"), or an existing server (a postgresql:// URL).
 // Returns kfleetd's --db value, keeping a scratch server alive in `keep`; exits on errors.
@@ -57,18 +77,9 @@ std::string backend_db(const std::string& backend, const std::string& dir,
   }
   if (backend == "postgres") {
 #ifdef KFLEET_HAVE_POSTGRESQL
-    auto s = kfleet::store::ScratchPostgres::start(scratch_pg_settings());
-    if (!s.ok()) {
-      std::fprintf(stderr, "bench: %s\n", s.error().message.c_str());
-      std::exit(1);
-    }
-    auto url = (*s)->create_database("bench");
-    if (!url.ok()) {
-      std::fprintf(stderr, "bench: %s\n", url.error().message.c_str());
-      std::exit(1);
-    }
-    keep = std::shared_ptr<kfleet::store::ScratchPostgres>(std::move(*s));
-    return *url;
+    auto [server, url] = start_scratch(scratch_pg_settings());
+    keep = server;
+    return url;
 #else
     std::fprintf(stderr, "bench: this build has no PostgreSQL support (-DKFLEET_WITH_POSTGRESQL=OFF)\n");
     std::exit(2);
@@ -93,19 +104,9 @@ std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string
     auto settings = scratch_pg_settings();
     settings.insert(settings.end(), {"shared_preload_libraries=pg_stat_statements",
                                      "pg_stat_statements.track=all"});
-    auto s = kfleet::store::ScratchPostgres::start(settings);
-    if (!s.ok()) {
-      std::fprintf(stderr, "bench: %s\n", s.error().message.c_str());
-      std::exit(1);
-    }
-    auto url = (*s)->create_database("bench");
-    if (!url.ok()) {
-      std::fprintf(stderr, "bench: %s\n", url.error().message.c_str());
-      std::exit(1);
-    }
-    std::shared_ptr<kfleet::store::ScratchPostgres> server(std::move(*s));
+    auto [server, url] = start_scratch(settings);
     k->pg_server = server;
-    k->db = *url;
+    k->db = url;
     k->pg_query = [server](const std::string& sql) { return server->query("bench", sql); };
     if (auto r = k->pg_query("CREATE EXTENSION pg_stat_statements"); !r.ok()) {
       std::fprintf(stderr, "bench: %s\n", r.error().message.c_str());
