@@ -19,13 +19,29 @@
 
 namespace kfleet::backends {
 
-// Replay mode's two processes for one build (kernels/harness/ABI.md, "Recorded replay"): the
-// recorder is the job's binary; the measuring process and the job's objects (whose device
-// code it loads) sit beside it in the build cache entry.
-struct ReplayParts {
-  std::string measurer, device_code;  // device_code: the job's objects, comma-separated
+// Replay mode's measuring process (kernels/harness/ABI.md, "Recorded replay"): kfleet's own
+// program, built by the agent from the harness's sources alone, with kfleet's flags alone,
+// outside every job's sandbox, into <build cache>/measure/<key>/ (harness_measurer.cpp).
+struct MeasuringProcess {
+  std::string dir, binary, sha256;
+  // Its objects, one per harness source in harness_sources() order: also the harness objects a
+  // job's recorder is linked with where no entry rename applies.
+  std::vector<std::string> objects;
+  bool built = false;  // built by this call (else found, checked, and reused)
+  double seconds = 0;
 };
-ReplayParts replay_parts(const std::string& binary);
+// The job's objects in a build cache entry (beside the job's binary), whose device code the
+// measuring process loads: regular files only.
+std::vector<std::string> job_device_code(const std::string& binary);
+// The agent takes over a folder a job's processes wrote, once they have all ended: symbolic
+// links, special files and files with other hard links are removed (their names are returned,
+// comma-separated), the rest is owned by the agent and not writable by others. What is left is
+// the job's data, read as data.
+std::string take_job_files(const std::string& dir);
+// Creates `path` anew (an existing file or link there is removed first; never followed).
+Result<void> write_new_file(const std::string& path, const std::string& text);
+// The SHA-256 of a file's content, hex; "" when it cannot be read.
+std::string file_sha256(const std::string& path);
 // The job asked for in-process timing (kernel.params.timing: in_process).
 bool in_process_timing(const JobSpec& spec);
 // "" or why in-process timing is refused here (the agent runs as root).
@@ -134,9 +150,13 @@ class HarnessBackend : public agent::Backend {
                                      const std::vector<std::string>& args,
                                      std::vector<nlohmann::json>& messages,
                                      const std::string& binary = "");
+  // `measure`: argv is the measuring process, run in a sandbox that writes nowhere, from its
+  // own read-only folder, reading `readable` (the job's objects, its launch list).
   Result<SubprocessResult> run_child(agent::StageContext& c, const std::string& stage,
                                      std::vector<std::string> argv,
-                                     std::vector<nlohmann::json>& messages, bool result_pipe);
+                                     std::vector<nlohmann::json>& messages, bool result_pipe,
+                                     const std::vector<std::string>& readable = {},
+                                     bool measure = false);
   std::atomic<int> recordings_{0};
   agent::StageResult build_one(agent::StageContext& c);
   Result<Compiler> locked_compiler();
@@ -147,6 +167,8 @@ class HarnessBackend : public agent::Backend {
   struct HarnessObjects {
     std::vector<std::string> objects;
     int compiled = 0, reused = 0;
+    int from_measurer = 0;      // how many are the measuring process's own objects
+    MeasuringProcess measurer;  // whose objects serve the sources no rename applies to
     double seconds = 0;
   };
   // `digest` is harness_digest() of the harness sources, which the caller has already read.
@@ -154,6 +176,17 @@ class HarnessBackend : public agent::Backend {
                                                         const std::vector<std::string>& defines,
                                                         const std::string& cache_dir,
                                                         const std::string& digest);
+  // The measuring process for this compiler and arch: found and checked, or built now.
+  // nullopt: no runnable harness on this host. `sources`: harness_sources().
+  Result<std::optional<MeasuringProcess>> measuring_process(const Compiler& cc,
+                                                            const std::string& cache_dir,
+                                                            const std::string& digest,
+                                                            const std::vector<std::string>& sources);
+  // Ok when the measuring process is still the agent's alone and the binary it built.
+  Result<void> check_measurer(const MeasuringProcess& m) const;
+  std::mutex measurer_mu_;
+  std::map<std::string, MeasuringProcess> measurers_;
+  std::optional<MeasuringProcess> measurer_;  // set by build: the one this run's stages use
   std::mutex compiler_mu_;
   std::mutex objects_mu_;
   std::map<std::string, std::shared_future<Result<std::string>>> objects_in_flight_;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/harness_backend.hpp"
@@ -100,20 +101,25 @@ std::string compiler_prefix(const std::string& compiler) {
   return fs::path(compiler).parent_path().parent_path().string();
 }
 
-// What a sandboxed build made becomes the cache's: moved in and owned by the agent again, so no
-// job's uid owns anything in the cache.
+// What a sandboxed build made becomes the cache's: taken over by the agent (take_job_files:
+// no links, no special files, owned by the agent again, so no job's uid owns anything in the
+// cache), then moved in.
 std::error_code store_in_cache(const fs::path& from, const fs::path& to) {
   std::error_code ec;
-  const uid_t uid = ::geteuid();
-  const gid_t gid = ::getegid();
-  ::lchown(from.c_str(), uid, gid);
-  for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-    ::lchown(it->path().c_str(), uid, gid);
+  if (fs::is_directory(fs::symlink_status(from, ec))) {
+    take_job_files(from.string());
+  } else {
+    struct stat st {};
+    if (::lstat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+      return std::make_error_code(std::errc::invalid_argument);
+    ::lchown(from.c_str(), ::geteuid(), ::getegid());
+    ::chmod(from.c_str(), 0644);
+  }
   ec.clear();
   fs::rename(from, to, ec);
   if (ec == std::errc::cross_device_link) {
     ec.clear();
-    fs::copy(from, to, fs::copy_options::recursive, ec);
+    fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
     std::error_code ignored;
     fs::remove_all(from, ignored);
   }
@@ -168,10 +174,14 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
     const std::string& digest) {
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path hdir = cfg_.harness_dir;
+  const std::vector<std::string> sources = harness_sources(hdir);
+  // The measuring process's objects (kfleet's sources, kfleet's flags, compiled by the agent)
+  // serve every source no entry rename applies to.
+  auto measurer = measuring_process(cc, cache_dir, digest, sources);
+  if (!measurer.ok()) return measurer.error();
+  if (!*measurer) return std::optional<HarnessObjects>();
   const fs::path dir = fs::path(cache_dir) / "harness-objects";
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return make_error(Errc::unavailable, "cannot create " + dir.string() + ": " + ec.message());
 
   struct Item {
     std::string source, object;
@@ -181,16 +191,31 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
   };
   std::vector<Item> items;
   HarnessObjects out;
-  for (const auto& src : harness_sources(hdir)) {
+  out.measurer = **measurer;
+  if ((*measurer)->built) out.compiled += static_cast<int>(sources.size());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const std::string& src = sources[i];
     const std::string text = read_all(src);
     std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
     for (const auto& d : defines)
       if (text.find(macro_of(d)) != std::string::npos) flags.push_back(d);
+    Item it;
+    it.source = src;
+    if (flags.size() == 1) {
+      it.object = (*measurer)->objects[i];
+      std::promise<Result<std::string>> p;
+      p.set_value(it.object);
+      it.done = p.get_future().share();
+      ++out.from_measurer;
+      if (!(*measurer)->built) ++out.reused;
+      items.push_back(std::move(it));
+      continue;
+    }
+    fs::create_directories(dir, ec);
+    if (ec) return make_error(Errc::unavailable, "cannot create " + dir.string() + ": " + ec.message());
     std::string key_text = name() + "\n" + cc.version + "\n" + cfg_.arch + "\n" + digest + "\n" +
                            fs::path(src).filename().string() + "\n";
     for (const auto& f : flags) key_text += (f.rfind("-I", 0) == 0 ? "-I" : f) + "\n";
-    Item it;
-    it.source = src;
     it.object = (dir / (fs::path(src).filename().string() + "." + sha256_hex(key_text).substr(0, 24) + ".o")).string();
     auto argv = harness_compile_argv(cc, cfg_.arch, flags, src, it.object + ".tmp");
     if (!argv) return std::optional<HarnessObjects>();
@@ -203,7 +228,9 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
   {
     std::lock_guard<std::mutex> lock(objects_mu_);
     for (auto& it : items) {
-      if (fs::exists(it.object)) {
+      if (it.done.valid()) {
+        continue;  // the measuring process's object
+      } else if (fs::exists(it.object)) {
         std::promise<Result<std::string>> p;
         p.set_value(it.object);
         it.done = p.get_future().share();
@@ -219,7 +246,7 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
       }
     }
   }
-  out.compiled = static_cast<int>(mine.size());
+  out.compiled += static_cast<int>(mine.size());
 
   // Compile ours in parallel, a worker per core.
   std::atomic<std::size_t> next{0};
@@ -283,9 +310,12 @@ void HarnessBackend::prepare(const std::function<void(const std::string&)>& log)
   if (!h.ok()) {
     log("harness objects for " + cfg_.arch + " failed to compile: " + h.error().message);
   } else if (*h) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "harness objects for %s ready: %d compiled, %d cached, %.1f s",
-                  cfg_.arch.c_str(), (*h)->compiled, (*h)->reused, (*h)->seconds);
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "harness objects for %s ready: %d compiled, %d cached, %.1f s; measuring process "
+                  "%s (sha256 %.16s), built from kfleet's sources alone",
+                  cfg_.arch.c_str(), (*h)->compiled, (*h)->reused, (*h)->seconds,
+                  (*h)->measurer.binary.c_str(), (*h)->measurer.sha256.c_str());
     log(buf);
   }
 }
@@ -345,10 +375,18 @@ StageResult HarnessBackend::build_one(StageContext& c) {
 
   StageResult r;
   r.data = {{"cache_key", key}, {"compiler", cc->version}, {"arch", cfg_.arch}};
-  // An entry an older agent built has no measuring process beside its binary: build it again.
-  if (fs::exists(entry / "done") && fs::exists(binary) && !fs::exists(entry / "kfleet-measure")) {
-    std::error_code stale;
-    fs::remove_all(entry, stale);
+  // The measuring process: kfleet's, never built from this job (harness_measurer.cpp).
+  measurer_.reset();
+  bool measurer_built = false;
+  if (cfg_.link_harness) {
+    auto m = measuring_process(*cc, cache.string(), digest, harness_sources(hdir));
+    if (!m.ok()) return fleet("the measuring process could not be built: " + m.error().message);
+    if (*m) {
+      measurer_built = (*m)->built;
+      measurer_ = **m;
+      r.data["measurer"] = measurer_->binary;
+      r.data["measurer_sha256"] = measurer_->sha256;
+    }
   }
   if (fs::exists(entry / "done")) {
     compile_log_ = read_all(log_file);
@@ -387,7 +425,6 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     }
     objects.push_back(obj);
   }
-  std::ofstream(tmp / "compile.log") << compile_log_;
 
   // The harness half of the binary: objects shared by every job of this arch, usually already
   // in the cache (prepare() compiles them when the agent starts).
@@ -402,6 +439,10 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     return infra("harness build failed: " + hobj.error().message);
   }
   if (*hobj) {
+    if (measurer_built) {  // built by this build, just above: its objects were compiled now
+      (*hobj)->compiled += (*hobj)->from_measurer;
+      (*hobj)->reused -= (*hobj)->from_measurer;
+    }
     r.data["harness_objects"] = {{"compiled", (*hobj)->compiled}, {"reused", (*hobj)->reused},
                                  {"seconds", (*hobj)->seconds}};
     auto all_objects = (*hobj)->objects;
@@ -420,15 +461,8 @@ StageResult HarnessBackend::build_one(StageContext& c) {
       fs::remove_all(tmp, ec);
       return r;
     }
-    // Replay mode's measuring process: the harness alone. It loads the job's device code from
-    // the objects kept beside it (the very build the recorder above links), never its host code.
-    sp.argv = link_argv(*cc, cfg_.arch, flags, (*hobj)->objects, (tmp / "kfleet-measure").string());
-    res = run_subprocess(sp);
-    if (!res.ok()) return infra(res.error().message);
-    if (!res->ok()) {
-      fs::remove_all(tmp, ec);
-      return infra("linking the measuring process failed: " + first_error(res->err));
-    }
+    // Nothing more is built here: the measuring process is kfleet's own (measuring_process()),
+    // and it reads only the job's device code out of the objects kept in this entry.
   } else if (!cfg_.link_harness) {
     c.sink.log(stage::build, "compiled for " + cfg_.arch + " (" + cc->version +
                                  "); the GPU agent links it with the harness");
@@ -436,7 +470,18 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   } else {
     c.sink.log(stage::build, "no GPU runtime to link against: built for the resources gate only");
   }
-  std::ofstream(tmp / "done") << key << "\n";
+  // The job's processes have all ended: what they left is the job's data, taken over by the
+  // agent before it writes a file of its own beside them.
+  if (const std::string removed = take_job_files(tmp.string()); !removed.empty())
+    c.sink.log(stage::build, "removed from the build folder (links and special files are not kept): " + removed);
+  if (auto w = write_new_file((tmp / "compile.log").string(), compile_log_); !w) {
+    fs::remove_all(tmp, ec);
+    return infra(w.error().message);
+  }
+  if (auto w = write_new_file((tmp / "done").string(), key + "\n"); !w) {
+    fs::remove_all(tmp, ec);
+    return infra(w.error().message);
+  }
   ec = store_in_cache(tmp, entry);
   if (ec) fs::remove_all(tmp, ec);  // another run finished the same build first: use it
   harness_binary_ = *hobj && fs::exists(binary) ? binary.string() : "";

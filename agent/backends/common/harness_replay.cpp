@@ -5,6 +5,7 @@
 // runs as before, still reporting through the pipe, and never as root.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -121,26 +122,32 @@ std::string in_process_refusal(const JobSpec& spec) {
          "process; run the agent as an unprivileged user, or drop kernel.params.timing to replay";
 }
 
-ReplayParts replay_parts(const std::string& binary) {
-  ReplayParts r;
-  const fs::path entry = fs::path(binary).parent_path();
-  r.measurer = (entry / "kfleet-measure").string();
-  std::vector<std::string> objects;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(entry, ec))
-    if (e.path().extension() == ".o") objects.push_back(e.path().string());
-  std::sort(objects.begin(), objects.end());
-  r.device_code = join(objects, ',');
-  return r;
-}
-
 Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::string& stage,
                                                    std::vector<std::string> argv,
                                                    std::vector<nlohmann::json>& messages,
-                                                   bool result_pipe) {
-  // The job's sandbox, reading the build's cache entry (the job's binary, kfleet-measure and
-  // the objects whose device code the measurer loads) and writing only the run's dir.
-  SubprocessSpec sp = job_process(c, {fs::path(argv.front()).parent_path().string()}, true);
+                                                   bool result_pipe,
+                                                   const std::vector<std::string>& readable,
+                                                   bool measure) {
+  SubprocessSpec sp;
+  if (measure) {
+    // The measuring process: kfleet's binary, in a sandbox of its own that writes nowhere (its
+    // /tmp is private and gone with it), started in its own read-only folder, HOME there too,
+    // with no compute cache: it reads no file a job's process wrote but those in `readable`,
+    // the launch list and the job's objects, which it parses as data.
+    std::vector<std::string> r = readable;
+    r.push_back(fs::path(argv.front()).parent_path().string());
+    sp = sandboxed_process({}, std::move(r), true);
+    sp.cwd = fs::path(argv.front()).parent_path().string();
+    sp.env.insert(sp.env.end(), {{"HOME", "/tmp"}, {"CUDA_CACHE_DISABLE", "1"}});
+    sp.timeout_s = c.spec.timeout_s;
+    sp.should_stop = [&c] { return c.stop.requested(); };
+  } else {
+    // The job's sandbox, reading the build's cache entry (the job's binary and objects) and
+    // writing only the run's dir.
+    std::vector<std::string> r = readable;
+    r.push_back(fs::path(argv.front()).parent_path().string());
+    sp = job_process(c, std::move(r), true);
+  }
   const bool probe = argv.size() > 1 && argv[1] == "probe";
   if (!probe) argv.insert(argv.end(), {"--device", std::to_string(child_device())});
   if (argv.size() > 1 && argv[1] == "benchmark" && cfg_.throttle_pct >= 0) {
@@ -192,8 +199,11 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
       return make_error(Errc::forbidden, no);
     return run_child(c, stage, argv, messages, /*result_pipe=*/true);
   }
+  // The measuring process is kfleet's, and still the one the agent built: checked before the
+  // job's code runs at all.
+  if (!measurer_) return make_error(Errc::unavailable, "no measuring process on this agent (was the build stage run?)");
+  if (auto ok = check_measurer(*measurer_); !ok) return ok.error();
   // 1. Record: the job's code, whose output is its log; only its error line explains a refusal.
-  const ReplayParts parts = replay_parts(binary);
   const std::string list = (fs::path(c.work_dir) / ("launches-" + std::to_string(++recordings_) + ".txt")).string();
   std::vector<std::string> rec = argv;
   rec.insert(rec.end(), {"--record", list});
@@ -211,11 +221,29 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     failed.exit_code = 4;
     return failed;
   }
-  // 2. Measure: the harness alone, on the job's device code from the same objects.
-  std::vector<std::string> measure = {parts.measurer};
+  // The launch list is the recorder's file, in a folder the recorder could write: it is read
+  // only as the regular file it must be (a link the recorder left there, to a host file the
+  // sandbox would bind for the measuring process, is refused, and so is anything else).
+  {
+    struct stat st {};
+    if (::lstat(list.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+      messages.push_back({{"type", "error"}, {"phase", "record"},
+                          {"message", "replay mode refused the launch list: the recorder left " + list +
+                                          " as something other than a regular file of its own"}});
+      SubprocessResult failed = *r;
+      failed.exit_code = 4;
+      return failed;
+    }
+  }
+  // 2. Measure: kfleet's measuring process, on the job's device code from the objects the
+  // recorder was linked from, and the launch list the recorder wrote: both the job's data.
+  const std::vector<std::string> device_code = job_device_code(binary);
+  std::vector<std::string> measure = {measurer_->binary};
   measure.insert(measure.end(), args.begin(), args.end());
-  measure.insert(measure.end(), {"--replay", list, "--device-code", parts.device_code});
-  return run_child(c, stage, measure, messages, /*result_pipe=*/true);
+  measure.insert(measure.end(), {"--replay", list, "--device-code", join(device_code, ',')});
+  std::vector<std::string> readable = device_code;
+  readable.push_back(list);
+  return run_child(c, stage, measure, messages, /*result_pipe=*/true, readable, /*measure=*/true);
 }
 
 }  // namespace kfleet::backends

@@ -304,6 +304,9 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   // Wherever the verdict is shown, it says how it was timed.
   r.data["timing_mode"] = in_process_timing(c.spec) ? "in_process" : "replay";
   if (in_process_timing(c.spec)) r.data["timing_mode_note"] = kInProcessNote;
+  // Which measuring process timed it: kfleet's, by content (the same for every job of this
+  // agent's compiler, arch and harness).
+  if (!in_process_timing(c.spec) && measurer_) r.data["measurer_sha256"] = measurer_->sha256;
   if (auto s = snapshot(); s.ok()) r.data["gpu_after"] = s->to_json();
   r.data["case"] = cs->name;
   return r;

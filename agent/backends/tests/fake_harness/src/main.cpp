@@ -2,7 +2,7 @@
 // command line and JSON lines. The job's kernel object is linked in; the shape's S picks the
 // behaviour: S=13 crashes, S=7 fails a check, S=99 hangs, S=5 is refused by the recorder, S=17
 // aborts in the recorder (a launch function that starts threads until the sandbox's process
-// limit refuses one), otherwise it passes. Replay mode as the real harness has it: with --record
+// limit refuses one), S=19 leaves its launch list as a link to a host file, otherwise it passes. Replay mode as the real harness has it: with --record
 // it writes a launch list and exits; with --replay it is the measuring process (linked without the job, so the
 // job's entry is a null weak symbol), writes its lines to --result-fd and prints a forged bench
 // line on stdout that the agent must not believe.
@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
       std::vector<std::thread> held;
       for (int i = 0; i < 4096; ++i) held.emplace_back([] { pause(); });
       std::_Exit(0);  // no limit: not what the test expects, and it says so
+    }
+    if (shape.find("S=19") != std::string::npos) {
+      // Leaves its launch list as a link to a host file the agent would read for it.
+      unlink(record.c_str());
+      return symlink("/etc/hostname", record.c_str()) == 0 && fake_launch ? 0 : 8;
     }
     std::ofstream(record) << "kfleet-launch-list 1\n";
     std::printf("{\"type\":\"recorded\",\"lists\":1}\n");
