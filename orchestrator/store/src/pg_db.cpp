@@ -196,10 +196,11 @@ namespace {
 // - a prepared statement's generic plan from its first execution. By default PostgreSQL plans
 //   each of the first five executions for its parameter values (custom plans) before it
 //   settles on the generic plan; every statement of the store settles on it (a bench run's
-//   sessions, pg_prepared_statements: five custom plans each, then only generic ones; see
-//   the store's README, "Performance", step 17). Those first five plans made the first five
-//   submit-to-lease samples after a start the slowest of the run: the grant, the finish and
-//   the long-poll's statements are each planned afresh then.
+//   sessions, pg_prepared_statements: five custom plans each, then only generic ones; in git
+//   history: 1d3607e:docs/evidence/2026-11-27-postgres-prepared-statements-plans-per-session.txt).
+//   Those first five plans made the first five submit-to-lease samples after a start the
+//   slowest of the run: the grant, the finish and the long-poll's statements are each planned
+//   afresh then.
 constexpr const char* kSessionSettings =
     "SET client_min_messages = warning; SET plan_cache_mode = force_generic_plan";
 }  // namespace

@@ -9,7 +9,7 @@
 // store and are turned into Result errors at the Store method boundary.
 //
 // Round trips, not the server's work, are what a control-plane call costs on PostgreSQL (see
-// the store's README, "Performance"). Inside a transaction nothing goes to the server until a
+// the store's README, "Transactions"). Inside a transaction nothing goes to the server until a
 // result is needed: BEGIN, the lock and the fencing check, writes whose rows nobody reads
 // (Stmt::run) and reads sent ahead (Stmt::send) wait in a queue and travel with the next read
 // in one libpq pipeline; the COMMIT travels with the last writes. The fencing check runs in the

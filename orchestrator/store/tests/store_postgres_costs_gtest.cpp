@@ -1,6 +1,6 @@
 // What a store call costs on PostgreSQL, checked where it is decided: the round trips of each
 // call on a job's path and of a scheduling pass's grants (libpq pipeline mode, see the store's
-// README, "Performance"), that the writes queued behind a fencing check are refused with it,
+// README, "Transactions"), that the writes queued behind a fencing check are refused with it,
 // and that an agent's state changes are HOT updates. Part of store_postgres_gtest (one scratch
 // server for the process).
 #include <algorithm>
