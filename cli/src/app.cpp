@@ -104,7 +104,7 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
   }
 
   if (app.get_subcommands().empty()) {
-    io.err << "kfleet: no command given; see kfleet --help\n";
+    io.err << "kfleet: no command given\n" << cli_support::help_hint("kfleet") << "\n";
     return exit_usage;
   }
   if (!argv_token.empty()) {

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "fleet_reports.hpp"
 #include "kfleet/cli/exit_code.hpp"
+#include "kfleet/cli_support/parse.hpp"
 #include "kfleet/common/suite.hpp"
 
 namespace kfleet::cli {
@@ -19,6 +20,18 @@ struct RegressOptions {
   int timeout_s = 3600;
   bool no_wait = false;
 };
+
+// A mistake in the words a command takes in place of subcommands (regress show, baseline set and
+// list, campaign show): one line, as a mistake CLI11 finds (cli_support), then the help hint.
+int word_mistake(Session& s, const std::string& command, const std::string& line) {
+  s.io().err << "kfleet " << command << ": " << line << "\n"
+             << cli_support::help_hint("kfleet " + command) << "\n";
+  return exit_usage;
+}
+
+std::string unknown_word(const std::string& word, const std::vector<std::string>& words) {
+  return "unknown command '" + word + "'" + cli_support::did_you_mean(word, words);
+}
 
 bool write_out(Session& s, const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
@@ -48,9 +61,10 @@ int run_regress(Session& s, const RegressOptions& o) {
     try {
       id = std::stoll(o.args[1]);
     } catch (...) {
-      s.io().err << "kfleet: regress show needs a regression run id, not '" << o.args[1] << "'\n";
-      return exit_usage;
+      return word_mistake(s, "regress", "show needs a regression run id, not '" + o.args[1] + "'");
     }
+  } else if (o.args.size() == 1 && o.args[0] == "show") {
+    return word_mistake(s, "regress", "missing ID: kfleet regress show ID");
   } else if (o.args.size() == 1) {
     auto req = load_suite_request(o.args[0]);
     if (!req) {
@@ -63,9 +77,10 @@ int run_regress(Session& s, const RegressOptions& o) {
     if (!s.json())
       s.io().out << "started regression run " << id << " (" << reply->body["regression"]["cells"].size()
                  << " jobs)\n";
-  } else {
-    s.io().err << "kfleet: usage: kfleet regress SUITE.yaml | kfleet regress show ID\n";
-    return exit_usage;
+  } else if (!cli_support::nearest_names(o.args[0], {"show"}).empty()) {
+    return word_mistake(s, "regress", unknown_word(o.args[0], {"show"}));
+  } else {  // two words, not show ID: one suite at a time
+    return word_mistake(s, "regress", "unexpected argument '" + o.args[1] + "'");
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
   int delay = 200;
@@ -146,8 +161,8 @@ Examples:
                    << (b.value("simulated", false) ? " [simulated]" : "") << "\n";
       return 0;
     }
-    s.io().err << "kfleet: usage: kfleet baseline set RUN | kfleet baseline list [KERNEL]\n";
-    return static_cast<int>(exit_usage);
+    if (a[0] == "set") return word_mistake(s, "baseline", "missing RUN: kfleet baseline set RUN");
+    return word_mistake(s, "baseline", unknown_word(a[0], {"set", "list"}));
   }};
 }
 
@@ -156,10 +171,7 @@ Command add_campaign_command(CLI::App& app) {
   auto* sub = app.add_subcommand("campaign", "a campaign's kept wins, rejections and current best");
   sub->add_option("args", *args, "show NAME")->required()->expected(2, 2);
   return {sub, [args](Session& s) {
-    if ((*args)[0] != "show") {
-      s.io().err << "kfleet: usage: kfleet campaign show NAME\n";
-      return static_cast<int>(exit_usage);
-    }
+    if ((*args)[0] != "show") return word_mistake(s, "campaign", unknown_word((*args)[0], {"show"}));
     auto r = s.get("/api/v1/campaigns/" + (*args)[1]);
     if (!r) return s.fail(r.error(), "campaign " + (*args)[1]);
     if (s.json()) s.io().out << r->body.dump(2) << "\n";

@@ -153,6 +153,22 @@ TEST_F(JobDir, InvalidJobPrintsIssuesAndSendsNothing) {
   EXPECT_NE(r.err.find("min_samples"), std::string::npos) << r.err;
 }
 
+// nvcc runs its build steps through a shell, a -D value between double quotes: a define that
+// would run a command there is refused by `kfleet submit` itself, with its place, and nothing is
+// sent (kfleetd and the agent refuse it again).
+TEST_F(JobDir, ADefineWithShellSyntaxIsRefusedAndNothingIsSent) {
+  std::string bad = write("bad.yaml", std::string(kJobYaml) + "  defines: {TILE: \"64$(id)\"}\n");
+  FakeKfleetd server([](const RecordedRequest&) { return created(12); });
+  Ran r = run_kfleet({"--server", server.url(), "submit", bad}, {{"KFLEET_TOKEN", "t"}});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(server.requests().empty());
+  EXPECT_EQ(r.err, bad + ":11:19: kernel.defines.TILE: '64$(id)' has U+0024 '$', which a shell "
+                         "expands, even inside double quotes; a define value may hold only ASCII "
+                         "letters, digits and _ @ % + = : . / - (nvcc runs its build steps "
+                         "through a shell)\n");
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(JobDir, MissingSourceIsAUsageError) {
   fs::remove(dir_ / "fa.cu");
   FakeKfleetd server([](const RecordedRequest&) { return created(12); });

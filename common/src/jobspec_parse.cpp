@@ -97,8 +97,13 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
   } else if (!k.family.empty() && !custom) {
     m.require("sources", "the kernel's files, relative to the job file's folder, or lib:PATH in kernels/");
   }
+  // The entry, define names and values and the flags reach the compiler's command line, which
+  // nvcc runs through a shell: compile_flags.hpp says what they may hold, and why.
   if (m.has("entry")) {
-    if (auto s = read_string(is, m.get("entry"), m.path("entry"), m.mark())) k.entry = *s;
+    if (auto s = read_string(is, m.get("entry"), m.path("entry"), m.mark())) {
+      if (auto bad = entry_problem(*s)) is.add(mark_of(m.get("entry"), m.mark()), m.path("entry"), *bad);
+      k.entry = *s;
+    }
   }
   if (m.has("defines")) {
     const YAML::Node d = m.get("defines");
@@ -107,14 +112,18 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
     } else {
       for (auto it = d.begin(); it != d.end(); ++it) {
         const std::string name = it->first.Scalar();
-        const std::string path = child(m.path("defines"), name);
+        const std::string path = child(m.path("defines"), shown_safely(name));
         bool dup = false;
         for (const auto& [have, _] : k.defines) dup = dup || have == name;
-        if (dup) {
+        if (auto bad = define_name_problem(name)) {
+          is.add(mark_of(it->first, m.mark()), path, *bad);
+        } else if (dup) {
           is.add(mark_of(it->first, m.mark()), path, "define '" + name + "' appears twice; keep one");
         } else if (it->second.IsNull()) {
           k.defines.emplace_back(name, "");  // NAME: with no value -> plain -DNAME
         } else if (auto v = read_string(is, it->second, path, m.mark())) {
+          if (auto bad_value = define_value_problem(*v))
+            is.add(mark_of(it->second, m.mark()), path, *bad_value);
           k.defines.emplace_back(name, *v);
         }
       }
@@ -123,8 +132,10 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
   if (m.has("flags")) {
     if (auto v = read_string_list(is, m.get("flags"), m.path("flags"), m.mark())) {
       k.flags = *v;
-      if (auto c = check_compile_flags(k.flags); !c)
-        is.add(mark_of(m.get("flags"), m.mark()), m.path("flags"), c.error().message);
+      if (auto bad = compile_flags_problem(k.flags)) {
+        is.add(mark_of(m.get("flags")[bad->index], m.mark()), item(m.path("flags"), bad->index),
+               bad->message);
+      }
     }
   }
   if (m.has("params")) {

@@ -96,8 +96,14 @@ TEST(JobSchema, BadDocumentsFailParserAndSchema) {
       "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:suite/../../x.cu']}\n",
       "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:/etc/passwd']}\n",
       "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: ['lib:']}\n",
+      // Nothing that a shell reads between double quotes or not (compile_flags.hpp).
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu], defines: {X: \"$(id)\"}}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu], defines: {\"X;Y\": 1}}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu], entry: \"k`id`\"}\n",
+      "name: t\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, sources: [k.cu], flags: [\"-DX=a b\"]}\n",
   };
-  for (const char* f : {"wrong-type.yaml", "unknown-key.yaml", "missing-field.yaml", "bad-enum-range.yaml"}) {
+  for (const char* f : {"wrong-type.yaml", "unknown-key.yaml", "missing-field.yaml", "bad-enum-range.yaml",
+                        "shell-syntax.yaml"}) {
     bad.push_back(slurp(testing::source_dir() / "jobs/bad" / f));
   }
   const auto schema = load_schema();

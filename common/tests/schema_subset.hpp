@@ -49,7 +49,7 @@ class SchemaSubset {
         "$schema", "$id", "$defs", "$ref", "title", "description", "type", "properties",
         "required", "additionalProperties", "enum", "minimum", "maximum", "exclusiveMinimum",
         "minLength", "maxLength", "minItems", "minProperties", "items", "oneOf", "anyOf",
-        "pattern"};
+        "pattern", "propertyNames"};
     for (auto it = s.begin(); it != s.end(); ++it) {
       if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
         throw std::runtime_error("schema keyword outside the tested subset: " + it.key());
@@ -102,6 +102,7 @@ class SchemaSubset {
       }
       for (auto it = v.begin(); it != v.end(); ++it) {
         const std::string sub = at + "." + it.key();
+        if (s.contains("propertyNames")) check(s["propertyNames"], it.key(), sub + " (name)", errors);
         if (s.contains("properties") && s["properties"].contains(it.key())) {
           check(s["properties"][it.key()], it.value(), sub, errors);
         } else if (s.contains("additionalProperties")) {

@@ -34,6 +34,44 @@ expect_suggestion 2 "kfleet-agent: unknown option '--backnd'; did you mean '--ba
 out=$("$kfleet" frobnicate 2>&1)
 grep -q "did you mean" <<<"$out" && bad "kfleet frobnicate guessed: $out"
 
+# One mistake, one line (issue 52): the whole of stderr is that line and the hint, nothing on
+# stdout; CLI11's own "The following arguments were not expected" is never printed beside it.
+# expect_exactly WANT_LINE HELP_FOR COMMAND...
+expect_exactly() {
+  local want="$1"$'\n'"Run '$2 --help' for more information."; shift 2
+  local out err rc
+  out=$("$@" 2>"$tmp/stderr"); rc=$?
+  err=$(cat "$tmp/stderr")
+  [ "$rc" = 2 ] || bad "$*: exit $rc, want 2"
+  [ -z "$out" ] || bad "$*: printed on stdout: $out"
+  [ "$err" = "$want" ] || bad "$*: stderr is
+$err
+want
+$want"
+}
+expect_exactly "kfleet: unknown command 'sbumit'; did you mean 'submit'?" kfleet "$kfleet" sbumit x.yaml
+expect_exactly "kfleet: unknown command 'frobnicate'" kfleet "$kfleet" frobnicate --follow a b
+expect_exactly "kfleet: unknown option '--jsn'; did you mean '--json'?" kfleet "$kfleet" --jsn status
+expect_exactly "kfleet submit: unknown option '--folow'; did you mean '--follow'?" "kfleet submit" "$kfleet" submit "$tmp/a.yaml" --folow
+expect_exactly "kfleet submit: missing files: job YAML files" "kfleet submit" "$kfleet" submit --follow
+expect_exactly "kfleet submit: --priority needs a value (INT)" "kfleet submit" "$kfleet" submit "$tmp/a.yaml" --priority
+expect_exactly "kfleet status: unknown option '--stat'; did you mean '--state'?" "kfleet status" "$kfleet" status --stat queued
+expect_exactly "kfleet logs: unexpected argument '8'" "kfleet logs" "$kfleet" logs 7 8
+expect_exactly "kfleet token: unknown command 'revokee'; did you mean 'revoke'?" "kfleet token" "$kfleet" token revokee 3
+expect_exactly "kfleet token: missing a command: create, list or revoke" "kfleet token" "$kfleet" token
+expect_exactly "kfleet token create: missing --user: who the token is for" "kfleet token create" "$kfleet" token create --scope read
+expect_exactly "kfleet enrol-token: unknown command 'mnit'; did you mean 'mint'?" "kfleet enrol-token" "$kfleet" enrol-token mnit --name x
+expect_exactly "kfleet agents: unknown command 'revok'; did you mean 'revoke'?" "kfleet agents" "$kfleet" agents revok 3
+expect_exactly "kfleet baseline: unknown command 'lis'; did you mean 'list'?" "kfleet baseline" "$kfleet" --server http://127.0.0.1:9 baseline lis
+expect_exactly "kfleet campaign: unknown command 'shwo'; did you mean 'show'?" "kfleet campaign" "$kfleet" --server http://127.0.0.1:9 campaign shwo fa
+expect_exactly "kfleet regress: unknown command 'shw'; did you mean 'show'?" "kfleet regress" "$kfleet" --server http://127.0.0.1:9 regress shw 3
+expect_exactly "kfleet completion: shell: tcsh not in {bash,zsh,fish}" "kfleet completion" "$kfleet" completion tcsh
+expect_exactly "kfleet: no command given" kfleet "$kfleet" --json
+expect_exactly "kfleetd: unknown option '--dbb'; did you mean '--db'?" kfleetd "$kfleetd" --dbb x.db
+expect_exactly "kfleetd: unexpected argument 'serve'" kfleetd "$kfleetd" serve
+expect_exactly "kfleet-agent: unknown option '--backnd'; did you mean '--backend'?" kfleet-agent "$agent" --server http://x --backnd cuda
+expect_exactly "kfleet-agent: unknown option '--frobnicate'" kfleet-agent "$agent" --frobnicate
+
 for shell in bash zsh fish; do
   "$kfleet" completion "$shell" >"$tmp/complete.$shell" || bad "kfleet completion $shell failed"
   grep -q "submit" "$tmp/complete.$shell" || bad "the $shell script does not name submit"

@@ -331,7 +331,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     }
     return run_custom_step(c, stage::build, k.steps->build, false);
   }
-  if (auto f = check_compile_flags(k.flags); !f) {
+  if (auto f = check_kernel_compile_inputs(k); !f) {
     StageResult bad;
     bad.reason = f.error().message;
     return bad;

