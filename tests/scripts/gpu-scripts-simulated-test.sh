@@ -6,7 +6,8 @@
 #   gpu-proof.sh           8 jobs, a table row each; the two correct kernels OK; the agent alive
 #   gpu-profile-check.sh   both jobs' profile events read back (with the token) and checked
 #   gpu-exploits.sh        the control OK, each exploit reported ACCEPTED (nothing runs, so all
-#                          "pass"): the script must say so and fail
+#                          "pass"): the script must say so and fail; and the jobs with shell in
+#                          a define, a flag or an entry refused at submit, as expected
 #   gpu-suite-campaigns.sh both campaigns to their verdicts
 # gpu-multi-gpu-check.sh has its own test; gpu-exclusive-check.sh needs a real CUDA context.
 # Usage: gpu-scripts-simulated-test.sh KFLEETD KFLEET_AGENT KFLEET
@@ -46,6 +47,14 @@ has profile 'passing job: submit rc=0 \(want 0\) profile rc=0 \| rejected job: s
 run exploits 1 "$root/scripts/gpu-exploits.sh" --backend simulated --only '^0[0-3]-'
 has exploits '^00-honest-control +passed/- +passed/- .* OK '
 has exploits '^gpu-exploits: 3 exploit\(s\) accepted, 3 job\(s\) not as expected'
+
+# Shell in a define, a flag or an entry: refused by the CLI before a job exists (issue 49), and the
+# script reports each as refused at submit, as expected: nothing accepted, every row as expected.
+run refused 0 "$root/scripts/gpu-exploits.sh" --backend simulated --only '^2[0-2]-'
+has refused '^20-define-shell-substitution +refused/submit +refused/submit .* OK +.*kernel\.defines\.TILE'
+has refused '^21-flag-shell-substitution +refused/submit +refused/submit .* OK '
+has refused '^22-entry-shell-substitution +refused/submit +refused/submit .* OK '
+has refused '^gpu-exploits: 0 exploit\(s\) accepted, 0 job\(s\) not as expected'
 
 run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'
