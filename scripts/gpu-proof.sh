@@ -45,10 +45,11 @@ build() {
   cmake -S "$root" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_TESTS=OFF -DKFLEET_BUILD_DASHBOARDS=OFF \
     -DKFLEET_BUILD_BENCH=OFF "${cm[@]}" >"$b.configure.log" 2>&1 ||
     { tail -30 "$b.configure.log"; die "configure failed (log: $b.configure.log)"; }
-  cmake --build "$b" -j"$(nproc)" --target kfleetd kfleet-agent kfleet 2>&1 | tail -40
+  cmake --build "$b" -j"$(nproc)" --target kfleetd kfleet-agent kfleet-seccomp-exec kfleet 2>&1 | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || die "build failed"
   mkdir -p "$b/bin"
-  cp "$b/orchestrator/api/kfleetd" "$b/agent/kfleet-agent" "$b/cli/kfleet" "$b/bin/"
+  # kfleet-seccomp-exec beside kfleet-agent: the sandbox's syscall filter, which the agent finds there.
+  cp "$b/orchestrator/api/kfleetd" "$b/agent/kfleet-agent" "$b/agent/kfleet-seccomp-exec" "$b/cli/kfleet" "$b/bin/"
   bin=$b/bin
 }
 

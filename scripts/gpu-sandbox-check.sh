@@ -68,7 +68,7 @@ done
 mkdir -p "$run/jobs/look"
 cat >"$run/jobs/look/look.sh" <<'SH'
 echo "uid=$(id -u) gid=$(id -g)"
-grep Cap /proc/self/status
+grep -E '^(Cap|Seccomp)' /proc/self/status
 echo "devices: $(ls /dev | tr '\n' ' ')"
 echo "processes visible: $(ls /proc | grep -c '^[0-9]')"
 echo "network: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')"
@@ -98,7 +98,7 @@ phase() {  # round mode(sandboxed|unsandboxed)
   if [ "$r" = 1 ]; then
     kf submit "$run/jobs/look/job.yaml" --force --wait >>"$run/submit.err" 2>&1
     echo "  [$mode] from inside a job (run 1, the phase's first):"
-    kf logs 1 2>/dev/null | grep -E "uid=|Cap|devices:|processes visible|network:" | sed 's/^/    /'
+    kf logs 1 2>/dev/null | grep -E "uid=|Cap|Seccomp|devices:|processes visible|network:" | sed 's/^/    /'
   fi
   for f in "${kernels[@]}"; do
     out=$(kf --json submit "$run/jobs/$f.yaml" --kernel-lib "$root/kernels" --force --wait 2>>"$run/submit.err")

@@ -39,6 +39,7 @@ struct SandboxChoice {
   bool unsandboxed = false;  // the operator chose to run jobs without it
   unsigned uid = 65534, gid = 65534;
   std::string cgroup_parent;
+  std::string seccomp_exec;  // "" = kfleet-seccomp-exec beside this program
   std::uint64_t memory_mib = 0;
   unsigned max_processes = 0;
   std::vector<std::string> hidden;  // the agent's own files: work dir, token and key files
@@ -50,20 +51,22 @@ Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
   o.uid = c.uid;
   o.gid = c.gid;
   o.cgroup_parent = c.cgroup_parent;
+  o.seccomp_exec = c.seccomp_exec;
   o.hidden = c.hidden;
   if (c.memory_mib) o.defaults.memory_bytes = c.memory_mib << 20;
   if (c.max_processes) o.defaults.max_processes = c.max_processes;
   if (c.unsandboxed) {
     for (int i = 0; i < 3; ++i)
-      log::warn("agent", "*** --unsandboxed: jobs run WITHOUT the sandbox, with this agent's uid, "
-                         "network and files; every verdict says 'unsandboxed' ***");
+      log::warn("agent", "*** --unsandboxed: jobs run WITHOUT the sandbox (no bubblewrap, uid, "
+                         "cgroup or syscall filter), with this agent's uid, network and files; "
+                         "every verdict says 'unsandboxed' ***");
     return backends::unsandboxed_policy("--unsandboxed");
   }
   auto p = backends::probe_sandbox(o);
   if (p) {
     log::info("agent", "job sandbox: bwrap + uid ", c.uid, ", cgroup ", (*p)->cgroup_version,
               ", memory ", (*p)->defaults.memory_bytes >> 20, " MiB, ",
-              (*p)->defaults.max_processes, " processes");
+              (*p)->defaults.max_processes, " processes, syscall filter ", (*p)->seccomp_exec);
     return p;
   }
   return make_error(Errc::unavailable,
@@ -230,6 +233,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--sandbox-cgroup", sandbox.cgroup_parent,
                  "cgroup under which the job cgroups are made (default: beside this agent's own)");
+  app.add_option("--sandbox-seccomp-exec", sandbox.seccomp_exec,
+                 "kfleet-seccomp-exec, which installs the sandbox's syscall filter in each job "
+                 "process (default: beside this kfleet-agent)");
   // An unknown option is answered with the nearest ones ("did you mean ...?"); exit 2.
   if (auto code = kfleet::cli_support::parse_or_explain(app, argc, argv, std::cout, std::cerr, 2))
     return *code;

@@ -23,7 +23,8 @@ nlohmann::json gpu_identity(const GpuInfo& g) {
 }
 
 // Marks everything a simulated backend's run emits, so no simulated number can pass for real,
-// and names the GPU on every stage event, so each stage says which GPU ran it.
+// names the GPU on every stage event, so each stage says which GPU ran it, and files a log line
+// that names no stage (the sandbox's, about any job process) under the stage that is running.
 class MarkingSink final : public EventSink {
  public:
   MarkingSink(EventSink& inner, bool simulated, nlohmann::json gpu)
@@ -33,6 +34,10 @@ class MarkingSink final : public EventSink {
     if (data.is_object() && (type == event_type::stage_started ||
                              type == event_type::stage_finished || type == event_type::bench_result))
       data["gpu"] = gpu_;
+    if (data.is_object() && type == event_type::stage_started && data.contains("stage"))
+      stage_ = data["stage"];
+    if (data.is_object() && type == event_type::log_line && !stage_.is_null() && !data.contains("stage"))
+      data["stage"] = stage_;
     inner_.emit(type, std::move(data));
   }
 
@@ -40,6 +45,7 @@ class MarkingSink final : public EventSink {
   EventSink& inner_;
   bool simulated_;
   nlohmann::json gpu_;
+  nlohmann::json stage_;  // the running stage's name, once one started
 };
 
 bool profile_wanted(const JobSpec& spec, const Verdict& v) {

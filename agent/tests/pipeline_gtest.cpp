@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "fake_transport.hpp"
 #include "kfleet/agent/pipeline.hpp"
@@ -224,4 +225,34 @@ TEST(Pipeline, FetchesAndUnpacksTheBundleAndRefusesAMismatch) {
   EXPECT_NE(gave_back.find("hashes to"), std::string::npos) << gave_back;
   EXPECT_GE(h2.server.fetches(), 2);
   EXPECT_TRUE(h2.sink.of("verdict").empty());
+}
+
+// A job process's sandbox speaks up (a call its syscall filter denied) through a log line that
+// names no stage, whichever stage ran the process: the pipeline files it under that stage.
+TEST(Pipeline, ALogLineWithoutAStageIsFiledUnderTheRunningOne) {
+  struct Speaking final : Backend {
+    BackendPtr inner = make_simulated_backend({});
+    std::string name() const override { return inner->name(); }
+    bool simulated() const override { return inner->simulated(); }
+    Result<std::vector<GpuInfo>> discover() override { return inner->discover(); }
+    StageResult build(StageContext& c) override {
+      c.sink.emit("log", {{"stream", "sandbox"}, {"text", "sandbox: denied ptrace (EPERM)"}});
+      return inner->build(c);
+    }
+    StageResult resources(StageContext& c) override { return inner->resources(c); }
+    StageResult correctness(StageContext& c) override {
+      c.sink.emit("log", {{"stream", "sandbox"}, {"text", "sandbox: denied bpf (EPERM)"}});
+      return inner->correctness(c);
+    }
+    StageResult benchmark(StageContext& c) override { return inner->benchmark(c); }
+    StageResult profile(StageContext& c) override { return inner->profile(c); }
+  };
+  Harness h;
+  h.backend = std::make_unique<Speaking>();
+  auto v = h.run(seed_lease(600, 656));
+  ASSERT_TRUE(v.has_value());
+  std::map<std::string, std::string> stage_of;
+  for (auto& e : h.sink.of("log")) stage_of[e.value("text", "")] = e.value("stage", "");
+  EXPECT_EQ(stage_of["sandbox: denied ptrace (EPERM)"], "build");
+  EXPECT_EQ(stage_of["sandbox: denied bpf (EPERM)"], "correctness");
 }

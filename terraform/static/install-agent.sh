@@ -3,6 +3,8 @@
 # the same systemd unit as the terraform fleet. Run as root on the GPU host:
 #   KFLEET_ENROL_TOKEN=... ./install-agent.sh --server https://kfleet.example.com \
 #       --region lab-berlin --backend hip [--agent-binary ./kfleet-agent] [--ca-file ca.pem]
+#       (--agent-binary installs kfleet-seccomp-exec from beside it too: the job sandbox's
+#       syscall filter, which the agent looks for beside itself)
 #       [--root DIR]   install under DIR instead of / and start nothing (packaging, tests)
 #       [--enrol-token-file F]  this host's own token (kfleet enrol-token mint --out F)
 #       [--instance-id ID]      what the agent says it is (default /etc/machine-id)
@@ -61,8 +63,14 @@ if [[ -z "$token" ]]; then read -r -s -p "enrolment token: " token; echo; fi
 [[ ${#token} -ge 16 ]] || { echo "the enrolment token looks too short" >&2; exit 1; }
 
 install -d -m 0755 "$root/usr/local/bin" "$root/etc/systemd/system"
-if [[ -n "$binary" ]]; then install -m 0755 "$binary" "$root/usr/local/bin/kfleet-agent"; fi
+if [[ -n "$binary" ]]; then
+  helper="$(dirname "$binary")/kfleet-seccomp-exec"
+  [[ -x "$helper" ]] || { echo "no kfleet-seccomp-exec beside $binary: the job sandbox needs it (it is built and installed with kfleet-agent)" >&2; exit 1; }
+  install -m 0755 "$binary" "$root/usr/local/bin/kfleet-agent"
+  install -m 0755 "$helper" "$root/usr/local/bin/kfleet-seccomp-exec"
+fi
 [[ -x "$root/usr/local/bin/kfleet-agent" ]] || { echo "install kfleet-agent to /usr/local/bin or pass --agent-binary" >&2; exit 1; }
+[[ -x "$root/usr/local/bin/kfleet-seccomp-exec" ]] || { echo "install kfleet-seccomp-exec beside kfleet-agent in /usr/local/bin, or pass --agent-binary with it beside" >&2; exit 1; }
 
 install -d -m 0755 "$root/etc/kfleet"
 umask 077

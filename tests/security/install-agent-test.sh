@@ -16,7 +16,8 @@ trap 'if [ "$fail" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXI
 
 "$root/tests/support/make-test-certs.sh" "$tmp/certs" >/dev/null
 printf '#!/bin/sh\necho fake agent\n' >"$tmp/kfleet-agent"
-chmod 0755 "$tmp/kfleet-agent"
+printf '#!/bin/sh\necho fake helper\n' >"$tmp/kfleet-seccomp-exec"
+chmod 0755 "$tmp/kfleet-agent" "$tmp/kfleet-seccomp-exec"
 token="kfe_$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
 
 install_into() {  # dir, then flags
@@ -43,6 +44,8 @@ grep '^ExecStart=' "$unit" | grep -q -- '--enrol-token-file /etc/kfleet/enrol.to
   ok "the unit reads the token file" || bad "the unit does not pass --enrol-token-file"
 grep -qx "KFLEET_SERVER=https://kfleet.example.com:8470" "$env" || bad "agent.env has no KFLEET_SERVER"
 [ -x "$r/usr/local/bin/kfleet-agent" ] || bad "the agent binary was not installed"
+cmp -s "$r/usr/local/bin/kfleet-seccomp-exec" "$tmp/kfleet-seccomp-exec" &&
+  ok "kfleet-seccomp-exec is installed beside the agent" || bad "kfleet-seccomp-exec was not installed beside the agent"
 cmp -s "$unit" "$root/terraform/modules/l4-agents/files/kfleet-agent.service" && ok "the unit is the fleet's own" ||
   bad "the installed unit differs from terraform/modules/l4-agents/files/kfleet-agent.service"
 grep -q '^EnvironmentFile=/etc/kfleet/agent.env$' "$unit" || bad "the unit does not read agent.env"
@@ -63,6 +66,17 @@ if install_into "$tmp/junk" --ca-file "$tmp/junk.pem" >"$tmp/junk.log" 2>&1; the
 else
   grep -q "no PEM certificate" "$tmp/junk.log" && ok "a --ca-file without a certificate is refused" ||
     bad "the refusal does not say why: $(cat "$tmp/junk.log")"
+fi
+# An agent binary without the sandbox's syscall filter helper beside it: the agent would refuse
+# to start, so the install refuses first.
+mkdir -p "$tmp/lone" "$tmp/nohelper"
+cp "$tmp/kfleet-agent" "$tmp/lone/kfleet-agent"
+if KFLEET_ENROL_TOKEN=$token bash "$script" --server https://k.example.com --region r --root "$tmp/nohelper" \
+     --agent-binary "$tmp/lone/kfleet-agent" </dev/null >"$tmp/nohelper.log" 2>&1; then
+  bad "an agent binary without kfleet-seccomp-exec beside it was installed"
+else
+  grep -q "no kfleet-seccomp-exec beside" "$tmp/nohelper.log" && ok "an agent without its filter helper is refused" ||
+    bad "the refusal does not say why: $(cat "$tmp/nohelper.log")"
 fi
 mkdir -p "$tmp/notoken"
 if KFLEET_ENROL_TOKEN=short bash "$script" --server https://k.example.com --region r --root "$tmp/notoken" \

@@ -165,6 +165,9 @@ StageResult HarnessBackend::profile(StageContext& c) {
                                       fs::path(pc->argv.front()).parent_path().parent_path().string()},
                                    true);
   sp.argv = pc->argv;
+  // The one stage whose processes may open performance events (the syscall filter denies
+  // perf_event_open to every other job process): ncu, nsys and rocprofv3 may use them.
+  sp.sandbox.allow_perf_events = true;
   auto res = run_subprocess(sp);
   if (!res.ok()) {
     r.data["note"] = res.error().message;

@@ -126,6 +126,11 @@ SubprocessSpec HarnessBackend::job_process(StageContext& c, std::vector<std::str
   sp.cwd = c.work_dir;
   sp.timeout_s = c.spec.timeout_s;
   sp.should_stop = [&c] { return c.stop.requested(); };
+  // A call the syscall filter denied is named in the job's log, whatever the caller does with
+  // the process's output; the pipeline files it under the stage that is running.
+  sp.on_denial = [&c](const std::string& line) {
+    c.sink.emit(event_type::log_line, {{"stream", "sandbox"}, {"text", line}});
+  };
   return sp;
 }
 

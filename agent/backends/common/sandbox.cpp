@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/seccomp_filter.hpp"
 #include "common/subprocess.hpp"
 
 namespace kfleet::backends {
@@ -142,7 +143,8 @@ std::atomic<unsigned> cgroup_serial{0};
 }  // namespace
 
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy, const SandboxSpec& spec,
-                                      const std::string& cwd, const std::vector<std::string>& argv) {
+                                      const std::string& cwd, const std::vector<std::string>& argv,
+                                      int notify_fd) {
   std::vector<std::string> a = {policy.bwrap,        "--die-with-parent", "--new-session",
                                 "--unshare-pid",     "--unshare-ipc",     "--unshare-net",
                                 "--unshare-uts",     "--unshare-cgroup-try", "--hostname",
@@ -205,7 +207,10 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy, const Sandbox
     const std::string w = absolute(w0);
     if (fs::is_directory(w, ec)) writable.push_back(w);
   }
-  for (const auto& r0 : spec.readable) {
+  // The filter's helper is kfleet's, not the job's: read-only, like the job's inputs.
+  std::vector<std::string> readable = spec.readable;
+  if (!policy.seccomp_exec.empty()) readable.push_back(policy.seccomp_exec);
+  for (const auto& r0 : readable) {
     const std::string r = absolute(r0);
     // Already there: inside its writable dir, or in the read-only system view (where it may
     // be a symlink, /usr/local/cuda, that cannot be mounted over).
@@ -241,6 +246,11 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy, const Sandbox
                      "--regid=" + std::to_string(policy.gid),
                      groups.empty() ? "--clear-groups" : "--groups=" + groups,
                      "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"});
+  // Last, under no_new_privs, the syscall filter; then the job's program.
+  a.push_back(policy.seccomp_exec);
+  if (notify_fd >= 0) a.push_back("--notify-fd=" + std::to_string(notify_fd));
+  if (spec.allow_perf_events) a.push_back("--allow-perf-events");
+  a.push_back("--");
   a.insert(a.end(), argv.begin(), argv.end());
   return a;
 }
@@ -386,6 +396,26 @@ Result<SandboxPolicyPtr> probe_sandbox(const SandboxProbeOptions& o) {
   p->setpriv = find_program("setpriv");
   if (p->setpriv.empty())
     return make_error(Errc::unavailable, "setpriv not found: install util-linux");
+  if (!seccomp::supported())
+    return make_error(Errc::unavailable,
+                      "the sandbox's syscall filter has no program for this architecture "
+                      "(x86_64 and aarch64 only)");
+  {
+    std::string helper = o.seccomp_exec;
+    if (helper.empty()) {
+      std::error_code exe_ec;
+      const fs::path self = fs::read_symlink("/proc/self/exe", exe_ec);
+      helper = (self.parent_path() / "kfleet-seccomp-exec").string();
+    }
+    helper = absolute(helper);
+    p->seccomp_exec = find_program(helper);
+    if (p->seccomp_exec.empty())
+      return make_error(Errc::unavailable,
+                        "kfleet-seccomp-exec, which installs the sandbox's syscall filter, is not "
+                        "at " + helper + ": install it beside kfleet-agent (cmake --install puts "
+                        "both in bin/; scripts/gpu-proof.sh copies both) or name it with "
+                        "--sandbox-seccomp-exec PATH");
+  }
   std::error_code ec;
   if (fs::exists("/sys/fs/cgroup/cgroup.controllers", ec) && !fs::exists("/sys/fs/cgroup/memory", ec)) {
     auto d = setup_v2(o.cgroup_parent);
@@ -414,21 +444,45 @@ Result<SandboxPolicyPtr> probe_sandbox(const SandboxProbeOptions& o) {
                       "the sandbox cannot limit a job's memory and processes");
   }
 
-  // A trial run: the real path, as a job's process would take it.
+  // A trial run: the real path, as a job's process would take it. kfleet-seccomp-exec --check,
+  // under the filter it installed, says who it runs as, the Seccomp mode of /proc/self/status,
+  // and what unshare(CLONE_NEWUSER) and clone3 got: EPERM, from the agent that must have
+  // named the call, and ENOSYS.
   char tmpl[] = "/tmp/kfleet-sandbox-probe-XXXXXX";
   if (!::mkdtemp(tmpl))
     return make_error(Errc::unavailable, std::string("mkdtemp: ") + std::strerror(errno));
   SubprocessSpec sp;
-  sp.argv = {"id", "-u"};
+  sp.argv = {p->seccomp_exec, "--check"};
   sp.timeout_s = 30;
   sp.sandbox_policy = p;
   sp.sandbox.writable = {tmpl};
   auto r = run_subprocess(sp);
   fs::remove_all(tmpl, ec);
   if (!r) return make_error(Errc::unavailable, "a trial sandboxed run failed: " + r.error().message);
-  if (!r->ok() || r->out != std::to_string(o.uid) + "\n")
-    return make_error(Errc::unavailable, "a trial sandboxed run (bwrap + setpriv) " + r->describe() +
-                                             ": " + tail_lines(r->err + r->out, 3));
+  const std::string trial = "a trial sandboxed run (bwrap + setpriv + kfleet-seccomp-exec) ";
+  if (!r->ok())
+    return make_error(Errc::unavailable, trial + r->describe() + ": " + tail_lines(r->err + r->out, 3));
+  std::map<std::string, std::string> got;
+  {
+    std::istringstream in(r->out);
+    for (std::string line; std::getline(in, line);)
+      if (auto eq = line.find('='); eq != std::string::npos) got[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  if (got["uid"] != std::to_string(o.uid))
+    return make_error(Errc::unavailable, trial + "ran as uid '" + got["uid"] + "', not " +
+                                             std::to_string(o.uid) + ": " + tail_lines(r->err + r->out, 4));
+  if (got["seccomp"] != "2")
+    return make_error(Errc::unavailable, trial + "ran without the syscall filter (Seccomp: " +
+                                             got["seccomp"] + " in /proc/self/status, not 2)");
+  if (got["unshare"] != "EPERM")
+    return make_error(Errc::unavailable, trial + "got " + got["unshare"] +
+                                             " from unshare(CLONE_NEWUSER), which the filter denies with EPERM");
+  if (std::find(r->denied.begin(), r->denied.end(), "unshare with CLONE_NEWUSER") == r->denied.end())
+    return make_error(Errc::unavailable,
+                      trial + "denied unshare(CLONE_NEWUSER) but the agent was not told (seccomp user "
+                              "notification needs Linux 5.0 or later): " + tail_lines(r->err, 3));
+  if (got.count("clone3") && got["clone3"] != "ENOSYS")
+    return make_error(Errc::unavailable, trial + "got " + got["clone3"] + " from clone3, not ENOSYS");
   return SandboxPolicyPtr(p);
 }
 

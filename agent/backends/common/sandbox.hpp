@@ -11,7 +11,10 @@
 //   - its file system is the system's programs and libraries read-only, its GPU slot's device
 //     nodes, its inputs read-only, its run dir writable, and a private /tmp that disappears
 //     with it. The agent's work dir, config, token files, caches and other runs are not there;
-//   - a cgroup (v2, or the v1 memory and pids hierarchies) limits its memory and processes.
+//   - a cgroup (v2, or the v1 memory and pids hierarchies) limits its memory and processes;
+//   - last, kfleet-seccomp-exec installs a syscall filter (seccomp_filter.hpp) and execs the
+//     job's program: no ptrace, mounts, BPF, kexec, modules, keyrings, userfaultfd, perf events
+//     (but in the profiler) or new namespaces. The agent names each denied call in the log.
 // See docs/sandbox.md for the threat model.
 #include <cstdint>
 #include <memory>
@@ -34,6 +37,8 @@ struct SandboxSpec {
   std::vector<std::string> readable;  // its inputs: harness sources, its binary, the objects
   std::vector<std::string> devices;   // its GPU slot's device nodes (/dev/nvidia0, ...)
   SandboxLimits limits;
+  // perf_event_open passes the syscall filter: the profiler's process (ncu, rocprofv3).
+  bool allow_perf_events = false;
 };
 
 enum class SandboxMode {
@@ -45,6 +50,7 @@ enum class SandboxMode {
 struct SandboxPolicy {
   SandboxMode mode = SandboxMode::isolated;
   std::string bwrap, setpriv;  // absolute paths
+  std::string seccomp_exec;    // kfleet-seccomp-exec, absolute: installs the syscall filter
   unsigned uid = 65534, gid = 65534;
   // The agent's own paths (work dir, token files, config dir): hidden wherever they would
   // otherwise show through the read-only system view.
@@ -61,24 +67,30 @@ using SandboxPolicyPtr = std::shared_ptr<const SandboxPolicy>;
 
 struct SandboxProbeOptions {
   std::string bwrap;   // "" = bwrap on PATH
+  std::string seccomp_exec;  // "" = kfleet-seccomp-exec beside this program (/proc/self/exe)
   unsigned uid = 65534, gid = 65534;
   std::vector<std::string> hidden;
   std::string cgroup_parent;  // "" = /sys/fs/cgroup/kfleet-sandbox (v2) or .../<ctl>/kfleet-sandbox
   SandboxLimits defaults{8ull << 30, 512};
 };
 
-// Checks that this host can sandbox (root, bwrap, setpriv, a writable cgroup with memory and
-// pids, and a trial run that comes out as the unprivileged uid) and returns the policy, or an
-// error that says what is missing and how to fix it.
+// Checks that this host can sandbox (root, bwrap, setpriv, kfleet-seccomp-exec, a writable
+// cgroup with memory and pids, and a trial run that comes out as the unprivileged uid under the
+// syscall filter, a denied call getting EPERM and its name reaching the agent) and returns the
+// policy, or an error that says what is missing and how to fix it.
 Result<SandboxPolicyPtr> probe_sandbox(const SandboxProbeOptions& o);
 
 // The policy of an agent whose operator chose to run without a sandbox: `why` is the probe's
 // error, repeated in the agent's log and on every verdict ("unsandboxed").
 SandboxPolicyPtr unsandboxed_policy(const std::string& why);
 
-// bwrap's command line for argv under `policy` and `spec`, with `cwd` as the working directory.
+// bwrap's command line for argv under `policy` and `spec`, with `cwd` as the working directory:
+// bwrap -- setpriv -- kfleet-seccomp-exec -- argv. `notify_fd` is the socket (kept open in the
+// child) on which kfleet-seccomp-exec sends the filter's listener; -1: denied calls get EPERM
+// with nothing logged.
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy, const SandboxSpec& spec,
-                                      const std::string& cwd, const std::vector<std::string>& argv);
+                                      const std::string& cwd, const std::vector<std::string>& argv,
+                                      int notify_fd = -1);
 
 // A job's environment is this fixed list, never the agent's: the agent's variables (its tokens,
 // its server's URL, a cloud's credentials) do not reach it. `extra` is what the backend sets

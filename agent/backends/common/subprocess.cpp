@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/seccomp_supervisor.hpp"
 #include "kfleet/common/secret.hpp"
 
 namespace kfleet::backends {
@@ -49,6 +51,14 @@ class StreamCapture {
     pending_.erase(0, start);
     // A child that never prints a newline must not grow this without bound.
     if (pending_.size() > limit_) pending_.erase(0, pending_.size() - limit_);
+  }
+
+  // A line of the agent's own about the process (the syscall filter's denials), kept in the
+  // captured text on a line of its own; the caller hands it to a callback.
+  void add_line(const std::string& line) {
+    if (!text_.empty() && text_.back() != '\n') text_ += '\n';
+    text_ += line + "\n";
+    if (text_.size() > 2 * limit_ + 4096) trim();
   }
 
   void finish(std::string& text, bool& truncated) {
@@ -110,6 +120,7 @@ std::string signal_name(int sig) {
     case SIGINT: return "SIGINT";
     case SIGPIPE: return "SIGPIPE";
     case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
     default: return "signal " + std::to_string(sig);
   }
 }
@@ -228,6 +239,11 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
                           "policy (SubprocessSpec::sandbox_policy)");
   }
   const bool isolated = job && spec.sandbox_policy->isolated();
+  if (isolated && spec.sandbox_policy->seccomp_exec.empty()) {
+    return make_error(Errc::internal, "refusing to start '" + spec.argv[0] +
+                                          "' for a job without its syscall filter: the sandbox "
+                                          "policy names no kfleet-seccomp-exec");
+  }
   std::unique_ptr<JobCgroup> cgroup;
   if (isolated) {
     // The job's uid owns its run dir, and nothing else of the host.
@@ -254,9 +270,25 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
     return make_error(Errc::unavailable, std::string("pipe: ") + std::strerror(errno));
   }
 
+  // The syscall filter's listener comes back on this socket pair: the child's end goes to
+  // kfleet-seccomp-exec (close-on-exec here, kept by that child alone, like pass_fds).
+  std::unique_ptr<SeccompSupervisor> supervisor;
+  int filter_fd = -1;
+  if (isolated) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      const int e = errno;
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+      return make_error(Errc::unavailable, std::string("socketpair: ") + std::strerror(e));
+    }
+    supervisor = std::make_unique<SeccompSupervisor>(sv[0]);
+    filter_fd = sv[1];
+  }
+
   std::string home = spec.sandbox.writable.empty() ? spec.cwd : spec.sandbox.writable.front();
   std::vector<std::string> argv_s =
-      isolated ? sandbox_argv(*spec.sandbox_policy, spec.sandbox, spec.cwd, spec.argv) : spec.argv;
+      isolated ? sandbox_argv(*spec.sandbox_policy, spec.sandbox, spec.cwd, spec.argv, filter_fd)
+               : spec.argv;
   std::vector<std::string> env_s = job ? job_environment(spec.env, home) : merged_environment(spec.env);
   auto argv = c_strings(argv_s);
   auto envp = c_strings(env_s);
@@ -279,7 +311,10 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   pid_t pid = -1;
   int rc = 0;
   if (isolated) {
-    pid = spawn_in_cgroup(program, argv, envp, out_pipe[1], err_pipe[1], cgroup->procs_files(), spec.pass_fds, rc);
+    std::vector<int> keep = spec.pass_fds;
+    keep.push_back(filter_fd);
+    pid = spawn_in_cgroup(program, argv, envp, out_pipe[1], err_pipe[1], cgroup->procs_files(), keep, rc);
+    ::close(filter_fd);
   } else {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -319,7 +354,7 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   SubprocessResult res;
   StreamCapture cap_out(OutputStream::out, spec.capture_limit, spec.on_line);
   StreamCapture cap_err(OutputStream::err, spec.capture_limit, spec.on_line);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  pollfd fds[3] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {-1, POLLIN, 0}};
   int open_fds = 2;
   bool reaped = false;
   int status = 0;
@@ -328,21 +363,41 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   Steady::time_point reaped_at{};
   char buf[65536];
 
+  // One read from pipe i, which poll said is ready.
+  auto read_pipe = [&](int i) {
+    ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+    if (r > 0) {
+      (i == 0 ? cap_out : cap_err).append(buf, static_cast<std::size_t>(r));
+    } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+      ::close(fds[i].fd);
+      fds[i].fd = -1;
+      --open_fds;
+    }
+  };
+  // A denied call, named: after what the process printed before it, before what it prints
+  // about it (the call waits for our answer meanwhile).
+  auto denied = [&](const std::string& line) {
+    for (int rounds = 0; open_fds > 0 && rounds < 64; ++rounds) {
+      pollfd now[2] = {{fds[0].fd, POLLIN, 0}, {fds[1].fd, POLLIN, 0}};
+      if (::poll(now, 2, 0) <= 0) break;
+      for (int i = 0; i < 2; ++i)
+        if (fds[i].fd >= 0 && (now[i].revents & (POLLIN | POLLHUP | POLLERR))) read_pipe(i);
+    }
+    if (spec.on_denial) spec.on_denial(line);
+    else if (spec.on_line) spec.on_line(OutputStream::err, line);
+    cap_err.add_line(line);
+  };
+
   while (open_fds > 0 || !reaped) {
-    if (open_fds > 0) {
-      int n = ::poll(fds, 2, 50);
+    fds[2].fd = supervisor ? supervisor->fd() : -1;
+    if (open_fds > 0 || fds[2].fd >= 0) {
+      int n = ::poll(fds, 3, 50);
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < 2; ++i) {
         if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
-        if (r > 0) {
-          (i == 0 ? cap_out : cap_err).append(buf, static_cast<std::size_t>(r));
-        } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-          ::close(fds[i].fd);
-          fds[i].fd = -1;
-          --open_fds;
-        }
+        read_pipe(i);
       }
+      if (n > 0 && fds[2].fd >= 0 && fds[2].revents) supervisor->handle(fds[2].revents, denied);
     } else {
       ::usleep(10 * 1000);  // pipes closed (child closed them); wait for its exit
     }
@@ -372,8 +427,8 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
       ::kill(-pid, SIGKILL);
     }
   }
-  for (auto& f : fds) {
-    if (f.fd >= 0) ::close(f.fd);
+  for (int i = 0; i < 2; ++i) {  // fds[2] is the supervisor's
+    if (fds[i].fd >= 0) ::close(fds[i].fd);
   }
   if (!reaped) ::waitpid(pid, &status, 0);
   res.duration_s = seconds_since(t0);
@@ -386,6 +441,11 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
       res.signal = res.exit_code - 128;
       res.exit_code = -1;
     }
+  }
+  if (supervisor) {
+    for (const auto& line : supervisor->finish()) denied(line);
+    res.denied = supervisor->denied();
+    supervisor.reset();
   }
   cap_out.finish(res.out, res.out_truncated);
   cap_err.finish(res.err, res.err_truncated);

@@ -37,6 +37,10 @@ struct SubprocessSpec {
   std::size_t capture_limit = 1 << 20;  // the last this many bytes of each stream are kept
   std::function<bool()> should_stop;    // polled; true = kill the group (cancel, lease lost)
   std::function<void(OutputStream, const std::string&)> on_line;  // each complete line
+  // A sandboxed process's call that the syscall filter denied, named ("sandbox: denied ptrace
+  // (EPERM) in 'gdb': ..."), once per kind of call, before the call returns. Unset: on_line
+  // gets it as a stderr line. Either way it is in the result's err as well.
+  std::function<void(const std::string&)> on_denial;
   // Descriptors the child keeps, at the same numbers (the measuring process's result pipe).
   // They may be close-on-exec here: only the child clears that, so no other spawn inherits them.
   std::vector<int> pass_fds;
@@ -53,6 +57,7 @@ struct SubprocessResult {
   bool memory_limit_hit = false;  // the sandbox's memory limit ended a process
   bool process_limit_hit = false;  // the sandbox's process limit refused a fork or a thread
   bool unsandboxed = false;       // a job's process run without the sandbox (--unsandboxed)
+  std::vector<std::string> denied;  // calls the syscall filter denied ("ptrace"), each once
 
   bool ok() const { return signal == 0 && exit_code == 0 && !timed_out && !stopped; }
   // "exit code 2" | "killed by SIGSEGV" | "timed out after 30 s" | "stopped"

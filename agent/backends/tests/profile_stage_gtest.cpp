@@ -86,7 +86,9 @@ struct ProfileFixture {
         "[ -n \"$log\" ] && cat \"$dir/ncu-output\" > \"$log\"\n"
         "echo '{\"type\":\"bench\",\"case\":\"mission\",\"n\":3}'\n"
         "exit \"$(cat \"$dir/ncu-exit\" 2>/dev/null || echo 0)\"\n";
-    fs::permissions(root / "bin" / "ncu", fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+    // Executable by the job's uid: the sandbox's last step (kfleet-seccomp-exec) execs it as that uid.
+    fs::permissions(root / "bin" / "ncu", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                              fs::perms::others_read | fs::perms::others_exec);
     ::setenv("PATH", ((root / "bin").string() + ":" + old_path).c_str(), 1);
     CudaBackendOptions o;
     o.harness_dir = (kTests / "fake_harness").string();
