@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "pg_store.hpp"
+#include "shared/lease_rules.hpp"
 
 namespace kfleet::store::pg {
 
@@ -25,20 +26,6 @@ PgStore::GrantReads PgStore::send_grant_reads(std::int64_t job_id, std::int64_t 
   r.agent.args(agent_id).send();
   r.host.args(agent_id).send();
   return r;
-}
-
-std::optional<Error> PgStore::grant_refusal(std::int64_t job_id, std::int64_t agent_id,
-                                            const std::optional<JobRecord>& job,
-                                            const std::optional<AgentRecord>& agent,
-                                            const std::vector<HostRun>& host_runs) {
-  if (auto refused = lease_refusal(job_id, agent_id, job, agent)) return refused;
-  // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
-  // a host-exclusive lease only on an empty host, and nothing beside one.
-  for (const auto& r : host_runs) {
-    const std::string why = slot_rule_refusal(*agent, *job, job_id, r.id, r.slot, r.host_exclusive);
-    if (!why.empty()) return make_error(Errc::conflict, why);
-  }
-  return std::nullopt;
 }
 
 namespace {
@@ -63,10 +50,10 @@ std::string qualified_job_columns() {
 }  // namespace
 
 Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
-  // One statement, which writes nothing unless the lease rules allow it, checked in the
-  // server against the rows as the statements before it left them: the job pending with an
-  // attempt left, the agent idle and holding no run, and the slot rules on the agent's host
-  // (slot_rule_refusal; also unique indexes). Then the next fencing token, the run, the job
+  // One statement, which writes nothing unless the lease rules allow it (lease_rules_sql),
+  // checked in the server against the rows as the statements before it left them: the job
+  // pending with an attempt left, the agent idle and holding no run, and the slot rules on the
+  // agent's host (also unique indexes). Then the next fencing token, the run, the job
   // (its attempt, its run and its leased state in one row version), the agent, and the job's
   // events as one row (migration 10): the decision (when there is one), lease.granted and
   // job.state, with consecutive ids and seqs. Its row: the job as the grant left it, then the
@@ -74,10 +61,9 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
   static const std::string sql =
       "WITH ok AS (SELECT j.id, j.attempts + 1 AS attempt, j.max_attempts, j.host_exclusive, "
       "a.name AS agent_name, a.host, a.slot FROM jobs j, agents a "
-      "WHERE j.id = ? AND a.id = ? AND j.state IN ('queued', 'waiting_capacity') "
-      "AND j.attempts < j.max_attempts AND a.state = 'idle' AND a.current_run_id = 0 "
-      "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.outcome = 'running' AND o.host = a.host "
-      "AND (o.slot = a.slot OR o.host_exclusive <> 0 OR j.host_exclusive <> 0))), "
+      "WHERE j.id = ? AND a.id = ? AND " +
+      lease_rules_sql([](std::string_view column) { return "j." + std::string(column); }, "a") +
+      "), "
       "w AS (SELECT ok.*, 'leased to agent ' || ?::bigint || ' (' || ok.agent_name || "
       "'), attempt ' || ok.attempt || ' of ' || ok.max_attempts AS reason FROM ok), "
       "t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
@@ -141,7 +127,8 @@ Error PgStore::explain_refused_grant(const LeaseGrant& g) {
     std::vector<HostRun> host_runs;
     while (reads.host.step())
       host_runs.push_back({reads.host.i64(0), reads.host.i32(1), reads.host.boolean(2)});
-    if (auto refused = grant_refusal(g.job_id, g.agent_id, job, agent, host_runs)) return *refused;
+    if (auto refused = lease_refusal(g.job_id, g.agent_id, job, agent)) return *refused;
+    if (auto refused = slot_refusal(g.job_id, *job, *agent, host_runs)) return *refused;
     // Free again by now: what took it was a grant before it in the same pass.
     return make_error(Errc::conflict, "job " + str(g.job_id) + " could not go to agent " +
                                           str(g.agent_id) +
