@@ -163,7 +163,36 @@ std::size_t column_count(const char* columns) {
   return static_cast<std::size_t>(std::count(columns, columns + std::strlen(columns), ',')) + 1;
 }
 
+// A finish's write of its job, in both statements that make one (finish_job_row's, and
+// send_finish's for the finishes gathered together): the CTE `u`, which gives the job that
+// `pick` finds (the UPDATE's FROM and WHERE) its final state and reason, its verdict and no
+// run, in one row version, and returns its id. Its parameters: the state, the reason,
+// updated_ms, the verdict, simulated, then pick's. The job.state event of that state
+// (finished_job_event) goes with it: job_event_insert("u.id", ...).
+std::string finished_job_update(const std::string& pick) {
+  return "u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ?, verdict = ?, "
+         "simulated = ?, current_run_id = 0 " + pick + " RETURNING jobs.id)";
+}
+
+// The data of that job.state event.
+std::string finished_job_event(JobState s, const std::string& reason) {
+  return dump_json({{"state", to_string(s)}, {"reason", reason}});
+}
+
 }  // namespace
+
+void PgStore::finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
+                             JobState s, const std::string& reason, TimeMs now) {
+  // write_job_state's statement with the verdict in the same row version.
+  static const std::string sql =
+      "WITH " + finished_job_update("WHERE id = ?") + ", "
+      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) " +
+      job_event_insert("u.id", "c LEFT JOIN u ON TRUE");
+  db_->prepare(sql)
+      .args(to_string(s), reason, now, verdict, simulated, job_id, now, event_type::job_state,
+            finished_job_event(s, reason))
+      .run();
+}
 
 struct PgStore::SentFinish {
   FinishReads reads;
@@ -185,12 +214,10 @@ PgStore::SentFinish PgStore::send_finish(const FinishCall& c, JobState job_state
       std::string("WITH r AS (UPDATE runs SET outcome = ?, finished_ms = ?, verdict = ?, "
                   "simulated = ? WHERE id = ? AND (?::bigint = 0 OR agent_id = ?) AND "
                   "fencing_token = ? AND outcome = 'running' RETURNING ") +
-      kRunColumns +
-      "), u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ?, verdict = ?, "
-      "simulated = ?, current_run_id = 0 FROM r WHERE jobs.id = r.job_id AND "
-      "jobs.current_run_id = r.id AND jobs.state NOT IN " + terminal_states_sql() +
-      " RETURNING jobs.id), "
-      "a AS (UPDATE agents SET state = CASE WHEN agents.state = 'busy' THEN 'idle' ELSE "
+      kRunColumns + "), " +
+      finished_job_update("FROM r WHERE jobs.id = r.job_id AND jobs.current_run_id = r.id AND "
+                          "jobs.state NOT IN " + terminal_states_sql()) +
+      ", a AS (UPDATE agents SET state = CASE WHEN agents.state = 'busy' THEN 'idle' ELSE "
       "agents.state END, current_run_id = 0, last_seen_ms = GREATEST(agents.last_seen_ms, ?) "
       "FROM r WHERE agents.id = r.agent_id AND agents.current_run_id = r.id), "
       "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
@@ -200,12 +227,11 @@ PgStore::SentFinish PgStore::send_finish(const FinishCall& c, JobState job_state
   const Verdict& v = c.verdict;
   const std::string verdict = dump_json(to_json(v));
   std::string reason = v.reason.empty() ? std::string(to_string(v.outcome)) : v.reason;
-  const nlohmann::json data = {{"state", to_string(job_state)}, {"reason", reason}};
   auto reads = send_finish_reads(*db_, c.run_id);
   auto w = db_->prepare(sql);
   w.args(to_string(v.outcome), now, verdict, v.simulated, c.run_id, c.agent_id, c.agent_id,
          c.fencing_token, to_string(job_state), reason, now, verdict, v.simulated, now, now,
-         event_type::job_state, dump_json(data));
+         event_type::job_state, finished_job_event(job_state, reason));
   w.send();
   return SentFinish{std::move(reads), std::move(w), c.agent_id, c.run_id, c.fencing_token,
                     v.simulated, job_state, std::move(reason)};
