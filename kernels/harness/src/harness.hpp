@@ -187,7 +187,8 @@ std::unique_ptr<Problem> make_attention_problem(const Options& o, std::uint64_t 
 std::unique_ptr<Problem> make_scaled_mm_problem(const Options& o, std::uint64_t seed);
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
 
-// Replay mode (record.cu, replay.cu; on HIP record_hip.cu, replay_hip.cu).
+// Replay mode (record.cu, replay.cu, for both runtimes; what only HIP needs in record_hip.cu and
+// replay_hip.cu; what they share in replay_mode.hpp).
 int run_record(const Options& o);
 // Loads the launch lists and the job's device code named by the options; attaches the graph
 // recorded for `what` to `p` (fails the setup with the reason when it cannot).
@@ -200,10 +201,6 @@ const LaunchList& checked_recording(const Options& o, Problem& p, const std::str
                                     const std::function<bool(std::uint64_t)>& is_device_address,
                                     GraphPlan* plan);
 int replay_launch(ReplayGraph& r, gpuStream_t stream);
-#if defined(KFLEET_HIP)
-// The launch recorded twice under capture and checked, as record.cu does on CUDA.
-LaunchList record_hip(Problem& p, const std::string& what);
-#endif
 
 int run_correctness(const Options& o);
 int run_benchmark(const Options& o, const DeviceInfo& dev);

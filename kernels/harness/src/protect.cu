@@ -11,6 +11,7 @@
 // hipMem* functions are in libamdhip64, which the harness links anyway.
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "harness.hpp"
@@ -26,6 +27,8 @@ namespace {
 // ---- The virtual memory management API of either runtime: addresses as integers, a physical
 // allocation as an opaque handle ----
 using VmmHandle = std::uint64_t;
+
+void* as_ptr(std::uint64_t va) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(va)); }
 
 #if defined(KFLEET_CUDA)
 // Read-only inputs: CUDA enforces CU_MEM_ACCESS_FLAGS_PROT_READ (a write faults).
@@ -139,7 +142,6 @@ hipMemAllocationProp device_prop(int dev) {
   return prop;
 }
 
-void* as_ptr(std::uint64_t va) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(va)); }
 hipMemGenericAllocationHandle_t as_handle(VmmHandle h) {
   return reinterpret_cast<hipMemGenericAllocationHandle_t>(static_cast<std::uintptr_t>(h));
 }
@@ -224,6 +226,20 @@ void unmap_backed(const Mapping& m, bool own_address) {
   if (own_address) vmm_address_free(m.ptr, m.size);
 }
 
+// A buffer of `bytes`, rounded up to the current device's granularity, mapped read-write at
+// the address `place(&m)` gives m.ptr for m.size (left 0: one reserved here), or nullopt where
+// `place` finds no room or the device or the driver refuses (nothing left behind).
+template <class Place>
+std::optional<Mapping> map_buffer(std::size_t bytes, Place place) {
+  int dev = 0;
+  std::size_t gran = 0;
+  if (!backing(&dev, &gran)) return std::nullopt;
+  Mapping m;
+  m.size = (bytes + gran - 1) / gran * gran;
+  if (!place(&m) || !map_backed(&m, dev, gran)) return std::nullopt;
+  return m;
+}
+
 }  // namespace
 
 void* protected_alloc(std::size_t bytes) {
@@ -231,18 +247,15 @@ void* protected_alloc(std::size_t bytes) {
   int dev = 0;
   if (gpuGetDevice(&dev) != gpuSuccess) return nullptr;
   (void)gpuFree(nullptr);  // the primary context exists before driver calls
-  std::size_t gran = 0;
-  if (!backing(&dev, &gran)) return nullptr;
-  Mapping m;
-  m.size = (bytes + gran - 1) / gran * gran;
-  if (!map_backed(&m, dev, gran)) return nullptr;
-  g_mappings.push_back(m);
-  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(m.ptr));
+  const auto m = map_buffer(bytes, [](Mapping*) { return true; });
+  if (!m) return nullptr;
+  g_mappings.push_back(*m);
+  return as_ptr(m->ptr);
 }
 
 bool protected_free(void* p) {
   for (std::size_t i = 0; i < g_mappings.size(); ++i) {
-    if (reinterpret_cast<void*>(static_cast<std::uintptr_t>(g_mappings[i].ptr)) != p) continue;
+    if (as_ptr(g_mappings[i].ptr) != p) continue;
     const Mapping m = g_mappings[i];
     g_mappings.erase(g_mappings.begin() + i);
     unmap_backed(m, /*own_address=*/true);
@@ -332,23 +345,21 @@ std::vector<FixedBuffer> fixed_buffers() {
 
 void* fixed_alloc(std::size_t bytes, bool protect, const std::string& name) {
   if (!g_arena.base || !bytes) return nullptr;
-  int dev = 0;
-  std::size_t gran = 0;
-  if (!backing(&dev, &gran)) return nullptr;
-  Mapping m;
-  m.size = (bytes + gran - 1) / gran * gran;
-  if (g_arena.used + m.size > kArenaBytes) return nullptr;
-  m.ptr = g_arena.base + g_arena.used;
-  if (!map_backed(&m, dev, gran)) return nullptr;
-  g_arena.used += m.size;
-  g_arena.live.push_back({m, protect, FixedBuffer{name, m.ptr, bytes}});
-  if (protect && kReadOnlyInputs) g_mappings.push_back(m);
-  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(m.ptr));
+  const auto m = map_buffer(bytes, [](Mapping* next) {  // the arena's next free address
+    if (g_arena.used + next->size > kArenaBytes) return false;
+    next->ptr = g_arena.base + g_arena.used;
+    return true;
+  });
+  if (!m) return nullptr;
+  g_arena.used += m->size;
+  g_arena.live.push_back({*m, protect, FixedBuffer{name, m->ptr, bytes}});
+  if (protect && kReadOnlyInputs) g_mappings.push_back(*m);
+  return as_ptr(m->ptr);
 }
 
 bool fixed_free(void* p) {
   for (std::size_t i = 0; i < g_arena.live.size(); ++i) {
-    if (reinterpret_cast<void*>(static_cast<std::uintptr_t>(g_arena.live[i].m.ptr)) != p) continue;
+    if (as_ptr(g_arena.live[i].m.ptr) != p) continue;
     const Mapping m = g_arena.live[i].m;
     g_arena.live.erase(g_arena.live.begin() + i);
     for (std::size_t j = 0; j < g_mappings.size(); ++j)

@@ -3,18 +3,17 @@
 // HIP, replay_hip.cu: the code objects clang bundled in them),
 // checks the launch list the recorder wrote as it would check anything from the job, and
 // rebuilds it as a graph that every launch of this process runs. The job's host code is never
-// loaded here.
+// loaded here. One measurer for CUDA and HIP (ABI.md, "HIP"): what the runtimes do differently
+// (loading the device code, launching one kernel) is each runtime's own, the rest is shared.
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "../cpu/device_code.hpp"
-#include "harness.hpp"
+#include "replay_mode.hpp"
 
 namespace kfleet::harness {
-
-namespace {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -23,6 +22,8 @@ std::string read_file(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
 
 const std::vector<LaunchList>& launch_lists(const Options& o) {
   static std::vector<LaunchList>* lists = [&] {
@@ -67,82 +68,14 @@ const LaunchList& checked_recording(const Options& o, Problem& p, const std::str
   return l;
 }
 
+// ---- What the runtimes do differently ----
+
 #if defined(KFLEET_CUDA)
 
-// One recorded operation, ready to issue on a stream (a chain) or already in the graph.
-struct ReplayOp {
-  const LaunchNode* node = nullptr;
-  cudaKernel_t kernel{};
-  std::vector<std::uint8_t> params;
-  std::vector<void*> ptrs;  // into params, one per parameter slot
-};
-
-class ReplayGraph {
- public:
-  ReplayGraph(cudaGraphExec_t exec, int status, std::vector<ReplayOp> chain)
-      : exec_(exec), status_(status), chain_(std::move(chain)) {}
-  ~ReplayGraph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-  }
-  int launch(gpuStream_t stream) {
-    if (status_ != KFLEET_OK) return status_;
-    if (chain_.empty()) {
-      KFLEET_GPU_CHECK(cudaGraphLaunch(exec_, stream));
-      return KFLEET_OK;
-    }
-    for (auto& op : chain_) issue(op, stream);
-    return KFLEET_OK;
-  }
-  std::size_t operations() const { return chain_.size(); }
-
- private:
-  static void issue(ReplayOp& op, gpuStream_t stream) {
-    const LaunchNode& n = *op.node;
-    switch (n.kind) {
-      case LaunchNode::Kind::kernel: {
-        const KernelNode& k = n.kernel;
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
-        cfg.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
-        cfg.dynamicSmemBytes = k.shared_bytes;
-        cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
-        if (k.cluster[0] > 0) {
-          attr[0].id = cudaLaunchAttributeClusterDimension;
-          attr[0].val.clusterDim.x = k.cluster[0];
-          attr[0].val.clusterDim.y = k.cluster[1];
-          attr[0].val.clusterDim.z = k.cluster[2];
-          cfg.attrs = attr;
-          cfg.numAttrs = 1;
-        }
-        KFLEET_GPU_CHECK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(op.kernel),
-                                             op.ptrs.empty() ? nullptr : op.ptrs.data()));
-        break;
-      }
-      case LaunchNode::Kind::memset: {
-        const MemsetNode& m = n.memset;
-        void* dst = reinterpret_cast<void*>(m.dst);
-        if (m.element_size != 1 || m.height > 1) {
-          // Runtime memsets of 2/4-byte elements have no async stream form; a graph does.
-          fail_setup("internal: a wide or 2D memset must be replayed as a graph");
-        }
-        KFLEET_GPU_CHECK(cudaMemsetAsync(dst, static_cast<int>(m.value), m.width, stream));
-        break;
-      }
-      case LaunchNode::Kind::memcpy:
-        KFLEET_GPU_CHECK(cudaMemcpyAsync(reinterpret_cast<void*>(n.memcpy.dst),
-                                         reinterpret_cast<const void*>(n.memcpy.src),
-                                         n.memcpy.bytes, cudaMemcpyDeviceToDevice, stream));
-        break;
-      case LaunchNode::Kind::empty:
-        break;
-    }
-  }
-
-  cudaGraphExec_t exec_ = nullptr;
-  int status_ = KFLEET_OK;
-  std::vector<ReplayOp> chain_;
-};
+using ReplayKernel = cudaKernel_t;
+// The graph is made for every recording: a chain is issued op by op, and an empty one (nothing
+// recorded) runs the graph.
+constexpr bool kGraphForEveryRecording = true;
 
 namespace {
 
@@ -208,12 +141,194 @@ cudaKernel_t find_kernel(const Options& o, const KernelNode& k) {
              "code: replay runs only kernels compiled from the job's sources");
 }
 
-bool is_device_address(std::uint64_t v) {
-  if (v < 4096) return false;
-  cudaPointerAttributes a{};
-  const cudaError_t e = cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(v));
-  cudaGetLastError();
-  return e == cudaSuccess && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
+// One recorded kernel issued on `stream`, in its cluster shape.
+void launch_kernel(const KernelNode& k, cudaKernel_t kernel, void** args, gpuStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
+  cfg.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
+  cfg.dynamicSmemBytes = k.shared_bytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  if (k.cluster[0] > 0) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = k.cluster[0];
+    attr[0].val.clusterDim.y = k.cluster[1];
+    attr[0].val.clusterDim.z = k.cluster[2];
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  KFLEET_GPU_CHECK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), args));
+}
+
+// A kernel node's cluster shape, as recorded.
+void set_cluster(cudaGraphNode_t node, const KernelNode& k) {
+  if (k.cluster[0] > 0) {
+    cudaLaunchAttributeValue v{};
+    v.clusterDim.x = k.cluster[0], v.clusterDim.y = k.cluster[1], v.clusterDim.z = k.cluster[2];
+    KFLEET_GPU_CHECK(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeClusterDimension, &v));
+  }
+}
+
+}  // namespace
+
+#else  // HIP: the job's device code is loaded as modules (replay_hip.cu: find_kernel)
+
+using ReplayKernel = hipFunction_t;
+// The graph is made only for a recording that is not issued op by op.
+constexpr bool kGraphForEveryRecording = false;
+
+namespace {
+
+// One recorded kernel issued on `stream`, as a module's function.
+void launch_kernel(const KernelNode& k, hipFunction_t function, void** args, gpuStream_t stream) {
+  KFLEET_GPU_CHECK(hipModuleLaunchKernel(function, k.grid[0], k.grid[1], k.grid[2], k.block[0],
+                                         k.block[1], k.block[2], k.shared_bytes, stream, args,
+                                         nullptr));
+}
+
+void set_cluster(hipGraphNode_t, const KernelNode&) {}  // there are no clusters on HIP
+
+}  // namespace
+
+#endif
+
+// ---- Replay, on either runtime ----
+
+// One recorded operation, ready to issue on a stream (a chain).
+struct ReplayOp {
+  const LaunchNode* node = nullptr;
+  ReplayKernel kernel{};
+  std::vector<std::uint8_t> params;
+  std::vector<void*> ptrs;  // into params, one per parameter slot
+};
+
+class ReplayGraph {
+ public:
+  // `exec` null: there is no graph, the recording is a chain issued op by op. With a graph,
+  // a chain is still issued op by op when there is one.
+  ReplayGraph(gpuGraphExec_t exec, int status, std::vector<ReplayOp> chain)
+      : exec_(exec), status_(status), chain_(std::move(chain)) {}
+  ~ReplayGraph() {
+    if (exec_) (void)gpuGraphExecDestroy(exec_);
+  }
+  int launch(gpuStream_t stream) {
+    if (status_ != KFLEET_OK) return status_;
+    if (exec_ && chain_.empty()) {
+      KFLEET_GPU_CHECK(gpuGraphLaunch(exec_, stream));
+      return KFLEET_OK;
+    }
+    for (auto& op : chain_) issue(op, stream);
+    return KFLEET_OK;
+  }
+
+ private:
+  static void issue(ReplayOp& op, gpuStream_t stream) {
+    const LaunchNode& n = *op.node;
+    switch (n.kind) {
+      case LaunchNode::Kind::kernel:
+        launch_kernel(n.kernel, op.kernel, op.ptrs.empty() ? nullptr : op.ptrs.data(), stream);
+        break;
+      case LaunchNode::Kind::memset: {
+        const MemsetNode& m = n.memset;
+        void* dst = reinterpret_cast<void*>(m.dst);
+        if (m.element_size != 1 || m.height > 1) {
+          // Runtime memsets of 2/4-byte elements have no async stream form; a graph does.
+          fail_setup("internal: a wide or 2D memset must be replayed as a graph");
+        }
+        KFLEET_GPU_CHECK(gpuMemsetAsync(dst, static_cast<int>(m.value), m.width, stream));
+        break;
+      }
+      case LaunchNode::Kind::memcpy:
+        KFLEET_GPU_CHECK(gpuMemcpyAsync(reinterpret_cast<void*>(n.memcpy.dst),
+                                        reinterpret_cast<const void*>(n.memcpy.src),
+                                        n.memcpy.bytes, gpuMemcpyDeviceToDevice, stream));
+        break;
+      case LaunchNode::Kind::empty:
+        break;
+    }
+  }
+
+  gpuGraphExec_t exec_ = nullptr;
+  int status_ = KFLEET_OK;
+  std::vector<ReplayOp> chain_;
+};
+
+namespace {
+
+// The recording as a graph, instantiated. A kernel node's `func` is the job's kernel as this
+// process loaded it (on HIP a module's function, which HIP's graph API takes as it does when
+// capturing hipModuleLaunchKernel).
+gpuGraphExec_t build_graph(const Options& o, const LaunchList& l, const GraphPlan& plan) {
+  gpuGraph_t g{};
+  KFLEET_GPU_CHECK(gpuGraphCreate(&g, 0));
+  std::vector<gpuGraphNode_t> made(l.nodes.size(), nullptr);
+  std::vector<std::vector<std::uint8_t>> params(l.nodes.size());  // copied as nodes are added
+  for (const std::uint32_t i : plan.order) {
+    std::vector<gpuGraphNode_t> deps;
+    for (auto d : plan.deps[i]) deps.push_back(made[d]);
+    const LaunchNode& n = l.nodes[i];
+    gpuGraphNode_t node{};
+    switch (n.kind) {
+      case LaunchNode::Kind::kernel: {
+        const KernelNode& k = n.kernel;
+        params[i] = k.params;
+        std::vector<void*> ptrs;
+        for (const auto& s : k.slots) ptrs.push_back(params[i].data() + s.offset);
+        gpuKernelNodeParams kp{};
+        kp.func = reinterpret_cast<void*>(find_kernel(o, k));
+        kp.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
+        kp.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
+        kp.sharedMemBytes = k.shared_bytes;
+        kp.kernelParams = ptrs.empty() ? nullptr : ptrs.data();
+        KFLEET_GPU_CHECK(gpuGraphAddKernelNode(&node, g, deps.data(), deps.size(), &kp));
+        set_cluster(node, k);
+        break;
+      }
+      case LaunchNode::Kind::memset: {
+        gpuMemsetParams mp{};
+        mp.dst = reinterpret_cast<void*>(n.memset.dst);
+        mp.pitch = n.memset.pitch;
+        mp.value = n.memset.value;
+        mp.elementSize = n.memset.element_size;
+        mp.width = n.memset.width;
+        mp.height = n.memset.height;
+        KFLEET_GPU_CHECK(gpuGraphAddMemsetNode(&node, g, deps.data(), deps.size(), &mp));
+        break;
+      }
+      case LaunchNode::Kind::memcpy:
+        KFLEET_GPU_CHECK(gpuGraphAddMemcpyNode1D(
+            &node, g, deps.data(), deps.size(), reinterpret_cast<void*>(n.memcpy.dst),
+            reinterpret_cast<const void*>(n.memcpy.src), n.memcpy.bytes, gpuMemcpyDeviceToDevice));
+        break;
+      case LaunchNode::Kind::empty:
+        KFLEET_GPU_CHECK(gpuGraphAddEmptyNode(&node, g, deps.data(), deps.size()));
+        break;
+    }
+    made[i] = node;
+  }
+  gpuGraphExec_t exec{};
+  KFLEET_GPU_CHECK(gpuGraphInstantiate(&exec, g));
+  KFLEET_GPU_CHECK(gpuGraphDestroy(g));
+  return exec;
+}
+
+// The recording's operations in plan order, each with the job's kernel and its own copy of
+// the parameter bytes, for issuing on a stream.
+std::vector<ReplayOp> chain_of(const Options& o, const LaunchList& l, const GraphPlan& plan) {
+  std::vector<ReplayOp> chain;
+  for (const std::uint32_t i : plan.order) {
+    ReplayOp op;
+    op.node = &l.nodes[i];
+    if (l.nodes[i].kind == LaunchNode::Kind::kernel) {
+      op.kernel = find_kernel(o, l.nodes[i].kernel);
+      op.params = l.nodes[i].kernel.params;
+    }
+    chain.push_back(std::move(op));
+  }
+  for (auto& op : chain)  // pointers into params once the vector no longer moves
+    if (op.node->kind == LaunchNode::Kind::kernel)
+      for (const auto& slot : op.node->kernel.slots) op.ptrs.push_back(op.params.data() + slot.offset);
+  return chain;
 }
 
 }  // namespace
@@ -221,88 +336,19 @@ bool is_device_address(std::uint64_t v) {
 void attach_replay(const Options& o, Problem& p, const std::string& what) {
   GraphPlan plan;
   const LaunchList& l = checked_recording(o, p, what, is_device_address, &plan);
-
-  cudaGraph_t g{};
-  KFLEET_GPU_CHECK(cudaGraphCreate(&g, 0));
-  std::vector<cudaGraphNode_t> made(l.nodes.size(), nullptr);
-  std::vector<std::vector<std::uint8_t>> params(l.nodes.size());
-  for (const std::uint32_t i : plan.order) {
-    std::vector<cudaGraphNode_t> deps;
-    for (auto d : plan.deps[i]) deps.push_back(made[d]);
-    const LaunchNode& n = l.nodes[i];
-    cudaGraphNode_t node{};
-    switch (n.kind) {
-      case LaunchNode::Kind::kernel: {
-        const KernelNode& k = n.kernel;
-        params[i] = k.params;
-        std::vector<void*> ptrs;
-        for (const auto& s : k.slots) ptrs.push_back(params[i].data() + s.offset);
-        cudaKernelNodeParams kp{};
-        kp.func = reinterpret_cast<void*>(find_kernel(o, k));
-        kp.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
-        kp.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
-        kp.sharedMemBytes = k.shared_bytes;
-        kp.kernelParams = ptrs.empty() ? nullptr : ptrs.data();
-        KFLEET_GPU_CHECK(cudaGraphAddKernelNode(&node, g, deps.data(), deps.size(), &kp));
-        if (k.cluster[0] > 0) {
-          cudaLaunchAttributeValue v{};
-          v.clusterDim.x = k.cluster[0], v.clusterDim.y = k.cluster[1], v.clusterDim.z = k.cluster[2];
-          KFLEET_GPU_CHECK(cudaGraphKernelNodeSetAttribute(node, cudaLaunchAttributeClusterDimension, &v));
-        }
-        break;
-      }
-      case LaunchNode::Kind::memset: {
-        cudaMemsetParams mp{};
-        mp.dst = reinterpret_cast<void*>(n.memset.dst);
-        mp.pitch = n.memset.pitch;
-        mp.value = n.memset.value;
-        mp.elementSize = n.memset.element_size;
-        mp.width = n.memset.width;
-        mp.height = n.memset.height;
-        KFLEET_GPU_CHECK(cudaGraphAddMemsetNode(&node, g, deps.data(), deps.size(), &mp));
-        break;
-      }
-      case LaunchNode::Kind::memcpy:
-        KFLEET_GPU_CHECK(cudaGraphAddMemcpyNode1D(
-            &node, g, deps.data(), deps.size(), reinterpret_cast<void*>(n.memcpy.dst),
-            reinterpret_cast<const void*>(n.memcpy.src), n.memcpy.bytes, cudaMemcpyDeviceToDevice));
-        break;
-      case LaunchNode::Kind::empty:
-        KFLEET_GPU_CHECK(cudaGraphAddEmptyNode(&node, g, deps.data(), deps.size()));
-        break;
-    }
-    made[i] = node;
-  }
-  cudaGraphExec_t exec{};
-  KFLEET_GPU_CHECK(cudaGraphInstantiate(&exec, g, 0));
-  KFLEET_GPU_CHECK(cudaGraphDestroy(g));
   // A chain of kernels and byte memsets is issued on the stream as the launch function did; a
-  // graph with branches (side streams joined back) runs as the graph.
+  // graph with branches (side streams joined back), or wide or 2D memsets, runs as a graph.
   bool streamable = is_chain(plan);
   for (const auto& n : l.nodes)
     if (n.kind == LaunchNode::Kind::memset && (n.memset.element_size != 1 || n.memset.height > 1))
       streamable = false;
+  gpuGraphExec_t exec = kGraphForEveryRecording || !streamable ? build_graph(o, l, plan) : nullptr;
   std::vector<ReplayOp> chain;
-  if (streamable) {
-    for (const std::uint32_t i : plan.order) {
-      ReplayOp op;
-      op.node = &l.nodes[i];
-      if (l.nodes[i].kind == LaunchNode::Kind::kernel) {
-        op.kernel = find_kernel(o, l.nodes[i].kernel);
-        op.params = l.nodes[i].kernel.params;
-      }
-      chain.push_back(std::move(op));
-    }
-    for (auto& op : chain)  // pointers into params once the vector no longer moves
-      if (op.node->kind == LaunchNode::Kind::kernel)
-        for (const auto& slot : op.node->kernel.slots) op.ptrs.push_back(op.params.data() + slot.offset);
-  }
+  if (streamable) chain = chain_of(o, l, plan);
   p.replay = std::make_shared<ReplayGraph>(exec, l.status, std::move(chain));
 }
 
 int replay_launch(ReplayGraph& r, gpuStream_t stream) { return r.launch(stream); }
-
-#endif  // HIP: replay_hip.cu
 
 int Problem::launch(gpuStream_t stream) {
   return replay ? replay_launch(*replay, stream) : launch_entry(stream);

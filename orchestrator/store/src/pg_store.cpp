@@ -166,21 +166,6 @@ Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
   return e;
 }
 
-void PgStore::finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
-                             JobState s, const std::string& reason, TimeMs now) {
-  // write_job_state's statement with the verdict in the same row version.
-  const nlohmann::json data = {{"state", to_string(s)}, {"reason", reason}};
-  static const std::string sql =
-      "WITH u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ?, verdict = ?, "
-      "simulated = ?, current_run_id = 0 WHERE id = ? RETURNING id), "
-      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) " +
-      job_event_insert("u.id", "c LEFT JOIN u ON TRUE");
-  db_->prepare(sql)
-      .args(to_string(s), reason, now, verdict, simulated, job_id, now, event_type::job_state,
-            dump_json(data))
-      .run();
-}
-
 void PgStore::write_job_state(std::int64_t job_id, JobState s, const std::string& reason,
                                   TimeMs now) {
   // The state and its job.state event in one statement, queued (no round trip of its own):

@@ -170,22 +170,12 @@ class PgStore final : public Store {
   // Sets state and reason and writes the job.state event, in the caller's transaction.
   void write_job_state(std::int64_t job_id, JobState s, const std::string& reason, TimeMs now);
   // A grant (pg_store_runs.cpp): one statement that checks the lease rules in the server
-  // (send_grant); for a refused one, its rows read afterwards and the rules' words
-  // (send_grant_reads, grant_refusal: the checks SQLite's grant makes in kfleetd).
-  struct HostRun {
-    std::int64_t id = 0;
-    int slot = 0;
-    bool host_exclusive = false;
-  };
+  // (send_grant); for a refused one, its rows read afterwards (send_grant_reads) and the rules'
+  // words (shared/lease_rules.hpp: the checks SQLite's grant makes in kfleetd).
   struct GrantReads {
     Stmt job, agent, host;  // the job, the agent, the running runs on the agent's host
   };
   GrantReads send_grant_reads(std::int64_t job_id, std::int64_t agent_id);
-  // Why the job may not go to the agent (not_found, conflict), or nothing.
-  static std::optional<Error> grant_refusal(std::int64_t job_id, std::int64_t agent_id,
-                                            const std::optional<JobRecord>& job,
-                                            const std::optional<AgentRecord>& agent,
-                                            const std::vector<HostRun>& host_runs);
   // Sends one grant's statement (pg_store_runs.cpp): its row is the job as the grant left it
   // and the run's id and fencing token, or none when the lease rules refuse it.
   Stmt send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now);

@@ -2,11 +2,13 @@
 // compile; what PostgreSQL does differently is below it.
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "pg_store.hpp"
 #include "shared/in_flight_sql.hpp"
+#include "shared/lease_rules.hpp"
 
 namespace kfleet::store::pg {
 
@@ -28,6 +30,17 @@ std::string submit_head() {
          kInFlightSql + ") < ?) AND NOT EXISTS (SELECT 1 FROM old WHERE NOT same) AS ok), "
          "b AS (INSERT INTO bundles (hash, body, size) SELECT a.hash, a.body, length(a.body) "
          "FROM a, go WHERE go.ok AND a.has_body = 1 AND NOT EXISTS (SELECT 1 FROM old)), ";
+}
+
+// What the lease rules read of a job (lease_rules_sql), for a job being submitted: it has no
+// row yet, so the values it is inserted with. Placeholders: max_attempts, then host_exclusive
+// (in the order the rules name them).
+std::string new_job_column(std::string_view column) {
+  if (column == "state") return "'queued'";
+  if (column == "attempts") return "0";
+  if (column == "max_attempts" || column == "host_exclusive") return "?::bigint";
+  throw std::logic_error("the submit with a lease has no value for the job's " +
+                         std::string(column) + " (shared/lease_rules.hpp)");
 }
 
 // The job's columns as both statements insert them, the values from name to content_hash.
@@ -100,10 +113,10 @@ Stmt PgStore::send_submit(const Submission& s, const nlohmann::json& submitted, 
 // A submission with its lease (Submission::grant) as one statement, which writes the job as
 // the grant leaves it: leased, attempt 1, its run, in one row version, and its events
 // (job.submitted, the decision when there is one, lease.granted and job.state, consecutive
-// ids and seqs 1..n) as one row. The lease is judged by grant_lease's rules, in the server,
-// against the rows as this transaction sees them: the agent idle and holding no run, and the
-// slot rules on its host (slot_rule_refusal; also unique indexes); a new job is pending with
-// every attempt left. Refused, the job is written queued with its job.submitted event alone,
+// ids and seqs 1..n) as one row. The lease is judged by grant_lease's rules (lease_rules_sql),
+// in the server, against the rows as this transaction sees them: the agent idle and holding no
+// run, and the slot rules on its host (also unique indexes); a new job is pending with every
+// attempt left. Refused, the job is written queued with its job.submitted event alone,
 // as send_submit writes it. The job's id is taken first (nextval), so that its run and
 // the job can name each other in one statement; the foreign keys are checked at its end.
 // Its row: the job, then the run's id and fencing token (NULL: no lease).
@@ -114,9 +127,7 @@ Stmt PgStore::send_submit_granted(const Submission& s, const nlohmann::json& sub
       // The job's id, and the agent when the lease rules let it take the job.
       "g AS (SELECT nextval('jobs_id_seq') AS id, ag.id AS agent_id, "
       "ag.name AS agent_name, ag.host, ag.slot FROM go LEFT JOIN agents ag ON ag.id = ?::bigint "
-      "AND ag.state = 'idle' AND ag.current_run_id = 0 AND ?::bigint > 0 "
-      "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.outcome = 'running' AND o.host = ag.host "
-      "AND (o.slot = ag.slot OR o.host_exclusive <> 0 OR ?::bigint <> 0)) WHERE go.ok), "
+      "AND " + lease_rules_sql(new_job_column, "ag") + " WHERE go.ok), "
       "t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
       "AND EXISTS (SELECT 1 FROM g WHERE g.agent_id IS NOT NULL) RETURNING value), "
       "r AS (INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "

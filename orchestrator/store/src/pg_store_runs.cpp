@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "pg_store.hpp"
+#include "shared/lease_rules.hpp"
 
 namespace kfleet::store::pg {
 
@@ -25,20 +26,6 @@ PgStore::GrantReads PgStore::send_grant_reads(std::int64_t job_id, std::int64_t 
   r.agent.args(agent_id).send();
   r.host.args(agent_id).send();
   return r;
-}
-
-std::optional<Error> PgStore::grant_refusal(std::int64_t job_id, std::int64_t agent_id,
-                                            const std::optional<JobRecord>& job,
-                                            const std::optional<AgentRecord>& agent,
-                                            const std::vector<HostRun>& host_runs) {
-  if (auto refused = lease_refusal(job_id, agent_id, job, agent)) return refused;
-  // The slot rules (also unique indexes, see pg_migrations.cpp): one running lease per GPU slot;
-  // a host-exclusive lease only on an empty host, and nothing beside one.
-  for (const auto& r : host_runs) {
-    const std::string why = slot_rule_refusal(*agent, *job, job_id, r.id, r.slot, r.host_exclusive);
-    if (!why.empty()) return make_error(Errc::conflict, why);
-  }
-  return std::nullopt;
 }
 
 namespace {
@@ -63,10 +50,10 @@ std::string qualified_job_columns() {
 }  // namespace
 
 Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
-  // One statement, which writes nothing unless the lease rules allow it, checked in the
-  // server against the rows as the statements before it left them: the job pending with an
-  // attempt left, the agent idle and holding no run, and the slot rules on the agent's host
-  // (slot_rule_refusal; also unique indexes). Then the next fencing token, the run, the job
+  // One statement, which writes nothing unless the lease rules allow it (lease_rules_sql),
+  // checked in the server against the rows as the statements before it left them: the job
+  // pending with an attempt left, the agent idle and holding no run, and the slot rules on the
+  // agent's host (also unique indexes). Then the next fencing token, the run, the job
   // (its attempt, its run and its leased state in one row version), the agent, and the job's
   // events as one row (migration 10): the decision (when there is one), lease.granted and
   // job.state, with consecutive ids and seqs. Its row: the job as the grant left it, then the
@@ -74,10 +61,9 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
   static const std::string sql =
       "WITH ok AS (SELECT j.id, j.attempts + 1 AS attempt, j.max_attempts, j.host_exclusive, "
       "a.name AS agent_name, a.host, a.slot FROM jobs j, agents a "
-      "WHERE j.id = ? AND a.id = ? AND j.state IN ('queued', 'waiting_capacity') "
-      "AND j.attempts < j.max_attempts AND a.state = 'idle' AND a.current_run_id = 0 "
-      "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.outcome = 'running' AND o.host = a.host "
-      "AND (o.slot = a.slot OR o.host_exclusive <> 0 OR j.host_exclusive <> 0))), "
+      "WHERE j.id = ? AND a.id = ? AND " +
+      lease_rules_sql([](std::string_view column) { return "j." + std::string(column); }, "a") +
+      "), "
       "w AS (SELECT ok.*, 'leased to agent ' || ?::bigint || ' (' || ok.agent_name || "
       "'), attempt ' || ok.attempt || ' of ' || ok.max_attempts AS reason FROM ok), "
       "t AS (UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' "
@@ -141,7 +127,8 @@ Error PgStore::explain_refused_grant(const LeaseGrant& g) {
     std::vector<HostRun> host_runs;
     while (reads.host.step())
       host_runs.push_back({reads.host.i64(0), reads.host.i32(1), reads.host.boolean(2)});
-    if (auto refused = grant_refusal(g.job_id, g.agent_id, job, agent, host_runs)) return *refused;
+    if (auto refused = lease_refusal(g.job_id, g.agent_id, job, agent)) return *refused;
+    if (auto refused = slot_refusal(g.job_id, *job, *agent, host_runs)) return *refused;
     // Free again by now: what took it was a grant before it in the same pass.
     return make_error(Errc::conflict, "job " + str(g.job_id) + " could not go to agent " +
                                           str(g.agent_id) +
@@ -176,7 +163,36 @@ std::size_t column_count(const char* columns) {
   return static_cast<std::size_t>(std::count(columns, columns + std::strlen(columns), ',')) + 1;
 }
 
+// A finish's write of its job, in both statements that make one (finish_job_row's, and
+// send_finish's for the finishes gathered together): the CTE `u`, which gives the job that
+// `pick` finds (the UPDATE's FROM and WHERE) its final state and reason, its verdict and no
+// run, in one row version, and returns its id. Its parameters: the state, the reason,
+// updated_ms, the verdict, simulated, then pick's. The job.state event of that state
+// (finished_job_event) goes with it: job_event_insert("u.id", ...).
+std::string finished_job_update(const std::string& pick) {
+  return "u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ?, verdict = ?, "
+         "simulated = ?, current_run_id = 0 " + pick + " RETURNING jobs.id)";
+}
+
+// The data of that job.state event.
+std::string finished_job_event(JobState s, const std::string& reason) {
+  return dump_json({{"state", to_string(s)}, {"reason", reason}});
+}
+
 }  // namespace
+
+void PgStore::finish_job_row(std::int64_t job_id, const std::string& verdict, bool simulated,
+                             JobState s, const std::string& reason, TimeMs now) {
+  // write_job_state's statement with the verdict in the same row version.
+  static const std::string sql =
+      "WITH " + finished_job_update("WHERE id = ?") + ", "
+      "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' RETURNING value) " +
+      job_event_insert("u.id", "c LEFT JOIN u ON TRUE");
+  db_->prepare(sql)
+      .args(to_string(s), reason, now, verdict, simulated, job_id, now, event_type::job_state,
+            finished_job_event(s, reason))
+      .run();
+}
 
 struct PgStore::SentFinish {
   FinishReads reads;
@@ -198,12 +214,10 @@ PgStore::SentFinish PgStore::send_finish(const FinishCall& c, JobState job_state
       std::string("WITH r AS (UPDATE runs SET outcome = ?, finished_ms = ?, verdict = ?, "
                   "simulated = ? WHERE id = ? AND (?::bigint = 0 OR agent_id = ?) AND "
                   "fencing_token = ? AND outcome = 'running' RETURNING ") +
-      kRunColumns +
-      "), u AS (UPDATE jobs SET state = ?, state_reason = ?, updated_ms = ?, verdict = ?, "
-      "simulated = ?, current_run_id = 0 FROM r WHERE jobs.id = r.job_id AND "
-      "jobs.current_run_id = r.id AND jobs.state NOT IN " + terminal_states_sql() +
-      " RETURNING jobs.id), "
-      "a AS (UPDATE agents SET state = CASE WHEN agents.state = 'busy' THEN 'idle' ELSE "
+      kRunColumns + "), " +
+      finished_job_update("FROM r WHERE jobs.id = r.job_id AND jobs.current_run_id = r.id AND "
+                          "jobs.state NOT IN " + terminal_states_sql()) +
+      ", a AS (UPDATE agents SET state = CASE WHEN agents.state = 'busy' THEN 'idle' ELSE "
       "agents.state END, current_run_id = 0, last_seen_ms = GREATEST(agents.last_seen_ms, ?) "
       "FROM r WHERE agents.id = r.agent_id AND agents.current_run_id = r.id), "
       "c AS (UPDATE counters SET value = value + 1 WHERE name = 'event_id' "
@@ -213,12 +227,11 @@ PgStore::SentFinish PgStore::send_finish(const FinishCall& c, JobState job_state
   const Verdict& v = c.verdict;
   const std::string verdict = dump_json(to_json(v));
   std::string reason = v.reason.empty() ? std::string(to_string(v.outcome)) : v.reason;
-  const nlohmann::json data = {{"state", to_string(job_state)}, {"reason", reason}};
   auto reads = send_finish_reads(*db_, c.run_id);
   auto w = db_->prepare(sql);
   w.args(to_string(v.outcome), now, verdict, v.simulated, c.run_id, c.agent_id, c.agent_id,
          c.fencing_token, to_string(job_state), reason, now, verdict, v.simulated, now, now,
-         event_type::job_state, dump_json(data));
+         event_type::job_state, finished_job_event(job_state, reason));
   w.send();
   return SentFinish{std::move(reads), std::move(w), c.agent_id, c.run_id, c.fencing_token,
                     v.simulated, job_state, std::move(reason)};

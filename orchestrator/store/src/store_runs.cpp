@@ -1,7 +1,9 @@
 // Leases and runs: granting and event ingestion, which differ by backend; the stage order,
 // renewal, finishing, hand-off, expiry and the run queries are shared/runs.inc.
 #include <string>
+#include <vector>
 
+#include "shared/lease_rules.hpp"
 #include "sqlite_store.hpp"
 
 namespace kfleet::store::sqlite {
@@ -46,18 +48,15 @@ Result<Lease> SqliteStore::grant_in_transaction(std::int64_t job_id, std::int64_
   auto job = load_job(job_id);
   auto agent = load_agent(agent_id);
   if (auto refused = lease_refusal(job_id, agent_id, job, agent)) return *refused;
-  // The slot rules (also unique indexes, see migration 3): one running lease per GPU slot;
-  // a host-exclusive lease only on an empty host, and nothing beside one.
+  // The slot rules (also unique indexes, see migration 3), on the runs running on its host.
   {
     auto q = db_->prepare(
         "SELECT id, slot, host_exclusive FROM runs WHERE outcome = 'running' AND host = ? "
         "ORDER BY id");
     q.args(agent->host);
-    while (q.step()) {
-      const std::string why =
-          slot_rule_refusal(*agent, *job, job_id, q.i64(0), q.i32(1), q.boolean(2));
-      if (!why.empty()) return make_error(Errc::conflict, why);
-    }
+    std::vector<HostRun> host_runs;
+    while (q.step()) host_runs.push_back({q.i64(0), q.i32(1), q.boolean(2)});
+    if (auto refused = slot_refusal(job_id, *job, *agent, host_runs)) return *refused;
   }
   db_->prepare("UPDATE counters SET value = value + 1 WHERE name = 'fencing_token'").run();
   std::int64_t token = 0;

@@ -5,12 +5,15 @@
 // server for the process).
 #include <algorithm>
 #include <functional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "../src/pg_db.hpp"
 #include "../src/shared/in_flight_sql.hpp"
+#include "../src/shared/lease_rules.hpp"
 #include "store_contract.hpp"
 #include "store_postgres_support.hpp"
 
@@ -89,6 +92,24 @@ TEST(PostgresStore, ATokensInFlightCountReadsItsLiveJobsNotItsHistory) {
   };
   walk(parsed[0]["Plan"]);
   EXPECT_LE(most, 5) << plan;
+}
+
+// The lease rules (shared/lease_rules.hpp) are one list that the grant's statement and the
+// submit's with a lease both embed. Their slot rules are one NOT EXISTS over the running runs
+// on the agent's host, which the partial index of running slots answers, on the generic plan
+// kfleetd's session makes: a rule added to the list in a form it cannot serve would make every
+// grant read every running run.
+TEST(PostgresStore, TheLeaseRulesReadTheAgentsHostFromTheIndexOfRunningSlots) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  const std::string sql =
+      "SELECT 1 FROM jobs j, agents a WHERE j.id = ? AND a.id = ? AND " +
+      lease_rules_sql([](std::string_view column) { return "j." + std::string(column); }, "a");
+  const std::string plan = query_one(
+      opened.url, "SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan; "
+                  "PREPARE rules(bigint, bigint) AS " + pg::number_placeholders(sql) +
+                      "; EXPLAIN (FORMAT JSON) EXECUTE rules(1, 2)");
+  EXPECT_NE(plan.find("runs_running_slot"), std::string::npos) << plan;
 }
 
 // What a control-plane call costs on PostgreSQL is its round trips (see the store's README,
