@@ -9,6 +9,9 @@
 #include <set>
 
 #include "../../common/tests/test_paths.hpp"
+#include <cstring>
+
+#include "launch_list.hpp"
 #include "numeric.hpp"
 #include "problem_cpu.hpp"
 
@@ -187,6 +190,78 @@ TEST(ProblemChecks, ToleranceAndExactSayWhatFailed) {
   v.real[2] = 0.5;
   const std::string why = check_output(*td, *t->output("values"), tref.at("values"), v);
   EXPECT_EQ(why.rfind("values: 1 of 32 elements differ (exact check); first at 2: 0.5, want ", 0), 0u) << why;
+}
+
+// The struct a launch gets, filled from a definition and a case: every field where ABI.md says,
+// byte-identical when built twice (replay compares the recorded bytes with its own), and its
+// words pass the recorder's address scan with the tensors in the fixed arena.
+TEST(ProblemArgs, FilledFromADefinitionAndACase) {
+  const ProblemDef* p = library().find("rope");
+  ASSERT_NE(p, nullptr);
+  auto data = make_case(*p, *p->find_case("small"), 0);
+  ASSERT_TRUE(data.ok());
+  constexpr std::uint64_t base = 0x600000000000ull;
+  const std::vector<std::uint64_t> addr = {base, base + 0x10000, base + 0x20000, base + 0x30000};
+  auto spec = args_spec(*data, addr, base + 0x100000, 1 << 20);
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  kfleet_problem_args a, b;
+  ASSERT_EQ(build_problem_args(*spec, &a), "");
+  ASSERT_EQ(build_problem_args(*spec, &b), "");
+  EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0);
+  EXPECT_EQ(a.abi_version, 1u);
+  EXPECT_EQ(a.struct_bytes, sizeof(kfleet_problem_args));
+  EXPECT_STREQ(a.problem, "rope");
+  EXPECT_EQ(a.num_tensors, 4);
+  EXPECT_EQ(a.num_dims, 5);
+  EXPECT_EQ(a.dims[0], 8);   // T
+  EXPECT_EQ(a.dims[3], 64);  // D
+  EXPECT_EQ(a.dims[5], 0);   // unused entries are zero
+  const kfleet_tensor& q = a.tensors[0];
+  EXPECT_EQ(q.role, KFLEET_TENSOR_INOUT);
+  EXPECT_EQ(q.dtype, KFLEET_BF16);
+  EXPECT_EQ(q.rank, 3);
+  EXPECT_EQ(q.shape[1], 4);
+  EXPECT_EQ(q.stride[0], 4 * 64);
+  EXPECT_EQ(q.stride[2], 1);
+  EXPECT_EQ(q.bytes, 8 * 4 * 64 * 2);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(q.data), base);
+  EXPECT_EQ(a.tensors[2].role, KFLEET_TENSOR_INPUT);
+  EXPECT_EQ(a.tensors[2].dtype, KFLEET_INT32);
+  EXPECT_EQ(a.tensors[4].data, nullptr);
+
+  // The recorder's scan of kernel parameters: the whole struct by value, one 1896-byte slot.
+  harness::LaunchList l;
+  for (int i = 0; i < 4; ++i) l.buffers.push_back({"t" + std::to_string(i), addr[i], static_cast<std::uint64_t>(a.tensors[i].bytes)});
+  l.buffers.push_back({"workspace", base + 0x100000, 1 << 20});
+  harness::LaunchNode n;
+  n.kind = harness::LaunchNode::Kind::kernel;
+  n.kernel.params.assign(reinterpret_cast<const std::uint8_t*>(&a), reinterpret_cast<const std::uint8_t*>(&a) + sizeof a);
+  n.kernel.slots.push_back({0, static_cast<std::uint32_t>(sizeof a)});
+  l.nodes.push_back(n);
+  const auto nothing_else = [](std::uint64_t) { return false; };
+  EXPECT_EQ(harness::check_addresses(l, base, base + (1ull << 40), nothing_else), "");
+  kfleet_problem_args c = a;
+  c.tensors[1].data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(base + 0x90000));  // in no buffer
+  std::memcpy(l.nodes[0].kernel.params.data(), &c, sizeof c);
+  EXPECT_NE(harness::check_addresses(l, base, base + (1ull << 40), nothing_else), "");
+}
+
+TEST(ProblemArgs, RefusesWhatTheAbiCannotHold) {
+  ArgsSpec s;
+  s.problem = "p";
+  kfleet_problem_args a;
+  s.tensors.resize(13, ArgsTensor{KFLEET_FP32, KFLEET_TENSOR_INPUT, {1}, 0});
+  EXPECT_EQ(build_problem_args(s, &a), "13 tensors; the ABI holds 12");
+  s.tensors.resize(1);
+  s.tensors[0].shape.assign(7, 1);
+  EXPECT_EQ(build_problem_args(s, &a), "tensor 0 has rank 7; the ABI holds 6");
+  s.tensors[0].shape = {1};
+  s.problem = std::string(32, 'x');
+  EXPECT_EQ(build_problem_args(s, &a), "the problem's name must have 1 to 31 characters");
+  const ProblemDef* mm = library().find("scaled_mm");
+  auto data = make_case(*mm, mm->cases[0], 0);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(args_spec(*data, {}, 0, 0).error().message, "scaled_mm uses the family ABI scaled_mm, not kfleet_problem_args");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kfleet/common/problem.hpp"
+#include "problem_args.hpp"
 
 namespace kfleet::problems {
 
@@ -55,5 +56,12 @@ std::string check_output(const CaseData& data, const ProblemTensor& out, const T
 // What a lazy kernel would write for `lazy` (rounded to the output's dtype).
 Tensor lazy_output(const CaseData& data, const ProblemTensor& out, const ProblemLazy& lazy,
                    const Tensor& reference);
+
+// The generic ABI's description of a case (slot order, dtype codes, dims, scalars with the
+// quantiser's scales), with `addresses[i]` the device address of slot i. Errors for a
+// definition whose abi is not generic.
+Result<ArgsSpec> args_spec(const CaseData& data, const std::vector<std::uint64_t>& addresses,
+                           std::uint64_t workspace, std::uint64_t workspace_bytes);
+kfleet_dtype abi_dtype(const std::string& dtype);
 
 }  // namespace kfleet::problems

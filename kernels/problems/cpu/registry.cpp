@@ -51,6 +51,46 @@ const std::map<std::string, ReferenceFn>& table() {
 
 }  // namespace
 
+kfleet_dtype abi_dtype(const std::string& d) {
+  if (d == "fp16") return KFLEET_FP16;
+  if (d == "bf16") return KFLEET_BF16;
+  if (d == "fp8_e4m3") return KFLEET_FP8_E4M3;
+  if (d == "int32") return KFLEET_INT32;
+  if (d == "int64") return KFLEET_INT64;
+  return KFLEET_FP32;
+}
+
+Result<ArgsSpec> args_spec(const CaseData& data, const std::vector<std::uint64_t>& addresses,
+                           std::uint64_t workspace, std::uint64_t workspace_bytes) {
+  const ProblemDef& def = *data.def;
+  if (def.abi != "generic")
+    return make_error(Errc::invalid_argument, def.name + " uses the family ABI " + def.abi + ", not kfleet_problem_args");
+  const auto slots = def.abi_slots();
+  if (addresses.size() != slots.size())
+    return make_error(Errc::invalid_argument, std::to_string(addresses.size()) + " addresses for " +
+                                                  std::to_string(slots.size()) + " tensors");
+  ArgsSpec s;
+  s.problem = def.name;
+  s.version = static_cast<std::uint32_t>(def.version);
+  for (const auto& n : def.dims) s.dims.push_back(data.dims.at(n));
+  for (const auto& sc : def.scalars) s.scalars.push_back({data.scalars.at(sc.name)});
+  ProblemCase c;
+  c.dims = data.dims;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    ArgsTensor t;
+    t.dtype = abi_dtype(slots[i].tensor->dtype);
+    t.role = slots[i].role == "input" ? KFLEET_TENSOR_INPUT : slots[i].role == "inout" ? KFLEET_TENSOR_INOUT : KFLEET_TENSOR_OUTPUT;
+    auto shape = def.shape_of(*slots[i].tensor, c);
+    if (!shape) return shape.error();
+    t.shape = *shape;
+    t.address = addresses[i];
+    s.tensors.push_back(std::move(t));
+  }
+  s.workspace = workspace;
+  s.workspace_bytes = workspace_bytes;
+  return s;
+}
+
 ReferenceFn find_reference(const std::string& problem) {
   auto it = table().find(problem);
   return it == table().end() ? nullptr : it->second;
