@@ -73,7 +73,7 @@ TEST(ProblemsCommand, ShowsTheContractAndAStarter) {
            "  0  q          inout  bf16   [T, HQ, D]  normal(mean 0, std 1) -> check tolerance |x - ref| <= 0.02 + 0.01 * |ref|; must reject: zeros, copy of q",
            "  2  positions  input  int32  [T]         integers in [0, 127]",
            "  small: T=8 HQ=4 HK=2 D=64 P=128  (",
-           "kernel naive: naive.cu (cuda)",
+           "kernel naive: naive.cu (cuda, hip)",
            "enum { Q = 0, K = 1, POSITIONS = 2, COS_SIN = 3, NUM_TENSORS = 4 };",
            "  // q: bf16 [T, HQ, D], inout (read it, then overwrite it)",
        }) {
