@@ -14,6 +14,7 @@
 #include "../../common/tests/test_paths.hpp"
 #include "kfleet/cli/app.hpp"
 #include "kfleet/common/clock.hpp"
+#include "problems_view.hpp"
 
 namespace kfleet::cli {
 namespace {
@@ -112,6 +113,32 @@ TEST(ProblemsCommand, NeedsNoServerOrToken) {
   // No KFLEET_SERVER, no token, an unreadable config path: the library is local.
   const Ran r = run_kfleet({"problems", "show", "softmax"}, {{"KFLEET_PROBLEMS_DIR", kLibrary}, {"KFLEET_CONFIG", "/nonexistent/config.yaml"}});
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// A library kernel's slot, dimension and scalar indices are the ones its problem.yaml gives:
+// each enum line of the starter (generated from the definition) is in the kernel verbatim, so
+// a definition and its kernels cannot drift apart unnoticed.
+TEST(ProblemsCommand, LibraryKernelsUseTheStartersIndices) {
+  const ProblemLibrary lib = load_problem_library(kLibrary);
+  int checked = 0;
+  for (const auto& p : lib.problems) {
+    if (p.abi != "generic") continue;
+    std::istringstream starter(render_problem_starter(p));
+    std::vector<std::string> enums;
+    for (std::string line; std::getline(starter, line);)
+      if (line.rfind("enum {", 0) == 0) enums.push_back(line);
+    ASSERT_FALSE(enums.empty());
+    for (const auto& k : p.kernels) {
+      std::ifstream in(problem_file_path(lib.root, (fs::path(lib.root) / p.name).string(), k.source));
+      std::stringstream text;
+      text << in.rdbuf();
+      for (const auto& e : enums) {
+        EXPECT_NE(text.str().find(e), std::string::npos) << p.name << "/" << k.source.path << " lacks: " << e;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 12);
 }
 
 }  // namespace
