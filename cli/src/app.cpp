@@ -87,6 +87,7 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
                                    add_campaign_command(app), add_report_command(app),
                                    add_token_command(app), add_enrol_token_command(app),
                                    add_mcp_command(app)};
+  const LocalCommand problems = add_problems_command(app);
   // Shell completion is built from the tree above, so it needs no server and no token.
   std::string completion_shell;
   auto* completion = app.add_subcommand(
@@ -102,6 +103,8 @@ int run_cli(int argc, const char* const* argv, CliIo& io) {
                                               completion_words());
     return exit_passed;
   }
+
+  if (problems.sub->parsed()) return problems.run(io, json);
 
   if (app.get_subcommands().empty()) {
     io.err << "kfleet: no command given\n" << cli_support::help_hint("kfleet") << "\n";

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kfleet/cli/app.hpp"
 #include "session.hpp"
 
 namespace kfleet::cli {
@@ -27,6 +28,13 @@ Command add_report_command(CLI::App& app);
 Command add_token_command(CLI::App& app);     // cmd_token.cpp
 Command add_enrol_token_command(CLI::App& app);  // cmd_enrol_token.cpp
 Command add_mcp_command(CLI::App& app);       // cmd_mcp.cpp
+
+// A command that needs no server or token (it runs before the config is resolved).
+struct LocalCommand {
+  CLI::App* sub = nullptr;
+  std::function<int(CliIo&, bool json)> run;
+};
+LocalCommand add_problems_command(CLI::App& app);  // cmd_problems.cpp
 
 // Streams a job's events as progress lines until it ends; returns its exit status.
 // `gpu` (the job's target) completes lease lines; `prefix` tags lines when several jobs are

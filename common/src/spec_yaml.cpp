@@ -46,6 +46,10 @@ std::string describe(const YAML::Node& n) {
 
 MapReader::MapReader(Issues& issues, const YAML::Node& node, std::string path,
                      std::string_view level, const YAML::Mark& fallback)
+    : MapReader(issues, node, std::move(path), keys_at(level), fallback) {}
+
+MapReader::MapReader(Issues& issues, const YAML::Node& node, std::string path,
+                     const std::vector<std::string>& allowed, const YAML::Mark& fallback)
     : issues_(issues), path_(std::move(path)), mark_(mark_of(node, fallback)) {
   if (!node.IsMap()) {
     issues_.add(mark_, path_.empty() ? "(document)" : path_,
@@ -53,7 +57,6 @@ MapReader::MapReader(Issues& issues, const YAML::Node& node, std::string path,
     return;
   }
   is_map_ = true;
-  const auto& allowed = keys_at(level);
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     const YAML::Node key = it->first;

@@ -35,6 +35,9 @@ class MapReader {
  public:
   MapReader(Issues& issues, const YAML::Node& node, std::string path, std::string_view level,
             const YAML::Mark& fallback);
+  // The same against an explicit key list (documents other than job files: problem.yaml).
+  MapReader(Issues& issues, const YAML::Node& node, std::string path,
+            const std::vector<std::string>& allowed, const YAML::Mark& fallback);
   bool is_map() const { return is_map_; }
   bool has(std::string_view key) const;
   YAML::Node get(std::string_view key) const;

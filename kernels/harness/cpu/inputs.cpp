@@ -22,7 +22,8 @@ std::size_t dtype_size(kfleet_dtype t) {
   switch (t) {
     case KFLEET_FP16: case KFLEET_BF16: return 2;
     case KFLEET_FP8_E4M3: return 1;
-    case KFLEET_FP32: return 4;
+    case KFLEET_FP32: case KFLEET_INT32: return 4;
+    case KFLEET_INT64: return 8;
   }
   return 0;
 }
@@ -33,6 +34,8 @@ const char* dtype_name(kfleet_dtype t) {
     case KFLEET_BF16: return "bf16";
     case KFLEET_FP8_E4M3: return "fp8_e4m3";
     case KFLEET_FP32: return "fp32";
+    case KFLEET_INT32: return "int32";
+    case KFLEET_INT64: return "int64";
   }
   return "?";
 }

@@ -19,7 +19,9 @@ typedef enum kfleet_dtype {
   KFLEET_FP16 = 0,     /* IEEE binary16 */
   KFLEET_BF16 = 1,     /* bfloat16 */
   KFLEET_FP8_E4M3 = 2, /* OCP fp8 e4m3fn: bias 7, no infinities, S.1111.111 is NaN, max 448 */
-  KFLEET_FP32 = 3
+  KFLEET_FP32 = 3,
+  KFLEET_INT32 = 4,    /* problems of the library only (problem_abi.h): indices, offsets */
+  KFLEET_INT64 = 5
 } kfleet_dtype;
 
 /* B layout for scaled_mm. NK ([N, K] row-major, i.e. B column-major: each output column's K

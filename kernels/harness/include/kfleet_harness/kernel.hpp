@@ -5,9 +5,12 @@
 
 #include "kfleet_harness/abi.h"
 #include "kfleet_harness/gpu_runtime.hpp"
+#include "kfleet_harness/problem_abi.h"
 
 extern "C" int kfleet_attention_launch(const kfleet_attention_args* args, gpuStream_t stream);
 extern "C" int kfleet_scaled_mm_launch(const kfleet_scaled_mm_args* args, gpuStream_t stream);
+// A problem of the library (kernels/problems/<name>, ABI.md "Problems: the generic ABI").
+extern "C" int kfleet_problem_launch(const kfleet_problem_args* args, gpuStream_t stream);
 
 __host__ __device__ inline float kfleet_bits_to_float(uint32_t u) {
   union { uint32_t u; float f; } v;

@@ -1,0 +1,68 @@
+// kfleet problems [--dir DIR] [show NAME [--starter]]: the problem library, read from the
+// repository (no server, no token). DIR, else $KFLEET_PROBLEMS_DIR, else the source tree's
+// kernels/problems this kfleet was built from.
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kfleet/cli/exit_code.hpp"
+#include "kfleet/cli_support/parse.hpp"
+#include "problems_view.hpp"
+
+#ifndef KFLEET_DEFAULT_PROBLEMS_DIR
+#define KFLEET_DEFAULT_PROBLEMS_DIR "kernels/problems"
+#endif
+
+namespace kfleet::cli {
+
+LocalCommand add_problems_command(CLI::App& app) {
+  struct State {
+    std::string dir, name;
+    bool starter = false;
+    CLI::App* show = nullptr;
+  };
+  auto st = std::make_shared<State>();
+  auto* sub = app.add_subcommand(
+      "problems", "list the problem library (kernels/problems), or show one problem's contract");
+  sub->add_option("--dir", st->dir,
+                  "the library's folder (else $KFLEET_PROBLEMS_DIR, else this build's source tree)");
+  sub->require_subcommand(0, 1);
+  st->show = sub->add_subcommand("show", "print a problem's contract and a starter kernel");
+  st->show->add_option("name", st->name, "the problem, e.g. rmsnorm")->required();
+  st->show->add_flag("--starter", st->starter, "print only the starter kernel (a .cu source)");
+  return {sub, [st](CliIo& io, bool json) -> int {
+            std::string dir = st->dir;
+            if (dir.empty()) dir = io.env("KFLEET_PROBLEMS_DIR").value_or("");
+            if (dir.empty()) dir = KFLEET_DEFAULT_PROBLEMS_DIR;
+            const ProblemLibrary lib = load_problem_library(dir);
+            for (const auto& i : lib.issues) io.err << i.to_string() << "\n";
+            if (!st->show->parsed()) {
+              if (json) {
+                nlohmann::json a = nlohmann::json::array();
+                for (const auto& p : lib.problems) {
+                  nlohmann::json cases = nlohmann::json::array();
+                  for (const auto& c : p.cases) cases.push_back(c.name);
+                  a.push_back({{"name", p.name}, {"version", p.version}, {"abi", p.abi},
+                               {"summary", p.summary}, {"cases", cases}, {"file", p.file}});
+                }
+                io.out << nlohmann::json{{"problems", a}}.dump(2) << "\n";
+              } else {
+                io.out << render_problem_list(lib);
+              }
+              return lib.issues.empty() ? exit_passed : exit_usage;
+            }
+            const ProblemDef* p = lib.find(st->name);
+            if (!p) {
+              std::vector<std::string> names;
+              for (const auto& q : lib.problems) names.push_back(q.name);
+              const auto near = cli_support::nearest_names(st->name, names, 1);
+              io.err << "kfleet: no problem '" << st->name << "' in " << lib.root
+                     << (near.empty() ? "" : "; did you mean '" + near[0] + "'?") << "\n";
+              return exit_usage;
+            }
+            if (!st->starter) io.out << render_problem_contract(*p) << "\nstarter kernel:\n\n";
+            io.out << render_problem_starter(*p);
+            return lib.issues.empty() ? exit_passed : exit_usage;
+          }};
+}
+
+}  // namespace kfleet::cli

@@ -1,0 +1,145 @@
+// kfleet problems: the library listed and one problem's contract shown, from the repository's
+// kernels/problems (or --dir / $KFLEET_PROBLEMS_DIR), with no server and no token.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../../common/tests/test_paths.hpp"
+#include "kfleet/cli/app.hpp"
+#include "kfleet/common/clock.hpp"
+#include "problems_view.hpp"
+
+namespace kfleet::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct Ran {
+  int code = -1;
+  std::string out, err;
+};
+
+const std::string kLibrary = (testing::source_dir() / "kernels/problems").string();
+
+Ran run_kfleet(std::vector<std::string> args, std::map<std::string, std::string> env = {{"KFLEET_PROBLEMS_DIR", kLibrary}}) {
+  args.insert(args.begin(), "kfleet");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliIo io{out, err,
+           [env](const std::string& k) -> std::optional<std::string> {
+             auto it = env.find(k);
+             return it == env.end() ? std::nullopt : std::optional(it->second);
+           },
+           disk_reader(), std::make_shared<ManualClock>(), false};
+  Ran r;
+  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), io);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+TEST(ProblemsCommand, ListsTheLibrary) {
+  const Ran r = run_kfleet({"problems"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("NAME            VERSION  ABI        CASES  SUMMARY\n", 0), 0u) << r.out;
+  for (const char* n : {"attention", "fp8_block_gemm", "grouped_gemm", "rmsnorm", "rope", "scaled_mm", "softmax", "topk"})
+    EXPECT_NE(r.out.find(std::string("\n") + n + " "), std::string::npos) << n << "\n" << r.out;
+  EXPECT_NE(r.out.find("rmsnorm         1        generic    4      RMSNorm over the hidden dimension"), std::string::npos) << r.out;
+}
+
+TEST(ProblemsCommand, ListsAsJson) {
+  const Ran r = run_kfleet({"problems", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["problems"].size(), 8u);
+  EXPECT_EQ(j["problems"][0]["name"], "attention");
+  EXPECT_EQ(j["problems"][0]["abi"], "attention");
+}
+
+TEST(ProblemsCommand, ShowsTheContractAndAStarter) {
+  const Ran r = run_kfleet({"problems", "show", "rope"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {
+           "rope v1: rotary embedding applied in place",
+           "extern \"C\" int kfleet_problem_launch(const kfleet_problem_args* args, gpuStream_t stream);",
+           "dims (args->dims[i]):\n  0  T\n  1  HQ\n  2  HK\n  3  D\n  4  P\n",
+           "  0  q          inout  bf16   [T, HQ, D]  normal(mean 0, std 1) -> check tolerance |x - ref| <= 0.02 + 0.01 * |ref|; must reject: zeros, copy of q",
+           "  2  positions  input  int32  [T]         integers in [0, 127]",
+           "  small: T=8 HQ=4 HK=2 D=64 P=128  (",
+           "kernel naive: naive.cu (cuda, hip)",
+           "enum { Q = 0, K = 1, POSITIONS = 2, COS_SIN = 3, NUM_TENSORS = 4 };",
+           "  // q: bf16 [T, HQ, D], inout (read it, then overwrite it)",
+       }) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << "missing: " << want << "\n" << r.out;
+  }
+  const Ran s = run_kfleet({"problems", "show", "rope", "--starter"});
+  EXPECT_EQ(s.out.rfind("// Starter for problem rope v1 (", 0), 0u) << s.out;
+  EXPECT_EQ(s.out.find("dims (args->dims[i])"), std::string::npos);
+  const Ran t = run_kfleet({"problems", "show", "topk"});
+  EXPECT_NE(t.out.find("check topk: the k largest of each row of x, in order; tied values in any index order; must reject: zeros, iota"), std::string::npos) << t.out;
+  const Ran f = run_kfleet({"problems", "show", "fp8_block_gemm"});
+  EXPECT_NE(f.out.find("fp8 e4m3, real = code * a_scale of its 1x128 block"), std::string::npos) << f.out;
+  const Ran a = run_kfleet({"problems", "show", "attention", "--starter"});
+  EXPECT_NE(a.out.find("extern \"C\" int kfleet_attention_launch(const kfleet_attention_args* args"), std::string::npos) << a.out;
+}
+
+TEST(ProblemsCommand, UnknownProblemSuggestsTheNearest) {
+  const Ran r = run_kfleet({"problems", "show", "rmsnrom"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "kfleet: no problem 'rmsnrom' in " + kLibrary + "; did you mean 'rmsnorm'?\n");
+}
+
+TEST(ProblemsCommand, DirFlagWinsAndIssuesAreNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("kfleet-problems-" + std::to_string(::getpid())) / "problems";
+  fs::remove_all(dir.parent_path());
+  fs::create_directories(dir / "bad");
+  std::ofstream(dir / "bad" / "problem.yaml") << "problem: bad\nversion: one\n";
+  const Ran r = run_kfleet({"problems", "--dir", dir.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "no problems in " + dir.string() + "\n");
+  EXPECT_NE(r.err.find((dir / "bad/problem.yaml").string() + ":2:10: version: must be a whole number, not 'one'"), std::string::npos) << r.err;
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(ProblemsCommand, NeedsNoServerOrToken) {
+  // No KFLEET_SERVER, no token, an unreadable config path: the library is local.
+  const Ran r = run_kfleet({"problems", "show", "softmax"}, {{"KFLEET_PROBLEMS_DIR", kLibrary}, {"KFLEET_CONFIG", "/nonexistent/config.yaml"}});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// A library kernel's slot, dimension and scalar indices are the ones its problem.yaml gives:
+// each enum line of the starter (generated from the definition) is in the kernel verbatim, so
+// a definition and its kernels cannot drift apart unnoticed.
+TEST(ProblemsCommand, LibraryKernelsUseTheStartersIndices) {
+  const ProblemLibrary lib = load_problem_library(kLibrary);
+  int checked = 0;
+  for (const auto& p : lib.problems) {
+    if (p.abi != "generic") continue;
+    std::istringstream starter(render_problem_starter(p));
+    std::vector<std::string> enums;
+    for (std::string line; std::getline(starter, line);)
+      if (line.rfind("enum {", 0) == 0) enums.push_back(line);
+    ASSERT_FALSE(enums.empty());
+    for (const auto& k : p.kernels) {
+      std::ifstream in(problem_file_path(lib.root, (fs::path(lib.root) / p.name).string(), k.source));
+      std::stringstream text;
+      text << in.rdbuf();
+      for (const auto& e : enums) {
+        EXPECT_NE(text.str().find(e), std::string::npos) << p.name << "/" << k.source.path << " lacks: " << e;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 12);
+}
+
+}  // namespace
+}  // namespace kfleet::cli
