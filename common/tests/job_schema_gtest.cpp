@@ -37,14 +37,24 @@ nlohmann::json yaml_as_json(const std::string& text) {
 
 TEST(JobSchema, EveryExamplePassesParserAndSchema) {
   const auto schema = load_schema();
-  int n = 0;
+  const auto refused = testing::refused_exploits();
+  ASSERT_GE(refused.size(), 3u);
+  int n = 0, refused_seen = 0;
   for (const auto& e : fs::recursive_directory_iterator(testing::source_dir() / "jobs")) {
     // jobs/bad holds invalid jobs; jobs/suites holds suites (suite_gtest.cpp checks them).
     if (e.path().extension() != ".yaml" || e.path().parent_path().filename() == "bad" ||
         e.path().parent_path().filename() == "suites")
       continue;
-    ++n;
     const auto text = slurp(e.path());
+    if (testing::is_refused_exploit(e.path())) {
+      // Refused at submit is what they show: the parser and the schema both refuse them.
+      ++refused_seen;
+      EXPECT_FALSE(parse_job_spec(text, e.path().string()).ok()) << e.path();
+      std::vector<std::string> errors;
+      EXPECT_FALSE(schema.validate(yaml_as_json(text), errors)) << e.path();
+      continue;
+    }
+    ++n;
     auto p = parse_job_spec(text, e.path().string());
     EXPECT_TRUE(p.ok()) << p.error_text();
     std::vector<std::string> errors;
@@ -58,6 +68,7 @@ TEST(JobSchema, EveryExamplePassesParserAndSchema) {
     }
   }
   EXPECT_GE(n, 6);
+  EXPECT_EQ(refused_seen, static_cast<int>(refused.size()));
 }
 
 TEST(JobSchema, BadDocumentsFailParserAndSchema) {
