@@ -1,0 +1,117 @@
+#include "discovery/python.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "common/subprocess.hpp"
+
+namespace kfleet::backends {
+namespace {
+
+constexpr const char* kProbeTag = "KFLEET_PYTHON_PROBE ";
+
+std::string str(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+}  // namespace
+
+const std::string& python_probe_program() {
+  static const std::string p =
+      "import json, sys\n"
+      "r = {'python': sys.executable, 'python_version': sys.version.split()[0]}\n"
+      "try:\n"
+      "    import torch\n"
+      "    r['torch'] = str(torch.__version__)\n"
+      "    r['torch_cuda'] = str(torch.version.cuda or '')\n"
+      "    import inspect\n"
+      "    try:\n"
+      "        r['keep_graph'] = 'keep_graph' in inspect.signature(torch.cuda.CUDAGraph).parameters\n"
+      "    except (TypeError, ValueError):\n"
+      "        r['keep_graph'] = False\n"
+      "except Exception as e:\n"
+      "    r['torch_error'] = type(e).__name__ + ': ' + str(e)\n"
+      "try:\n"
+      "    import triton\n"
+      "    r['triton'] = str(triton.__version__)\n"
+      "except Exception as e:\n"
+      "    r['triton_error'] = type(e).__name__ + ': ' + str(e)\n"
+      "print('KFLEET_PYTHON_PROBE ' + json.dumps(r), flush=True)\n";
+  return p;
+}
+
+nlohmann::json PythonRuntime::to_json() const {
+  nlohmann::json j = {{"python", python},       {"python_version", python_version},
+                      {"torch", torch_version}, {"torch_cuda", torch_cuda},
+                      {"triton", triton_version}, {"keep_graph", keep_graph},
+                      {"languages", languages}};
+  if (!missing.empty()) j["missing"] = missing;
+  return j;
+}
+
+Result<PythonRuntime> parse_python_probe(const std::string& python, const std::string& output) {
+  std::istringstream in(output);
+  std::string line;
+  nlohmann::json j;
+  bool found = false;
+  while (std::getline(in, line)) {
+    if (line.rfind(kProbeTag, 0) != 0) continue;
+    j = nlohmann::json::parse(line.substr(std::string(kProbeTag).size()), nullptr, false);
+    found = j.is_object();
+  }
+  if (!found)
+    return make_error(Errc::invalid_argument,
+                      python + " did not print the probe line (is it a Python 3 interpreter?)");
+  PythonRuntime r;
+  r.python = str(j, "python").empty() ? python : str(j, "python");
+  r.python_version = str(j, "python_version");
+  r.torch_version = str(j, "torch");
+  r.torch_cuda = str(j, "torch_cuda");
+  r.triton_version = str(j, "triton");
+  r.keep_graph = j.contains("keep_graph") && j["keep_graph"].is_boolean() && j["keep_graph"].get<bool>();
+  if (r.torch_version.empty()) {
+    r.missing.push_back("torch: " + (str(j, "torch_error").empty() ? "not importable" : str(j, "torch_error")));
+  } else if (r.torch_cuda.empty()) {
+    r.missing.push_back("torch " + r.torch_version + " was built without CUDA");
+  }
+  if (r.triton_version.empty())
+    r.missing.push_back("triton: " + (str(j, "triton_error").empty() ? "not importable" : str(j, "triton_error")));
+  if (!r.torch_version.empty() && !r.torch_cuda.empty()) {
+    r.languages.push_back("torch");
+    if (!r.triton_version.empty()) r.languages.push_back("triton");
+  }
+  return r;
+}
+
+Result<PythonRuntime> discover_python(const std::string& python_in, double timeout_s) {
+  std::string python = python_in;
+  if (python.empty()) {
+    const char* env = std::getenv("KFLEET_PYTHON");
+    python = env && *env ? env : "python3";
+  }
+  SubprocessSpec sp;
+  sp.argv = {python, "-I", "-B", "-c", python_probe_program()};
+  sp.trust = ProcessTrust::agent_tool;
+  sp.timeout_s = timeout_s;
+  auto res = run_subprocess(sp);
+  if (!res) return make_error(Errc::unavailable, "cannot run " + python + ": " + res.error().message);
+  if (!res->ok())
+    return make_error(Errc::unavailable, python + " " + res->describe() +
+                                             (res->err.empty() ? "" : ": " + tail_lines(res->err, 1)));
+  return parse_python_probe(python, res->out);
+}
+
+bool gpu_runs_language(const GpuInfo& gpu, const std::string& language) {
+  if (gpu.simulated || gpu.vendor == "simulated") return true;
+  if (language == "cuda") return gpu.vendor == "nvidia";
+  if (language == "hip") return gpu.vendor == "amd";
+  if (language != "triton" && language != "torch") return false;
+  if (gpu.vendor != "nvidia") return false;  // the recorder uses the CUDA driver
+  const auto& e = gpu.extra;
+  if (!e.contains("python") || !e["python"].is_object()) return false;
+  const auto& langs = e["python"].value("languages", nlohmann::json::array());
+  return langs.is_array() && std::find(langs.begin(), langs.end(), language) != langs.end();
+}
+
+}  // namespace kfleet::backends
