@@ -25,11 +25,11 @@ class Workspace:
         self.buf, self.align, self.used = workspace, align, 0
 
     def take(self, shape, dtype):
-        import torch  # noqa: F401 (the caller has torch; kept lazy so this module imports without)
+        import torch  # the caller has torch; imported here so this module imports without it
         n = 1
         for d in shape:
             n *= int(d)
-        itemsize = self.buf.new_empty((), dtype=dtype).element_size()
+        itemsize = torch.empty(0, dtype=dtype).element_size()  # on the host: no allocation here
         start = (self.used + self.align - 1) // self.align * self.align
         end = start + n * itemsize
         if end > self.buf.numel():

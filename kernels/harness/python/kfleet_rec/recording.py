@@ -150,14 +150,16 @@ def record_one(rec, first, second, arena, is_device_address=None):
         raise Refusal(what, "the launch returned KFLEET_OK but enqueued nothing into `stream`: work "
                             "on a stream it did not join back into `stream`, or left to a host "
                             "thread, is not part of the launch")
-    bad = ll.check_addresses(a, arena[0], arena[1], is_device_address)
-    if bad:
-        raise Refusal(what, bad)
+    # A kernel the measuring process could not load is named first (record.cu refuses a kernel
+    # it cannot name as it reads the graph, before any address is looked at).
     for i, n in enumerate(a.nodes):
         if n.kind == "kernel" and not n.image:
             note = f" ({n.image_note})" if n.image_note else ""
             raise Refusal(what, f"kernel {n.function} (operation {i}) has no device code the "
                                 f"recorder can give the measuring process{note}: {LIBRARY_HINT}")
+    bad = ll.check_addresses(a, arena[0], arena[1], is_device_address)
+    if bad:
+        raise Refusal(what, bad)
     return a
 
 

@@ -244,13 +244,13 @@ def record(opts, plan):
         try:
             with torch.cuda.stream(stream):
                 fn(args, stream)
-            torch.cuda.synchronize()
+            driver.call("cuCtxSynchronize")  # not torch.cuda.synchronize: the job may patch it
         except Exception as e:  # noqa: BLE001
             raise Refusal(rec["what"], "the launch function failed outside capture (its first "
                           f"call, which compiles): {type(e).__name__}: {str(e).strip()[:400]}")
         pair = [capture(torch, driver, images, fn, args, stream) for _ in range(2)]
         captures.append(pair)
-        torch.cuda.synchronize()
+        driver.call("cuCtxSynchronize")
         del args
         for m in maps:
             driver.unmap(m)
