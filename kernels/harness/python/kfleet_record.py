@@ -106,6 +106,7 @@ def plan_from_measure(o):
 def set_caches(o):
     """Compilation happens here, in the job's sandbox, with its caches in the run's folder."""
     base = o.cache_dir or os.path.join(os.path.dirname(os.path.abspath(o.record)), "py-cache")
+    o.cache_dir = base
     os.environ["TRITON_CACHE_DIR"] = os.path.join(base, "triton")
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(base, "torch_extensions")
     os.environ.setdefault("TRITON_HOME", base)

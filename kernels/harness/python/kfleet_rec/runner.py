@@ -230,7 +230,7 @@ def record(opts, plan):
         driver.reserve(lo, hi)
     except DriverError as e:
         raise SetupError(str(e))
-    images = Images(driver, os.path.join(opts.device_code_dir, ".staging"),
+    images = Images(driver, os.path.join(opts.cache_dir, "device-code-staging"),
                     os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ.get("TRITON_CACHE_DIR"))
     images.install_triton_hook()
     fn = load_job(opts.source, opts.entry)
