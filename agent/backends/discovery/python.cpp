@@ -1,6 +1,5 @@
 #include "discovery/python.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -100,18 +99,6 @@ Result<PythonRuntime> discover_python(const std::string& python_in, double timeo
     return make_error(Errc::unavailable, python + " " + res->describe() +
                                              (res->err.empty() ? "" : ": " + tail_lines(res->err, 1)));
   return parse_python_probe(python, res->out);
-}
-
-bool gpu_runs_language(const GpuInfo& gpu, const std::string& language) {
-  if (gpu.simulated || gpu.vendor == "simulated") return true;
-  if (language == "cuda") return gpu.vendor == "nvidia";
-  if (language == "hip") return gpu.vendor == "amd";
-  if (language != "triton" && language != "torch") return false;
-  if (gpu.vendor != "nvidia") return false;  // the recorder uses the CUDA driver
-  const auto& e = gpu.extra;
-  if (!e.contains("python") || !e["python"].is_object()) return false;
-  const auto& langs = e["python"].value("languages", nlohmann::json::array());
-  return langs.is_array() && std::find(langs.begin(), langs.end(), language) != langs.end();
 }
 
 }  // namespace kfleet::backends

@@ -2,7 +2,7 @@
 // The agent's Python for Triton and torch kernels (kernels/harness/ABI.md, "Python kernels"):
 // found once as the agent starts, its versions reported with the GPU (GpuInfo::extra["python"],
 // shown by `kfleet agents`), and the languages it can record used to schedule jobs
-// (python_languages_of). A missing piece is named: the fleet's setup, never a job's failure.
+// (kfleet::gpu_runs_language). A missing piece is named: the fleet's setup, never a job's failure.
 #include <string>
 #include <vector>
 
@@ -38,9 +38,7 @@ Result<PythonRuntime> parse_python_probe(const std::string& python, const std::s
 // The probe program `discover_python` runs (python -I -B -c <this>).
 const std::string& python_probe_program();
 
-// Does an agent with this GPU run jobs of `language`? cuda on NVIDIA, hip on AMD, any on a
-// simulated GPU; triton and torch where the agent reported a Python that records them
-// (extra["python"]["languages"]). What the scheduler asks before it offers a job to an agent.
-bool gpu_runs_language(const GpuInfo& gpu, const std::string& language);
+// What the agent reports: GpuInfo::extra["python"] = runtime.to_json() (or {"error": why}); the
+// scheduler then asks kfleet::gpu_runs_language (kfleet/common/language.hpp).
 
 }  // namespace kfleet::backends

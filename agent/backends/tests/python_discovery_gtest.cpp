@@ -1,6 +1,6 @@
 // The agent's Python for Triton and torch kernels (discovery/python.hpp): the probe run with a
 // real python3 (which here has neither torch nor triton, and says so), fake interpreters, the
-// probe's output, and which GPUs run which language.
+// probe's output (which GPUs run which language: common/tests/language_gtest.cpp).
 #include "discovery/python.hpp"
 
 #include <sys/stat.h>
@@ -89,25 +89,6 @@ TEST_F(FakePython, TheProbeLineIsReadFromItsOutput) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->python, "/x/python");
   EXPECT_EQ(r->languages.size(), 2u);
-}
-
-TEST(GpuRunsLanguage, PythonLanguagesNeedAnNvidiaGpuWhosePythonRecordsThem) {
-  kfleet::GpuInfo nv;
-  nv.vendor = "nvidia";
-  EXPECT_TRUE(kb::gpu_runs_language(nv, "cuda"));
-  EXPECT_FALSE(kb::gpu_runs_language(nv, "hip"));
-  EXPECT_FALSE(kb::gpu_runs_language(nv, "triton"));
-  nv.extra["python"] = {{"languages", {"torch"}}, {"missing", {"triton: not importable"}}};
-  EXPECT_TRUE(kb::gpu_runs_language(nv, "torch"));
-  EXPECT_FALSE(kb::gpu_runs_language(nv, "triton"));
-  kfleet::GpuInfo amd;
-  amd.vendor = "amd";
-  amd.extra["python"] = {{"languages", {"torch", "triton"}}};
-  EXPECT_TRUE(kb::gpu_runs_language(amd, "hip"));
-  EXPECT_FALSE(kb::gpu_runs_language(amd, "triton"));
-  kfleet::GpuInfo sim;
-  sim.simulated = true;
-  EXPECT_TRUE(kb::gpu_runs_language(sim, "triton"));
 }
 
 }  // namespace
