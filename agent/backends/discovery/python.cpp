@@ -36,6 +36,23 @@ const std::string& python_probe_program() {
       "    r['triton'] = str(triton.__version__)\n"
       "except Exception as e:\n"
       "    r['triton_error'] = type(e).__name__ + ': ' + str(e)\n"
+      "import os, shutil, site, sysconfig\n"
+      "paths = [sys.prefix, sys.base_prefix, sysconfig.get_paths().get('include', '')]\n"
+      "try:\n"
+      "    paths += site.getsitepackages()\n"
+      "except Exception:\n"
+      "    pass\n"
+      "for m in ('torch', 'triton'):\n"
+      "    mod = sys.modules.get(m)\n"
+      "    if mod is not None and getattr(mod, '__file__', None):\n"
+      "        paths.append(os.path.dirname(os.path.dirname(os.path.realpath(mod.__file__))))\n"
+      "r['paths'] = sorted(set(p for p in paths if p and os.path.isdir(p)))\n"
+      "r['cc'] = shutil.which('cc') or shutil.which('gcc') or ''\n"
+      "try:\n"
+      "    from torch.utils.cpp_extension import CUDA_HOME\n"
+      "    r['cuda_home'] = CUDA_HOME or ''\n"
+      "except Exception:\n"
+      "    r['cuda_home'] = ''\n"
       "print('KFLEET_PYTHON_PROBE ' + json.dumps(r), flush=True)\n";
   return p;
 }
@@ -44,7 +61,8 @@ nlohmann::json PythonRuntime::to_json() const {
   nlohmann::json j = {{"python", python},       {"python_version", python_version},
                       {"torch", torch_version}, {"torch_cuda", torch_cuda},
                       {"triton", triton_version}, {"keep_graph", keep_graph},
-                      {"languages", languages}};
+                      {"languages", languages}, {"cc", cc},
+                      {"cuda_home", cuda_home}};
   if (!missing.empty()) j["missing"] = missing;
   return j;
 }
@@ -68,6 +86,12 @@ Result<PythonRuntime> parse_python_probe(const std::string& python, const std::s
   r.torch_version = str(j, "torch");
   r.torch_cuda = str(j, "torch_cuda");
   r.triton_version = str(j, "triton");
+  if (j.contains("paths") && j["paths"].is_array())
+    for (const auto& p : j["paths"])
+      if (p.is_string() && !p.get<std::string>().empty() && p.get<std::string>()[0] == '/')
+        r.paths.push_back(p.get<std::string>());
+  r.cc = str(j, "cc");
+  r.cuda_home = str(j, "cuda_home");
   r.keep_graph = j.contains("keep_graph") && j["keep_graph"].is_boolean() && j["keep_graph"].get<bool>();
   if (r.torch_version.empty()) {
     r.missing.push_back("torch: " + (str(j, "torch_error").empty() ? "not importable" : str(j, "torch_error")));

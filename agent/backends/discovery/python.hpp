@@ -21,6 +21,11 @@ struct PythonRuntime {
   bool keep_graph = false;     // torch.cuda.CUDAGraph(keep_graph=True): the graph stays readable
   std::vector<std::string> languages;  // what it can record: "torch", and "triton" with both
   std::vector<std::string> missing;    // each missing piece, named ("triton: No module named ...")
+  // What the recorder reads inside the job's sandbox: the install (sys.prefix, site-packages,
+  // torch's and triton's folders, Python's headers for Triton's launcher stub), absolute paths.
+  std::vector<std::string> paths;
+  std::string cc;         // the C compiler Triton builds its launcher with ("" = none found)
+  std::string cuda_home;  // torch.utils.cpp_extension.CUDA_HOME: nvcc for load_inline
   nlohmann::json to_json() const;
 };
 

@@ -37,11 +37,15 @@ TEST(PythonProbe, TorchAndTritonGiveBothLanguages) {
   auto r = kb::parse_python_probe("/opt/py/bin/python3",
       "some import noise\nKFLEET_PYTHON_PROBE {\"python\": \"/opt/py/bin/python3\", "
       "\"python_version\": \"3.12.3\", \"torch\": \"2.11.0+cu130\", \"torch_cuda\": \"13.0\", "
-      "\"keep_graph\": true, \"triton\": \"3.6.0\"}\n");
+      "\"keep_graph\": true, \"triton\": \"3.6.0\", \"paths\": [\"/opt/py\", \"relative\"], "
+      "\"cc\": \"/usr/bin/cc\", \"cuda_home\": \"/usr/local/cuda\"}\n");
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->languages, (std::vector<std::string>{"torch", "triton"}));
   EXPECT_TRUE(r->missing.empty());
   EXPECT_TRUE(r->keep_graph);
+  EXPECT_EQ(r->paths, std::vector<std::string>{"/opt/py"});  // absolute paths only
+  EXPECT_EQ(r->cc, "/usr/bin/cc");
+  EXPECT_EQ(r->cuda_home, "/usr/local/cuda");
   const auto j = r->to_json();
   EXPECT_EQ(j["torch"], "2.11.0+cu130");
   EXPECT_EQ(j["triton"], "3.6.0");
