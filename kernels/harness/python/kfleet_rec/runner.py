@@ -74,9 +74,10 @@ class Images:
     Triton loads them), an extension's fatbins (split out of its .so) by name, each checked by
     loading it as kfleet-measure will."""
 
-    def __init__(self, driver, staging, ext_dir, triton_cache):
+    def __init__(self, driver, staging, ext_dir, triton_cache, roots=()):
         self.driver, self.staging = driver, staging
         self.ext_dir, self.triton_cache = ext_dir, triton_cache
+        self.roots = [ext_dir] + list(roots)  # folders whose mapped .so files are the job's
         self.triton = {}      # CUfunction handle -> (name, cubin bytes)
         self._ext_files = None
         os.makedirs(staging, exist_ok=True)
@@ -113,21 +114,33 @@ class Images:
         return True
 
     def _extension_files(self):
+        """The fatbins of the extensions this run built and loaded: every .so under
+        TORCH_EXTENSIONS_DIR (where load_inline and load build by default; torch does not put
+        the module in sys.modules) and every .so this process mapped from the run's folders
+        (/proc/self/maps), split into their fatbins and staged."""
         if self._ext_files is None:
-            files = []
-            roots = [self.ext_dir] if self.ext_dir else []
-            for m in list(sys.modules.values()):
-                f = getattr(m, "__file__", None) or ""
-                if f.endswith(".so") and any(os.path.abspath(f).startswith(os.path.abspath(r) + os.sep)
-                                             for r in roots):
-                    files.append(f)
-            for so in sorted(set(files)):
-                with open(so, "rb") as fh:
-                    section = fatbin.nv_fatbin_section(fh.read())
+            roots = [os.path.abspath(r) + os.sep for r in self.roots if r]
+            sos = set()
+            if self.ext_dir:
+                sos.update(glob.glob(os.path.join(self.ext_dir, "**", "*.so"), recursive=True))
+            try:
+                with open("/proc/self/maps", encoding="ascii", errors="replace") as f:
+                    for line in f:
+                        path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                        if path.endswith(".so") and any(path.startswith(r) for r in roots):
+                            sos.add(path)
+            except OSError:
+                pass
+            staged = []
+            for so in sorted(sos):
+                try:
+                    with open(so, "rb") as fh:
+                        section = fatbin.nv_fatbin_section(fh.read())
+                except OSError:
+                    continue
                 for fb in fatbin.split_fatbins(section or b""):
-                    files_path = self._stage(fb, ".fatbin")
-                    files.append(files_path)
-            self._ext_files = [f for f in files if f.endswith(".fatbin")]
+                    staged.append(self._stage(fb, ".fatbin"))
+            self._ext_files = staged
         return self._ext_files
 
     def resolve(self, func, name):
@@ -231,7 +244,8 @@ def record(opts, plan):
     except DriverError as e:
         raise SetupError(str(e))
     images = Images(driver, os.path.join(opts.cache_dir, "device-code-staging"),
-                    os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ.get("TRITON_CACHE_DIR"))
+                    os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ.get("TRITON_CACHE_DIR"),
+                    roots=[opts.cache_dir, os.path.dirname(os.path.abspath(opts.source))])
     images.install_triton_hook()
     fn = load_job(opts.source, opts.entry)
     captures = []

@@ -236,3 +236,28 @@ class Runner(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExtensionImages(unittest.TestCase):
+    def test_an_extension_built_in_the_run_is_found_by_kernel_name(self):
+        from test_recording import DeviceCode
+        with tempfile.TemporaryDirectory() as d:
+            ext = os.path.join(d, "torch_extensions", "mm_ext")
+            os.makedirs(ext)
+            fb = DeviceCode.fatbin(b"kfleet_scaled_mm_fp8".ljust(24, b"\0"))
+            with open(os.path.join(ext, "mm_ext.so"), "wb") as f:
+                f.write(DeviceCode.elf_with(fb))
+
+            class Drv:
+                def image_defines(self, path, name):
+                    with open(path, "rb") as f:
+                        return name.encode() in f.read()
+            images = runner.Images(Drv(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
+                                   os.path.join(d, "triton"))
+            path, note = images.resolve(0x1234, "kfleet_scaled_mm_fp8")
+            self.assertEqual(note, "")
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), fb)  # the bare fatbin, split out of the .so
+            path, note = images.resolve(0x1234, "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn")
+            self.assertIsNone(path)
+            self.assertIn("a library kernel?", note)
