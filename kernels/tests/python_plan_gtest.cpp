@@ -2,6 +2,8 @@
 // fields as torch views need them, read from the ABI structs themselves (no GPU).
 #include "python_plan.hpp"
 
+#include "options.hpp"
+
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -87,6 +89,17 @@ TEST(PythonPlan, ThePlanHoldsEachRecordingsArgsBuffersAndFields) {
                     "\"correctness seed 3\",\"args\":\"01000000", 0), 0u) << j;
   EXPECT_NE(j.find("\"buffers\":[{\"name\":\"input Q\",\"va\":105553116266496,\"bytes\":2}]"),
             std::string::npos) << j;
+}
+
+TEST(PythonPlan, ThePlanIsAStageOptionThatExcludesRecordAndReplay) {
+  Options o;
+  const char* ok[] = {"kfleet-measure", "correctness", "--shape", "B=1,H=2,S=128,D=64", "--plan", "/run/p.json"};
+  EXPECT_EQ(parse_options(6, ok, &o), "");
+  EXPECT_EQ(o.plan_path, "/run/p.json");
+  const char* both[] = {"kfleet-measure", "correctness", "--plan", "p.json", "--record", "l.txt"};
+  EXPECT_NE(parse_options(6, both, &o).find("--plan excludes --record and --replay"), std::string::npos);
+  const char* empty[] = {"kfleet-measure", "benchmark", "--plan", ""};
+  EXPECT_NE(parse_options(4, empty, &o), "");
 }
 
 }  // namespace
