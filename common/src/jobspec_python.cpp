@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "kfleet/common/language.hpp"
+
 namespace kfleet::spec {
 namespace {
 
@@ -27,10 +29,6 @@ YAML::Node at(const YAML::Node& n, const char* key) {
 }
 
 }  // namespace
-
-bool is_python_language(const std::string& language) {
-  return language == "triton" || language == "torch";
-}
 
 void check_kernel_language(Issues& is, const YAML::Node& root, const JobSpec& spec) {
   const KernelSpec& k = spec.kernel;

@@ -8,9 +8,6 @@
 
 namespace kfleet::spec {
 
-// triton or torch: a launch module in Python, recorded by the agent's Python.
-bool is_python_language(const std::string& language);
-
 // Issues for a spec whose language and sources, family, defines, flags, timing, target or
 // profile do not go together; `root` is the document's node.
 void check_kernel_language(Issues& is, const YAML::Node& root, const JobSpec& spec);

@@ -4,6 +4,10 @@
 
 namespace kfleet {
 
+bool is_python_language(const std::string& language) {
+  return language == "triton" || language == "torch";
+}
+
 bool gpu_runs_language(const GpuInfo& gpu, const std::string& language) {
   if (gpu.simulated || gpu.vendor == "simulated") return true;
   if (language == "cuda") return gpu.vendor == "nvidia";

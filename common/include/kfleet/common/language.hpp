@@ -9,6 +9,10 @@
 
 namespace kfleet {
 
+// triton or torch: a Python launch module, recorded by the agent's Python, replayed by
+// kfleet-measure (what the agent's replay path branches on).
+bool is_python_language(const std::string& language);
+
 // cuda on NVIDIA, hip on AMD, anything on a simulated GPU; triton and torch on NVIDIA where the
 // agent's Python records them (extra["python"]["languages"], agent/backends/discovery/python.hpp).
 bool gpu_runs_language(const GpuInfo& gpu, const std::string& language);
