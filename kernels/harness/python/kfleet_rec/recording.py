@@ -138,18 +138,13 @@ def capture_to_list(rec, cap):
 
 
 def record_one(rec, first, second, arena, is_device_address=None):
-    """Two captures of the same args -> the recording, or Refusal (record.cu's record_one)."""
+    """Two captures of the same args -> the recording, or Refusal (record.cu's record_one, with
+    the first capture's kernels and addresses looked at before the two are compared: a tensor
+    the launch allocated under capture lands at another address each time, and "device memory
+    the harness did not give" says why, where "the recordings differ" would not)."""
     what = rec["what"]
     a = capture_to_list(rec, first)
     b = capture_to_list(rec, second)
-    diff = ll.difference(a, b)
-    if diff:
-        raise Refusal(what, f"two recordings of the same args differ ({diff}): the launch must "
-                            "enqueue the same work every time it is given the same args")
-    if not a.nodes and a.status == KFLEET_OK:
-        raise Refusal(what, "the launch returned KFLEET_OK but enqueued nothing into `stream`: work "
-                            "on a stream it did not join back into `stream`, or left to a host "
-                            "thread, is not part of the launch")
     # A kernel the measuring process could not load is named first (record.cu refuses a kernel
     # it cannot name as it reads the graph, before any address is looked at).
     for i, n in enumerate(a.nodes):
@@ -160,6 +155,14 @@ def record_one(rec, first, second, arena, is_device_address=None):
     bad = ll.check_addresses(a, arena[0], arena[1], is_device_address)
     if bad:
         raise Refusal(what, bad)
+    diff = ll.difference(a, b)
+    if diff:
+        raise Refusal(what, f"two recordings of the same args differ ({diff}): the launch must "
+                            "enqueue the same work every time it is given the same args")
+    if not a.nodes and a.status == KFLEET_OK:
+        raise Refusal(what, "the launch returned KFLEET_OK but enqueued nothing into `stream`: work "
+                            "on a stream it did not join back into `stream`, or left to a host "
+                            "thread, is not part of the launch")
     return a
 
 

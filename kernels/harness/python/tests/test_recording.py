@@ -154,6 +154,15 @@ class Refusals(Base):
         self.assertIn("parameter 3 byte 0, holds 0x7f0000200000", msg)
         self.assertIn("allocate scratch from workspace", msg)
 
+    def test_an_allocation_that_moves_between_captures_is_named_by_its_address(self):
+        doc = copy.deepcopy(self.doc)
+        for i, n in enumerate(self.kernel(doc)):  # torch.empty under capture: a new pool each time
+            p = bytearray.fromhex(n["params"])
+            p[24:32] = (0x7f0000200000 + i * 0x100000).to_bytes(8, "little")
+            n["params"] = p.hex()
+        msg = self.refused(doc, dev=lambda v: v >= 0x7f0000000000)
+        self.assertIn("device memory the harness did not give the launch", msg)
+
     def test_a_memset_outside_the_buffers_is_refused(self):
         doc = copy.deepcopy(self.doc)
         for pair in doc["captures"]:
