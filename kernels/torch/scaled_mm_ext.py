@@ -20,6 +20,12 @@ CUDA_SRC = r"""
 #include <c10/cuda/CUDAStream.h>
 #include <torch/extension.h>
 
+// Decoded through the intrinsic, not __nv_fp8_e4m3's conversion operators: torch builds
+// extensions with -D__CUDA_NO_HALF_CONVERSIONS__ and friends.
+__device__ float fp8_e4m3(unsigned char v) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(v, __NV_E4M3)));
+}
+
 extern "C" __global__ void kfleet_scaled_mm_fp8(const unsigned char* a, const unsigned char* b,
                                                 const unsigned short* bias, unsigned short* d,
                                                 int m, int n, int k, int b_nk, float scale,
@@ -28,10 +34,9 @@ extern "C" __global__ void kfleet_scaled_mm_fp8(const unsigned char* a, const un
   if (col >= n || row >= m) return;
   float acc = 0.f;
   for (int i = 0; i < k; ++i) {
-    __nv_fp8_e4m3 x, y;
-    x.__x = a[(long long)row * k + i];
-    y.__x = b_nk ? b[(long long)col * k + i] : b[(long long)i * n + col];
-    acc += float(x) * float(y);
+    const unsigned char x = a[(long long)row * k + i];
+    const unsigned char y = b_nk ? b[(long long)col * k + i] : b[(long long)i * n + col];
+    acc += fp8_e4m3(x) * fp8_e4m3(y);
   }
   float r = scale * acc;
   if (bias) {
