@@ -10,6 +10,7 @@
 
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
+#include "jobspec_python.hpp"
 #include "spec_keys.hpp"
 #include "spec_sections.hpp"
 #include "yaml-cpp/eventhandler.h"
@@ -73,7 +74,7 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
   if (m.require("family", "attention, scaled_mm or custom")) {
     if (auto s = read_enum(is, m.get("family"), m.path("family"), m.mark(), families())) k.family = *s;
   }
-  if (m.require("language", "cuda or hip")) {
+  if (m.require("language", "cuda, hip, triton or torch")) {
     if (auto s = read_enum(is, m.get("language"), m.path("language"), m.mark(), languages())) {
       k.language = *s;
     }
@@ -324,6 +325,7 @@ void parse_document(Issues& is, const YAML::Node& root, JobSpec& spec) {
       spec.timeout_s = static_cast<int>(*v);
     }
   }
+  check_kernel_language(is, root, spec);  // Python kernels: jobspec_python.cpp
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ const std::vector<std::string>& families() {
   return v;
 }
 const std::vector<std::string>& languages() {
-  static const std::vector<std::string> v = {"cuda", "hip"};
+  static const std::vector<std::string> v = {"cuda", "hip", "triton", "torch"};
   return v;
 }
 const std::vector<std::string>& metrics() {

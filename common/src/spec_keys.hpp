@@ -20,7 +20,7 @@ const std::vector<KeyTable>& key_tables();
 const std::vector<std::string>& keys_at(std::string_view level);
 
 const std::vector<std::string>& families();        // attention | scaled_mm | custom
-const std::vector<std::string>& languages();       // cuda | hip
+const std::vector<std::string>& languages();       // cuda | hip | triton | torch
 const std::vector<std::string>& metrics();         // time | gflops | tflops | gbps
 const std::vector<std::string>& profile_tools();   // ncu | rocprofv3
 const std::vector<std::string>& profile_whens();   // always | rejected | never

@@ -117,6 +117,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--record") good = value(&o->record_path) && !o->record_path.empty();
     else if (flag == "--replay") good = value(&o->replay_path) && !o->replay_path.empty();
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
+    else if (flag == "--plan") good = value(&o->plan_path) && !o->plan_path.empty();
     else if (flag == "--va-base") {
       std::string v;
       char* end = nullptr;
@@ -134,6 +135,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (o->stop.max_samples < o->stop.min_samples) o->stop.max_samples = o->stop.min_samples;
   if (!o->record_path.empty() && !o->replay_path.empty())
     return "--record and --replay exclude each other: one process records, another replays";
+  if (!o->plan_path.empty() && (!o->record_path.empty() || !o->replay_path.empty()))
+    return "--plan excludes --record and --replay: it only writes the plan a Python recorder "
+           "records on (ABI.md, \"Python kernels\")";
   if (!o->replay_path.empty() && o->device_code.empty())
     return "--replay needs --device-code: the job's objects, whose device code the list names";
   return "";

@@ -190,6 +190,8 @@ std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
 // Replay mode (record.cu, replay.cu, for both runtimes; what only HIP needs in record_hip.cu and
 // replay_hip.cu; what they share in replay_mode.hpp).
 int run_record(const Options& o);
+// Python kernels (plan.cu): the stage's recordings' args and buffers, for the Python recorder.
+int run_plan(const Options& o);
 // Loads the launch lists and the job's device code named by the options; attaches the graph
 // recorded for `what` to `p` (fails the setup with the reason when it cannot).
 void attach_replay(const Options& o, Problem& p, const std::string& what);

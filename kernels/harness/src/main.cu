@@ -25,7 +25,9 @@ int main(int argc, char** argv) {
   // kernel measured 3.5 % apart on an H200 with cudaMalloc'd buffers against the arena).
   std::string why;
   const bool arena = fixed_arena_open(o.va_base, &why);
-  if (!arena && (!o.record_path.empty() || !o.replay_path.empty())) fail_setup(why);
+  if (!arena && (!o.record_path.empty() || !o.replay_path.empty() || !o.plan_path.empty()))
+    fail_setup(why);
+  if (!o.plan_path.empty()) return run_plan(o);
   if (!o.record_path.empty()) return run_record(o);
   if (o.stage == "correctness") return run_correctness(o);
   return run_benchmark(o, dev);

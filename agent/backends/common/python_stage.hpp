@@ -1,0 +1,44 @@
+#pragma once
+// A harness stage of a Python kernel (kernels/harness/ABI.md, "Python kernels"), the pieces the
+// agent's replay path (harness_replay.cpp) calls instead of running the job's binary: the
+// recorder's command line, what its sandbox must read, and the device code it wrote, checked
+// before kfleet-measure is given it. Plain functions, tested without a GPU or torch.
+#include <string>
+#include <vector>
+
+#include "discovery/python.hpp"
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::backends {
+
+struct PythonRecorderCall {
+  std::string python;          // PythonRuntime::python
+  std::string harness_dir;     // kernels/harness (the recorder is harness_dir/python/...)
+  std::string measurer;        // the build cache entry's kfleet-measure (plans the args)
+  std::string source;          // the launch module: the job's first source, in its bundle
+  std::string language;        // triton | torch
+  std::string entry;           // kernel.entry, "" for the family's default
+  std::string device_code_dir; // a fresh folder of the run: the images the measurer loads
+  std::string cache_dir;       // Triton's and torch's caches, in the run's folder
+  std::string record;          // the launch list to write
+};
+
+// python -B harness_dir/python/kfleet_record.py --measure M --source S --language L [--entry E]
+//   --device-code-dir D --cache-dir C <stage args...> --record LIST
+// `stage_args` are the harness's (`correctness --case ...`), as kfleet-harness would get them;
+// the recorder hands them to kfleet-measure --plan.
+std::vector<std::string> python_recorder_argv(const PythonRecorderCall& c,
+                                              const std::vector<std::string>& stage_args);
+
+// What the recorder's sandbox reads besides the run's folder and the build cache entry: the
+// Python install and its packages, the recorder itself, the C compiler's and CUDA's folders.
+std::vector<std::string> python_recorder_read_paths(const PythonRuntime& py,
+                                                    const std::string& harness_dir);
+
+// The device code the recorder wrote, comma-separated for --device-code: every entry of `dir`
+// must be a regular file (no symlink, no folder) named <16 hex>.cubin or <16 hex>.fatbin, at most
+// 256 of them and 2 GiB in all; invalid_argument naming the first that is not (the job's
+// process wrote them: this is its failure), or when there are none.
+Result<std::string> python_device_code(const std::string& dir);
+
+}  // namespace kfleet::backends

@@ -1,0 +1,89 @@
+// The pieces of a Python kernel's stage the agent calls (common/python_stage.hpp): the recorder's
+// command line, its sandbox's reads, and the device code it wrote, checked before the measurer
+// gets it.
+#include "common/python_stage.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace kb = kfleet::backends;
+namespace fs = std::filesystem;
+
+namespace {
+
+TEST(PythonStage, TheRecordersCommandLineCarriesTheStageAsTheHarnessWouldGetIt) {
+  kb::PythonRecorderCall c{"/opt/py/bin/python3", "/srv/kfleet/kernels/harness", "/cache/e1/kfleet-measure",
+                           "/run/7/bundle/attn.py", "triton", "", "/run/7/device-code-1",
+                           "/run/7/py-cache", "/run/7/launches-1.txt"};
+  const auto argv = kb::python_recorder_argv(c, {"correctness", "--case", "small", "--shape", "B=1,H=2,S=128,D=64"});
+  const std::vector<std::string> want = {
+      "/opt/py/bin/python3", "-B", "/srv/kfleet/kernels/harness/python/kfleet_record.py",
+      "--measure", "/cache/e1/kfleet-measure", "--source", "/run/7/bundle/attn.py", "--language", "triton",
+      "--device-code-dir", "/run/7/device-code-1", "--cache-dir", "/run/7/py-cache",
+      "correctness", "--case", "small", "--shape", "B=1,H=2,S=128,D=64",
+      "--record", "/run/7/launches-1.txt"};
+  EXPECT_EQ(argv, want);
+  c.entry = "launch_bn64";
+  const auto with_entry = kb::python_recorder_argv(c, {"benchmark"});
+  EXPECT_EQ(std::vector<std::string>(with_entry.begin() + 9, with_entry.begin() + 11),
+            (std::vector<std::string>{"--entry", "launch_bn64"}));
+}
+
+TEST(PythonStage, TheSandboxReadsTheInstallTheCompilerAndCuda) {
+  kb::PythonRuntime py;
+  py.python = "/opt/py/bin/python3";
+  py.paths = {"/opt/py", "/opt/py/lib/python3.12/site-packages"};
+  py.cc = "/usr/bin/cc";
+  py.cuda_home = "/usr/local/cuda";
+  const auto paths = kb::python_recorder_read_paths(py, "/srv/kfleet/kernels/harness");
+  for (const char* p : {"/opt/py", "/opt/py/bin", "/opt/py/lib/python3.12/site-packages", "/usr/bin",
+                        "/usr/local/cuda", "/srv/kfleet/kernels/harness/python"})
+    EXPECT_NE(std::find(paths.begin(), paths.end(), p), paths.end()) << p;
+}
+
+class DeviceCodeDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kfleet_pydc_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void file(const std::string& name) { std::ofstream(dir_ / name) << "x"; }
+  fs::path dir_;
+};
+
+TEST_F(DeviceCodeDir, ImagesTheRecorderWroteAreListedSorted) {
+  file("ffff000011112222.fatbin");
+  file("0123456789abcdef.cubin");
+  auto r = kb::python_device_code(dir_.string());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, (dir_ / "0123456789abcdef.cubin").string() + "," + (dir_ / "ffff000011112222.fatbin").string());
+}
+
+TEST_F(DeviceCodeDir, AnythingElseIsTheJobsFailureNamed) {
+  file("0123456789abcdef.cubin");
+  fs::create_symlink("/etc/passwd", dir_ / "aaaaaaaaaaaaaaaa.cubin");
+  auto r = kb::python_device_code(dir_.string());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("'aaaaaaaaaaaaaaaa.cubin'"), std::string::npos) << r.error().message;
+  fs::remove(dir_ / "aaaaaaaaaaaaaaaa.cubin");
+  file("evil,name.cubin");
+  EXPECT_FALSE(kb::python_device_code(dir_.string()));
+  fs::remove(dir_ / "evil,name.cubin");
+  fs::create_directory(dir_ / "0123456789abcdee.cubin");
+  EXPECT_FALSE(kb::python_device_code(dir_.string()));
+}
+
+TEST_F(DeviceCodeDir, NoDeviceCodeIsNamed) {
+  auto r = kb::python_device_code(dir_.string());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("wrote no device code"), std::string::npos);
+  EXPECT_FALSE(kb::python_device_code((dir_ / "missing").string()));
+}
+
+}  // namespace

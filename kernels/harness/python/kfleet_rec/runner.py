@@ -1,0 +1,275 @@
+"""The recorder's GPU half: the job's Python imported, its launch function called on torch
+views of the fixed-address buffers, outside capture once (compilation, autotuning) and then
+twice under global stream capture per distinct args; each captured graph read back through the
+driver (cuda.py) and handed to recording.py. torch and triton are imported here only.
+"""
+import ctypes as C
+import glob
+import hashlib
+import importlib.util
+import os
+import sys
+import traceback
+
+from . import fatbin
+from .cuda import Driver, DriverError
+from .recording import Refusal
+
+TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
+                "fp32": "float32", "u8": "uint8"}
+
+
+class SetupError(Exception):
+    """The fleet's side is missing something (torch, a driver entry point): exit 3."""
+
+
+class Args:
+    """The launch's args: tensors (views of the harness's buffers) and values, as attributes."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __repr__(self):
+        return "kfleet args(" + ", ".join(sorted(self.__dict__)) + ")"
+
+
+def _cai_tensor(torch, va, nbytes, device):
+    class _Mem:
+        __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (va, False),
+                                    "version": 3, "strides": None}
+    return torch.as_tensor(_Mem(), device=f"cuda:{device}")
+
+
+def make_args(torch, fields, device):
+    """fields (the plan's, kernels/harness/cpu/python_plan.cpp): tensors by name with address,
+    bytes, dtype and shape; values by name."""
+    kw = dict(fields.get("values", {}))
+    for t in fields.get("tensors", []):
+        if not t.get("va"):
+            kw[t["name"]] = None  # an absent optional tensor (scaled_mm without bias)
+            continue
+        raw = _cai_tensor(torch, int(t["va"]), int(t["bytes"]), device)
+        dt = getattr(torch, TORCH_DTYPES[t["dtype"]])
+        kw[t["name"]] = raw.view(dt).view(tuple(t["shape"]))
+    return Args(**kw)
+
+
+def load_job(source, entry):
+    """Imports the job's source as module `kfleet_job` and returns its launch function."""
+    here = os.path.dirname(os.path.abspath(source))
+    sys.path.insert(0, here)
+    spec = importlib.util.spec_from_file_location("kfleet_job", source)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["kfleet_job"] = mod
+    spec.loader.exec_module(mod)  # the job's top level: imports, load_inline, @triton.jit
+    fn = getattr(mod, entry, None)
+    if not callable(fn):
+        raise Refusal("setup", f"{os.path.basename(source)} defines no function {entry}(args, "
+                               "stream) (kernel.entry renames it; ABI.md, \"Python kernels\")")
+    return fn
+
+
+class Images:
+    """Where each captured kernel's device code is: Triton's cubins by function handle (seen as
+    Triton loads them), an extension's fatbins (split out of its .so) by name, each checked by
+    loading it as kfleet-measure will."""
+
+    def __init__(self, driver, staging, ext_dir, triton_cache, roots=()):
+        self.driver, self.staging = driver, staging
+        self.ext_dir, self.triton_cache = ext_dir, triton_cache
+        self.roots = [ext_dir] + list(roots)  # folders whose mapped .so files are the job's
+        self.triton = {}      # CUfunction handle -> (name, cubin bytes)
+        self._ext_files = None
+        os.makedirs(staging, exist_ok=True)
+
+    def _stage(self, data, ext):
+        path = os.path.join(self.staging, hashlib.sha256(data).hexdigest()[:16] + ext)
+        if not os.path.exists(path):
+            with open(path + ".tmp", "wb") as f:
+                f.write(data)
+            os.replace(path + ".tmp", path)
+        return path
+
+    def install_triton_hook(self):
+        try:
+            from triton.compiler import compiler as tc
+        except Exception:
+            return False
+        ck = getattr(tc, "CompiledKernel", None)
+        orig = getattr(ck, "_init_handles", None)
+        if orig is None:
+            return False
+        seen = self.triton
+
+        def _init_handles(self_):
+            orig(self_)
+            fn = getattr(self_, "function", None)
+            asm = getattr(self_, "asm", {}) or {}
+            cubin = asm.get("cubin") if hasattr(asm, "get") else None
+            if cubin is None:
+                cubin = getattr(self_, "kernel", None)
+            if fn and isinstance(cubin, (bytes, bytearray)):
+                seen[int(fn)] = (self_.name, bytes(cubin))
+        ck._init_handles = _init_handles
+        return True
+
+    def _extension_files(self):
+        """The fatbins of the extensions this run built and loaded: every .so under
+        TORCH_EXTENSIONS_DIR (where load_inline and load build by default; torch does not put
+        the module in sys.modules) and every .so this process mapped from the run's folders
+        (/proc/self/maps), split into their fatbins and staged."""
+        if self._ext_files is None:
+            roots = [os.path.abspath(r) + os.sep for r in self.roots if r]
+            sos = set()
+            if self.ext_dir:
+                sos.update(glob.glob(os.path.join(self.ext_dir, "**", "*.so"), recursive=True))
+            try:
+                with open("/proc/self/maps", encoding="ascii", errors="replace") as f:
+                    for line in f:
+                        path = line.rstrip("\n").split(None, 5)[-1] if line.count(" ") >= 5 else ""
+                        if path.endswith(".so") and any(path.startswith(r) for r in roots):
+                            sos.add(path)
+            except OSError:
+                pass
+            staged = []
+            for so in sorted(sos):
+                try:
+                    with open(so, "rb") as fh:
+                        section = fatbin.nv_fatbin_section(fh.read())
+                except OSError:
+                    continue
+                for fb in fatbin.split_fatbins(section or b""):
+                    staged.append(self._stage(fb, ".fatbin"))
+            self._ext_files = staged
+        return self._ext_files
+
+    def resolve(self, func, name):
+        hit = self.triton.get(int(func))
+        if hit:
+            path = self._stage(hit[1], ".cubin")
+            if self.driver.image_defines(path, name):
+                return path, ""
+            return None, "Triton's cubin for it does not load the way kfleet-measure loads it"
+        found = [p for p in self._extension_files() if self.driver.image_defines(p, name)]
+        if len(found) == 1:
+            return found[0], ""
+        if len(found) > 1:
+            return None, f"{len(found)} of the job's extension fatbins define it"
+        # A Triton kernel loaded before the hook (from a cache it did not pass through): its
+        # cubin in the run's Triton cache, when exactly one there defines the name.
+        cubins = sorted(glob.glob(os.path.join(self.triton_cache or "/nonexistent", "**", "*.cubin"),
+                                  recursive=True))
+        found = [p for p in cubins if self.driver.image_defines(p, name)]
+        if len(found) == 1:
+            with open(found[0], "rb") as f:
+                return self._stage(f.read(), ".cubin"), ""
+        return None, ("not a Triton kernel the job launched nor in an extension it built in this "
+                      "run (a library kernel?)")
+
+
+def _status(v):
+    return 0 if v is None else v
+
+
+def capture(torch, driver, images, fn, args, stream):
+    """One call of the launch under global capture -> the capture description."""
+    raised = None
+    status = None
+    try:
+        g = torch.cuda.CUDAGraph(keep_graph=True)
+    except TypeError:
+        g = None
+    if g is not None:
+        try:
+            with torch.cuda.graph(g, stream=stream, capture_error_mode="global"):
+                try:
+                    status = fn(args, stream)
+                except Exception as e:  # noqa: BLE001 (the job's exception, named)
+                    raised = e
+        except Exception as e:  # noqa: BLE001 (capture_end: the capture was invalidated)
+            if raised is None:
+                return {"error": f"{type(e).__name__}: {str(e).strip()[:400]}"}
+        if raised is not None:
+            return {"error": f"{type(raised).__name__}: {str(raised).strip()[:400]}", "raised": True}
+        handle = g.raw_cuda_graph()
+        cap = driver.read_graph(handle, images.resolve)
+        g.reset()
+    else:  # a torch without keep_graph: capture with the driver directly on torch's stream
+        s = C.c_void_p(stream.cuda_stream)
+        driver.call("cuStreamBeginCapture_v2", s, 0)  # CU_STREAM_CAPTURE_MODE_GLOBAL
+        try:
+            with torch.cuda.stream(stream):
+                status = fn(args, stream)
+        except Exception as e:  # noqa: BLE001
+            raised = e
+        graph = C.c_void_p()
+        r = driver.lib.cuStreamEndCapture(s, C.byref(graph))
+        if raised is not None:
+            return {"error": f"{type(raised).__name__}: {str(raised).strip()[:400]}", "raised": True}
+        if r != 0 or not graph.value:
+            return {"error": f"cuStreamEndCapture returned {r}"}
+        cap = driver.read_graph(graph.value, images.resolve)
+        driver.call("cuGraphDestroy", graph)
+    cap["status"] = _status(status)
+    return cap
+
+
+def record(opts, plan):
+    """Per recording of the plan, the two captures (recording.py turns them into lists)."""
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        raise SetupError(f"the agent's Python cannot import torch ({e})")
+    if opts.language == "triton":
+        try:
+            import triton  # noqa: F401
+        except Exception as e:  # noqa: BLE001
+            raise SetupError(f"the agent's Python cannot import triton ({e})")
+    if not torch.cuda.is_available():
+        raise SetupError("torch sees no CUDA device")
+    dev = opts.device
+    torch.cuda.set_device(dev)
+    torch.zeros(1, device=f"cuda:{dev}")  # the primary context, current on this thread
+    try:
+        driver = Driver()
+    except OSError as e:
+        raise SetupError(f"cannot load libcuda.so.1 ({e})")
+    for needed in ("cuFuncGetParamInfo", "cuFuncGetName", "cuGraphKernelNodeGetParams_v2",
+                   "cuLibraryLoadData", "cuMemAddressReserve"):
+        if not driver.has(needed):
+            raise SetupError(f"the CUDA driver has no {needed} (a driver for CUDA 12.4 or later is needed)")
+    lo, hi = plan["arena"]
+    try:
+        driver.reserve(lo, hi)
+    except DriverError as e:
+        raise SetupError(str(e))
+    images = Images(driver, os.path.join(opts.cache_dir, "device-code-staging"),
+                    os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ.get("TRITON_CACHE_DIR"),
+                    roots=[opts.cache_dir, os.path.dirname(os.path.abspath(opts.source))])
+    images.install_triton_hook()
+    fn = load_job(opts.source, opts.entry)
+    captures = []
+    for rec in plan["recordings"]:
+        maps = [driver.map(b.va, b.nbytes, dev) for b in rec["buffers"]]
+        args = make_args(torch, rec["fields"], dev)
+        stream = torch.cuda.Stream(device=dev)
+        # Outside capture once: Triton's JIT, load_inline, an autotuner's benchmarks happen here,
+        # on the recorder's buffers; none of it is recorded or timed.
+        try:
+            with torch.cuda.stream(stream):
+                fn(args, stream)
+            driver.call("cuCtxSynchronize")  # not torch.cuda.synchronize: the job may patch it
+        except Exception as e:  # noqa: BLE001
+            raise Refusal(rec["what"], "the launch function failed outside capture (its first "
+                          f"call, which compiles): {type(e).__name__}: {str(e).strip()[:400]}")
+        pair = [capture(torch, driver, images, fn, args, stream) for _ in range(2)]
+        captures.append(pair)
+        driver.call("cuCtxSynchronize")
+        del args
+        for m in maps:
+            driver.unmap(m)
+    return captures, driver.is_device_address
+
+
+def format_exception():
+    return traceback.format_exc(limit=8)

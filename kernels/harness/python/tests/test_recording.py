@@ -1,0 +1,315 @@
+"""The Python recorder's parts that need no torch and no GPU: the launch-list writer, the
+refusals, the device-code files, the command line on recorded data (CTest kernels_python_recorder,
+run as `python3 -B -m unittest discover`; it writes only into temporary folders)."""
+import copy
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYDIR = os.path.dirname(HERE)
+sys.path.insert(0, PYDIR)
+
+from kfleet_rec import fatbin, launch_list as ll, recording  # noqa: E402
+
+FIXTURE = os.path.join(PYDIR, "..", "..", "tests", "python", "attention_capture.json")
+ARENA = (0x600000000000, 0x610000000000)
+
+
+def fake_cubin(tag=b"a"):
+    # An ELF header saying EM_CUDA (190): what device_code.cpp takes whole.
+    head = bytearray(64)
+    head[:4] = b"\x7fELF"
+    head[4] = 2
+    struct.pack_into("<H", head, 18, 190)
+    return bytes(head) + tag * 32
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        with open(FIXTURE, encoding="utf-8") as f:
+            self.doc = json.load(f)
+        with open(os.path.join(self.dir, "attn.cubin"), "wb") as f:
+            f.write(fake_cubin())
+        for pair in self.doc["captures"]:
+            for cap in pair:
+                for n in cap["nodes"]:
+                    if n.get("image"):
+                        n["image"] = os.path.join(self.dir, n["image"])
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_doc(self, doc=None, dev=None):
+        doc = doc or self.doc
+        plan = recording.read_plan(doc["plan"])
+        return recording.record_from_captures(plan, doc["captures"], os.path.join(self.dir, "l.txt"),
+                                              os.path.join(self.dir, "dc"), dev)
+
+    def refused(self, doc, dev=None):
+        with self.assertRaises(recording.Refusal) as cm:
+            self.run_doc(doc, dev)
+        return str(cm.exception)
+
+    def kernel(self, doc, cap=None):
+        caps = [c for pair in doc["captures"] for c in pair]
+        return [c["nodes"][0] for c in (caps if cap is None else [caps[cap]])]
+
+
+class Writer(Base):
+    def test_the_recorded_attention_kernel_becomes_the_lists_text(self):
+        s = self.run_doc()
+        self.assertEqual(s["lists"], 1)
+        self.assertEqual(s["operations"], 2)
+        self.assertEqual(len(s["device_code"]), 1)
+        self.assertTrue(s["device_code"][0].endswith(".cubin"))
+        with open(os.path.join(self.dir, "l.txt"), encoding="ascii") as f:
+            text = f.read().splitlines()
+        self.assertEqual(text[0], "kfleet-launch-list 1")
+        self.assertEqual(text[1], "list benchmark")
+        self.assertEqual(text[2], "status 0")
+        self.assertIn("buffer 0x600000000000 1048576 input Q", text)
+        kernel = [t for t in text if t.startswith("kernel ")][0]
+        self.assertTrue(kernel.startswith(
+            "kernel _attn_fwd 4 16 1 128 1 1 0 0 0 98304 98304 0 "
+            "0:8,8:8,16:8,24:8,32:4,36:4,40:4,48:8,56:8 0000000000600000"))
+        self.assertIn("memset 0x600000800000 0 4096 1 0 1", text)
+        self.assertEqual(text[-2:], ["edge 1 0", "end"])
+
+    def test_values_the_grammar_cannot_hold_are_named(self):
+        with self.assertRaisesRegex(ll.LaunchError, "not one printable word"):
+            ll.Kernel("two words", (1, 1, 1), (1, 1, 1)).text()
+        with self.assertRaisesRegex(ll.LaunchError, "unsigned 32-bit"):
+            ll.Kernel("k", (1 << 32, 1, 1), (1, 1, 1)).text()
+        with self.assertRaisesRegex(ll.LaunchError, "past the parameter bytes"):
+            ll.Kernel("k", (1, 1, 1), (1, 1, 1), slots=[(0, 8)], params=b"1234").text()
+        with self.assertRaisesRegex(ll.LaunchError, "line break"):
+            ll.serialize([ll.LaunchList("a\nb")])
+
+    def test_only_the_recorder_modules_import_without_torch(self):
+        code = ("import sys; sys.path.insert(0, %r); import kfleet, kfleet_record; "
+                "from kfleet_rec import launch_list, recording, fatbin, cuda; "
+                "print('torch' in sys.modules, 'triton' in sys.modules)") % PYDIR
+        out = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True)
+        self.assertEqual(out.stdout.strip(), "False False", out.stderr)
+
+
+class Refusals(Base):
+    def test_a_kernel_without_device_code_is_refused_by_name(self):
+        doc = copy.deepcopy(self.doc)
+        for n in self.kernel(doc):
+            n["image"], n["image_note"] = None, "not a Triton kernel the job launched (a library kernel?)"
+            n["function"] = "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+        msg = self.refused(doc)
+        self.assertIn("kernel sm90_xmma_gemm_f16f16", msg)
+        self.assertIn("(operation 0) has no device code", msg)
+        self.assertIn("cuBLAS, cuDNN", msg)
+        self.assertTrue(msg.startswith("replay mode refused the launch (benchmark): "))
+
+    def test_a_kernel_the_driver_cannot_name_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for n in self.kernel(doc):
+            n["function"] = None
+        self.assertIn("whose name the driver does not give back", self.refused(doc))
+
+    def test_a_host_node_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for pair in doc["captures"]:
+            for cap in pair:
+                cap["nodes"][1] = {"type": "host"}
+        self.assertIn("the launch enqueued a host function node", self.refused(doc))
+
+    def test_other_node_types_are_named(self):
+        for t, words in (("graph", "a child graph"), ("event_record", "an event record"),
+                         ("mem_alloc", "stream-ordered allocation"), ("conditional", "conditional")):
+            doc = copy.deepcopy(self.doc)
+            for pair in doc["captures"]:
+                for cap in pair:
+                    cap["nodes"][1] = {"type": t}
+            self.assertIn(words, self.refused(doc))
+
+    def test_an_address_outside_the_buffers_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for n in self.kernel(doc):
+            p = bytearray.fromhex(n["params"])
+            p[0:8] = (0x600100000000).to_bytes(8, "little")
+            n["params"] = p.hex()
+        msg = self.refused(doc)
+        self.assertIn("kernel _attn_fwd (operation 0), parameter 0 byte 0, holds 0x600100000000", msg)
+        self.assertIn("reserved range but outside its buffers", msg)
+
+    def test_the_launchs_own_allocation_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for n in self.kernel(doc):
+            p = bytearray.fromhex(n["params"])
+            p[24:32] = (0x7f0000200000).to_bytes(8, "little")  # a torch.empty in the launch
+            n["params"] = p.hex()
+        msg = self.refused(doc, dev=lambda v: v == 0x7f0000200000)
+        self.assertIn("parameter 3 byte 0, holds 0x7f0000200000", msg)
+        self.assertIn("allocate scratch from workspace", msg)
+
+    def test_an_allocation_that_moves_between_captures_is_named_by_its_address(self):
+        doc = copy.deepcopy(self.doc)
+        for i, n in enumerate(self.kernel(doc)):  # torch.empty under capture: a new pool each time
+            p = bytearray.fromhex(n["params"])
+            p[24:32] = (0x7f0000200000 + i * 0x100000).to_bytes(8, "little")
+            n["params"] = p.hex()
+        msg = self.refused(doc, dev=lambda v: v >= 0x7f0000000000)
+        self.assertIn("device memory the harness did not give the launch", msg)
+
+    def test_a_memset_outside_the_buffers_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for pair in doc["captures"]:
+            for cap in pair:
+                cap["nodes"][1]["width"] = 1 << 30
+        self.assertIn("memset (operation 1) writes 0x600000800000 +1073741824", self.refused(doc))
+
+    def test_a_host_copy_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for pair in doc["captures"]:
+            for cap in pair:
+                cap["nodes"][1] = {"type": "memcpy", "dst": 0x600000600000, "src": 0x7ffd0000,
+                                   "bytes": 64, "flat": True}
+        self.assertIn("host memory or the launch's own allocations", self.refused(doc))
+
+    def test_two_recordings_that_differ_are_refused(self):
+        doc = copy.deepcopy(self.doc)
+        self.kernel(doc, cap=1)[0]["grid"] = [5, 16, 1]
+        msg = self.refused(doc)
+        self.assertIn("two recordings of the same args differ (operation 0 was 'kernel _attn_fwd 4 16 1", msg)
+        self.assertIn("then 'kernel _attn_fwd 5 16 1", msg)
+
+    def test_a_launch_counter_in_the_status_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        doc["captures"][0][1]["status"] = 1
+        self.assertIn("the launch function returned 0 then 1", self.refused(doc))
+
+    def test_nothing_enqueued_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for cap in doc["captures"][0]:
+            cap["nodes"], cap["edges"] = [], []
+        self.assertIn("enqueued nothing into `stream`", self.refused(doc))
+
+    def test_unsupported_with_nothing_enqueued_is_recorded(self):
+        doc = copy.deepcopy(self.doc)
+        for cap in doc["captures"][0]:
+            cap["nodes"], cap["edges"], cap["status"] = [], [], 1
+        self.assertEqual(self.run_doc(doc)["operations"], 0)
+
+    def test_a_failed_capture_is_refused_with_the_error(self):
+        doc = copy.deepcopy(self.doc)
+        doc["captures"][0][0] = {"error": "RuntimeError: CUDA error: operation not permitted when stream is capturing"}
+        msg = self.refused(doc)
+        self.assertIn("could not be captured (RuntimeError: CUDA error: operation not permitted", msg)
+        self.assertIn("a Triton autotuner benchmarking inside the launch", msg)
+
+    def test_an_exception_in_the_launch_is_named(self):
+        doc = copy.deepcopy(self.doc)
+        doc["captures"][0][0] = {"error": "NameError: name 'x' is not defined", "raised": True}
+        self.assertIn("NameError: name 'x' is not defined", self.refused(doc))
+
+    def test_a_status_that_is_not_an_int_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for cap in doc["captures"][0]:
+            cap["status"] = "fast"
+        self.assertIn("returned 'fast'", self.refused(doc))
+
+    def test_one_name_from_two_images_is_refused(self):
+        doc = copy.deepcopy(self.doc)
+        other = os.path.join(self.dir, "other.cubin")
+        with open(other, "wb") as f:
+            f.write(fake_cubin(b"b"))
+        for pair in doc["captures"]:
+            for cap in pair:
+                k2 = copy.deepcopy(cap["nodes"][0])
+                k2["image"] = other
+                cap["nodes"].append(k2)
+                cap["edges"].append([0, 2])
+        self.assertIn("kernel _attn_fwd comes from two different device-code images", self.refused(doc))
+
+    def test_nothing_is_written_when_refused(self):
+        doc = copy.deepcopy(self.doc)
+        for n in self.kernel(doc):
+            n["image"] = None
+        self.refused(doc)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "l.txt")))
+
+
+class DeviceCode(unittest.TestCase):
+    @staticmethod
+    def fatbin(body):
+        return struct.pack("<IHHQ", fatbin.FATBIN_MAGIC, 1, 16, len(body)) + body
+
+    @staticmethod
+    def elf_with(section):
+        # A minimal 64-bit ELF: header, the section's bytes, the names, three section headers.
+        names = b"\0.shstrtab\0.nv_fatbin\0"
+        data_off = 64
+        names_off = data_off + len(section)
+        shoff = (names_off + len(names) + 7) & ~7
+        out = bytearray(shoff + 3 * 64)
+        out[:4] = b"\x7fELF"
+        out[4] = 2
+        struct.pack_into("<Q", out, 0x28, shoff)
+        struct.pack_into("<HHH", out, 0x3A, 64, 3, 1)
+        out[data_off:data_off + len(section)] = section
+        out[names_off:names_off + len(names)] = names
+        struct.pack_into("<IIQQQQ", out, shoff + 64, 1, 3, 0, 0, names_off, len(names))
+        struct.pack_into("<IIQQQQ", out, shoff + 128, 11, 1, 0, 0, data_off, len(section))
+        return bytes(out)
+
+    def test_an_extensions_section_splits_into_its_fatbins(self):
+        a, b = self.fatbin(b"x" * 20), self.fatbin(b"y" * 8)
+        section = a + b"\0" * 4 + b"\0" * 8 + b
+        elf = self.elf_with(section)
+        self.assertEqual(fatbin.nv_fatbin_section(elf), section)
+        self.assertEqual(fatbin.split_fatbins(section), [a, b])
+
+    def test_bytes_that_are_not_fatbins_give_none(self):
+        self.assertEqual(fatbin.split_fatbins(b"not a fatbin at all....."), [])
+        self.assertIsNone(fatbin.nv_fatbin_section(b"\x7fELF" + b"\0" * 10))
+        self.assertIsNone(fatbin.nv_fatbin_section(b"plain text"))
+        truncated = self.fatbin(b"z" * 40)[:30]
+        self.assertEqual(fatbin.split_fatbins(truncated), [])
+
+
+class CommandLine(Base):
+    def cli(self, doc):
+        path = os.path.join(self.dir, "capture.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        p = subprocess.run([sys.executable, "-B", os.path.join(PYDIR, "kfleet_record.py"),
+                            "--from-captures", path, "--record", os.path.join(self.dir, "l.txt"),
+                            "--device-code-dir", os.path.join(self.dir, "dc")],
+                           capture_output=True, text=True)
+        return p.returncode, [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+
+    def test_recorded_then_refused(self):
+        rc, lines = self.cli(self.doc)
+        self.assertEqual(rc, 0)
+        self.assertEqual(lines[-1]["type"], "recorded")
+        doc = copy.deepcopy(self.doc)
+        for pair in doc["captures"]:
+            for cap in pair:
+                cap["nodes"][1] = {"type": "host"}
+        rc, lines = self.cli(doc)
+        self.assertEqual(rc, 4)
+        self.assertEqual(lines[-1]["phase"], "record")
+        self.assertEqual(lines[-1]["recording"], "benchmark")
+        self.assertIn("a host function node", lines[-1]["message"])
+
+    def test_usage(self):
+        p = subprocess.run([sys.executable, "-B", os.path.join(PYDIR, "kfleet_record.py"), "correctness"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('"phase":"usage"', p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,263 @@
+"""The recorder's GPU half (runner.py) driven end to end with a fake torch, a fake triton and a
+fake driver: no GPU, no torch. What it proves: the plan's fields become the launch's args, the
+launch is called once outside capture and twice under torch.cuda.graph(keep_graph=True,
+capture_error_mode="global") per recording, Triton's cubins are caught as Triton loads them and
+named by the kernel nodes that use them, buffers are mapped at the plan's addresses and unmapped,
+and exceptions become the right captures. What it cannot prove (the GPU run does): that torch,
+Triton and the driver behave as these fakes do."""
+import contextlib
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from kfleet_rec import recording, runner  # noqa: E402
+
+CUBIN = b"\x7fELF" + b"\2" + b"\0" * 13 + bytes([190, 0]) + b"\0" * 44 + b"kernel"
+
+
+class FakeTensor:
+    def __init__(self, va, nbytes, dtype="uint8", shape=None):
+        self.va, self.nbytes, self.dtype, self.shape = va, nbytes, dtype, shape or (nbytes,)
+
+    def view(self, x):
+        if isinstance(x, tuple):
+            return FakeTensor(self.va, self.nbytes, self.dtype, x)
+        return FakeTensor(self.va, self.nbytes, x, self.shape)
+
+    def data_ptr(self):
+        return self.va
+
+
+def fake_torch(log):
+    torch = types.ModuleType("torch")
+    for name in ("float16", "bfloat16", "float8_e4m3fn", "float32", "uint8"):
+        setattr(torch, name, name)
+
+    def as_tensor(obj, device=None):
+        cai = obj.__cuda_array_interface__
+        log.append(("as_tensor", cai["data"][0], cai["shape"][0], device))
+        return FakeTensor(cai["data"][0], cai["shape"][0])
+    torch.as_tensor = as_tensor
+    torch.zeros = lambda *a, **k: None
+    cuda = types.SimpleNamespace()
+    cuda.is_available = lambda: True
+    cuda.set_device = lambda d: log.append(("set_device", d))
+
+    class Stream:
+        def __init__(self, device=None):
+            self.cuda_stream = 0x5000
+    cuda.Stream = Stream
+
+    @contextlib.contextmanager
+    def stream(s):
+        log.append(("stream", "enter"))
+        yield
+        log.append(("stream", "exit"))
+    cuda.stream = stream
+
+    class CUDAGraph:
+        def __init__(self, keep_graph=False):
+            assert keep_graph
+            self.captured = False
+
+        def raw_cuda_graph(self):
+            assert self.captured
+            return 0x6000
+
+        def reset(self):
+            log.append(("reset",))
+    cuda.CUDAGraph = CUDAGraph
+
+    @contextlib.contextmanager
+    def graph(g, stream=None, capture_error_mode=None):
+        assert capture_error_mode == "global" and stream is not None
+        log.append(("capture", "begin"))
+        yield
+        g.captured = True
+        log.append(("capture", "end"))
+    cuda.graph = graph
+    torch.cuda = cuda
+    return torch
+
+
+def fake_triton():
+    triton = types.ModuleType("triton")
+    compiler_pkg = types.ModuleType("triton.compiler")
+    compiler = types.ModuleType("triton.compiler.compiler")
+
+    class CompiledKernel:
+        def __init__(self, name):
+            self.name, self.asm, self.function = name, {"cubin": CUBIN}, None
+
+        def _init_handles(self):
+            self.function = 0xF00D
+    compiler.CompiledKernel = CompiledKernel
+    compiler_pkg.compiler = compiler
+    triton.compiler = compiler_pkg
+    return {"triton": triton, "triton.compiler": compiler_pkg, "triton.compiler.compiler": compiler}
+
+
+class FakeDriver:
+    instances = []
+
+    def __init__(self):
+        self.calls, self.maps = [], []
+        FakeDriver.instances.append(self)
+
+    def has(self, name):
+        return True
+
+    def call(self, name, *a):
+        self.calls.append(name)
+
+    def reserve(self, lo, hi):
+        self.calls.append(("reserve", lo, hi))
+
+    def map(self, va, n, dev):
+        self.maps.append(va)
+        return (va, n, 0)
+
+    def unmap(self, m):
+        self.calls.append(("unmap", m[0]))
+
+    def is_device_address(self, v):
+        return False
+
+    def image_defines(self, path, name):
+        with open(path, "rb") as f:
+            return f.read() == CUBIN and name == "_attn_fwd"
+
+    def read_graph(self, handle, resolve):
+        image, note = resolve(0xF00D, "_attn_fwd")
+        params = (0x600000000000).to_bytes(8, "little")
+        return {"error": None, "edges": [],
+                "nodes": [{"type": "kernel", "function": "_attn_fwd", "grid": [1, 1, 1],
+                           "block": [128, 1, 1], "slots": [[0, 8]], "params": params.hex(),
+                           "image": image, "image_note": note}]}
+
+
+PLAN = {"type": "plan", "version": 1, "family": "attention", "arena": [0x600000000000, 0x610000000000],
+        "recordings": [{"what": f"correctness seed {s}", "args": "01000000",
+                        "buffers": [{"name": "input Q", "va": 0x600000000000, "bytes": 4096},
+                                    {"name": "output", "va": 0x600000200000, "bytes": 4096}],
+                        "fields": {"tensors": [
+                            {"name": "q", "va": 0x600000000000, "bytes": 4096, "dtype": "fp16", "shape": [1, 1, 32, 64]},
+                            {"name": "o", "va": 0x600000200000, "bytes": 4096, "dtype": "fp16", "shape": [1, 1, 32, 64]},
+                            {"name": "bias", "va": 0, "bytes": 0, "dtype": "fp16", "shape": [64]}],
+                            "values": {"seq_len": 32, "softmax_scale": 0.125}}} for s in (0, 1)]}
+
+JOB = '''
+import kfleet
+from triton.compiler.compiler import CompiledKernel
+calls = []
+def kfleet_attention_launch(args, stream):
+    calls.append((args.q.shape, args.q.dtype, args.o.va, args.bias, args.seq_len))
+    k = CompiledKernel("_attn_fwd")
+    k._init_handles()
+    if MODE == "raise" and len(calls) % 3 != 1:  # under capture, not the first call
+        raise RuntimeError("operation not permitted when stream is capturing")
+    return None
+MODE = "ok"
+'''
+
+
+class Runner(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.log = []
+        self.saved = {k: sys.modules.get(k) for k in ("torch", "triton", "triton.compiler",
+                                                      "triton.compiler.compiler", "kfleet_job")}
+        sys.modules["torch"] = fake_torch(self.log)
+        sys.modules.update(fake_triton())
+        self.saved_driver = runner.Driver
+        runner.Driver = FakeDriver
+        FakeDriver.instances.clear()
+
+    def tearDown(self):
+        runner.Driver = self.saved_driver
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        self.tmp.cleanup()
+
+    def opts(self, mode="ok"):
+        src = os.path.join(self.tmp.name, "job.py")
+        with open(src, "w") as f:
+            f.write(JOB.replace('MODE = "ok"', f'MODE = "{mode}"'))
+        return types.SimpleNamespace(language="triton", device=0, source=src,
+                                     entry="kfleet_attention_launch",
+                                     device_code_dir=os.path.join(self.tmp.name, "dc"),
+                                     cache_dir=os.path.join(self.tmp.name, "cache"))
+
+    def test_a_plan_is_recorded_and_written(self):
+        plan = recording.read_plan(PLAN)
+        caps, _ = runner.record(self.opts(), plan)
+        self.assertEqual(len(caps), 2)
+        job = sys.modules["kfleet_job"]
+        # once outside capture, twice under it, per recording
+        self.assertEqual(len(job.calls), 6)
+        self.assertEqual(job.calls[0], ((1, 1, 32, 64), "float16", 0x600000200000, None, 32))
+        self.assertEqual([e for e in self.log if e[0] == "capture"].count(("capture", "begin")), 4)
+        d = FakeDriver.instances[0]
+        self.assertEqual(d.calls[0], ("reserve", 0x600000000000, 0x610000000000))
+        self.assertEqual(d.maps, [0x600000000000, 0x600000200000] * 2)
+        self.assertIn(("unmap", 0x600000200000), d.calls)
+        self.assertIn("cuCtxSynchronize", d.calls)
+        out = os.path.join(self.tmp.name, "l.txt")
+        s = recording.record_from_captures(plan, caps, out, self.opts().device_code_dir)
+        self.assertEqual(s["lists"], 2)
+        self.assertEqual(len(s["device_code"]), 1)
+        with open(s["device_code"][0], "rb") as f:
+            self.assertEqual(f.read(), CUBIN)  # the cubin Triton loaded, caught by the hook
+
+    def test_an_exception_under_capture_is_a_refusal(self):
+        plan = recording.read_plan(PLAN)
+        caps, _ = runner.record(self.opts("raise"), plan)
+        self.assertTrue(caps[0][0].get("raised"))
+        with self.assertRaises(recording.Refusal) as cm:
+            recording.record_from_captures(plan, caps, os.path.join(self.tmp.name, "l.txt"),
+                                           os.path.join(self.tmp.name, "dc"))
+        self.assertIn("raised under capture (RuntimeError: operation not permitted", str(cm.exception))
+
+    def test_a_missing_entry_is_named(self):
+        o = self.opts()
+        o.entry = "nope"
+        with self.assertRaises(recording.Refusal) as cm:
+            runner.record(o, recording.read_plan(PLAN))
+        self.assertIn("defines no function nope(args, stream)", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class ExtensionImages(unittest.TestCase):
+    def test_an_extension_built_in_the_run_is_found_by_kernel_name(self):
+        from test_recording import DeviceCode
+        with tempfile.TemporaryDirectory() as d:
+            ext = os.path.join(d, "torch_extensions", "mm_ext")
+            os.makedirs(ext)
+            fb = DeviceCode.fatbin(b"kfleet_scaled_mm_fp8".ljust(24, b"\0"))
+            with open(os.path.join(ext, "mm_ext.so"), "wb") as f:
+                f.write(DeviceCode.elf_with(fb))
+
+            class Drv:
+                def image_defines(self, path, name):
+                    with open(path, "rb") as f:
+                        return name.encode() in f.read()
+            images = runner.Images(Drv(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
+                                   os.path.join(d, "triton"))
+            path, note = images.resolve(0x1234, "kfleet_scaled_mm_fp8")
+            self.assertEqual(note, "")
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), fb)  # the bare fatbin, split out of the .so
+            path, note = images.resolve(0x1234, "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn")
+            self.assertIsNone(path)
+            self.assertIn("a library kernel?", note)
