@@ -3,6 +3,7 @@
 // child per stage and reading its JSON lines, custom-family steps. Vendors fill in compilers,
 // resource reports, GPU state and the profiler.
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "common/rounds.hpp"
 #include "common/subprocess.hpp"
 #include "discovery/nvml.hpp"
+#include "discovery/python.hpp"
 #include "kfleet/agent/backend.hpp"
 
 namespace kfleet::backends {
@@ -71,6 +73,8 @@ struct HarnessBackendConfig {
   double throttle_pct = -1;
   // Every process started for a job runs in this sandbox; none starts without it.
   SandboxPolicyPtr sandbox;
+  // The Python that records triton and torch kernels ("" = $KFLEET_PYTHON, else python3).
+  std::string python;
 };
 
 class HarnessBackend : public agent::Backend {
@@ -136,6 +140,13 @@ class HarnessBackend : public agent::Backend {
   SubprocessSpec sandboxed_process(std::vector<std::string> writable, std::vector<std::string> readable,
                            bool gpu) const;
   std::vector<std::pair<std::string, std::string>> pin_env_;
+  // The agent's Python for triton and torch jobs (kernels/harness/ABI.md, "Python kernels"),
+  // found once: by discover() as the agent starts, else by the first Python job's build. Its
+  // error when no Python runs at all.
+  const Result<PythonRuntime>& python_runtime();
+  // discover()'s part: the runtime (or why none) into the GPU's extra["python"], each missing
+  // piece logged as a setup warning.
+  void report_python(std::vector<GpuInfo>& gpus);
   HarnessBackendConfig cfg_;
   // The slot's device node numbers: NVIDIA's /dev/nvidia<minor>, AMD's renderD<minor>.
   unsigned slot_minor_ = 0;
@@ -156,9 +167,20 @@ class HarnessBackend : public agent::Backend {
                                      std::vector<std::string> argv,
                                      std::vector<nlohmann::json>& messages, bool result_pipe,
                                      const std::vector<std::string>& readable = {},
-                                     bool measure = false);
+                                     bool measure = false,
+                                     const std::vector<std::pair<std::string, std::string>>& env = {});
   std::atomic<int> recordings_{0};
+  std::mutex python_mu_;
+  std::optional<Result<PythonRuntime>> python_;
+  // A Python job's "binary" (harness_binary_ or baseline_binary_ is its launch module's path in
+  // the bundle): what its recorder is run with. Set by build, for the candidate and the reference.
+  struct PythonJob {
+    std::string source, language, entry;
+  };
+  std::map<std::string, PythonJob> python_jobs_;
   agent::StageResult build_one(agent::StageContext& c);
+  agent::StageResult build_python(agent::StageContext& c, const Compiler& cc,
+                                  const std::filesystem::path& harness_dir);
   Result<Compiler> locked_compiler();
   // The harness's objects for this compiler and arch, from the cache or compiled now (in
   // parallel; a compile another thread has started is waited for, not repeated). `defines`

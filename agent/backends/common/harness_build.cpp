@@ -17,6 +17,7 @@
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "kfleet/common/event.hpp"
+#include "kfleet/common/language.hpp"
 #include "kfleet/common/sha256.hpp"
 
 namespace kfleet::backends {
@@ -143,6 +144,7 @@ HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) 
 
 StageResult HarnessBackend::build(StageContext& c) {
   baseline_binary_.clear();
+  python_jobs_.clear();
   StageResult r = build_one(c);
   if (!r.ok || !c.compare.interleave) return r;
   if (!c.compare.interleave_error.empty()) return infra("interleaved comparison: " + c.compare.interleave_error);
@@ -320,6 +322,59 @@ void HarnessBackend::prepare(const std::function<void(const std::string&)>& log)
   }
 }
 
+// A Python kernel (kernels/harness/ABI.md, "Python kernels"): nothing of the job is compiled
+// ahead of time (Triton's JIT and load_inline compile inside the recorder) and no cache entry is
+// made; the recorder runs from the bundle. What the build gives its stages is kfleet's measuring
+// process, and the check that this agent's Python can record the language at all.
+StageResult HarnessBackend::build_python(StageContext& c, const Compiler& cc, const fs::path& hdir) {
+  const auto& k = c.spec.kernel;
+  StageResult r;
+  r.data = {{"compiler", cc.version}, {"arch", cfg_.arch}, {"language", k.language},
+            {"cache_hit", false}, {"recorder", "python"}};
+  measurer_.reset();
+  if (k.sources.empty()) {
+    r.reason = "a " + k.language + " kernel needs its launch module as kernel.sources[0]";
+    return r;
+  }
+  if (!cfg_.link_harness) {
+    // A compile agent: there is nothing to compile; the GPU agent records it.
+    r.ok = true;
+    r.data["skipped"] = k.language + " kernels have nothing to build ahead of time";
+    return r;
+  }
+  const auto& py = python_runtime();
+  if (!py) return fleet("no Python to record " + k.language + " kernels with: " + py.error().message);
+  if (std::find(py->languages.begin(), py->languages.end(), k.language) == py->languages.end()) {
+    std::string why;
+    for (const auto& m : py->missing) why += (why.empty() ? "" : "; ") + m;
+    return fleet("this agent's Python (" + py->python + ") cannot record " + k.language +
+                 " kernels" + (why.empty() ? std::string() : ": " + why));
+  }
+  fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+  auto m = measuring_process(cc, cache.string(), harness_digest(hdir), harness_sources(hdir));
+  if (!m.ok()) return fleet("the measuring process could not be built: " + m.error().message);
+  if (!*m) return fleet("no runnable measuring process on this host: " + k.language +
+                        " kernels are replayed by it");
+  measurer_ = **m;
+  const std::string source = (fs::path(c.bundle_dir) / source_bundle_path(k.sources.front())).string();
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(source, ec))) {
+    r.reason = "the launch module " + k.sources.front() + " is not a file of the job's bundle";
+    return r;
+  }
+  harness_binary_ = source;
+  compile_log_.clear();
+  python_jobs_[source] = PythonJob{source, k.language, k.entry};
+  r.ok = true;
+  r.data["binary"] = source;
+  r.data["measurer"] = measurer_->binary;
+  r.data["measurer_sha256"] = measurer_->sha256;
+  r.data["python"] = py->python;
+  c.sink.log(stage::build, k.language + " kernel: nothing to compile; recorded by " + py->python +
+                               ", replayed by kfleet-measure");
+  return r;
+}
+
 StageResult HarnessBackend::build_one(StageContext& c) {
   const auto& k = c.spec.kernel;
   if (k.family == "custom") {
@@ -343,6 +398,8 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     return fleet("harness sources not found at " + hdir.string() +
                  ": set KFLEET_HARNESS_DIR to kernels/harness");
   }
+
+  if (is_python_language(k.language)) return build_python(c, *cc, hdir);
 
   // Job flags: defines, the entry rename (ABI.md) when the entry is a launch function, flags.
   std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
@@ -496,6 +553,13 @@ StageResult HarnessBackend::resources(StageContext& c) {
   if (c.spec.kernel.family == "custom") {
     r.ok = true;
     r.data["skipped"] = "custom jobs report no compiler resources";
+    return r;
+  }
+  if (is_python_language(c.spec.kernel.language)) {
+    // Compiled by Triton or torch inside the recorder, not by the agent: no report to gate (the
+    // spec refuses gates.resources for these languages).
+    r.ok = true;
+    r.data["skipped"] = c.spec.kernel.language + " kernels are compiled in the recorder: no compiler resources";
     return r;
   }
   auto all = parse_resources(compile_log_, cfg_.arch);

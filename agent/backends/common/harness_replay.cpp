@@ -16,7 +16,10 @@
 
 #include "common/harness_backend.hpp"
 #include "common/harness_protocol.hpp"
+#include "common/python_stage.hpp"
 #include "kfleet/common/event.hpp"
+#include "kfleet/common/language.hpp"
+#include "kfleet/common/log.hpp"
 
 namespace kfleet::backends {
 namespace fs = std::filesystem;
@@ -127,7 +130,8 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
                                                    std::vector<nlohmann::json>& messages,
                                                    bool result_pipe,
                                                    const std::vector<std::string>& readable,
-                                                   bool measure) {
+                                                   bool measure,
+                                                   const std::vector<std::pair<std::string, std::string>>& env) {
   SubprocessSpec sp;
   if (measure) {
     // The measuring process: kfleet's binary, in a sandbox of its own that writes nowhere (its
@@ -147,6 +151,7 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
     std::vector<std::string> r = readable;
     r.push_back(fs::path(argv.front()).parent_path().string());
     sp = job_process(c, std::move(r), true);
+    sp.env.insert(sp.env.end(), env.begin(), env.end());
   }
   const bool probe = argv.size() > 1 && argv[1] == "probe";
   if (!probe) argv.insert(argv.end(), {"--device", std::to_string(child_device())});
@@ -192,9 +197,13 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
                                                    std::vector<nlohmann::json>& messages,
                                                    const std::string& binary_in) {
   const std::string binary = binary_in.empty() ? harness_binary_ : binary_in;
+  // A Python kernel (triton, torch): its "binary" is its launch module, recorded by the agent's
+  // Python; it is always replayed (the spec refuses in-process timing for it).
+  const auto py_job = python_jobs_.find(binary);
+  const bool python = py_job != python_jobs_.end();
   std::vector<std::string> argv = {binary};
   argv.insert(argv.end(), args.begin(), args.end());
-  if (in_process_timing(c.spec)) {
+  if (!python && in_process_timing(c.spec)) {
     if (const std::string no = in_process_refusal(c.spec); !no.empty())
       return make_error(Errc::forbidden, no);
     return run_child(c, stage, argv, messages, /*result_pipe=*/true);
@@ -204,11 +213,42 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   if (!measurer_) return make_error(Errc::unavailable, "no measuring process on this agent (was the build stage run?)");
   if (auto ok = check_measurer(*measurer_); !ok) return ok.error();
   // 1. Record: the job's code, whose output is its log; only its error line explains a refusal.
-  const std::string list = (fs::path(c.work_dir) / ("launches-" + std::to_string(++recordings_) + ".txt")).string();
-  std::vector<std::string> rec = argv;
-  rec.insert(rec.end(), {"--record", list});
+  const std::string n = std::to_string(++recordings_);
+  const std::string list = (fs::path(c.work_dir) / ("launches-" + n + ".txt")).string();
+  const std::string device_code_dir = (fs::path(c.work_dir) / ("device-code-" + n)).string();
   std::vector<nlohmann::json> said;
-  auto r = run_child(c, stage, rec, said, /*result_pipe=*/false);
+  Result<SubprocessResult> r = make_error(Errc::unavailable, "not recorded");
+  if (python) {
+    // The recorder is kfleet_record.py run by the agent's Python, in the job's sandbox: it asks
+    // the measuring process for the plan (its folder is read), imports the launch module and
+    // writes the launch list and the device code it captured into the run's folder.
+    const auto& py = python_runtime();
+    if (!py) return make_error(Errc::unavailable, "no Python to record " + py_job->second.language +
+                                                      " kernels with: " + py.error().message);
+    std::error_code ec;
+    fs::remove_all(device_code_dir, ec);
+    fs::create_directories(device_code_dir, ec);
+    if (ec) return make_error(Errc::unavailable, "cannot create " + device_code_dir + ": " + ec.message());
+    const fs::path work = c.work_dir;
+    const std::string cache = (work / "py-cache").string(), home = (work / "py-home").string(),
+                      tmp = (work / "py-tmp").string();
+    for (const auto& d : {cache, home, tmp}) fs::create_directories(d, ec);
+    const auto rec = python_recorder_argv(
+        PythonRecorderCall{py->python, cfg_.harness_dir, measurer_->binary, py_job->second.source,
+                           py_job->second.language, py_job->second.entry, device_code_dir, cache, list},
+        args);
+    std::vector<std::string> readable = python_recorder_read_paths(*py, cfg_.harness_dir);
+    readable.push_back(fs::path(measurer_->binary).parent_path().string());
+    const std::string cuda_home = py->cuda_home.empty() ? "/usr/local/cuda" : py->cuda_home;
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"CUDA_HOME", cuda_home}, {"PATH", cuda_home + "/bin:/usr/bin:/bin"}, {"TMPDIR", tmp}, {"HOME", home}};
+    if (!py->cc.empty()) env.push_back({"CC", py->cc});
+    r = run_child(c, stage, rec, said, /*result_pipe=*/false, readable, /*measure=*/false, env);
+  } else {
+    std::vector<std::string> rec = argv;
+    rec.insert(rec.end(), {"--record", list});
+    r = run_child(c, stage, rec, said, /*result_pipe=*/false);
+  }
   for (const auto& m : said)
     c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stdout"}, {"text", m.dump()}});
   if (!r.ok() || !r->ok() || r->stopped) {
@@ -235,15 +275,62 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
       return failed;
     }
   }
-  // 2. Measure: kfleet's measuring process, on the job's device code from the objects the
-  // recorder was linked from, and the launch list the recorder wrote: both the job's data.
-  const std::vector<std::string> device_code = job_device_code(binary);
+  // 2. Measure: kfleet's measuring process, on the job's device code (the objects the recorder
+  // was linked from; for a Python kernel, the images its recorder wrote) and the launch list
+  // the recorder wrote: all the job's data.
+  std::vector<std::string> device_code;
+  if (python) {
+    // The recorder's files: each must be a plain file of its own (a hard link to a host file
+    // would have the measuring process's sandbox bind that file), named as the recorder names
+    // them.
+    auto refuse = [&](const std::string& why) {
+      messages.push_back({{"type", "error"}, {"phase", "record"}, {"message", why}});
+      SubprocessResult failed = *r;
+      failed.exit_code = 4;
+      return failed;
+    };
+    if (const std::string removed = take_job_files(device_code_dir); !removed.empty())
+      return refuse("replay mode refused the recorder's device code: it left " + removed +
+                    " (links and special files are not device code)");
+    auto files = python_device_code(device_code_dir);
+    if (!files) return refuse(files.error().message);
+    std::stringstream in(*files);
+    for (std::string f; std::getline(in, f, ',');) {
+      struct stat st {};
+      if (::lstat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+        return refuse("replay mode refused the recorder's device code: " + f +
+                      " is not a regular file of its own");
+      device_code.push_back(f);
+    }
+  } else {
+    device_code = job_device_code(binary);
+  }
   std::vector<std::string> measure = {measurer_->binary};
   measure.insert(measure.end(), args.begin(), args.end());
   measure.insert(measure.end(), {"--replay", list, "--device-code", join(device_code, ',')});
   std::vector<std::string> readable = device_code;
   readable.push_back(list);
   return run_child(c, stage, measure, messages, /*result_pipe=*/true, readable, /*measure=*/true);
+}
+
+const Result<PythonRuntime>& HarnessBackend::python_runtime() {
+  std::lock_guard<std::mutex> lock(python_mu_);
+  if (!python_) python_ = discover_python(cfg_.python);
+  return *python_;
+}
+
+void HarnessBackend::report_python(std::vector<GpuInfo>& gpus) {
+  const auto& py = python_runtime();
+  nlohmann::json j;
+  if (!py) {
+    j = {{"error", py.error().message}};
+    log::warn("agent", "setup: no Python for triton and torch kernels: ", py.error().message);
+  } else {
+    j = py->to_json();
+    for (const auto& m : py->missing)
+      log::warn("agent", "setup: Python kernels: ", m, " (", py->python, ")");
+  }
+  for (auto& g : gpus) g.extra["python"] = j;
 }
 
 }  // namespace kfleet::backends

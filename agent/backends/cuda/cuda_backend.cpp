@@ -14,7 +14,7 @@ class CudaBackend final : public HarnessBackend {
   explicit CudaBackend(const agent::CudaBackendOptions& o)
       : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir,
                         o.require_exclusive, o.busy_wait_s, o.link_harness, o.throttle_pct,
-                        o.sandbox}),
+                        o.sandbox, o.python}),
         nvcc_override_(o.nvcc) {}
 
   std::string name() const override { return "cuda"; }
@@ -35,6 +35,9 @@ class CudaBackend final : public HarnessBackend {
     }
     // By UUID: CUDA's device order (fastest first) need not be NVML's (PCI order).
     pin_children(*devs, "CUDA_VISIBLE_DEVICES", /*by_uuid=*/true);
+    // The Python that records triton and torch jobs: what it can record goes with the GPU, and
+    // the scheduler offers Python jobs by it (kfleet::gpu_runs_language).
+    report_python(*devs);
     return devs;
   }
 

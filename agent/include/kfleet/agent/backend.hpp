@@ -135,6 +135,8 @@ struct CudaBackendOptions {
   double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
   // The sandbox every job process runs in (probe_sandbox); without one no job process starts.
   std::shared_ptr<const backends::SandboxPolicy> sandbox;
+  // The Python that records triton and torch kernels; "" = $KFLEET_PYTHON, else python3.
+  std::string python;
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 

@@ -56,7 +56,10 @@ int main(int argc, char** argv) {
   }
   if (!replay.empty()) {
     std::ifstream in(replay);
-    if (!in || device_code.find(".o") == std::string::npos || fake_launch) return 6;
+    // The job's objects (a CUDA job) or the images a Python recorder wrote.
+    const bool code = device_code.find(".o") != std::string::npos ||
+                      device_code.find(".cubin") != std::string::npos;
+    if (!in || !code || fake_launch) return 6;
   }
   if (result_fd >= 0) {
     // What a job's code would try: a forged result on stdout. Only the pipe counts.
