@@ -9,6 +9,7 @@
 #include "common/harness_backend.hpp"
 #include "common/sandbox.hpp"
 #include "kfleet/common/event.hpp"
+#include "kfleet/common/language.hpp"
 
 namespace kfleet::backends {
 namespace {
@@ -49,6 +50,15 @@ class CompileBackend final : public agent::Backend {
       c.sink.log(stage::build, "custom job: its build step runs on the GPU agent");
       return r;
     }
+    if (is_python_language(k.language)) {
+      // Triton's JIT and load_inline compile inside the recorder, on the GPU agent: nothing to
+      // build or gate here, the job is handed on as it is.
+      agent::StageResult r;
+      r.ok = true;
+      r.data["skipped"] = k.language + " job: it compiles in its recorder on the GPU agent";
+      c.sink.log(stage::build, k.language + " job: nothing to build ahead of time; handed to a GPU agent");
+      return r;
+    }
     std::string arch = c.gpu.arch.empty() ? agent::compile_arch_for(c.spec.target.gpu) : c.gpu.arch;
     if (arch.empty())
       return infra("no arch known for gpu '" + c.spec.target.gpu +
@@ -65,10 +75,12 @@ class CompileBackend final : public agent::Backend {
   }
 
   agent::StageResult resources(agent::StageContext& c) override {
-    if (c.spec.kernel.family == "custom") {
+    if (c.spec.kernel.family == "custom" || is_python_language(c.spec.kernel.language)) {
       agent::StageResult r;
       r.ok = true;
-      r.data["skipped"] = "custom jobs report no compiler resources";
+      r.data["skipped"] = c.spec.kernel.family == "custom"
+                              ? "custom jobs report no compiler resources"
+                              : c.spec.kernel.language + " kernels are compiled in the recorder: no compiler resources";
       return r;
     }
     if (!current_) return infra("the build stage did not run");
