@@ -9,6 +9,7 @@
 #include "ansi.hpp"
 #include "json_fields.hpp"
 #include "kfleet/cli/progress.hpp"
+#include "kfleet/common/language.hpp"
 
 namespace kfleet::cli {
 
@@ -168,6 +169,14 @@ static std::string enrolled_by(const nlohmann::json& agent) {
   return who.empty() ? out : out + " (" + who + ")";
 }
 
+namespace {
+std::string python_summary(const nlohmann::json& agent) {
+  const auto& gpus = arr_field(agent, "gpus");
+  if (gpus.empty() || !gpus[0].is_object() || !gpus[0].contains("extra")) return "-";
+  return python_runtime_summary(gpus[0]["extra"]);
+}
+}  // namespace
+
 std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
   std::string out;
   const auto& agents = arr_field(body, "agents");
@@ -175,8 +184,8 @@ std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
     out = "no agents enrolled\n";
   } else {
     // One agent serves one GPU (a slot of its host), so the fleet counts GPUs by agent.
-    TextTable t({"ID", "NAME", "REGION", "HOST:GPU", "GPU", "BACKEND", "STATE", "RUN", "LAST SEEN",
-                 "ENROLLED BY", "SIM"});
+    TextTable t({"ID", "NAME", "REGION", "HOST:GPU", "GPU", "BACKEND", "PYTHON", "STATE", "RUN",
+                 "LAST SEEN", "ENROLLED BY", "SIM"});
     std::map<std::string, int> hosts;
     int gpus_total = 0, busy = 0, idle = 0;
     for (const auto& a : agents) {
@@ -201,6 +210,8 @@ std::string render_agents(const nlohmann::json& body, TimeMs now, bool color) {
                               a["info"].value("sandboxed", true) == false
                           ? " UNSANDBOXED"
                           : ""),
+                 // What its Python records (triton, torch jobs), or what it lacks.
+                 python_summary(a),
                  paint_state(state, color),
                  run.empty() || run == "0" ? "-" : run, age_of(a, "last_seen", now) + " ago",
                  enrolled_by(a), sim_mark(a)});

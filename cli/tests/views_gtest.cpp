@@ -75,6 +75,19 @@ TEST(Views, AgentsSayWhoEnrolledThem) {
   EXPECT_NE(out.find("#7 rack-3 (alice)"), std::string::npos) << out;
 }
 
+TEST(Views, AgentsShowWhatTheirPythonRecords) {
+  nlohmann::json agents = {
+      {{"id", 1}, {"name", "py"}, {"state", "idle"},
+       {"gpus", {{{"gpu_class", "H200"}, {"arch", "sm_90a"},
+                  {"extra", {{"python", {{"torch", "2.11.0+cu130"}, {"triton", "3.6.0"},
+                                         {"languages", {"torch", "triton"}}}}}}}}}},
+      {{"id", 2}, {"name", "nopy"}, {"state", "idle"},
+       {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}}};
+  const std::string out = render_agents({{"agents", agents}}, kNow, false);
+  EXPECT_NE(out.find("PYTHON"), std::string::npos) << out;
+  EXPECT_NE(out.find("torch 2.11.0+cu130, triton 3.6.0"), std::string::npos) << out;
+}
+
 TEST(Views, AgentsCountGpusPerHost) {
   nlohmann::json agents = nlohmann::json::array();
   for (int i = 0; i < 8; ++i)
