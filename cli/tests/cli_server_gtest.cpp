@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "../../common/tests/shell_characters.hpp"
 #include <nlohmann/json.hpp>
 
 #include "fake_kfleetd.hpp"
@@ -167,6 +169,29 @@ TEST_F(JobDir, ADefineWithShellSyntaxIsRefusedAndNothingIsSent) {
                          "letters, digits and _ @ % + = : . / - (nvcc runs its build steps "
                          "through a shell)\n");
   EXPECT_EQ(r.out, "");
+}
+
+// Every refused character: `kfleet submit` names the field and the character, exits 2 and sends
+// nothing.
+TEST_F(JobDir, EveryShellCharacterIsRefusedByTheCli) {
+  FakeKfleetd server([](const RecordedRequest&) { return created(12); });
+  for (const auto& c : kfleet::testing::refused_shell_characters()) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"  defines: {TILE: \"64" + c.yaml + "\"}\n", "kernel.defines.TILE: "},
+        {"  flags: [\"-DX=1" + c.yaml + "\"]\n", "kernel.flags[0]: "},
+        {"  entry: \"k" + c.yaml + "x\"\n", "kernel.entry: "},
+    };
+    for (const auto& [tail, field] : cases) {
+      std::string yaml = kJobYaml;
+      if (tail.rfind("  entry:", 0) == 0) yaml.erase(yaml.find("  entry: fa_s512_v3\n"));  // the last line
+      std::string bad = write("bad.yaml", yaml + tail);
+      Ran r = run_kfleet({"--server", server.url(), "submit", bad}, {{"KFLEET_TOKEN", "t"}});
+      EXPECT_EQ(r.code, 2) << c.shown << " " << tail << r.err;
+      EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(c.shown), std::string::npos) << r.err;
+    }
+  }
+  EXPECT_TRUE(server.requests().empty());
 }
 
 TEST_F(JobDir, MissingSourceIsAUsageError) {

@@ -10,6 +10,7 @@
 #include "kfleet/agent/backend.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "test_sandbox.hpp"
+#include "../../../common/tests/shell_characters.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
@@ -33,6 +34,27 @@ KernelSpec kernel() {
 std::string refusal(const KernelSpec& k) {
   auto r = check_kernel_compile_inputs(k);
   return r.ok() ? std::string("(accepted)") : r.error().message;
+}
+
+// Every refused character, in every field, by the agent's own check (whatever kfleetd let through).
+TEST(CompileInputs, EveryRefusedCharacterInEveryField) {
+  for (const auto& c : kfleet::testing::refused_shell_characters()) {
+    auto k = kernel();
+    k.defines[0].second = "2" + c.raw;
+    EXPECT_NE(refusal(k).find("kernel.defines.STAGES: "), std::string::npos) << c.shown << ": " << refusal(k);
+    EXPECT_NE(refusal(k).find(c.shown), std::string::npos) << refusal(k);
+    k = kernel();
+    k.defines.push_back({"A" + c.raw, "1"});
+    EXPECT_NE(refusal(k).find("is not a C identifier (it has " + c.shown), std::string::npos) << refusal(k);
+    k = kernel();
+    k.flags[1] = "-DTILE=64" + c.raw;
+    EXPECT_NE(refusal(k).find("kernel.flags[1]: "), std::string::npos) << c.shown << ": " << refusal(k);
+    EXPECT_NE(refusal(k).find(c.shown), std::string::npos) << refusal(k);
+    k = kernel();
+    k.entry = "job_tile" + c.raw;
+    EXPECT_NE(refusal(k).find("kernel.entry: "), std::string::npos) << c.shown << ": " << refusal(k);
+    EXPECT_NE(refusal(k).find(c.shown), std::string::npos) << refusal(k);
+  }
 }
 
 TEST(CompileInputs, AWholeKernelIsCheckedFieldByField) {

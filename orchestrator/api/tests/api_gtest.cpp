@@ -13,6 +13,8 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "../../../common/tests/shell_characters.hpp"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
@@ -177,6 +179,29 @@ TEST_F(ApiTest, ShellSyntaxInFlagsDefinesOrEntryIsRefused) {
                                                        "  flags: [-O3, -DX=a=b]\n" +
                                                        "simulate: {time_us: 50, stage_ms: 1}\n"));
   EXPECT_EQ(ok->status, 201) << ok->body;
+}
+
+// Every refused character, in a define's value, a flag and the entry: 400 naming the field and
+// the character, nothing stored.
+TEST_F(ApiTest, EveryShellCharacterIsRefusedAtSubmit) {
+  HttpClient user(url_, "user-secret");
+  const std::string kernel = "name: x\ntarget: {gpu: L4}\nkernel:\n  family: attention\n"
+                             "  language: cuda\n  sources: [k.cu]\n";
+  for (const auto& c : kfleet::testing::refused_shell_characters()) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {kernel + "  defines: {TILE: \"64" + c.yaml + "\"}\n", "kernel.defines.TILE"},
+        {kernel + "  flags: [-O3, \"-DX=1" + c.yaml + "\"]\n", "kernel.flags[1]"},
+        {kernel + "  entry: \"k" + c.yaml + "x\"\n", "kernel.entry"},
+    };
+    for (const auto& [spec, field] : cases) {
+      auto r = user.post_json("/api/v1/jobs", submit_body(spec));
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(r->status, 400) << c.shown << "\n" << spec << r->body;
+      EXPECT_NE(r->error_message().find(field + ": "), std::string::npos) << r->error_message();
+      EXPECT_NE(r->error_message().find(c.shown), std::string::npos) << r->error_message();
+    }
+  }
+  EXPECT_EQ(job_count(), 0u);
 }
 
 TEST_F(ApiTest, OversizedAndMalformedBodies) {
