@@ -153,7 +153,9 @@ TEST_P(StoreContract, ASubmissionGrantsTheLeasePlannedForItWhenTheRulesAllow) {
   EXPECT_EQ(events[3].type, event_type::job_state);
   for (std::size_t i = 0; i < events.size(); ++i) {
     EXPECT_EQ(events[i].seq, static_cast<int>(i) + 1);
-    if (i) EXPECT_EQ(events[i].id, events[i - 1].id + 1);
+    if (i) {
+      EXPECT_EQ(events[i].id, events[i - 1].id + 1);
+    }
   }
   // The events say what a pass's grant says (PostgreSQL writes them in the submit's own
   // statement).
