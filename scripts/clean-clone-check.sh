@@ -3,7 +3,8 @@
 # CI does: scripts/install-deps.sh and scripts/build.sh once, then ctest three times with -j2 and
 # once with -j4. After every ctest run it checks that the clone's working tree holds nothing that
 # git does not already ignore as a build output (no test may write into the source tree), and
-# prints one summary line per run. Exits non-zero if any run failed or dirtied the tree.
+# prints one summary line per run and the time of each phase (install, configure + build, each
+# ctest run). Exits non-zero if any run failed or dirtied the tree.
 #   scripts/clean-clone-check.sh [--log FILE] [--keep] [--runs "2 2 2 4"] [--ref REF]
 #     --log FILE   also write the whole log to FILE (default: only stdout)
 #     --keep       keep the clone (default: removed at the end)
@@ -36,10 +37,21 @@ echo "clean-clone-check: machine: $(nproc) cores, $(free -g | awk '/Mem:/{print 
 git clone -q --no-local "$src" "$clone" && git -C "$clone" checkout -q "$commit" || exit 2
 # shared/ sits beside the checkout in CI; nothing in the suite may need it, so it is not copied.
 
+# Each phase's time on its own line (install, configure + build, each ctest run), and all of
+# them again at the end, so that where CI's time goes stays visible.
+phases=""
 t0=$(date +%s)
-(cd "$clone" && scripts/install-deps.sh && scripts/build.sh) >"$work/build.log" 2>&1 ||
-  { tail -50 "$work/build.log"; echo "clean-clone-check: FAIL: install or build failed"; exit 1; }
-echo "clean-clone-check: install + build: $(( $(date +%s) - t0 )) s"
+(cd "$clone" && scripts/install-deps.sh) >"$work/install.log" 2>&1 ||
+  { tail -50 "$work/install.log"; echo "clean-clone-check: FAIL: install failed"; exit 1; }
+secs=$(( $(date +%s) - t0 ))
+echo "clean-clone-check: phase install: ${secs} s"
+phases="install ${secs} s"
+t0=$(date +%s)
+(cd "$clone" && scripts/build.sh) >"$work/build.log" 2>&1 ||
+  { tail -50 "$work/build.log"; echo "clean-clone-check: FAIL: build failed"; exit 1; }
+secs=$(( $(date +%s) - t0 ))
+echo "clean-clone-check: phase configure + build: ${secs} s"
+phases="$phases, configure + build ${secs} s"
 
 # Everything a build or test may leave is an ignored build output; anything else is a defect.
 dirty() {
@@ -60,6 +72,8 @@ for j in $runs; do
   summary=$(grep -E 'tests passed|tests failed' "$out" | tail -1)
   left=$(dirty)
   echo "clean-clone-check: run $i (ctest -j$j): exit $rc in ${secs} s: $summary"
+  echo "clean-clone-check: phase ctest (run $i, -j$j): ${secs} s"
+  phases="$phases, ctest run $i (-j$j) ${secs} s"
   if [ "$rc" != 0 ]; then
     status=1
     sed -n '/The following tests FAILED/,$p' "$out"
@@ -74,6 +88,7 @@ for j in $runs; do
   grep -E '^ *[0-9]+/[0-9]+ Test +#' "$out" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
     sort -rn | head -5 | awk '{printf "    %7.1f s  %s\n", $1, $2}'
 done
+echo "clean-clone-check: phases: $phases"
 [ "$status" = 0 ] && echo "clean-clone-check: all runs green, source tree untouched" ||
   echo "clean-clone-check: FAILED"
 exit $status

@@ -4,7 +4,16 @@
 # chromium) fail when it is missing; nothing is skipped silently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+# Each phase's time as it ends, so CI's log shows where it went; ctest prints its own ("Total
+# Test time") and is the last thing printed, so its closing lines stay the log's last.
+phase() {
+  local name=$1 t0
+  shift
+  t0=$(date +%s)
+  "$@"
+  echo "test.sh: phase $name: $(( $(date +%s) - t0 )) s"
+}
+phase install scripts/install-deps.sh
+phase "configure + build" scripts/build.sh
 # -j2: the suite is sized for 2 cores; each test has its own timeout in CMake (default 600 s).
-ctest --test-dir build --output-on-failure -j2 --timeout 900
+exec ctest --test-dir build --output-on-failure -j2 --timeout 900
