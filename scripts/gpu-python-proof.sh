@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proves Python kernels (issue #51; kernels/harness/ABI.md, "Python kernels") on an NVIDIA GPU, in
+# Proves Python kernels (issue #51; kernels/harness/PYTHON.md) on an NVIDIA GPU, in
 # two parts:
 #  direct  builds kfleet-measure (the harness alone, nvcc) and, without kfleetd, runs each Python
 #          kernel as the agent will: kfleet_record.py (which asks kfleet-measure --plan, maps the

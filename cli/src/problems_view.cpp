@@ -87,7 +87,7 @@ std::string render_problem_contract(const ProblemDef& d) {
   o << d.name << " v" << d.version << (d.summary.empty() ? "" : ": " + d.summary) << "\n";
   o << "defined in " << d.file << "\n\n";
   if (d.abi == "generic") {
-    o << "ABI: kfleet_problem_args (kfleet_harness/problem_abi.h; kernels/harness/ABI.md, \"Problems\")\n"
+    o << "ABI: kfleet_problem_args (kfleet_harness/problem_abi.h; kernels/harness/PROBLEM-ABI.md)\n"
       << "  extern \"C\" int kfleet_problem_launch(const kfleet_problem_args* args, gpuStream_t stream);\n\n";
   } else {
     o << "ABI: the harness family " << d.abi << " (kfleet_" << d.abi << "_args, kfleet_" << d.abi

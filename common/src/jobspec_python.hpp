@@ -1,5 +1,5 @@
 #pragma once
-// kernel.language triton | torch (kernels/harness/ABI.md, "Python kernels"): the rules that tie
+// kernel.language triton | torch (kernels/harness/PYTHON.md): the rules that tie
 // a Python kernel's language to its sources, its family and the rest of the spec, checked after
 // the spec is parsed so each issue lands at the node it is about (file:line:col).
 #include <string>

@@ -1,4 +1,4 @@
-// kernel.language triton | torch (kernels/harness/ABI.md, "Python kernels"): accepted for the
+// kernel.language triton | torch (kernels/harness/PYTHON.md): accepted for the
 // harness families with a Python launch module, and every wrong combination named where it is.
 #include "kfleet/common/jobspec.hpp"
 

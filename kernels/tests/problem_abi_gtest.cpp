@@ -1,4 +1,4 @@
-// The generic problem ABI's layout (problem_abi.h), field by field, as ABI.md documents it: a
+// The generic problem ABI's layout (problem_abi.h), field by field, as PROBLEM-ABI.md documents it: a
 // recorder in another language (ctypes, a Triton launcher) writes these bytes, so they are a
 // contract, not an implementation detail. The header asserts the main offsets itself under
 // every compiler; this test pins every field and the values of the constants.

@@ -192,7 +192,7 @@ TEST(ProblemChecks, ToleranceAndExactSayWhatFailed) {
   EXPECT_EQ(why.rfind("values: 1 of 32 elements differ (exact check); first at 2: 0.5, want ", 0), 0u) << why;
 }
 
-// The struct a launch gets, filled from a definition and a case: every field where ABI.md says,
+// The struct a launch gets, filled from a definition and a case: every field where PROBLEM-ABI.md says,
 // byte-identical when built twice (replay compares the recorded bytes with its own), and its
 // words pass the recorder's address scan with the tensors in the fixed arena.
 TEST(ProblemArgs, FilledFromADefinitionAndACase) {

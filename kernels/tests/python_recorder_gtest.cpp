@@ -1,4 +1,4 @@
-// The Python recorder's launch-list writer against the C++ parser (ABI.md, "Python kernels"):
+// The Python recorder's launch-list writer against the C++ parser (PYTHON.md):
 // kernels/harness/python/kfleet_record.py run with python3 (no torch) on recorded data, a
 // Triton attention kernel's capture as the driver gives it back; its list must parse with
 // parse_launch_lists, pass the measurer's address check and plan, and its device-code file must

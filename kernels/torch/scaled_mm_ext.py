@@ -1,5 +1,5 @@
 """A scaled_mm kernel in CUDA C++ compiled by torch.utils.cpp_extension.load_inline, for kfleet's
-scaled_mm family with `language: torch` (kernels/harness/ABI.md, "Python kernels"). One thread
+scaled_mm family with `language: torch` (kernels/harness/PYTHON.md). One thread
 per output element, fp32 accumulation, like kernels/reference/scaled_mm_ref.cu: a plain example
 of a torch extension's kernel being recorded (its fatbin) and replayed, not a fast GEMM.
 

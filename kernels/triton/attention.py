@@ -1,5 +1,5 @@
-"""A Triton attention kernel for kfleet's attention family (kernels/harness/ABI.md,
-"Python kernels"): flash-attention's online softmax, one program per (BLOCK_M queries, batch *
+"""A Triton attention kernel for kfleet's attention family (kernels/harness/PYTHON.md):
+flash-attention's online softmax, one program per (BLOCK_M queries, batch *
 head), fp16 Q/K/V/O or fp8 e4m3 K/V with their scales, causal or not. Written for kfleet, plain
 and readable rather than tuned; it is the Triton seed of the fa-s512 campaign
 (jobs/fa-s512-triton/) and the honest control of the Python exploit corpus.

@@ -140,7 +140,7 @@ class HarnessBackend : public agent::Backend {
   SubprocessSpec sandboxed_process(std::vector<std::string> writable, std::vector<std::string> readable,
                            bool gpu) const;
   std::vector<std::pair<std::string, std::string>> pin_env_;
-  // The agent's Python for triton and torch jobs (kernels/harness/ABI.md, "Python kernels"),
+  // The agent's Python for triton and torch jobs (kernels/harness/PYTHON.md),
   // found once: by discover() as the agent starts, else by the first Python job's build. Its
   // error when no Python runs at all.
   const Result<PythonRuntime>& python_runtime();

@@ -322,7 +322,7 @@ void HarnessBackend::prepare(const std::function<void(const std::string&)>& log)
   }
 }
 
-// A Python kernel (kernels/harness/ABI.md, "Python kernels"): nothing of the job is compiled
+// A Python kernel (kernels/harness/PYTHON.md): nothing of the job is compiled
 // ahead of time (Triton's JIT and load_inline compile inside the recorder) and no cache entry is
 // made; the recorder runs from the bundle. What the build gives its stages is kfleet's measuring
 // process, and the check that this agent's Python can record the language at all.

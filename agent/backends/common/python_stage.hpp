@@ -1,5 +1,5 @@
 #pragma once
-// A harness stage of a Python kernel (kernels/harness/ABI.md, "Python kernels"), the pieces the
+// A harness stage of a Python kernel (kernels/harness/PYTHON.md), the pieces the
 // agent's replay path (harness_replay.cpp) calls instead of running the job's binary: the
 // recorder's command line, what its sandbox must read, and the device code it wrote, checked
 // before kfleet-measure is given it. Plain functions, tested without a GPU or torch.

@@ -1,5 +1,5 @@
 #pragma once
-// The agent's Python for Triton and torch kernels (kernels/harness/ABI.md, "Python kernels"):
+// The agent's Python for Triton and torch kernels (kernels/harness/PYTHON.md):
 // found once as the agent starts, its versions reported with the GPU (GpuInfo::extra["python"],
 // shown by `kfleet agents`), and the languages it can record used to schedule jobs
 // (kfleet::gpu_runs_language). A missing piece is named: the fleet's setup, never a job's failure.

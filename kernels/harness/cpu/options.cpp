@@ -137,7 +137,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     return "--record and --replay exclude each other: one process records, another replays";
   if (!o->plan_path.empty() && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--plan excludes --record and --replay: it only writes the plan a Python recorder "
-           "records on (ABI.md, \"Python kernels\")";
+           "records on (PYTHON.md)";
   if (!o->replay_path.empty() && o->device_code.empty())
     return "--replay needs --device-code: the job's objects, whose device code the list names";
   return "";

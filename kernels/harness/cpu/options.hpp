@@ -32,7 +32,7 @@ struct Options {
   // instead of running them. replay_path + device_code: run the recorded launches from the
   // job's device code only. va_base: where both map the kernel's buffers.
   std::string record_path, replay_path, device_code;
-  // Python kernels (ABI.md, "Python kernels"): kfleet-measure writes the stage's recordings'
+  // Python kernels (PYTHON.md): kfleet-measure writes the stage's recordings'
   // args, buffers and fields there (python_plan.hpp) for the Python recorder, and exits.
   std::string plan_path;
   std::uint64_t va_base = 0x600000000000ull;

@@ -1,5 +1,5 @@
 #pragma once
-// The recording plan for Python kernels (ABI.md, "Python kernels"): kfleet-measure --plan maps a
+// The recording plan for Python kernels (PYTHON.md): kfleet-measure --plan maps a
 // stage's buffers in the fixed arena, as it will when it replays, and writes what the Python
 // recorder needs to call the job's launch on the same buffers with the same args: per recording,
 // the args struct's bytes (checked by the measurer against its own), the buffers, and the args'

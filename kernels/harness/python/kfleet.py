@@ -1,4 +1,4 @@
-"""What a Python kernel source may import (kernels/harness/ABI.md, "Python kernels").
+"""What a Python kernel source may import (kernels/harness/PYTHON.md).
 
     import kfleet
     def kfleet_attention_launch(args, stream):   # args.q, args.k, args.v, args.o: torch tensors

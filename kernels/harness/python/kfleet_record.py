@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kfleet's recorder for Python kernels (kernels/harness/ABI.md, "Python kernels").
+"""kfleet's recorder for Python kernels (kernels/harness/PYTHON.md).
 
 The agent runs it, with the Python it found at start, in place of the job's C++ recorder:
 

@@ -1,4 +1,4 @@
-// The plan a Python recorder records on (ABI.md, "Python kernels"): kfleet-measure, which holds
+// The plan a Python recorder records on (PYTHON.md): kfleet-measure, which holds
 // none of the job's code, makes each of the stage's problems exactly as it will when it replays
 // (the same buffers at the same fixed addresses, the same args: correctness seeds, the
 // benchmark's refreshed inputs) and writes them down (cpu/python_plan.hpp). The recorder is the

@@ -35,7 +35,7 @@ struct CustomSteps {  // family: custom
 
 struct KernelSpec {
   std::string family;    // attention | scaled_mm | custom
-  std::string language;  // cuda | hip | triton | torch (Python: ABI.md, "Python kernels")
+  std::string language;  // cuda | hip | triton | torch (Python: PYTHON.md)
   std::vector<std::string> sources;  // relative to the YAML's folder
   std::string entry;
   std::vector<std::pair<std::string, std::string>> defines;  // in file order

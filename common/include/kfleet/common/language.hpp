@@ -1,5 +1,5 @@
 #pragma once
-// Which agents run which kernel.language (kernels/harness/ABI.md, "Python kernels"): shared by
+// Which agents run which kernel.language (kernels/harness/PYTHON.md): shared by
 // the scheduler (kfleetd), the agent and the CLI, from what an agent reports with its GPU.
 #include <string>
 

@@ -9,7 +9,7 @@
 
 extern "C" int kfleet_attention_launch(const kfleet_attention_args* args, gpuStream_t stream);
 extern "C" int kfleet_scaled_mm_launch(const kfleet_scaled_mm_args* args, gpuStream_t stream);
-// A problem of the library (kernels/problems/<name>, ABI.md "Problems: the generic ABI").
+// A problem of the library (kernels/problems/<name>, PROBLEM-ABI.md).
 extern "C" int kfleet_problem_launch(const kfleet_problem_args* args, gpuStream_t stream);
 
 __host__ __device__ inline float kfleet_bits_to_float(uint32_t u) {

@@ -1,4 +1,4 @@
-"""kfleet's recorder for Python kernels (kernels/harness/ABI.md, "Python kernels").
+"""kfleet's recorder for Python kernels (kernels/harness/PYTHON.md).
 
 The parts that need neither torch nor a GPU (the launch-list writer, the refusals, the plan and
 device-code file readers) import without torch; `cuda` and `runner` import torch/triton lazily,

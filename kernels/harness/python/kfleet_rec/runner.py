@@ -65,7 +65,7 @@ def load_job(source, entry):
     fn = getattr(mod, entry, None)
     if not callable(fn):
         raise Refusal("setup", f"{os.path.basename(source)} defines no function {entry}(args, "
-                               "stream) (kernel.entry renames it; ABI.md, \"Python kernels\")")
+                               "stream) (kernel.entry renames it; PYTHON.md)")
     return fn
 
 
