@@ -1,0 +1,181 @@
+// Python kernels through the CUDA backend (kernels/harness/PYTHON.md): recorded by the agent's
+// Python (a fake interpreter here), replayed by the measuring process.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cuda_fixture.hpp"
+
+using namespace cuda_test;
+
+// A Python kernel through the CudaBackend without a GPU or torch: a fake interpreter that answers
+// discover_python's probe and, as the recorder (kfleet_record.py's command line), writes a
+// launch list and a device-code image; the stand-in measuring process replays them.
+struct PythonFixture : Fixture {
+  fs::path bundle = root / "bundle";
+  fs::path python = root / "py" / "python3";
+  // `triton`: whether the probe finds triton (without it: torch only).
+  explicit PythonFixture(bool triton = true) {
+    fs::create_directories(bundle);
+    fs::create_directories(python.parent_path());
+    std::ofstream(bundle / "attn.py") << "def kfleet_attention_launch(args, stream):\n    return 0\n";
+    std::ofstream(python)
+        << "#!/bin/sh\n"
+        << "if [ \"$1\" = -I ]; then\n"
+        << "  echo 'KFLEET_PYTHON_PROBE {\"python\": \"" << python.string() << "\", \"python_version\": "
+        << "\"3.12.3\", \"torch\": \"2.9.0\", \"torch_cuda\": \"12.8\", \"keep_graph\": true, "
+        << (triton ? "\"triton\": \"3.5.0\", " : "\"triton_error\": \"No module named triton\", ")
+        << "\"cc\": \"/usr/bin/cc\", \"cuda_home\": \"/usr/local/cuda\"}'\n"
+        << "  exit 0\n"
+        << "fi\n"
+        << "while [ $# -gt 0 ]; do\n"
+        << "  case \"$1\" in\n"
+        << "    --measure) m=$2; shift;; --device-code-dir) d=$2; shift;; --record) l=$2; shift;;\n"
+        << "    --shape) shape=$2; shift;; --source) src=$2; shift;; --language) lang=$2; shift;;\n"
+        << "  esac; shift\n"
+        << "done\n"
+        // What the agent must give it: the measuring process (for the plan), its launch module,
+        // CC and CUDA_HOME, and a HOME and TMPDIR it can write.
+        << "[ -x \"$m\" ] && [ -r \"$src\" ] && [ \"$lang\" = triton ] || { echo '{\"type\":\"error\","
+           "\"phase\":\"setup\",\"message\":\"no plan\"}'; exit 3; }\n"
+        << "[ -n \"$CC\" ] && [ -n \"$CUDA_HOME\" ] && touch \"$HOME/h\" \"$TMPDIR/t\" || { echo "
+           "'{\"type\":\"error\",\"phase\":\"setup\",\"message\":\"environment\"}'; exit 3; }\n"
+        << "case \"$shape\" in\n"
+        << "  *S=5) echo '{\"type\":\"error\",\"phase\":\"record\",\"message\":\"replay mode refused the "
+           "launch (correctness): kernel at::x (operation 1) has no device code the recorder can give "
+           "the measuring process\"}'; exit 4;;\n"
+        << "  *S=21) ln -s /etc/hostname \"$d/0123456789abcdef.cubin\";;\n"
+        << "  *S=22) echo x > \"$d/0123456789abcdef.cubin\"; ln \"$d/0123456789abcdef.cubin\" \"$d/aaaaaaaaaaaaaaaa.cubin\";;\n"
+        << "  *S=23) ;;\n"
+        << "  *) echo cubin > \"$d/0123456789abcdef.cubin\";;\n"
+        << "esac\n"
+        << "echo 'kfleet-launch-list 1' > \"$l\"\n"
+        << "echo '{\"type\":\"recorded\",\"lists\":1,\"by\":\"python\"}'\n";
+    ::chmod(python.c_str(), 0755);
+    CudaBackendOptions o;
+    o.harness_dir = kTests + "/fake_harness";
+    o.gpu_class = "L4";
+    o.arch = "sm_89";
+    o.cache_dir = (root / "cache").string();
+    o.require_exclusive = false;
+    o.sandbox = test_sandbox();
+    o.python = python.string();
+    backend = make_cuda_backend(o);
+  }
+  static JobSpec py_job(std::int64_t s_dim) {
+    JobSpec s = job(s_dim);
+    s.kernel.language = "triton";
+    s.kernel.sources = {"attn.py"};
+    s.kernel.entry = "";
+    s.gates.resources.reset();
+    return s;
+  }
+  StageContext py_ctx(const JobSpec& s) {
+    return StageContext{s, bundle.string(), (root / "work").string(), GpuInfo{}, Comparison{}, sink, stop};
+  }
+  int python_recordings() const {
+    int n = 0;
+    for (const auto& [type, data] : sink.events)
+      n += type == event_type::log_line && data.value("text", "").find("\"by\":\"python\"") != std::string::npos;
+    return n;
+  }
+};
+
+TEST(CudaBackend, APythonKernelIsRecordedByPythonAndReplayedByTheMeasuringProcess) {
+  PythonFixture f;
+  auto spec = PythonFixture::py_job(64);
+  auto c = f.py_ctx(spec);
+  auto b = f.backend->build(c);
+  ASSERT_TRUE(b.ok) << b.reason << "\n" << b.data.dump();
+  EXPECT_EQ(b.data["recorder"], "python");
+  EXPECT_EQ(b.data["binary"], (f.bundle / "attn.py").string());
+  EXPECT_FALSE(b.data.value("measurer", "").empty());
+  // Nothing of the job was compiled: no cache entry but the measuring process's.
+  for (const auto& e : fs::directory_iterator(f.root / "cache"))
+    EXPECT_FALSE(fs::exists(e.path() / "kfleet-harness")) << e.path();
+
+  auto r = f.backend->resources(c);
+  EXPECT_TRUE(r.ok) << r.reason;
+  EXPECT_TRUE(r.data.contains("skipped"));
+
+  auto corr = f.backend->correctness(c);
+  ASSERT_TRUE(corr.ok) << corr.reason;
+  ASSERT_EQ(corr.data["rows"].size(), 2u);
+  EXPECT_EQ(f.python_recordings(), 1);
+
+  auto bench = f.backend->benchmark(c);
+  ASSERT_TRUE(bench.ok) << bench.reason;
+  EXPECT_EQ(bench.data["median_us"], 100);  // the measuring process's pipe
+  EXPECT_EQ(bench.data["timing_mode"], "replay");
+  EXPECT_EQ(bench.data["measurer_sha256"], b.data["measurer_sha256"]);
+  EXPECT_EQ(f.python_recordings(), 2);
+  // The recorder's device code is the agent's now: not writable by the job's uid.
+  struct stat st {};
+  ASSERT_EQ(::stat((f.root / "work" / "device-code-2" / "0123456789abcdef.cubin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  EXPECT_EQ(st.st_mode & 0022, 0u);
+
+  auto prof = f.backend->profile(c);
+  EXPECT_TRUE(prof.ok);
+}
+
+// What the Python recorder leaves is the job's data: a refusal is the kernel's rejection, and
+// device code that is a link, a second name of one file, or missing is refused before the
+// measuring process is given it.
+TEST(CudaBackend, APythonRecordersRefusalAndBadDeviceCodeAreTheKernelsRejection) {
+  PythonFixture f;
+  const std::vector<std::pair<int, std::string>> cases = {
+      {5, "has no device code the recorder can give the measuring process"},
+      {21, "0123456789abcdef.cubin"},
+      {22, "aaaaaaaaaaaaaaaa.cubin"},
+      {23, "wrote no device code"}};
+  for (const auto& [s_dim, why] : cases) {
+    auto spec = PythonFixture::py_job(s_dim);
+    auto c = f.py_ctx(spec);
+    ASSERT_TRUE(f.backend->build(c).ok) << s_dim;
+    auto r = f.backend->correctness(c);
+    EXPECT_FALSE(r.ok) << s_dim;
+    EXPECT_FALSE(r.infra_error) << s_dim << ": " << r.reason;
+    EXPECT_NE(r.reason.find(why), std::string::npos) << s_dim << ": " << r.reason;
+  }
+}
+
+TEST(CudaBackend, APythonThatCannotRecordTheLanguageIsTheFleetsSetup) {
+  PythonFixture f(/*triton=*/false);
+  auto spec = PythonFixture::py_job(64);
+  auto c = f.py_ctx(spec);
+  auto b = f.backend->build(c);
+  EXPECT_FALSE(b.ok);
+  EXPECT_TRUE(b.infra_error);
+  EXPECT_NE(b.reason.find("cannot record triton kernels"), std::string::npos) << b.reason;
+  EXPECT_NE(b.reason.find("triton: No module named triton"), std::string::npos) << b.reason;
+}
+
+// Interleaved A/B: a Python candidate against a CUDA reference, each side recorded its own way
+// and replayed by the same measuring process.
+TEST(CudaBackend, APythonCandidateInterleavesWithACudaReference) {
+  PythonFixture f;
+  auto spec = PythonFixture::py_job(64);
+  spec.benchmark.max_rounds = 2;
+  spec.benchmark.max_time_s = 2;
+  auto c = f.py_ctx(spec);
+  c.compare.kind = "baseline";
+  c.compare.label = "cuda reference";
+  c.compare.interleave = true;
+  c.compare.spec = job(64);
+  c.compare.bundle_hash = "ref";
+  c.baseline_bundle_dir = kTests + "/kernels";
+  auto b = f.backend->build(c);
+  ASSERT_TRUE(b.ok) << b.reason << "\n" << b.data.dump();
+  ASSERT_TRUE(b.data.contains("baseline_build"));
+  auto bench = f.backend->benchmark(c);
+  ASSERT_TRUE(bench.ok) << bench.reason << "\n" << bench.data.dump();
+  EXPECT_GE(f.python_recordings(), 2);
+  int cuda_recordings = 0;
+  for (const auto& [type, data] : f.sink.events)
+    cuda_recordings += type == event_type::log_line && data.value("text", "") == "{\"lists\":1,\"type\":\"recorded\"}";
+  EXPECT_GE(cuda_recordings, 2);
+}
