@@ -39,6 +39,8 @@ std::vector<std::string> job_device_code(const std::string& binary);
 // links, special files and files with other hard links are removed (their names are returned,
 // comma-separated), the rest is owned by the agent and not writable by others. What is left is
 // the job's data, read as data.
+// "." when the folder itself is not a folder (a link left in its place): nothing is walked, the
+// link is removed, and the caller refuses what it would have read there.
 std::string take_job_files(const std::string& dir);
 // Creates `path` anew (an existing file or link there is removed first; never followed).
 Result<void> write_new_file(const std::string& path, const std::string& text);

@@ -529,8 +529,12 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   }
   // The job's processes have all ended: what they left is the job's data, taken over by the
   // agent before it writes a file of its own beside them.
-  if (const std::string removed = take_job_files(tmp.string()); !removed.empty())
+  if (const std::string removed = take_job_files(tmp.string()); removed == ".") {
+    r.reason = "the build folder " + tmp.string() + " was replaced by something other than a folder during the build";
+    return r;
+  } else if (!removed.empty()) {
     c.sink.log(stage::build, "removed from the build folder (links and special files are not kept): " + removed);
+  }
   if (auto w = write_new_file((tmp / "compile.log").string(), compile_log_); !w) {
     fs::remove_all(tmp, ec);
     return infra(w.error().message);

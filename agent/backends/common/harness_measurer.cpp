@@ -95,6 +95,16 @@ std::string take_job_files(const std::string& dir) {
   const gid_t gid = ::getegid();
   std::vector<std::string> removed;
   std::error_code ec;
+  // The folder itself first: a job's process could have put a link where it was (to a host
+  // folder the agent would then walk and chmod as root). Such a folder is not walked at all.
+  {
+    struct stat top {};
+    if (::lstat(dir.c_str(), &top) != 0) return ".";
+    if (!S_ISDIR(top.st_mode)) {
+      ::unlink(dir.c_str());
+      return ".";
+    }
+  }
   std::vector<fs::path> paths;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {

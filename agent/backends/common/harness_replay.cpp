@@ -289,7 +289,10 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
       failed.exit_code = 4;
       return failed;
     };
-    if (const std::string removed = take_job_files(device_code_dir); !removed.empty())
+    if (const std::string removed = take_job_files(device_code_dir); removed == ".")
+      return refuse("replay mode refused the recorder's device code: its folder " + device_code_dir +
+                    " was replaced by something other than a folder");
+    else if (!removed.empty())
       return refuse("replay mode refused the recorder's device code: it left " + removed +
                     " (links and special files are not device code)");
     auto files = python_device_code(device_code_dir);

@@ -187,6 +187,17 @@ TEST(JobFiles, LinksAndSpecialFilesAreNotKept) {
     EXPECT_FALSE(fs::exists(fs::symlink_status(d / gone))) << gone;
     EXPECT_NE(removed.find(gone), std::string::npos) << removed;
   }
+  // A folder replaced by a link (to a host folder) is not walked: nothing there is touched.
+  const fs::path host = d / "host";
+  fs::create_directories(host);
+  std::ofstream(host / "secret") << "s";
+  ::chmod((host / "secret").c_str(), 0600);
+  fs::create_symlink(host, d / "linked");
+  EXPECT_EQ(kfleet::backends::take_job_files((d / "linked").string()), ".");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(d / "linked")));
+  struct stat st {};
+  ASSERT_EQ(::stat((host / "secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   // The agent's own file is created anew, never through a link left there.
   fs::create_symlink("/etc/hostname", d / "done");
   ASSERT_TRUE(kfleet::backends::write_new_file((d / "done").string(), "key\n").ok());
