@@ -1,8 +1,10 @@
 # Compiles kernels/tests/hip_kernargs_probe.hip with clang for gfx1151 (the flags of the HIP
 # compile tests) and holds kfleet-hip-kernargs's reading of the object's offload bundle to the
-# layout the HIP ABI gives those kernels. A missing compiler fails.
+# layout the HIP ABI gives those kernels. A missing compiler fails; so does a warning (WARN: the
+# warning flags, separated by |).
+string(REPLACE "|" ";" warn "${WARN}")
 execute_process(COMMAND ${CLANG} -std=c++17 -O3 -x hip --offload-arch=gfx1151 -nogpulib
-                        --hip-path=${HIP_PATH} -DKFLEET_HIP_NO_DEVICE_LIBS -I${INC} -c ${SRC}
+                        --hip-path=${HIP_PATH} -DKFLEET_HIP_NO_DEVICE_LIBS ${warn} -I${INC} -c ${SRC}
                         -o ${OUT}/hip_kernargs_probe.o
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
