@@ -14,6 +14,9 @@ phase() {
   echo "test.sh: phase $name: $(( $(date +%s) - t0 )) s"
 }
 phase install scripts/install-deps.sh
+# Line tables only (-g1): nobody attaches a debugger to CI's build, and full debug info is a
+# quarter of its compile time.
+export KFLEET_DEBUG_INFO=${KFLEET_DEBUG_INFO:-lines}
 phase "configure + build" scripts/build.sh
 # -j2: the suite is sized for 2 cores; each test has its own timeout in CMake (default 600 s).
 exec ctest --test-dir build --output-on-failure -j2 --timeout 900
