@@ -1,17 +1,12 @@
 # Inside kfleet's build: the fuzz targets are their own CMake project (clang-19, sanitizers),
-# configured and built by the fuzz_build test into <build>/fuzz, then run by one test each.
+# built into <build>/fuzz by the `fuzzers` target (build_target.cmake, defined from the top-level
+# CMakeLists.txt), checked again by the fuzz_build test (a no-op of a second when the build made
+# them), then run by one test each.
 set(KFLEET_FUZZ_SECONDS 10 CACHE STRING "seconds each fuzz target fuzzes in the ctest suite")
-set(KFLEET_FUZZ_CXX clang++-19 CACHE STRING "the clang that builds the fuzz targets")
-set(_fz_bin ${CMAKE_BINARY_DIR}/fuzz)
-set(_fz_launcher "")
-if(CMAKE_CXX_COMPILER_LAUNCHER)
-  set(_fz_launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER})
-endif()
 add_test(NAME fuzz_build
-  COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_CURRENT_SOURCE_DIR} -DBIN=${_fz_bin}
-          -DCXX=${KFLEET_FUZZ_CXX} -DGENERATOR=${CMAKE_GENERATOR} "-DLAUNCHER=${_fz_launcher}"
-          -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/build_fuzzers.cmake)
-# Builds with two jobs: reserve both of CI's cores for it; it starts first (COST).
+  COMMAND ${_fz_build} -DJOBS=2 -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/build_fuzzers.cmake)
+# Builds with two jobs when the build did not: reserve both of CI's cores for it; it starts first
+# (COST).
 set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP kfleet_fuzzers TIMEOUT 1800
                      PROCESSORS 2 COST 1000 LABELS "fuzz")
 

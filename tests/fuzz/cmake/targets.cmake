@@ -17,6 +17,11 @@ endif()
 set(KFLEET_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 # -g1: line tables for the reports, at a fraction of full debug info's compile time.
 add_compile_options(-O1 -g1 ${KFLEET_SANITIZE} -fsanitize=fuzzer-no-link)
+# The warning set of kfleet's own build, here from clang-19: it builds without one, and a new
+# one fails the build (KFLEET_WERROR, passed on from kfleet's build; third-party headers come
+# in through imported targets, as -isystem).
+option(KFLEET_WERROR "Fail the fuzz build on a warning in kfleet's own code" ON)
+add_compile_options(-Wall -Wextra -Wno-missing-field-initializers $<$<BOOL:${KFLEET_WERROR}>:-Werror>)
 add_link_options(${KFLEET_SANITIZE})
 
 find_package(Threads REQUIRED)
