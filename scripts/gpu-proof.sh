@@ -43,10 +43,15 @@ build() {
   pkg-config --exists libpq 2>/dev/null || cm+=(-DKFLEET_WITH_POSTGRESQL=OFF)
   local gen=() ; command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S "$root" -B "$b" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_TESTS=OFF -DKFLEET_BUILD_DASHBOARDS=OFF \
-    -DKFLEET_BUILD_BENCH=OFF "${cm[@]}" >"$b.configure.log" 2>&1 ||
+    -DKFLEET_BUILD_BENCH=OFF -DKFLEET_WERROR=OFF "${cm[@]}" >"$b.configure.log" 2>&1 ||
     { tail -30 "$b.configure.log"; die "configure failed (log: $b.configure.log)"; }
-  cmake --build "$b" -j"$(nproc)" --target kfleetd kfleet-agent kfleet-seccomp-exec kfleet 2>&1 | tail -40
-  [ "${PIPESTATUS[0]}" = 0 ] || die "build failed"
+  # -Werror off here: a GPU machine's compilers (g++ 13) are not CI's; their warnings are counted
+  # instead, so the proof's log shows whether the build is quiet there too (issue 52).
+  cmake --build "$b" -j"$(nproc)" --target kfleetd kfleet-agent kfleet-seccomp-exec kfleet >"$b.build.log" 2>&1
+  local rc=$?
+  tail -40 "$b.build.log"
+  [ "$rc" = 0 ] || die "build failed (log: $b.build.log)"
+  echo "gpu-proof: build warnings: $(grep -c 'warning:' "$b.build.log" || true) ($(c++ --version | head -1))"
   mkdir -p "$b/bin"
   # kfleet-seccomp-exec beside kfleet-agent: the sandbox's syscall filter, which the agent finds there.
   cp "$b/orchestrator/api/kfleetd" "$b/agent/kfleet-agent" "$b/agent/kfleet-seccomp-exec" "$b/cli/kfleet" "$b/bin/"
