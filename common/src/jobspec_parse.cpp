@@ -383,7 +383,7 @@ void parse_document(Issues& is, const YAML::Node& root, const ProblemLibrary* li
                " is cuda or hip today (kfleet_problem_launch, kernels/harness/PROBLEM-ABI.md); "
                "the Triton/PyTorch recorder does not take library problems yet");
   }
-  if (library && !spec.kernel.problem.empty()) check_problem_job(is, root, *library, spec);
+  if (library && spec.kernel.problem_version > 0) check_problem_job(is, root, *library, spec);
 }
 
 }  // namespace
