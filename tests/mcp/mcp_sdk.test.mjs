@@ -112,7 +112,8 @@ async function main() {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     check(JSON.stringify(names) === JSON.stringify(["kfleet_get_campaign", "kfleet_get_fleet",
-      "kfleet_get_verdict", "kfleet_submit_child", "kfleet_wait_verdict"]), `the five tools (got ${names})`);
+      "kfleet_get_problem", "kfleet_get_verdict", "kfleet_list_problems", "kfleet_submit_child",
+      "kfleet_wait_verdict"]), `the seven tools (got ${names})`);
     for (const t of tools) {
       check(t.inputSchema?.type === "object", `${t.name} has an input schema`);
       check(t.outputSchema?.type === "object", `${t.name} has an output schema`);
