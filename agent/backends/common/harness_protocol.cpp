@@ -32,8 +32,14 @@ std::string dtype_arg(const nlohmann::json& d) {
 
 }  // namespace
 
-std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c) {
+std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c,
+                                           const std::string& problem_spec) {
   std::vector<std::string> a = {"--case", c.name};
+  if (is_generic_problem(spec.kernel)) {
+    // Everything else is the problem's: its case's dims and scalars, its dtypes, its checks.
+    a.insert(a.end(), {"--problem-spec", problem_spec});
+    return a;
+  }
   std::string shape;
   for (const auto& [k, v] : c.shape.dims) shape += (shape.empty() ? "" : ",") + k + "=" + std::to_string(v);
   a.insert(a.end(), {"--shape", shape});
@@ -60,17 +66,19 @@ std::vector<std::string> harness_case_args(const JobSpec& spec, const Correctnes
   return a;
 }
 
-std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c) {
+std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c,
+                                                  const std::string& problem_spec) {
   std::vector<std::string> a = {"correctness"};
-  auto rest = harness_case_args(spec, c);
+  auto rest = harness_case_args(spec, c, problem_spec);
   a.insert(a.end(), rest.begin(), rest.end());
   if (!c.seeds.empty()) a.insert(a.end(), {"--seeds", join_u64(c.seeds)});
   return a;
 }
 
-std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c) {
+std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c,
+                                                const std::string& problem_spec) {
   std::vector<std::string> a = {"benchmark"};
-  auto rest = harness_case_args(spec, c);
+  auto rest = harness_case_args(spec, c, problem_spec);
   a.insert(a.end(), rest.begin(), rest.end());
   a.insert(a.end(), {"--seed", std::to_string(c.seeds.empty() ? 0 : c.seeds.front())});
   const auto& b = spec.benchmark;
