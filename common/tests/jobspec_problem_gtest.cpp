@@ -2,6 +2,10 @@
 // each with its file:line:column, with and without the library at hand.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+
 #include "kfleet/common/jobspec.hpp"
 #include "kfleet/common/problem.hpp"
 #include "test_paths.hpp"
@@ -113,6 +117,34 @@ TEST(JobProblem, WithoutALibraryOnlyTheFormIsChecked) {
   // The agent and the store re-read a job's JSON form with no library at hand.
   EXPECT_TRUE(parse_job_spec(job("{problem: nosuch@3, language: cuda, sources: [k.cu]}",
                                  "{cases: [{name: whatever}]}"), "j.yaml").ok());
+}
+
+// jobs/problems: each of the six generic problems has its naive job, a wrong one and a do-nothing
+// one, all valid against the library and listed in expected.tsv (scripts/gpu-problems-proof.sh
+// runs that list); the problem exploit of the corpus too.
+TEST(JobProblem, TheExampleProblemJobsAreValidAgainstTheLibrary) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::source_dir() / "jobs/problems";
+  std::set<std::string> listed;
+  std::ifstream tsv(dir / "expected.tsv");
+  for (std::string line; std::getline(tsv, line);)
+    if (!line.empty() && line[0] != '#') listed.insert(line.substr(0, line.find('\t')));
+  std::set<std::string> files, problems;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".yaml") continue;
+    files.insert(e.path().filename().string());
+    const auto p = parse_job_spec_file(e.path().string(), &library());
+    ASSERT_TRUE(p.ok()) << p.error_text();
+    EXPECT_TRUE(is_generic_problem(p.spec->kernel)) << e.path();
+    problems.insert(p.spec->kernel.problem);
+  }
+  EXPECT_EQ(files, listed);
+  EXPECT_EQ(files.size(), 18u);
+  EXPECT_EQ(problems, (std::set<std::string>{"rmsnorm", "softmax", "rope", "grouped_gemm", "topk", "fp8_block_gemm"}));
+  const auto exploit = parse_job_spec_file(
+      (testing::source_dir() / "jobs/exploits/23-rmsnorm-side-stream/job.yaml").string(), &library());
+  ASSERT_TRUE(exploit.ok()) << exploit.error_text();
+  EXPECT_EQ(problem_ref(exploit.spec->kernel), "rmsnorm@1");
 }
 
 }  // namespace
