@@ -2,6 +2,7 @@
 // rmsnorm@1 job, kfleetd checks it against its library, the agent runs it (marked simulated)
 // and the verdict names the problem; kfleetd refuses a problem its library does not have.
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -72,6 +73,26 @@ TEST(ProblemJobs, KfleetdRefusesAProblemItsLibraryDoesNotHave) {
             std::string::npos) << r.output;
   EXPECT_TRUE(c.sql("SELECT id FROM jobs").empty());
   fs::remove_all(lib);
+}
+
+// jobs/suites/problems.yaml: the two families and three generic problems in one regression run.
+TEST(ProblemJobs, ASuiteSpanningFamiliesAndProblemsRuns) {
+  Cluster c;
+  c.start_kfleetd();
+  // In a region fa-s512's baseline lists (the suite keeps each job's regions).
+  c.start_agent("h100", "us-central1-a", "H100", "sm_90a");
+  const std::string suite = (kfleet::testing::source_dir() / "jobs/suites/problems.yaml").string();
+  auto r = c.cli({"regress", suite, "--json", c.dir() + "/r.json"}, 180000);
+  ASSERT_EQ(r.exit_code, 0) << r.output << c.logs();
+  EXPECT_NE(r.output.find("missing baseline"), std::string::npos) << r.output;
+  auto regs = c.get("/api/v1/regressions")["regressions"];
+  ASSERT_EQ(regs.size(), 1u);
+  auto reg = c.get("/api/v1/regressions/" + std::to_string(regs[0]["id"].get<int>()))["regression"];
+  std::set<std::string> kernels;
+  for (const auto& cell : reg["cells"]) kernels.insert(cell["kernel"].get<std::string>());
+  EXPECT_EQ(kernels, (std::set<std::string>{"fa-s512-v3", "scaled-mm-cuda", "problems-rmsnorm",
+                                            "problems-softmax", "problems-topk"}))
+      << reg.dump(2);
 }
 
 }  // namespace
