@@ -37,7 +37,11 @@ std::vector<std::string> harness_case_args(const JobSpec& spec, const Correctnes
   std::vector<std::string> a = {"--case", c.name};
   if (is_generic_problem(spec.kernel)) {
     // Everything else is the problem's: its case's dims and scalars, its dtypes, its checks.
+    // The workspace is the larger of the job's and the problem's (PROTOCOL.md).
     a.insert(a.end(), {"--problem-spec", problem_spec});
+    const auto& p = spec.kernel.params;
+    if (p.is_object() && p.contains("workspace_mib") && p["workspace_mib"].is_number_integer())
+      a.insert(a.end(), {"--workspace-mib", std::to_string(p["workspace_mib"].get<int>())});
     return a;
   }
   std::string shape;

@@ -21,7 +21,7 @@ namespace {
 kfleet::JobSpec rmsnorm_job() {
   auto p = kfleet::parse_job_spec(
       "name: r\ntarget: {gpu: H100}\n"
-      "kernel: {problem: rmsnorm@1, language: cuda, sources: [k.cu], params: {softmax_scale: 2, bias: true}}\n"
+      "kernel: {problem: rmsnorm@1, language: cuda, sources: [k.cu], params: {softmax_scale: 2, bias: true, workspace_mib: 128}}\n"
       "gates:\n  correctness: {cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b, seeds: [7]}]}\n"
       "  performance: {case: llama3_8b}\n"
       "benchmark: {min_samples: 20}\n",
@@ -37,7 +37,7 @@ TEST(HarnessProblem, EveryStagePassesTheResolvedProblemInsteadOfFamilyFlags) {
   const std::string spec = "/cache/problem-specs/rmsnorm@1.0123456789abcdef.spec";
   EXPECT_EQ(kb::harness_correctness_args(s, s.gates.correctness->cases[0], spec),
             (std::vector<std::string>{"correctness", "--case", "small", "--problem-spec", spec,
-                                      "--seeds", "0,1"}));
+                                      "--workspace-mib", "128", "--seeds", "0,1"}));
   const auto bench = kb::harness_benchmark_args(s, *kb::benchmark_case(s), spec);
   ASSERT_GE(bench.size(), 5u);
   EXPECT_EQ((std::vector<std::string>(bench.begin(), bench.begin() + 5)),
