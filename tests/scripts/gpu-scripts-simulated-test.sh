@@ -8,8 +8,8 @@
 #   gpu-exploits.sh        the control OK, each exploit reported ACCEPTED (nothing runs, so all
 #                          "pass"): the script must say so and fail; and the jobs with shell in
 #                          a define, a flag or an entry refused at submit, as expected
-#   gpu-suite-campaigns.sh both campaigns to their verdicts
 #   gpu-problems-proof.sh  19 problem jobs, a table row each; the naive kernels OK, the rest ACCEPTED
+#   gpu-suite-campaigns.sh both campaigns to their verdicts
 # gpu-multi-gpu-check.sh has its own test; gpu-exclusive-check.sh needs a real CUDA context.
 # Usage: gpu-scripts-simulated-test.sh KFLEETD KFLEET_AGENT KFLEET
 set -uo pipefail
