@@ -94,13 +94,6 @@ std::string reason_key(const std::string& s) {
     if (!std::isdigit(static_cast<unsigned char>(c))) k += c;
   return k;
 }
-// kernel.language of a stored spec; "" when it names none (the scheduler then asks only for
-// the GPU class).
-std::string spec_language(const nlohmann::json& spec) {
-  if (!spec.is_object() || !spec.contains("kernel") || !spec["kernel"].is_object()) return "";
-  const auto& k = spec["kernel"];
-  return k.contains("language") && k["language"].is_string() ? k["language"].get<std::string>() : "";
-}
 }  // namespace
 
 std::string ControlPlane::class_key(const QueuedJob& j) const {
@@ -128,15 +121,7 @@ void ControlPlane::remember_pending(const store::JobRecord& j) {
   }
   QueuedJob q{j.id,  j.priority, j.name,  j.campaign,       j.parent,
               j.gpu, j.regions,  j.state, j.state_reason, j.host_exclusive, {},
-              spec_language(j.spec)};
-  if (!j.spec.is_object()) {
-    // pending_jobs() leaves the spec out: the language is known from before, or read once.
-    if (auto it = queue_.find(j.id); it != queue_.end()) {
-      q.language = it->second.language;
-    } else if (auto full = store_.get_job(j.id)) {
-      q.language = spec_language(full->spec);
-    }
-  }
+              j.language};  // a column of the row: pending_jobs() reads it without the spec
   q.cls = class_key(q);
   if (auto it = queue_.find(j.id); it != queue_.end()) {
     if (it->second.cls == q.cls && it->second.priority == q.priority) {
@@ -277,7 +262,7 @@ std::optional<sched::Assign> ControlPlane::plan_for_new_job(const store::NewJob&
   const bool compile = std::any_of(s.agents.begin(), s.agents.end(),
                                    [](const sched::AgentSlot& a) { return a.compiler; });
   s.queue.push_back({kNewJob, j.priority, j.gpu, j.regions, compile, j.host_exclusive,
-                     spec_language(j.spec)});
+                     store::job_language(j)});
   for (auto& a : sched::plan(s).assign)
     if (a.job_id == kNewJob) return std::move(a);
   return std::nullopt;

@@ -386,23 +386,27 @@ struct Planner {
     std::string tail = " and the fleet cannot grow";
     if (s.provisioner && s.provisioner->can_grow)
       tail = " and provisioner '" + s.provisioner->name + "' does not offer it";
-    // Agents of the GPU exist, but none runs the job's language: say what they lack (the
-    // first that reported a Python, which names its missing pieces).
+    // Agents of the GPU exist, but none runs the job's language: name what their Python
+    // lacks (torch, and triton for triton), with what the first one that reported a Python
+    // said of it.
     bool of_gpu = false;
-    std::string lacks;
+    std::string reported;
     for (const auto& a : s.agents) {
       if (!serves_gpu(a, j, /*any_language=*/true) || region_rank(j, a) == 0) continue;
       of_gpu = true;
       for (const auto& g : a.gpus) {
         if (!gpu_matches(j.gpu, g)) continue;
         const std::string py = python_runtime_summary(g.extra);
-        if (py != "-" && lacks.empty()) lacks = "agent " + std::to_string(a.id) + ": " + py;
+        if (py != "-" && reported.empty()) reported = "agent " + std::to_string(a.id) + ": " + py;
         break;
       }
     }
-    if (of_gpu)
-      return "no " + j.gpu + " agent" + where + " runs " + j.language + " kernels (" +
-             (lacks.empty() ? std::string("none reported a Python") : lacks) + ")" + tail;
+    if (of_gpu) {
+      const std::string needs = j.language == "triton" ? "torch and triton" : j.language;
+      return "no agent of class " + j.gpu + where + " has " + needs + " for " + j.language +
+             " kernels (" + (reported.empty() ? std::string("none reported a Python") : reported) +
+             ")" + tail;
+    }
     return "no agent" + where + " serves gpu '" + j.gpu + "'" + tail;
   }
 };

@@ -68,8 +68,8 @@ TEST(Plan, PythonJobsGoOnlyWhereTheAgentsPythonRecordsThem) {
   ASSERT_EQ(p.wait.size(), 1u);
   EXPECT_EQ(p.wait[0].job_id, 1);
   EXPECT_EQ(p.wait[0].reason,
-            "no H200 agent runs triton kernels (agent 11: torch 2.9.0; no triton: No module named "
-            "'triton') and the fleet cannot grow");
+            "no agent of class H200 has torch and triton for triton kernels (agent 11: torch "
+            "2.9.0; no triton: No module named 'triton') and the fleet cannot grow");
 
   // With triton there, the triton job takes it; a job without a language matches by class.
   s.agents.push_back(h200(12, {{"torch", "2.9.0"}, {"triton", "3.5.0"}, {"languages", {"torch", "triton"}}}));
