@@ -111,5 +111,37 @@ TEST(PythonJobs, GoOnlyToAgentsWhosePythonRunsThemAndWaitNamingWhatIsMissing) {
   EXPECT_EQ(p.offered(full), triton);
 }
 
+// A job submitted while an agent waits is leased in the submit's own transaction when the plan
+// for it says so (plan_for_new_job): that plan reads the new job's language too, so a triton
+// job is not handed to a waiting agent without triton, while a CUDA job is.
+TEST(PythonJobs, ASubmitToAWaitingAgentWithoutTritonLeavesATritonJobQueued) {
+  Plane p;
+  const auto bare = p.enrol("bare", nlohmann::json());
+  std::optional<LeaseOffer> got;
+  bool done = false;
+  boost::asio::co_spawn(
+      p.io,
+      [&]() -> boost::asio::awaitable<void> {
+        auto r = co_await p.cp->wait_for_lease(bare, 5000);
+        if (r.ok()) got = *r;
+        done = true;
+      },
+      boost::asio::detached);
+  p.io.restart();
+  p.io.poll();
+  ASSERT_FALSE(done);
+  const auto triton = p.submit("t", "triton");
+  EXPECT_EQ(p.st->get_job(triton)->state, JobState::queued);
+  p.io.poll();
+  EXPECT_FALSE(done) << "the waiting agent was offered the triton job";
+  const auto cuda = p.submit("c", "cuda");
+  EXPECT_EQ(p.st->get_job(cuda)->state, JobState::leased);
+  p.io.restart();
+  while (!done && p.io.run_one_for(std::chrono::seconds(5))) {
+  }
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->lease.job_id, cuda);
+}
+
 }  // namespace
 }  // namespace kfleet::core
