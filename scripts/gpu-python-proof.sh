@@ -31,13 +31,15 @@
 #     --only REGEX  only the checks whose name matches
 #     --tries N     tries of each of the pair's jobs (default 5)
 #     --dry-run     no GPU: checks this script's helpers, jobs and sources and prints the plan
+#     --backend simulated  tests the fleet part's plumbing without a GPU (needs --bin; a ctest
+#                   does): only the campaign checks, whose jobs carry simulate: blocks
 # One line per check in the summary (WHAT EXPECTED CHECK GOT), every file under --out.
 # Exits 1 on any mismatch, 2 on a setup failure (no GPU, no torch/triton, a build that fails).
 # About 6-8 minutes on an H200 (the pair's jobs are 4 s benchmarks, the corpus's 1 s).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD py=python3 arch="" run="$root/python-proof-run" bin="" only=. direct_only=0 fleet_only=0
-tries=5 direct_corpus=0 cpp_corpus=0 dry=0
+tries=5 direct_corpus=0 cpp_corpus=0 dry=0 backend=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) py=$2; shift 2 ;;
@@ -51,7 +53,8 @@ while [ $# -gt 0 ]; do
     --direct-corpus) direct_corpus=1; shift ;;
     --cpp-corpus) cpp_corpus=1; shift ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,38p "$0"; exit 0 ;;
+    --backend) backend=$2; shift 2 ;;
+    -h|--help) sed -n 2,40p "$0"; exit 0 ;;
     *) echo "gpu-python-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -91,6 +94,20 @@ if [ "$dry" = 1 ]; then
   exit "$fail"
 fi
 
+sim=0
+case "$backend" in
+  cuda) ;;
+  simulated)
+    # The fleet part's plumbing only: no GPU, no torch; a simulated agent runs every language.
+    sim=1 direct_only=0 fleet_only=1 arch=${arch:-sm_90a}
+    [ -n "$bin" ] || die "--backend simulated needs --bin DIR (kfleetd, kfleet-agent, kfleet)"
+    [[ "$only" = . ]] && only='^campaign:' ;;
+  *) die "--backend $backend: cuda or simulated" ;;
+esac
+if [ "$sim" = 1 ]; then
+  rm -rf "$run"; mkdir -p "$run" || die "cannot create $run"
+  started=$(date +%s) M=/nonexistent
+else
 command -v nvidia-smi >/dev/null || die "no nvidia-smi: this needs an NVIDIA GPU"
 nvidia-smi -L
 "$py" -c 'import torch, triton; assert torch.cuda.is_available(); print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__)' ||
@@ -105,6 +122,7 @@ M=$run/kfleet-measure
 echo "== building kfleet-measure for $arch (log: $run/nvcc.log)"
 /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -arch="$arch" -I"$H/include" "$H"/src/*.cu "$H"/cpu/*.cpp \
   -o "$M" >"$run/nvcc.log" 2>&1 || { tail -20 "$run/nvcc.log"; die "kfleet-measure did not build"; }
+fi
 
 rows=() bad=0
 # note WHAT EXPECTED OK|MISMATCH GOT: one check, printed now and in the summary.
@@ -214,11 +232,13 @@ if [ "$direct_only" = 0 ]; then
   for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
   KFLEET_PYTHON=$(command -v "$py")
   export KFLEET_HARNESS_DIR=$H KFLEET_PYTHON
+  agent_flags=(--backend cuda)
+  [ "$sim" = 1 ] && agent_flags=(--backend simulated --arch "$arch" --gpu-class "$arch")
   # shellcheck source=lib/local-cluster.sh
   source "$root/scripts/lib/local-cluster.sh"
   F=$run/fleet
   mkdir -p "$F" "$run/jobs"
-  start_local_cluster "$bin" "$F" --backend cuda ||
+  start_local_cluster "$bin" "$F" "${agent_flags[@]}" ||
     die "kfleetd and agent gpu0 did not come up (logs: $F/kfleetd.log, $F/agent.log)"
   kf() { "$bin/kfleet" --no-color "$@"; }
 
@@ -430,7 +450,9 @@ PY
   fi
 
   # -- the C++ exploit corpus: scripts/gpu-exploits.sh, here with --cpp-corpus.
-  if [ "$cpp_corpus" = 1 ] && [[ cpp-corpus =~ $only ]]; then
+  if [ "$sim" = 1 ]; then
+    :
+  elif [ "$cpp_corpus" = 1 ] && [[ cpp-corpus =~ $only ]]; then
     scripts/gpu-exploits.sh --bin "$bin" --run-dir "$run/cpp-exploits" >"$run/cpp-exploits.log" 2>&1
     rc=$?
     [ $rc = 0 ] && note "cpp-corpus" "every exploit refused" OK "scripts/gpu-exploits.sh ($run/cpp-exploits.log)" ||
@@ -442,7 +464,9 @@ fi
 
 elapsed=$(( $(date +%s) - started ))
 echo
-echo "== gpu-python-proof results ($(nvidia-smi -L | head -1); $("$py" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'); ${elapsed} s)"
+if [ "$sim" = 1 ]; then where="simulated backend"
+else where="$(nvidia-smi -L | head -1); $("$py" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"; fi
+echo "== gpu-python-proof results ($where; ${elapsed} s)"
 printf '%-34s %-30s %-9s %s\n' WHAT EXPECTED CHECK GOT
 for r in "${rows[@]}"; do
   IFS=$'\t' read -r w e ok got <<<"$r"

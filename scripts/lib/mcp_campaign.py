@@ -109,7 +109,7 @@ def main():
                                   "median_us": verdict.get("median_us", ""),
                                   "reason": verdict.get("reason", ""),
                                   "seconds": round(time.time() - t0, 1)}), flush=True)
-            c = m.tool("kfleet_get_campaign", {"campaign": a.campaign})
+            c = m.tool("kfleet_get_campaign", {"name": a.campaign})
             print(json.dumps({"campaign": c}), flush=True)
         except (RuntimeError, OSError, ValueError, KeyError) as e:
             print(json.dumps({"error": str(e)}), flush=True)
