@@ -318,7 +318,7 @@ print(",".join(sorted(out)))' 2>/dev/null)
     local ratio ok
     ratio=$(python3 -c "print(f'{$MEDIAN / $own:.4f}')")
     ok=$(python3 -c "print('OK' if abs($MEDIAN / $own - 1) <= 0.02 else 'MISMATCH')")
-    note "inproc:$name" "replay/in-process 0.98..1.02" "$ok" "replay $MEDIAN us, in-process $own us, ratio $ratio (job $JOB)"
+    note "inproc:$name" "replay/in-process 0.98..1.02" "$ok" "replay $MEDIAN us, in-process $own us, ratio $ratio (job $JOB; events read $(json_field raw_median_us <"$d/inproc.json") us, $(json_field event_overhead_us <"$d/inproc.json") us of it theirs)"
   }
   if [[ inproc:triton =~ $only ]]; then
     cat >"$run/jobs/inproc-triton.yaml" <<YAML

@@ -4,7 +4,7 @@ CUPTI and without kfleet's replay: the yardstick scripts/gpu-python-proof.sh hol
 replayed median against.
 
   inprocess_python_kernel.py --plan PLAN.json --source kernel.py [--entry NAME]
-                             [--l2-flush 0|1] [--samples 200] [--kernel-lib DIR]
+                             [--l2-flush 0|1] [--samples 500] [--kernel-lib DIR]
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
 writes it): the case's tensors (dtype, shape) and values, exactly as the recorder gives them to
@@ -12,8 +12,10 @@ the launch function. This script makes tensors of those shapes (random data; K/V
 operands through float16), calls the launch function once to compile, then per sample, as the
 harness does: the L2 flushed (a memset of 2 x L2, when --l2-flush 1), the output poisoned,
 a torch.cuda._sleep that keeps the GPU busy while Python enqueues the rest (so no launch gap is
-timed), then torch.cuda.Event around one launch. Prints one JSON line:
-{"median_us", "mean_us", "min_us", "samples", "l2_flush_bytes", "entry"}.
+timed), then torch.cuda.Event around one launch; then the same with no launch between the
+events, whose median (what the events add) is taken off. Prints one JSON line:
+{"median_us", "raw_median_us", "event_overhead_us", "mean_us", "min_us", "samples",
+"l2_flush_bytes", "entry"}.
 """
 import argparse
 import importlib.util
@@ -39,7 +41,7 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--entry", default="")
     ap.add_argument("--l2-flush", type=int, default=1)
-    ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--samples", type=int, default=500)
     ap.add_argument("--kernel-lib", default="", help="the folder of kfleet.py (kernels/harness/python)")
     a = ap.parse_args()
     import torch
@@ -89,20 +91,29 @@ def main():
         for _ in range(10):
             fn(args, stream)
         torch.cuda.synchronize()
-        for i in range(a.samples):
-            if flush is not None:
-                flush.fill_(i & 0xff)
-            if out is not None:
-                out.view(torch.uint8).fill_(0xff)
-            torch.cuda._sleep(200_000)  # ~100 us: the GPU stays busy while the launch is enqueued
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record(stream)
-            fn(args, stream)
-            e.record(stream)
-            times.append((s, e))
+        # The same sequence with nothing between the events: what the events themselves add.
+        empty = []
+        for launch, into in ((True, times), (False, empty)):
+            for i in range(a.samples):
+                if flush is not None:
+                    flush.fill_(i & 0xff)
+                if out is not None:
+                    out.view(torch.uint8).fill_(0xff)
+                torch.cuda._sleep(200_000)  # ~100 us: the GPU stays busy while Python enqueues
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(stream)
+                if launch:
+                    fn(args, stream)
+                e.record(stream)
+                into.append((s, e))
         torch.cuda.synchronize()
     us = sorted(s.elapsed_time(e) * 1000.0 for s, e in times)
-    print(json.dumps({"median_us": round(statistics.median(us), 3), "mean_us": round(statistics.mean(us), 3),
+    overhead = statistics.median(s.elapsed_time(e) * 1000.0 for s, e in empty)
+    # median_us: the kernel's time less the events' own (the empty pair's median); raw_median_us
+    # as the events read it.
+    print(json.dumps({"median_us": round(statistics.median(us) - overhead, 3),
+                      "raw_median_us": round(statistics.median(us), 3),
+                      "event_overhead_us": round(overhead, 3), "mean_us": round(statistics.mean(us), 3),
                       "min_us": round(us[0], 3), "samples": len(us), "l2_flush_bytes": flush_bytes,
                       "entry": entry}))
     return 0
