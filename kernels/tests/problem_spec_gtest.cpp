@@ -1,0 +1,311 @@
+// The problem spec (PROBLEM-ABI.md, "The problem spec"): what kfleet writes from the library
+// (case_spec.hpp) is what the harness reads (problem_spec.hpp), for every problem of the
+// library; the reader's refusals name the line; and a problem's buffers, as the harness maps
+// them, go through the launch list's address checks as the families' do.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "../../common/tests/test_paths.hpp"
+#include "case_spec.hpp"
+#include "launch_list.hpp"
+#include "problem_cpu.hpp"
+#include "problem_spec.hpp"
+
+namespace kfleet::problems {
+namespace {
+
+using harness::ProblemSpec;
+
+const ProblemLibrary& library() {
+  static const ProblemLibrary lib =
+      load_problem_library((testing::source_dir() / "kernels/problems").string());
+  return lib;
+}
+
+ProblemSpec read_back(const ProblemDef& def) {
+  auto text = problem_spec_text(def);
+  EXPECT_TRUE(text.ok()) << def.name;
+  ProblemSpec s;
+  if (!text) return s;
+  const std::string err = harness::parse_problem_spec(*text, &s);
+  EXPECT_EQ(err, "") << def.name << "\n" << *text;
+  return s;
+}
+
+TEST(ProblemSpec, EveryGenericProblemRoundTrips) {
+  int generic = 0;
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") {
+      EXPECT_FALSE(problem_spec_text(def).ok()) << def.name << ": a family problem has no spec";
+      continue;
+    }
+    ++generic;
+    const ProblemSpec s = read_back(def);
+    EXPECT_EQ(s.problem, def.name);
+    EXPECT_EQ(s.version, static_cast<std::uint32_t>(def.version));
+    EXPECT_EQ(s.dims, def.dims);
+    ASSERT_EQ(s.scalars.size(), def.scalars.size());
+    for (std::size_t i = 0; i < def.scalars.size(); ++i) {
+      EXPECT_EQ(s.scalars[i].name, def.scalars[i].name);
+      EXPECT_EQ(s.scalars[i].dtype, def.scalars[i].dtype);
+    }
+    const auto slots = def.abi_slots();
+    ASSERT_EQ(s.tensors.size(), slots.size()) << def.name;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const auto& t = s.tensors[i];
+      EXPECT_EQ(t.name, slots[i].tensor->name);
+      EXPECT_EQ(t.dtype, abi_dtype(slots[i].tensor->dtype)) << t.name;
+      EXPECT_EQ(t.role, slots[i].role == "input" ? KFLEET_TENSOR_INPUT
+                        : slots[i].role == "inout" ? KFLEET_TENSOR_INOUT : KFLEET_TENSOR_OUTPUT);
+      if (slots[i].role != "output") {
+        const ProblemInit& init = slots[i].tensor->init;
+        EXPECT_EQ(t.init.dist, init.dist) << t.name;
+        if (init.dist == "normal") {
+          EXPECT_EQ(t.init.mean, init.mean);
+          EXPECT_EQ(t.init.std, init.std);
+        }
+        if (init.dist == "uniform" || init.dist == "int") {
+          EXPECT_EQ(t.init.min, init.min);
+          EXPECT_EQ(t.init.max, init.max);
+        }
+        EXPECT_EQ(t.init.sorted, init.sorted);
+        EXPECT_EQ(t.init.unique, init.unique);
+        const auto& sb = slots[i].tensor->scaled_by;
+        EXPECT_EQ(t.init.scale_tensor >= 0, sb && !sb->tensor.empty()) << t.name;
+        if (sb && !sb->tensor.empty()) {
+          EXPECT_EQ(s.tensors[static_cast<std::size_t>(t.init.scale_tensor)].name, sb->tensor);
+          EXPECT_EQ(t.init.block, sb->block);
+        }
+        if (init.block_amplitude) {
+          EXPECT_EQ(t.init.amp_lo, init.block_amplitude->first);
+          EXPECT_EQ(t.init.amp_hi, init.block_amplitude->second);
+        }
+      }
+    }
+    ASSERT_EQ(s.outputs.size(), def.outputs.size());
+    for (std::size_t i = 0; i < def.outputs.size(); ++i) {
+      const auto& o = s.outputs[i];
+      const auto& d = def.outputs[i];
+      EXPECT_EQ(o.name, d.name);
+      EXPECT_EQ(s.tensors[static_cast<std::size_t>(o.slot)].name, d.in_place_of.empty() ? d.name : d.in_place_of);
+      EXPECT_EQ(o.check.kind, d.check.kind);
+      EXPECT_EQ(o.check.atol, d.check.atol);
+      if (d.check.atol >= 0) {
+        EXPECT_EQ(o.check.rtol, std::max(d.check.rtol, 0.0));
+      }
+      EXPECT_EQ(o.check.max_abs, d.check.max_abs);
+      EXPECT_EQ(o.check.rel_l2, d.check.rel_l2);
+      if (d.check.kind == "topk") {
+        EXPECT_EQ(s.tensors[static_cast<std::size_t>(o.check.of)].name, d.check.of);
+        EXPECT_EQ(o.check.largest, d.check.largest);
+      }
+      ASSERT_EQ(o.lazy.size(), d.lazy.size());
+      for (std::size_t j = 0; j < d.lazy.size(); ++j) {
+        EXPECT_EQ(o.lazy[j].kind, d.lazy[j].kind);
+        if (d.lazy[j].kind == "copy") {
+          EXPECT_EQ(s.tensors[static_cast<std::size_t>(o.lazy[j].input)].name, d.lazy[j].input);
+        }
+      }
+    }
+    ASSERT_EQ(s.cases.size(), def.cases.size());
+    for (std::size_t ci = 0; ci < def.cases.size(); ++ci) {
+      const ProblemCase& c = def.cases[ci];
+      const auto& sc = s.cases[ci];
+      EXPECT_EQ(sc.name, c.name);
+      for (std::size_t d = 0; d < def.dims.size(); ++d) EXPECT_EQ(sc.dims[d], c.dims.at(def.dims[d]));
+      for (std::size_t i = 0; i < slots.size(); ++i) EXPECT_EQ(sc.shapes[i], *def.shape_of(*slots[i].tensor, c)) << c.name;
+      for (std::size_t k = 0; k < def.scalars.size(); ++k) {
+        const double v = def.scalar_value(def.scalars[k], c);
+        if (std::isnan(v)) {
+          EXPECT_TRUE(std::isnan(sc.scalars[k]));
+        } else {
+          EXPECT_EQ(sc.scalars[k], v);
+        }
+      }
+      EXPECT_EQ(sc.flops, static_cast<double>(*def.flops->eval(c.dims)));
+      EXPECT_EQ(sc.bytes, static_cast<double>(*def.bytes->eval(c.dims)));
+      for (std::size_t i = 0; i < slots.size(); ++i)
+        if (slots[i].tensor->init.dist == "group_ends") {
+          EXPECT_EQ(sc.totals[i], *slots[i].tensor->init.total->eval(c.dims));
+        }
+    }
+  }
+  EXPECT_GE(generic, 6);
+}
+
+// The harness builds the struct from the spec; the library's args_spec from the parsed
+// definition: the same bytes, or a recording made by one would be refused by the other.
+TEST(ProblemSpec, ArgsFromTheSpecAreTheLibrarysBytes) {
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    const ProblemSpec s = read_back(def);
+    const ProblemCase& c = def.cases.front();
+    auto data = make_case(def, c, 3);
+    ASSERT_TRUE(data.ok()) << def.name;
+    std::vector<std::uint64_t> addr;
+    for (std::size_t i = 0; i < s.tensors.size(); ++i) addr.push_back(0x600000000000ull + (i << 21));
+    auto lib_spec = args_spec(*data, addr, 0x600000100000ull, 1 << 20);
+    ASSERT_TRUE(lib_spec.ok());
+    std::vector<double> scalars;
+    for (const auto& sc : def.scalars) scalars.push_back(data->scalars.at(sc.name));
+    const auto ours = harness::spec_args(s, *s.find_case(c.name), addr, scalars, 0x600000100000ull, 1 << 20);
+    kfleet_problem_args a{}, b{};
+    ASSERT_EQ(build_problem_args(*lib_spec, &a), "");
+    ASSERT_EQ(build_problem_args(ours, &b), "");
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << def.name;
+  }
+}
+
+const std::string kGood =
+    "kfleet-problem-spec 1\n"
+    "problem demo 2\n"
+    "dims T H\n"
+    "scalar eps fp32\n"
+    "tensor x input bf16\n"
+    "tensor y output bf16\n"
+    "init x normal mean=0 std=2\n"
+    "output y y\n"
+    "check y tolerance atol=0.01 rtol=0.01\n"
+    "lazy y zeros\n"
+    "lazy y copy x\n"
+    "case small\n"
+    "case_dims small 4 256\n"
+    "case_scalars small 1e-06\n"
+    "case_shape small x 4 256\n"
+    "case_shape small y 4 256\n"
+    "case_cost small 4096 4096 0\n"
+    "end\n";
+
+std::string refusal(std::string text) {
+  ProblemSpec s;
+  return harness::parse_problem_spec(text, &s);
+}
+
+std::string replaced(const std::string& from, const std::string& to) {
+  std::string t = kGood;
+  const auto at = t.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return t.replace(at, from.size(), to);
+}
+
+TEST(ProblemSpecReader, TheGoodSpecReads) {
+  ProblemSpec s;
+  ASSERT_EQ(harness::parse_problem_spec(kGood, &s), "");
+  EXPECT_EQ(s.problem, "demo");
+  EXPECT_EQ(s.version, 2u);
+  ASSERT_EQ(s.cases.size(), 1u);
+  EXPECT_EQ(s.cases[0].elements(0), 1024u);
+  EXPECT_EQ(s.outputs[0].check.atol, 0.01);
+  ASSERT_EQ(s.outputs[0].lazy.size(), 2u);
+  EXPECT_EQ(s.outputs[0].lazy[1].input, 0);
+}
+
+TEST(ProblemSpecReader, MalformedLinesAreRefusedByLine) {
+  struct Bad {
+    std::string text, want;
+  };
+  const std::vector<Bad> bad = {
+      {replaced("kfleet-problem-spec 1", "kfleet-problem-spec 2"), "problem spec line 1: the first line must be"},
+      {replaced("problem demo 2", "problem demo two"), "line 2: expected 'problem NAME VERSION'"},
+      {replaced("tensor x input bf16", "tensor x input bf17"), "line 5: unknown dtype 'bf17'"},
+      {replaced("tensor y output", "tensor y sideways"), "line 6: unknown role 'sideways'"},
+      {replaced("std=2", "std=2 skew=1"), "line 7: unknown field 'skew'"},
+      {replaced("std=2", "std=nan"), "line 7: std=nan is not a finite number"},
+      {replaced("init x normal", "init z normal"), "line 7: no tensor 'z'"},
+      {replaced("output y y", "output y x"), "line 8: output 'y' in input slot 'x'"},
+      {replaced("check y tolerance atol=0.01 rtol=0.01", "check y fuzzy"), "line 9: unknown check 'fuzzy'"},
+      {replaced("lazy y zeros", "lazy y nothing"), "line 10: unknown lazy output 'nothing'"},
+      {replaced("case_dims small 4 256", "case_dims small 4"), "line 13: 1 dims for 2"},
+      {replaced("case_dims small 4 256", "case_dims small 4 0"), "line 13: dim H = '0' is not a positive integer"},
+      {replaced("case_shape small x 4 256", "case_shape big x 4 256"), "line 15: no case 'big'"},
+      {replaced("case_cost small 4096 4096 0", "case_cost small 4096"), "line 17: expected 'case_cost"},
+      {replaced("end\n", ""), "line 0: no 'end' line"},
+      {kGood + "extra\n", "line 19: text after 'end'"},
+      {replaced("case_shape small y 4 256\n", ""), "case 'small' has no shape for 'y'"},
+      {replaced("lazy y zeros\nlazy y copy x\n", ""), "output 'y' has no lazy output"},
+      {replaced("init x normal mean=0 std=2\n", ""), "input 'x' has no init"},
+      {replaced("problem demo 2", "problem demo 2\r"), "line 2: a tab or carriage return"},
+      {"", "line 0: empty text"},
+  };
+  for (const auto& b : bad) {
+    const std::string why = refusal(b.text);
+    EXPECT_NE(why.find(b.want), std::string::npos) << "want '" << b.want << "', got '" << why << "'";
+  }
+}
+
+// The buffers a problem's kernel may touch, as the harness maps them in replay mode (slot order
+// then the workspace, at fixed addresses), on a recorded launch: a kernel given the struct by
+// value passes the recorder's address scan, and one that also holds an address outside the
+// problem's buffers, or writes past an output, is refused, as for the families.
+TEST(ProblemSpecBuffers, RecordedLaunchOfAProblemIsCheckedAgainstItsBuffers) {
+  const ProblemDef* def = library().find("topk");
+  ASSERT_NE(def, nullptr);
+  const ProblemSpec s = read_back(*def);
+  const harness::SpecCase& c = *s.find_case("small");
+  const auto bufs = harness::spec_buffers(s, c, 1 << 20);
+  ASSERT_EQ(bufs.size(), 4u);
+  EXPECT_EQ(bufs[0].name, "input x");
+  EXPECT_TRUE(bufs[0].read_only);
+  EXPECT_EQ(bufs[1].name, "output values");
+  EXPECT_EQ(bufs[2].name, "output indices");
+  EXPECT_EQ(bufs[2].bytes, 4u * 4 * 8);
+  EXPECT_EQ(bufs[3].name, "workspace");
+  constexpr std::uint64_t lo = 0x600000000000ull, hi = lo + (1ull << 40);
+  harness::LaunchList l;
+  l.what = "correctness seed 0";
+  std::vector<std::uint64_t> addr;
+  std::uint64_t next = lo;
+  for (const auto& b : bufs) {
+    l.buffers.push_back({b.name, next, b.bytes});
+    addr.push_back(next);
+    next += (b.bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  }
+  const auto spec = harness::spec_args(s, c, addr, {}, addr[3], bufs[3].bytes);
+  kfleet_problem_args args{};
+  ASSERT_EQ(build_problem_args(spec, &args), "");
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&args);
+  l.args.assign(p, p + sizeof args);
+  harness::LaunchNode k;
+  k.kind = harness::LaunchNode::Kind::kernel;
+  k.kernel.function = "_ZN12_GLOBAL__N_19topk_rowsE18kfleet_problem_args";
+  k.kernel.slots = {{0, static_cast<std::uint32_t>(sizeof args)}};
+  k.kernel.params = l.args;
+  l.nodes = {k};
+  EXPECT_EQ(harness::check_addresses(l, lo, hi, nullptr), "");
+  // Through the text form and back, unchanged.
+  std::vector<harness::LaunchList> back;
+  ASSERT_EQ(harness::parse_launch_lists(harness::serialize({l}), &back), "");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].args, l.args);
+  EXPECT_EQ(harness::launch_list_difference(back[0], l), "");
+  // The values slot pointed past every buffer (an address the kernel made up).
+  kfleet_problem_args wrong = args;
+  wrong.tensors[1].data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(next + (4u << 20)));
+  harness::LaunchList bad = l;
+  const auto* wp = reinterpret_cast<const std::uint8_t*>(&wrong);
+  bad.nodes[0].kernel.params.assign(wp, wp + sizeof wrong);
+  EXPECT_NE(harness::check_addresses(bad, lo, hi, nullptr).find("reserved range but outside its buffers"),
+            std::string::npos);
+  // Device memory of its own (the reference, a cache) in the struct's reserved words.
+  wrong = args;
+  wrong.reserved[0] = 0x7f1234000000ull;
+  bad.nodes[0].kernel.params.assign(wp, wp + sizeof wrong);
+  EXPECT_NE(harness::check_addresses(bad, lo, hi, [](std::uint64_t v) { return v == 0x7f1234000000ull; })
+                .find("device memory the harness did not give the launch"),
+            std::string::npos);
+  // A memset of the indices output that runs past its end.
+  harness::LaunchNode m;
+  m.kind = harness::LaunchNode::Kind::memset;
+  m.memset = {addr[2], 0, bufs[2].bytes / 4 + 1024 * 1024, 1, 0, 4};
+  bad = l;
+  bad.nodes = {m};
+  EXPECT_NE(harness::check_addresses(bad, lo, hi, nullptr).find("memset (operation 0)"), std::string::npos);
+  // Within the output: fine.
+  bad.nodes[0].memset.width = bufs[2].bytes / 4;
+  EXPECT_EQ(harness::check_addresses(bad, lo, hi, nullptr), "");
+}
+
+}  // namespace
+}  // namespace kfleet::problems
