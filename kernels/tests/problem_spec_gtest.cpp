@@ -4,6 +4,7 @@
 // them, go through the launch list's address checks as the families' do.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -11,6 +12,7 @@
 #include "case_spec.hpp"
 #include "launch_list.hpp"
 #include "problem_cpu.hpp"
+#include "problem_inputs.hpp"
 #include "problem_spec.hpp"
 
 namespace kfleet::problems {
@@ -309,3 +311,52 @@ TEST(ProblemSpecBuffers, RecordedLaunchOfAProblemIsCheckedAgainstItsBuffers) {
 
 }  // namespace
 }  // namespace kfleet::problems
+
+namespace kfleet::harness {
+namespace {
+
+// The draws the harness fills inputs with (host and device run this same code).
+TEST(ProblemInputs, DrawsFollowTheirDistributions) {
+  RealDraw normal;
+  normal.normal = 1;
+  normal.a = 1.5;
+  normal.b = 2;
+  RealDraw uniform;
+  uniform.a = -0.5;
+  uniform.b = 0.25;
+  const std::uint64_t seed = input_stream("rmsnorm", "case/small", 7, 0);
+  EXPECT_NE(seed, input_stream("rmsnorm", "case/small", 7, 1));
+  EXPECT_NE(seed, input_stream("rmsnorm", "case/small", 8, 0));
+  double sum = 0, sq = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double x = draw_real(normal, seed, static_cast<std::uint64_t>(i));
+    EXPECT_LE(std::fabs(x - 1.5), 12.0);  // Irwin-Hall: within 6 std
+    sum += x;
+    sq += x * x;
+    const double u = draw_real(uniform, seed, static_cast<std::uint64_t>(i));
+    EXPECT_TRUE(u >= -0.5 && u < 0.25) << u;
+    const auto k = draw_int(seed, static_cast<std::uint64_t>(i), -3, 4);
+    EXPECT_TRUE(k >= -3 && k <= 4) << k;
+  }
+  const double mean = sum / n, var = sq / n - mean * mean;
+  EXPECT_NEAR(mean, 1.5, 0.02);
+  EXPECT_NEAR(var, 4.0, 0.05);
+  EXPECT_EQ(draw_real(normal, seed, 12345), draw_real(normal, seed, 12345));  // a pure function
+  RealDraw amp;
+  amp.amp_lo = 0.1;
+  amp.amp_hi = 10;
+  double lo = 1e9, hi = 0;
+  for (std::uint64_t b = 0; b < 10000; ++b) {
+    const double f = draw_amplitude(amp, seed, b);
+    lo = std::min(lo, f);
+    hi = std::max(hi, f);
+  }
+  EXPECT_GE(lo, 0.1);
+  EXPECT_LE(hi, 10.0);
+  EXPECT_LT(lo, 0.12);
+  EXPECT_GT(hi, 8.0);
+}
+
+}  // namespace
+}  // namespace kfleet::harness
