@@ -3,22 +3,25 @@
 # (kernels/harness/PROBLEM-ABI.md "The problem spec", PROTOCOL.md "Problems of the library"),
 # the way the agent runs a job: a recorder (the harness + the job's kernel) records, and the
 # measuring process (the harness alone, the job's device code loaded from its object) replays.
-#   scripts/gpu-problems-direct.sh --out DIR [--arch sm_90a] [--only rmsnorm,topk]
+#   scripts/gpu-problems-direct.sh --out DIR [--arch sm_90a] [--only rmsnorm,topk] [--spec-tool BIN]
 # For each problem: the naive kernel's correctness on every case (seeds 0,1) and its benchmark
 # on the largest case; a wrong kernel (tests/wrong.cu) and a do-nothing one (tests/nothing.cu)
 # that must be rejected naming an output's check; a recording replayed for another case, which
 # must be refused. One PASS/FAIL line per item (DIR/summary.log); logs in DIR. Exits 1 on any
 # FAIL, 2 when the build fails. Needs the CUDA toolkit (nvcc on PATH or /usr/local/cuda), CMake,
-# a C++ compiler and the repository; no network.
+# a C++ compiler and the repository; no network. The problems' specs are written by
+# kfleet-problem-spec (kfleet's host code, built here with CMake, the orchestrator off), or by
+# the one --spec-tool names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD out=$root/problems-direct arch=sm_90a only=""
+root=$PWD out=$root/problems-direct arch=sm_90a only="" spec_tool=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    --spec-tool) spec_tool=$(realpath "$2"); shift 2 ;;
+    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
     *) echo "gpu-problems-direct: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,12 +47,17 @@ export nvcc gen root
 
 # ---- Build: the spec writer (kfleet's host code), the harness objects, each kernel ----
 b=$out/cmake-build
-(
-  cmake -S "$root" -B "$b" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_ORCHESTRATOR=OFF \
-    -DKFLEET_BUILD_TESTS=OFF -DKFLEET_BUILD_BENCH=OFF -DKFLEET_BUILD_DASHBOARDS=OFF \
-    -DKFLEET_WITH_POSTGRESQL=OFF -DKFLEET_WERROR=OFF >"$out/logs/spec-configure.log" 2>&1 &&
-    cmake --build "$b" -j"$jobs" --target kfleet-problem-spec >"$out/logs/spec-build.log" 2>&1
-) &
+if [ -z "$spec_tool" ]; then
+  spec_tool=$b/kernels/kfleet-problem-spec
+  (
+    cmake -S "$root" -B "$b" -DCMAKE_BUILD_TYPE=Release -DKFLEET_BUILD_ORCHESTRATOR=OFF \
+      -DKFLEET_BUILD_TESTS=OFF -DKFLEET_BUILD_BENCH=OFF -DKFLEET_BUILD_DASHBOARDS=OFF \
+      -DKFLEET_WITH_POSTGRESQL=OFF -DKFLEET_WERROR=OFF >"$out/logs/spec-configure.log" 2>&1 &&
+      cmake --build "$b" -j"$jobs" --target kfleet-problem-spec >"$out/logs/spec-build.log" 2>&1
+  ) &
+else
+  true &
+fi
 spec_pid=$!
 compile_list=()
 for src in kernels/harness/src/*.cu kernels/harness/cpu/*.cpp; do
@@ -63,7 +71,7 @@ printf '%s\n' "${compile_list[@]}" | xargs -P "$jobs" -I{} bash -c 'compile_one 
 build_rc=$?
 wait "$spec_pid"; spec_rc=$?
 [ $build_rc = 0 ] || { echo "gpu-problems-direct: the harness or a kernel did not compile" >&2; exit 2; }
-[ $spec_rc = 0 ] || { tail -30 "$out/logs/spec-configure.log" "$out/logs/spec-build.log"; echo "gpu-problems-direct: kfleet-problem-spec did not build" >&2; exit 2; }
+[ $spec_rc = 0 ] && [ -x "$spec_tool" ] || { tail -30 "$out"/logs/spec-*.log; echo "gpu-problems-direct: kfleet-problem-spec did not build" >&2; exit 2; }
 warnings=$(cat "$out"/obj/*.log | grep -c 'warning' || true)
 cc "$out"/obj/h_*.o -o "$out/bin/kfleet-measure" >"$out/logs/link-measure.log" 2>&1 ||
   { cat "$out/logs/link-measure.log"; exit 2; }
@@ -72,7 +80,7 @@ for p in "${problems[@]}"; do
     cc "$out"/obj/h_*.o "$out/obj/${p}_$k.o" -o "$out/bin/rec-${p}-$k" >"$out/logs/link-$p-$k.log" 2>&1 ||
       { cat "$out/logs/link-$p-$k.log"; exit 2; }
   done
-  "$b/kernels/kfleet-problem-spec" "$root/kernels/problems" "$p" >"$out/spec/$p.spec" ||
+  "$spec_tool" "$root/kernels/problems" "$p" >"$out/spec/$p.spec" ||
     { echo "gpu-problems-direct: no spec for $p" >&2; exit 2; }
 done
 echo "built in $(( $(date +%s) - t_start )) s ($warnings compiler warnings; logs $out/obj/*.log)" | tee -a "$summary"

@@ -251,6 +251,18 @@ std::vector<double> decode_host(kfleet_dtype t, const std::vector<std::uint8_t>&
   return out;
 }
 
+// A buffer's bytes, copied on the harness's stream: between timed runs (re-checks) only the
+// harness stream may show activity (PROTOCOL.md, "What a sample is"), never the legacy stream
+// DeviceBuffer::download uses.
+std::vector<std::uint8_t> download_on_harness_stream(const DeviceBuffer& b) {
+  std::vector<std::uint8_t> out(b.bytes());
+  if (!out.empty()) {
+    KFLEET_GPU_CHECK(gpuMemcpyAsync(out.data(), b.get(), out.size(), gpuMemcpyDeviceToHost, harness_stream()));
+    KFLEET_GPU_CHECK(gpuStreamSynchronize(harness_stream()));
+  }
+  return out;
+}
+
 struct CheckResult {
   std::string reason;  // "" when the output passes
   Metrics m;
@@ -434,11 +446,11 @@ class GenericProblem : public Problem {
         if (d.unwritten) why = std::to_string(d.unwritten) + " of " + std::to_string(s.n) + " elements never written";
         else if (d.nan || d.inf) why = "output has NaN/Inf";
         else if ((atol > 0 || rtol > 0) && d.violations)
-          why = fmt("%.0f of %.0f elements past atol %g + rtol %g*|ref|", static_cast<double>(d.violations),
+          why = fmt("%.0f of %.0f elements outside atol %g + rtol %g * |ref|", static_cast<double>(d.violations),
                     static_cast<double>(s.n), atol, rtol);
         else if (c.max_abs >= 0 && d.max_abs > c.max_abs)
           why = fmt("max_abs %.6g > %g", d.max_abs, c.max_abs);
-        if (!why.empty()) why = "output " + out.name + ": " + why;
+        if (!why.empty()) why = "output " + out.name + " (tolerance check): " + why;
         continue;
       }
       if (inputs.empty()) inputs = input_values();
@@ -480,7 +492,7 @@ class GenericProblem : public Problem {
 
   std::vector<double> output_values(std::size_t k, const std::vector<double>& ref, std::size_t* unwritten) const {
     const Slot& s = slots_[static_cast<std::size_t>(spec_.outputs[k].slot)];
-    const auto raw = s.device->download();
+    const auto raw = download_on_harness_stream(*s.device);
     std::vector<double> v = decode_host(s.t->dtype, raw, s.n, &ref, unwritten);
     if (s.t->role == KFLEET_TENSOR_INOUT) *unwritten = 0;  // holds its input, never poisoned
     return v;
@@ -511,7 +523,7 @@ class GenericProblem : public Problem {
       for (std::size_t i = 0; i < n; ++i)
         if (!(act[i] == round_to(dt, ref[i])) && !bad++) first = i;
       if (bad)
-        why = fmt("%.0f of %.0f elements differ from the reference (exact check); first at %.0f: ",
+        why = fmt("%.0f of %.0f elements differ from the reference; first at %.0f: ",
                   static_cast<double>(bad), static_cast<double>(n), static_cast<double>(first)) +
               fmt("%.9g, want %.9g", act[first], round_to(dt, ref[first]));
       r.violations = bad;
@@ -540,7 +552,7 @@ class GenericProblem : public Problem {
         }
       }
     }
-    r.reason = why.empty() ? "" : "output " + out.name + ": " + why;
+    r.reason = why.empty() ? "" : "output " + out.name + " (" + c.kind + " check): " + why;
     return r;
   }
 
@@ -593,7 +605,7 @@ class GenericProblem : public Problem {
   }
 
   static std::vector<double> floats(const DeviceBuffer& b) {
-    const auto raw = b.download();
+    const auto raw = download_on_harness_stream(b);
     std::vector<double> v(raw.size() / sizeof(float));
     for (std::size_t i = 0; i < v.size(); ++i) {
       float f;
@@ -632,7 +644,8 @@ class GenericProblem : public Problem {
           std::vector<float> f(blocks);
           for (std::size_t b = 0; b < blocks; ++b) f[b] = static_cast<float>(draw_amplitude(d, stream, b));
           amp = std::make_unique<DeviceBuffer>(blocks * sizeof(float));
-          amp->upload(f.data(), blocks * sizeof(float));
+          KFLEET_GPU_CHECK(gpuMemcpyAsync(amp->get(), f.data(), blocks * sizeof(float), gpuMemcpyHostToDevice, hs));
+          KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `f` goes
         }
         fill_fp8_blocks<<<ref_blocks(static_cast<std::int64_t>(blocks), 128), 128, 0, hs>>>(
             static_cast<std::uint8_t*>(targets[i]), static_cast<float*>(targets[st]), blocks, d, stream,
