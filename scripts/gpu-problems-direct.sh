@@ -89,7 +89,12 @@ echo "built in $(( $(date +%s) - t_start )) s ($warnings compiler warnings; logs
 measure=$out/bin/kfleet-measure
 fail=0
 note() { echo "$*" | tee -a "$summary"; }
-reasons() { grep -o '"reason":"[^"]*"' "$1" | grep -v '"reason":""' | sort -u | head -3 | tr '\n' ' '; }
+# The distinct reasons of a log's lines; for a recorder that failed (exit >= 100), its own lines.
+reasons() {
+  local log=$1 rc=${2:-0}
+  if [ "$rc" -ge 100 ]; then log=${log%.jsonl}.record.jsonl; fi
+  grep -o '"reason":"[^"]*"\|"message":"[^"]*"' "$log" 2>/dev/null | grep -v '"reason":""' | sort -u | head -3 | tr '\n' ' '
+}
 
 # record_replay P KERNEL STAGE CASE TAG [options...]: record with the kernel's recorder, replay
 # with kfleet-measure; DIR/logs/P/TAG.{record,replay}.jsonl; returns the measuring process's
@@ -113,14 +118,14 @@ correctness_items() {
     record_replay "$p" naive correctness "$c" "naive-$c" --seeds 0,1; local rc=$?
     local lines; lines=$(grep -c '"type":"correctness".*"pass":true' "$out/logs/$p/naive-$c.jsonl" 2>/dev/null)
     if [ $rc = 0 ] && [ "$lines" = 2 ]; then note "PASS $p naive correctness $c (seeds 0,1)"
-    else note "FAIL $p naive correctness $c: exit $rc, $lines of 2 seeds pass; $(reasons "$out/logs/$p/naive-$c.jsonl")"; echo 1 >"$out/logs/$p.fail"; fi
+    else note "FAIL $p naive correctness $c: exit $rc, ${lines:-0} of 2 seeds pass; $(reasons "$out/logs/$p/naive-$c.jsonl" $rc)"; echo 1 >"$out/logs/$p.fail"; fi
   done
   for k in wrong nothing; do
     record_replay "$p" "$k" correctness "$first" "$k-$first" --seeds 0,1; local rc=$?
     local log=$out/logs/$p/$k-$first.jsonl
     local named; named=$(grep '"type":"correctness"' "$log" 2>/dev/null | grep '"pass":false' | grep -c '"reason":"output ')
     if [ $rc = 1 ] && [ "$named" = 2 ]; then note "PASS $p $k kernel rejected on $first: $(reasons "$log")"
-    else note "FAIL $p $k kernel on $first: exit $rc, $named of 2 seeds rejected naming an output; $(reasons "$log")"; echo 1 >"$out/logs/$p.fail"; fi
+    else note "FAIL $p $k kernel on $first: exit $rc, $named of 2 seeds rejected naming an output; $(reasons "$log" $rc)"; echo 1 >"$out/logs/$p.fail"; fi
   done
   # A recording made for one case, replayed for another: refused (exit 4), never run.
   local second; second=$(echo "$cases" | sed -n 2p)
@@ -130,7 +135,7 @@ correctness_items() {
       --device-code "$out/obj/${p}_naive.o" --result-fd 3 3>"$d/refused.jsonl" >"$d/refused.stdout" 2>&1; local rc=$?
     if [ $rc = 4 ] && grep -q 'made for other args' "$d/refused.jsonl" "$d/refused.stdout"; then
       note "PASS $p recording of $first replayed as $second refused (exit 4)"
-    else note "FAIL $p recording of $first replayed as $second: exit $rc"; echo 1 >"$out/logs/$p.fail"; fi
+    else note "FAIL $p recording of $first replayed as $second: exit $rc; $(reasons "$d/refused.jsonl")"; echo 1 >"$out/logs/$p.fail"; fi
   fi
 }
 
@@ -145,7 +150,7 @@ bench_item() {
   local median; median=$(echo "$line" | grep -o '"median_us":[0-9.e+-]*' | cut -d: -f2)
   if [ $rc = 0 ] && [ -n "$median" ] && echo "$line" | grep -q '"recheck":{[^}]*"pass":true'; then
     note "PASS $p naive benchmark $c: median $median us, $(echo "$line" | grep -o '"gbs_frac":[0-9.e+-]*\|"tflops_frac":[0-9.e+-]*\|"n":[0-9]*' | tr '\n' ' ')"
-  else note "FAIL $p naive benchmark $c: exit $rc; $(echo "$line" | grep -o '"suspect_reason":"[^"]*"\|"reason":"[^"]*"' | head -3 | tr '\n' ' ')"; fail=1; fi
+  else note "FAIL $p naive benchmark $c: exit $rc; $(echo "$line" | grep -o '"suspect_reason":"[^"]*"\|"reason":"[^"]*"' | head -3 | tr '\n' ' ')$(reasons "$log" $rc)"; fail=1; fi
 }
 
 nvidia-smi -L 2>/dev/null | tee -a "$summary"

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "../../common/tests/test_paths.hpp"
 #include "case_spec.hpp"
@@ -360,3 +362,27 @@ TEST(ProblemInputs, DrawsFollowTheirDistributions) {
 
 }  // namespace
 }  // namespace kfleet::harness
+
+namespace kfleet::problems {
+namespace {
+
+// Every generic problem has a GPU reference the harness compiles in (kfleet-measure refuses a
+// problem without one): named in problem.yaml for both languages, and included by its
+// kernels/harness/src/problem_ref_<name>.cu.
+TEST(ProblemSpec, EveryGenericProblemHasAGpuReferenceInTheHarness) {
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    ASSERT_TRUE(def.reference.count("cuda")) << def.name;
+    ASSERT_TRUE(def.reference.count("hip")) << def.name;
+    EXPECT_EQ(def.reference.at("cuda").path, "reference.cu") << def.name;
+    const auto stub = testing::source_dir() / "kernels/harness/src" / ("problem_ref_" + def.name + ".cu");
+    std::ifstream in(stub);
+    ASSERT_TRUE(in.good()) << stub;
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("#include \"../../problems/" + def.name + "/reference.cu\""), std::string::npos) << stub;
+  }
+}
+
+}  // namespace
+}  // namespace kfleet::problems
