@@ -14,6 +14,7 @@
 #include "case_spec.hpp"
 #include "launch_list.hpp"
 #include "problem_cpu.hpp"
+#include "problem_checks.hpp"
 #include "problem_inputs.hpp"
 #include "problem_spec.hpp"
 
@@ -386,3 +387,118 @@ TEST(ProblemSpec, EveryGenericProblemHasAGpuReferenceInTheHarness) {
 
 }  // namespace
 }  // namespace kfleet::problems
+
+namespace kfleet::problems {
+namespace {
+
+bool small_case(const ProblemDef& def, const ProblemCase& c) {
+  auto f = def.flops->eval(c.dims);
+  auto b = def.bytes->eval(c.dims);
+  return f && b && *f <= 20'000'000 && *b <= 1'000'000;
+}
+
+// The harness's checks (problem_checks.hpp, what kfleet-measure runs) on the library's own data:
+// the fp64 CPU reference, rounded to each output's dtype, passes every output's check, and
+// every do-nothing output of the spec fails it, naming the output and the check.
+TEST(HarnessProblemChecks, TheLibrarysReferencePassesAndEveryLazyOutputFails) {
+  int checked = 0;
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    const ProblemSpec spec = read_back(def);
+    const ReferenceFn ref_fn = find_reference(def.name);
+    ASSERT_NE(ref_fn, nullptr);
+    for (const auto& c : def.cases) {
+      if (!small_case(def, c)) continue;
+      for (const std::uint64_t seed : {0u, 1u}) {
+        auto data = make_case(def, c, seed);
+        ASSERT_TRUE(data.ok());
+        const Tensors refs = ref_fn(*data);
+        harness::SpecInputs inputs(spec.tensors.size());
+        for (std::size_t i = 0; i < spec.tensors.size(); ++i)
+          if (spec.tensors[i].role != KFLEET_TENSOR_OUTPUT) inputs[i] = data->inputs.at(spec.tensors[i].name).real;
+        const harness::SpecCase& sc = *spec.find_case(c.name);
+        for (std::size_t k = 0; k < spec.outputs.size(); ++k) {
+          const auto& out = spec.outputs[k];
+          const auto& ref = refs.at(out.name).real;
+          std::vector<double> perfect(ref.size());
+          const kfleet_dtype dt = spec.tensors[static_cast<std::size_t>(out.slot)].dtype;
+          for (std::size_t i = 0; i < ref.size(); ++i) perfect[i] = harness::round_to_dtype(dt, ref[i]);
+          EXPECT_EQ(harness::problem_output_check(spec, sc, k, perfect, ref, inputs).reason, "")
+              << def.name << " " << c.name << " seed " << seed;
+          for (const auto& l : out.lazy) {
+            const auto lazy = harness::problem_lazy_output(spec, sc, k, l, ref, inputs);
+            const auto r = harness::problem_output_check(spec, sc, k, lazy, ref, inputs);
+            EXPECT_EQ(r.reason.rfind("output " + out.name + " (" + out.check.kind + " check): ", 0), 0u)
+                << def.name << " " << c.name << " " << harness::lazy_name(spec, l) << " gave '" << r.reason << "'";
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 40);
+}
+
+}  // namespace
+}  // namespace kfleet::problems
+
+namespace kfleet::harness {
+namespace {
+
+const char* kTopkSpec =
+    "kfleet-problem-spec 1\n"
+    "problem tk 1\n"
+    "dims R V KK\n"
+    "tensor x input fp32\n"
+    "tensor idx output int32\n"
+    "init x normal mean=0 std=1\n"
+    "output idx idx\n"
+    "check idx topk of=x largest=1\n"
+    "lazy idx zeros\n"
+    "case c\n"
+    "case_dims c 1 6 2\n"
+    "case_scalars c\n"
+    "case_shape c x 1 6\n"
+    "case_shape c idx 1 2\n"
+    "case_cost c 6 32 0\n"
+    "end\n";
+
+TEST(HarnessProblemChecks, TopkAcceptsAnyOrderOfTiedIndicesOnly) {
+  ProblemSpec s;
+  ASSERT_EQ(parse_problem_spec(kTopkSpec, &s), "");
+  const SpecCase& c = s.cases[0];
+  SpecInputs inputs = {{3, 1, 3, 2, 3, 0}, {}};
+  const std::vector<double> ref = {0, 2};  // values 3, 3
+  EXPECT_EQ(problem_output_check(s, c, 0, {4, 0}, ref, inputs).reason, "");  // other tied indices
+  EXPECT_EQ(problem_output_check(s, c, 0, {2, 4}, ref, inputs).reason, "");
+  EXPECT_EQ(problem_output_check(s, c, 0, {2, 2}, ref, inputs).reason,
+            "output idx (topk check): row 0, entry 1: index 2 appears twice");
+  EXPECT_EQ(problem_output_check(s, c, 0, {0, 3}, ref, inputs).reason,
+            "output idx (topk check): row 0, entry 1: index 3 holds 2; the top-k value there is 3 (ties may come "
+            "in any order)");
+  EXPECT_NE(problem_output_check(s, c, 0, {0, 6}, ref, inputs).reason.find("index 6 is outside [0, 6)"), std::string::npos);
+  EXPECT_NE(problem_output_check(s, c, 0, {0, -1}, ref, inputs).reason.find("outside"), std::string::npos);
+  const auto bad_ref = problem_output_check(s, c, 0, {0, 2}, {0, 9}, inputs);
+  EXPECT_TRUE(bad_ref.reference_fault);
+}
+
+TEST(HarnessProblemChecks, PoisonLeftIsCountedPerDtype) {
+  std::size_t unwritten = 0;
+  const std::vector<std::uint8_t> bf16 = {0x80, 0x3f, 0xff, 0xff};  // 1.0, poison
+  auto v = decode_output(KFLEET_BF16, bf16, 2, nullptr, &unwritten);
+  EXPECT_EQ(v[0], 1.0);
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_EQ(unwritten, 1u);
+  const std::vector<std::uint8_t> i32 = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};  // -1, -1
+  const std::vector<double> ref = {-1, 5};  // the first -1 is the right answer, the second poison
+  v = decode_output(KFLEET_INT32, i32, 2, &ref, &unwritten);
+  EXPECT_EQ(v[0], -1.0);
+  EXPECT_EQ(unwritten, 1u);
+  const std::vector<std::uint8_t> f32 = {0xff, 0xff, 0xff, 0xff};
+  decode_output(KFLEET_FP32, f32, 1, nullptr, &unwritten);
+  EXPECT_EQ(unwritten, 1u);
+  EXPECT_EQ(round_to_dtype(KFLEET_BF16, 1.0 + 1.0 / 512), 1.0);  // bf16 has 8 significant bits
+}
+
+}  // namespace
+}  // namespace kfleet::harness

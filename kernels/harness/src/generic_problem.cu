@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "../cpu/numeric.hpp"
+#include "../cpu/problem_checks.hpp"
 #include "../cpu/problem_inputs.hpp"
 #include "../cpu/problem_spec.hpp"
 #include "device_codec.hpp"
@@ -136,17 +137,6 @@ __global__ void count_bytes_differing(const std::uint8_t* a, const std::uint8_t*
 
 bool is_float(kfleet_dtype t) { return t == KFLEET_FP16 || t == KFLEET_BF16 || t == KFLEET_FP32; }
 
-// A value as `t` holds it (what a perfect kernel writes).
-double round_to(kfleet_dtype t, double x) {
-  switch (t) {
-    case KFLEET_BF16: return bf16_decode(bf16_encode(static_cast<float>(x)));
-    case KFLEET_FP16: return fp16_decode(fp16_encode(static_cast<float>(x)));
-    case KFLEET_FP32: return static_cast<float>(x);
-    case KFLEET_INT32: case KFLEET_INT64: return std::nearbyint(x);
-    default: return x;
-  }
-}
-
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
   char buf[240];
   std::snprintf(buf, sizeof buf, f, a, b, c, d);
@@ -212,45 +202,6 @@ std::vector<std::uint8_t> host_ints(const SpecTensor& t, const SpecCase& c, std:
   return bytes;
 }
 
-// An output's bytes as values; *unwritten counts the poison (all bytes 0xFF) left where the
-// reference does not hold that very value (an integer output may legitimately be -1).
-std::vector<double> decode_host(kfleet_dtype t, const std::vector<std::uint8_t>& raw, std::size_t n,
-                                const std::vector<double>* ref, std::size_t* unwritten) {
-  std::vector<double> out(n);
-  std::size_t poison = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    double x = 0;
-    bool poisoned = false;
-    if (t == KFLEET_FP32) {
-      std::uint32_t b;
-      std::memcpy(&b, &raw[4 * i], 4);
-      poisoned = b == 0xFFFFFFFFu;
-      float f;
-      std::memcpy(&f, &b, 4);
-      x = f;
-    } else if (t == KFLEET_BF16 || t == KFLEET_FP16) {
-      std::uint16_t b;
-      std::memcpy(&b, &raw[2 * i], 2);
-      poisoned = b == 0xFFFF;
-      x = t == KFLEET_BF16 ? bf16_decode(b) : fp16_decode(b);
-    } else if (t == KFLEET_INT32) {
-      std::int32_t b;
-      std::memcpy(&b, &raw[4 * i], 4);
-      poisoned = b == -1 && ref && (*ref)[i] != -1;
-      x = b;
-    } else if (t == KFLEET_INT64) {
-      std::int64_t b;
-      std::memcpy(&b, &raw[8 * i], 8);
-      poisoned = b == -1 && ref && (*ref)[i] != -1;
-      x = static_cast<double>(b);
-    }
-    poison += poisoned;
-    out[i] = x;
-  }
-  if (unwritten) *unwritten = poison;
-  return out;
-}
-
 // A buffer's bytes, copied on the harness's stream: between timed runs (re-checks) only the
 // harness stream may show activity (PROTOCOL.md, "What a sample is"), never the legacy stream
 // DeviceBuffer::download uses.
@@ -263,11 +214,7 @@ std::vector<std::uint8_t> download_on_harness_stream(const DeviceBuffer& b) {
   return out;
 }
 
-struct CheckResult {
-  std::string reason;  // "" when the output passes
-  Metrics m;
-  std::size_t violations = 0;
-};
+using CheckResult = OutputCheck;
 
 }  // namespace
 
@@ -472,19 +419,13 @@ class GenericProblem : public Problem {
 
   // ---- For the correctness stage ----
 
-  using Inputs = std::vector<std::vector<double>>;  // per slot, the decoded input ({} if not needed)
+  using Inputs = SpecInputs;  // per slot, the decoded input ({} if not needed)
 
   // The inputs a check or a do-nothing output reads (topk's `of`, a lazy copy), downloaded
   // while compute_reference's fp32 copies exist.
   Inputs input_values() const {
     Inputs v(slots_.size());
-    std::set<int> need;
-    for (const auto& out : spec_.outputs) {
-      if (out.check.kind == "topk") need.insert(out.check.of);
-      for (const auto& l : out.lazy)
-        if (l.kind == "copy") need.insert(l.input);
-    }
-    for (int i : need) v[static_cast<std::size_t>(i)] = floats(*slots_[static_cast<std::size_t>(i)].real);
+    for (int i : slots_checks_read(spec_)) v[static_cast<std::size_t>(i)] = floats(*slots_[static_cast<std::size_t>(i)].real);
     return v;
   }
 
@@ -493,88 +434,21 @@ class GenericProblem : public Problem {
   std::vector<double> output_values(std::size_t k, const std::vector<double>& ref, std::size_t* unwritten) const {
     const Slot& s = slots_[static_cast<std::size_t>(spec_.outputs[k].slot)];
     const auto raw = download_on_harness_stream(*s.device);
-    std::vector<double> v = decode_host(s.t->dtype, raw, s.n, &ref, unwritten);
+    std::vector<double> v = decode_output(s.t->dtype, raw, s.n, &ref, unwritten);
     if (s.t->role == KFLEET_TENSOR_INOUT) *unwritten = 0;  // holds its input, never poisoned
     return v;
   }
 
-  // The output's check: "" or why `act` fails it, naming the output.
   CheckResult check(std::size_t k, const std::vector<double>& act, const std::vector<double>& ref,
                     const Inputs& inputs) const {
-    const SpecOutput& out = spec_.outputs[k];
-    const std::size_t slot = static_cast<std::size_t>(out.slot);
-    const kfleet_dtype dt = slots_[slot].t->dtype;
-    const SpecCheck& c = out.check;
-    const std::size_t n = act.size();
-    CheckResult r;
-    std::vector<float> a(act.begin(), act.end());
-    r.m = compute_metrics(a.data(), ref.data(), n);
-    std::string why;
-    if (c.kind == "tolerance") {
-      Tolerance tol;
-      tol.atol = c.atol;
-      tol.rtol = c.atol >= 0 ? std::max(c.rtol, 0.0) : -1;
-      tol.max_abs = c.max_abs;
-      tol.rel_l2 = c.rel_l2;
-      r.violations = c.atol >= 0 ? allclose_violations(a.data(), ref.data(), n, tol.atol, tol.rtol) : 0;
-      why = check_tolerance(r.m, r.violations, tol);
-    } else if (c.kind == "exact") {
-      std::size_t bad = 0, first = 0;
-      for (std::size_t i = 0; i < n; ++i)
-        if (!(act[i] == round_to(dt, ref[i])) && !bad++) first = i;
-      if (bad)
-        why = fmt("%.0f of %.0f elements differ from the reference; first at %.0f: ",
-                  static_cast<double>(bad), static_cast<double>(n), static_cast<double>(first)) +
-              fmt("%.9g, want %.9g", act[first], round_to(dt, ref[first]));
-      r.violations = bad;
-    } else {  // topk: in range, distinct per row, and the values there are the top-k values in order
-      const std::size_t of = static_cast<std::size_t>(c.of);
-      const std::vector<double>& x = inputs[of];
-      const std::size_t len = static_cast<std::size_t>(case_.shapes[of].back());
-      const std::size_t kk = static_cast<std::size_t>(case_.shapes[slot].back());
-      for (std::size_t row = 0; row * kk < n && why.empty(); ++row) {
-        std::set<std::int64_t> seen;
-        for (std::size_t j = 0; j < kk && why.empty(); ++j) {
-          const double idx = act[row * kk + j], want_idx = ref[row * kk + j];
-          const double rr = static_cast<double>(row), jj = static_cast<double>(j);
-          if (!(idx >= 0 && idx < static_cast<double>(len)) || idx != std::floor(idx)) {
-            why = fmt("row %.0f, entry %.0f: index %.17g is outside [0, %.0f)", rr, jj, idx, static_cast<double>(len));
-          } else if (!seen.insert(static_cast<std::int64_t>(idx)).second) {
-            why = fmt("row %.0f, entry %.0f: index %.0f appears twice", rr, jj, idx);
-          } else if (!(want_idx >= 0 && want_idx < static_cast<double>(len))) {
-            fail_setup("the GPU reference of " + spec_.problem + " gave an index out of range");
-          } else {
-            const double v = x[row * len + static_cast<std::size_t>(idx)], w = x[row * len + static_cast<std::size_t>(want_idx)];
-            if (v != w)
-              why = fmt("row %.0f, entry %.0f: index %.0f holds %.9g; ", rr, jj, idx, v) +
-                    fmt("the top-k value there is %.9g (ties may come in any order)", w);
-          }
-        }
-      }
-    }
-    r.reason = why.empty() ? "" : "output " + out.name + " (" + c.kind + " check): " + why;
+    CheckResult r = problem_output_check(spec_, case_, k, act, ref, inputs);
+    if (r.reference_fault) fail_setup("the GPU reference of " + spec_.problem + ": " + r.reason);
     return r;
   }
 
-  // What a do-nothing kernel would leave in output k (the spec's lazy outputs), as the
-  // output's dtype holds it.
   std::vector<double> lazy_values(std::size_t k, const SpecLazy& l, const std::vector<double>& ref,
                                   const Inputs& inputs) const {
-    const std::size_t slot = static_cast<std::size_t>(spec_.outputs[k].slot);
-    const kfleet_dtype dt = slots_[slot].t->dtype;
-    const std::size_t n = ref.size();
-    const std::size_t row = static_cast<std::size_t>(case_.shapes[slot].back());
-    std::vector<double> v(n, 0.0);
-    if (l.kind == "mean") {
-      const double mean = n ? std::accumulate(ref.begin(), ref.end(), 0.0) / static_cast<double>(n) : 0.0;
-      std::fill(v.begin(), v.end(), round_to(dt, mean));
-    } else if (l.kind == "copy") {
-      const auto& x = inputs[static_cast<std::size_t>(l.input)];
-      for (std::size_t i = 0; i < n && i < x.size(); ++i) v[i] = round_to(dt, x[i]);
-    } else if (l.kind == "iota") {
-      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % row);
-    }
-    return v;
+    return problem_lazy_output(spec_, case_, k, l, ref, inputs);
   }
 
   const ProblemSpec& spec() const { return spec_; }
@@ -728,7 +602,7 @@ int run_generic_correctness(const Options& o) {
     std::string weak, strength;
     for (std::size_t k = 0; k < spec.outputs.size(); ++k) {
       for (const auto& l : spec.outputs[k].lazy) {
-        const std::string lazy = l.kind == "copy" ? "copy of " + spec.tensors[static_cast<std::size_t>(l.input)].name : l.kind;
+        const std::string lazy = lazy_name(spec, l);
         const auto r = p.check(k, p.lazy_values(k, l, refs[k], inputs), refs[k], inputs);
         strength += (strength.empty() ? "" : ",") + JsonLine::quote(spec.outputs[k].name + ": " + lazy) + ":" +
                     JsonLine::quote(r.reason.empty() ? "passes" : r.reason);
