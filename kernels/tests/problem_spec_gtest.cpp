@@ -502,3 +502,44 @@ TEST(HarnessProblemChecks, PoisonLeftIsCountedPerDtype) {
 
 }  // namespace
 }  // namespace kfleet::harness
+
+namespace kfleet::harness {
+namespace {
+
+// The fp8 quantiser's walk over blocks (one thread per block on the device): every element of
+// the tensor in exactly one block, the block block_index names, partial edge blocks included,
+// blocks numbered as the scale tensor [cdiv(rows, br), cdiv(cols, bc)] holds them.
+TEST(ProblemInputs, BlockWalkCoversEveryElementOnceInItsBlock) {
+  const std::vector<std::vector<long long>> cases = {{5, 320, 1, 128}, {192, 320, 128, 128}, {8, 256, 1, 128},
+                                                     {3, 7, 2, 4},     {1, 1, 128, 128},    {300, 5, 128, 128}};
+  for (const auto& t : cases) {
+    BlockMap m;
+    m.rank = 2;
+    m.shape[0] = t[0];
+    m.shape[1] = t[1];
+    m.block[0] = t[2];
+    m.block[1] = t[3];
+    const auto nb0 = static_cast<std::size_t>((t[0] + t[2] - 1) / t[2]), nb1 = static_cast<std::size_t>((t[1] + t[3] - 1) / t[3]);
+    const std::size_t n = static_cast<std::size_t>(t[0] * t[1]);
+    std::vector<int> seen(n, 0);
+    for (std::size_t b = 0; b < nb0 * nb1; ++b) {
+      long long bc[6] = {};
+      const std::size_t volume = block_origin(b, m, bc);
+      EXPECT_EQ(bc[0], static_cast<long long>(b / nb1));
+      EXPECT_EQ(bc[1], static_cast<long long>(b % nb1));
+      for (std::size_t j = 0; j < volume; ++j) {
+        std::size_t i = 0;
+        if (!block_element(bc, j, m, &i)) continue;
+        ASSERT_LT(i, n);
+        ++seen[i];
+        EXPECT_EQ(block_index(i, m), b);
+        const std::size_t row = i / static_cast<std::size_t>(t[1]), col = i % static_cast<std::size_t>(t[1]);
+        EXPECT_EQ(b, row / static_cast<std::size_t>(t[2]) * nb1 + col / static_cast<std::size_t>(t[3]));
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "element " << i << " of " << t[0] << "x" << t[1];
+  }
+}
+
+}  // namespace
+}  // namespace kfleet::harness

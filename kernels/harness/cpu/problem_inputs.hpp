@@ -4,6 +4,7 @@
 // tests the distributions) and on the device (the harness fills large tensors there, and
 // regenerates them to see whether a kernel wrote an input). Header-only; plain C++17 on the host.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -60,6 +61,54 @@ KFLEET_HD inline std::int64_t draw_int(std::uint64_t seed, std::uint64_t i, std:
   const std::uint64_t span = static_cast<std::uint64_t>(hi - lo) + 1;
   const std::uint64_t r = draw_mix(seed ^ draw_mix(i ^ 0x2545f4914f6cdd1dULL));
   return lo + static_cast<std::int64_t>(span == 0 ? r : r % span);
+}
+
+// Blocks of a row-major tensor of rank <= 6 (fp8 block scales): block b is numbered row-major
+// over the blocks, as the scale tensor holds them; edge blocks may be partial.
+struct BlockMap {
+  int rank = 0;
+  long long shape[6] = {};
+  long long block[6] = {};
+};
+
+// The block that element i lies in.
+KFLEET_HD inline std::size_t block_index(std::size_t i, const BlockMap& m) {
+  std::size_t b = 0, stride = 1;
+  for (int d = m.rank - 1; d >= 0; --d) {
+    const std::size_t extent = static_cast<std::size_t>(m.shape[d]), edge = static_cast<std::size_t>(m.block[d]);
+    const std::size_t coord = i % extent;
+    i /= extent;
+    b += coord / edge * stride;
+    stride *= (extent + edge - 1) / edge;
+  }
+  return b;
+}
+
+// Block b's coordinates (in blocks) into bc; returns how many positions it spans (its full
+// volume, the partial edge included).
+KFLEET_HD inline std::size_t block_origin(std::size_t b, const BlockMap& m, long long* bc) {
+  std::size_t volume = 1;
+  for (int d = m.rank - 1; d >= 0; --d) {
+    const std::size_t nb = static_cast<std::size_t>((m.shape[d] + m.block[d] - 1) / m.block[d]);
+    bc[d] = static_cast<long long>(b % nb);
+    b /= nb;
+    volume *= static_cast<std::size_t>(m.block[d]);
+  }
+  return volume;
+}
+
+// Position j of the block at bc: false past the tensor's edge, else its element index in *i.
+KFLEET_HD inline bool block_element(const long long* bc, std::size_t j, const BlockMap& m, std::size_t* i) {
+  std::size_t index = 0, stride = 1;
+  for (int d = m.rank - 1; d >= 0; --d) {
+    const long long c = bc[d] * m.block[d] + static_cast<long long>(j % static_cast<std::size_t>(m.block[d]));
+    j /= static_cast<std::size_t>(m.block[d]);
+    if (c >= m.shape[d]) return false;
+    index += static_cast<std::size_t>(c) * stride;
+    stride *= static_cast<std::size_t>(m.shape[d]);
+  }
+  *i = index;
+  return true;
 }
 
 // The stream of one tensor of one case at one seed: every (problem, case, seed, slot) its own.

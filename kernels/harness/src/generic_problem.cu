@@ -39,24 +39,6 @@ namespace {
 
 // ---- Drawing and decoding on the device ----
 
-struct BlockMap {  // element -> block of a row-major tensor of rank <= 6 (blocks row-major too)
-  int rank = 0;
-  long long shape[KFLEET_PROBLEM_MAX_RANK] = {};
-  long long block[KFLEET_PROBLEM_MAX_RANK] = {};
-};
-
-__host__ __device__ size_t block_index(size_t i, const BlockMap& m) {
-  size_t b = 0, stride = 1;
-  for (int d = m.rank - 1; d >= 0; --d) {
-    const size_t extent = (size_t)m.shape[d], edge = (size_t)m.block[d];
-    const size_t coord = i % extent;
-    i /= extent;
-    b += coord / edge * stride;
-    stride *= (extent + edge - 1) / edge;
-  }
-  return b;
-}
-
 __device__ void store(void* out, kfleet_dtype t, size_t i, double x, float inv_scale) {
   if (t == KFLEET_FP32) static_cast<float*>(out)[i] = (float)x;
   else if (t == KFLEET_BF16) static_cast<uint16_t*>(out)[i] = kfleet_float_to_bf16_bits((float)x);
@@ -77,29 +59,15 @@ __global__ void fill_fp8_blocks(uint8_t* out, float* scales, size_t blocks, Real
                                 std::uint64_t seed, BlockMap m, const float* amplitudes) {
   for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += (size_t)gridDim.x * blockDim.x) {
     long long bc[KFLEET_PROBLEM_MAX_RANK] = {};
-    size_t rest = b, volume = 1;
-    for (int k = m.rank - 1; k >= 0; --k) {
-      const size_t nb = (size_t)((m.shape[k] + m.block[k] - 1) / m.block[k]);
-      bc[k] = (long long)(rest % nb);
-      rest /= nb;
-      volume *= (size_t)m.block[k];
-    }
+    const size_t volume = block_origin(b, m, bc);
     const double amp = amplitudes ? amplitudes[b] : 1.0;
     double amax = 0;
     for (int pass = 0; pass < 2; ++pass) {
       const float scale = amax > 0 ? (float)(amax / 448.0) : 1.0f;
       if (pass == 1) scales[b] = scale;
       for (size_t j = 0; j < volume; ++j) {
-        size_t jr = j, i = 0, stride = 1;
-        bool inside = true;
-        for (int k = m.rank - 1; k >= 0; --k) {
-          const long long c = bc[k] * m.block[k] + (long long)(jr % (size_t)m.block[k]);
-          jr /= (size_t)m.block[k];
-          inside = inside && c < m.shape[k];
-          i += (size_t)c * stride;
-          stride *= (size_t)m.shape[k];
-        }
-        if (!inside) continue;
+        size_t i = 0;
+        if (!block_element(bc, j, m, &i)) continue;
         const double x = draw_real(d, seed, i) * amp;
         if (pass == 0) amax = fmax(amax, fabs(x));
         else out[i] = fp8_e4m3_encode_dev((float)(x / scale));
