@@ -241,7 +241,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     readable.push_back(fs::path(measurer_->binary).parent_path().string());
     const std::string cuda_home = py->cuda_home.empty() ? "/usr/local/cuda" : py->cuda_home;
     std::vector<std::pair<std::string, std::string>> env = {
-        {"CUDA_HOME", cuda_home}, {"PATH", cuda_home + "/bin:/usr/bin:/bin"}, {"TMPDIR", tmp}, {"HOME", home}};
+        {"CUDA_HOME", cuda_home}, {"PATH", python_recorder_path_env(*py, cuda_home)}, {"TMPDIR", tmp}, {"HOME", home}};
     if (!py->cc.empty()) env.push_back({"CC", py->cc});
     r = run_child(c, stage, rec, said, /*result_pipe=*/false, readable, /*measure=*/false, env);
   } else {

@@ -51,6 +51,13 @@ std::vector<std::string> python_recorder_read_paths(const PythonRuntime& py,
   return out;
 }
 
+std::string python_recorder_path_env(const PythonRuntime& py, const std::string& cuda_home) {
+  std::string path = cuda_home + "/bin";
+  const std::string own = py.python.empty() ? "" : fs::path(py.python).parent_path().string();
+  if (!own.empty() && own != "/usr/bin" && own != "/bin") path += ":" + own;
+  return path + ":/usr/bin:/bin";
+}
+
 Result<std::string> python_device_code(const std::string& dir) {
   constexpr std::size_t kMaxFiles = 256;
   constexpr std::uintmax_t kMaxBytes = 2ull << 30;

@@ -46,6 +46,11 @@ std::string python_recorder_setup_failure(int exit_code, const std::vector<nlohm
 std::vector<std::string> python_recorder_read_paths(const PythonRuntime& py,
                                                     const std::string& harness_dir);
 
+// The recorder's PATH: CUDA's bin (nvcc for load_inline), then the interpreter's own folder,
+// where a virtualenv keeps the tools its packages run (ninja, which load_inline needs), then
+// the system's. Every folder on it is one the sandbox reads anyway (python_recorder_read_paths).
+std::string python_recorder_path_env(const PythonRuntime& py, const std::string& cuda_home);
+
 // The device code the recorder wrote, comma-separated for --device-code: every entry of `dir`
 // must be a regular file (no symlink, no folder) named <16 hex>.cubin or <16 hex>.fatbin, at most
 // 256 of them and 2 GiB in all; invalid_argument naming the first that is not (the job's

@@ -65,6 +65,15 @@ TEST(PythonStage, TheSandboxReadsTheInstallTheCompilerAndCuda) {
     EXPECT_NE(std::find(paths.begin(), paths.end(), p), paths.end()) << p;
 }
 
+TEST(PythonStage, TheRecordersPathHasTheVenvsToolsForLoadInline) {
+  kb::PythonRuntime py;
+  py.python = "/opt/torch/.venv/bin/python3";  // ninja is beside it, as pip installs it
+  EXPECT_EQ(kb::python_recorder_path_env(py, "/usr/local/cuda"),
+            "/usr/local/cuda/bin:/opt/torch/.venv/bin:/usr/bin:/bin");
+  py.python = "/usr/bin/python3";  // the system's Python: no folder twice
+  EXPECT_EQ(kb::python_recorder_path_env(py, "/usr/local/cuda"), "/usr/local/cuda/bin:/usr/bin:/bin");
+}
+
 class DeviceCodeDir : public ::testing::Test {
  protected:
   void SetUp() override {
