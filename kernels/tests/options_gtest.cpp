@@ -67,5 +67,28 @@ TEST(StopRule, NoisySamplesRunToTheTimeOrSampleCap) {
   EXPECT_GT(by_count.rel_stdev_pct(), 10);
 }
 
+// A problem of the library: the spec gives shapes, dtypes and checks, so the family options
+// are refused with it rather than silently ignored; the Python plan is for the families only.
+TEST(Options, ProblemSpecTakesACaseAndRefusesFamilyOptions) {
+  Options o;
+  ASSERT_EQ(parse({"correctness", "--problem-spec", "/run/rmsnorm.spec", "--case", "small", "--seeds", "0,1",
+                   "--record", "l.txt"}, &o), "");
+  EXPECT_EQ(o.problem_spec, "/run/rmsnorm.spec");
+  EXPECT_EQ(o.case_name, "small");
+  for (const char* flag : {"--shape", "--atol", "--dtype"}) {
+    Options p;
+    const char* value = std::string(flag) == "--shape" ? "M=1,N=1,K=1" : std::string(flag) == "--atol" ? "0.1" : "fp16";
+    const std::string err = parse({"correctness", "--problem-spec", "s", "--case", "small", flag, value}, &p);
+    EXPECT_NE(err.find(std::string(flag) + " does not apply with --problem-spec"), std::string::npos) << err;
+  }
+  Options q;
+  EXPECT_NE(parse({"correctness", "--causal", "--problem-spec", "s"}, &q).find("--causal does not apply"), std::string::npos);
+  Options r;
+  EXPECT_NE(parse({"correctness", "--problem-spec", "s", "--plan", "p.json"}, &r).find("--plan is not available"),
+            std::string::npos);
+  Options t;
+  EXPECT_NE(parse({"correctness", "--problem-spec"}, &t).find("needs a valid value"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kfleet::harness

@@ -74,3 +74,9 @@ def kfleet_attention_launch(args, stream):
 def kfleet_attention_launch_bn64(args, stream):
     """The campaign's first step, one change: 64-key tiles (kernel.entry selects it)."""
     return _launch(args, block_m=64, block_n=64, num_warps=4, num_stages=2)
+
+
+def kfleet_attention_launch_bn16(args, stream):
+    """A step that must be rejected (jobs/fa-s512-triton/step3-triton-bn16.yaml): 16-key tiles,
+    unpipelined: four times the iterations of bn64, each with the same online-softmax rescale."""
+    return _launch(args, block_m=64, block_n=16, num_warps=4, num_stages=1)

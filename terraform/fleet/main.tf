@@ -51,6 +51,7 @@ module "agents" {
   server_ca_pem      = var.server_ca_pem
   agent_download_url = var.agent_download_url
   agent_sha256       = var.agent_sha256
+  python_packages    = var.python_packages
   owner              = var.owner
   cost_center        = var.cost_center
   extra_tags         = var.extra_tags

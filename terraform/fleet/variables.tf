@@ -107,6 +107,12 @@ variable "agent_download_url" {
   default = ""
 }
 
+variable "python_packages" {
+  description = "pip packages of the agents' Python venv for Triton and torch kernels (modules/l4-agents); [] for CUDA-only agents."
+  type        = list(string)
+  default     = ["torch", "triton", "ninja"]
+}
+
 variable "agent_sha256" {
   type    = string
   default = ""

@@ -10,6 +10,9 @@
 #                          a define, a flag or an entry refused at submit, as expected
 #   gpu-problems-proof.sh  19 problem jobs, a table row each; the naive kernels OK, the rest ACCEPTED
 #   gpu-suite-campaigns.sh both campaigns to their verdicts
+#   gpu-python-proof.sh    the Triton campaign through kfleet submit and through kfleet mcp
+#                          (JSON-RPC over stdio): each step's verdict, bn16 rejected, both
+#                          campaigns' current best, kept wins and rejections printed
 # gpu-multi-gpu-check.sh has its own test; gpu-exclusive-check.sh needs a real CUDA context.
 # Usage: gpu-scripts-simulated-test.sh KFLEETD KFLEET_AGENT KFLEET
 set -uo pipefail
@@ -70,6 +73,16 @@ has problems '^gpu-problems-proof: 19 job\(s\), 13 mismatch\(es\)'
 run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'
 has campaigns '== kfleet campaign show fp8-sdpa-stage3'
+
+run python 0 "$root/scripts/gpu-python-proof.sh" --backend simulated
+for via in cli mcp; do
+  has python "^campaign:$via:baseline +passed +OK "
+  has python "^campaign:$via:step2-triton-bn64 +judged on performance +OK +passed improved"
+  has python "^campaign:$via:step3-triton-bn16 +rejected \\(performance\\) +OK "
+done
+has python 'campaign fa-s512-v3-mcp \(kfleet_get_campaign over MCP'
+has python 'rejected: +fa-s512-v3-mcp/triton-bn16'
+has python '^gpu-python-proof: 0 check\(s\) not as expected'
 
 [ "$fail" = 0 ] && echo "gpu-scripts-simulated-test: ok"
 exit "$fail"

@@ -241,7 +241,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     readable.push_back(fs::path(measurer_->binary).parent_path().string());
     const std::string cuda_home = py->cuda_home.empty() ? "/usr/local/cuda" : py->cuda_home;
     std::vector<std::pair<std::string, std::string>> env = {
-        {"CUDA_HOME", cuda_home}, {"PATH", cuda_home + "/bin:/usr/bin:/bin"}, {"TMPDIR", tmp}, {"HOME", home}};
+        {"CUDA_HOME", cuda_home}, {"PATH", python_recorder_path_env(*py, cuda_home)}, {"TMPDIR", tmp}, {"HOME", home}};
     if (!py->cc.empty()) env.push_back({"CC", py->cc});
     r = run_child(c, stage, rec, said, /*result_pipe=*/false, readable, /*measure=*/false, env);
   } else {
@@ -253,8 +253,19 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stdout"}, {"text", m.dump()}});
   if (!r.ok() || !r->ok() || r->stopped) {
     if (!r.ok() || r->stopped || r->timed_out) return r;
-    // The recorder is the job's process: however it ended (a refusal, a fault its launch left
-    // behind, an abort, a setup error it printed), that is the kernel's doing, not the host's.
+    if (python && r->signal == 0) {
+      // A recorder that could not start (exit 3 before the job's code ran: torch or triton
+      // missing, no GPU, an old driver) is this host's setup: a setup error, so the job is
+      // retried on another agent and never judged by it.
+      if (const std::string why = python_recorder_setup_failure(r->exit_code, said); !why.empty())
+        return make_error(Errc::unavailable,
+                          "setup: the agent's Python (" + python_runtime()->python +
+                              ") cannot record " + py_job->second.language + " kernels here: " +
+                              why + " (the fleet's failure, not the kernel's; PYTHON.md)");
+    }
+    // Otherwise the recorder is the job's process: however it ended (a refusal, a fault its
+    // launch left behind, an abort, a setup error printed after the job's code started), that
+    // is the kernel's doing, not the host's.
     messages.push_back({{"type", "error"}, {"phase", "record"}, {"message", recorder_failure(*r, said)}});
     SubprocessResult failed = *r;
     failed.signal = 0;

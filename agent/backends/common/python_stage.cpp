@@ -8,7 +8,10 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> python_recorder_argv(const PythonRecorderCall& c,
                                               const std::vector<std::string>& stage_args) {
-  std::vector<std::string> argv = {c.python, "-B",
+  // -s: no user site-packages. The run's HOME is a folder of the run, which an earlier stage's
+  // job code could write: a usercustomize.py there would run before the recorder's own code.
+  // The agent's probe (discover_python, -I) found torch and triton without it too.
+  std::vector<std::string> argv = {c.python, "-B", "-s",
                                    (fs::path(c.harness_dir) / "python" / "kfleet_record.py").string(),
                                    "--measure", c.measurer, "--source", c.source, "--language",
                                    c.language};
@@ -17,6 +20,23 @@ std::vector<std::string> python_recorder_argv(const PythonRecorderCall& c,
   argv.insert(argv.end(), stage_args.begin(), stage_args.end());
   argv.insert(argv.end(), {"--record", c.record});
   return argv;
+}
+
+std::string python_recorder_setup_failure(int exit_code, const std::vector<nlohmann::json>& said) {
+  if (exit_code != 3) return "";
+  for (const auto& m : said) {
+    if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) continue;
+    const std::string type = m["type"].get<std::string>();
+    if (type == "job_code") return "";  // the job's code ran: what follows is its own
+    if (type != "error") continue;
+    const bool setup = m.contains("phase") && m["phase"] == "setup";
+    if (!setup) return "";
+    std::string why = m.contains("message") && m["message"].is_string()
+                          ? m["message"].get<std::string>()
+                          : std::string();
+    return why.empty() ? "the recorder could not start (exit 3)" : why;
+  }
+  return "";
 }
 
 std::vector<std::string> python_recorder_read_paths(const PythonRuntime& py,
@@ -29,6 +49,13 @@ std::vector<std::string> python_recorder_read_paths(const PythonRuntime& py,
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+std::string python_recorder_path_env(const PythonRuntime& py, const std::string& cuda_home) {
+  std::string path = cuda_home + "/bin";
+  const std::string own = py.python.empty() ? "" : fs::path(py.python).parent_path().string();
+  if (!own.empty() && own != "/usr/bin" && own != "/bin") path += ":" + own;
+  return path + ":/usr/bin:/bin";
 }
 
 Result<std::string> python_device_code(const std::string& dir) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "discovery/python.hpp"
 #include "kfleet/common/result.hpp"
 
@@ -23,17 +25,31 @@ struct PythonRecorderCall {
   std::string record;          // the launch list to write
 };
 
-// python -B harness_dir/python/kfleet_record.py --measure M --source S --language L [--entry E]
+// python -B -s harness_dir/python/kfleet_record.py --measure M --source S --language L [--entry E]
 //   --device-code-dir D --cache-dir C <stage args...> --record LIST
 // `stage_args` are the harness's (`correctness --case ...`), as kfleet-harness would get them;
 // the recorder hands them to kfleet-measure --plan.
 std::vector<std::string> python_recorder_argv(const PythonRecorderCall& c,
                                               const std::vector<std::string>& stage_args);
 
+// Whether the recorder's non-zero exit is the fleet's setup (PROTOCOL.md's exit 3: torch or
+// triton missing, no GPU, a driver too old, kfleet-measure --plan failing) and not the kernel's:
+// the message of its setup error line, or "" when the failure is the job's. Only a setup error
+// printed before the recorder announced the job's code ({"type":"job_code"}, printed just
+// before it imports the launch module) counts: from that line on the job's code runs in the
+// recorder's process and could print anything, so any failure after it is the kernel's. `said`:
+// the recorder's stdout lines, in order.
+std::string python_recorder_setup_failure(int exit_code, const std::vector<nlohmann::json>& said);
+
 // What the recorder's sandbox reads besides the run's folder and the build cache entry: the
 // Python install and its packages, the recorder itself, the C compiler's and CUDA's folders.
 std::vector<std::string> python_recorder_read_paths(const PythonRuntime& py,
                                                     const std::string& harness_dir);
+
+// The recorder's PATH: CUDA's bin (nvcc for load_inline), then the interpreter's own folder,
+// where a virtualenv keeps the tools its packages run (ninja, which load_inline needs), then
+// the system's. Every folder on it is one the sandbox reads anyway (python_recorder_read_paths).
+std::string python_recorder_path_env(const PythonRuntime& py, const std::string& cuda_home);
 
 // The device code the recorder wrote, comma-separated for --device-code: every entry of `dir`
 // must be a regular file (no symlink, no folder) named <16 hex>.cubin or <16 hex>.fatbin, at most

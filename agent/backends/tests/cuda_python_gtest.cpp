@@ -50,6 +50,12 @@ struct PythonFixture : Fixture {
         << "  *S=21) ln -s /etc/hostname \"$d/0123456789abcdef.cubin\";;\n"
         << "  *S=22) echo x > \"$d/0123456789abcdef.cubin\"; ln \"$d/0123456789abcdef.cubin\" \"$d/aaaaaaaaaaaaaaaa.cubin\";;\n"
         << "  *S=23) ;;\n"
+        // Exit 3, the recorder's setup status: before the job's code (the fleet's), and after
+        // the recorder announced it (then the job's code may have printed it: the kernel's).
+        << "  *S=31) echo '{\"type\":\"error\",\"phase\":\"setup\",\"message\":\"torch sees no CUDA "
+           "device\"}'; exit 3;;\n"
+        << "  *S=32) echo '{\"type\":\"job_code\",\"source\":\"attn.py\"}'; echo '{\"type\":\"error\","
+           "\"phase\":\"setup\",\"message\":\"torch sees no CUDA device\"}'; exit 3;;\n"
         << "  *) echo cubin > \"$d/0123456789abcdef.cubin\";;\n"
         << "esac\n"
         << "echo 'kfleet-launch-list 1' > \"$l\"\n"
@@ -141,6 +147,34 @@ TEST(CudaBackend, APythonRecordersRefusalAndBadDeviceCodeAreTheKernelsRejection)
     EXPECT_FALSE(r.infra_error) << s_dim << ": " << r.reason;
     EXPECT_NE(r.reason.find(why), std::string::npos) << s_dim << ": " << r.reason;
   }
+}
+
+// A recorder that exits 3 (PROTOCOL.md's setup status) before the job's code ran could not
+// start on this host: a setup error naming what is missing, so the job is retried elsewhere
+// and never rejected. The same exit after the recorder announced the job's code is the
+// kernel's: its code could have printed the setup line itself.
+TEST(CudaBackend, APythonRecorderThatCannotStartIsASetupErrorNotTheKernels) {
+  PythonFixture f;
+  auto spec = PythonFixture::py_job(31);
+  auto c = f.py_ctx(spec);
+  ASSERT_TRUE(f.backend->build(c).ok);
+  auto r = f.backend->correctness(c);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.infra_error) << r.reason;
+  EXPECT_NE(r.reason.find("cannot record triton kernels here: torch sees no CUDA device"),
+            std::string::npos)
+      << r.reason;
+  auto bench = f.backend->benchmark(c);
+  EXPECT_FALSE(bench.ok);
+  EXPECT_TRUE(bench.infra_error) << bench.reason;
+
+  auto spec2 = PythonFixture::py_job(32);
+  auto c2 = f.py_ctx(spec2);
+  ASSERT_TRUE(f.backend->build(c2).ok);
+  auto r2 = f.backend->correctness(c2);
+  EXPECT_FALSE(r2.ok);
+  EXPECT_FALSE(r2.infra_error) << r2.reason;
+  EXPECT_NE(r2.reason.find("torch sees no CUDA device"), std::string::npos) << r2.reason;
 }
 
 TEST(CudaBackend, APythonThatCannotRecordTheLanguageIsTheFleetsSetup) {

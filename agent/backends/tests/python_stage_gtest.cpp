@@ -21,7 +21,7 @@ TEST(PythonStage, TheRecordersCommandLineCarriesTheStageAsTheHarnessWouldGetIt) 
                            "/run/7/py-cache", "/run/7/launches-1.txt"};
   const auto argv = kb::python_recorder_argv(c, {"correctness", "--case", "small", "--shape", "B=1,H=2,S=128,D=64"});
   const std::vector<std::string> want = {
-      "/opt/py/bin/python3", "-B", "/srv/kfleet/kernels/harness/python/kfleet_record.py",
+      "/opt/py/bin/python3", "-B", "-s", "/srv/kfleet/kernels/harness/python/kfleet_record.py",
       "--measure", "/cache/e1/kfleet-measure", "--source", "/run/7/bundle/attn.py", "--language", "triton",
       "--device-code-dir", "/run/7/device-code-1", "--cache-dir", "/run/7/py-cache",
       "correctness", "--case", "small", "--shape", "B=1,H=2,S=128,D=64",
@@ -29,8 +29,28 @@ TEST(PythonStage, TheRecordersCommandLineCarriesTheStageAsTheHarnessWouldGetIt) 
   EXPECT_EQ(argv, want);
   c.entry = "launch_bn64";
   const auto with_entry = kb::python_recorder_argv(c, {"benchmark"});
-  EXPECT_EQ(std::vector<std::string>(with_entry.begin() + 9, with_entry.begin() + 11),
+  EXPECT_EQ(std::vector<std::string>(with_entry.begin() + 10, with_entry.begin() + 12),
             (std::vector<std::string>{"--entry", "launch_bn64"}));
+}
+
+// Exit 3 with a setup error printed before the recorder announced the job's code is the fleet's
+// (a missing torch or triton, no GPU); after that line the job's code runs in the process and
+// could print the same, so it is the kernel's; other statuses are never the fleet's here.
+TEST(PythonStage, ARecorderThatCannotStartIsTheFleetsSetupOnlyBeforeTheJobsCode) {
+  using nlohmann::json;
+  const json setup = {{"type", "error"}, {"phase", "setup"},
+                      {"message", "the agent's Python cannot import triton (No module named 'triton')"}};
+  const json job_code = {{"type", "job_code"}, {"source", "attn.py"}};
+  EXPECT_EQ(kb::python_recorder_setup_failure(3, {setup}),
+            "the agent's Python cannot import triton (No module named 'triton')");
+  EXPECT_EQ(kb::python_recorder_setup_failure(3, {json{{"type", "log"}}, setup}),
+            "the agent's Python cannot import triton (No module named 'triton')");
+  EXPECT_EQ(kb::python_recorder_setup_failure(3, {job_code, setup}), "");
+  EXPECT_EQ(kb::python_recorder_setup_failure(4, {setup}), "");
+  EXPECT_EQ(kb::python_recorder_setup_failure(3, {json{{"type", "error"}, {"phase", "record"},
+                                                       {"message", "refused"}}}),
+            "");
+  EXPECT_EQ(kb::python_recorder_setup_failure(3, {}), "");  // said nothing: not known to be setup
 }
 
 TEST(PythonStage, TheSandboxReadsTheInstallTheCompilerAndCuda) {
@@ -43,6 +63,15 @@ TEST(PythonStage, TheSandboxReadsTheInstallTheCompilerAndCuda) {
   for (const char* p : {"/opt/py", "/opt/py/bin", "/opt/py/lib/python3.12/site-packages", "/usr/bin",
                         "/usr/local/cuda", "/srv/kfleet/kernels/harness/python"})
     EXPECT_NE(std::find(paths.begin(), paths.end(), p), paths.end()) << p;
+}
+
+TEST(PythonStage, TheRecordersPathHasTheVenvsToolsForLoadInline) {
+  kb::PythonRuntime py;
+  py.python = "/opt/torch/.venv/bin/python3";  // ninja is beside it, as pip installs it
+  EXPECT_EQ(kb::python_recorder_path_env(py, "/usr/local/cuda"),
+            "/usr/local/cuda/bin:/opt/torch/.venv/bin:/usr/bin:/bin");
+  py.python = "/usr/bin/python3";  // the system's Python: no folder twice
+  EXPECT_EQ(kb::python_recorder_path_env(py, "/usr/local/cuda"), "/usr/local/cuda/bin:/usr/bin:/bin");
 }
 
 class DeviceCodeDir : public ::testing::Test {

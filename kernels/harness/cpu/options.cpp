@@ -71,6 +71,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     long long n = 0;
     double d = 0;
     bool good = true;
+    for (const char* f : {"--shape", "--dtype", "--causal", "--bias", "--softmax-scale", "--b-layout",
+                          "--atol", "--rtol", "--max-abs", "--max-rel", "--rel-l2"})
+      if (flag == f && o->family_option.empty()) o->family_option = flag;
     if (flag == "--case") good = value(&o->case_name);
     else if (flag == "--shape") {
       good = value(&v);
@@ -118,6 +121,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--replay") good = value(&o->replay_path) && !o->replay_path.empty();
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
     else if (flag == "--plan") good = value(&o->plan_path) && !o->plan_path.empty();
+    else if (flag == "--problem-spec") good = value(&o->problem_spec) && !o->problem_spec.empty();
     else if (flag == "--va-base") {
       std::string v;
       char* end = nullptr;
@@ -138,6 +142,12 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (!o->plan_path.empty() && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--plan excludes --record and --replay: it only writes the plan a Python recorder "
            "records on (PYTHON.md)";
+  if (!o->problem_spec.empty() && !o->family_option.empty())
+    return o->family_option + " does not apply with --problem-spec: the problem's spec gives its "
+           "shapes, dtypes and checks";
+  if (!o->problem_spec.empty() && !o->plan_path.empty())
+    return "--plan is not available for --problem-spec yet (the Python recorder records the "
+           "families only)";
   if (!o->replay_path.empty() && o->device_code.empty())
     return "--replay needs --device-code: the job's objects, whose device code the list names";
   return "";

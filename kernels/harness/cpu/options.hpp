@@ -35,6 +35,11 @@ struct Options {
   // Python kernels (PYTHON.md): kfleet-measure writes the stage's recordings'
   // args, buffers and fields there (python_plan.hpp) for the Python recorder, and exits.
   std::string plan_path;
+  // A problem of the library (PROBLEM-ABI.md, "The problem spec"): the resolved spec kfleet
+  // wrote; the case (--case) is one of its cases, and its shapes, dtypes and checks come from
+  // the spec (the family options --shape, --dtype, --atol, ... are refused with it).
+  std::string problem_spec;
+  std::string family_option;  // the first family-only option given ("" when none)
   std::uint64_t va_base = 0x600000000000ull;
   int result_fd = -1;  // protocol lines go to this pipe instead of stdout
 };

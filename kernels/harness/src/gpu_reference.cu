@@ -59,9 +59,16 @@ __global__ void check_output(const void* out, kfleet_dtype t, const float* ref, 
                              float atol, float rtol, unsigned long long* counters) {
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x) {
-    const uint16_t bits = static_cast<const uint16_t*>(out)[i];
-    if (bits == 0xFFFF) { atomicAdd(&counters[0], 1ull); continue; }  // poison never replaced
-    const float x = t == KFLEET_BF16 ? kfleet_bf16_bits_to_float(bits) : kfleet_half_bits_to_float(bits);
+    float x;
+    if (t == KFLEET_FP32) {
+      const uint32_t bits = static_cast<const uint32_t*>(out)[i];
+      if (bits == 0xFFFFFFFFu) { atomicAdd(&counters[0], 1ull); continue; }  // poison never replaced
+      x = kfleet_bits_to_float(bits);
+    } else {
+      const uint16_t bits = static_cast<const uint16_t*>(out)[i];
+      if (bits == 0xFFFF) { atomicAdd(&counters[0], 1ull); continue; }  // poison never replaced
+      x = t == KFLEET_BF16 ? kfleet_bf16_bits_to_float(bits) : kfleet_half_bits_to_float(bits);
+    }
     if (isnan(x)) { atomicAdd(&counters[1], 1ull); continue; }
     if (isinf(x)) { atomicAdd(&counters[2], 1ull); continue; }
     const float e = fabsf(x - ref[i]);

@@ -13,6 +13,7 @@
 #include "../cpu/json_line.hpp"
 #include "../cpu/launch_list.hpp"
 #include "kfleet_harness/abi.h"
+#include "kfleet_harness/problem_abi.h"
 #include "kfleet_harness/gpu_runtime.hpp"
 #include "../cpu/metrics.hpp"
 #include "../cpu/options.hpp"
@@ -121,6 +122,7 @@ struct DeviceCheck {
   unsigned long long unwritten = 0, nan = 0, inf = 0, violations = 0;
   float max_abs = 0;
 };
+// fp16, bf16 (poison 0xFFFF) and fp32 (poison 0xFFFFFFFF) outputs.
 DeviceCheck check_on_device(const void* out, kfleet_dtype out_dtype, const float* ref,
                             std::size_t n, double atol, double rtol);
 
@@ -144,22 +146,28 @@ class Problem {
   bool fp8_operands = false;  // the roofline may assume fp8 tensor math
   // New input content on the device from `seed` (the same buffers; fp8 scale 1/448), outside
   // any timed window. The reference then needs compute_reference(true).
-  void refresh_inputs(std::uint64_t seed);
+  virtual void refresh_inputs(std::uint64_t seed);
   // "" or which input differs from what refresh_inputs(seed) generated (device-side compare).
-  std::string inputs_changed_since_refresh();
+  virtual std::string inputs_changed_since_refresh();
   // The fp32 reference for the inputs now on the device: from the fp32 copies uploaded with
   // host-generated inputs, or (decode = true) decoded on the device from the encoded inputs.
-  void compute_reference(bool decode);
+  virtual void compute_reference(bool decode);
   // Zeroes the fp32 reference and the fp32 input copies: nothing a kernel could find and copy
   // is left in device memory while it runs.
-  void scrub_reference();
+  virtual void scrub_reference();
+  // Before each launch, on `stream` (outside any timed window): every output poisoned (0xFF
+  // bytes), and an in-place (inout) slot given a fresh copy of its input.
+  virtual void prepare_outputs(gpuStream_t stream);
+  // A timed run's re-check (benchmark.cu): the outputs against a reference computed for the
+  // inputs now on the device. "" or why they fail; *max_abs the largest error seen.
+  virtual std::string recheck_outputs(const Options& o, float* max_abs);
   const DeviceBuffer& output() const { return *output_; }
   kfleet_dtype out_dtype() const { return out_dtype_; }
   std::size_t out_elements() const { return out_elements_; }
   const float* reference_device() const { return static_cast<const float*>(reference_->get()); }
   std::vector<double> reference_host() const;
   std::vector<float> output_host(std::size_t* unwritten) const;  // decoded; counts poison left
-  std::string inputs_changed() const;  // "" or which input the kernel wrote
+  virtual std::string inputs_changed() const;  // "" or which input the kernel wrote
   double flops = 0, bytes = 0;
 
  protected:
@@ -185,6 +193,12 @@ bool attention_kernel_linked();
 bool scaled_mm_kernel_linked();
 std::unique_ptr<Problem> make_attention_problem(const Options& o, std::uint64_t seed);
 std::unique_ptr<Problem> make_scaled_mm_problem(const Options& o, std::uint64_t seed);
+// A problem of the library (--problem-spec; generic_problem.cu): its kernel's entry, and the
+// correctness stage with one check per output (the spec's).
+bool problem_kernel_linked();
+int call_problem_entry(const kfleet_problem_args* args, gpuStream_t stream);
+std::unique_ptr<Problem> make_generic_problem(const Options& o, std::uint64_t seed);
+int run_generic_correctness(const Options& o);
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
 
 // Replay mode (record.cu, replay.cu, for both runtimes; what only HIP needs in record_hip.cu and

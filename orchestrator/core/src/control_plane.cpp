@@ -126,6 +126,7 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
   nj.max_attempts = spec.max_attempts;
   nj.submitted_by = r.submitted_by;
   nj.host_exclusive = host_exclusive(spec);
+  nj.language = spec.kernel.language;
   nj.token_key = r.token_key;
   nj.parent_job_id = r.parent_job;
   nj.change = change;

@@ -103,6 +103,7 @@ std::string ControlPlane::class_key(const QueuedJob& j) const {
   k += '\x1f';
   k += j.host_exclusive ? 'x' : '-';
   k += built_.count(j.id) ? 'b' : '-';
+  k += '\x1f' + j.language;
   if (!j.parent.empty()) k += '\x1f' + j.campaign + '\x1f' + j.parent;
   return k;
 }
@@ -119,7 +120,8 @@ void ControlPlane::remember_pending(const store::JobRecord& j) {
     return;
   }
   QueuedJob q{j.id,  j.priority, j.name,  j.campaign,       j.parent,
-              j.gpu, j.regions,  j.state, j.state_reason, j.host_exclusive, {}};
+              j.gpu, j.regions,  j.state, j.state_reason, j.host_exclusive, {},
+              j.language};  // a column of the row: pending_jobs() reads it without the spec
   q.cls = class_key(q);
   if (auto it = queue_.find(j.id); it != queue_.end()) {
     if (it->second.cls == q.cls && it->second.priority == q.priority) {
@@ -181,7 +183,7 @@ sched::Snapshot ControlPlane::snapshot_of(const store::Store::FleetView& fleet, 
   };
   std::vector<std::pair<std::int64_t, sched::Wait>> parent_waits;
   auto plan_job = [&](QueuedJob& j) {
-    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive});
+    s.queue.push_back({j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive, j.language});
   };
   for (auto& [key, c] : classes_) {
     if (!preview) c.planned_last.reset();
@@ -259,7 +261,8 @@ std::optional<sched::Assign> ControlPlane::plan_for_new_job(const store::NewJob&
   constexpr std::int64_t kNewJob = INT64_MAX;
   const bool compile = std::any_of(s.agents.begin(), s.agents.end(),
                                    [](const sched::AgentSlot& a) { return a.compiler; });
-  s.queue.push_back({kNewJob, j.priority, j.gpu, j.regions, compile, j.host_exclusive});
+  s.queue.push_back({kNewJob, j.priority, j.gpu, j.regions, compile, j.host_exclusive,
+                     store::job_language(j)});
   for (auto& a : sched::plan(s).assign)
     if (a.job_id == kNewJob) return std::move(a);
   return std::nullopt;

@@ -66,6 +66,7 @@ Result<GceConfig> gce_config_from_json(const nlohmann::json& doc) {
     c.server_ca_pem = doc.value("server_ca_pem", c.server_ca_pem);
     c.agent_download_url = doc.value("agent_download_url", c.agent_download_url);
     c.agent_sha256 = doc.value("agent_sha256", c.agent_sha256);
+    c.python_packages = doc.value("python_packages", c.python_packages);
     c.labels = doc.value("labels", c.labels);
     c.capacity_budget = doc.value("capacity_budget", c.capacity_budget);
     c.credentials_file = doc.value("credentials_file", c.credentials_file);
@@ -119,6 +120,11 @@ std::optional<std::string> gce_config_problem(const GceConfig& c) {
     return "agent_download_url must be a plain http(s) URL";
   if (!c.agent_download_url.empty() && !std::regex_match(c.agent_sha256, std::regex("^[0-9a-f]{64}$")))
     return "agent_download_url needs agent_sha256 (64 hex digits of sha256sum kfleet-agent)";
+  static const std::regex pip_re("^[A-Za-z0-9][A-Za-z0-9._=<>!~+-]*$");
+  for (const auto& p : c.python_packages)
+    if (!std::regex_match(p, pip_re))
+      return "python_packages: '" + p + "' is not a plain pip requirement such as torch or "
+             "triton==3.5.0 (no spaces, quotes or shell characters)";
   for (const auto* v : {&c.owner, &c.cost_center})
     if (v->empty() || !label_value_ok(*v))
       return "owner and cost_center become labels: lower-case letters, digits, '_' and '-', 1 to 63 characters ('" +
@@ -171,6 +177,7 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone,
        "KFLEET_INSTANCE_ID=$instance_name\n"
        "KFLEET_NAME=$instance_name\n";
   if (!c.server_ca_pem.empty()) s << "KFLEET_CA_FILE=/etc/kfleet/ca.pem\n";
+  if (!c.python_packages.empty()) s << "KFLEET_PYTHON=/opt/kfleet-python/bin/python3\n";
   s << "ENV\n"
        "chmod 0600 /etc/kfleet/agent.env\n"
        "cat > /etc/kfleet/enrol.token <<'TOKEN'\n"
@@ -184,8 +191,31 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone,
       << "rm -f /usr/local/bin/kfleet-agent.download\n";
   }
   s << "test -x /usr/local/bin/kfleet-agent || { echo \"kfleet-agent is not installed: set agent_download_url or "
-       "bake it into the image\" >&2; exit 1; }\n\n"
-       "# One agent per GPU: kfleet-agent@0 .. kfleet-agent@" << gce_gpus_per_instance(c) - 1 << ", each pinned to its\n"
+       "bake it into the image\" >&2; exit 1; }\n\n";
+  if (!c.python_packages.empty()) {
+    std::string pkgs, quoted;
+    for (const auto& p : c.python_packages) {
+      pkgs += (pkgs.empty() ? "" : " ") + p;
+      quoted += (quoted.empty() ? "'" : " '") + p + "'";
+    }
+    s << "# Python kernels (kernels/harness/PYTHON.md): a venv with torch and triton, which the agents record\n"
+         "# Triton and torch kernels with (KFLEET_PYTHON above), made before they start (each finds its\n"
+         "# Python once, at start). If it cannot be made the agents still run CUDA jobs: each reports what\n"
+         "# its Python lacks, and kfleetd sends it no Triton or torch job.\n"
+         "py_venv=/opt/kfleet-python\n"
+         "if [ ! -x \"$py_venv/bin/pip\" ]; then\n"
+         "  python3 -m venv --clear \"$py_venv\" 2>/dev/null ||\n"
+         "    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv &&\n"
+         "      python3 -m venv --clear \"$py_venv\"; } || true\n"
+         "fi\n"
+         "if [ -x \"$py_venv/bin/pip\" ] && \"$py_venv/bin/pip\" install --quiet --no-cache-dir " << quoted << "; then\n"
+         "  echo \"kfleet: Python kernels: $(\"$py_venv/bin/python3\" -c 'import torch, triton; print(\"torch\", "
+         "torch.__version__, \"triton\", triton.__version__)' 2>&1)\"\n"
+         "else\n"
+         "  echo \"kfleet: no venv with " << pkgs << " in $py_venv: these agents run CUDA jobs only\" >&2\n"
+         "fi\n\n";
+  }
+  s << "# One agent per GPU: kfleet-agent@0 .. kfleet-agent@" << gce_gpus_per_instance(c) - 1 << ", each pinned to its\n"
        "# GPU (--gpu N) and grouped by the instance name (--host-id).\n"
        "cat > /etc/systemd/system/kfleet-agent@.service <<'UNIT'\n"
     << trim_unit(gce::kAgentUnit) << "\nUNIT\n"

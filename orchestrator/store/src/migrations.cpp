@@ -264,6 +264,16 @@ UPDATE jobs SET token_key = o.token_key FROM job_origins o
 CREATE INDEX jobs_live_token ON jobs (token_key)
   WHERE state NOT IN ('passed', 'rejected', 'error', 'cancelled');
 )sql",
+      // 10: a job's kernel.language on its row. The scheduler offers triton and torch jobs only
+      // to agents whose Python runs them, and its scan of the queue (pending_jobs) reads no
+      // spec: the language is a column it reads beside the GPU class. Older rows get it from
+      // their stored spec, or cuda when it names none (every job before triton and torch).
+      R"sql(
+ALTER TABLE jobs ADD COLUMN language TEXT NOT NULL DEFAULT 'cuda';
+UPDATE jobs SET language = json_extract(spec, '$.kernel.language')
+  WHERE json_valid(spec) AND json_type(spec, '$.kernel.language') = 'text'
+    AND json_extract(spec, '$.kernel.language') NOT IN ('', 'cuda');
+)sql",
   };
   return s;
 }

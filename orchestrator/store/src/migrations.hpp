@@ -15,6 +15,8 @@ inline constexpr int kAuditFieldsSchemaVersion = 5;
 inline constexpr int kJobOriginsSchemaVersion = 7;
 // The step that put a job's token on its row, with the index of live jobs by token.
 inline constexpr int kLiveTokenSchemaVersion = 9;
+// The step that put a job's kernel.language on its row (jobs.language).
+inline constexpr int kJobLanguageSchemaVersion = 10;
 // Applies every step above the database's version, one transaction each. Refuses a database
 // written by a newer kfleetd rather than guessing at its schema.
 Result<void> migrate(Db& db);

@@ -373,6 +373,18 @@ UPDATE jobs SET token_key = o.token_key FROM job_origins o
 CREATE INDEX jobs_live_token ON jobs (token_key)
   WHERE state NOT IN ('passed', 'rejected', 'error', 'cancelled');
 )sql",
+      // 13: a job's kernel.language on its row (SQLite's step 10). The scheduler offers triton
+      // and torch jobs only to agents whose Python runs them, and its scan of the queue
+      // (pending_jobs) reads no spec: the language is a column it reads beside the GPU class.
+      // Older rows get it from their stored spec (always JSON: the store writes it), or cuda
+      // when it names none. Adding a column with a constant default rewrites nothing; the
+      // UPDATE touches only the rows whose spec names a language other than cuda.
+      R"sql(
+ALTER TABLE jobs ADD COLUMN language TEXT NOT NULL DEFAULT 'cuda';
+UPDATE jobs SET language = spec::jsonb #>> '{kernel,language}'
+  WHERE jsonb_typeof(spec::jsonb #> '{kernel,language}') = 'string'
+    AND spec::jsonb #>> '{kernel,language}' NOT IN ('', 'cuda');
+)sql",
   };
   return s;
 }

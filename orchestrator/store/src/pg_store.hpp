@@ -234,6 +234,8 @@ inline constexpr int kAuditFieldsSchemaVersion = 3;
 inline constexpr int kJobOriginsSchemaVersion = 5;
 // The step that stores events a batch to a row (event_batches; `events` a view).
 inline constexpr int kEventBatchesSchemaVersion = 10;
+// The step that put a job's kernel.language on its row (jobs.language).
+inline constexpr int kJobLanguageSchemaVersion = 13;
 // Applies every step above the database's version in one transaction; refuses a database
 // written by a newer kfleetd.
 Result<void> migrate(Db& db);
@@ -241,6 +243,7 @@ Result<void> migrate_to(Db& db, int version);
 
 // Column lists and row readers shared by the store's files (pg_records.cpp).
 extern const char* const kJobColumns;
+inline constexpr int kJobColumnCount = 25;  // kJobColumns' count: a row's next column's index
 extern const char* const kRunColumns;
 extern const char* const kAgentColumns;
 extern const char* const kEventColumns;

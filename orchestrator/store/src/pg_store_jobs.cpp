@@ -48,7 +48,7 @@ const char* const kJobInsertColumns =
     "INSERT INTO jobs (name, campaign, parent, priority, gpu, regions, spec, spec_yaml, "
     "source_name, bundle_hash, content_hash, state, state_reason, attempts, max_attempts, "
     "current_run_id, submitted_by, created_ms, updated_ms, simulated, host_exclusive, "
-    "token_key";
+    "token_key, language";
 
 }  // namespace
 
@@ -74,8 +74,10 @@ Result<Submitted> PgStore::submit_checked(const Submission& s, const nlohmann::j
                            std::to_string(q.i64(0)) + " was written all the same");
   if (written) {
     out.job = read_job(q);  // with a grant, then the run's id and fencing token (NULL: none)
-    if (granting && !q.is_null(24))
-      out.lease = Lease{q.i64(24), out.job.id, s.grant->agent_id, q.i64(25), now + s.grant->ttl_ms};
+    if (granting && !q.is_null(kJobColumnCount)) {
+      out.lease = Lease{q.i64(kJobColumnCount), out.job.id, s.grant->agent_id,
+                        q.i64(kJobColumnCount + 1), now + s.grant->ttl_ms};
+    }
     return out;
   }
   if (answered) return out;
@@ -88,7 +90,7 @@ Stmt PgStore::send_submit(const Submission& s, const nlohmann::json& submitted, 
   static const std::string sql =
       submit_head() + "j AS (" + kJobInsertColumns +
       ") SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, "
-      "0, ?, ?, ?, 0, ?, ? FROM go WHERE go.ok RETURNING " +
+      "0, ?, ?, ?, 0, ?, ?, ? FROM go WHERE go.ok RETURNING " +
       kJobColumns +
       "), o AS (INSERT INTO job_origins (job_id, token_key, parent_job_id, change) "
       "SELECT j.id, ?, ?, ? FROM j WHERE ? = 1), "
@@ -104,7 +106,8 @@ Stmt PgStore::send_submit(const Submission& s, const nlohmann::json& submitted, 
          j.content_hash, limit, j.token_key, limit, j.name, j.campaign, j.parent, j.priority,
          j.gpu, dump_json(nlohmann::json(j.regions)), dump_json(j.spec), j.spec_yaml,
          j.source_name, j.bundle_hash, j.content_hash, j.max_attempts, j.submitted_by, now, now,
-         j.host_exclusive ? 1 : 0, j.token_key, j.token_key, j.parent_job_id, dump_json(j.change),
+         j.host_exclusive ? 1 : 0, j.token_key, job_language(j), j.token_key, j.parent_job_id,
+         dump_json(j.change),
          origin ? 1 : 0, now, event_type::job_submitted, dump_json(submitted));
   q.send();
   return q;
@@ -140,7 +143,7 @@ Stmt PgStore::send_submit_granted(const Submission& s, const nlohmann::json& sub
       ", id) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
       "CASE WHEN w.run_id IS NULL THEN 'queued' ELSE 'leased' END, COALESCE(w.reason, ''), "
       "CASE WHEN w.run_id IS NULL THEN 0 ELSE 1 END, ?, COALESCE(w.run_id, 0), ?, ?, ?, 0, ?, ?, "
-      "g.id FROM g LEFT JOIN w ON TRUE RETURNING " +
+      "?, g.id FROM g LEFT JOIN w ON TRUE RETURNING " +
       kJobColumns +
       "), o AS (INSERT INTO job_origins (job_id, token_key, parent_job_id, change) "
       "SELECT j.id, ?, ?, ? FROM j WHERE ? = 1), "
@@ -187,7 +190,7 @@ Stmt PgStore::send_submit_granted(const Submission& s, const nlohmann::json& sub
          // j
          j.name, j.campaign, j.parent, j.priority, j.gpu, dump_json(nlohmann::json(j.regions)),
          dump_json(j.spec), j.spec_yaml, j.source_name, j.bundle_hash, j.content_hash,
-         j.max_attempts, j.submitted_by, now, now, exclusive, j.token_key,
+         j.max_attempts, j.submitted_by, now, now, exclusive, j.token_key, job_language(j),
          // o, u, k and e
          j.token_key, j.parent_job_id, dump_json(j.change), origin ? 1 : 0, now,
          static_cast<std::int64_t>(types.size()), now, TextArray{types}, TextArray{datas},

@@ -112,7 +112,7 @@ Stmt PgStore::send_grant(const LeaseGrant& g, TimeMs expires, TimeMs now) {
 
 Store::GrantedLease PgStore::read_grant(const Stmt& q, std::int64_t agent_id, TimeMs expires) {
   JobRecord job = read_job(q);  // then the run's id and fencing token
-  const Lease lease{q.i64(24), job.id, agent_id, q.i64(25), expires};
+  const Lease lease{q.i64(kJobColumnCount), job.id, agent_id, q.i64(kJobColumnCount + 1), expires};
   return GrantedLease{lease, std::move(job)};
 }
 

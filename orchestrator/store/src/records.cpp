@@ -27,6 +27,19 @@ bool AgentRecord::simulated() const {
          std::any_of(gpus.begin(), gpus.end(), [](const GpuInfo& g) { return g.simulated; });
 }
 
+std::string job_language(const NewJob& j) {
+  if (!j.language.empty()) return j.language;
+  if (j.spec.is_object()) {
+    auto k = j.spec.find("kernel");
+    if (k != j.spec.end() && k->is_object()) {
+      auto l = k->find("language");
+      if (l != k->end() && l->is_string() && !l->get<std::string>().empty())
+        return l->get<std::string>();
+    }
+  }
+  return "cuda";
+}
+
 namespace sqlite {
 
 #include "shared/records.inc"

@@ -48,12 +48,12 @@ JobRecord SqliteStore::insert_job(const NewJob& j, const nlohmann::json& submitt
         "INSERT INTO jobs (name, campaign, parent, priority, gpu, regions, spec, spec_yaml, "
         "source_name, bundle_hash, content_hash, state, state_reason, attempts, max_attempts, "
         "current_run_id, submitted_by, created_ms, updated_ms, simulated, host_exclusive, "
-        "token_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, 0, ?, ?, ?, 0, "
-        "?, ?) RETURNING id");
+        "token_key, language) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', '', 0, ?, 0, ?, "
+        "?, ?, 0, ?, ?, ?) RETURNING id");
     q.args(j.name, j.campaign, j.parent, j.priority, j.gpu,
            dump_json(nlohmann::json(j.regions)), dump_json(j.spec), j.spec_yaml, j.source_name,
            j.bundle_hash, j.content_hash, j.max_attempts, j.submitted_by, now, now,
-           j.host_exclusive ? 1 : 0, j.token_key);
+           j.host_exclusive ? 1 : 0, j.token_key, job_language(j));
     q.step();
     id = q.i64(0);
   }

@@ -2,6 +2,8 @@
 // token's in-flight limit, its bundle, the job and a lease planned for it, under one write
 // lock), and what a
 // scheduling pass reads of the fleet in one call.
+#include <map>
+
 #include "store_contract.hpp"
 
 namespace kfleet::store::testing {
@@ -195,6 +197,47 @@ TEST_P(StoreContract, ASubmissionGrantsTheLeasePlannedForItWhenTheRulesAllow) {
   EXPECT_EQ(store().events_after(0, 100).size(), events_before);
   EXPECT_EQ(store().get_agent(b.id)->state, AgentState::idle);
   EXPECT_EQ(store().get_agent(b.id)->current_run_id, 0);
+}
+
+// A job's kernel.language is a column of its row: the scheduler's scan of the queue
+// (pending_jobs, which leaves the spec out) reads it beside the GPU class. It comes from
+// NewJob::language, else the spec's kernel.language, else cuda; every way a job is written and
+// read (create, submit with and without a grant, get_job, list_jobs, pending_jobs) carries it.
+TEST_P(StoreContract, AJobsLanguageIsStoredAndReadWithoutItsSpec) {
+  NewJob triton = job("t");
+  triton.spec = json{{"name", "t"}, {"kernel", {{"family", "attention"}, {"language", "triton"}}}};
+  NewJob torch = job("p");
+  torch.language = "torch";  // said outright: wins over the spec (which names none here)
+  NewJob plain = job("c");   // a spec without kernel.language: cuda
+  NewJob hip = job("h");
+  hip.spec = json{{"name", "h"}, {"kernel", {{"language", "hip"}}}};
+  ASSERT_EQ(store().create_job(triton, ++now_)->language, "triton");
+  auto t = store().submit_job(submission(torch, "body-p"), ++now_);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->job.language, "torch");
+  EXPECT_EQ(store().create_job(plain, ++now_)->language, "cuda");
+  auto a = enrol("a");
+  Submission granted = submission(hip, "body-h");
+  granted.grant = Submission::Grant{a.id, json{{"action", "assign"}, {"agent_id", a.id}}, 30'000};
+  auto h = store().submit_job(granted, ++now_);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  ASSERT_TRUE(h->lease);
+  EXPECT_EQ(h->job.language, "hip");
+  EXPECT_EQ(h->lease->run_id, h->job.current_run_id);  // the grant's columns follow the job's
+
+  std::map<std::string, std::string> pending;
+  for (const auto& j : store().pending_jobs()) {
+    EXPECT_TRUE(j.spec.is_null()) << "pending_jobs reads no spec";
+    pending[j.name] = j.language;
+  }
+  EXPECT_EQ(pending, (std::map<std::string, std::string>{{"t", "triton"}, {"p", "torch"},
+                                                         {"c", "cuda"}}));
+  EXPECT_EQ(store().get_job(h->job.id)->language, "hip");
+  JobFilter f;
+  f.name = "t";
+  auto listed = store().list_jobs(f);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].language, "triton");
 }
 
 TEST_P(StoreContract, AFleetViewIsTheLiveAgentsTheRunningRunsAndTheRegionBlocks) {

@@ -94,6 +94,31 @@ TEST(PostgresStore, MigrationFillsSetByAndCancelledByOfOldRows) {
   EXPECT_EQ(s->get_job(3)->cancelled_by, "");
 }
 
+// Jobs stored before a job's language was a column get it from their stored spec, or cuda
+// when it names none (or is not an object), so the scheduler's scan of the queue reads it.
+TEST(PostgresStore, MigrationGivesOldJobsTheLanguageOfTheirSpec) {
+  const std::string url = database_at_schema(pg::kJobLanguageSchemaVersion - 1);
+  ASSERT_FALSE(url.empty());
+  query_one(url,
+            "INSERT INTO jobs (id, name, state, max_attempts, created_ms, updated_ms, spec) VALUES "
+            "(1, 't', 'queued', 3, 1, 1, '{\"kernel\":{\"family\":\"a\",\"language\":\"triton\"}}'),"
+            "(2, 'p', 'passed', 3, 1, 1, '{\"kernel\":{\"language\":\"torch\"}}'),"
+            "(3, 'h', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"hip\"}}'),"
+            "(4, 'c', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"cuda\"}}'),"
+            "(5, 'none', 'queued', 3, 1, 1, '{\"kernel\":\"gemm\"}'),"
+            "(6, 'null', 'queued', 3, 1, 1, 'null'),"
+            "(7, 'number', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":3}}')");
+  auto s = open_or_fail(url);
+  ASSERT_TRUE(s);
+  std::vector<std::string> langs;
+  for (std::int64_t id = 1; id <= 7; ++id) langs.push_back(s->get_job(id)->language);
+  EXPECT_EQ(langs, (std::vector<std::string>{"triton", "torch", "hip", "cuda", "cuda", "cuda",
+                                             "cuda"}));
+  EXPECT_EQ(s->pending_jobs().at(0).language, "triton");
+  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"),
+            std::to_string(pg::latest_schema_version()));
+}
+
 TEST(PostgresStore, RefusesANewerSchema) {
   const std::string url = fresh_database();
   ASSERT_FALSE(url.empty());

@@ -114,11 +114,12 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
     ASSERT_TRUE(s->create_job(nj, 1).ok());
   }
   const std::string version = query_one(path, "SELECT version FROM schema_version");
-  EXPECT_EQ(version, "9");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
+  EXPECT_EQ(version, "10");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
                             // 4: GPU slots; 5: baselines.set_by, jobs.cancelled_by;
                             // 6: the live agents' index
                             // 7: job_origins; 8: enrolment tokens, who enrolled each agent;
                             // 9: jobs.token_key, the live jobs by token
+                            // 10: jobs.language
   for (int i = 0; i < 3; ++i) {
     auto s = open_or_die(path);
     ASSERT_TRUE(s);
@@ -214,6 +215,35 @@ TEST(SqliteStore, ATokensInFlightCountReadsItsLiveJobsNotItsHistory) {
   sqlite3_finalize(q);
   sqlite3_close(raw);
   EXPECT_NE(plan.find("jobs_live_token"), std::string::npos) << plan;
+}
+
+// Jobs stored before a job's language was a column get it from their stored spec, or cuda
+// when it names none (or is not an object), so the scheduler's scan of the queue reads it.
+TEST(SqliteStore, MigrationGivesOldJobsTheLanguageOfTheirSpec) {
+  const std::string path = make_temp_dir() + "/old.db";
+  {
+    auto db = sqlite::Db::open(path, false);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    ASSERT_TRUE(sqlite::migrate_to(**db, sqlite::kJobLanguageSchemaVersion - 1).ok());
+    (*db)->exec(
+        "INSERT INTO jobs (name, state, max_attempts, created_ms, updated_ms, spec) VALUES "
+        "('t', 'queued', 3, 1, 1, '{\"kernel\":{\"family\":\"a\",\"language\":\"triton\"}}'),"
+        "('p', 'passed', 3, 1, 1, '{\"kernel\":{\"language\":\"torch\"}}'),"
+        "('h', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"hip\"}}'),"
+        "('c', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"cuda\"}}'),"
+        "('none', 'queued', 3, 1, 1, '{\"kernel\":\"gemm\"}'),"
+        "('null', 'queued', 3, 1, 1, 'null'),"
+        "('number', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":3}}');");
+  }
+  auto s = open_or_die(path);
+  ASSERT_TRUE(s);
+  std::vector<std::string> langs;
+  for (std::int64_t id = 1; id <= 7; ++id) langs.push_back(s->get_job(id)->language);
+  EXPECT_EQ(langs, (std::vector<std::string>{"triton", "torch", "hip", "cuda", "cuda", "cuda",
+                                             "cuda"}));
+  EXPECT_EQ(s->pending_jobs().at(0).language, "triton");
+  EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"),
+            std::to_string(sqlite::latest_schema_version()));
 }
 
 TEST(SqliteStore, ADatabaseFromANewerVersionIsRefused) {

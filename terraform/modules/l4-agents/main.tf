@@ -31,6 +31,7 @@ locals {
     server_ca_pem      = var.server_ca_pem
     agent_download_url = var.agent_download_url
     agent_sha256       = var.agent_sha256
+    python_packages    = var.python_packages
     agent_unit         = trimspace(file("${path.module}/files/kfleet-agent@.service"))
     gpus_per_instance  = local.gpus_per_instance
   }) }

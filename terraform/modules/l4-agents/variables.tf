@@ -145,6 +145,16 @@ variable "agent_sha256" {
   }
 }
 
+variable "python_packages" {
+  description = "pip packages of the venv /opt/kfleet-python that each agent records Triton and torch kernels with (KFLEET_PYTHON; kernels/harness/PYTHON.md). [] installs no venv: the agents then run CUDA jobs only."
+  type        = list(string)
+  default     = ["torch", "triton", "ninja"]
+  validation {
+    condition     = alltrue([for p in var.python_packages : can(regex("^[A-Za-z0-9][A-Za-z0-9._=<>!~+-]*$", p))])
+    error_message = "python_packages must be plain pip requirement specifiers such as torch or triton==3.5.0 (no spaces, quotes or shell characters)."
+  }
+}
+
 variable "owner" {
   description = "Who answers for these instances (tag Owner)."
   type        = string

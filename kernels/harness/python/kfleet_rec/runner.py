@@ -7,6 +7,7 @@ import ctypes as C
 import glob
 import hashlib
 import importlib.util
+import json
 import os
 import sys
 import traceback
@@ -247,6 +248,10 @@ def record(opts, plan):
                     os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ.get("TRITON_CACHE_DIR"),
                     roots=[opts.cache_dir, os.path.dirname(os.path.abspath(opts.source))])
     images.install_triton_hook()
+    # From here on the job's code runs in this process. The agent takes a setup error (exit 3)
+    # as the fleet's only when it came before this line (agent/backends/common/python_stage.hpp).
+    print(json.dumps({"type": "job_code", "source": os.path.basename(opts.source)},
+                     separators=(",", ":")), flush=True)
     fn = load_job(opts.source, opts.entry)
     captures = []
     for rec in plan["recordings"]:

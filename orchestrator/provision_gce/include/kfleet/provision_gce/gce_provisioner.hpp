@@ -53,6 +53,9 @@ struct GceConfig {
   std::string server_ca_pem;                   // CA of kfleetd's certificate: /etc/kfleet/ca.pem
   std::string agent_download_url;              // "" = baked into the image
   std::string agent_sha256;
+  // pip packages of the venv /opt/kfleet-python the agents record Triton and torch kernels with
+  // (KFLEET_PYTHON; kernels/harness/PYTHON.md); empty: no venv, the agents run CUDA jobs only.
+  std::vector<std::string> python_packages = {"torch", "triton", "ninja"};
   std::string owner;                           // labels: who pays
   std::string cost_center;
   std::map<std::string, std::string> labels;   // more labels (ownership labels win)

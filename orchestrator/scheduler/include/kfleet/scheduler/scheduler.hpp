@@ -21,6 +21,9 @@ struct PendingJob {
   // GPU); false: a GPU agent of its class runs it, whole or after a compile agent built it.
   bool compile = false;
   bool host_exclusive = false;       // needs every other GPU slot of its host idle
+  // kernel.language: triton and torch need an agent whose Python records them
+  // (kfleet::gpu_runs_language); "" = any, the GPU class decides.
+  std::string language;
 };
 
 // One agent serves one GPU: the slot `slot` of host `host`. An empty host is a host of its own.

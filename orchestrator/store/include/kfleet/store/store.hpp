@@ -34,6 +34,10 @@ struct NewJob {
   int max_attempts = 3;
   std::string submitted_by;
   bool host_exclusive = false;       // host_exclusive(spec): no other job on its host meanwhile
+  // kernel.language (cuda | hip | triton | torch), a column of its own so that the scheduler's
+  // scan of the queue (pending_jobs, which leaves the spec out) knows who can run it. "": the
+  // store reads it from `spec` (job_language), "cuda" when the spec names none.
+  std::string language;
   // Where it came from (a JobOrigin, written in the same transaction when either is set).
   std::string token_key;             // sha256 of the submitting token: the in-flight limit's key
   std::int64_t parent_job_id = 0;    // submitted as parent + change: the parent job
@@ -68,6 +72,7 @@ struct JobRecord {
   bool simulated = false;            // its result came from the simulated GPU backend
   bool host_exclusive = false;       // runs with every other slot of its host idle
   std::string cancelled_by;          // the user who cancelled it; "" unless cancelled by one
+  std::string language = "cuda";     // kernel.language (NewJob::language), also in pending_jobs
 };
 
 struct JobFilter {
@@ -144,6 +149,10 @@ struct FinishedRun {
   std::optional<JobRecord> job;      // its job as the finish left it
   std::int64_t regression_id = 0;    // the regression run the job belongs to; 0: none
 };
+
+// The kernel.language a new job is stored with: j.language, else the spec's kernel.language,
+// else "cuda" (a job without a spec, as the tests and the simulator make).
+std::string job_language(const NewJob& j);
 
 enum class AgentState { idle, busy, lost, retired };
 const char* to_string(AgentState s);

@@ -1,0 +1,667 @@
+// A problem of the library (--problem-spec; PROBLEM-ABI.md, PROTOCOL.md "Problems of the
+// library"): the resolved spec kfleet wrote, one case of it, its tensors in the fixed arena in
+// slot order (then the workspace), inputs drawn from the spec's distributions on the device,
+// the library's GPU reference, and one check per output (tolerance, exact, topk). The kernel
+// gets kfleet_problem_args, built by build_problem_args from the spec, so the recorder and the
+// measuring process make the same bytes.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "../cpu/numeric.hpp"
+#include "../cpu/problem_checks.hpp"
+#include "../cpu/problem_inputs.hpp"
+#include "../cpu/problem_spec.hpp"
+#include "device_codec.hpp"
+#include "harness.hpp"
+#include "problem_reference.hpp"
+#include "replay_mode.hpp"  // gpuMemcpyDeviceToDevice
+
+namespace kfleet::harness {
+
+ProblemReferenceFn find_problem_reference(const std::string& problem) {
+  // An explicit table (each reference is kernels/problems/<name>/reference.cu).
+  if (problem == "rmsnorm") return gpu_reference_rmsnorm;
+  if (problem == "softmax") return gpu_reference_softmax;
+  if (problem == "rope") return gpu_reference_rope;
+  if (problem == "grouped_gemm") return gpu_reference_grouped_gemm;
+  if (problem == "topk") return gpu_reference_topk;
+  if (problem == "fp8_block_gemm") return gpu_reference_fp8_block_gemm;
+  return nullptr;
+}
+
+namespace {
+
+// ---- Drawing and decoding on the device ----
+
+__device__ void store(void* out, kfleet_dtype t, size_t i, double x, float inv_scale) {
+  if (t == KFLEET_FP32) static_cast<float*>(out)[i] = (float)x;
+  else if (t == KFLEET_BF16) static_cast<uint16_t*>(out)[i] = kfleet_float_to_bf16_bits((float)x);
+  else if (t == KFLEET_FP16) static_cast<uint16_t*>(out)[i] = kfleet_float_to_half_bits((float)x);
+  else if (t == KFLEET_FP8_E4M3) static_cast<uint8_t*>(out)[i] = fp8_e4m3_encode_dev((float)x * inv_scale);
+}
+
+// normal / uniform into a float tensor (fp8 with one scale: inv_scale = 1 / scale).
+__global__ void fill_real(void* out, kfleet_dtype t, size_t n, RealDraw d, std::uint64_t seed,
+                          float inv_scale) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    store(out, t, i, draw_real(d, seed, i), inv_scale);
+}
+
+// fp8 with block scales: one thread per block, amax / 448 of the block (times its amplitude),
+// the scale written to the scale tensor, then each element encoded with it.
+__global__ void fill_fp8_blocks(uint8_t* out, float* scales, size_t blocks, RealDraw d,
+                                std::uint64_t seed, BlockMap m, const float* amplitudes) {
+  for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += (size_t)gridDim.x * blockDim.x) {
+    long long bc[KFLEET_PROBLEM_MAX_RANK] = {};
+    const size_t volume = block_origin(b, m, bc);
+    const double amp = amplitudes ? amplitudes[b] : 1.0;
+    double amax = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      const float scale = amax > 0 ? (float)(amax / 448.0) : 1.0f;
+      if (pass == 1) scales[b] = scale;
+      for (size_t j = 0; j < volume; ++j) {
+        size_t i = 0;
+        if (!block_element(bc, j, m, &i)) continue;
+        const double x = draw_real(d, seed, i) * amp;
+        if (pass == 0) amax = fmax(amax, fabs(x));
+        else out[i] = fp8_e4m3_encode_dev((float)(x / scale));
+      }
+    }
+  }
+}
+
+// The values the reference reads: fp8 times its scale (block or tensor), integers as values.
+__global__ void decode_slot(const void* in, kfleet_dtype t, size_t n, const float* block_scales,
+                            BlockMap m, float scalar_scale, float* out) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float x = 0;
+    if (t == KFLEET_FP8_E4M3)
+      x = kfleet_fp8_e4m3_to_float(static_cast<const uint8_t*>(in)[i]) *
+          (block_scales ? block_scales[block_index(i, m)] : scalar_scale);
+    else if (t == KFLEET_BF16) x = kfleet_bf16_bits_to_float(static_cast<const uint16_t*>(in)[i]);
+    else if (t == KFLEET_FP16) x = kfleet_half_bits_to_float(static_cast<const uint16_t*>(in)[i]);
+    else if (t == KFLEET_FP32) x = static_cast<const float*>(in)[i];
+    else if (t == KFLEET_INT32) x = (float)static_cast<const int32_t*>(in)[i];
+    else if (t == KFLEET_INT64) x = (float)static_cast<const int64_t*>(in)[i];
+    out[i] = x;
+  }
+}
+
+__global__ void count_bytes_differing(const std::uint8_t* a, const std::uint8_t* b, size_t n,
+                                      unsigned long long* diff) {
+  unsigned long long local = 0;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    local += a[i] != b[i];
+  if (local) atomicAdd(diff, local);
+}
+
+// ---- Host helpers ----
+
+bool is_float(kfleet_dtype t) { return t == KFLEET_FP16 || t == KFLEET_BF16 || t == KFLEET_FP32; }
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[240];
+  std::snprintf(buf, sizeof buf, f, a, b, c, d);
+  return buf;
+}
+
+BlockMap block_map(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& block) {
+  BlockMap m;
+  m.rank = static_cast<int>(shape.size());
+  for (std::size_t d = 0; d < shape.size() && d < KFLEET_PROBLEM_MAX_RANK; ++d) {
+    m.shape[d] = shape[d];
+    m.block[d] = d < block.size() ? block[d] : shape[d];
+  }
+  return m;
+}
+
+// The fp8 scale of a tensor scaled by one scalar: the distribution's bound / 448, fixed for the
+// tensor whatever the seed (values past it saturate), so that fresh inputs keep the args that
+// were recorded.
+double tensor_fp8_scale(const SpecInit& in) {
+  const double bound = in.dist == "normal" ? std::fabs(in.mean) + 6 * in.std
+                                           : std::max(std::fabs(in.min), std::fabs(in.max));
+  return bound > 0 ? bound / kFp8E4m3Max : 1.0;
+}
+
+// Integer inputs (int, group_ends) are drawn on the host with the same counter-based draws.
+std::vector<std::uint8_t> host_ints(const SpecTensor& t, const SpecCase& c, std::size_t slot,
+                                    std::uint64_t stream) {
+  const std::size_t n = c.elements(slot);
+  const std::size_t row = static_cast<std::size_t>(c.shapes[slot].back());
+  std::vector<std::int64_t> v(n);
+  if (t.init.dist == "group_ends") {
+    const std::int64_t total = c.totals[slot];
+    for (std::size_t j = 0; j + 1 < n; ++j) v[j] = draw_int(stream, j, 0, total);
+    std::sort(v.begin(), v.end() - 1);
+    v[n - 1] = total;
+  } else {
+    const auto lo = static_cast<std::int64_t>(t.init.min), hi = static_cast<std::int64_t>(t.init.max);
+    if (t.init.unique && static_cast<double>(hi - lo) + 1 < static_cast<double>(row))
+      fail_setup("input " + t.name + ": " + std::to_string(row) + " distinct values per row from [" +
+                 std::to_string(lo) + ", " + std::to_string(hi) + "] do not exist");
+    for (std::size_t r0 = 0; r0 < n; r0 += row) {
+      std::set<std::int64_t> used;
+      for (std::size_t j = 0; j < row; ++j) {
+        std::int64_t x = draw_int(stream, r0 + j, lo, hi);
+        while (t.init.unique && used.count(x)) x = x == hi ? lo : x + 1;
+        used.insert(x);
+        v[r0 + j] = x;
+      }
+      if (t.init.sorted) std::sort(v.begin() + static_cast<std::ptrdiff_t>(r0), v.begin() + static_cast<std::ptrdiff_t>(r0 + row));
+    }
+  }
+  const std::size_t w = t.dtype == KFLEET_INT64 ? 8 : 4;
+  std::vector<std::uint8_t> bytes(n * w);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (w == 8) {
+      std::memcpy(&bytes[8 * i], &v[i], 8);
+    } else {
+      const auto x = static_cast<std::int32_t>(v[i]);
+      std::memcpy(&bytes[4 * i], &x, 4);
+    }
+  }
+  return bytes;
+}
+
+// A buffer's bytes, copied on the harness's stream: between timed runs (re-checks) only the
+// harness stream may show activity (PROTOCOL.md, "What a sample is"), never the legacy stream
+// DeviceBuffer::download uses.
+std::vector<std::uint8_t> download_on_harness_stream(const DeviceBuffer& b) {
+  std::vector<std::uint8_t> out(b.bytes());
+  if (!out.empty()) {
+    KFLEET_GPU_CHECK(gpuMemcpyAsync(out.data(), b.get(), out.size(), gpuMemcpyDeviceToHost, harness_stream()));
+    KFLEET_GPU_CHECK(gpuStreamSynchronize(harness_stream()));
+  }
+  return out;
+}
+
+using CheckResult = OutputCheck;
+
+}  // namespace
+
+// ---- The problem ----
+
+class GenericProblem : public Problem {
+ public:
+  GenericProblem(const Options& o, const ProblemSpec& spec, const SpecCase& c, std::uint64_t seed)
+      : spec_(spec), case_(c) {
+    ref_ = find_problem_reference(spec.problem);
+    if (!ref_) fail_setup("the harness has no GPU reference for problem " + spec.problem);
+    // The buffers a kernel may touch first, in spec_buffers' order (slot order, then the
+    // workspace): the recorder and the measuring process map them at the same addresses.
+    const std::uint64_t ws = std::max<std::uint64_t>(c.workspace, static_cast<std::uint64_t>(o.workspace_mib) << 20);
+    const auto bufs = spec_buffers(spec, c, ws);
+    for (std::size_t i = 0; i < spec.tensors.size(); ++i) {
+      Slot s;
+      s.t = &spec.tensors[i];
+      s.n = c.elements(i);
+      s.device = std::make_unique<DeviceBuffer>(
+          bufs[i].bytes, s.t->role == KFLEET_TENSOR_INPUT ? Placement::input : Placement::kernel, bufs[i].name);
+      slots_.push_back(std::move(s));
+    }
+    if (ws) {
+      workspace_ = std::make_unique<DeviceBuffer>(ws, Placement::kernel, "workspace");
+      KFLEET_GPU_CHECK(gpuMemset(workspace_->get(), 0, workspace_->bytes()));
+    }
+    // The harness's own memory: each in-place slot's input, the fp32 values the reference
+    // reads, the references (zeroed whenever a kernel runs: scrub_reference).
+    for (auto& s : slots_) {
+      if (s.t->role == KFLEET_TENSOR_INOUT) s.pristine = std::make_unique<DeviceBuffer>(s.device->bytes());
+      if (s.t->role != KFLEET_TENSOR_OUTPUT) {
+        s.real = std::make_unique<DeviceBuffer>(s.n * sizeof(float));
+        KFLEET_GPU_CHECK(gpuMemset(s.real->get(), 0, s.real->bytes()));
+      }
+      fp8_operands = fp8_operands || s.t->dtype == KFLEET_FP8_E4M3;
+    }
+    for (const auto& out : spec.outputs) {
+      refs_.push_back(std::make_unique<DeviceBuffer>(slots_[static_cast<std::size_t>(out.slot)].n * sizeof(float)));
+      KFLEET_GPU_CHECK(gpuMemset(refs_.back()->get(), 0, refs_.back()->bytes()));
+    }
+    flops = c.flops;
+    bytes = c.bytes;
+    scalars_ = c.scalars;
+    for (auto& v : scalars_)
+      if (std::isnan(v)) v = 1.0;  // a per-tensor fp8 scale, set by fill below
+    fill("case", seed, content_targets(), &scalars_);
+    update_scales();
+  }
+
+  std::vector<std::uint8_t> args_bytes() const override {
+    const auto* b = reinterpret_cast<const std::uint8_t*>(&args_);
+    return std::vector<std::uint8_t>(b, b + sizeof args_);
+  }
+  int launch_entry(gpuStream_t stream) override { return call_problem_entry(&args_, stream); }
+  std::vector<double> cpu_reference() const override { return {}; }  // the library's CPU
+                                                                       // references are kfleet's
+  std::vector<DoNothing> do_nothing_outputs() const override { return {}; }  // spec's lazy ones
+
+  void update_scales() override {
+    std::vector<std::uint64_t> addr;
+    for (const auto& s : slots_) addr.push_back(reinterpret_cast<std::uint64_t>(s.device->get()));
+    const std::uint64_t ws = workspace_ ? reinterpret_cast<std::uint64_t>(workspace_->get()) : 0;
+    const auto a = spec_args(spec_, case_, addr, scalars_, ws, workspace_ ? workspace_->bytes() : 0);
+    const std::string err = problems::build_problem_args(a, &args_);
+    if (!err.empty()) fail_setup("problem " + spec_.problem + " does not fit kfleet_problem_args: " + err);
+  }
+
+  void refresh_inputs(std::uint64_t seed) override {
+    fill("refresh", seed, content_targets(), &scalars_);
+    update_scales();
+  }
+
+  std::string inputs_changed_since_refresh() override { return inputs_changed(); }
+
+  // Every input compared, on the device, with what the draw that made it makes again.
+  std::string inputs_changed() const override {
+    static DeviceBuffer* counter = new DeviceBuffer(sizeof(unsigned long long));  // see device.cu
+    std::vector<std::unique_ptr<DeviceBuffer>> again;
+    std::vector<void*> targets;
+    for (const auto& s : slots_) {
+      again.push_back(std::make_unique<DeviceBuffer>(s.t->role == KFLEET_TENSOR_OUTPUT ? 0 : s.device->bytes()));
+      targets.push_back(again.back()->get());
+    }
+    std::vector<double> scalars = scalars_;
+    fill(content_salt_, content_seed_, targets, &scalars);
+    gpuStream_t hs = harness_stream();
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].t->role != KFLEET_TENSOR_INPUT || !again[i]->bytes()) continue;
+      KFLEET_GPU_CHECK(gpuMemsetAsync(counter->get(), 0, sizeof(unsigned long long), hs));
+      count_bytes_differing<<<1024, 256, 0, hs>>>(static_cast<const std::uint8_t*>(slots_[i].device->get()),
+                                                  static_cast<const std::uint8_t*>(again[i]->get()),
+                                                  again[i]->bytes(), static_cast<unsigned long long*>(counter->get()));
+      KFLEET_GPU_CHECK(gpuGetLastError());
+      unsigned long long diff = 0;
+      KFLEET_GPU_CHECK(gpuMemcpyAsync(&diff, counter->get(), sizeof diff, gpuMemcpyDeviceToHost, hs));
+      KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));
+      if (diff)
+        return "input " + slots_[i].t->name + " was modified by the kernel (" + std::to_string(diff) +
+               " bytes differ from what was generated)";
+    }
+    return "";
+  }
+
+  // Both ways are the same here: the inputs are decoded on the device.
+  void compute_reference(bool) override {
+    gpuStream_t hs = harness_stream();
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& s = slots_[i];
+      if (s.t->role == KFLEET_TENSOR_OUTPUT) continue;
+      const float* block_scales = nullptr;
+      BlockMap m;
+      float scalar_scale = 1;
+      if (s.t->init.scale_tensor >= 0) {
+        block_scales = static_cast<const float*>(slots_[static_cast<std::size_t>(s.t->init.scale_tensor)].device->get());
+        m = block_map(case_.shapes[i], s.t->init.block);
+      } else if (s.t->init.scale_scalar >= 0) {
+        scalar_scale = static_cast<float>(scalars_[static_cast<std::size_t>(s.t->init.scale_scalar)]);
+      }
+      decode_slot<<<1024, 256, 0, hs>>>(content(i), s.t->dtype, s.n, block_scales, m, scalar_scale,
+                                        static_cast<float*>(s.real->get()));
+      KFLEET_GPU_CHECK(gpuGetLastError());
+    }
+    run_reference();
+  }
+
+  void run_reference() override {
+    ProblemRefArgs a;
+    a.dims = case_.dims;
+    a.scalars = scalars_;
+    a.shapes = case_.shapes;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const bool in = slots_[i].t->role != KFLEET_TENSOR_OUTPUT;
+      a.in.push_back(in ? static_cast<const float*>(slots_[i].real->get()) : nullptr);
+      a.raw.push_back(in ? content(i) : nullptr);
+    }
+    for (auto& r : refs_) a.out.push_back(static_cast<float*>(r->get()));
+    a.stream = harness_stream();
+    ref_(a);
+    KFLEET_GPU_CHECK(gpuGetLastError());
+    KFLEET_GPU_CHECK(gpuStreamSynchronize(harness_stream()));
+  }
+
+  void scrub_reference() override {
+    gpuStream_t hs = harness_stream();
+    for (auto& r : refs_) KFLEET_GPU_CHECK(gpuMemsetAsync(r->get(), 0, r->bytes(), hs));
+    for (auto& s : slots_)
+      if (s.real) KFLEET_GPU_CHECK(gpuMemsetAsync(s.real->get(), 0, s.real->bytes(), hs));
+    KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));
+  }
+
+  void prepare_outputs(gpuStream_t stream) override {
+    for (auto& s : slots_) {
+      if (s.t->role == KFLEET_TENSOR_OUTPUT)
+        KFLEET_GPU_CHECK(gpuMemsetAsync(s.device->get(), 0xFF, s.device->bytes(), stream));
+      else if (s.t->role == KFLEET_TENSOR_INOUT)
+        KFLEET_GPU_CHECK(gpuMemcpyAsync(s.device->get(), s.pristine->get(), s.device->bytes(),
+                                        gpuMemcpyDeviceToDevice, stream));
+    }
+  }
+
+  std::string recheck_outputs(const Options&, float* max_abs) override {
+    compute_reference(true);
+    *max_abs = 0;
+    std::string why;
+    Inputs inputs;
+    for (std::size_t k = 0; k < spec_.outputs.size() && why.empty(); ++k) {
+      const SpecOutput& out = spec_.outputs[k];
+      const Slot& s = slots_[static_cast<std::size_t>(out.slot)];
+      const SpecCheck& c = out.check;
+      if (c.kind == "tolerance" && is_float(s.t->dtype) && c.rel_l2 < 0) {  // on the device
+        const double atol = c.atol >= 0 ? c.atol : 0, rtol = c.atol >= 0 ? c.rtol : 0;
+        const DeviceCheck d = check_on_device(s.device->get(), s.t->dtype,
+                                              static_cast<const float*>(refs_[k]->get()), s.n, atol, rtol);
+        *max_abs = std::max(*max_abs, d.max_abs);
+        if (d.unwritten) why = std::to_string(d.unwritten) + " of " + std::to_string(s.n) + " elements never written";
+        else if (d.nan || d.inf) why = "output has NaN/Inf";
+        else if ((atol > 0 || rtol > 0) && d.violations)
+          why = fmt("%.0f of %.0f elements outside atol %g + rtol %g * |ref|", static_cast<double>(d.violations),
+                    static_cast<double>(s.n), atol, rtol);
+        else if (c.max_abs >= 0 && d.max_abs > c.max_abs)
+          why = fmt("max_abs %.6g > %g", d.max_abs, c.max_abs);
+        if (!why.empty()) why = "output " + out.name + " (tolerance check): " + why;
+        continue;
+      }
+      if (inputs.empty()) inputs = input_values();
+      const auto ref = reference_values(k);
+      std::size_t unwritten = 0;
+      const auto act = output_values(k, ref, &unwritten);
+      if (unwritten) {
+        why = "output " + out.name + ": " + std::to_string(unwritten) + " of " + std::to_string(s.n) +
+              " elements never written";
+        continue;
+      }
+      const CheckResult r = check(k, act, ref, inputs);
+      *max_abs = std::max(*max_abs, static_cast<float>(r.m.max_abs));
+      why = r.reason;
+    }
+    scrub_reference();
+    return why;
+  }
+
+  // ---- For the correctness stage ----
+
+  using Inputs = SpecInputs;  // per slot, the decoded input ({} if not needed)
+
+  // The inputs a check or a do-nothing output reads (topk's `of`, a lazy copy), downloaded
+  // while compute_reference's fp32 copies exist.
+  Inputs input_values() const {
+    Inputs v(slots_.size());
+    for (int i : slots_checks_read(spec_)) v[static_cast<std::size_t>(i)] = floats(*slots_[static_cast<std::size_t>(i)].real);
+    return v;
+  }
+
+  std::vector<double> reference_values(std::size_t k) const { return floats(*refs_[k]); }
+
+  std::vector<double> output_values(std::size_t k, const std::vector<double>& ref, std::size_t* unwritten) const {
+    const Slot& s = slots_[static_cast<std::size_t>(spec_.outputs[k].slot)];
+    const auto raw = download_on_harness_stream(*s.device);
+    std::vector<double> v = decode_output(s.t->dtype, raw, s.n, &ref, unwritten);
+    if (s.t->role == KFLEET_TENSOR_INOUT) *unwritten = 0;  // holds its input, never poisoned
+    return v;
+  }
+
+  CheckResult check(std::size_t k, const std::vector<double>& act, const std::vector<double>& ref,
+                    const Inputs& inputs) const {
+    CheckResult r = problem_output_check(spec_, case_, k, act, ref, inputs);
+    if (r.reference_fault) fail_setup("the GPU reference of " + spec_.problem + ": " + r.reason);
+    return r;
+  }
+
+  std::vector<double> lazy_values(std::size_t k, const SpecLazy& l, const std::vector<double>& ref,
+                                  const Inputs& inputs) const {
+    return problem_lazy_output(spec_, case_, k, l, ref, inputs);
+  }
+
+  const ProblemSpec& spec() const { return spec_; }
+  std::size_t elements_of(std::size_t k) const { return slots_[static_cast<std::size_t>(spec_.outputs[k].slot)].n; }
+  bool own_buffer(std::size_t k) const {
+    return slots_[static_cast<std::size_t>(spec_.outputs[k].slot)].t->role == KFLEET_TENSOR_OUTPUT;
+  }
+
+ private:
+  struct Slot {
+    const SpecTensor* t = nullptr;
+    std::size_t n = 0;
+    std::unique_ptr<DeviceBuffer> device;    // what the kernel gets (fixed arena in replay)
+    std::unique_ptr<DeviceBuffer> pristine;  // inout: the input, copied in before each launch
+    std::unique_ptr<DeviceBuffer> real;      // inputs: decoded fp32 for the reference
+  };
+
+  // Where each slot's input content lives: an input's own buffer, an inout's pristine copy.
+  std::vector<void*> content_targets() const {
+    std::vector<void*> t;
+    for (const auto& s : slots_)
+      t.push_back(s.t->role == KFLEET_TENSOR_INOUT ? s.pristine->get()
+                  : s.t->role == KFLEET_TENSOR_INPUT ? s.device->get() : nullptr);
+    return t;
+  }
+  const void* content(std::size_t i) const {
+    return slots_[i].t->role == KFLEET_TENSOR_INOUT ? slots_[i].pristine->get() : slots_[i].device->get();
+  }
+
+  static std::vector<double> floats(const DeviceBuffer& b) {
+    const auto raw = download_on_harness_stream(b);
+    std::vector<double> v(raw.size() / sizeof(float));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      float f;
+      std::memcpy(&f, &raw[i * sizeof f], sizeof f);
+      v[i] = f;
+    }
+    return v;
+  }
+
+  // Draws every input of the case for (`salt`, `seed`) into `targets` (per slot; an fp8
+  // tensor's block scales go to its scale tensor's target), and a per-tensor fp8 scale into
+  // `scalars`. Remembers what it drew into the problem's own buffers.
+  void fill(const std::string& salt, std::uint64_t seed, const std::vector<void*>& targets,
+            std::vector<double>* scalars) const {
+    gpuStream_t hs = harness_stream();
+    std::vector<std::vector<std::uint8_t>> host;  // kept until the copies are done
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const SpecTensor& t = *slots_[i].t;
+      if (t.role == KFLEET_TENSOR_OUTPUT || t.init.dist == "scale") continue;
+      const std::uint64_t stream = input_stream(spec_.problem, salt + "/" + case_.name, seed, static_cast<int>(i));
+      if (t.init.dist == "int" || t.init.dist == "group_ends") {
+        host.push_back(host_ints(t, case_, i, stream));
+        KFLEET_GPU_CHECK(gpuMemcpyAsync(targets[i], host.back().data(), host.back().size(), gpuMemcpyHostToDevice, hs));
+        continue;
+      }
+      RealDraw d;
+      d.normal = t.init.dist == "normal";
+      d.a = d.normal ? t.init.mean : t.init.min;
+      d.b = d.normal ? t.init.std : t.init.max;
+      d.amp_lo = t.init.amp_lo;
+      d.amp_hi = t.init.amp_hi;
+      if (t.dtype == KFLEET_FP8_E4M3 && t.init.scale_tensor >= 0) {
+        const std::size_t st = static_cast<std::size_t>(t.init.scale_tensor), blocks = slots_[st].n;
+        std::unique_ptr<DeviceBuffer> amp;
+        if (d.amp_hi > 0) {  // each block's factor, drawn on the host
+          std::vector<float> f(blocks);
+          for (std::size_t b = 0; b < blocks; ++b) f[b] = static_cast<float>(draw_amplitude(d, stream, b));
+          amp = std::make_unique<DeviceBuffer>(blocks * sizeof(float));
+          KFLEET_GPU_CHECK(gpuMemcpyAsync(amp->get(), f.data(), blocks * sizeof(float), gpuMemcpyHostToDevice, hs));
+          KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `f` goes
+        }
+        fill_fp8_blocks<<<ref_blocks(static_cast<std::int64_t>(blocks), 128), 128, 0, hs>>>(
+            static_cast<std::uint8_t*>(targets[i]), static_cast<float*>(targets[st]), blocks, d, stream,
+            block_map(case_.shapes[i], t.init.block), amp ? static_cast<const float*>(amp->get()) : nullptr);
+        KFLEET_GPU_CHECK(gpuGetLastError());
+        KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `amp` is freed
+      } else {
+        float inv_scale = 1;
+        if (t.dtype == KFLEET_FP8_E4M3) {
+          const double scale = tensor_fp8_scale(t.init);
+          (*scalars)[static_cast<std::size_t>(t.init.scale_scalar)] = scale;
+          inv_scale = static_cast<float>(1.0 / scale);
+        }
+        fill_real<<<1024, 256, 0, hs>>>(targets[i], t.dtype, slots_[i].n, d, stream, inv_scale);
+      }
+      KFLEET_GPU_CHECK(gpuGetLastError());
+    }
+    KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));
+    if (targets == content_targets()) {
+      content_salt_ = salt;
+      content_seed_ = seed;
+    }
+  }
+
+  const ProblemSpec& spec_;
+  const SpecCase& case_;
+  ProblemReferenceFn ref_ = nullptr;
+  std::vector<Slot> slots_;
+  std::vector<std::unique_ptr<DeviceBuffer>> refs_;  // per output, fp32
+  std::vector<double> scalars_;
+  mutable std::string content_salt_;
+  mutable std::uint64_t content_seed_ = 0;
+  kfleet_problem_args args_{};
+};
+
+namespace {
+
+const ProblemSpec& spec_of(const Options& o) {
+  static const ProblemSpec* spec = [&] {
+    auto* s = new ProblemSpec;  // never freed: read once per process
+    std::ifstream in(o.problem_spec, std::ios::binary);
+    if (!in) fail_setup("cannot read the problem spec " + o.problem_spec);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string err = parse_problem_spec(ss.str(), s);
+    if (!err.empty()) fail_setup(o.problem_spec + ": " + err);
+    return s;
+  }();
+  return *spec;
+}
+
+}  // namespace
+
+std::unique_ptr<Problem> make_generic_problem(const Options& o, std::uint64_t seed) {
+  const ProblemSpec& spec = spec_of(o);
+  const SpecCase* c = spec.find_case(o.case_name);
+  if (!c) fail_usage("--case " + o.case_name + " is not a case of " + spec.problem + " (" + spec.case_names() + ")");
+  if (o.replay_path.empty() && o.plan_path.empty() && !problem_kernel_linked())
+    fail_usage("this binary has no kfleet_problem_launch (or the KFLEET_PROBLEM_ENTRY it was built with)");
+  return std::make_unique<GenericProblem>(o, spec, *c, seed);
+}
+
+// The correctness stage of a problem: as run_correctness, with the spec's check per output and
+// its lazy outputs as the gate-strength test (PROTOCOL.md, "Problems of the library").
+int run_generic_correctness(const Options& o) {
+  bool all_pass = true;
+  for (const std::uint64_t seed : o.seeds) {
+    auto owned = make_generic_problem(o, seed);
+    auto& p = static_cast<GenericProblem&>(*owned);
+    if (!o.replay_path.empty()) attach_replay(o, p, recording_name(o.stage, seed));
+    const ProblemSpec& spec = p.spec();
+    // The references and the inputs the checks read go to the host, and are zeroed on the
+    // device before the kernel runs.
+    p.compute_reference(false);
+    std::vector<std::vector<double>> refs;
+    for (std::size_t k = 0; k < spec.outputs.size(); ++k) refs.push_back(p.reference_values(k));
+    const GenericProblem::Inputs inputs = p.input_values();
+    p.scrub_reference();
+    // Gate strength: each do-nothing output must fail its output's check.
+    std::string weak, strength;
+    for (std::size_t k = 0; k < spec.outputs.size(); ++k) {
+      for (const auto& l : spec.outputs[k].lazy) {
+        const std::string lazy = lazy_name(spec, l);
+        const auto r = p.check(k, p.lazy_values(k, l, refs[k], inputs), refs[k], inputs);
+        strength += (strength.empty() ? "" : ",") + JsonLine::quote(spec.outputs[k].name + ": " + lazy) + ":" +
+                    JsonLine::quote(r.reason.empty() ? "passes" : r.reason);
+        if (r.reason.empty() && weak.empty())
+          weak = "output " + spec.outputs[k].name + ": its check passes a do-nothing output (" + lazy +
+                 "), so it cannot tell a kernel's work from none: the case is refused as too weak";
+      }
+    }
+    strength = "{" + strength + "}";
+    if (!weak.empty()) {
+      JsonLine("correctness").str("case", o.case_name).integer("seed", static_cast<long long>(seed))
+          .str("problem", spec.problem).boolean("pass", false).str("reason", weak).boolean("refused", true)
+          .raw("do_nothing", strength).print();
+      all_pass = false;
+      continue;
+    }
+    p.prepare_outputs(harness_stream());
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    const bool read_only = inputs_read_only(true);  // a write to an input faults at once
+    const auto start = std::chrono::steady_clock::now();
+    set_phase("kernel");
+    const int status = p.launch(nullptr);
+    KFLEET_GPU_CHECK(gpuGetLastError());
+    device_sync_bounded(o.idle_timeout_s, [&] {
+      JsonLine("correctness").str("case", o.case_name).integer("seed", static_cast<long long>(seed))
+          .boolean("pass", false)
+          .str("reason", "the device did not go idle within " + JsonLine::number(o.idle_timeout_s) +
+                             " s after the launch returned: a persistent kernel or work left running")
+          .print();
+    });
+    set_phase("setup");
+    inputs_read_only(false);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    std::string reason;
+    if (status == KFLEET_UNSUPPORTED) reason = "kernel returned KFLEET_UNSUPPORTED for this case";
+    else if (status != KFLEET_OK) reason = "kernel launch returned status " + std::to_string(status);
+    std::vector<std::vector<double>> outs(spec.outputs.size());
+    std::size_t unwritten_total = 0, elements = 0;
+    for (std::size_t k = 0; k < spec.outputs.size(); ++k) {
+      std::size_t unwritten = 0;
+      outs[k] = p.output_values(k, refs[k], &unwritten);
+      unwritten_total += unwritten;
+      elements += p.elements_of(k);
+      if (reason.empty() && unwritten)
+        reason = "output " + spec.outputs[k].name + ": " + std::to_string(unwritten) + " of " +
+                 std::to_string(p.elements_of(k)) + " elements were never written";
+    }
+    const std::string changed = p.inputs_changed();
+    if (reason.empty() && !changed.empty()) reason = changed;
+    std::string per_output;
+    double max_abs = 0, max_rel = 0, rel_l2 = 0;
+    std::size_t nan = 0, inf = 0, violations = 0;
+    for (std::size_t k = 0; k < spec.outputs.size(); ++k) {
+      const auto r = p.check(k, outs[k], refs[k], inputs);
+      if (reason.empty()) reason = r.reason;
+      max_abs = std::max(max_abs, r.m.max_abs);
+      max_rel = std::max(max_rel, r.m.max_rel);
+      rel_l2 = std::max(rel_l2, r.m.rel_l2);
+      nan += r.m.nan_count;
+      inf += r.m.inf_count;
+      violations += r.violations;
+      per_output += (per_output.empty() ? "" : ",") + JsonLine::quote(spec.outputs[k].name) + ":" +
+                    JsonLine("o").str("check", spec.outputs[k].check.kind).boolean("pass", r.reason.empty())
+                        .str("reason", r.reason).num("max_abs", r.m.max_abs).num("rel_l2", r.m.rel_l2)
+                        .integer("violations", static_cast<long long>(r.violations)).text();
+    }
+    const bool pass = reason.empty();
+    all_pass = all_pass && pass;
+    JsonLine("correctness")
+        .str("case", o.case_name)
+        .integer("seed", static_cast<long long>(seed))
+        .str("problem", spec.problem)
+        .boolean("pass", pass)
+        .str("reason", reason)
+        .num("max_abs", max_abs)
+        .num("max_rel", max_rel)
+        .num("rel_l2", rel_l2)
+        .integer("nan_count", static_cast<long long>(nan - std::min(nan, unwritten_total)))
+        .integer("inf_count", static_cast<long long>(inf))
+        .integer("unwritten", static_cast<long long>(unwritten_total))
+        .boolean("inputs_intact", changed.empty())
+        .boolean("inputs_read_only", read_only)
+        .integer("elements", static_cast<long long>(elements))
+        .integer("allclose_violations", static_cast<long long>(violations))
+        .raw("outputs", "{" + per_output + "}")
+        .num("time_ms", ms)
+        .raw("do_nothing", strength)
+        .print();
+  }
+  return all_pass ? 0 : 1;
+}
+
+}  // namespace kfleet::harness

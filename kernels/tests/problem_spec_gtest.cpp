@@ -1,0 +1,545 @@
+// The problem spec (PROBLEM-ABI.md, "The problem spec"): what kfleet writes from the library
+// (case_spec.hpp) is what the harness reads (problem_spec.hpp), for every problem of the
+// library; the reader's refusals name the line; and a problem's buffers, as the harness maps
+// them, go through the launch list's address checks as the families' do.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "../../common/tests/test_paths.hpp"
+#include "case_spec.hpp"
+#include "launch_list.hpp"
+#include "problem_cpu.hpp"
+#include "problem_checks.hpp"
+#include "problem_inputs.hpp"
+#include "problem_spec.hpp"
+
+namespace kfleet::problems {
+namespace {
+
+using harness::ProblemSpec;
+
+const ProblemLibrary& library() {
+  static const ProblemLibrary lib =
+      load_problem_library((testing::source_dir() / "kernels/problems").string());
+  return lib;
+}
+
+ProblemSpec read_back(const ProblemDef& def) {
+  auto text = problem_spec_text(def);
+  EXPECT_TRUE(text.ok()) << def.name;
+  ProblemSpec s;
+  if (!text) return s;
+  const std::string err = harness::parse_problem_spec(*text, &s);
+  EXPECT_EQ(err, "") << def.name << "\n" << *text;
+  return s;
+}
+
+TEST(ProblemSpec, EveryGenericProblemRoundTrips) {
+  int generic = 0;
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") {
+      EXPECT_FALSE(problem_spec_text(def).ok()) << def.name << ": a family problem has no spec";
+      continue;
+    }
+    ++generic;
+    const ProblemSpec s = read_back(def);
+    EXPECT_EQ(s.problem, def.name);
+    EXPECT_EQ(s.version, static_cast<std::uint32_t>(def.version));
+    EXPECT_EQ(s.dims, def.dims);
+    ASSERT_EQ(s.scalars.size(), def.scalars.size());
+    for (std::size_t i = 0; i < def.scalars.size(); ++i) {
+      EXPECT_EQ(s.scalars[i].name, def.scalars[i].name);
+      EXPECT_EQ(s.scalars[i].dtype, def.scalars[i].dtype);
+    }
+    const auto slots = def.abi_slots();
+    ASSERT_EQ(s.tensors.size(), slots.size()) << def.name;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const auto& t = s.tensors[i];
+      EXPECT_EQ(t.name, slots[i].tensor->name);
+      EXPECT_EQ(t.dtype, abi_dtype(slots[i].tensor->dtype)) << t.name;
+      EXPECT_EQ(t.role, slots[i].role == "input" ? KFLEET_TENSOR_INPUT
+                        : slots[i].role == "inout" ? KFLEET_TENSOR_INOUT : KFLEET_TENSOR_OUTPUT);
+      if (slots[i].role != "output") {
+        const ProblemInit& init = slots[i].tensor->init;
+        EXPECT_EQ(t.init.dist, init.dist) << t.name;
+        if (init.dist == "normal") {
+          EXPECT_EQ(t.init.mean, init.mean);
+          EXPECT_EQ(t.init.std, init.std);
+        }
+        if (init.dist == "uniform" || init.dist == "int") {
+          EXPECT_EQ(t.init.min, init.min);
+          EXPECT_EQ(t.init.max, init.max);
+        }
+        EXPECT_EQ(t.init.sorted, init.sorted);
+        EXPECT_EQ(t.init.unique, init.unique);
+        const auto& sb = slots[i].tensor->scaled_by;
+        EXPECT_EQ(t.init.scale_tensor >= 0, sb && !sb->tensor.empty()) << t.name;
+        if (sb && !sb->tensor.empty()) {
+          EXPECT_EQ(s.tensors[static_cast<std::size_t>(t.init.scale_tensor)].name, sb->tensor);
+          EXPECT_EQ(t.init.block, sb->block);
+        }
+        if (init.block_amplitude) {
+          EXPECT_EQ(t.init.amp_lo, init.block_amplitude->first);
+          EXPECT_EQ(t.init.amp_hi, init.block_amplitude->second);
+        }
+      }
+    }
+    ASSERT_EQ(s.outputs.size(), def.outputs.size());
+    for (std::size_t i = 0; i < def.outputs.size(); ++i) {
+      const auto& o = s.outputs[i];
+      const auto& d = def.outputs[i];
+      EXPECT_EQ(o.name, d.name);
+      EXPECT_EQ(s.tensors[static_cast<std::size_t>(o.slot)].name, d.in_place_of.empty() ? d.name : d.in_place_of);
+      EXPECT_EQ(o.check.kind, d.check.kind);
+      EXPECT_EQ(o.check.atol, d.check.atol);
+      if (d.check.atol >= 0) {
+        EXPECT_EQ(o.check.rtol, std::max(d.check.rtol, 0.0));
+      }
+      EXPECT_EQ(o.check.max_abs, d.check.max_abs);
+      EXPECT_EQ(o.check.rel_l2, d.check.rel_l2);
+      if (d.check.kind == "topk") {
+        EXPECT_EQ(s.tensors[static_cast<std::size_t>(o.check.of)].name, d.check.of);
+        EXPECT_EQ(o.check.largest, d.check.largest);
+      }
+      ASSERT_EQ(o.lazy.size(), d.lazy.size());
+      for (std::size_t j = 0; j < d.lazy.size(); ++j) {
+        EXPECT_EQ(o.lazy[j].kind, d.lazy[j].kind);
+        if (d.lazy[j].kind == "copy") {
+          EXPECT_EQ(s.tensors[static_cast<std::size_t>(o.lazy[j].input)].name, d.lazy[j].input);
+        }
+      }
+    }
+    ASSERT_EQ(s.cases.size(), def.cases.size());
+    for (std::size_t ci = 0; ci < def.cases.size(); ++ci) {
+      const ProblemCase& c = def.cases[ci];
+      const auto& sc = s.cases[ci];
+      EXPECT_EQ(sc.name, c.name);
+      for (std::size_t d = 0; d < def.dims.size(); ++d) EXPECT_EQ(sc.dims[d], c.dims.at(def.dims[d]));
+      for (std::size_t i = 0; i < slots.size(); ++i) EXPECT_EQ(sc.shapes[i], *def.shape_of(*slots[i].tensor, c)) << c.name;
+      for (std::size_t k = 0; k < def.scalars.size(); ++k) {
+        const double v = def.scalar_value(def.scalars[k], c);
+        if (std::isnan(v)) {
+          EXPECT_TRUE(std::isnan(sc.scalars[k]));
+        } else {
+          EXPECT_EQ(sc.scalars[k], v);
+        }
+      }
+      EXPECT_EQ(sc.flops, static_cast<double>(*def.flops->eval(c.dims)));
+      EXPECT_EQ(sc.bytes, static_cast<double>(*def.bytes->eval(c.dims)));
+      for (std::size_t i = 0; i < slots.size(); ++i)
+        if (slots[i].tensor->init.dist == "group_ends") {
+          EXPECT_EQ(sc.totals[i], *slots[i].tensor->init.total->eval(c.dims));
+        }
+    }
+  }
+  EXPECT_GE(generic, 6);
+}
+
+// The harness builds the struct from the spec; the library's args_spec from the parsed
+// definition: the same bytes, or a recording made by one would be refused by the other.
+TEST(ProblemSpec, ArgsFromTheSpecAreTheLibrarysBytes) {
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    const ProblemSpec s = read_back(def);
+    const ProblemCase& c = def.cases.front();
+    auto data = make_case(def, c, 3);
+    ASSERT_TRUE(data.ok()) << def.name;
+    std::vector<std::uint64_t> addr;
+    for (std::size_t i = 0; i < s.tensors.size(); ++i) addr.push_back(0x600000000000ull + (i << 21));
+    auto lib_spec = args_spec(*data, addr, 0x600000100000ull, 1 << 20);
+    ASSERT_TRUE(lib_spec.ok());
+    std::vector<double> scalars;
+    for (const auto& sc : def.scalars) scalars.push_back(data->scalars.at(sc.name));
+    const auto ours = harness::spec_args(s, *s.find_case(c.name), addr, scalars, 0x600000100000ull, 1 << 20);
+    kfleet_problem_args a{}, b{};
+    ASSERT_EQ(build_problem_args(*lib_spec, &a), "");
+    ASSERT_EQ(build_problem_args(ours, &b), "");
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << def.name;
+  }
+}
+
+const std::string kGood =
+    "kfleet-problem-spec 1\n"
+    "problem demo 2\n"
+    "dims T H\n"
+    "scalar eps fp32\n"
+    "tensor x input bf16\n"
+    "tensor y output bf16\n"
+    "init x normal mean=0 std=2\n"
+    "output y y\n"
+    "check y tolerance atol=0.01 rtol=0.01\n"
+    "lazy y zeros\n"
+    "lazy y copy x\n"
+    "case small\n"
+    "case_dims small 4 256\n"
+    "case_scalars small 1e-06\n"
+    "case_shape small x 4 256\n"
+    "case_shape small y 4 256\n"
+    "case_cost small 4096 4096 0\n"
+    "end\n";
+
+std::string refusal(std::string text) {
+  ProblemSpec s;
+  return harness::parse_problem_spec(text, &s);
+}
+
+std::string replaced(const std::string& from, const std::string& to) {
+  std::string t = kGood;
+  const auto at = t.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return t.replace(at, from.size(), to);
+}
+
+TEST(ProblemSpecReader, TheGoodSpecReads) {
+  ProblemSpec s;
+  ASSERT_EQ(harness::parse_problem_spec(kGood, &s), "");
+  EXPECT_EQ(s.problem, "demo");
+  EXPECT_EQ(s.version, 2u);
+  ASSERT_EQ(s.cases.size(), 1u);
+  EXPECT_EQ(s.cases[0].elements(0), 1024u);
+  EXPECT_EQ(s.outputs[0].check.atol, 0.01);
+  ASSERT_EQ(s.outputs[0].lazy.size(), 2u);
+  EXPECT_EQ(s.outputs[0].lazy[1].input, 0);
+}
+
+TEST(ProblemSpecReader, MalformedLinesAreRefusedByLine) {
+  struct Bad {
+    std::string text, want;
+  };
+  const std::vector<Bad> bad = {
+      {replaced("kfleet-problem-spec 1", "kfleet-problem-spec 2"), "problem spec line 1: the first line must be"},
+      {replaced("problem demo 2", "problem demo two"), "line 2: expected 'problem NAME VERSION'"},
+      {replaced("tensor x input bf16", "tensor x input bf17"), "line 5: unknown dtype 'bf17'"},
+      {replaced("tensor y output", "tensor y sideways"), "line 6: unknown role 'sideways'"},
+      {replaced("std=2", "std=2 skew=1"), "line 7: unknown field 'skew'"},
+      {replaced("std=2", "std=nan"), "line 7: std=nan is not a finite number"},
+      {replaced("init x normal", "init z normal"), "line 7: no tensor 'z'"},
+      {replaced("output y y", "output y x"), "line 8: output 'y' in input slot 'x'"},
+      {replaced("check y tolerance atol=0.01 rtol=0.01", "check y fuzzy"), "line 9: unknown check 'fuzzy'"},
+      {replaced("lazy y zeros", "lazy y nothing"), "line 10: unknown lazy output 'nothing'"},
+      {replaced("case_dims small 4 256", "case_dims small 4"), "line 13: 1 dims for 2"},
+      {replaced("case_dims small 4 256", "case_dims small 4 0"), "line 13: dim H = '0' is not a positive integer"},
+      {replaced("case_shape small x 4 256", "case_shape big x 4 256"), "line 15: no case 'big'"},
+      {replaced("case_cost small 4096 4096 0", "case_cost small 4096"), "line 17: expected 'case_cost"},
+      {replaced("end\n", ""), "line 0: no 'end' line"},
+      {kGood + "extra\n", "line 19: text after 'end'"},
+      {replaced("case_shape small y 4 256\n", ""), "case 'small' has no shape for 'y'"},
+      {replaced("lazy y zeros\nlazy y copy x\n", ""), "output 'y' has no lazy output"},
+      {replaced("init x normal mean=0 std=2\n", ""), "input 'x' has no init"},
+      {replaced("problem demo 2", "problem demo 2\r"), "line 2: a tab or carriage return"},
+      {"", "line 0: empty text"},
+  };
+  for (const auto& b : bad) {
+    const std::string why = refusal(b.text);
+    EXPECT_NE(why.find(b.want), std::string::npos) << "want '" << b.want << "', got '" << why << "'";
+  }
+}
+
+// The buffers a problem's kernel may touch, as the harness maps them in replay mode (slot order
+// then the workspace, at fixed addresses), on a recorded launch: a kernel given the struct by
+// value passes the recorder's address scan, and one that also holds an address outside the
+// problem's buffers, or writes past an output, is refused, as for the families.
+TEST(ProblemSpecBuffers, RecordedLaunchOfAProblemIsCheckedAgainstItsBuffers) {
+  const ProblemDef* def = library().find("topk");
+  ASSERT_NE(def, nullptr);
+  const ProblemSpec s = read_back(*def);
+  const harness::SpecCase& c = *s.find_case("small");
+  const auto bufs = harness::spec_buffers(s, c, 1 << 20);
+  ASSERT_EQ(bufs.size(), 4u);
+  EXPECT_EQ(bufs[0].name, "input x");
+  EXPECT_TRUE(bufs[0].read_only);
+  EXPECT_EQ(bufs[1].name, "output values");
+  EXPECT_EQ(bufs[2].name, "output indices");
+  EXPECT_EQ(bufs[2].bytes, 4u * 4 * 8);
+  EXPECT_EQ(bufs[3].name, "workspace");
+  constexpr std::uint64_t lo = 0x600000000000ull, hi = lo + (1ull << 40);
+  harness::LaunchList l;
+  l.what = "correctness seed 0";
+  std::vector<std::uint64_t> addr;
+  std::uint64_t next = lo;
+  for (const auto& b : bufs) {
+    l.buffers.push_back({b.name, next, b.bytes});
+    addr.push_back(next);
+    next += (b.bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  }
+  const auto spec = harness::spec_args(s, c, addr, {}, addr[3], bufs[3].bytes);
+  kfleet_problem_args args{};
+  ASSERT_EQ(build_problem_args(spec, &args), "");
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&args);
+  l.args.assign(p, p + sizeof args);
+  harness::LaunchNode k;
+  k.kind = harness::LaunchNode::Kind::kernel;
+  k.kernel.function = "_ZN12_GLOBAL__N_19topk_rowsE18kfleet_problem_args";
+  k.kernel.slots = {{0, static_cast<std::uint32_t>(sizeof args)}};
+  k.kernel.params = l.args;
+  l.nodes = {k};
+  EXPECT_EQ(harness::check_addresses(l, lo, hi, nullptr), "");
+  // Through the text form and back, unchanged.
+  std::vector<harness::LaunchList> back;
+  ASSERT_EQ(harness::parse_launch_lists(harness::serialize({l}), &back), "");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].args, l.args);
+  EXPECT_EQ(harness::launch_list_difference(back[0], l), "");
+  // The values slot pointed past every buffer (an address the kernel made up).
+  kfleet_problem_args wrong = args;
+  wrong.tensors[1].data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(next + (4u << 20)));
+  harness::LaunchList bad = l;
+  const auto* wp = reinterpret_cast<const std::uint8_t*>(&wrong);
+  bad.nodes[0].kernel.params.assign(wp, wp + sizeof wrong);
+  EXPECT_NE(harness::check_addresses(bad, lo, hi, nullptr).find("reserved range but outside its buffers"),
+            std::string::npos);
+  // Device memory of its own (the reference, a cache) in the struct's reserved words.
+  wrong = args;
+  wrong.reserved[0] = 0x7f1234000000ull;
+  bad.nodes[0].kernel.params.assign(wp, wp + sizeof wrong);
+  EXPECT_NE(harness::check_addresses(bad, lo, hi, [](std::uint64_t v) { return v == 0x7f1234000000ull; })
+                .find("device memory the harness did not give the launch"),
+            std::string::npos);
+  // A memset of the indices output that runs past its end.
+  harness::LaunchNode m;
+  m.kind = harness::LaunchNode::Kind::memset;
+  m.memset = {addr[2], 0, bufs[2].bytes / 4 + 1024 * 1024, 1, 0, 4};
+  bad = l;
+  bad.nodes = {m};
+  EXPECT_NE(harness::check_addresses(bad, lo, hi, nullptr).find("memset (operation 0)"), std::string::npos);
+  // Within the output: fine.
+  bad.nodes[0].memset.width = bufs[2].bytes / 4;
+  EXPECT_EQ(harness::check_addresses(bad, lo, hi, nullptr), "");
+}
+
+}  // namespace
+}  // namespace kfleet::problems
+
+namespace kfleet::harness {
+namespace {
+
+// The draws the harness fills inputs with (host and device run this same code).
+TEST(ProblemInputs, DrawsFollowTheirDistributions) {
+  RealDraw normal;
+  normal.normal = 1;
+  normal.a = 1.5;
+  normal.b = 2;
+  RealDraw uniform;
+  uniform.a = -0.5;
+  uniform.b = 0.25;
+  const std::uint64_t seed = input_stream("rmsnorm", "case/small", 7, 0);
+  EXPECT_NE(seed, input_stream("rmsnorm", "case/small", 7, 1));
+  EXPECT_NE(seed, input_stream("rmsnorm", "case/small", 8, 0));
+  double sum = 0, sq = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double x = draw_real(normal, seed, static_cast<std::uint64_t>(i));
+    EXPECT_LE(std::fabs(x - 1.5), 12.0);  // Irwin-Hall: within 6 std
+    sum += x;
+    sq += x * x;
+    const double u = draw_real(uniform, seed, static_cast<std::uint64_t>(i));
+    EXPECT_TRUE(u >= -0.5 && u < 0.25) << u;
+    const auto k = draw_int(seed, static_cast<std::uint64_t>(i), -3, 4);
+    EXPECT_TRUE(k >= -3 && k <= 4) << k;
+  }
+  const double mean = sum / n, var = sq / n - mean * mean;
+  EXPECT_NEAR(mean, 1.5, 0.02);
+  EXPECT_NEAR(var, 4.0, 0.05);
+  EXPECT_EQ(draw_real(normal, seed, 12345), draw_real(normal, seed, 12345));  // a pure function
+  RealDraw amp;
+  amp.amp_lo = 0.1;
+  amp.amp_hi = 10;
+  double lo = 1e9, hi = 0;
+  for (std::uint64_t b = 0; b < 10000; ++b) {
+    const double f = draw_amplitude(amp, seed, b);
+    lo = std::min(lo, f);
+    hi = std::max(hi, f);
+  }
+  EXPECT_GE(lo, 0.1);
+  EXPECT_LE(hi, 10.0);
+  EXPECT_LT(lo, 0.12);
+  EXPECT_GT(hi, 8.0);
+}
+
+}  // namespace
+}  // namespace kfleet::harness
+
+namespace kfleet::problems {
+namespace {
+
+// Every generic problem has a GPU reference the harness compiles in (kfleet-measure refuses a
+// problem without one): named in problem.yaml for both languages, and included by its
+// kernels/harness/src/problem_ref_<name>.cu.
+TEST(ProblemSpec, EveryGenericProblemHasAGpuReferenceInTheHarness) {
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    ASSERT_TRUE(def.reference.count("cuda")) << def.name;
+    ASSERT_TRUE(def.reference.count("hip")) << def.name;
+    EXPECT_EQ(def.reference.at("cuda").path, "reference.cu") << def.name;
+    const auto stub = testing::source_dir() / "kernels/harness/src" / ("problem_ref_" + def.name + ".cu");
+    std::ifstream in(stub);
+    ASSERT_TRUE(in.good()) << stub;
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("#include \"../../problems/" + def.name + "/reference.cu\""), std::string::npos) << stub;
+  }
+}
+
+}  // namespace
+}  // namespace kfleet::problems
+
+namespace kfleet::problems {
+namespace {
+
+bool small_case(const ProblemDef& def, const ProblemCase& c) {
+  auto f = def.flops->eval(c.dims);
+  auto b = def.bytes->eval(c.dims);
+  return f && b && *f <= 20'000'000 && *b <= 1'000'000;
+}
+
+// The harness's checks (problem_checks.hpp, what kfleet-measure runs) on the library's own data:
+// the fp64 CPU reference, rounded to each output's dtype, passes every output's check, and
+// every do-nothing output of the spec fails it, naming the output and the check.
+TEST(HarnessProblemChecks, TheLibrarysReferencePassesAndEveryLazyOutputFails) {
+  int checked = 0;
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    const ProblemSpec spec = read_back(def);
+    const ReferenceFn ref_fn = find_reference(def.name);
+    ASSERT_NE(ref_fn, nullptr);
+    for (const auto& c : def.cases) {
+      if (!small_case(def, c)) continue;
+      for (const std::uint64_t seed : {0u, 1u}) {
+        auto data = make_case(def, c, seed);
+        ASSERT_TRUE(data.ok());
+        const Tensors refs = ref_fn(*data);
+        harness::SpecInputs inputs(spec.tensors.size());
+        for (std::size_t i = 0; i < spec.tensors.size(); ++i)
+          if (spec.tensors[i].role != KFLEET_TENSOR_OUTPUT) inputs[i] = data->inputs.at(spec.tensors[i].name).real;
+        const harness::SpecCase& sc = *spec.find_case(c.name);
+        for (std::size_t k = 0; k < spec.outputs.size(); ++k) {
+          const auto& out = spec.outputs[k];
+          const auto& ref = refs.at(out.name).real;
+          std::vector<double> perfect(ref.size());
+          const kfleet_dtype dt = spec.tensors[static_cast<std::size_t>(out.slot)].dtype;
+          for (std::size_t i = 0; i < ref.size(); ++i) perfect[i] = harness::round_to_dtype(dt, ref[i]);
+          EXPECT_EQ(harness::problem_output_check(spec, sc, k, perfect, ref, inputs).reason, "")
+              << def.name << " " << c.name << " seed " << seed;
+          for (const auto& l : out.lazy) {
+            const auto lazy = harness::problem_lazy_output(spec, sc, k, l, ref, inputs);
+            const auto r = harness::problem_output_check(spec, sc, k, lazy, ref, inputs);
+            EXPECT_EQ(r.reason.rfind("output " + out.name + " (" + out.check.kind + " check): ", 0), 0u)
+                << def.name << " " << c.name << " " << harness::lazy_name(spec, l) << " gave '" << r.reason << "'";
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 40);
+}
+
+}  // namespace
+}  // namespace kfleet::problems
+
+namespace kfleet::harness {
+namespace {
+
+const char* kTopkSpec =
+    "kfleet-problem-spec 1\n"
+    "problem tk 1\n"
+    "dims R V KK\n"
+    "tensor x input fp32\n"
+    "tensor idx output int32\n"
+    "init x normal mean=0 std=1\n"
+    "output idx idx\n"
+    "check idx topk of=x largest=1\n"
+    "lazy idx zeros\n"
+    "case c\n"
+    "case_dims c 1 6 2\n"
+    "case_scalars c\n"
+    "case_shape c x 1 6\n"
+    "case_shape c idx 1 2\n"
+    "case_cost c 6 32 0\n"
+    "end\n";
+
+TEST(HarnessProblemChecks, TopkAcceptsAnyOrderOfTiedIndicesOnly) {
+  ProblemSpec s;
+  ASSERT_EQ(parse_problem_spec(kTopkSpec, &s), "");
+  const SpecCase& c = s.cases[0];
+  SpecInputs inputs = {{3, 1, 3, 2, 3, 0}, {}};
+  const std::vector<double> ref = {0, 2};  // values 3, 3
+  EXPECT_EQ(problem_output_check(s, c, 0, {4, 0}, ref, inputs).reason, "");  // other tied indices
+  EXPECT_EQ(problem_output_check(s, c, 0, {2, 4}, ref, inputs).reason, "");
+  EXPECT_EQ(problem_output_check(s, c, 0, {2, 2}, ref, inputs).reason,
+            "output idx (topk check): row 0, entry 1: index 2 appears twice");
+  EXPECT_EQ(problem_output_check(s, c, 0, {0, 3}, ref, inputs).reason,
+            "output idx (topk check): row 0, entry 1: index 3 holds 2; the top-k value there is 3 (ties may come "
+            "in any order)");
+  EXPECT_NE(problem_output_check(s, c, 0, {0, 6}, ref, inputs).reason.find("index 6 is outside [0, 6)"), std::string::npos);
+  EXPECT_NE(problem_output_check(s, c, 0, {0, -1}, ref, inputs).reason.find("outside"), std::string::npos);
+  const auto bad_ref = problem_output_check(s, c, 0, {0, 2}, {0, 9}, inputs);
+  EXPECT_TRUE(bad_ref.reference_fault);
+}
+
+TEST(HarnessProblemChecks, PoisonLeftIsCountedPerDtype) {
+  std::size_t unwritten = 0;
+  const std::vector<std::uint8_t> bf16 = {0x80, 0x3f, 0xff, 0xff};  // 1.0, poison
+  auto v = decode_output(KFLEET_BF16, bf16, 2, nullptr, &unwritten);
+  EXPECT_EQ(v[0], 1.0);
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_EQ(unwritten, 1u);
+  const std::vector<std::uint8_t> i32 = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};  // -1, -1
+  const std::vector<double> ref = {-1, 5};  // the first -1 is the right answer, the second poison
+  v = decode_output(KFLEET_INT32, i32, 2, &ref, &unwritten);
+  EXPECT_EQ(v[0], -1.0);
+  EXPECT_EQ(unwritten, 1u);
+  const std::vector<std::uint8_t> f32 = {0xff, 0xff, 0xff, 0xff};
+  decode_output(KFLEET_FP32, f32, 1, nullptr, &unwritten);
+  EXPECT_EQ(unwritten, 1u);
+  EXPECT_EQ(round_to_dtype(KFLEET_BF16, 1.0 + 1.0 / 512), 1.0);  // bf16 has 8 significant bits
+}
+
+}  // namespace
+}  // namespace kfleet::harness
+
+namespace kfleet::harness {
+namespace {
+
+// The fp8 quantiser's walk over blocks (one thread per block on the device): every element of
+// the tensor in exactly one block, the block block_index names, partial edge blocks included,
+// blocks numbered as the scale tensor [cdiv(rows, br), cdiv(cols, bc)] holds them.
+TEST(ProblemInputs, BlockWalkCoversEveryElementOnceInItsBlock) {
+  const std::vector<std::vector<long long>> cases = {{5, 320, 1, 128}, {192, 320, 128, 128}, {8, 256, 1, 128},
+                                                     {3, 7, 2, 4},     {1, 1, 128, 128},    {300, 5, 128, 128}};
+  for (const auto& t : cases) {
+    BlockMap m;
+    m.rank = 2;
+    m.shape[0] = t[0];
+    m.shape[1] = t[1];
+    m.block[0] = t[2];
+    m.block[1] = t[3];
+    const auto nb0 = static_cast<std::size_t>((t[0] + t[2] - 1) / t[2]), nb1 = static_cast<std::size_t>((t[1] + t[3] - 1) / t[3]);
+    const std::size_t n = static_cast<std::size_t>(t[0] * t[1]);
+    std::vector<int> seen(n, 0);
+    for (std::size_t b = 0; b < nb0 * nb1; ++b) {
+      long long bc[6] = {};
+      const std::size_t volume = block_origin(b, m, bc);
+      EXPECT_EQ(bc[0], static_cast<long long>(b / nb1));
+      EXPECT_EQ(bc[1], static_cast<long long>(b % nb1));
+      for (std::size_t j = 0; j < volume; ++j) {
+        std::size_t i = 0;
+        if (!block_element(bc, j, m, &i)) continue;
+        ASSERT_LT(i, n);
+        ++seen[i];
+        EXPECT_EQ(block_index(i, m), b);
+        const std::size_t row = i / static_cast<std::size_t>(t[1]), col = i % static_cast<std::size_t>(t[1]);
+        EXPECT_EQ(b, row / static_cast<std::size_t>(t[2]) * nb1 + col / static_cast<std::size_t>(t[3]));
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "element " << i << " of " << t[0] << "x" << t[1];
+  }
+}
+
+}  // namespace
+}  // namespace kfleet::harness
