@@ -11,12 +11,7 @@
 #include "common/harness_backend.hpp"
 #include "kfleet/common/sha256.hpp"
 
-// The probrt branch's kernels/problems/cpu/case_spec.hpp declares the resolved spec's writer;
-// until both branches are merged this agent may be built without it, and then says so.
-#if __has_include("case_spec.hpp")
-#include "case_spec.hpp"
-#define KFLEET_HAVE_PROBLEM_SPEC_TEXT 1
-#endif
+#include "case_spec.hpp"  // kernels/problems/cpu: the spec text kfleet-problem-spec writes too
 
 #ifndef KFLEET_DEFAULT_PROBLEMS_DIR
 #define KFLEET_DEFAULT_PROBLEMS_DIR "kernels/problems"
@@ -31,13 +26,7 @@ std::string agent_problems_dir(const std::string& dir) {
 }
 
 Result<std::string> resolved_problem_spec(const ProblemDef& def) {
-#ifdef KFLEET_HAVE_PROBLEM_SPEC_TEXT
   return kfleet::problems::problem_spec_text(def);
-#else
-  return make_error(Errc::unavailable,
-                    "this agent was built without the problem runtime (kernels/problems/cpu/"
-                    "case_spec.hpp): it cannot resolve " + def.name + "@" + std::to_string(def.version));
-#endif
 }
 
 Result<std::string> problem_spec_file(const std::string& library_dir, const KernelSpec& k,

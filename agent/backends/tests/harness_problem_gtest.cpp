@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -83,18 +84,27 @@ TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {
   // Where the resolved problem goes: a file of the agent's, read-only to everyone.
   k.problem_version = 1;
   r = kb::problem_spec_file(lib, k, out.string());
-  if (r.ok()) {
-    struct stat st {};
-    ASSERT_EQ(::lstat(r->c_str(), &st), 0);
-    EXPECT_TRUE(S_ISREG(st.st_mode));
-    EXPECT_EQ(st.st_mode & 0777, 0444u);
-    EXPECT_EQ(st.st_uid, ::geteuid());
-    EXPECT_EQ(fs::path(*r).parent_path(), out);
-    EXPECT_EQ(kb::problem_spec_file(lib, k, out.string()).value(), *r);  // reused, the same text
-  } else {
-    // Built before the problem runtime's case_spec.hpp is merged: said, never a silent pass.
-    EXPECT_NE(r.error().message.find("without the problem runtime"), std::string::npos) << r.error().message;
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  struct stat st {};
+  ASSERT_EQ(::lstat(r->c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0444u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  EXPECT_EQ(fs::path(*r).parent_path(), out);
+  EXPECT_EQ(fs::path(*r).filename().string().rfind("rmsnorm@1.", 0), 0u) << *r;
+  {
+    // What kfleet-problem-spec writes for the same problem: the harness's own reader's input.
+    std::ifstream in(*r);
+    std::string first;
+    std::getline(in, first);
+    EXPECT_EQ(first, "kfleet-problem-spec 1");
   }
+  EXPECT_EQ(kb::problem_spec_file(lib, k, out.string()).value(), *r);  // reused, the same text
+  // A file someone else could have written (writable) is not reused: written anew.
+  ::chmod(r->c_str(), 0644);
+  EXPECT_EQ(kb::problem_spec_file(lib, k, out.string()).value(), *r);
+  ASSERT_EQ(::lstat(r->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0444u);
   std::error_code ec;
   fs::remove_all(out, ec);
 }
