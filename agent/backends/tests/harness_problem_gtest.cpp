@@ -13,6 +13,7 @@
 #include "../../../common/tests/test_paths.hpp"
 #include "common/harness_problem.hpp"
 #include "common/harness_protocol.hpp"
+#include "options.hpp"  // the harness's own command-line parser (kernels/harness/cpu)
 
 namespace kb = kfleet::backends;
 namespace fs = std::filesystem;
@@ -108,3 +109,36 @@ TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {
   std::error_code ec;
   fs::remove_all(out, ec);
 }
+
+// What the agent passes is what the harness takes: every stage's command line for a problem's
+// job, as run_child completes it for the recorder and for the measuring process, goes through
+// the harness's own parser (kernels/harness/cpu/options.cpp) without an error.
+TEST(HarnessProblem, TheHarnessTakesTheAgentsCommandLines) {
+  const auto s = rmsnorm_job();
+  const std::string spec = "/cache/problem-specs/rmsnorm@1.0123456789abcdef.spec";
+  std::vector<std::vector<std::string>> stages = {
+      kb::harness_correctness_args(s, s.gates.correctness->cases[0], spec),
+      kb::harness_benchmark_args(s, *kb::benchmark_case(s), spec)};
+  auto round = kb::harness_benchmark_args(s, *kb::benchmark_case(s), spec);
+  round.insert(round.end(), {"--max-samples", "10", "--warmup-min-s", "0.5"});  // interleaved rounds
+  stages.push_back(round);
+  for (const auto& stage : stages) {
+    for (const std::vector<std::string>& tail :
+         {std::vector<std::string>{"--record", "/run/launches-1.txt", "--device", "0"},
+          std::vector<std::string>{"--replay", "/run/launches-1.txt", "--device-code", "/c/k.o",
+                                   "--device", "0", "--throttle-pct", "0", "--result-fd", "3"}}) {
+      std::vector<std::string> argv = {"kfleet-measure"};
+      argv.insert(argv.end(), stage.begin(), stage.end());
+      argv.insert(argv.end(), tail.begin(), tail.end());
+      std::vector<const char*> c;
+      for (const auto& a : argv) c.push_back(a.c_str());
+      kfleet::harness::Options o;
+      EXPECT_EQ(kfleet::harness::parse_options(static_cast<int>(c.size()), c.data(), &o), "")
+          << ::testing::PrintToString(argv);
+      EXPECT_EQ(o.problem_spec, spec);
+      EXPECT_EQ(o.workspace_mib, 128);
+      EXPECT_TRUE(o.family_option.empty()) << o.family_option;
+    }
+  }
+}
+
