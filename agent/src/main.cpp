@@ -78,7 +78,8 @@ Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
 
 Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim,
                                 const std::string& work_dir, double busy_wait_s,
-                                double throttle_pct, unsigned gpu, const SandboxChoice& sandbox) {
+                                double throttle_pct, unsigned gpu, const SandboxChoice& sandbox,
+                                const std::string& problems_dir) {
   if (kind == "simulated") return make_simulated_backend(sim);
 #ifdef KFLEET_HAVE_GPU_BACKENDS
   auto policy = pick_sandbox(sandbox);
@@ -91,16 +92,19 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   cuda_opts.throttle_pct = throttle_pct;
   cuda_opts.device = gpu;
   cuda_opts.sandbox = *policy;
+  cuda_opts.problems_dir = problems_dir;
   HipBackendOptions hip_opts;
   hip_opts.cache_dir = cache;
   hip_opts.busy_wait_s = busy_wait_s;
   hip_opts.throttle_pct = throttle_pct;
   hip_opts.device = gpu;
   hip_opts.sandbox = *policy;
+  hip_opts.problems_dir = problems_dir;
   if (kind == "compile") {
     CompileBackendOptions o;
     o.cache_dir = cache;
     o.sandbox = *policy;
+    o.problems_dir = problems_dir;
     return make_compile_backend(o);
   }
   if (kind == "cuda") return make_cuda_backend(cuda_opts);
@@ -120,6 +124,7 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   (void)throttle_pct;
   (void)gpu;
   (void)sandbox;
+  (void)problems_dir;
   if (kind == "cuda" || kind == "hip" || kind == "auto" || kind == "compile")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
@@ -152,6 +157,7 @@ int main(int argc, char** argv) {
   SimulatedGpuOptions sim;
   double busy_wait_s = 60;
   double throttle_pct = -1;
+  std::string problems_dir;
   app.add_option("--server", server,
                  "kfleetd URL, e.g. http://127.0.0.1:8470; several, comma-separated, for a "
                  "leader and its standbys (the agent moves to the one that answers)")
@@ -192,6 +198,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--heartbeat-ms", cfg.heartbeat_ms, "override the heartbeat period kfleetd sets")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--problems-dir", problems_dir,
+                 "the problem library a job's kernel.problem (NAME@VERSION) is resolved in; "
+                 "keep it kfleetd's (a problem missing here is the fleet's failure, not the "
+                 "job's). Default: $KFLEET_PROBLEMS_DIR, else the source tree's kernels/problems");
   app.add_option("--gpu-busy-wait", busy_wait_s,
                  "seconds to wait for another process to leave the GPU before refusing to "
                  "benchmark beside it")
@@ -280,7 +290,7 @@ int main(int argc, char** argv) {
     }
   }
   auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s, throttle_pct, cfg.gpu,
-                              sandbox);
+                              sandbox, problems_dir);
   if (!backend) {
     log::error("agent", backend.error().message);
     return 2;

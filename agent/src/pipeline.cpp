@@ -259,6 +259,11 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
     v.simulated = d.backend.simulated();
     v.unsandboxed = !d.backend.sandboxed();
     v.self_reported = lease.spec.kernel.family == "custom";
+    // A job on a problem of the library: which contract (and version) the verdict is about.
+    if (!lease.spec.kernel.problem.empty()) {
+      v.metrics["problem"] = lease.spec.kernel.problem;
+      v.metrics["problem_version"] = lease.spec.kernel.problem_version;
+    }
     nlohmann::json vj = to_json(v);
     sink.emit(event_type::stage_started, {{"stage", stage::verdict}});
     sink.emit(event_type::verdict, vj);

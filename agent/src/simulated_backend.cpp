@@ -92,6 +92,12 @@ class SimulatedBackend final : public Backend {
     }
     c.sink.log("build", "simulated compile of " + src + " for " + o_.arch + ": ok");
     r.ok = true;
+    if (is_generic_problem(c.spec.kernel)) {
+      // Nothing is read from the library here: a simulated run of a problem's job says which
+      // problem and entry a real agent would build, and is marked simulated like the rest.
+      r.data["problem"] = problem_ref(c.spec.kernel);
+      r.data["entry"] = c.spec.kernel.entry.empty() ? "kfleet_problem_launch" : c.spec.kernel.entry;
+    }
     return r;
   }
 
@@ -158,6 +164,7 @@ class SimulatedBackend final : public Backend {
         bool ok = max_abs <= limit;
         rows.push_back({{"case", cs.name}, {"seed", seeds[si]}, {"max_abs", max_abs},
                         {"max_rel", max_abs * 2}, {"rel_l2", max_abs / 10}, {"ok", ok}});
+        if (!c.spec.kernel.problem.empty()) rows.back()["problem"] = problem_ref(c.spec.kernel);
         if (!ok && r.ok) {
           r.ok = false;
           r.reason = s.fail_reason.empty()

@@ -8,10 +8,6 @@
 #include "kfleet/cli_support/parse.hpp"
 #include "problems_view.hpp"
 
-#ifndef KFLEET_DEFAULT_PROBLEMS_DIR
-#define KFLEET_DEFAULT_PROBLEMS_DIR "kernels/problems"
-#endif
-
 namespace kfleet::cli {
 
 LocalCommand add_problems_command(CLI::App& app) {
@@ -30,20 +26,12 @@ LocalCommand add_problems_command(CLI::App& app) {
   st->show->add_option("name", st->name, "the problem, e.g. rmsnorm")->required();
   st->show->add_flag("--starter", st->starter, "print only the starter kernel (a .cu source)");
   return {sub, [st](CliIo& io, bool json) -> int {
-            std::string dir = st->dir;
-            if (dir.empty()) dir = io.env("KFLEET_PROBLEMS_DIR").value_or("");
-            if (dir.empty()) dir = KFLEET_DEFAULT_PROBLEMS_DIR;
-            const ProblemLibrary lib = load_problem_library(dir);
+            const ProblemLibrary lib = load_problem_library(problems_dir(io.env, st->dir));
             for (const auto& i : lib.issues) io.err << i.to_string() << "\n";
             if (!st->show->parsed()) {
               if (json) {
                 nlohmann::json a = nlohmann::json::array();
-                for (const auto& p : lib.problems) {
-                  nlohmann::json cases = nlohmann::json::array();
-                  for (const auto& c : p.cases) cases.push_back(c.name);
-                  a.push_back({{"name", p.name}, {"version", p.version}, {"abi", p.abi},
-                               {"summary", p.summary}, {"cases", cases}, {"file", p.file}});
-                }
+                for (const auto& p : lib.problems) a.push_back(problem_summary_json(p));
                 io.out << nlohmann::json{{"problems", a}}.dump(2) << "\n";
               } else {
                 io.out << render_problem_list(lib);
@@ -58,6 +46,12 @@ LocalCommand add_problems_command(CLI::App& app) {
               io.err << "kfleet: no problem '" << st->name << "' in " << lib.root
                      << (near.empty() ? "" : "; did you mean '" + near[0] + "'?") << "\n";
               return exit_usage;
+            }
+            if (json && !st->starter) {
+              nlohmann::json j = problem_contract_json(*p);
+              j["starter"] = render_problem_starter(*p);
+              io.out << j.dump(2) << "\n";
+              return lib.issues.empty() ? exit_passed : exit_usage;
             }
             if (!st->starter) io.out << render_problem_contract(*p) << "\nstarter kernel:\n\n";
             io.out << render_problem_starter(*p);

@@ -8,6 +8,7 @@
 #include "kfleet/cli/exit_code.hpp"
 #include "kfleet/cli/submit_request.hpp"
 #include "kfleet/common/jobspec.hpp"
+#include "problems_view.hpp"
 
 namespace kfleet::cli {
 
@@ -41,7 +42,13 @@ std::optional<Prepared> prepare(Session& s, const SubmitOptions& o, const std::s
     }
     yaml = *rewritten;
   }
-  const SpecParse parsed = parse_job_spec(yaml, file);
+  SpecParse parsed = parse_job_spec(yaml, file);
+  if (parsed.ok() && !parsed.spec->kernel.problem.empty()) {
+    // A problem job is checked against the library here too (kfleetd checks it against its own):
+    // a case name that is not the problem's is a file:line:col error before anything is sent.
+    const ProblemLibrary lib = load_problem_library(problems_dir(s.io().env, ""));
+    if (!lib.problems.empty()) parsed = parse_job_spec(yaml, file, &lib);
+  }
   if (!parsed.ok()) {
     for (const auto& issue : parsed.issues) s.io().err << issue.to_string() << "\n";
     if (parsed.issues.empty()) s.io().err << file << ": not a valid job\n";

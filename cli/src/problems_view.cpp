@@ -1,6 +1,7 @@
 #include "problems_view.hpp"
 
 #include <cctype>
+#include <optional>
 #include <cstdio>
 #include <sstream>
 
@@ -181,6 +182,80 @@ std::string render_problem_starter(const ProblemDef& d) {
     << "  " << d.name << "_kernel<<<1, 256, 0, stream>>>(*args);  // choose the grid from args->dims\n"
     << "  return KFLEET_OK;\n}\n";
   return o.str();
+}
+
+}  // namespace kfleet::cli
+
+namespace kfleet::cli {
+
+#ifndef KFLEET_DEFAULT_PROBLEMS_DIR
+#define KFLEET_DEFAULT_PROBLEMS_DIR "kernels/problems"
+#endif
+
+std::string problems_dir(const EnvLookup& env, const std::string& dir) {
+  if (!dir.empty()) return dir;
+  const auto e = env ? env("KFLEET_PROBLEMS_DIR") : std::optional<std::string>();
+  return problem_library_dir(e ? e->c_str() : nullptr, KFLEET_DEFAULT_PROBLEMS_DIR);
+}
+
+nlohmann::json problem_summary_json(const ProblemDef& p) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : p.cases) cases.push_back(c.name);
+  return {{"name", p.name}, {"version", p.version}, {"abi", p.abi},
+          {"summary", p.summary}, {"cases", cases}, {"file", p.file}};
+}
+
+nlohmann::json problem_contract_json(const ProblemDef& p) {
+  nlohmann::json j = problem_summary_json(p);
+  j["ref"] = p.name + "@" + std::to_string(p.version);
+  nlohmann::json dims = nlohmann::json::array();
+  for (std::size_t i = 0; i < p.dims.size(); ++i) dims.push_back({{"index", i}, {"name", p.dims[i]}});
+  j["dims"] = dims;
+  nlohmann::json scalars = nlohmann::json::array();
+  for (std::size_t i = 0; i < p.scalars.size(); ++i) {
+    const auto& s = p.scalars[i];
+    nlohmann::json sj = {{"index", i}, {"name", s.name}, {"dtype", s.dtype}};
+    if (s.value) sj["value"] = *s.value;
+    scalars.push_back(sj);
+  }
+  j["scalars"] = scalars;
+  nlohmann::json slots = nlohmann::json::array();
+  const auto abi = p.abi_slots();
+  for (std::size_t i = 0; i < abi.size(); ++i) {
+    const auto& t = *abi[i].tensor;
+    slots.push_back({{"index", i}, {"name", t.name}, {"role", abi[i].role}, {"dtype", t.dtype},
+                     {"shape", shape_text(t)}});
+  }
+  j["slots"] = slots;
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& t : p.inputs) inputs.push_back({{"name", t.name}, {"init", init_text(t)}});
+  j["inputs"] = inputs;
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& o : p.outputs) {
+    nlohmann::json lazy = nlohmann::json::array();
+    for (const auto& l : o.lazy) lazy.push_back(l.to_string());
+    nlohmann::json oj = {{"name", o.name}, {"check", check_text(o)}, {"must_reject", lazy}};
+    if (!o.in_place_of.empty()) oj["in_place_of"] = o.in_place_of;
+    outputs.push_back(oj);
+  }
+  j["outputs"] = outputs;
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : p.cases) cases.push_back({{"name", c.name}, {"dims", c.dims}});
+  j["cases"] = cases;
+  if (p.flops) j["flops"] = p.flops->text();
+  if (p.bytes) j["bytes"] = p.bytes->text();
+  if (p.abi == "generic") {
+    j["entry"] = "kfleet_problem_launch";
+    j["job"] = "kernel: {problem: " + j["ref"].get<std::string>() +
+               ", language: cuda, sources: [my_kernel.cu]}; gates.correctness.cases name the "
+               "problem's cases ({name: " + (p.cases.empty() ? std::string("small") : p.cases.front().name) +
+               ", seeds: [0, 1]}); no shape, dtype or tolerance";
+  } else {
+    j["entry"] = "kfleet_" + p.abi + "_launch";
+    j["job"] = "kernel: {problem: " + j["ref"].get<std::string>() + ", ...}: the " + p.abi +
+               " family (docs/job-files.md); its cases give shapes";
+  }
+  return j;
 }
 
 }  // namespace kfleet::cli

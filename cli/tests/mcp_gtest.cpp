@@ -7,6 +7,8 @@
 #include "mcp/compose.hpp"
 #include "mcp/server.hpp"
 #include "mcp/tools.hpp"
+#include "problems_view.hpp"
+#include "../../common/tests/test_paths.hpp"
 
 namespace kfleet::cli::mcp {
 namespace {
@@ -176,6 +178,61 @@ TEST(McpTools, TheInProcessMarkComesFromTheAgentsTimingMode) {
   EXPECT_EQ(gates_from_events(job, bench("replay"))["marks"]["in_process"], false);
   job["verdict"]["metrics"] = {{"timing_mode", "in_process"}};
   EXPECT_EQ(gates_from_events(job, {})["marks"]["in_process"], true);
+}
+
+// The problem library's tools: a search agent lists the problems, reads one's contract and its
+// starter, and learns how a job names it, from the same code as `kfleet problems`.
+TEST(McpProblems, ListAndShowOneProblemsContract) {
+  const std::string lib = (testing::source_dir() / "kernels/problems").string();
+  EnvLookup env = [lib](const std::string& k) -> std::optional<std::string> {
+    if (k == "KFLEET_PROBLEMS_DIR") return lib;
+    return std::nullopt;
+  };
+  auto call = [](const std::string& name, const json& args) {
+    return json{{"jsonrpc", "2.0"}, {"id", name + args.dump()}, {"method", "tools/call"},
+                {"params", {{"name", name}, {"arguments", args}}}};
+  };
+  auto r = exchange({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}},
+                     call("kfleet_list_problems", json::object()),
+                     call("kfleet_get_problem", {{"name", "rmsnorm"}}),
+                     call("kfleet_get_problem", {{"name", "rmsnrom"}})},
+                    problem_tools(env));
+  ASSERT_EQ(r.size(), 5u);
+  ASSERT_EQ(r[0]["result"]["tools"].size(), 2u);
+  EXPECT_EQ(r[0]["result"]["tools"][0]["name"], "kfleet_list_problems");
+  EXPECT_EQ(r[0]["result"]["tools"][1]["name"], "kfleet_get_problem");
+
+  const json& list = r[1]["result"]["structuredContent"];
+  EXPECT_EQ(list["library"], lib);
+  std::vector<std::string> names;
+  for (const auto& p : list["problems"]) names.push_back(p["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"attention", "fp8_block_gemm", "grouped_gemm", "rmsnorm",
+                                             "rope", "scaled_mm", "softmax", "topk"}));
+
+  const json& p = r[2]["result"]["structuredContent"];
+  ASSERT_FALSE(r[2]["result"].value("isError", false)) << r[2].dump();
+  EXPECT_EQ(p["ref"], "rmsnorm@1");
+  EXPECT_EQ(p["entry"], "kfleet_problem_launch");
+  ASSERT_EQ(p["slots"].size(), 3u);
+  EXPECT_EQ(p["slots"][0]["name"], "x");
+  EXPECT_EQ(p["slots"][2]["name"], "y");
+  EXPECT_EQ(p["slots"][2]["role"], "output");
+  EXPECT_EQ(p["dims"][1]["name"], "H");
+  EXPECT_EQ(p["scalars"][0]["name"], "eps");
+  EXPECT_EQ(p["cases"][2]["name"], "llama3_8b");
+  EXPECT_EQ(p["cases"][2]["dims"]["H"], 4096);
+  EXPECT_NE(p["outputs"][0]["check"].get<std::string>().find("tolerance"), std::string::npos);
+  EXPECT_EQ(p["outputs"][0]["must_reject"][0], "zeros");
+  EXPECT_NE(p["job"].get<std::string>().find("problem: rmsnorm@1"), std::string::npos);
+  // The same text and starter `kfleet problems show rmsnorm` prints: one copy of that code.
+  const ProblemLibrary l = load_problem_library(lib);
+  EXPECT_EQ(p["contract"], render_problem_contract(*l.find("rmsnorm")));
+  EXPECT_EQ(p["starter"], render_problem_starter(*l.find("rmsnorm")));
+  EXPECT_NE(p["starter"].get<std::string>().find("kfleet_problem_launch"), std::string::npos);
+
+  EXPECT_TRUE(r[3]["result"]["isError"]);
+  EXPECT_NE(r[3]["result"]["content"][0]["text"].get<std::string>().find("no problem 'rmsnrom'"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ ResourceBudget parse_resources(Issues& is, const MapReader& m) {
 }
 
 std::optional<CorrectnessCase> parse_case(Issues& is, const YAML::Node& n, const std::string& path,
-                                          const YAML::Mark& at) {
+                                          const YAML::Mark& at, const std::string& problem) {
   MapReader m(is, n, path, "gates.correctness.cases[]", at);
   if (!m.is_map()) return std::nullopt;
   CorrectnessCase c;
@@ -36,7 +36,17 @@ std::optional<CorrectnessCase> parse_case(Issues& is, const YAML::Node& n, const
       c.name = *s;
     }
   }
-  if (m.require("shape", "the problem size, e.g. {B: 1, H: 2, S: 128, D: 64}")) {
+  if (!problem.empty()) {
+    // A generic problem's case is one of its own: the problem gives its shape and its scalars.
+    for (const char* key : {"shape", "causal"}) {
+      if (m.has(key)) {
+        is.add(mark_of(m.get(key), m.mark()), m.path(key),
+               std::string(key) + " comes from the case of problem " + problem +
+                   " that this case names; drop it (`kfleet problems show " +
+                   problem.substr(0, problem.find('@')) + "` lists the cases)");
+      }
+    }
+  } else if (m.require("shape", "the problem size, e.g. {B: 1, H: 2, S: 128, D: 64}")) {
     const YAML::Node sh = m.get("shape");
     if (!sh.IsMap() || sh.size() == 0) {
       is.add(mark_of(sh, m.mark()), m.path("shape"),
@@ -64,14 +74,27 @@ std::optional<CorrectnessCase> parse_case(Issues& is, const YAML::Node& n, const
       }
     }
   }
-  if (m.has("causal")) {
+  if (m.has("causal") && problem.empty()) {
     if (auto b = read_bool(is, m.get("causal"), m.path("causal"), m.mark())) c.causal = *b;
   }
   return c;
 }
 
-void parse_correctness(Issues& is, const MapReader& m, CorrectnessGate& g) {
-  if (m.has("dtype")) {
+void parse_correctness(Issues& is, const MapReader& m, const std::string& problem, CorrectnessGate& g) {
+  if (!problem.empty()) {
+    // The problem's definition is the contract: its dtypes and its checks. A job that could set
+    // them could loosen the check its kernel is judged by.
+    if (m.has("dtype")) {
+      is.add(mark_of(m.get("dtype"), m.mark()), m.path("dtype"),
+             "problem " + problem + " gives every tensor's dtype; drop dtype");
+    }
+    if (m.has("tolerance")) {
+      is.add(mark_of(m.get("tolerance"), m.mark()), m.path("tolerance"),
+             "problem " + problem + " sets each output's check; a job may not change it, "
+             "looser or tighter (a new check is a new version of the problem); drop tolerance");
+    }
+  }
+  if (m.has("dtype") && problem.empty()) {
     const YAML::Node d = m.get("dtype");
     if (d.IsScalar()) {
       g.dtype = d.Scalar();
@@ -87,14 +110,15 @@ void parse_correctness(Issues& is, const MapReader& m, CorrectnessGate& g) {
                  describe(d));
     }
   }
-  if (m.require("cases", "a list of {name, shape, seeds}")) {
+  if (m.require("cases", problem.empty() ? "a list of {name, shape, seeds}"
+                                         : "a list of {name, seeds}: the problem's cases to run")) {
     const YAML::Node cs = m.get("cases");
     if (!cs.IsSequence() || cs.size() == 0) {
       is.add(mark_of(cs, m.mark()), m.path("cases"), "must be a non-empty list of cases, not " + describe(cs));
     } else {
       std::set<std::string> names;
       for (std::size_t i = 0; i < cs.size(); ++i) {
-        auto c = parse_case(is, cs[i], item(m.path("cases"), i), mark_of(cs, m.mark()));
+        auto c = parse_case(is, cs[i], item(m.path("cases"), i), mark_of(cs, m.mark()), problem);
         if (!c) continue;
         if (!c->name.empty() && !names.insert(c->name).second) {
           is.add(mark_of(cs[i], m.mark()), item(m.path("cases"), i) + ".name",
@@ -104,7 +128,7 @@ void parse_correctness(Issues& is, const MapReader& m, CorrectnessGate& g) {
       }
     }
   }
-  if (m.has("tolerance")) {
+  if (m.has("tolerance") && problem.empty()) {
     MapReader t(is, m.get("tolerance"), m.path("tolerance"), "gates.correctness.tolerance", m.mark());
     if (t.is_map()) {
       const std::pair<const char*, std::optional<double>*> fields[] = {
@@ -211,7 +235,7 @@ void parse_performance(Issues& is, const MapReader& m, bool has_parent,
 }  // namespace
 
 void parse_gates(Issues& is, const YAML::Node& n, const YAML::Mark& at, bool has_parent,
-                 GatesSpec& out) {
+                 const std::string& problem, GatesSpec& out) {
   MapReader m(is, n, "gates", "gates", at);
   if (!m.is_map()) return;
   if (m.has("resources")) {
@@ -222,7 +246,7 @@ void parse_gates(Issues& is, const YAML::Node& n, const YAML::Mark& at, bool has
     MapReader c(is, m.get("correctness"), m.path("correctness"), "gates.correctness", m.mark());
     if (c.is_map()) {
       out.correctness.emplace();
-      parse_correctness(is, c, *out.correctness);
+      parse_correctness(is, c, problem, *out.correctness);
     }
   }
   if (m.has("performance")) {

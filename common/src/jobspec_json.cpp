@@ -35,7 +35,9 @@ std::optional<std::int64_t> Shape::get(const std::string& k) const {
 namespace {
 
 nlohmann::json kernel_json(const KernelSpec& k) {
-  nlohmann::json j = {{"family", k.family}, {"language", k.language}, {"sources", k.sources}};
+  nlohmann::json j = {{"language", k.language}, {"sources", k.sources}};
+  if (!k.problem.empty()) j["problem"] = problem_ref(k);
+  if (!k.family.empty() || k.problem.empty()) j["family"] = k.family;
   if (!k.entry.empty()) j["entry"] = k.entry;
   if (!k.defines.empty()) {
     nlohmann::json d = nlohmann::json::object();
@@ -92,7 +94,8 @@ nlohmann::json gates_json(const GatesSpec& g) {
     for (const auto& c : g.correctness->cases) {
       nlohmann::json shape = nlohmann::json::object();
       for (const auto& [k, v] : c.shape.dims) shape[k] = v;
-      nlohmann::json cj = {{"name", c.name}, {"shape", shape}, {"seeds", c.seeds}};
+      nlohmann::json cj = {{"name", c.name}, {"seeds", c.seeds}};
+      if (!c.shape.dims.empty()) cj["shape"] = shape;  // a generic problem's case has none
       if (c.causal) cj["causal"] = true;
       cases.push_back(cj);
     }

@@ -68,11 +68,50 @@ void parse_steps(Issues& is, const YAML::Node& n, const std::string& path, const
   }
 }
 
+// kernel.problem: NAME@VERSION. attention and scaled_mm are the families of the same name.
+void parse_problem_ref(Issues& is, const MapReader& m, KernelSpec& k) {
+  auto s = read_string(is, m.get("problem"), m.path("problem"), m.mark());
+  if (!s) return;
+  const auto at = s->find('@');
+  const std::string name = s->substr(0, at);
+  const std::string version = at == std::string::npos ? "" : s->substr(at + 1);
+  bool ok = at != std::string::npos && !name.empty() && !version.empty() && version.size() <= 6 &&
+            std::all_of(version.begin(), version.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+            version.front() != '0' && name.size() <= 31;
+  for (char c : name)
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  if (!ok) {
+    is.add(mark_of(m.get("problem"), m.mark()), m.path("problem"),
+           "'" + *s + "' is not NAME@VERSION (a problem of the library and its version, e.g. "
+           "rmsnorm@1; `kfleet problems` lists them)");
+    // Still a problem's job: its cases are not asked for shapes on top of this error.
+    k.problem = *s;
+    return;
+  }
+  k.problem = name;
+  k.problem_version = std::stoi(version);
+  if (name == "attention" || name == "scaled_mm") k.family = name;
+}
+
 void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelSpec& k) {
   MapReader m(is, n, "kernel", "kernel", at);
   if (!m.is_map()) return;
-  if (m.require("family", "attention, scaled_mm or custom")) {
-    if (auto s = read_enum(is, m.get("family"), m.path("family"), m.mark(), families())) k.family = *s;
+  if (m.has("problem")) parse_problem_ref(is, m, k);
+  if (m.has("family")) {
+    if (auto s = read_enum(is, m.get("family"), m.path("family"), m.mark(), families())) {
+      // problem: attention@1 is family attention; a generic problem has no family.
+      if (!k.problem.empty() && *s != k.family) {
+        is.add(mark_of(m.get("family"), m.mark()), m.path("family"),
+               "family: " + *s + " disagrees with problem: " + problem_ref(k) + " (" +
+                   (k.family.empty() ? "a problem of the library with its own ABI, no family"
+                                     : "which is family " + k.family) +
+                   "); drop family");
+      } else {
+        k.family = *s;
+      }
+    }
+  } else if (!m.has("problem")) {
+    m.require("family", "attention, scaled_mm or custom (or problem: NAME@VERSION, e.g. rmsnorm@1)");
   }
   if (m.require("language", "cuda, hip, triton or torch")) {
     if (auto s = read_enum(is, m.get("language"), m.path("language"), m.mark(), languages())) {
@@ -95,7 +134,7 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
         is.add(mark_of(src, m.mark()), m.path("sources"), "must name at least one source file");
       }
     }
-  } else if (!k.family.empty() && !custom) {
+  } else if ((!k.family.empty() && !custom) || is_generic_problem(k)) {
     m.require("sources", "the kernel's files, relative to the job file's folder, or lib:PATH in kernels/");
   }
   // The entry, define names and values and the flags reach the compiler's command line, which
@@ -148,9 +187,10 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
     }
   }
   if (m.has("steps")) {
-    if (!custom && !k.family.empty()) {
+    if (!custom && (!k.family.empty() || is_generic_problem(k))) {
       is.add(mark_of(m.get("steps"), m.mark()), m.path("steps"),
-             "steps apply only to family: custom; the " + k.family + " harness builds and runs " +
+             "steps apply only to family: custom; the " +
+                 (k.family.empty() ? problem_ref(k) : k.family) + " harness builds and runs " +
                  "the kernel itself");
     }
     k.steps.emplace();
@@ -267,7 +307,7 @@ void parse_simulate(Issues& is, const YAML::Node& n, const YAML::Mark& at, Simul
   }
 }
 
-void parse_document(Issues& is, const YAML::Node& root, JobSpec& spec) {
+void parse_document(Issues& is, const YAML::Node& root, const ProblemLibrary* library, JobSpec& spec) {
   const YAML::Mark top;  // line -1: issues about the whole document carry line 0
   if (!root.IsDefined() || root.IsNull()) {
     is.add(top, "(document)", "the job file is empty; it needs at least name, target and kernel");
@@ -295,7 +335,17 @@ void parse_document(Issues& is, const YAML::Node& root, JobSpec& spec) {
   if (m.require("kernel", "the family, language and sources of the kernel")) {
     parse_kernel(is, m.get("kernel"), m.mark(), spec.kernel);
   }
-  if (m.has("gates")) parse_gates(is, m.get("gates"), m.mark(), m.has("parent"), spec.gates);
+  if (m.has("gates")) {
+    parse_gates(is, m.get("gates"), m.mark(), m.has("parent"),
+                is_generic_problem(spec.kernel) ? problem_ref(spec.kernel) : "", spec.gates);
+  }
+  if (is_generic_problem(spec.kernel) && !spec.gates.correctness) {
+    // The problem's checks are the point of naming it: its correctness gate always runs.
+    is.add(mark_of(m.has("gates") ? m.get("gates") : root, top), "gates.correctness",
+           "a job on problem " + problem_ref(spec.kernel) +
+               " needs gates.correctness with the problem's cases to run, e.g. "
+               "{cases: [{name: small, seeds: [0, 1]}]}");
+  }
   if (m.has("benchmark")) {
     parse_benchmark(is, m.get("benchmark"), m.mark(), spec.benchmark);
     // Interleaving runs the reference's own build, so the reference must be a job, not a number.
@@ -326,6 +376,14 @@ void parse_document(Issues& is, const YAML::Node& root, JobSpec& spec) {
     }
   }
   check_kernel_language(is, root, spec);  // Python kernels: jobspec_python.cpp
+  if (is_generic_problem(spec.kernel) && spec.kernel.language != "cuda" &&
+      spec.kernel.language != "hip" && !spec.kernel.language.empty()) {
+    is.add(mark_of(root["kernel"]["language"], top), "kernel.language",
+           "a kernel of problem " + problem_ref(spec.kernel) +
+               " is cuda or hip today (kfleet_problem_launch, kernels/harness/PROBLEM-ABI.md); "
+               "the Triton/PyTorch recorder does not take library problems yet");
+  }
+  if (library && spec.kernel.problem_version > 0) check_problem_job(is, root, *library, spec);
 }
 
 }  // namespace
@@ -440,6 +498,11 @@ std::optional<YAML::Mark> first_alias(const std::string& text) {
 }  // namespace
 
 SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) {
+  return parse_job_spec(yaml_text, file, nullptr);
+}
+
+SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file,
+                         const ProblemLibrary* library) {
   spec::Issues is;
   is.file = file;
   SpecParse out;
@@ -473,7 +536,7 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) 
   }
   JobSpec job;
   try {
-    spec::parse_document(is, root, job);
+    spec::parse_document(is, root, library, job);
   } catch (const YAML::Exception& e) {
     is.add(e.mark, "(document)", "cannot read the document: " + e.msg);
   }
@@ -496,7 +559,9 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file) 
   return out;
 }
 
-SpecParse parse_job_spec_file(const std::string& path) {
+SpecParse parse_job_spec_file(const std::string& path) { return parse_job_spec_file(path, nullptr); }
+
+SpecParse parse_job_spec_file(const std::string& path, const ProblemLibrary* library) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     SpecParse out;
@@ -505,7 +570,13 @@ SpecParse parse_job_spec_file(const std::string& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_job_spec(text.str(), path);
+  return parse_job_spec(text.str(), path, library);
+}
+
+bool is_generic_problem(const KernelSpec& k) { return !k.problem.empty() && k.family.empty(); }
+
+std::string problem_ref(const KernelSpec& k) {
+  return k.problem.empty() ? "" : k.problem + "@" + std::to_string(k.problem_version);
 }
 
 }  // namespace kfleet

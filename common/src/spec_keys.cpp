@@ -10,7 +10,7 @@ const std::vector<KeyTable>& key_tables() {
       {"", {"name", "campaign", "parent", "priority", "target", "kernel", "gates", "benchmark",
             "profile", "simulate", "max_attempts", "timeout_s"}},
       {"target", {"gpu", "regions"}},
-      {"kernel", {"family", "language", "sources", "entry", "defines", "flags", "params", "steps"}},
+      {"kernel", {"problem", "family", "language", "sources", "entry", "defines", "flags", "params", "steps"}},
       {"kernel.steps", {"build", "test", "bench", "profile"}},
       {"gates", {"resources", "correctness", "performance"}},
       {"gates.resources",

@@ -112,7 +112,8 @@ async function main() {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     check(JSON.stringify(names) === JSON.stringify(["kfleet_get_campaign", "kfleet_get_fleet",
-      "kfleet_get_verdict", "kfleet_submit_child", "kfleet_wait_verdict"]), `the five tools (got ${names})`);
+      "kfleet_get_problem", "kfleet_get_verdict", "kfleet_list_problems", "kfleet_submit_child",
+      "kfleet_wait_verdict"]), `the seven tools (got ${names})`);
     for (const t of tools) {
       check(t.inputSchema?.type === "object", `${t.name} has an input schema`);
       check(t.outputSchema?.type === "object", `${t.name} has an output schema`);
@@ -124,6 +125,14 @@ async function main() {
       const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120000, ...extra });
       return r;
     };
+    // The problem library (no kfleetd asked): the list, and one problem's contract and starter.
+    const problems = await call("kfleet_list_problems", {});
+    check(!problems.isError && problems.structuredContent.problems.some((p) => p.name === "rmsnorm"),
+      `the problem library lists rmsnorm (${problems.content?.[0]?.text?.slice(0, 200)})`);
+    const rms = await call("kfleet_get_problem", { name: "rmsnorm" });
+    check(!rms.isError && rms.structuredContent.ref === "rmsnorm@1" &&
+      /kfleet_problem_launch/.test(rms.structuredContent.starter), "rmsnorm's contract and starter");
+    console.log(`ok: problems: ${problems.structuredContent.problems.length} in the library; rmsnorm@1's contract`);
     const campaign0 = await call("kfleet_get_campaign", { name: "mcp-campaign" });
     check(!campaign0.isError, `read the campaign: ${campaign0.content?.[0]?.text}`);
     const root = campaign0.structuredContent.current_best;

@@ -8,6 +8,7 @@
 #   gpu-exploits.sh        the control OK, each exploit reported ACCEPTED (nothing runs, so all
 #                          "pass"): the script must say so and fail; and the jobs with shell in
 #                          a define, a flag or an entry refused at submit, as expected
+#   gpu-problems-proof.sh  19 problem jobs, a table row each; the naive kernels OK, the rest ACCEPTED
 #   gpu-suite-campaigns.sh both campaigns to their verdicts
 #   gpu-python-proof.sh    the Triton campaign through kfleet submit and through kfleet mcp
 #                          (JSON-RPC over stdio): each step's verdict, bn16 rejected, both
@@ -58,6 +59,16 @@ has refused '^20-define-shell-substitution +refused/submit +refused/submit .* OK
 has refused '^21-flag-shell-substitution +refused/submit +refused/submit .* OK '
 has refused '^22-entry-shell-substitution +refused/submit +refused/submit .* OK '
 has refused '^gpu-exploits: 0 exploit\(s\) accepted, 0 job\(s\) not as expected'
+
+# The problem library's jobs (issue 50): kfleetd and the CLI take all 19; nothing runs here, so
+# the six naive kernels pass and each wrong, do-nothing and exploit job "passes" too: the script
+# must say ACCEPTED for each and fail.
+run problems 1 "$root/scripts/gpu-problems-proof.sh" --backend simulated --arch sm_90a
+has problems '^problems/rmsnorm\.yaml +passed/- +passed/- .* OK '
+has problems '^problems/fp8_block_gemm\.yaml +passed/- +passed/- .* OK '
+has problems '^problems/topk-nothing\.yaml +rejected/correctness +passed/- .* ACCEPTED '
+has problems '^exploits/23-rmsnorm-side-stream/job\.yaml +rejected/correctness +passed/- .* ACCEPTED '
+has problems '^gpu-problems-proof: 19 job\(s\), 13 mismatch\(es\)'
 
 run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'

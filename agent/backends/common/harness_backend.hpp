@@ -77,6 +77,9 @@ struct HarnessBackendConfig {
   SandboxPolicyPtr sandbox;
   // The Python that records triton and torch kernels ("" = $KFLEET_PYTHON, else python3).
   std::string python;
+  // The problem library jobs' kernel.problem is resolved in ("" = $KFLEET_PROBLEMS_DIR, else the
+  // source tree's kernels/problems).
+  std::string problems_dir;
 };
 
 class HarnessBackend : public agent::Backend {
@@ -217,6 +220,13 @@ class HarnessBackend : public agent::Backend {
   // One benchmark process of `binary`: its samples, or why it failed.
   TimedRun time_once(agent::StageContext& c, const std::string& binary,
                      const std::vector<std::string>& args);
+  // A generic problem's job: the resolved problem, written by build into an agent-owned,
+  // read-only file (problem_spec_file) that the recorder and the measuring process read and are
+  // given as --problem-spec; "" for every other job.
+  std::string problem_spec_file_;
+  std::vector<std::string> problem_reads() const {
+    return problem_spec_file_.empty() ? std::vector<std::string>{} : std::vector<std::string>{problem_spec_file_};
+  }
   std::string harness_binary_;   // set by build (this run's, possibly from the cache)
   std::string baseline_binary_;  // the reference's harness, when interleaved
   std::string compile_log_;      // the job sources' compiler output, for resources

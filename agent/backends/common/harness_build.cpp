@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/harness_backend.hpp"
+#include "common/harness_problem.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "kfleet/common/event.hpp"
@@ -140,6 +141,7 @@ HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) 
     const char* env = std::getenv("KFLEET_HARNESS_DIR");
     cfg_.harness_dir = env && *env ? env : KFLEET_DEFAULT_HARNESS_DIR;
   }
+  cfg_.problems_dir = agent_problems_dir(cfg_.problems_dir);
 }
 
 StageResult HarnessBackend::build(StageContext& c) {
@@ -152,6 +154,13 @@ StageResult HarnessBackend::build(StageContext& c) {
     return infra("interleaved comparison: the lease did not bring the reference's sources");
   if (c.compare.spec->kernel.family == "custom" || c.spec.kernel.family == "custom")
     return infra("interleaved comparison needs harness kernels; custom jobs time themselves");
+  if (problem_ref(c.compare.spec->kernel) != problem_ref(c.spec.kernel) &&
+      (is_generic_problem(c.spec.kernel) || is_generic_problem(c.compare.spec->kernel)))
+    return infra("interleaved comparison: the reference is a kernel of " +
+                 (c.compare.spec->kernel.problem.empty() ? c.compare.spec->kernel.family
+                                                         : problem_ref(c.compare.spec->kernel)) +
+                 ", this job's of " + problem_ref(c.spec.kernel) + ": both run the same cases");
+  const std::string cand_spec = problem_spec_file_;
   // The reference goes through the same build (and cache) as any job; the candidate's binary
   // and compile log are kept, since the resources gate judges the candidate.
   const std::string cand_binary = harness_binary_, cand_log = compile_log_;
@@ -161,6 +170,7 @@ StageResult HarnessBackend::build(StageContext& c) {
   baseline_binary_ = harness_binary_;
   harness_binary_ = cand_binary;
   compile_log_ = cand_log;
+  problem_spec_file_ = cand_spec;
   if (!b.ok) return infra("the reference " + c.compare.label + " does not build here: " + b.reason);
   r.data["baseline_build"] = b.data;
   return r;
@@ -391,6 +401,16 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     bad.reason = f.error().message;
     return bad;
   }
+  problem_spec_file_.clear();
+  if (is_generic_problem(k)) {
+    // The contract comes from this agent's library, never from the job: resolved into a file of
+    // the agent's that the job's processes may only read. A problem missing here is the fleet's
+    // failure (this agent's library lags kfleetd's), not the job's.
+    const fs::path cache_root = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+    auto spec_file = problem_spec_file(cfg_.problems_dir, k, (cache_root / "problem-specs").string());
+    if (!spec_file) return fleet("problem " + problem_ref(k) + ": " + spec_file.error().message);
+    problem_spec_file_ = *spec_file;
+  }
   auto cc = locked_compiler();
   if (!cc.ok()) return fleet(cc.error().message);
   fs::path hdir = cfg_.harness_dir;
@@ -407,10 +427,13 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::string sources_text;
   for (const auto& s : k.sources) sources_text += read_all(fs::path(c.bundle_dir) / source_bundle_path(s));
   if (!k.entry.empty()) {
-    std::regex launch("\\b" + k.entry + "\\s*\\(\\s*const\\s+kfleet_(attention|scaled_mm)_args");
+    // A generic problem's kernel is kfleet_problem_launch(const kfleet_problem_args*, ...):
+    // renamed as the families' are (PROBLEM-ABI.md), by KFLEET_PROBLEM_ENTRY.
+    std::regex launch("\\b" + k.entry + "\\s*\\(\\s*const\\s+kfleet_(attention|scaled_mm|problem)_args");
     std::smatch m;
     if (std::regex_search(sources_text, m, launch)) {
-      flags.push_back(std::string("-DKFLEET_") + (m[1] == "attention" ? "ATTENTION" : "SCALED_MM") +
+      flags.push_back(std::string("-DKFLEET_") +
+                      (m[1] == "attention" ? "ATTENTION" : m[1] == "problem" ? "PROBLEM" : "SCALED_MM") +
                       "_ENTRY=" + k.entry);
     }
   }
@@ -419,6 +442,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   // Cache key: everything that decides the binary.
   std::string key_text = k.family + "\n" + k.language + "\n" + k.entry + "\n" + k.params.dump() +
                          "\n" + cc->version + "\n" + cfg_.arch + "\n" + name() + "\n";
+  if (!k.problem.empty()) key_text += "problem " + problem_ref(k) + "\n";  // none for family jobs: their keys stay
   for (const auto& f : flags) key_text += f + "\n";
   for (const auto& s : k.sources) key_text += s + "\n";
   const std::string digest = harness_digest(hdir);
@@ -432,6 +456,10 @@ StageResult HarnessBackend::build_one(StageContext& c) {
 
   StageResult r;
   r.data = {{"cache_key", key}, {"compiler", cc->version}, {"arch", cfg_.arch}};
+  if (!problem_spec_file_.empty()) {
+    r.data["problem"] = problem_ref(k);
+    r.data["problem_spec"] = problem_spec_file_;
+  }
   // The measuring process: kfleet's, never built from this job (harness_measurer.cpp).
   measurer_.reset();
   bool measurer_built = false;

@@ -127,7 +127,7 @@ StageResult HarnessBackend::profile(StageContext& c) {
   if (!cs) return r;
   // The benchmark of the job's case, short: a few launches of the kernel are all it profiles.
   std::vector<std::string> cmd = {harness_binary_};
-  auto args = harness_benchmark_args(c.spec, *cs);
+  auto args = harness_benchmark_args(c.spec, *cs, problem_spec_file_);
   cmd.insert(cmd.end(), args.begin(), args.end());
   cmd.insert(cmd.end(), {"--device", std::to_string(child_device()), "--max-samples", "3",
                          "--warmup-max-s", "0"});
@@ -166,9 +166,10 @@ StageResult HarnessBackend::profile(StageContext& c) {
                            "durations are longer than the benchmark's";
   }
 
-  SubprocessSpec sp = job_process(c, {fs::path(harness_binary_).parent_path().string(),
-                                      fs::path(pc->argv.front()).parent_path().parent_path().string()},
-                                   true);
+  std::vector<std::string> profile_reads = {fs::path(harness_binary_).parent_path().string(),
+                                            fs::path(pc->argv.front()).parent_path().parent_path().string()};
+  if (!problem_spec_file_.empty()) profile_reads.push_back(problem_spec_file_);
+  SubprocessSpec sp = job_process(c, profile_reads, true);
   sp.argv = pc->argv;
   // The one stage whose processes may open performance events (the syscall filter denies
   // perf_event_open to every other job process): ncu, nsys and rocprofv3 may use them.

@@ -32,8 +32,18 @@ std::string dtype_arg(const nlohmann::json& d) {
 
 }  // namespace
 
-std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c) {
+std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c,
+                                           const std::string& problem_spec) {
   std::vector<std::string> a = {"--case", c.name};
+  if (is_generic_problem(spec.kernel)) {
+    // Everything else is the problem's: its case's dims and scalars, its dtypes, its checks.
+    // The workspace is the larger of the job's and the problem's (PROTOCOL.md).
+    a.insert(a.end(), {"--problem-spec", problem_spec});
+    const auto& p = spec.kernel.params;
+    if (p.is_object() && p.contains("workspace_mib") && p["workspace_mib"].is_number_integer())
+      a.insert(a.end(), {"--workspace-mib", std::to_string(p["workspace_mib"].get<int>())});
+    return a;
+  }
   std::string shape;
   for (const auto& [k, v] : c.shape.dims) shape += (shape.empty() ? "" : ",") + k + "=" + std::to_string(v);
   a.insert(a.end(), {"--shape", shape});
@@ -60,17 +70,19 @@ std::vector<std::string> harness_case_args(const JobSpec& spec, const Correctnes
   return a;
 }
 
-std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c) {
+std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c,
+                                                  const std::string& problem_spec) {
   std::vector<std::string> a = {"correctness"};
-  auto rest = harness_case_args(spec, c);
+  auto rest = harness_case_args(spec, c, problem_spec);
   a.insert(a.end(), rest.begin(), rest.end());
   if (!c.seeds.empty()) a.insert(a.end(), {"--seeds", join_u64(c.seeds)});
   return a;
 }
 
-std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c) {
+std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c,
+                                                const std::string& problem_spec) {
   std::vector<std::string> a = {"benchmark"};
-  auto rest = harness_case_args(spec, c);
+  auto rest = harness_case_args(spec, c, problem_spec);
   a.insert(a.end(), rest.begin(), rest.end());
   a.insert(a.end(), {"--seed", std::to_string(c.seeds.empty() ? 0 : c.seeds.front())});
   const auto& b = spec.benchmark;

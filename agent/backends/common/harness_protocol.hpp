@@ -13,13 +13,19 @@ namespace kfleet::backends {
 
 // "--shape B=2,H=8,S=512,D=64 --dtype q=fp16,kv=fp8_e4m3,out=fp16 [--causal] ..." for one case,
 // with the family's params (b_layout, bias, softmax_scale) and the job's tolerance.
-std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c);
+// A job on a generic problem of the library (is_generic_problem): "--case NAME --problem-spec
+// FILE" instead, FILE being the resolved problem (problem_spec_file): the problem gives the
+// case's shape, dtypes and checks, so no family flag is passed.
+std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c,
+                                           const std::string& problem_spec = "");
 
 // `correctness --case NAME ... --seeds 0,1,2`.
-std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c);
+std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c,
+                                                  const std::string& problem_spec = "");
 
 // `benchmark --case NAME ... --seed S` with the job's benchmark section.
-std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c);
+std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c,
+                                                const std::string& problem_spec = "");
 
 // The case the performance gate names, else the last correctness case (the mission shape);
 // nullopt when the job has no cases.

@@ -206,7 +206,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   if (!python && in_process_timing(c.spec)) {
     if (const std::string no = in_process_refusal(c.spec); !no.empty())
       return make_error(Errc::forbidden, no);
-    return run_child(c, stage, argv, messages, /*result_pipe=*/true);
+    return run_child(c, stage, argv, messages, /*result_pipe=*/true, problem_reads());
   }
   // The measuring process is kfleet's, and still the one the agent built: checked before the
   // job's code runs at all.
@@ -247,7 +247,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   } else {
     std::vector<std::string> rec = argv;
     rec.insert(rec.end(), {"--record", list});
-    r = run_child(c, stage, rec, said, /*result_pipe=*/false);
+    r = run_child(c, stage, rec, said, /*result_pipe=*/false, problem_reads());
   }
   for (const auto& m : said)
     c.sink.emit(event_type::log_line, {{"stage", stage}, {"stream", "stdout"}, {"text", m.dump()}});
@@ -324,6 +324,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   measure.insert(measure.end(), {"--replay", list, "--device-code", join(device_code, ',')});
   std::vector<std::string> readable = device_code;
   readable.push_back(list);
+  for (const auto& f : problem_reads()) readable.push_back(f);  // the resolved problem, agent-owned
   return run_child(c, stage, measure, messages, /*result_pipe=*/true, readable, /*measure=*/true);
 }
 

@@ -212,7 +212,7 @@ StageResult HarnessBackend::correctness(StageContext& c) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& cs : c.spec.gates.correctness->cases) {
     std::vector<nlohmann::json> msgs;
-    auto res = run_stage(c, stage::correctness, harness_correctness_args(c.spec, cs), msgs);
+    auto res = run_stage(c, stage::correctness, harness_correctness_args(c.spec, cs, problem_spec_file_), msgs);
     if (!res.ok()) return infra(res.error().message);
     HarnessReport rep;
     for (const auto& m : msgs) rep.add(m);
@@ -275,7 +275,7 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     b.min_samples = std::max(10, c.spec.benchmark.min_samples);
     b.max_time_s = std::max(1.0, c.spec.benchmark.max_time_s / 2);
     b.warmup_max_s = std::min(1.0, c.spec.benchmark.warmup_max_s);
-    auto args = harness_benchmark_args(round_spec, *cs);
+    auto args = harness_benchmark_args(round_spec, *cs, problem_spec_file_);
     args.insert(args.end(), {"--max-samples", std::to_string(b.min_samples), "--warmup-min-s",
                              std::to_string(std::min(0.5, b.warmup_max_s))});
     RoundPlan plan;
@@ -290,7 +290,7 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     JobSpec proc_spec = c.spec;
     proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / n;
     proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + n - 1) / n);
-    const auto args = harness_benchmark_args(proc_spec, *cs);
+    const auto args = harness_benchmark_args(proc_spec, *cs, problem_spec_file_);
     r = run_pooled(n, [&](bool, int) { return time_once(c, harness_binary_, args); }, c.stop,
                    &c.sink);
     if (r.ok) add_comparison(c.compare, doubles(r.data["samples_us"]), thr, r.data);

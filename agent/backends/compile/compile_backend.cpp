@@ -108,6 +108,7 @@ class CompileBackend final : public agent::Backend {
         o.arch = arch;
         o.link_harness = false;
         o.sandbox = opts_.sandbox;
+        o.problems_dir = opts_.problems_dir;
         b = agent::make_hip_backend(o);
       } else {
         agent::CudaBackendOptions o;
@@ -117,6 +118,7 @@ class CompileBackend final : public agent::Backend {
         o.arch = arch;
         o.link_harness = false;
         o.sandbox = opts_.sandbox;
+        o.problems_dir = opts_.problems_dir;
         b = agent::make_cuda_backend(o);
       }
     }

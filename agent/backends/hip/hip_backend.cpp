@@ -19,7 +19,9 @@ class HipBackend final : public HarnessBackend {
       : HarnessBackend({o.harness_dir, o.gpu_class, o.arch, o.device, o.cache_dir,
                         o.require_exclusive, o.busy_wait_s, o.link_harness, o.throttle_pct,
                         o.sandbox}),
-        opts_(o) {}
+        opts_(o) {
+    if (!o.problems_dir.empty()) cfg_.problems_dir = o.problems_dir;
+  }
 
   std::string name() const override { return "hip"; }
 

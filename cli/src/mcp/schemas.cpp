@@ -167,4 +167,48 @@ nlohmann::json fleet_output() {
 })js");
 }
 
+nlohmann::json problems_input() {
+  return parse(R"js({"type": "object", "properties": {}, "additionalProperties": false})js");
+}
+
+nlohmann::json problems_output() {
+  return parse(R"js({
+  "type": "object",
+  "properties": {
+    "library": {"type": "string", "description": "the library's folder"},
+    "problems": {"type": "array", "items": {"type": "object", "properties": {
+      "name": {"type": "string"}, "version": {"type": "integer"}, "abi": {"type": "string"},
+      "summary": {"type": "string"}, "cases": {"type": "array", "items": {"type": "string"}}}}},
+    "issues": {"type": "array", "items": {"type": "string"}, "description": "definitions that did not load"}
+  },
+  "required": ["library", "problems"]
+})js");
+}
+
+nlohmann::json problem_input() {
+  return parse(R"js({
+  "type": "object",
+  "properties": {"name": {"type": "string", "minLength": 1, "description": "a problem of the library, e.g. rmsnorm"}},
+  "required": ["name"], "additionalProperties": false
+})js");
+}
+
+nlohmann::json problem_output() {
+  return parse(R"js({
+  "type": "object",
+  "properties": {
+    "name": {"type": "string"}, "version": {"type": "integer"}, "ref": {"type": "string", "description": "what kernel.problem names: NAME@VERSION"},
+    "abi": {"type": "string"}, "summary": {"type": "string"}, "entry": {"type": "string"},
+    "slots": {"type": "array", "items": {"type": "object"}, "description": "args->tensors[i]: index, name, role, dtype, shape"},
+    "dims": {"type": "array", "items": {"type": "object"}}, "scalars": {"type": "array", "items": {"type": "object"}},
+    "outputs": {"type": "array", "items": {"type": "object"}, "description": "each output's check and the do-nothing outputs it must reject"},
+    "cases": {"type": "array", "items": {"type": "object"}},
+    "job": {"type": "string", "description": "how a job names the problem"},
+    "contract": {"type": "string", "description": "the same as `kfleet problems show NAME` prints"},
+    "starter": {"type": "string", "description": "a starter kernel that compiles on the ABI"}
+  },
+  "required": ["name", "version", "ref", "abi", "slots", "cases", "contract", "starter"]
+})js");
+}
+
 }  // namespace kfleet::cli::mcp::schema

@@ -12,5 +12,9 @@ nlohmann::json campaign_input();
 nlohmann::json campaign_output();
 nlohmann::json fleet_input();
 nlohmann::json fleet_output();
+nlohmann::json problems_input();
+nlohmann::json problems_output();
+nlohmann::json problem_input();
+nlohmann::json problem_output();
 
 }  // namespace kfleet::cli::mcp::schema

@@ -2,6 +2,8 @@
 // them into an error the agent can act on, with kfleetd's own words about what to do instead.
 #include "tools.hpp"
 
+#include "problems_view.hpp"
+
 #include <cstdio>
 #include <map>
 
@@ -464,6 +466,55 @@ std::vector<Tool> kfleet_tools(Session& s) {
        schema::fleet_input(), schema::fleet_output(),
        {{"readOnlyHint", true}, {"openWorldHint", false}},
        [&s](const nlohmann::json&, Call&) { return read_fleet(s); }});
+  for (auto& t : problem_tools(s.io().env)) tools.push_back(std::move(t));
+  return tools;
+}
+
+std::vector<Tool> problem_tools(EnvLookup env) {
+  std::vector<Tool> tools;
+  tools.push_back(
+      {"kfleet_list_problems", "List the problem library",
+       "The problems a kernel can be written for (kernels/problems): name, version, ABI, summary "
+       "and cases. A job names one as kernel.problem: NAME@VERSION; kfleet_get_problem gives its "
+       "contract and a starter kernel.",
+       schema::problems_input(), schema::problems_output(),
+       {{"readOnlyHint", true}, {"openWorldHint", false}},
+       [env](const nlohmann::json&, Call&) -> ToolResult {
+         const ProblemLibrary lib = load_problem_library(problems_dir(env, ""));
+         nlohmann::json list = nlohmann::json::array(), issues = nlohmann::json::array();
+         for (const auto& p : lib.problems) list.push_back(problem_summary_json(p));
+         for (const auto& i : lib.issues) issues.push_back(i.to_string());
+         if (lib.problems.empty())
+           return tool_error("no problem library at " + lib.root +
+                             (lib.issues.empty() ? "" : ": " + lib.issues.front().to_string()));
+         return {{{"library", lib.root}, {"problems", list}, {"issues", issues}}, ""};
+       }});
+  tools.push_back(
+      {"kfleet_get_problem", "Read one problem's contract and a starter kernel",
+       "A problem's contract: the ABI slots (args->tensors[i] with role, dtype and shape over the "
+       "named dims), dims and scalars in args order, each output's check and the do-nothing "
+       "outputs it must reject, the cases with their dims, how a job names it, and a starter "
+       "kernel (kfleet_problem_launch) to begin from. Write the kernel, then submit a job with "
+       "kernel.problem set to `ref` and gates.correctness.cases naming the problem's cases.",
+       schema::problem_input(), schema::problem_output(),
+       {{"readOnlyHint", true}, {"openWorldHint", false}},
+       [env](const nlohmann::json& a, Call&) -> ToolResult {
+         if (!a.is_object() || !a.contains("name") || !a["name"].is_string())
+           return tool_error("name: give the problem's name, e.g. rmsnorm (kfleet_list_problems lists them)");
+         const std::string name = a["name"].get<std::string>();
+         const ProblemLibrary lib = load_problem_library(problems_dir(env, ""));
+         const ProblemDef* p = lib.find(name);
+         if (!p) {
+           std::string have;
+           for (const auto& q : lib.problems) have += (have.empty() ? "" : ", ") + q.name;
+           return tool_error("no problem '" + name + "' in " + lib.root + "; it has " +
+                             (have.empty() ? std::string("none") : have));
+         }
+         nlohmann::json j = problem_contract_json(*p);
+         j["contract"] = render_problem_contract(*p);
+         j["starter"] = render_problem_starter(*p);
+         return {j, ""};
+       }});
   return tools;
 }
 

@@ -58,6 +58,7 @@ struct Options {
   std::int64_t idle_ttl_s = 0;
   std::int64_t retire_lost_s = 24 * 3600;
   std::vector<std::string> suite_files;
+  std::string problems_dir;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -131,6 +132,10 @@ void add_options(CLI::App& app, Options& o) {
                  "default: the ones this kfleetd's build made, " KFLEET_BUILT_DASHBOARDS);
   app.add_option("--max-body-bytes", o.max_body, "largest request body accepted")->capture_default_str();
   app.add_option("--port-file", o.port_file, "write the bound port here once listening");
+  app.add_option("--problems-dir", o.problems_dir,
+                 "the problem library jobs may name (kernel.problem: NAME@VERSION; "
+                 "docs/problems.md); a job naming a problem or version not in it is refused at "
+                 "submit. Default: $KFLEET_PROBLEMS_DIR, else this build's source tree, " KFLEET_DEFAULT_PROBLEMS_DIR);
   app.add_option("--suite", o.suite_files,
                  "a suite YAML with schedule: (cron, UTC) to run as a regression run; repeatable");
 }
@@ -164,6 +169,28 @@ bool finish_options(Options& o) {
   o.cfg.block_policy.stockout_base_ms = o.stockout_base_ms;
   o.cfg.idle_agent_ttl_ms = o.idle_ttl_s * 1000;
   o.cfg.lost_agent_retire_ms = o.retire_lost_s * 1000;
+  {
+    const std::string dir = o.problems_dir.empty()
+                                ? kfleet::problem_library_dir(std::getenv("KFLEET_PROBLEMS_DIR"),
+                                                              KFLEET_DEFAULT_PROBLEMS_DIR)
+                                : o.problems_dir;
+    auto lib = std::make_shared<kfleet::ProblemLibrary>(kfleet::load_problem_library(dir));
+    if (!o.problems_dir.empty() && lib->problems.empty()) {
+      // Asked for by name: a library that is not there is a mistake, not a choice.
+      std::cerr << "kfleetd: --problems-dir " << dir << ": no problem library there"
+                << (lib->issues.empty() ? "" : " (" + lib->issues.front().to_string() + ")") << "\n";
+      return false;
+    }
+    for (const auto& i : lib->issues)
+      kfleet::log::warn("kfleetd", "problem library: ", i.to_string());
+    if (lib->problems.empty()) {
+      kfleet::log::warn("kfleetd", "no problem library at ", dir,
+                        " (--problems-dir): jobs naming a problem are refused");
+    } else {
+      kfleet::log::info("kfleetd", "problem library ", dir, ": ", lib->problems.size(), " problems");
+      o.cfg.problems = std::move(lib);
+    }
+  }
   if (o.dashboards.empty()) {
     // A kfleetd run from its build finds the pages that build made; elsewhere --dashboards.
     if (fs::exists(fs::path(KFLEET_BUILT_DASHBOARDS) / "index.html"))

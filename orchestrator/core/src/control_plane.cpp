@@ -74,7 +74,14 @@ void ControlPlane::stop() {
 // --- users
 
 std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest& r) {
-  auto parsed = parse_job_spec(r.spec_yaml, r.source_name);
+  auto parsed = parse_job_spec(r.spec_yaml, r.source_name, cfg_.problems.get());
+  if (parsed.ok() && !parsed.spec->kernel.problem.empty() && !cfg_.problems) {
+    // Without a library nothing can say the problem's cases and checks exist.
+    parsed.issues.push_back(SpecIssue{r.source_name, 0, 0, "kernel.problem",
+                                      "this kfleetd has no problem library (kfleetd --problems-dir): "
+                                      "it cannot run a job on problem " + problem_ref(parsed.spec->kernel)});
+    parsed.spec.reset();
+  }
   if (!parsed.ok()) {
     std::string first = parsed.issues.empty() ? "cannot parse" : parsed.issues.front().to_string();
     return SubmitError{make_error(Errc::invalid_argument, "invalid job: " + first), parsed.issues};

@@ -140,8 +140,14 @@ Result<store::RegressionRecord> start_regression(ControlPlane& cp, const nlohman
     for (const auto& cls : classes) {
       auto y = retarget(j["spec_yaml"].get<std::string>(), suite, cls, name);
       if (!y) return y.error();
-      auto check = parse_job_spec(*y, name);
+      // Checked as a submission is (against kfleetd's problem library): all or nothing.
+      auto check = parse_job_spec(*y, name, cp.config().problems.get());
       if (!check.ok()) return make_error(Errc::invalid_argument, check.error_text());
+      if (!check.spec->kernel.problem.empty() && !cp.config().problems)
+        return make_error(Errc::invalid_argument,
+                          name + ": kernel.problem: this kfleetd has no problem library "
+                                 "(kfleetd --problems-dir): it cannot run a job on problem " +
+                              problem_ref(check.spec->kernel));
       SubmitRequest sr;
       sr.spec_yaml = *y;
       sr.source_name = name;

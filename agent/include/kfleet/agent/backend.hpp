@@ -137,6 +137,9 @@ struct CudaBackendOptions {
   std::shared_ptr<const backends::SandboxPolicy> sandbox;
   // The Python that records triton and torch kernels; "" = $KFLEET_PYTHON, else python3.
   std::string python;
+  // The problem library a job's kernel.problem is resolved in; "" = $KFLEET_PROBLEMS_DIR, else
+  // the source tree's kernels/problems.
+  std::string problems_dir;
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 
@@ -151,6 +154,7 @@ struct HipBackendOptions {
   bool link_harness = true;        // false: compile the job only (a compile agent)
   double throttle_pct = -1;        // harness --throttle-pct for benchmarks; < 0: its default
   std::shared_ptr<const backends::SandboxPolicy> sandbox;  // as CudaBackendOptions::sandbox
+  std::string problems_dir;        // as CudaBackendOptions::problems_dir
 };
 BackendPtr make_hip_backend(const HipBackendOptions& o);
 
@@ -162,6 +166,7 @@ struct CompileBackendOptions {
   std::string harness_dir;
   std::string cache_dir;           // build cache; "" = beside the run dirs
   std::shared_ptr<const backends::SandboxPolicy> sandbox;  // as CudaBackendOptions::sandbox
+  std::string problems_dir;        // as CudaBackendOptions::problems_dir
 };
 BackendPtr make_compile_backend(const CompileBackendOptions& o);
 // The arch a GPU class or arch compiles for ("L4" -> "sm_89", "gfx1151" -> "gfx1151"); "" if

@@ -34,7 +34,13 @@ struct CustomSteps {  // family: custom
 };
 
 struct KernelSpec {
-  std::string family;    // attention | scaled_mm | custom
+  // A problem of the library (kernels/problems, docs/problems.md): `problem: rmsnorm@1`. The
+  // library's attention and scaled_mm problems are the families of the same name (family is set
+  // from them); any other problem is a generic one: family stays "" and the kernel implements
+  // kfleet_problem_launch (kernels/harness/PROBLEM-ABI.md).
+  std::string problem;      // "" when the job names a family only
+  int problem_version = 0;  // the @VERSION of `problem`
+  std::string family;    // attention | scaled_mm | custom; "" for a generic problem
   std::string language;  // cuda | hip | triton | torch (Python: PYTHON.md)
   std::vector<std::string> sources;  // relative to the YAML's folder
   std::string entry;
@@ -56,8 +62,8 @@ struct Shape {
 };
 
 struct CorrectnessCase {
-  std::string name;
-  Shape shape;
+  std::string name;  // for a generic problem: one of the problem's cases, which gives its shape
+  Shape shape;       // empty for a generic problem
   std::vector<std::uint64_t> seeds;
   bool causal = false;
 };
@@ -151,6 +157,18 @@ struct SpecParse {
 };
 SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file);
 SpecParse parse_job_spec_file(const std::string& path);
+// The same, and a job naming a problem is checked against `library` too: the problem and its
+// version exist, each correctness case is one of the problem's cases (problem.hpp). Without a
+// library (nullptr) only what needs none is checked.
+struct ProblemLibrary;
+SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file,
+                         const ProblemLibrary* library);
+SpecParse parse_job_spec_file(const std::string& path, const ProblemLibrary* library);
+
+// A job on a generic problem of the library: kernel.problem is set and names no family.
+bool is_generic_problem(const KernelSpec& k);
+// "rmsnorm@1", or "" when the job names no problem.
+std::string problem_ref(const KernelSpec& k);
 
 // JSON form used on the wire and in the store (lossless round trip with the structs).
 nlohmann::json to_json(const JobSpec& s);

@@ -25,6 +25,7 @@
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/clock.hpp"
 #include "kfleet/common/jobspec.hpp"
+#include "kfleet/common/problem.hpp"
 #include "kfleet/common/result.hpp"
 #include "kfleet/provision/provisioner.hpp"
 #include "kfleet/scheduler/scheduler.hpp"
@@ -64,6 +65,10 @@ struct Config {
   // Jobs one token may have queued or running at once (0: no limit). A search agent that
   // submits faster than the fleet answers is told to wait for a verdict instead.
   int max_in_flight_per_token = 0;
+  // The problem library jobs may name (kernel.problem; docs/problems.md): a job naming a problem
+  // or version not in it is refused at submit, naming what exists. nullptr: no library, and
+  // every job naming a problem is refused.
+  std::shared_ptr<const ProblemLibrary> problems;
 };
 
 // What a user token may do: each scope includes the ones below it.

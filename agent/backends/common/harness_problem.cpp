@@ -1,0 +1,83 @@
+#include "common/harness_problem.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/harness_backend.hpp"
+#include "kfleet/common/sha256.hpp"
+
+#include "case_spec.hpp"  // kernels/problems/cpu: the spec text kfleet-problem-spec writes too
+
+#ifndef KFLEET_DEFAULT_PROBLEMS_DIR
+#define KFLEET_DEFAULT_PROBLEMS_DIR "kernels/problems"
+#endif
+
+namespace kfleet::backends {
+namespace fs = std::filesystem;
+
+std::string agent_problems_dir(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  return problem_library_dir(std::getenv("KFLEET_PROBLEMS_DIR"), KFLEET_DEFAULT_PROBLEMS_DIR);
+}
+
+Result<std::string> resolved_problem_spec(const ProblemDef& def) {
+  return kfleet::problems::problem_spec_text(def);
+}
+
+Result<std::string> problem_spec_file(const std::string& library_dir, const KernelSpec& k,
+                                      const std::string& out_dir) {
+  const ProblemLibrary lib = load_problem_library(library_dir);
+  const std::string ref = problem_ref(k);
+  const ProblemDef* def = lib.find(k.problem);
+  if (!def) {
+    std::string have;
+    for (const auto& p : lib.problems) have += (have.empty() ? "" : ", ") + p.name + "@" + std::to_string(p.version);
+    std::string msg = "this agent's problem library (" + lib.root + ") has no problem '" + k.problem +
+                      "' (it has " + (have.empty() ? std::string("none") : have) + ")";
+    if (!lib.issues.empty()) msg += "; " + lib.issues.front().to_string();
+    return make_error(Errc::not_found, msg + ": set --problems-dir or KFLEET_PROBLEMS_DIR to kfleetd's library");
+  }
+  if (def->version != k.problem_version) {
+    return make_error(Errc::not_found, "this agent's problem library (" + lib.root + ") has " + def->name +
+                                           "@" + std::to_string(def->version) + ", not " + ref +
+                                           ": update the agent's library to kfleetd's");
+  }
+  for (const auto& i : lib.issues) {
+    if (i.file.find("/" + def->name + "/") != std::string::npos)
+      return make_error(Errc::invalid_argument, "problem " + ref + " does not load here: " + i.to_string());
+  }
+  auto text = resolved_problem_spec(*def);
+  if (!text) return text.error();
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return make_error(Errc::unavailable, "cannot create " + out_dir + ": " + ec.message());
+  const fs::path file = fs::path(out_dir) / (def->name + "@" + std::to_string(def->version) + "." +
+                                             sha256_hex(*text).substr(0, 16) + ".spec");
+  {
+    // Reused only as the agent's own regular file with the very text.
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+        st.st_nlink == 1 && (st.st_mode & 0222) == 0) {
+      std::ifstream in(file, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      if (ss.str() == *text) return file.string();
+    }
+  }
+  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
+  if (auto w = write_new_file(tmp.string(), *text); !w) return w.error();
+  ::chmod(tmp.c_str(), 0444);
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return make_error(Errc::unavailable, "cannot write " + file.string() + ": " + ec.message());
+  }
+  return file.string();
+}
+
+}  // namespace kfleet::backends

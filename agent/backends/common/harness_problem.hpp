@@ -1,0 +1,28 @@
+#pragma once
+// A job on a generic problem of the library (kernel.problem: NAME@VERSION, no family): the
+// agent resolves the problem in its own library and writes it, resolved, into a file of its own
+// that the job's recorder and kfleet's measuring process read (--problem-spec FILE). The job
+// never supplies the contract its kernel is judged by.
+#include <string>
+
+#include "kfleet/common/jobspec.hpp"
+#include "kfleet/common/problem.hpp"
+#include "kfleet/common/result.hpp"
+
+namespace kfleet::backends {
+
+// The agent's library: `dir`, else $KFLEET_PROBLEMS_DIR, else the source tree's kernels/problems.
+std::string agent_problems_dir(const std::string& dir);
+
+// The resolved problem's text (kfleet::problems::problem_spec_text, kernels/problems/cpu).
+Result<std::string> resolved_problem_spec(const ProblemDef& def);
+
+// Resolves k.problem@k.problem_version in the library at `library_dir` and writes its resolved
+// text into `out_dir` (created; the agent's build cache, which no job process may write) as
+// <name>@<version>.<hash>.spec, owned by the agent and read-only (0444); an identical file
+// already there is reused. The file's path, or an error that is the fleet's, not the job's (the
+// problem or version missing from this agent's library, a library that does not load).
+Result<std::string> problem_spec_file(const std::string& library_dir, const KernelSpec& k,
+                                      const std::string& out_dir);
+
+}  // namespace kfleet::backends
