@@ -88,12 +88,20 @@ std::vector<std::string> harness_sources(const fs::path& hdir) {
 }
 
 // Every harness file's name and text: a change anywhere in the harness rebuilds its objects.
+// The problem library's GPU references (kernels/problems/<name>/reference.cu) are compiled into
+// the measuring process through src/problem_ref_*.cu, so a change to one counts as well.
 std::string harness_digest(const fs::path& hdir) {
   std::string text;
   for (const char* sub : {"src", "cpu", "include/kfleet_harness"}) {
     for (const auto& f : files_in(hdir / sub, {".cu", ".cpp", ".h", ".hpp"}))
       text += f + "\n" + read_all(f) + "\n";
   }
+  std::error_code ec;
+  std::vector<std::string> refs;
+  for (fs::directory_iterator it(hdir.parent_path() / "problems", ec), end; !ec && it != end; it.increment(ec))
+    if (fs::is_regular_file(it->path() / "reference.cu")) refs.push_back((it->path() / "reference.cu").string());
+  std::sort(refs.begin(), refs.end());
+  for (const auto& f : refs) text += f + "\n" + read_all(f) + "\n";
   return sha256_hex(text);
 }
 
