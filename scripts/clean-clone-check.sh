@@ -47,7 +47,8 @@ secs=$(( $(date +%s) - t0 ))
 echo "clean-clone-check: phase install: ${secs} s"
 phases="install ${secs} s"
 t0=$(date +%s)
-(cd "$clone" && scripts/build.sh) >"$work/build.log" 2>&1 ||
+# As scripts/test.sh (CI) builds: line tables only, unless the caller says otherwise.
+(cd "$clone" && KFLEET_DEBUG_INFO=${KFLEET_DEBUG_INFO:-lines} scripts/build.sh) >"$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log"; echo "clean-clone-check: FAIL: build failed"; exit 1; }
 secs=$(( $(date +%s) - t0 ))
 echo "clean-clone-check: phase configure + build: ${secs} s"
