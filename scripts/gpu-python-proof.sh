@@ -13,8 +13,9 @@
 #          corpus    every row of jobs/exploits/python/expected.tsv ends as expected
 #          inproc    a Triton attention kernel and a load_inline CUDA kernel (scaled-mm-torch)
 #                    pass in replay mode with a median within 2 % of the same kernel's GPU time
-#                    measured in-process (bench/gpu/inprocess_python_kernel.py: torch.cuda.Event
-#                    around single launches, the same case and L2 flush)
+#                    measured in-process (bench/gpu/inprocess_python_kernel.py: CUPTI kernel
+#                    durations through torch.profiler, each launch after the same L2 flush;
+#                    triton.testing.do_bench printed beside)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`
 #          campaign  jobs/fa-s512-triton (CUDA baseline, the Triton seed, bn64, bn16 that must be
@@ -89,6 +90,11 @@ if [ "$dry" = 1 ]; then
     f=${f%.yaml}.yaml; chk test -r "$f"
     [ -n "$bin" ] && [ -x "$bin/kfleet" ] && chk "$bin/kfleet" validate "$f" --kernel-lib "$root/kernels"
   done
+  # The in-process yardstick's CUPTI arithmetic on a recorded-shape trace: 5 launches of 17.6 us.
+  chk python3 -c 'import json, subprocess, sys
+d = json.loads(subprocess.run([sys.executable] + sys.argv[1:], capture_output=True, text=True).stdout)
+assert d["median_us"] == 17.6 and d["samples"] == 5 and d["kernels_per_launch"] == [1, 2], d' \
+    "$INPROC" --from-trace "$root/bench/gpu/testdata/inprocess-profiler-trace.json"
   chk grep -q kfleet_attention_launch_bn16 kernels/triton/attention.py
   chk grep -q kfleet_attention_launch_slow1 "$Q/attention_pair.py"
   n=$(grep -vc '^#\|^$' "$X/expected.tsv")
@@ -313,17 +319,20 @@ print(",".join(sorted(out)))' 2>/dev/null)
     if ! "$M" benchmark "$@" --plan "$d/plan.json" --device 0 >"$d/plan.out" 2>"$d/plan.err"; then
       note "inproc:$name" "kfleet-measure --plan" MISMATCH "$(tail -1 "$d/plan.err") ($d)"; return
     fi
-    TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
+    # The interpreter's folder first on PATH: a venv keeps ninja there (load_inline needs it).
+    PATH="$(dirname "$KFLEET_PYTHON"):$PATH" TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
       "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 \
-      >"$d/inproc.json" 2>"$d/inproc.err"
-    local own; own=$(json_field median_us <"$d/inproc.json")
+      --trace "$d/trace.json" >"$d/inproc.json" 2>"$d/inproc.err"
+    local own method; own=$(json_field median_us <"$d/inproc.json"); method=$(json_field method <"$d/inproc.json")
     if [ -z "$own" ]; then
-      note "inproc:$name" "in-process timing" MISMATCH "$(tail -1 "$d/inproc.err") ($d/inproc.err)"; return
+      note "inproc:$name" "in-process timing" MISMATCH "$(tail -1 "$d/inproc.err") $(json_field cupti_error <"$d/inproc.json") ($d/inproc.err)"; return
     fi
-    local ratio ok
+    local ratio ok db dbr=-
     ratio=$(python3 -c "print(f'{$MEDIAN / $own:.4f}')")
     ok=$(python3 -c "print('OK' if abs($MEDIAN / $own - 1) <= 0.02 else 'MISMATCH')")
-    note "inproc:$name" "replay/in-process 0.98..1.02" "$ok" "replay $MEDIAN us, in-process $own us, ratio $ratio (job $JOB; events read $(json_field raw_median_us <"$d/inproc.json") us, $(json_field event_overhead_us <"$d/inproc.json") us of it theirs)"
+    db=$(json_field do_bench_median_us <"$d/inproc.json")
+    [ -n "$db" ] && dbr=$(python3 -c "print(f'{$MEDIAN / $db:.4f}')")
+    note "inproc:$name" "replay/in-process 0.98..1.02" "$ok" "replay $MEDIAN us, in-process ($method) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
   }
   if [[ inproc:triton =~ $only ]]; then
     cat >"$run/jobs/inproc-triton.yaml" <<YAML
