@@ -368,7 +368,8 @@ print(",".join(sorted(out)))' 2>/dev/null)
     # The interpreter's folder first on PATH: a venv keeps ninja there (load_inline needs it).
     PATH="$(dirname "$KFLEET_PYTHON"):$PATH" TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
       "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 \
-      --trace "$d/trace.json" >"$d/inproc.json" 2>"$d/inproc.err"
+      --trace "$d/trace.json" >"$d/inproc.out" 2>"$d/inproc.err"
+    last_json "$d/inproc.out" >"$d/inproc.json"  # its one JSON line, whatever torch printed
     local own method; own=$(json_field median_us <"$d/inproc.json"); method=$(json_field method <"$d/inproc.json")
     if [ -z "$own" ]; then
       note "inproc:$name" "in-process timing" MISMATCH "$(tail -1 "$d/inproc.err") $(json_field cupti_error <"$d/inproc.json") ($d/inproc.err)"; return
