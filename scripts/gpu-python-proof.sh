@@ -106,6 +106,9 @@ if [ "$dry" = 1 ]; then
   # run submits are there, and (with --bin) the CLI validates every job file.
   fail=0
   chk() { if "$@" >/dev/null 2>&1; then echo "  ok   $*"; else echo "  FAIL $*"; fail=1; fi; }
+  # valid_job FILE: kfleet submit's local checks pass (it exits 2 on an invalid job, and 5 once it
+  # finds no kfleetd to send a valid one to: none listens on port 9).
+  valid_job() { "$bin/kfleet" --server http://127.0.0.1:9 submit "$1" --kernel-lib "$root/kernels"; [ $? = 5 ]; }
   echo "== dry run: no GPU; what the run needs"
   chk bash -n "$0"
   command -v shellcheck >/dev/null && chk shellcheck -S warning -x "$0"
@@ -116,7 +119,7 @@ if [ "$dry" = 1 ]; then
   for f in "$Q"/base.yaml "$Q"/same.yaml "$Q"/slow1.yaml jobs/fa-s512/baseline.yaml \
            jobs/scaled-mm-torch/ext.yaml "${CAMPAIGN_STEPS[@]/#/jobs/fa-s512-triton/}"; do
     f=${f%.yaml}.yaml; chk test -r "$f"
-    [ -n "$bin" ] && [ -x "$bin/kfleet" ] && chk "$bin/kfleet" validate "$f" --kernel-lib "$root/kernels"
+    [ -n "$bin" ] && [ -x "$bin/kfleet" ] && chk valid_job "$f"
   done
   # The in-process yardstick's CUPTI arithmetic on a recorded-shape trace: 5 launches of 17.6 us.
   chk python3 -c 'import json, subprocess, sys
