@@ -13,10 +13,12 @@
 #          corpus    every row of jobs/exploits/python/expected.tsv ends as expected
 #          inproc    a Triton attention kernel and a load_inline CUDA kernel (scaled-mm-torch)
 #                    pass in replay mode with a median within 2 % of the same kernel's GPU time
-#                    measured in-process (bench/gpu/inprocess_python_kernel.py: torch.cuda.Event
-#                    around single launches, the same case and L2 flush)
+#                    measured in-process (bench/gpu/inprocess_python_kernel.py: CUPTI kernel
+#                    durations through torch.profiler, each launch after the same L2 flush;
+#                    triton.testing.do_bench printed beside)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`
+#                    (interleaved, 3 rounds: max_rounds 3, 7 recorder+replay processes a verdict)
 #          campaign  jobs/fa-s512-triton (CUDA baseline, the Triton seed, bn64, bn16 that must be
 #                    rejected) through `kfleet submit`, then again through `kfleet mcp` (JSON-RPC
 #                    over stdio, scripts/lib/mcp_campaign.py); prints each campaign's current
@@ -29,20 +31,28 @@
 #     --arch A      nvcc arch for kfleet-measure (default: from nvidia-smi, sm_90a on H100/H200)
 #     --out DIR     every log and file of the run (default: ./python-proof-run; --run-dir too)
 #     --bin DIR     kfleetd/kfleet-agent/kfleet already built (fleet part; else gpu-proof.sh builds)
-#     --only REGEX  only the checks whose name matches
-#     --tries N     tries of each of the pair's jobs (default 5)
+#     --only REGEX  only the checks whose name matches: agents, corpus[:ROW], inproc[:triton|:torch],
+#                   pair, campaign[:cli|:mcp]; a comma list is an alternation (--only inproc,pair)
+#     --tries N     tries of each of the pair's jobs (default 1: about 2.5 minutes a try)
 #     --dry-run     no GPU: checks this script's helpers, jobs and sources and prints the plan
 #     --backend simulated  tests the fleet part's plumbing without a GPU (needs --bin; a ctest
 #                   does): only the campaign checks, whose jobs carry simulate: blocks
 # One line per check in the summary (WHAT EXPECTED CHECK GOT), every file under --out.
 # Exits 1 on any mismatch, 2 on a setup failure (no GPU, no torch/triton, a build that fails).
-# Meant to take under 8 minutes on an H200 with --bin (an estimate: not yet run on one): the
-# pair's jobs are 2 s interleaved benchmarks, the corpus's 1 s, the campaign's 2 s with one seed;
-# kfleet-measure is built for the in-process comparisons' plans. --direct adds about 2 minutes.
+# Time on an H200 with --bin (the first run, 2026-11-28, and estimates from it): agents and the
+# corpus ~3 min, inproc ~2 min (the torch row builds its extension twice), pair ~20 s + ~2.5 min a
+# try, campaign ~3 min (two routes of 4 jobs): ~11 min in all, over one device call's 10 minutes,
+# so split it with --only (the corpus alone; inproc,pair; campaign). Every part prints the time so
+# far, and the summary the total. kfleet-measure is the agent's own (its build cache) for the
+# in-process plans; only --direct builds one with nvcc (about 90 s more, then ~2 minutes).
+# The run works on a copy of the files it reads (kernels/, jobs/, bench/gpu/, scripts/lib/ and
+# the binaries, under --out): a device call that re-syncs the checkout while this runs in the
+# background no longer pulls the tree from under the agent.
 set -uo pipefail
+t_start=$(date +%s)
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD py=python3 arch="" run="$root/python-proof-run" bin="" only=. direct_only=0 fleet_only=1
-tries=5 direct_corpus=0 cpp_corpus=0 dry=0 backend=cuda
+tries=1 direct_corpus=0 cpp_corpus=0 dry=0 backend=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) py=$2; shift 2 ;;
@@ -58,18 +68,37 @@ while [ $# -gt 0 ]; do
     --cpp-corpus) cpp_corpus=1; shift ;;
     --dry-run) dry=1; shift ;;
     --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,43p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,53p "$0"; exit 0 ;;
     *) echo "gpu-python-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 case "$run" in /*) ;; *) run=$root/$run ;; esac
+only=${only//,/|}
+src_root=$root
 die() { echo "gpu-python-proof: $*" >&2; exit 2; }
-H=$root/kernels/harness
-REC=$H/python/kfleet_record.py
-X=$root/jobs/exploits/python
-Q=$root/jobs/gpu/quality-triton
-INPROC=$root/bench/gpu/inprocess_python_kernel.py
-MCP=$root/scripts/lib/mcp_campaign.py
+set_paths() {
+  H=$root/kernels/harness
+  REC=$H/python/kfleet_record.py
+  X=$root/jobs/exploits/python
+  Q=$root/jobs/gpu/quality-triton
+  INPROC=$root/bench/gpu/inprocess_python_kernel.py
+  MCP=$root/scripts/lib/mcp_campaign.py
+}
+set_paths
+# snapshot_tree: the files the run reads, copied under $run/tree, and the run goes on there (the
+# checkout can be re-synced or removed by a later device call while this runs in the background:
+# on 2026-11-28 that took kfleet.py from a recording mid-job, then bin/kfleet and jobs/).
+snapshot_tree() {
+  local t=$run/tree
+  mkdir -p "$t/bench" "$t/scripts" &&
+    cp -a "$src_root/kernels" "$src_root/jobs" "$t/" &&
+    cp -a "$src_root/bench/gpu" "$t/bench/" &&
+    cp -a "$src_root/scripts/lib" "$t/scripts/" || return 1
+  root=$t
+  cd "$root" || return 1
+  set_paths
+}
+elapsed_s() { echo $(( $(date +%s) - t_start )); }
 CAMPAIGN_STEPS=(step1-triton-seed step2-triton-bn64 step3-triton-bn16)
 
 if [ "$dry" = 1 ]; then
@@ -77,6 +106,9 @@ if [ "$dry" = 1 ]; then
   # run submits are there, and (with --bin) the CLI validates every job file.
   fail=0
   chk() { if "$@" >/dev/null 2>&1; then echo "  ok   $*"; else echo "  FAIL $*"; fail=1; fi; }
+  # valid_job FILE: kfleet submit's local checks pass (it exits 2 on an invalid job, and 5 once it
+  # finds no kfleetd to send a valid one to: none listens on port 9).
+  valid_job() { "$bin/kfleet" --server http://127.0.0.1:9 submit "$1" --kernel-lib "$root/kernels"; [ $? = 5 ]; }
   echo "== dry run: no GPU; what the run needs"
   chk bash -n "$0"
   command -v shellcheck >/dev/null && chk shellcheck -S warning -x "$0"
@@ -87,8 +119,13 @@ if [ "$dry" = 1 ]; then
   for f in "$Q"/base.yaml "$Q"/same.yaml "$Q"/slow1.yaml jobs/fa-s512/baseline.yaml \
            jobs/scaled-mm-torch/ext.yaml "${CAMPAIGN_STEPS[@]/#/jobs/fa-s512-triton/}"; do
     f=${f%.yaml}.yaml; chk test -r "$f"
-    [ -n "$bin" ] && [ -x "$bin/kfleet" ] && chk "$bin/kfleet" validate "$f" --kernel-lib "$root/kernels"
+    [ -n "$bin" ] && [ -x "$bin/kfleet" ] && chk valid_job "$f"
   done
+  # The in-process yardstick's CUPTI arithmetic on a recorded-shape trace: 5 launches of 17.6 us.
+  chk python3 -c 'import json, subprocess, sys
+d = json.loads(subprocess.run([sys.executable] + sys.argv[1:], capture_output=True, text=True).stdout)
+assert d["median_us"] == 17.6 and d["samples"] == 5 and d["kernels_per_launch"] == [1, 2], d' \
+    "$INPROC" --from-trace "$root/bench/gpu/testdata/inprocess-profiler-trace.json"
   chk grep -q kfleet_attention_launch_bn16 kernels/triton/attention.py
   chk grep -q kfleet_attention_launch_slow1 "$Q/attention_pair.py"
   n=$(grep -vc '^#\|^$' "$X/expected.tsv")
@@ -105,12 +142,13 @@ case "$backend" in
     # The fleet part's plumbing only: no GPU, no torch; a simulated agent runs every language.
     sim=1 direct_only=0 fleet_only=1 arch=${arch:-sm_90a}
     [ -n "$bin" ] || die "--backend simulated needs --bin DIR (kfleetd, kfleet-agent, kfleet)"
-    [[ "$only" = . ]] && only='^campaign:' ;;
+    [[ "$only" = . ]] && only='^campaign' ;;
   *) die "--backend $backend: cuda or simulated" ;;
 esac
 if [ "$sim" = 1 ]; then
   rm -rf "$run"; mkdir -p "$run" || die "cannot create $run"
-  started=$(date +%s) M=/nonexistent
+  snapshot_tree || die "cannot copy the tree the run reads into $run/tree"
+  M=/nonexistent
 else
 command -v nvidia-smi >/dev/null || die "no nvidia-smi: this needs an NVIDIA GPU"
 nvidia-smi -L
@@ -121,11 +159,13 @@ if [ -z "$arch" ]; then
   arch=sm_$cc; [ "$cc" = 90 ] && arch=sm_90a
 fi
 rm -rf "$run"; mkdir -p "$run" || die "cannot create $run"
-started=$(date +%s)
+snapshot_tree || die "cannot copy the tree the run reads into $run/tree"
 M=$run/kfleet-measure
-echo "== building kfleet-measure for $arch (log: $run/nvcc.log)"
-/usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -arch="$arch" -I"$H/include" "$H"/src/*.cu "$H"/cpu/*.cpp \
-  -o "$M" >"$run/nvcc.log" 2>&1 || { tail -20 "$run/nvcc.log"; die "kfleet-measure did not build"; }
+if [ "$fleet_only" = 0 ]; then
+  echo "== building kfleet-measure for $arch (log: $run/nvcc.log; $(elapsed_s) s so far)"
+  /usr/local/cuda/bin/nvcc -std=c++17 -O3 -lineinfo -arch="$arch" -I"$H/include" "$H"/src/*.cu "$H"/cpu/*.cpp \
+    -o "$M" >"$run/nvcc.log" 2>&1 || { tail -20 "$run/nvcc.log"; die "kfleet-measure did not build"; }
+fi
 fi
 
 rows=() bad=0
@@ -145,7 +185,7 @@ record() {
   local name=$1 src=$2 lang=$3 entry=$4; shift 4
   local d=$run/$name; mkdir -p "$d"
   local e=(); [ -n "$entry" ] && e=(--entry "$entry")
-  "$py" -B "$REC" --measure "$M" --source "$src" --language "$lang" "${e[@]}" \
+  PATH="$(dirname "$(command -v "$py")"):$PATH" "$py" -B "$REC" --measure "$M" --source "$src" --language "$lang" "${e[@]}" \
     --device-code-dir "$d/device-code" --cache-dir "$d/py-cache" "$@" --record "$d/launches.txt" \
     --device 0 >"$d/record.out" 2>"$d/record.err"
 }
@@ -227,13 +267,17 @@ done <"$X/expected.tsv"
 fi
 
 if [ "$direct_only" = 0 ]; then
-  echo "== fleet: through kfleetd and a sandboxed CUDA agent (KFLEET_PYTHON=$py)"
+  echo "== fleet: through kfleetd and a sandboxed CUDA agent (KFLEET_PYTHON=$py; $(elapsed_s) s so far)"
   if [ -z "$bin" ]; then
     echo "building kfleetd, kfleet-agent and kfleet (log: $run/build.log)"
-    scripts/gpu-proof.sh --build-only >"$run/build.log" 2>&1 || die "build failed ($run/build.log)"
-    bin=$root/build-gpu/bin
+    "$src_root/scripts/gpu-proof.sh" --build-only >"$run/build.log" 2>&1 || die "build failed ($run/build.log)"
+    bin=$src_root/build-gpu/bin
   fi
   for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
+  # The binaries too, copied beside the tree: the agent runs kfleet-seccomp-exec from its folder
+  # for every job.
+  mkdir -p "$run/bin" && cp -p "$bin"/* "$run/bin/" || die "cannot copy $bin into $run/bin"
+  bin=$run/bin
   KFLEET_PYTHON=$(command -v "$py")
   export KFLEET_HARNESS_DIR=$H KFLEET_PYTHON
   agent_flags=(--backend cuda)
@@ -266,7 +310,10 @@ if [ "$direct_only" = 0 ]; then
     REASON=$(printf '%s' "$st" | json_field job.verdict.reason)
     [ -n "$REASON" ] || REASON=$(printf '%s' "$st" | json_field job.state_reason)
     [ -n "$JOB" ] || REASON="kfleet submit gave no job: $(tail -2 "$F/jobs/$base.err" | tr '\n' ' ')"
+    [ -x "$bin/kfleet" ] && [ -r "$f" ] ||
+      REASON="$bin/kfleet or $f vanished during the run: something outside this script removed them; $REASON"
   }
+  part() { echo "== $1 ($(elapsed_s) s so far)"; }
   # retarget IN OUT [sed expressions...]: a job file for this GPU, without regions, shorter budgets.
   retarget() {
     local in=$1 out=$2; shift 2
@@ -276,6 +323,7 @@ if [ "$direct_only" = 0 ]; then
 
   # -- agents: the agent found a Python with torch and triton, and says so.
   if [[ agents =~ $only ]]; then
+    part agents
     kf agents | tee "$F/agents.txt"
     langs=$(kf --json agents 2>/dev/null | python3 -c '
 import json, sys
@@ -295,6 +343,7 @@ print(",".join(sorted(out)))' 2>/dev/null)
   while IFS=$'\t' read -r file want_state _g want_reason; do
     case "$file" in ''|'#'*) continue ;; esac
     [[ "corpus:$file" =~ $only ]] || continue
+    [ -n "${corpus_started:-}" ] || { part corpus; corpus_started=1; }
     submit "$X/$file"
     ok=OK; [[ "$STATE" =~ ^($want_state)$ ]] && [[ "$REASON" =~ $want_reason ]] || ok=MISMATCH
     note "corpus:$(basename "$file" .yaml)" "$want_state" "$ok" "$STATE/${GATE:--}: $REASON"
@@ -310,21 +359,32 @@ print(",".join(sorted(out)))' 2>/dev/null)
     if [ "$STATE" != passed ] || [ -z "$MEDIAN" ]; then
       note "inproc:$name" "passed, median" MISMATCH "$STATE/${GATE:--}: $REASON"; return
     fi
+    # The agent's own kfleet-measure (built from the same sources for its first job) plans the
+    # case, unless --direct built one here.
+    [ -x "$M" ] || M=$(ls -t "$F"/agent/build-cache/measure/*/kfleet-measure 2>/dev/null | head -1)
+    if [ -z "$M" ]; then
+      note "inproc:$name" "kfleet-measure --plan" MISMATCH "no kfleet-measure in the agent's build cache ($F/agent/build-cache/measure)"; return
+    fi
     if ! "$M" benchmark "$@" --plan "$d/plan.json" --device 0 >"$d/plan.out" 2>"$d/plan.err"; then
       note "inproc:$name" "kfleet-measure --plan" MISMATCH "$(tail -1 "$d/plan.err") ($d)"; return
     fi
-    TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
+    # The interpreter's folder first on PATH: a venv keeps ninja there (load_inline needs it).
+    PATH="$(dirname "$KFLEET_PYTHON"):$PATH" TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
       "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 \
-      >"$d/inproc.json" 2>"$d/inproc.err"
-    local own; own=$(json_field median_us <"$d/inproc.json")
+      --trace "$d/trace.json" >"$d/inproc.out" 2>"$d/inproc.err"
+    last_json "$d/inproc.out" >"$d/inproc.json"  # its one JSON line, whatever torch printed
+    local own method; own=$(json_field median_us <"$d/inproc.json"); method=$(json_field method <"$d/inproc.json")
     if [ -z "$own" ]; then
-      note "inproc:$name" "in-process timing" MISMATCH "$(tail -1 "$d/inproc.err") ($d/inproc.err)"; return
+      note "inproc:$name" "in-process timing" MISMATCH "$(tail -1 "$d/inproc.err") $(json_field cupti_error <"$d/inproc.json") ($d/inproc.err)"; return
     fi
-    local ratio ok
+    local ratio ok db dbr=-
     ratio=$(python3 -c "print(f'{$MEDIAN / $own:.4f}')")
     ok=$(python3 -c "print('OK' if abs($MEDIAN / $own - 1) <= 0.02 else 'MISMATCH')")
-    note "inproc:$name" "replay/in-process 0.98..1.02" "$ok" "replay $MEDIAN us, in-process $own us, ratio $ratio (job $JOB; events read $(json_field raw_median_us <"$d/inproc.json") us, $(json_field event_overhead_us <"$d/inproc.json") us of it theirs)"
+    db=$(json_field do_bench_median_us <"$d/inproc.json")
+    [ -n "$db" ] && dbr=$(python3 -c "print(f'{$MEDIAN / $db:.4f}')")
+    note "inproc:$name" "replay/in-process 0.98..1.02" "$ok" "replay $MEDIAN us, in-process ($method) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
   }
+  [[ inproc:triton =~ $only ]] || [[ inproc:torch =~ $only ]] && part inproc
   if [[ inproc:triton =~ $only ]]; then
     cat >"$run/jobs/inproc-triton.yaml" <<YAML
 # gpu-python-proof: kernels/triton/attention.py's seed on fa-s512's mission case, alone
@@ -356,6 +416,7 @@ YAML
 
   # -- pair: a Triton copy 1 % slower is regressed, an identical copy same, each --tries times.
   if [[ pair =~ $only ]]; then
+    part "pair ($tries tries)"
     submit "$Q/base.yaml"
     if [ "$STATE" != passed ]; then
       note "pair:base" passed MISMATCH "$STATE/${GATE:--}: $REASON"
@@ -412,6 +473,7 @@ PY
     esac
   }
   if [[ campaign:cli =~ $only ]]; then
+    part "campaign: kfleet submit"
     retarget jobs/fa-s512/baseline.yaml "$run/jobs/baseline.yaml"
     for s in "${CAMPAIGN_STEPS[@]}"; do retarget "jobs/fa-s512-triton/$s.yaml" "$run/jobs/$s.yaml"; done
     for s in baseline "${CAMPAIGN_STEPS[@]}"; do
@@ -424,6 +486,7 @@ PY
     show_campaign "$F/campaign-cli.json"
   fi
   if [[ campaign:mcp =~ $only ]]; then
+    part "campaign: kfleet mcp"
     mkdir -p "$run/jobs/mcp"
     retarget jobs/fa-s512/baseline.yaml "$run/jobs/mcp/baseline.yaml" -e 's/fa-s512-v3/fa-s512-v3-mcp/g'
     steps=()
@@ -467,7 +530,7 @@ PY
   fi
 fi
 
-elapsed=$(( $(date +%s) - started ))
+elapsed=$(elapsed_s)
 echo
 if [ "$sim" = 1 ]; then where="simulated backend"
 else where="$(nvidia-smi -L | head -1); $("$py" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"; fi
@@ -477,6 +540,6 @@ for r in "${rows[@]}"; do
   IFS=$'\t' read -r w e ok got <<<"$r"
   printf '%-34s %-30s %-9s %s\n' "$w" "${e:0:30}" "$ok" "${got:0:200}"
 done
-[ "$elapsed" -le 480 ] || echo "gpu-python-proof: took ${elapsed} s, over the 8 minutes it is meant to take"
+echo "gpu-python-proof: took ${elapsed} s in all (--only '$only', --tries $tries)"
 echo "gpu-python-proof: $bad check(s) not as expected; files in $run"
 [ "$bad" = 0 ]

@@ -1,33 +1,51 @@
 #!/usr/bin/env python3
 """The GPU time of a Python kernel (Triton, or torch load_inline) measured in-process, without
-CUPTI and without kfleet's replay: the yardstick scripts/gpu-python-proof.sh holds the fleet's
-replayed median against.
+kfleet's replay: the yardstick scripts/gpu-python-proof.sh holds the fleet's replayed median
+against.
 
   inprocess_python_kernel.py --plan PLAN.json --source kernel.py [--entry NAME]
-                             [--l2-flush 0|1] [--samples 500] [--kernel-lib DIR]
+                             [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
+                             [--trace FILE] [--no-do-bench]
+  inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
 writes it): the case's tensors (dtype, shape) and values, exactly as the recorder gives them to
 the launch function. This script makes tensors of those shapes (random data; K/V and the fp8
-operands through float16), calls the launch function once to compile, then per sample, as the
-harness does: the L2 flushed (a memset of 2 x L2, when --l2-flush 1), the output poisoned,
-a torch.cuda._sleep that keeps the GPU busy while Python enqueues the rest (so no launch gap is
-timed), then torch.cuda.Event around one launch; then the same with no launch between the
-events, whose median (what the events add) is taken off. Prints one JSON line:
-{"median_us", "raw_median_us", "event_overhead_us", "mean_us", "min_us", "samples",
-"l2_flush_bytes", "entry"}.
+operands through float16), calls the launch function once to compile and a few times to warm
+up, then times it two ways:
+
+- CUPTI (the number the check uses): torch.profiler with ProfilerActivity.CUDA around --samples
+  launches, each after the L2 flush the job's benchmark setting gives (a memset of 2 x L2, with
+  --l2-flush 1) and the output poisoned, as the harness does. Each launch runs inside a
+  record_function range of its own; the device work (kernels, memsets, copies) whose runtime or
+  driver call fell inside that range is the launch's, matched by CUPTI's correlation id. Per
+  launch: the sum of those device durations (`median_us`, the kernel's own GPU time; the
+  harness's replay times the span of all the launch's device work, the same for one kernel)
+  and that span (`span_median_us`). The median over launches.
+- triton.testing.do_bench (median, its own L2 clearing): events around each call, so a short
+  kernel's Python launch cost is in it; printed beside, not checked.
+
+Prints one JSON line: {"median_us", "method": "cupti"|"do_bench", "cupti_median_us",
+"span_median_us", "mean_us", "min_us", "samples", "kernels_per_launch", "kernel_names",
+"do_bench_median_us", "l2_flush_bytes", "entry"} ("cupti_error" / "do_bench_error" when one
+failed; `median_us` is CUPTI's, or do_bench's when CUPTI gave nothing).
 """
 import argparse
+import bisect
 import importlib.util
 import json
 import os
 import statistics
 import sys
+import tempfile
 
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
                 "fp32": "float32", "u8": "uint8"}
 DEFAULT_ENTRY = {"attention": "kfleet_attention_launch", "scaled_mm": "kfleet_scaled_mm_launch"}
 OUTPUTS = {"attention": "o", "scaled_mm": "d"}
+LABEL = "kfleet_launch_"
+DEVICE_CATS = ("kernel", "gpu_memset", "gpu_memcpy")
+CALL_CATS = ("cuda_runtime", "cuda_driver")
 
 
 class Args:
@@ -35,15 +53,106 @@ class Args:
         self.__dict__.update(kw)
 
 
+def launch_times(trace):
+    """From a torch.profiler Chrome trace (a dict with traceEvents, or the list): per launch
+    (record_function ranges named kfleet_launch_<i>, in order), in microseconds, (the sum of its
+    device events' durations, the span from the first's start to the last's end, [their names],
+    how many).
+    A launch's device events are those whose CUPTI correlation id is a runtime or driver call
+    made inside its range on the host. Launches with no device event are left out. When no launch
+    call was seen at all, each run of device work between this script's own (the flush and the
+    poison, whose calls were made outside every range) is one launch, in the device's order."""
+    evs = trace.get("traceEvents", []) if isinstance(trace, dict) else list(trace)
+    windows = []
+    for e in evs:
+        name = str(e.get("name", ""))
+        if e.get("cat") == "user_annotation" and name.startswith(LABEL) and "ts" in e:
+            windows.append((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), e.get("tid"),
+                            e.get("pid"), name))
+    windows.sort()
+    starts = [w[0] for w in windows]
+    device = {}
+    for e in evs:
+        if e.get("cat") in DEVICE_CATS and e.get("ph", "X") == "X" and "ts" in e:
+            c = (e.get("args") or {}).get("correlation")
+            if c is not None:
+                device.setdefault(c, []).append(e)
+    per, outside = {}, set()
+    for e in evs:
+        if e.get("cat") not in CALL_CATS or "ts" not in e:
+            continue
+        c = (e.get("args") or {}).get("correlation")
+        if c is None or c not in device:
+            continue
+        t = float(e["ts"])
+        i = bisect.bisect_right(starts, t) - 1
+        # The range holding the call: ranges do not overlap (one launch each); look back a few
+        # for a call made on another thread of the same process.
+        for j in range(i, max(i - 4, -1), -1):
+            s, end, tid, pid, name = windows[j]
+            if s <= t <= end and (pid is None or e.get("pid") is None or pid == e.get("pid")):
+                per.setdefault(name, []).extend(device[c])
+                break
+        else:
+            outside.add(c)  # the flush, the poison: this script's own work
+    groups = [per[w[4]] for w in windows if per.get(w[4])]
+    if not groups and outside:
+        # No launch call seen on the host (a launcher whose driver calls CUPTI did not report):
+        # in the device's order, each run of device work between this script's own is a launch.
+        order = sorted((e for c, es in device.items() for e in es), key=lambda e: float(e["ts"]))
+        run = []
+        for e in order:
+            if (e.get("args") or {}).get("correlation") in outside:
+                if run:
+                    groups.append(run)
+                run = []
+            else:
+                run.append(e)
+        if run:
+            groups.append(run)
+    out = []
+    for ds in groups:
+        total = sum(float(d.get("dur", 0)) for d in ds)
+        first = min(float(d["ts"]) for d in ds)
+        last = max(float(d["ts"]) + float(d.get("dur", 0)) for d in ds)
+        out.append((total, last - first, sorted({str(d.get("name", "")) for d in ds}), len(ds)))
+    return out
+
+
+def summarize(times):
+    """The JSON fields of launch_times' result."""
+    if not times:
+        return {}
+    us = sorted(t[0] for t in times)
+    spans = sorted(t[1] for t in times)
+    names = sorted({n for t in times for n in t[2]})
+    counts = sorted({t[3] for t in times})
+    return {"cupti_median_us": round(statistics.median(us), 3),
+            "span_median_us": round(statistics.median(spans), 3),
+            "mean_us": round(statistics.mean(us), 3), "min_us": round(us[0], 3),
+            "samples": len(us), "kernels_per_launch": counts, "kernel_names": names[:8]}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--plan", required=True)
-    ap.add_argument("--source", required=True)
+    ap.add_argument("--plan")
+    ap.add_argument("--source")
     ap.add_argument("--entry", default="")
     ap.add_argument("--l2-flush", type=int, default=1)
-    ap.add_argument("--samples", type=int, default=500)
-    ap.add_argument("--kernel-lib", default="", help="the folder of kfleet.py (kernels/harness/python)")
+    ap.add_argument("--samples", type=int, default=300)
+    ap.add_argument("--kernel-lib", default="",
+                    help="the folder of kfleet.py (kernels/harness/python)")
+    ap.add_argument("--trace", default="", help="keep the profiler's Chrome trace here")
+    ap.add_argument("--no-do-bench", action="store_true")
+    ap.add_argument("--from-trace", default="", help="no GPU: summarize this trace (tests)")
     a = ap.parse_args()
+    if a.from_trace:
+        with open(a.from_trace, encoding="utf-8") as f:
+            s = summarize(launch_times(json.load(f)))
+        print(json.dumps(dict(s, median_us=s.get("cupti_median_us", ""), method="cupti")))
+        return 0 if s else 1
+    if not a.plan or not a.source:
+        ap.error("--plan and --source are needed (or --from-trace)")
     import torch
 
     with open(a.plan, encoding="utf-8") as f:
@@ -81,42 +190,66 @@ def main():
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     flush_bytes = max(2 * l2, 64 << 20) if a.l2_flush else 0
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
-    times = []
+    result = {"l2_flush_bytes": flush_bytes, "entry": entry}
     with torch.cuda.stream(stream):
         r = fn(args, stream)  # compiles (Triton's JIT, load_inline's build is at import)
         if r not in (None, 0):
             print(json.dumps({"error": f"{entry} returned {r} (unsupported?)"}))
             return 1
         torch.cuda.synchronize()
-        for _ in range(10):
+        for _ in range(20):
             fn(args, stream)
         torch.cuda.synchronize()
-        # The same sequence with nothing between the events: what the events themselves add.
-        empty = []
-        for launch, into in ((True, times), (False, empty)):
-            for i in range(a.samples):
-                if flush is not None:
-                    flush.fill_(i & 0xff)
-                if out is not None:
-                    out.view(torch.uint8).fill_(0xff)
-                torch.cuda._sleep(200_000)  # ~100 us: the GPU stays busy while Python enqueues
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record(stream)
-                if launch:
+
+        # CUPTI, through torch.profiler: each launch's own device work.
+        try:
+            from torch.profiler import ProfilerActivity, profile, record_function
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for i in range(a.samples):
+                    if flush is not None:
+                        flush.fill_(i & 0xff)
+                    if out is not None:
+                        out.view(torch.uint8).fill_(0xff)
+                    with record_function(f"{LABEL}{i}"):
+                        fn(args, stream)
+                torch.cuda.synchronize()
+            path = a.trace or tempfile.mkstemp(suffix=".json")[1]
+            prof.export_chrome_trace(path)
+            with open(path, encoding="utf-8") as f:
+                trace = json.load(f)
+            if not a.trace:
+                os.unlink(path)
+            s = summarize(launch_times(trace))
+            if s:
+                result.update(s)
+            else:
+                cats = sorted({str(e.get("cat")) for e in trace.get("traceEvents", [])})
+                result["cupti_error"] = f"no device work matched to a launch (event kinds: {cats})"
+        except Exception as e:  # noqa: BLE001 - said in the output, do_bench still runs
+            result["cupti_error"] = f"{type(e).__name__}: {e}"
+
+        # triton.testing.do_bench: events around each call (its launch cost included).
+        if not a.no_do_bench:
+            try:
+                from triton.testing import do_bench
+
+                def call():
                     fn(args, stream)
-                e.record(stream)
-                into.append((s, e))
+                try:
+                    ms = do_bench(call, warmup=25, rep=200, return_mode="median")
+                except TypeError:  # a triton without return_mode
+                    ms = do_bench(call, warmup=25, rep=200, quantiles=[0.5])
+                    ms = ms[0] if isinstance(ms, (list, tuple)) else ms
+                result["do_bench_median_us"] = round(float(ms) * 1000.0, 3)
+            except Exception as e:  # noqa: BLE001
+                result["do_bench_error"] = f"{type(e).__name__}: {e}"
         torch.cuda.synchronize()
-    us = sorted(s.elapsed_time(e) * 1000.0 for s, e in times)
-    overhead = statistics.median(s.elapsed_time(e) * 1000.0 for s, e in empty)
-    # median_us: the kernel's time less the events' own (the empty pair's median); raw_median_us
-    # as the events read it.
-    print(json.dumps({"median_us": round(statistics.median(us) - overhead, 3),
-                      "raw_median_us": round(statistics.median(us), 3),
-                      "event_overhead_us": round(overhead, 3), "mean_us": round(statistics.mean(us), 3),
-                      "min_us": round(us[0], 3), "samples": len(us), "l2_flush_bytes": flush_bytes,
-                      "entry": entry}))
-    return 0
+    if "cupti_median_us" in result:
+        result.update(median_us=result["cupti_median_us"], method="cupti")
+    elif "do_bench_median_us" in result:
+        result.update(median_us=result["do_bench_median_us"], method="do_bench")
+    print(json.dumps(result))
+    return 0 if "median_us" in result else 1
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
 #   gpu-suite-campaigns.sh both campaigns to their verdicts
 #   gpu-python-proof.sh    the Triton campaign through kfleet submit and through kfleet mcp
 #                          (JSON-RPC over stdio): each step's verdict, bn16 rejected, both
-#                          campaigns' current best, kept wins and rejections printed
+#                          campaigns' current best, kept wins and rejections printed; run from a
+#                          copy of the checkout whose files are removed mid-run
 # gpu-multi-gpu-check.sh has its own test; gpu-exclusive-check.sh needs a real CUDA context.
 # Usage: gpu-scripts-simulated-test.sh KFLEETD KFLEET_AGENT KFLEET
 set -uo pipefail
@@ -74,7 +75,22 @@ run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'
 has campaigns '== kfleet campaign show fp8-sdpa-stage3'
 
-run python 0 "$root/scripts/gpu-python-proof.sh" --backend simulated
+# From a copy of the checkout whose jobs/, kernels/ and binaries are removed once kfleetd is up,
+# as a device call re-syncing the checkout did on the H200 (2026-11-28): the run works on its own
+# copy under --out and must not notice.
+mkdir -p "$tmp/repo" "$tmp/pybin"
+cp -a "$root/scripts" "$root/kernels" "$root/jobs" "$root/bench" "$tmp/repo/"
+cp -P "$tmp/bin/"* "$tmp/pybin/"
+( for _ in $(seq 600); do [ -s "$tmp/python/fleet/port" ] && break; sleep 0.1; done
+  rm -rf "$tmp/repo/jobs" "$tmp/repo/kernels" "$tmp/repo/bench" "$tmp/pybin" ) &
+yank=$!
+timeout 240 "$tmp/repo/scripts/gpu-python-proof.sh" --backend simulated --bin "$tmp/pybin" \
+  --run-dir "$tmp/python" --only campaign:cli,campaign:mcp >"$tmp/python.log" 2>&1
+rc=$?
+wait "$yank"
+echo "== python: exit $rc"; tail -15 "$tmp/python.log"
+[ "$rc" = 0 ] || bad "python exited $rc, want 0 (124: it hung)"
+[ -e "$tmp/repo/jobs" ] && bad "python: the checkout's jobs/ was not removed during the run"
 for via in cli mcp; do
   has python "^campaign:$via:baseline +passed +OK "
   has python "^campaign:$via:step2-triton-bn64 +judged on performance +OK +passed improved"
@@ -83,6 +99,8 @@ done
 has python 'campaign fa-s512-v3-mcp \(kfleet_get_campaign over MCP'
 has python 'rejected: +fa-s512-v3-mcp/triton-bn16'
 has python '^gpu-python-proof: 0 check\(s\) not as expected'
+has python '^gpu-python-proof: took [0-9]+ s in all'
+has python '^== campaign: kfleet mcp \([0-9]+ s so far\)'
 
 [ "$fail" = 0 ] && echo "gpu-scripts-simulated-test: ok"
 exit "$fail"

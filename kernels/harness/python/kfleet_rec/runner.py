@@ -248,6 +248,14 @@ def record(opts, plan):
                     os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ.get("TRITON_CACHE_DIR"),
                     roots=[opts.cache_dir, os.path.dirname(os.path.abspath(opts.source))])
     images.install_triton_hook()
+    # kfleet (what a kernel imports, PYTHON.md) is the harness's, beside this recorder: imported
+    # before the job's code, so a host whose harness lost it (a checkout removed mid-run, as on
+    # the H200 on 2026-11-28: "No module named 'kfleet'" rejected a good kernel) is the fleet's
+    # setup error, and a kfleet.py in the job's own folder cannot stand in for it.
+    try:
+        import kfleet  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        raise SetupError(f"the recorder cannot import its kfleet module ({type(e).__name__}: {e})")
     # From here on the job's code runs in this process. The agent takes a setup error (exit 3)
     # as the fleet's only when it came before this line (agent/backends/common/python_stage.hpp).
     print(json.dumps({"type": "job_code", "source": os.path.basename(opts.source)},

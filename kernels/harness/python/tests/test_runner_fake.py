@@ -226,6 +226,29 @@ class Runner(unittest.TestCase):
                                            os.path.join(self.tmp.name, "dc"))
         self.assertIn("raised under capture (RuntimeError: operation not permitted", str(cm.exception))
 
+    def test_a_harness_without_kfleet_is_a_setup_error_before_the_job_code(self):
+        saved = sys.modules.get("kfleet")
+        sys.modules["kfleet"] = None  # import kfleet raises ImportError, as with the file gone
+        try:
+            with self.assertRaises(runner.SetupError) as cm:
+                runner.record(self.opts(), recording.read_plan(PLAN))
+        finally:
+            if saved is None:
+                sys.modules.pop("kfleet", None)
+            else:
+                sys.modules["kfleet"] = saved
+        self.assertIn("cannot import its kfleet module", str(cm.exception))
+        self.assertNotIn("kfleet_job", sys.modules)  # the job's code never ran
+
+    def test_the_jobs_own_kfleet_py_does_not_replace_the_harnesss(self):
+        with open(os.path.join(self.tmp.name, "kfleet.py"), "w") as f:
+            f.write("OK = 99\n")
+        sys.modules.pop("kfleet", None)
+        runner.record(self.opts(), recording.read_plan(PLAN))
+        import kfleet
+        self.assertEqual(os.path.dirname(os.path.abspath(kfleet.__file__)), os.path.dirname(HERE))
+        self.assertEqual(kfleet.OK, 0)
+
     def test_a_missing_entry_is_named(self):
         o = self.opts()
         o.entry = "nope"
