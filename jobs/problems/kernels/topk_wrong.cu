@@ -1,5 +1,6 @@
 // WRONG ON PURPOSE (jobs/problems/topk-wrong.yaml): kernels/problems/topk/naive.cu with one
-// change that a quick test could miss: it ranks the bf16 inputs decoded as fp16 (the wrong dtype), so the wrong elements are the largest.
+// change that a quick test could miss: the k-th value is read from the element after the k-th
+// largest. (Ranking the bf16 bits decoded as fp16 is not wrong: both orders follow the bits.)
 // The correctness gate must reject it.
 // A plain, correct top-k for the generic problem ABI (problem_abi.h): one block per row, k
 // rounds of a block-wide arg-max over the elements after the last one taken, in the order
@@ -33,7 +34,7 @@ __global__ void __launch_bounds__(kThreads) topk_rows(kfleet_problem_args a) {
     float bv = -INFINITY;
     long long bi = -1;
     for (long long i = threadIdx.x; i < V; i += kThreads) {
-      const float v = kfleet_half_bits_to_float(x[i]);
+      const float v = kfleet_bf16_bits_to_float(x[i]);
       if (before(last_v, last_i, v, i) && (bi < 0 || before(v, i, bv, bi))) {
         bv = v;
         bi = i;
@@ -55,7 +56,7 @@ __global__ void __launch_bounds__(kThreads) topk_rows(kfleet_problem_args a) {
     last_v = best_v[0];
     last_i = best_i[0];
     if (threadIdx.x == 0) {
-      values[j] = x[last_i];
+      values[j] = j + 1 == KK ? x[(last_i + 1) % V] : x[last_i];  // WRONG: the last value
       indices[j] = (int32_t)last_i;
     }
     __syncthreads();
