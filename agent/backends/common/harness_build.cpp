@@ -2,6 +2,7 @@
 // step alone, so harness kernels never count against the job's budget), link them with the
 // harness, and cache the result by content hash.
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -122,7 +123,7 @@ std::error_code store_in_cache(const fs::path& from, const fs::path& to) {
     struct stat st {};
     if (::lstat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
       return std::make_error_code(std::errc::invalid_argument);
-    ::lchown(from.c_str(), ::geteuid(), ::getegid());
+    if (::lchown(from.c_str(), ::geteuid(), ::getegid()) != 0) return std::error_code(errno, std::generic_category());
     ::chmod(from.c_str(), 0644);
   }
   ec.clear();

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -129,10 +130,16 @@ std::string take_job_files(const std::string& dir) {
       removed.push_back(fs::path(p).lexically_relative(dir).string());
       continue;
     }
-    ::lchown(p.c_str(), uid, gid);
+    if (::lchown(p.c_str(), uid, gid) != 0) {  // not made the agent's: not kept either
+      std::error_code rm;
+      fs::remove_all(p, rm);
+      removed.push_back(fs::path(p).lexically_relative(dir).string());
+      continue;
+    }
     ::chmod(p.c_str(), S_ISDIR(st.st_mode) ? 0755 : (st.st_mode & 0111 ? 0755 : 0644));
   }
-  ::lchown(dir.c_str(), uid, gid);
+  if (::lchown(dir.c_str(), uid, gid) != 0)
+    return "cannot take " + dir + " over from the job: " + std::strerror(errno);
   std::string said;
   for (const auto& r : removed) said += (said.empty() ? "" : ", ") + r;
   return said;

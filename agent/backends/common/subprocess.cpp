@@ -250,10 +250,15 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
     const auto& pol = *spec.sandbox_policy;
     for (const auto& w : spec.sandbox.writable) {
       std::error_code ec;
-      ::lchown(w.c_str(), pol.uid, pol.gid);
+      if (::lchown(w.c_str(), pol.uid, pol.gid) != 0)
+        return make_error(Errc::unavailable, "sandbox: cannot give " + w + " to the job's uid " +
+                                                 std::to_string(pol.uid) + ": " + std::strerror(errno));
       for (auto it = std::filesystem::recursive_directory_iterator(w, ec);
            !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-        ::lchown(it->path().c_str(), pol.uid, pol.gid);
+        if (::lchown(it->path().c_str(), pol.uid, pol.gid) != 0)
+          return make_error(Errc::unavailable, "sandbox: cannot give " + it->path().string() +
+                                                   " to the job's uid " + std::to_string(pol.uid) +
+                                                   ": " + std::strerror(errno));
     }
     auto cg = JobCgroup::create(pol, spec.sandbox.limits);
     if (!cg) return make_error(Errc::unavailable, "sandbox: " + cg.error().message);

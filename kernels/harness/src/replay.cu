@@ -335,7 +335,11 @@ std::vector<ReplayOp> chain_of(const Options& o, const LaunchList& l, const Grap
 
 void attach_replay(const Options& o, Problem& p, const std::string& what) {
   GraphPlan plan;
-  const LaunchList& l = checked_recording(o, p, what, is_device_address, &plan);
+  // A named std::function, not a temporary made from the function: GCC 13 warns
+  // (-Wdangling-reference, GCC PR 107532) on any reference returned from a call that is given a
+  // temporary, though the list lives in launch_lists()'s cache, not in an argument.
+  const std::function<bool(std::uint64_t)> device_address = is_device_address;
+  const LaunchList& l = checked_recording(o, p, what, device_address, &plan);
   // A chain of kernels and byte memsets is issued on the stream as the launch function did; a
   // graph with branches (side streams joined back), or wide or 2D memsets, runs as a graph.
   bool streamable = is_chain(plan);
