@@ -44,7 +44,7 @@ if(NOT KFLEET_FUZZ_YAML_INC)
 endif()
 
 # --- product sources, instrumented -----------------------------------------------------------
-file(GLOB FZ_COMMON_SOURCES ${KFLEET_ROOT}/common/src/*.cpp)
+file(GLOB FZ_COMMON_SOURCES CONFIGURE_DEPENDS ${KFLEET_ROOT}/common/src/*.cpp)
 add_library(fz_common STATIC ${FZ_COMMON_SOURCES})
 target_include_directories(fz_common PUBLIC ${KFLEET_ROOT}/common/include)
 if(KFLEET_FUZZ_YAML_INC)
@@ -104,12 +104,12 @@ target_include_directories(fz_terraform PUBLIC ${S}/provision_terraform/include 
 target_link_libraries(fz_terraform PUBLIC fz_common)
 
 # The agent's GPU backends (harness protocol, custom steps' metric lines).
-file(GLOB FZ_BACKEND_SOURCES ${KFLEET_ROOT}/agent/backends/common/*.cpp
+file(GLOB FZ_BACKEND_SOURCES CONFIGURE_DEPENDS ${KFLEET_ROOT}/agent/backends/common/*.cpp
      ${KFLEET_ROOT}/agent/backends/discovery/*.cpp ${KFLEET_ROOT}/agent/backends/cuda/*.cpp
      ${KFLEET_ROOT}/agent/backends/hip/*.cpp ${KFLEET_ROOT}/agent/backends/compile/*.cpp)
 add_library(fz_backends STATIC ${FZ_BACKEND_SOURCES})
 target_include_directories(fz_backends PUBLIC ${KFLEET_ROOT}/agent/backends ${KFLEET_ROOT}/agent/include)
-target_link_libraries(fz_backends PUBLIC fz_common ${CMAKE_DL_LIBS})
+target_link_libraries(fz_backends PUBLIC fz_common fz_problems ${CMAKE_DL_LIBS})
 target_compile_definitions(fz_backends PRIVATE
   KFLEET_DEFAULT_HARNESS_DIR="${KFLEET_ROOT}/kernels/harness")
 
@@ -120,6 +120,15 @@ add_library(fz_harness STATIC ${KFLEET_ROOT}/kernels/harness/cpu/launch_list.cpp
             ${KFLEET_ROOT}/kernels/harness/cpu/device_code.cpp
             ${KFLEET_ROOT}/kernels/harness/cpu/amdgpu_code_object.cpp)
 target_include_directories(fz_harness PUBLIC ${KFLEET_ROOT}/kernels/harness/cpu)
+
+# The problem library's spec writer, which the agent links to hand a problem to the harness
+# (kernels/problems/cpu/case_spec.cpp, and the harness's plain-C++ files beside fz_harness's).
+file(GLOB FZ_PROBLEM_SOURCES CONFIGURE_DEPENDS ${KFLEET_ROOT}/kernels/harness/cpu/*.cpp)
+list(FILTER FZ_PROBLEM_SOURCES EXCLUDE REGEX "/(launch_list|device_code|amdgpu_code_object)\\.cpp$")
+add_library(fz_problems STATIC ${FZ_PROBLEM_SOURCES} ${KFLEET_ROOT}/kernels/problems/cpu/case_spec.cpp)
+target_include_directories(fz_problems PUBLIC ${KFLEET_ROOT}/kernels/problems/cpu
+                           ${KFLEET_ROOT}/kernels/harness/cpu ${KFLEET_ROOT}/kernels/harness/include)
+target_link_libraries(fz_problems PUBLIC fz_common fz_harness)
 
 # --- the targets -----------------------------------------------------------------------------
 # kfleet_fuzz_target(NAME LIBS...): targets/NAME.cpp -> fuzz_NAME.
