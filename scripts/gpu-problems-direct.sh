@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The problem library's harness runtime on one NVIDIA GPU, without kfleetd or the agent
-# (kernels/harness/PROBLEM-ABI.md "The problem spec", PROTOCOL.md "Problems of the library"),
+# (kernels/harness/PROBLEM-ABI.md "The problem spec", "Problems of the library" there),
 # the way the agent runs a job: a recorder (the harness + the job's kernel) records, and the
 # measuring process (the harness alone, the job's device code loaded from its object) replays.
 #   scripts/gpu-problems-direct.sh --out DIR [--arch sm_90a] [--only rmsnorm,topk] [--spec-tool BIN]

@@ -1,5 +1,5 @@
 #pragma once
-// The checks of a problem's outputs (PROTOCOL.md, "Problems of the library"), on the host, as
+// The checks of a problem's outputs (PROBLEM-ABI.md, "Problems of the library"), on the host, as
 // plain C++ so that CI holds them to the library's CPU references and checks without a GPU:
 // each output's check from the spec (tolerance, exact, topk), the do-nothing outputs of the
 // gate-strength test, and an output's bytes decoded with its poison counted.

@@ -551,7 +551,7 @@ std::unique_ptr<Problem> make_generic_problem(const Options& o, std::uint64_t se
 }
 
 // The correctness stage of a problem: as run_correctness, with the spec's check per output and
-// its lazy outputs as the gate-strength test (PROTOCOL.md, "Problems of the library").
+// its lazy outputs as the gate-strength test (PROBLEM-ABI.md, "Problems of the library").
 int run_generic_correctness(const Options& o) {
   bool all_pass = true;
   for (const std::uint64_t seed : o.seeds) {
