@@ -63,6 +63,32 @@ std::optional<RunOutcome> run_outcome_from_string(const std::string& s) {
   return std::nullopt;
 }
 
+nlohmann::json to_json(const BaselineComparison& c) {
+  nlohmann::json j = {{"baseline", c.baseline}, {"case", c.case_name}, {"key", c.key},
+                      {"cached", c.cached}};
+  opt_to(j, "speedup", c.speedup);
+  opt_to(j, "ci_low", c.ci_low);
+  opt_to(j, "ci_high", c.ci_high);
+  opt_to(j, "reference_us", c.reference_us);
+  if (!c.note.empty()) j["note"] = c.note;
+  return j;
+}
+
+BaselineComparison baseline_comparison_from_json(const nlohmann::json& j) {
+  BaselineComparison c;
+  if (!j.is_object()) return c;
+  c.baseline = j.value("baseline", "");
+  c.case_name = j.value("case", "");
+  if (j.contains("key") && j["key"].is_object()) c.key = j["key"];
+  c.cached = j.value("cached", false);
+  c.note = j.value("note", "");
+  opt_from(j, "speedup", c.speedup);
+  opt_from(j, "ci_low", c.ci_low);
+  opt_from(j, "ci_high", c.ci_high);
+  opt_from(j, "reference_us", c.reference_us);
+  return c;
+}
+
 nlohmann::json to_json(const Verdict& v) {
   nlohmann::json j = {{"outcome", to_string(v.outcome)}, {"gate", v.gate},
                       {"reason", v.reason},              {"perf", v.perf},
@@ -74,6 +100,10 @@ nlohmann::json to_json(const Verdict& v) {
   opt_to(j, "ci_high_pct", v.ci_high_pct);
   opt_to(j, "median_us", v.median_us);
   opt_to(j, "baseline_us", v.baseline_us);
+  if (!v.versus.empty()) {
+    j["versus"] = nlohmann::json::array();
+    for (const auto& c : v.versus) j["versus"].push_back(to_json(c));
+  }
   return j;
 }
 
@@ -93,6 +123,8 @@ Verdict verdict_from_json(const nlohmann::json& j) {
   opt_from(j, "ci_high_pct", v.ci_high_pct);
   opt_from(j, "median_us", v.median_us);
   opt_from(j, "baseline_us", v.baseline_us);
+  if (j.contains("versus") && j["versus"].is_array())
+    for (const auto& c : j["versus"]) v.versus.push_back(baseline_comparison_from_json(c));
   return v;
 }
 

@@ -27,6 +27,23 @@ enum class RunOutcome { running, passed, rejected, error, lost, cancelled };
 const char* to_string(RunOutcome o);
 std::optional<RunOutcome> run_outcome_from_string(const std::string& s);
 
+// How a problem's kernel compares with one of kfleet's own PyTorch references of that problem
+// (eager, torch.compile), both timed on the same agent by the same replay, on the timed case.
+// speedup = reference median / kernel median: above 1 the kernel is faster.
+struct BaselineComparison {
+  std::string baseline;                     // "eager" | "compile"
+  std::optional<double> speedup;            // absent when the reference could not be timed
+  std::optional<double> ci_low, ci_high;    // bootstrap 95 % interval of the speedup
+  std::optional<double> reference_us;       // the reference's replayed median
+  std::string case_name;                    // the timed case
+  // What the reference's timing is cached by: problem, version, case, gpu_class, torch, driver.
+  nlohmann::json key = nlohmann::json::object();
+  bool cached = false;                      // from the agent's cache, not timed in this run
+  std::string note;                         // why there is no speedup, or what to know about it
+};
+nlohmann::json to_json(const BaselineComparison& c);
+BaselineComparison baseline_comparison_from_json(const nlohmann::json& j);
+
 // A run's verdict as the agent reports it on finish.
 struct Verdict {
   RunOutcome outcome = RunOutcome::error;  // passed | rejected | error
@@ -43,6 +60,8 @@ struct Verdict {
   // for harness-measured jobs.
   bool self_reported = false;
   nlohmann::json metrics = nlohmann::json::object();  // anything else worth keeping
+  // A problem's kernel against kfleet's PyTorch references ("0.93x eager, 1.41x compile").
+  std::vector<BaselineComparison> versus;
 };
 nlohmann::json to_json(const Verdict& v);
 Verdict verdict_from_json(const nlohmann::json& j);
