@@ -83,8 +83,17 @@ TEST(Options, ProblemSpecTakesACaseAndRefusesFamilyOptions) {
   }
   Options q;
   EXPECT_NE(parse({"correctness", "--causal", "--problem-spec", "s"}, &q).find("--causal does not apply"), std::string::npos);
+  // A Python kernel of a problem is recorded on a plan too (PYTHON.md), with torch's scratch.
   Options r;
-  EXPECT_NE(parse({"correctness", "--problem-spec", "s", "--plan", "p.json"}, &r).find("--plan is not available"),
+  EXPECT_EQ(parse({"correctness", "--problem-spec", "s", "--case", "small", "--plan", "p.json",
+                   "--python-scratch-mib", "256"}, &r), "");
+  EXPECT_EQ(r.plan_path, "p.json");
+  EXPECT_EQ(r.python_scratch_mib, 256);
+  Options s;
+  EXPECT_NE(parse({"correctness", "--problem-spec", "s", "--python-scratch-mib", "256"}, &s)
+                .find("--python-scratch-mib is for replaying a Python kernel"), std::string::npos);
+  Options u;
+  EXPECT_NE(parse({"benchmark", "--plan", "p.json", "--python-scratch-mib", "-1"}, &u).find("needs a valid value"),
             std::string::npos);
   Options t;
   EXPECT_NE(parse({"correctness", "--problem-spec"}, &t).find("needs a valid value"), std::string::npos);

@@ -3,6 +3,7 @@
 #include "python_plan.hpp"
 
 #include "options.hpp"
+#include "problem_spec.hpp"
 
 #include <cstring>
 
@@ -89,6 +90,64 @@ TEST(PythonPlan, ThePlanHoldsEachRecordingsArgsBuffersAndFields) {
                     "\"correctness seed 3\",\"args\":\"01000000", 0), 0u) << j;
   EXPECT_NE(j.find("\"buffers\":[{\"name\":\"input Q\",\"va\":105553116266496,\"bytes\":2}]"),
             std::string::npos) << j;
+}
+
+// A problem of the library: the recorder's args carry the spec's names, each tensor's role, the
+// dims and scalars by name, read back from the very kfleet_problem_args bytes.
+ProblemSpec rope_like() {
+  ProblemSpec spec;
+  spec.problem = "rope";
+  spec.version = 2;
+  spec.dims = {"T", "D"};
+  spec.scalars = {{"eps", "fp32"}, {"window", "int32"}};
+  spec.tensors = {{"q", KFLEET_TENSOR_INOUT, KFLEET_BF16, {}},
+                  {"positions", KFLEET_TENSOR_INPUT, KFLEET_INT32, {}},
+                  {"out", KFLEET_TENSOR_OUTPUT, KFLEET_FP32, {}}};
+  SpecCase c;
+  c.name = "small";
+  c.dims = {8, 64};
+  c.scalars = {1e-6, 4096};
+  c.shapes = {{8, 64}, {8}, {8, 64}};
+  spec.cases = {c};
+  return spec;
+}
+
+TEST(PythonPlan, AProblemsFieldsCarryTheSpecsNamesRolesDimsAndScalars) {
+  const ProblemSpec spec = rope_like();
+  const SpecCase& c = spec.cases[0];
+  kfleet_problem_args args{};
+  const std::string built = problems::build_problem_args(
+      spec_args(spec, c, {0x600000000000ull, 0x600000200000ull, 0x600000400000ull}, c.scalars,
+                0x600000600000ull, 1 << 20),
+      &args);
+  ASSERT_EQ(built, "");
+  std::string err;
+  const std::string j = problem_fields_json(spec, c, bytes_of(args), &err);
+  ASSERT_EQ(err, "");
+  EXPECT_NE(j.find("{\"name\":\"q\",\"va\":105553116266496,\"bytes\":1024,\"dtype\":\"bf16\","
+                   "\"shape\":[8,64],\"role\":\"inout\"}"), std::string::npos) << j;
+  EXPECT_NE(j.find("{\"name\":\"positions\",\"va\":105553118363648,\"bytes\":32,\"dtype\":\"int32\","
+                   "\"shape\":[8],\"role\":\"input\"}"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"dtype\":\"fp32\",\"shape\":[8,64],\"role\":\"output\"}"), std::string::npos) << j;
+  EXPECT_NE(j.find("{\"name\":\"workspace\",\"va\":105553122557952,\"bytes\":1048576"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"T\":8,\"D\":64,\"eps\":1e-06,\"window\":4096"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"problem\":\"rope\",\"problem_version\":2"), std::string::npos) << j;
+  // The same bytes under another family's reading are refused by size, not misread.
+  EXPECT_EQ(args_fields_json("attention", bytes_of(args), &err), "");
+  EXPECT_NE(err.find("not"), std::string::npos);
+}
+
+TEST(PythonPlan, AProblemWhoseFieldsShareANameIsRefused) {
+  ProblemSpec spec = rope_like();
+  spec.dims = {"T", "q"};  // a dim named as a tensor: one attribute in Python
+  const SpecCase& c = spec.cases[0];
+  kfleet_problem_args args{};
+  ASSERT_EQ(problems::build_problem_args(
+                spec_args(spec, c, {0x600000000000ull, 0x600000200000ull, 0x600000400000ull},
+                          c.scalars, 0, 0), &args), "");
+  std::string err;
+  EXPECT_EQ(problem_fields_json(spec, c, bytes_of(args), &err), "");
+  EXPECT_NE(err.find("names two of its fields 'q'"), std::string::npos) << err;
 }
 
 TEST(PythonPlan, ThePlanIsAStageOptionThatExcludesRecordAndReplay) {

@@ -108,6 +108,10 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--max-rel") good = number(&o->tolerance.max_rel);
     else if (flag == "--rel-l2") good = number(&o->tolerance.rel_l2);
     else if (flag == "--workspace-mib") { good = integer(&n) && n >= 0; o->workspace_mib = (int)n; }
+    else if (flag == "--python-scratch-mib") {
+      good = integer(&n) && n >= 0 && n <= (1 << 20);
+      o->python_scratch_mib = (int)n;
+    }
     else if (flag == "--device") { good = integer(&n) && n >= 0; o->device = (int)n; }
     else if (flag == "--min-samples") { good = integer(&n) && n >= 1; o->stop.min_samples = n; }
     else if (flag == "--max-samples") { good = integer(&n) && n >= 1; o->stop.max_samples = n; }
@@ -121,6 +125,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--replay") good = value(&o->replay_path) && !o->replay_path.empty();
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
     else if (flag == "--plan") good = value(&o->plan_path) && !o->plan_path.empty();
+    else if (flag == "--plan-inputs") good = value(&o->plan_inputs) && !o->plan_inputs.empty();
     else if (flag == "--problem-spec") good = value(&o->problem_spec) && !o->problem_spec.empty();
     else if (flag == "--va-base") {
       std::string v;
@@ -145,9 +150,10 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (!o->problem_spec.empty() && !o->family_option.empty())
     return o->family_option + " does not apply with --problem-spec: the problem's spec gives its "
            "shapes, dtypes and checks";
-  if (!o->problem_spec.empty() && !o->plan_path.empty())
-    return "--plan is not available for --problem-spec yet (the Python recorder records the "
-           "families only)";
+  if (!o->plan_inputs.empty() && o->plan_path.empty())
+    return "--plan-inputs goes with --plan";
+  if (o->python_scratch_mib > 0 && o->plan_path.empty() && o->replay_path.empty())
+    return "--python-scratch-mib is for replaying a Python kernel (with --plan or --replay)";
   if (!o->replay_path.empty() && o->device_code.empty())
     return "--replay needs --device-code: the job's objects, whose device code the list names";
   return "";

@@ -23,6 +23,10 @@ struct Options {
   kfleet_b_layout b_layout = KFLEET_B_NK;
   Tolerance tolerance;        // defaults applied by parse_options when no bound is given
   int workspace_mib = 64, device = 0;
+  // Replay of a Python kernel (PYTHON.md): a buffer of the arena that the recorder's torch
+  // allocates from during the launch; its size is this plus four times the case's own buffers.
+  // 0: none (C++ kernels, in-process timing).
+  int python_scratch_mib = 0;
   StopRuleConfig stop;
   double warmup_max_s = 2;
   double warmup_min_s = 1;       // clamped to warmup_max_s
@@ -35,6 +39,10 @@ struct Options {
   // Python kernels (PYTHON.md): kfleet-measure writes the stage's recordings'
   // args, buffers and fields there (python_plan.hpp) for the Python recorder, and exits.
   std::string plan_path;
+  // With --plan: a folder where each arena buffer of the last recording is written as made
+  // (<va in hex>.bin; not the python scratch): the case's inputs, for timing the same kernel
+  // in-process on the same data (bench/gpu/inprocess_python_kernel.py).
+  std::string plan_inputs;
   // A problem of the library (PROBLEM-ABI.md, "The problem spec"): the resolved spec kfleet
   // wrote; the case (--case) is one of its cases, and its shapes, dtypes and checks come from
   // the spec (the family options --shape, --dtype, --atol, ... are refused with it).

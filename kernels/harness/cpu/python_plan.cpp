@@ -2,11 +2,18 @@
 
 #include <cstring>
 
+#include <set>
+
 #include "json_line.hpp"
 #include "kfleet_harness/abi.h"
+#include "problem_spec.hpp"
 
 namespace kfleet::harness {
 namespace {
+
+// The family ABI's dtypes (abi.h) and the problem ABI's (problem_abi.h) share these codes.
+static_assert(KFLEET_FP16 == 0 && KFLEET_BF16 == 1 && KFLEET_FP8_E4M3 == 2 && KFLEET_FP32 == 3 &&
+              KFLEET_INT32 == 4 && KFLEET_INT64 == 5);
 
 const char* dtype_name(int t) {
   switch (t) {
@@ -14,18 +21,23 @@ const char* dtype_name(int t) {
     case KFLEET_BF16: return "bf16";
     case KFLEET_FP8_E4M3: return "fp8_e4m3";
     case KFLEET_FP32: return "fp32";
+    case KFLEET_INT32: return "int32";
+    case KFLEET_INT64: return "int64";
     default: return nullptr;
   }
 }
 
-std::uint64_t dtype_bytes(int t) { return t == KFLEET_FP8_E4M3 ? 1 : t == KFLEET_FP32 ? 4 : 2; }
+std::uint64_t dtype_bytes(int t) {
+  return t == KFLEET_FP8_E4M3 ? 1 : (t == KFLEET_FP32 || t == KFLEET_INT32) ? 4 : t == KFLEET_INT64 ? 8 : 2;
+}
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
 
 class Fields {
  public:
   // A tensor over the buffer at `ptr`; a null pointer is an absent optional tensor.
-  bool tensor(const char* name, const void* ptr, int dtype, std::vector<std::uint64_t> shape) {
+  bool tensor(const char* name, const void* ptr, int dtype, std::vector<std::uint64_t> shape,
+              const char* role = nullptr) {
     const char* dn = dtype < 0 ? "u8" : dtype_name(dtype);
     if (!dn) {
       error = std::string("tensor ") + name + " has dtype " + std::to_string(dtype) + ", which the plan cannot name";
@@ -40,7 +52,8 @@ class Fields {
     const auto va = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr));
     tensors_ += std::string(tensors_.empty() ? "" : ",") + "{\"name\":" + JsonLine::quote(name) +
                 ",\"va\":" + u64(va) + ",\"bytes\":" + u64(ptr ? n : 0) + ",\"dtype\":" +
-                JsonLine::quote(dn) + ",\"shape\":" + s + "]}";
+                JsonLine::quote(dn) + ",\"shape\":" + s + "]" +
+                (role ? std::string(",\"role\":") + JsonLine::quote(role) : std::string()) + "}";
     return true;
   }
   void value(const char* name, const std::string& json) {
@@ -133,11 +146,62 @@ std::string args_fields_json(const std::string& family, const std::vector<std::u
   return f.json();
 }
 
+std::string problem_fields_json(const ProblemSpec& spec, const SpecCase& c,
+                                const std::vector<std::uint8_t>& args, std::string* error) {
+  kfleet_problem_args a{};
+  if (!read_args(args, &a, "problem", error)) return "";
+  if (a.num_tensors != static_cast<int>(spec.tensors.size()) ||
+      a.num_dims != static_cast<int>(spec.dims.size()) ||
+      a.num_scalars != static_cast<int>(spec.scalars.size()) || c.shapes.size() != spec.tensors.size()) {
+    *error = "the args of problem " + spec.problem + " do not match its spec";
+    return "";
+  }
+  // Every field is an attribute of one args object in Python: no two may share a name.
+  std::set<std::string> names = {"workspace", "problem", "problem_version", "workspace_bytes",
+                                 "abi_version"};
+  auto unique = [&](const std::string& n) {
+    if (names.insert(n).second) return true;
+    *error = "problem " + spec.problem + " names two of its fields '" + n + "' (tensors, dims and "
+             "scalars share one namespace in Python)";
+    return false;
+  };
+  Fields f;
+  for (std::size_t i = 0; i < spec.tensors.size(); ++i) {
+    const kfleet_tensor& t = a.tensors[i];
+    std::vector<std::uint64_t> shape;
+    for (const auto d : c.shapes[i]) shape.push_back(d < 0 ? 0 : static_cast<std::uint64_t>(d));
+    const char* role = t.role == KFLEET_TENSOR_OUTPUT ? "output" : t.role == KFLEET_TENSOR_INOUT ? "inout" : "input";
+    if (!unique(spec.tensors[i].name) || !f.tensor(spec.tensors[i].name.c_str(), t.data, t.dtype, shape, role)) {
+      if (error->empty()) *error = f.error;
+      return "";
+    }
+  }
+  if (!f.tensor("workspace", a.workspace, -1, {a.workspace_bytes})) {
+    *error = f.error;
+    return "";
+  }
+  for (std::size_t i = 0; i < spec.dims.size(); ++i) {
+    if (!unique(spec.dims[i])) return "";
+    f.integer(spec.dims[i].c_str(), static_cast<long long>(a.dims[i]));
+  }
+  for (std::size_t i = 0; i < spec.scalars.size(); ++i) {
+    if (!unique(spec.scalars[i].name)) return "";
+    const std::string& dt = spec.scalars[i].dtype;
+    if (dt == "int32" || dt == "int64") f.integer(spec.scalars[i].name.c_str(), static_cast<long long>(a.scalars[i].i64));
+    else f.value(spec.scalars[i].name.c_str(), JsonLine::number(a.scalars[i].f64));
+  }
+  f.value("problem", JsonLine::quote(spec.problem));
+  f.integer("problem_version", a.problem_version);
+  f.integer("workspace_bytes", static_cast<long long>(a.workspace_bytes));
+  f.integer("abi_version", a.abi_version);
+  return f.json();
+}
+
 std::string plan_json(const std::string& family, std::uint64_t arena_lo, std::uint64_t arena_hi,
                       const std::vector<PlanRecording>& recordings, std::string* error) {
   std::string recs;
   for (const auto& r : recordings) {
-    const std::string fields = args_fields_json(family, r.args, error);
+    const std::string fields = r.fields.empty() ? args_fields_json(family, r.args, error) : r.fields;
     if (fields.empty()) return "";
     std::string bufs;
     for (const auto& b : r.buffers)

@@ -17,6 +17,7 @@
 #include "../cpu/problem_checks.hpp"
 #include "../cpu/problem_inputs.hpp"
 #include "../cpu/problem_spec.hpp"
+#include "../cpu/python_plan.hpp"
 #include "device_codec.hpp"
 #include "harness.hpp"
 #include "problem_reference.hpp"
@@ -420,6 +421,7 @@ class GenericProblem : public Problem {
   }
 
   const ProblemSpec& spec() const { return spec_; }
+  const SpecCase& spec_case() const { return case_; }
   std::size_t elements_of(std::size_t k) const { return slots_[static_cast<std::size_t>(spec_.outputs[k].slot)].n; }
   bool own_buffer(std::size_t k) const {
     return slots_[static_cast<std::size_t>(spec_.outputs[k].slot)].t->role == KFLEET_TENSOR_OUTPUT;
@@ -547,7 +549,16 @@ std::unique_ptr<Problem> make_generic_problem(const Options& o, std::uint64_t se
   if (!c) fail_usage("--case " + o.case_name + " is not a case of " + spec.problem + " (" + spec.case_names() + ")");
   if (o.replay_path.empty() && o.plan_path.empty() && !problem_kernel_linked())
     fail_usage("this binary has no kfleet_problem_launch (or the KFLEET_PROBLEM_ENTRY it was built with)");
-  return std::make_unique<GenericProblem>(o, spec, *c, seed);
+  return with_python_scratch(o, std::make_unique<GenericProblem>(o, spec, *c, seed));
+}
+
+std::string problem_plan_fields(const Problem& p, std::string* error) {
+  const auto* g = dynamic_cast<const GenericProblem*>(&p);
+  if (!g) {
+    *error = "not a problem of the library";
+    return "";
+  }
+  return problem_fields_json(g->spec(), g->spec_case(), g->args_bytes(), error);
 }
 
 // The correctness stage of a problem: as run_correctness, with the spec's check per output and

@@ -46,6 +46,9 @@ void* protected_alloc(std::size_t bytes);
 bool protected_free(void* p);
 bool inputs_read_only(bool read_only);  // false when no input is protected or it failed
 bool inputs_protected();
+// After inputs_read_only flips: every buffer a launch may use read once per 64 KiB on the
+// harness's stream, so the launch does not pay the page walks the flip caused (protect.cu).
+void warm_translations();
 bool inputs_are_read_only_now();
 
 // The fixed-address arena of replay mode (protect.cu): recorder and measurer map the buffers a
@@ -139,6 +142,9 @@ class Problem {
   // The ABI args struct's bytes: the recording is made for, and checked against, these.
   virtual std::vector<std::uint8_t> args_bytes() const = 0;
   std::shared_ptr<ReplayGraph> replay;
+  // Replay of a Python kernel: the arena buffer torch allocates from during the launch
+  // (--python-scratch-mib; with_python_scratch), mapped last, the same in the plan and replay.
+  std::unique_ptr<DeviceBuffer> python_scratch;
   virtual std::vector<double> cpu_reference() const = 0;
   // Outputs that do no work (all zeros; for attention the mean of V), for the gate-strength
   // check: host-side, from the inputs as generated.
@@ -200,6 +206,11 @@ int call_problem_entry(const kfleet_problem_args* args, gpuStream_t stream);
 std::unique_ptr<Problem> make_generic_problem(const Options& o, std::uint64_t seed);
 int run_generic_correctness(const Options& o);
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
+// `p` with its python scratch buffer when the options ask for one (replay of a Python kernel).
+std::unique_ptr<Problem> with_python_scratch(const Options& o, std::unique_ptr<Problem> p);
+// The plan's fields of a problem of the library (python_plan.hpp, problem_fields_json): "" with
+// *error when `p` is not one.
+std::string problem_plan_fields(const Problem& p, std::string* error);
 
 // Replay mode (record.cu, replay.cu, for both runtimes; what only HIP needs in record_hip.cu and
 // replay_hip.cu; what they share in replay_mode.hpp).

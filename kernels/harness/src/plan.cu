@@ -10,23 +10,51 @@
 #include "harness.hpp"
 
 namespace kfleet::harness {
+namespace {
+
+// Each arena buffer as it is now, <va in hex>.bin in `dir` (not the python scratch: torch's).
+void write_buffers(const std::string& dir) {
+  for (const auto& b : fixed_buffers()) {
+    if (b.name == "python scratch") continue;
+    std::vector<char> host(b.bytes);
+    KFLEET_GPU_CHECK(gpuMemcpy(host.data(), reinterpret_cast<const void*>(b.va), b.bytes,
+                               gpuMemcpyDeviceToHost));
+    char name[64];
+    std::snprintf(name, sizeof name, "/%llx.bin", static_cast<unsigned long long>(b.va));
+    std::ofstream out(dir + name, std::ios::binary | std::ios::trunc);
+    out.write(host.data(), static_cast<std::streamsize>(host.size()));
+    if (!out.good()) fail_setup("cannot write " + dir + name);
+  }
+}
+
+}  // namespace
 
 int run_plan(const Options& o) {
   // The measuring process's rule for the family (no kernel is linked into kfleet-measure):
   // make_problem takes it from the shape when a replay is asked for, so ask as the measurer.
   Options m = o;
   m.replay_path = o.plan_path;
-  const std::string family = o.shape.count("M") ? "scaled_mm" : "attention";
+  const bool generic = !o.problem_spec.empty();
+  const std::string family = generic ? "problem" : o.shape.count("M") ? "scaled_mm" : "attention";
   std::vector<PlanRecording> recs;
-  if (o.stage == "correctness") {
-    for (const std::uint64_t seed : o.seeds) {
-      auto problem = make_problem(m, seed);
-      recs.push_back({recording_name(o.stage, seed), problem->args_bytes(), fixed_buffers()});
+  // One recording: its args, the buffers as mapped now, and (a problem of the library) the
+  // fields by the spec's names.
+  auto add = [&](const std::string& what, const Problem& problem) {
+    PlanRecording r{what, problem.args_bytes(), fixed_buffers(), ""};
+    if (!o.plan_inputs.empty()) write_buffers(o.plan_inputs);
+    if (generic) {
+      std::string error;
+      r.fields = problem_plan_fields(problem, &error);
+      if (r.fields.empty()) fail_setup("cannot write the plan: " + error);
     }
+    recs.push_back(std::move(r));
+  };
+  if (o.stage == "correctness") {
+    for (const std::uint64_t seed : o.seeds) add(recording_name(o.stage, seed), *make_problem(m, seed));
   } else if (o.stage == "benchmark") {
     auto problem = make_problem(m, o.seeds.front());
     problem->refresh_inputs(0);  // the benchmark's args: scales of refreshed inputs (record.cu)
-    recs.push_back({recording_name(o.stage, 0), problem->args_bytes(), fixed_buffers()});
+    add(recording_name(o.stage, 0), *problem);
   } else {
     fail_usage("--plan is for the correctness and benchmark stages");
   }

@@ -66,6 +66,19 @@ std::string Problem::inputs_changed() const {
   return "";
 }
 
+std::unique_ptr<Problem> with_python_scratch(const Options& o, std::unique_ptr<Problem> p) {
+  if (o.python_scratch_mib <= 0 || (o.plan_path.empty() && o.replay_path.empty())) return p;
+  // torch's temporaries are a few times a case's own data (an op's result, an fp32 copy of an
+  // fp16 input): the option's megabytes plus four times the buffers mapped so far.
+  std::uint64_t own = 0;
+  for (const auto& b : fixed_buffers()) own += b.bytes;
+  const std::uint64_t granule = 2ull << 20;
+  const std::uint64_t want = (static_cast<std::uint64_t>(o.python_scratch_mib) << 20) + 4 * own;
+  p->python_scratch = std::make_unique<DeviceBuffer>((want + granule - 1) / granule * granule,
+                                                     Placement::kernel, "python scratch");
+  return p;
+}
+
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed) {
   if (!o.problem_spec.empty()) return make_generic_problem(o, seed);  // a problem of the library
   // The measuring process of replay mode links no kernel: the shape says the family.
@@ -73,11 +86,11 @@ std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed) {
   const bool attention = replay || attention_kernel_linked(),
              scaled_mm = replay || scaled_mm_kernel_linked();
   if (attention && scaled_mm) {  // both linked: the shape says which family this case is
-    if (o.shape.count("M")) return make_scaled_mm_problem(o, seed);
-    return make_attention_problem(o, seed);
+    if (o.shape.count("M")) return with_python_scratch(o, make_scaled_mm_problem(o, seed));
+    return with_python_scratch(o, make_attention_problem(o, seed));
   }
-  if (attention) return make_attention_problem(o, seed);
-  if (scaled_mm) return make_scaled_mm_problem(o, seed);
+  if (attention) return with_python_scratch(o, make_attention_problem(o, seed));
+  if (scaled_mm) return with_python_scratch(o, make_scaled_mm_problem(o, seed));
   fail_setup("the kernel defines neither kfleet_attention_launch nor kfleet_scaled_mm_launch "
              "(or the KFLEET_*_ENTRY it was built with); see kernels/harness/ABI.md");
 }
