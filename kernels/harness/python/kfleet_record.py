@@ -4,8 +4,12 @@
 The agent runs it, with the Python it found at start, in place of the job's C++ recorder:
 
   python3 kfleet_record.py --measure BUILD/kfleet-measure --source kernel.py --language triton
-          [--entry NAME] --device-code-dir RUN/device-code --cache-dir RUN/py-cache
-          <stage> <harness options...> --record RUN/launches-N.txt [--device N]
+          [--entry NAME] [--torch-compile MODE] --device-code-dir RUN/device-code
+          --cache-dir RUN/py-cache <stage> <harness options...> --record RUN/launches-N.txt
+          [--device N]
+
+--torch-compile MODE wraps the entry in torch.compile(mode=MODE) before its first call: how the
+agent records kfleet's torch.compile reference of a problem (max-autotune-no-cudagraphs).
 
 1. `kfleet-measure <stage> <options> --plan FILE`: kfleet's own harness (no job code) maps the
    case's buffers in the fixed arena and writes, per recording, the args bytes, the buffers and
@@ -35,13 +39,16 @@ from kfleet_rec import recording  # noqa: E402
 
 OWN = {"--measure": "measure", "--source": "source", "--language": "language",
        "--entry": "entry", "--device-code-dir": "device_code_dir", "--cache-dir": "cache_dir",
-       "--record": "record", "--from-captures": "from_captures"}
-DEFAULT_ENTRY = {"attention": "kfleet_attention_launch", "scaled_mm": "kfleet_scaled_mm_launch"}
+       "--record": "record", "--from-captures": "from_captures", "--torch-compile": "torch_compile"}
+DEFAULT_ENTRY = {"attention": "kfleet_attention_launch", "scaled_mm": "kfleet_scaled_mm_launch",
+                 "problem": "kfleet_problem_launch"}
+# torch.compile's modes a reference may be recorded under (torch.compile(mode=...)).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 class Opts:
     measure = source = language = entry = device_code_dir = cache_dir = record = None
-    from_captures = None
+    from_captures = torch_compile = None
     device = 0
     rest = ()
 
@@ -78,6 +85,11 @@ def parse(argv):
                 fail(2, "usage", f"--{need.replace('_', '-')} is required")
         if o.language not in ("triton", "torch"):
             fail(2, "usage", f"--language {o.language}: triton or torch")
+    if o.torch_compile is not None and o.torch_compile not in COMPILE_MODES:
+        fail(2, "usage", f"--torch-compile {o.torch_compile}: one of {', '.join(COMPILE_MODES)}")
+    if o.torch_compile == "reduce-overhead":
+        fail(2, "usage", "--torch-compile reduce-overhead makes CUDA graphs of its own, which a "
+                         "recording cannot hold; use max-autotune-no-cudagraphs")
     return o
 
 
@@ -109,9 +121,11 @@ def set_caches(o):
     o.cache_dir = base
     os.environ["TRITON_CACHE_DIR"] = os.path.join(base, "triton")
     os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(base, "torch_extensions")
+    # torch.compile's inductor: its generated code, FX graph and autotuning caches
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(base, "inductor")
     os.environ.setdefault("TRITON_HOME", base)
     os.environ.setdefault("XDG_CACHE_HOME", base)
-    for k in ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR"):
+    for k in ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "TORCHINDUCTOR_CACHE_DIR"):
         os.makedirs(os.environ[k], exist_ok=True)
 
 

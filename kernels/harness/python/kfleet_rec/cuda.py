@@ -138,6 +138,15 @@ class Driver:
         r = self.lib.cuPointerGetAttribute(C.byref(t), CU_POINTER_ATTRIBUTE_MEMORY_TYPE, C.c_uint64(v))
         return r == 0 and t.value in (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_UNIFIED)
 
+    def module_of(self, func):
+        """The CUmodule a CUfunction belongs to (cuFuncGetModule), or None."""
+        if not func or not self.has("cuFuncGetModule"):
+            return None
+        mod = C.c_void_p()
+        if self.lib.cuFuncGetModule(C.byref(mod), C.c_void_p(func)) != 0:
+            return None
+        return mod.value
+
     # ---- device code, loaded as kfleet-measure loads it ----
     def image_defines(self, path, name):
         """True when the image file loads (cuLibraryLoadData, as cudaLibraryLoadData in
@@ -195,13 +204,45 @@ class Driver:
             i += 1
         params = bytearray(end)
         if slots and not p.kernelParams:
-            out["extra"] = True
+            # Parameters given as one buffer through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER and
+            # _SIZE, as cuBLAS launches some kernels): the same bytes at the offsets
+            # cuFuncGetParamInfo gives, which replay passes slot by slot.
+            buf = self._extra_buffer(p.extra)
+            if buf is None or len(buf) < end:
+                out["extra"] = True
+            else:
+                params[:] = buf[:end]
+                out["extra"] = False
         elif slots:
             for j, (o, s) in enumerate(slots):
                 params[o:o + s] = C.string_at(p.kernelParams[j], s)
         out["slots"], out["params"] = slots, bytes(params).hex()
-        out["image"], out["image_note"] = resolve(func, out["function"])
+        found = resolve(func, out["function"])
+        out["image"], out["image_note"] = found[0], found[1]
+        if len(found) > 2 and found[2]:
+            out["origin"] = found[2]  # where the recorder saw its device code come from
         return out
+
+    @staticmethod
+    def _extra_buffer(extra):
+        """The parameter buffer an `extra` array names, or None (another key, no size)."""
+        if not extra:
+            return None
+        buf = size = None
+        for i in range(0, 16, 2):
+            key = extra[i] or 0
+            if key == 0:  # CU_LAUNCH_PARAM_END
+                break
+            val = extra[i + 1]
+            if key == 1 and val:  # CU_LAUNCH_PARAM_BUFFER_POINTER
+                buf = val
+            elif key == 2 and val:  # CU_LAUNCH_PARAM_BUFFER_SIZE (a size_t*)
+                size = C.cast(val, C.POINTER(C.c_size_t)).contents.value
+            else:
+                return None
+        if buf is None or size is None or size > 1 << 16:
+            return None
+        return C.string_at(buf, size)
 
     def read_graph(self, graph, resolve):
         """The capture description recording.py reads (its docstring). `resolve(func, name)`

@@ -152,6 +152,25 @@ def serialize(lists):
     return "\n".join(out) + "\n"
 
 
+def _where(x, y):
+    """Where two kernel operations of one name differ: the launch shape, or the first 8-byte
+    word of their parameters that differs (an address the launch allocated differently is the
+    usual one), with both values."""
+    if getattr(x, "kind", "") != "kernel" or getattr(y, "kind", "") != "kernel" or x.function != y.function:
+        return ""
+    if (x.grid, x.block, x.shared_bytes) != (y.grid, y.block, y.shared_bytes):
+        return (f" (grid {list(x.grid)} block {list(x.block)} shared {x.shared_bytes} then grid "
+                f"{list(y.grid)} block {list(y.block)} shared {y.shared_bytes})")
+    px, py = bytes(x.params), bytes(y.params)
+    for o in range(0, min(len(px), len(py)), 8):
+        if px[o:o + 8] != py[o:o + 8]:
+            slot = next((k for k, (off, size) in enumerate(x.slots) if off <= o < off + size), -1)
+            return (f" (parameter {slot} byte {o - x.slots[slot][0] if slot >= 0 else o}: "
+                    f"0x{int.from_bytes(px[o:o + 8], 'little'):x} then "
+                    f"0x{int.from_bytes(py[o:o + 8], 'little'):x})")
+    return ""
+
+
 def difference(a, b):
     """'' when a and b enqueue the same work, else the first difference, in the C++ words."""
     if a.status != b.status:
@@ -161,7 +180,7 @@ def difference(a, b):
     for i, (x, y) in enumerate(zip(a.nodes, b.nodes)):
         tx, ty = x.text(), y.text()
         if tx != ty:
-            return f"operation {i} was '{tx[:120]}' then '{ty[:120]}'"
+            return f"operation {i} was '{tx[:120]}' then '{ty[:120]}'{_where(x, y)}"
     if sorted(a.edges) != sorted(b.edges):
         return "the dependencies between operations differ"
     return ""
@@ -189,8 +208,10 @@ def check_addresses(l, arena_lo, arena_hi, is_device_address=None):
                             if arena_lo <= v < arena_hi:
                                 return what + ": an address in the harness's reserved range but outside its buffers"
                             if is_device_address is not None and is_device_address(v):
-                                return (what + ": device memory the harness did not give the launch (only args' "
-                                        "tensors and workspace may be used; allocate scratch from workspace)")
+                                return (what + ": device memory the harness did not give the launch (only the "
+                                        "args' tensors, the workspace and what torch allocates during the launch "
+                                        "may be used; memory allocated before the launch, or outside torch's "
+                                        "allocator, cannot be replayed)")
                     o += 8
         elif n.kind == "memset":
             if not inside(n.dst, n.bytes()):

@@ -45,11 +45,10 @@ NODE_TYPE_WORDS = {
 }
 
 LIBRARY_HINT = (
-    "only kernels whose device code the job's Python produced can be replayed: Triton kernels "
-    "(their cubin) and kernels of extensions the job built with torch.utils.cpp_extension "
-    "(their fatbin); a library kernel (cuBLAS, cuDNN, torch's own kernels under a torch op) "
-    "lives in a library the measuring process does not load; write it in Triton or CUDA, or "
-    "ask for kernel.params.timing: in_process")
+    "the measuring process replays the device code of every module the recorder saw the "
+    "launch's process load (Triton's cubins, the job's extensions, and the modules of torch, "
+    "cuBLAS and cuDNN, seen through CUPTI as they load); a kernel of none of them, such as one "
+    "made from memory the recorder never saw loaded, cannot be replayed")
 
 
 class Refusal(Exception):
@@ -95,6 +94,7 @@ def _node(d, what, i):
             raise Refusal(what, f"operation {i}: {e}")
         k.image = d.get("image")
         k.image_note = d.get("image_note", "")
+        k.origin = d.get("origin") if isinstance(d.get("origin"), dict) else None
         return k
     if t == "memset":
         m = ll.Memset(d["dst"], d["pitch"], d["width"], d["height"], d["value"], d["element_size"])
@@ -225,4 +225,21 @@ def record_from_captures(plan, captures, out_path, code_dir, is_device_address=N
              for rec, pair in zip(plan["recordings"], captures)]
     files = write_outputs(lists, out_path, code_dir)
     return {"type": "recorded", "lists": len(lists), "operations": sum(len(l.nodes) for l in lists),
-            "path": out_path, "device_code": files}
+            "path": out_path, "device_code": files, "kernels": kernel_origins(lists)}
+
+
+def kernel_origins(lists):
+    """Each kernel the lists launch, once: its name, the image file that holds it and where the
+    recorder saw that image come from (the job's Triton or extension build, or a library with
+    its file and package). The recorder's report: the verdict shows it as such."""
+    out, seen = [], set()
+    for l in lists:
+        for n in l.nodes:
+            if n.kind != "kernel" or n.function in seen:
+                continue
+            seen.add(n.function)
+            o = getattr(n, "origin", None) or {}
+            out.append({"function": n.function, "image": image_file_name(n.image)[0] if n.image else "",
+                        "origin": o.get("origin", "job"), "file": o.get("file", ""),
+                        "package": o.get("package", ""), "how": o.get("how", "")})
+    return out

@@ -12,12 +12,12 @@ import os
 import sys
 import traceback
 
-from . import fatbin
+from . import fatbin, modules as modlog, scratch as scratchmod
 from .cuda import Driver, DriverError
 from .recording import Refusal
 
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
-                "fp32": "float32", "u8": "uint8"}
+                "fp32": "float32", "u8": "uint8", "int32": "int32", "int64": "int64"}
 
 
 class SetupError(Exception):
@@ -75,11 +75,12 @@ class Images:
     Triton loads them), an extension's fatbins (split out of its .so) by name, each checked by
     loading it as kfleet-measure will."""
 
-    def __init__(self, driver, staging, ext_dir, triton_cache, roots=()):
+    def __init__(self, driver, staging, ext_dir, triton_cache, roots=(), modules=None):
         self.driver, self.staging = driver, staging
         self.ext_dir, self.triton_cache = ext_dir, triton_cache
         self.roots = [ext_dir] + list(roots)  # folders whose mapped .so files are the job's
         self.triton = {}      # CUfunction handle -> (name, cubin bytes)
+        self.modules = modules  # modules.ModuleLog: every module the process loaded (CUPTI)
         self._ext_files = None
         os.makedirs(staging, exist_ok=True)
 
@@ -114,6 +115,41 @@ class Images:
         ck._init_handles = _init_handles
         return True
 
+    def install_inductor_hook(self):
+        """torch.compile's Triton kernels: inductor loads many candidates of one kernel name while
+        it autotunes, through its own launcher (StaticallyLaunchedCudaKernel, torch 2.8 and
+        later) rather than Triton's, so the cubin of the one a node launches is caught here by
+        its function handle, as Triton's are by install_triton_hook."""
+        try:
+            from torch._inductor.runtime import static_cuda_launcher as scl
+        except Exception:  # noqa: BLE001 (an older torch, or none: Triton's hook serves)
+            return False
+        cls = getattr(scl, "StaticallyLaunchedCudaKernel", None)
+        orig = getattr(cls, "load_kernel", None)
+        if orig is None:
+            return False
+        seen = self.triton
+
+        def load_kernel(self_, *a, **kw):
+            data = None
+            raw = getattr(self_, "cubin_raw", None) or getattr(self_, "cubin", None)
+            path = getattr(self_, "cubin_path", None)
+            if isinstance(raw, (bytes, bytearray)):
+                data = bytes(raw)
+            elif path:
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except OSError:
+                    data = None
+            r = orig(self_, *a, **kw)
+            fn = getattr(self_, "function", None)
+            if fn and data:
+                seen[int(fn)] = (getattr(self_, "name", ""), data)
+            return r
+        cls.load_kernel = load_kernel
+        return True
+
     def _extension_files(self):
         """The fatbins of the extensions this run built and loaded: every .so under
         TORCH_EXTENSIONS_DIR (where load_inline and load build by default; torch does not put
@@ -145,17 +181,38 @@ class Images:
         return self._ext_files
 
     def resolve(self, func, name):
+        """(image path or None, note, origin) for the kernel `name` of CUfunction `func`."""
         hit = self.triton.get(int(func))
         if hit:
             path = self._stage(hit[1], ".cubin")
             if self.driver.image_defines(path, name):
-                return path, ""
-            return None, "Triton's cubin for it does not load the way kfleet-measure loads it"
+                return path, "", {"origin": "job", "how": "Triton cubin", "file": "", "package": ""}
+            return None, "Triton's cubin for it does not load the way kfleet-measure loads it", None
         found = [p for p in self._extension_files() if self.driver.image_defines(p, name)]
         if len(found) == 1:
-            return found[0], ""
+            return found[0], "", {"origin": "job", "how": "extension fatbin", "file": "", "package": ""}
         if len(found) > 1:
-            return None, f"{len(found)} of the job's extension fatbins define it"
+            return None, f"{len(found)} of the job's extension fatbins define it", None
+        # Any other module the process loaded: a library's (aten, cuBLAS, cuDNN, even one it
+        # compiled at run time), inductor's Triton kernels, a cubin the job loaded itself.
+        if self.modules is not None:
+            mods = self.modules.defining(name)
+            if len(mods) > 1:
+                # Several modules have a kernel of this name (an autotuner's candidates): the
+                # one this function came from, by the module handle its load returned.
+                own = self.modules.of_handle(self.driver.module_of(func))
+                if own is not None and name in (own["functions"] or {}):
+                    mods = [own]
+            if len(mods) > 1:
+                return None, (f"{len(mods)} loaded modules define a kernel of this name with "
+                              "different code"), None
+            if len(mods) == 1:
+                m = mods[0]
+                path = self._stage(m["blob"], ".cubin" if m["blob"][:4] == b"\x7fELF" else ".fatbin")
+                if not self.driver.image_defines(path, name):
+                    return None, "its module's image does not load the way kfleet-measure loads it", None
+                origin = modlog.describe_origin(modlog.loader_of(m["stack"]), self.roots)
+                return path, "", origin
         # A Triton kernel loaded before the hook (from a cache it did not pass through): its
         # cubin in the run's Triton cache, when exactly one there defines the name.
         cubins = sorted(glob.glob(os.path.join(self.triton_cache or "/nonexistent", "**", "*.cubin"),
@@ -163,17 +220,39 @@ class Images:
         found = [p for p in cubins if self.driver.image_defines(p, name)]
         if len(found) == 1:
             with open(found[0], "rb") as f:
-                return self._stage(f.read(), ".cubin"), ""
-        return None, ("not a Triton kernel the job launched nor in an extension it built in this "
-                      "run (a library kernel?)")
+                return self._stage(f.read(), ".cubin"), "", {"origin": "job", "how": "Triton cubin",
+                                                              "file": "", "package": ""}
+        why = "no module the process loaded defines it"
+        if self.modules is None or self.modules.error:
+            why = ("the recorder could not watch module loads (CUPTI: " +
+                   (self.modules.error if self.modules is not None else "not subscribed") + ")")
+        return None, why, None
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _status(v):
     return 0 if v is None else v
 
 
-def capture(torch, driver, images, fn, args, stream):
-    """One call of the launch under global capture -> the capture description."""
+def capture(torch, driver, images, fn, args, stream, scratch=None):
+    """One call of the launch under global capture -> the capture description. With `scratch`,
+    what torch allocates under capture comes from the harness's python scratch buffer, each
+    capture from the same start in a pool of its own, so that two captures of the same launch
+    allocate the same addresses."""
+    if scratch is None:
+        return _capture(torch, driver, images, fn, args, stream, {})
+    with scratch.capture_pool() as kwargs:
+        return _capture(torch, driver, images, fn, args, stream, kwargs)
+
+
+def _capture(torch, driver, images, fn, args, stream, pool_kwargs):
     raised = None
     status = None
     try:
@@ -182,7 +261,7 @@ def capture(torch, driver, images, fn, args, stream):
         g = None
     if g is not None:
         try:
-            with torch.cuda.graph(g, stream=stream, capture_error_mode="global"):
+            with torch.cuda.graph(g, stream=stream, capture_error_mode="global", **pool_kwargs):
                 try:
                     status = fn(args, stream)
                 except Exception as e:  # noqa: BLE001 (the job's exception, named)
@@ -217,6 +296,11 @@ def capture(torch, driver, images, fn, args, stream):
 
 def record(opts, plan):
     """Per recording of the plan, the two captures (recording.py turns them into lists)."""
+    # Every module the process loads, from before torch touches the GPU: a library kernel's
+    # device code comes from here (modules.py). Without CUPTI, Triton and extension kernels are
+    # still found; a library kernel is then refused, naming why.
+    mods = modlog.ModuleLog()
+    mods.subscribe()
     try:
         import torch
     except Exception as e:  # noqa: BLE001
@@ -246,8 +330,23 @@ def record(opts, plan):
         raise SetupError(str(e))
     images = Images(driver, os.path.join(opts.cache_dir, "device-code-staging"),
                     os.environ.get("TORCH_EXTENSIONS_DIR"), os.environ.get("TRITON_CACHE_DIR"),
-                    roots=[opts.cache_dir, os.path.dirname(os.path.abspath(opts.source))])
+                    roots=[opts.cache_dir, os.path.dirname(os.path.abspath(opts.source))],
+                    modules=mods)
     images.install_triton_hook()
+    images.install_inductor_hook()
+    # torch's allocations during the launch: from the harness's python scratch buffer, the same
+    # addresses in every recording (scratch.py); a plan without one leaves torch's own allocator.
+    scratch = None
+    spans = {scratchmod.scratch_buffer(r["buffers"]) for r in plan["recordings"]}
+    if len(spans) > 1:
+        raise SetupError("the plan's recordings put the python scratch buffer at different addresses")
+    span = next(iter(spans)) if spans else None
+    if span:
+        try:
+            so = scratchmod.build_library(os.path.join(opts.cache_dir, "scratch-allocator"))
+            scratch = scratchmod.Scratch(torch, so, span[0], span[1])
+        except (scratchmod.ScratchError, OSError, RuntimeError, AttributeError) as e:
+            raise SetupError(f"the recorder's allocator for torch: {e}")
     # kfleet (what a kernel imports, PYTHON.md) is the harness's, beside this recorder: imported
     # before the job's code, so a host whose harness lost it (a checkout removed mid-run, as on
     # the H200 on 2026-11-28: "No module named 'kfleet'" rejected a good kernel) is the fleet's
@@ -261,6 +360,10 @@ def record(opts, plan):
     print(json.dumps({"type": "job_code", "source": os.path.basename(opts.source)},
                      separators=(",", ":")), flush=True)
     fn = load_job(opts.source, opts.entry)
+    if getattr(opts, "torch_compile", None):
+        # kfleet's torch.compile reference (PYTHON.md): the entry compiled by inductor; its first
+        # call below, outside capture, compiles and autotunes.
+        fn = torch.compile(fn, mode=opts.torch_compile)
     captures = []
     for rec in plan["recordings"]:
         maps = [driver.map(b.va, b.nbytes, dev) for b in rec["buffers"]]
@@ -269,13 +372,19 @@ def record(opts, plan):
         # Outside capture once: Triton's JIT, load_inline, an autotuner's benchmarks happen here,
         # on the recorder's buffers; none of it is recorded or timed.
         try:
-            with torch.cuda.stream(stream):
+            with torch.cuda.stream(stream), (scratch.active() if scratch else _nothing()):
                 fn(args, stream)
             driver.call("cuCtxSynchronize")  # not torch.cuda.synchronize: the job may patch it
         except Exception as e:  # noqa: BLE001
+            short = scratch.exhausted() if scratch else ""
             raise Refusal(rec["what"], "the launch function failed outside capture (its first "
-                          f"call, which compiles): {type(e).__name__}: {str(e).strip()[:400]}")
-        pair = [capture(torch, driver, images, fn, args, stream) for _ in range(2)]
+                          f"call, which compiles): {type(e).__name__}: {str(e).strip()[:400]}" +
+                          (f" ({short})" if short else ""))
+        if scratch:
+            scratch.mark()  # what the uncaptured call keeps (cuBLAS's workspace) stays below
+        pair = [capture(torch, driver, images, fn, args, stream, scratch) for _ in range(2)]
+        if scratch and scratch.exhausted():
+            raise Refusal(rec["what"], scratch.exhausted())
         captures.append(pair)
         driver.call("cuCtxSynchronize")
         del args

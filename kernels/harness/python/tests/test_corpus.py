@@ -47,5 +47,22 @@ class Corpus(unittest.TestCase):
         self.assertEqual(job_field(step2, "entry"), "kfleet_attention_launch_bn64")
 
 
+class References(unittest.TestCase):
+    def test_every_problem_has_a_torch_reference_with_its_abis_entry(self):
+        """kfleet's PyTorch reference of each problem (PYTHON.md): the file the agent records
+        eager and under torch.compile, defining the launch entry of the problem's ABI."""
+        entry = {"attention": "kfleet_attention_launch", "scaled_mm": "kfleet_scaled_mm_launch"}
+        problems = sorted(os.path.dirname(p) for p in
+                          glob.glob(os.path.join(ROOT, "kernels", "problems", "*", "problem.yaml")))
+        self.assertGreaterEqual(len(problems), 8)
+        for d in problems:
+            ref = os.path.join(d, "reference_torch.py")
+            self.assertTrue(os.path.exists(ref), ref)
+            with open(os.path.join(d, "problem.yaml"), encoding="utf-8") as f:
+                m = re.search(r"^abi:\s*(\w+)", f.read(), re.M)
+            want = entry.get(m.group(1) if m else "generic", "kfleet_problem_launch")
+            self.assertIn(want, functions(ref), ref)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -104,12 +104,13 @@ class Refusals(Base):
     def test_a_kernel_without_device_code_is_refused_by_name(self):
         doc = copy.deepcopy(self.doc)
         for n in self.kernel(doc):
-            n["image"], n["image_note"] = None, "not a Triton kernel the job launched (a library kernel?)"
+            n["image"], n["image_note"] = None, "no module the process loaded defines it"
             n["function"] = "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
         msg = self.refused(doc)
         self.assertIn("kernel sm90_xmma_gemm_f16f16", msg)
         self.assertIn("(operation 0) has no device code", msg)
-        self.assertIn("cuBLAS, cuDNN", msg)
+        self.assertIn("(no module the process loaded defines it)", msg)
+        self.assertIn("seen through CUPTI as they load", msg)
         self.assertTrue(msg.startswith("replay mode refused the launch (benchmark): "))
 
     def test_a_kernel_the_driver_cannot_name_is_refused(self):
@@ -148,11 +149,23 @@ class Refusals(Base):
         doc = copy.deepcopy(self.doc)
         for n in self.kernel(doc):
             p = bytearray.fromhex(n["params"])
-            p[24:32] = (0x7f0000200000).to_bytes(8, "little")  # a torch.empty in the launch
+            p[24:32] = (0x7f0000200000).to_bytes(8, "little")  # a tensor made before the launch
             n["params"] = p.hex()
         msg = self.refused(doc, dev=lambda v: v == 0x7f0000200000)
         self.assertIn("parameter 3 byte 0, holds 0x7f0000200000", msg)
-        self.assertIn("allocate scratch from workspace", msg)
+        self.assertIn("memory allocated before the launch, or outside torch's allocator", msg)
+
+    def test_two_recordings_that_differ_say_which_parameter_and_both_values(self):
+        doc = copy.deepcopy(self.doc)
+        pair = doc["captures"][0]
+        for n in pair[1]["nodes"]:
+            if n["type"] == "kernel":
+                p = bytearray.fromhex(n["params"])
+                p[8:16] = (int.from_bytes(p[8:16], "little") + 0x200000).to_bytes(8, "little")
+                n["params"] = p.hex()
+        msg = self.refused(doc)
+        self.assertIn("two recordings of the same args differ", msg)
+        self.assertRegex(msg, r"\(parameter 1 byte 0: 0x[0-9a-f]+ then 0x[0-9a-f]+\)")
 
     def test_an_allocation_that_moves_between_captures_is_named_by_its_address(self):
         doc = copy.deepcopy(self.doc)

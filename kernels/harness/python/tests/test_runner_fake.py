@@ -74,15 +74,59 @@ def fake_torch(log):
     cuda.CUDAGraph = CUDAGraph
 
     @contextlib.contextmanager
-    def graph(g, stream=None, capture_error_mode=None):
+    def graph(g, stream=None, capture_error_mode=None, pool=None):
         assert capture_error_mode == "global" and stream is not None
-        log.append(("capture", "begin"))
+        log.append(("capture", "begin") if pool is None else ("capture", "begin", "pool", pool))
         yield
         g.captured = True
         log.append(("capture", "end"))
     cuda.graph = graph
+
+    class MemPool:  # torch.cuda.MemPool over a pluggable allocator
+        def __init__(self, allocator):
+            self.allocator, self.id = allocator, ("pool", 1)
+    cuda.MemPool = MemPool
+
+    @contextlib.contextmanager
+    def use_mem_pool(pool):
+        log.append(("mem_pool", "enter"))
+        yield
+        log.append(("mem_pool", "exit"))
+    cuda.use_mem_pool = use_mem_pool
+
+    class CUDAPluggableAllocator:
+        def __init__(self, path, alloc, free):
+            log.append(("allocator", os.path.basename(path).startswith("kfleet_scratch_"), alloc, free))
+
+        def allocator(self):
+            return "raw allocator"
+    cuda.memory = types.SimpleNamespace(CUDAPluggableAllocator=CUDAPluggableAllocator)
     torch.cuda = cuda
+
+    def compile(fn, mode=None):
+        log.append(("compile", mode))
+
+        def compiled(*a):
+            log.append(("compiled call",))
+            return fn(*a)
+        return compiled
+    torch.compile = compile
     return torch
+
+
+class FakeModuleLog:
+    """modules.ModuleLog without CUPTI: `loaded` stands for what the callback would have seen."""
+    loaded = []
+
+    def __init__(self):
+        self.modules, self.error = [], ""
+
+    def subscribe(self):
+        self.modules = list(FakeModuleLog.loaded)
+        return True
+
+    def defining(self, name):
+        return [m for m in self.modules if name in m["names"]]
 
 
 def fake_triton():
@@ -133,12 +177,12 @@ class FakeDriver:
             return f.read() == CUBIN and name == "_attn_fwd"
 
     def read_graph(self, handle, resolve):
-        image, note = resolve(0xF00D, "_attn_fwd")
+        image, note, origin = resolve(0xF00D, "_attn_fwd")
         params = (0x600000000000).to_bytes(8, "little")
         return {"error": None, "edges": [],
                 "nodes": [{"type": "kernel", "function": "_attn_fwd", "grid": [1, 1, 1],
                            "block": [128, 1, 1], "slots": [[0, 8]], "params": params.hex(),
-                           "image": image, "image_note": note}]}
+                           "image": image, "image_note": note, "origin": origin}]}
 
 
 PLAN = {"type": "plan", "version": 1, "family": "attention", "arena": [0x600000000000, 0x610000000000],
@@ -177,9 +221,13 @@ class Runner(unittest.TestCase):
         self.saved_driver = runner.Driver
         runner.Driver = FakeDriver
         FakeDriver.instances.clear()
+        self.saved_modlog = runner.modlog.ModuleLog
+        runner.modlog.ModuleLog = FakeModuleLog
+        FakeModuleLog.loaded = []
 
     def tearDown(self):
         runner.Driver = self.saved_driver
+        runner.modlog.ModuleLog = self.saved_modlog
         for k, v in self.saved.items():
             if v is None:
                 sys.modules.pop(k, None)
@@ -216,6 +264,30 @@ class Runner(unittest.TestCase):
         self.assertEqual(len(s["device_code"]), 1)
         with open(s["device_code"][0], "rb") as f:
             self.assertEqual(f.read(), CUBIN)  # the cubin Triton loaded, caught by the hook
+        self.assertEqual([(k["function"], k["origin"], k["how"]) for k in s["kernels"]],
+                         [("_attn_fwd", "job", "Triton cubin")])
+        # No python scratch buffer in the plan: torch's own allocator, no pool under capture.
+        self.assertNotIn(("mem_pool", "enter"), self.log)
+
+    def test_torch_allocates_from_the_python_scratch_buffer(self):
+        doc = dict(PLAN)
+        doc["recordings"] = [dict(r, buffers=r["buffers"] + [{"name": "python scratch",
+                                                              "va": 0x600000400000, "bytes": 1 << 22}])
+                             for r in PLAN["recordings"]]
+        caps, _ = runner.record(self.opts(), recording.read_plan(doc))
+        self.assertEqual(len(caps), 2)
+        self.assertIn(("allocator", True, "kfleet_scratch_alloc", "kfleet_scratch_free"), self.log)
+        # the uncaptured call in the pool, and both captures given it as their graph pool
+        self.assertEqual(self.log.count(("mem_pool", "enter")), 2)
+        self.assertEqual(self.log.count(("capture", "begin", "pool", ("pool", 1))), 4)
+        self.assertEqual(FakeDriver.instances[0].maps[:3], [0x600000000000, 0x600000200000, 0x600000400000])
+
+    def test_a_reference_is_compiled_before_its_first_call(self):
+        o = self.opts()
+        o.torch_compile = "max-autotune-no-cudagraphs"
+        runner.record(o, recording.read_plan(PLAN))
+        self.assertEqual(self.log.count(("compile", "max-autotune-no-cudagraphs")), 1)
+        self.assertEqual(self.log.count(("compiled call",)), 6)
 
     def test_an_exception_under_capture_is_a_refusal(self):
         plan = recording.read_plan(PLAN)
@@ -277,10 +349,37 @@ class ExtensionImages(unittest.TestCase):
                         return name.encode() in f.read()
             images = runner.Images(Drv(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
                                    os.path.join(d, "triton"))
-            path, note = images.resolve(0x1234, "kfleet_scaled_mm_fp8")
+            path, note, origin = images.resolve(0x1234, "kfleet_scaled_mm_fp8")
             self.assertEqual(note, "")
+            self.assertEqual(origin["how"], "extension fatbin")
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), fb)  # the bare fatbin, split out of the .so
-            path, note = images.resolve(0x1234, "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn")
+            path, note, origin = images.resolve(0x1234, "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn")
             self.assertIsNone(path)
-            self.assertIn("a library kernel?", note)
+            self.assertIn("could not watch module loads", note)
+
+    def test_a_library_kernel_comes_from_the_module_the_process_loaded(self):
+        with tempfile.TemporaryDirectory() as d:
+            blob = b"\x7fELF" + b"nvjet_sm90_gemm".ljust(40, b"\0")
+
+            class Drv:
+                def image_defines(self, path, name):
+                    with open(path, "rb") as f:
+                        return name.encode() in f.read()
+
+            class Mods:
+                error = ""
+
+                def defining(self, name):
+                    return [{"blob": blob, "stack": ["/x/libcuda.so.1", "/v/nvidia/cublas/lib/libcublasLt.so.13"]}] \
+                        if name == "nvjet_sm90_gemm" else []
+            images = runner.Images(Drv(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
+                                   os.path.join(d, "triton"), roots=[d], modules=Mods())
+            path, note, origin = images.resolve(0x1, "nvjet_sm90_gemm")
+            self.assertEqual(note, "")
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), blob)
+            self.assertEqual((origin["origin"], origin["file"]), ("library", "libcublasLt.so.13"))
+            path, note, _ = images.resolve(0x1, "at_missing_kernel")
+            self.assertIsNone(path)
+            self.assertIn("no module the process loaded defines it", note)
