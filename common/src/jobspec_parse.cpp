@@ -376,13 +376,6 @@ void parse_document(Issues& is, const YAML::Node& root, const ProblemLibrary* li
     }
   }
   check_kernel_language(is, root, spec);  // Python kernels: jobspec_python.cpp
-  if (is_generic_problem(spec.kernel) && spec.kernel.language != "cuda" &&
-      spec.kernel.language != "hip" && !spec.kernel.language.empty()) {
-    is.add(mark_of(root["kernel"]["language"], top), "kernel.language",
-           "a kernel of problem " + problem_ref(spec.kernel) +
-               " is cuda or hip today (kfleet_problem_launch, kernels/harness/PROBLEM-ABI.md); "
-               "the Triton/PyTorch recorder does not take library problems yet");
-  }
   if (library && spec.kernel.problem_version > 0) check_problem_job(is, root, *library, spec);
 }
 

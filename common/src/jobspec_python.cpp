@@ -56,9 +56,9 @@ void check_kernel_language(Issues& is, const YAML::Node& root, const JobSpec& sp
 
   if (k.family == "custom") {
     is.add(mark_of(lang, km), "kernel.language",
-           "language " + k.language + " is for the harness families (attention, scaled_mm), whose "
-           "Python launch function kfleet records and replays; a custom job runs its own steps: "
-           "say cuda or hip");
+           "language " + k.language + " is for the harness families and the problems of the "
+           "library, whose Python launch function kfleet records and replays; a custom job runs "
+           "its own steps: say cuda or hip");
     return;
   }
   // The first source is the launch module; Triton kernels are Python only; a torch kernel may
@@ -69,7 +69,9 @@ void check_kernel_language(Issues& is, const YAML::Node& root, const JobSpec& sp
       is.add(source_mark(i), item("kernel.sources", i),
              "'" + k.sources[i] + "': a " + k.language + " kernel's first source is its Python "
              "launch module (.py), which defines " +
-             (k.family == "scaled_mm" ? "kfleet_scaled_mm_launch" : "kfleet_attention_launch") +
+             (k.family == "scaled_mm"   ? "kfleet_scaled_mm_launch"
+              : k.family == "attention" ? "kfleet_attention_launch"
+                                        : "kfleet_problem_launch") +
              "(args, stream)" + (one_of(e, {".cu", ".cuh", ".hip"}) ? "; a .cu kernel is language: cuda" : ""));
     } else if (i > 0 && k.language == "triton" && e != ".py") {
       is.add(source_mark(i), item("kernel.sources", i),

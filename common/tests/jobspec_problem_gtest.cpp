@@ -101,10 +101,13 @@ TEST(JobProblem, ErrorsNameTheirPlace) {
   EXPECT_EQ(errors(job(kRms, kCases, "{case: mission}")),
             "j.yaml:6:23: gates.performance.case: names case 'mission', which gates.correctness.cases "
             "does not have; cases: small, llama3_8b");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.py]}", kCases)),
-            "j.yaml:3:40: kernel.language: a kernel of problem rmsnorm@1 is cuda or hip today "
-            "(kfleet_problem_launch, kernels/harness/PROBLEM-ABI.md); the Triton/PyTorch recorder "
-            "does not take library problems yet");
+  // Triton and torch kernels of a problem: its Python launch module defines kfleet_problem_launch.
+  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.py]}", kCases)), "");
+  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: torch, sources: [k.py, ext.cu]}", kCases)), "");
+  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.cu]}", kCases)),
+            "j.yaml:3:55: kernel.sources[0]: 'k.cu': a triton kernel's first source is its Python "
+            "launch module (.py), which defines kfleet_problem_launch(args, stream); a .cu kernel is "
+            "language: cuda");
   EXPECT_EQ(errors("name: p\ntarget: {gpu: H100}\nkernel: " + kRms + "\n"),
             "j.yaml:1:1: gates.correctness: a job on problem rmsnorm@1 needs gates.correctness with "
             "the problem's cases to run, e.g. {cases: [{name: small, seeds: [0, 1]}]}");

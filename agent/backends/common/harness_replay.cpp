@@ -25,6 +25,11 @@ namespace kfleet::backends {
 namespace fs = std::filesystem;
 using agent::StageContext;
 
+// The megabytes of the arena's python scratch buffer beyond four times the case's own buffers
+// (kfleet-measure --python-scratch-mib): room for torch's temporaries, cuBLAS's and cuDNN's
+// workspaces.
+constexpr int kPythonScratchMib = 256;
+
 namespace {
 
 // The read end stays with the agent; the write end goes to one child only: it stays
@@ -193,7 +198,7 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
 }
 
 Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::string& stage,
-                                                   const std::vector<std::string>& args,
+                                                   const std::vector<std::string>& args_in,
                                                    std::vector<nlohmann::json>& messages,
                                                    const std::string& binary_in) {
   const std::string binary = binary_in.empty() ? harness_binary_ : binary_in;
@@ -202,7 +207,11 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   const auto py_job = python_jobs_.find(binary);
   const bool python = py_job != python_jobs_.end();
   std::vector<std::string> argv = {binary};
-  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), args_in.begin(), args_in.end());
+  // A Python kernel's torch allocates during its launch: from a buffer of the arena that the plan
+  // and the replay both map (PYTHON.md, "torch programs"), so those addresses replay.
+  std::vector<std::string> args = args_in;
+  if (python) args.insert(args.end(), {"--python-scratch-mib", std::to_string(kPythonScratchMib)});
   if (!python && in_process_timing(c.spec)) {
     if (const std::string no = in_process_refusal(c.spec); !no.empty())
       return make_error(Errc::forbidden, no);
@@ -239,6 +248,8 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
         args);
     std::vector<std::string> readable = python_recorder_read_paths(*py, cfg_.harness_dir);
     readable.push_back(fs::path(measurer_->binary).parent_path().string());
+    // A problem of the library: kfleet-measure --plan, run by the recorder, reads its spec.
+    for (const auto& f : problem_reads()) readable.push_back(f);
     const std::string cuda_home = py->cuda_home.empty() ? "/usr/local/cuda" : py->cuda_home;
     std::vector<std::pair<std::string, std::string>> env = {
         {"CUDA_HOME", cuda_home}, {"PATH", python_recorder_path_env(*py, cuda_home)}, {"TMPDIR", tmp}, {"HOME", home}};
