@@ -5,7 +5,8 @@ against.
 
   inprocess_python_kernel.py --plan PLAN.json --source kernel.py [--entry NAME]
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
-                             [--trace FILE] [--no-do-bench]
+                             [--trace FILE] [--no-do-bench] [--inputs DIR]
+                             [--torch-compile MODE] [--graph]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
@@ -25,6 +26,15 @@ up, then times it two ways:
 - triton.testing.do_bench (median, its own L2 clearing): events around each call, so a short
   kernel's Python launch cost is in it; printed beside, not checked.
 
+With `--inputs DIR` (kfleet-measure ... --plan PLAN.json --plan-inputs DIR wrote it) each tensor
+holds the case's own inputs (a problem's structured inputs: positions, group ends), not random
+values; an output is poisoned before each launch and an in-place (inout) tensor given its input
+again. `--torch-compile MODE` times the entry under torch.compile (kfleet's compile reference).
+`--graph` captures the launch into a CUDA graph once and times its replays, as kfleet-measure
+replays a recording: then `span_median_us`, the first-to-last device activity of a launch, is
+the number to hold a replayed median against for a launch of several kernels (its gaps between
+kernels are a graph's in both), and `median_us` stays the sum of the kernels' own times.
+
 Prints one JSON line: {"median_us", "method": "cupti"|"do_bench", "cupti_median_us",
 "span_median_us", "mean_us", "min_us", "samples", "kernels_per_launch", "kernel_names",
 "do_bench_median_us", "l2_flush_bytes", "entry"} ("cupti_error" / "do_bench_error" when one
@@ -40,8 +50,9 @@ import sys
 import tempfile
 
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
-                "fp32": "float32", "u8": "uint8"}
-DEFAULT_ENTRY = {"attention": "kfleet_attention_launch", "scaled_mm": "kfleet_scaled_mm_launch"}
+                "fp32": "float32", "u8": "uint8", "int32": "int32", "int64": "int64"}
+DEFAULT_ENTRY = {"attention": "kfleet_attention_launch", "scaled_mm": "kfleet_scaled_mm_launch",
+                 "problem": "kfleet_problem_launch"}
 OUTPUTS = {"attention": "o", "scaled_mm": "d"}
 LABEL = "kfleet_launch_"
 DEVICE_CATS = ("kernel", "gpu_memset", "gpu_memcpy")
@@ -145,6 +156,9 @@ def main():
     ap.add_argument("--trace", default="", help="keep the profiler's Chrome trace here")
     ap.add_argument("--no-do-bench", action="store_true")
     ap.add_argument("--from-trace", default="", help="no GPU: summarize this trace (tests)")
+    ap.add_argument("--inputs", default="", help="the case's buffers (kfleet-measure --plan-inputs)")
+    ap.add_argument("--torch-compile", default="", help="time the entry under torch.compile(mode=...)")
+    ap.add_argument("--graph", action="store_true", help="time replays of a CUDA graph of the launch")
     a = ap.parse_args()
     if a.from_trace:
         with open(a.from_trace, encoding="utf-8") as f:
@@ -168,29 +182,41 @@ def main():
     sys.modules["kfleet_job"] = mod
     spec.loader.exec_module(mod)
     fn = getattr(mod, entry)
+    if a.torch_compile:
+        fn = torch.compile(fn, mode=a.torch_compile)
 
     dev = torch.device("cuda:0")
     torch.manual_seed(0)
     kw = dict(fields.get("values", {}))
+    outs, inouts = [], []
     for t in fields.get("tensors", []):
         if not t.get("va"):
             kw[t["name"]] = None
             continue
-        if t.get("dtype") in (None, "", "bytes") or t["name"] == "workspace":
+        if t.get("dtype") in (None, "", "bytes", "u8") or t["name"] == "workspace":
             kw[t["name"]] = torch.zeros(int(t["bytes"]), dtype=torch.uint8, device=dev)
             continue
         dt = getattr(torch, TORCH_DTYPES[t["dtype"]])
-        x = torch.randn(tuple(t["shape"]), dtype=torch.float16, device=dev)
-        if dt == torch.uint8:
-            x = torch.randint(0, 255, tuple(t["shape"]), dtype=torch.uint8, device=dev)
-        kw[t["name"]] = x.to(dt) if dt != torch.uint8 else x
+        saved = os.path.join(a.inputs, f"{int(t['va']):x}.bin") if a.inputs else ""
+        if saved and os.path.exists(saved):
+            raw = torch.frombuffer(bytearray(open(saved, "rb").read()), dtype=torch.uint8)
+            x = raw[:int(t["bytes"])].to(dev).view(dt).view(tuple(t["shape"]))
+        elif dt in (torch.int32, torch.int64):
+            x = torch.zeros(tuple(t["shape"]), dtype=dt, device=dev)
+        else:
+            x = torch.randn(tuple(t["shape"]), dtype=torch.float16, device=dev).to(dt)
+        kw[t["name"]] = x
+        if t.get("role") == "output" or (family != "problem" and t["name"] == OUTPUTS.get(family)):
+            outs.append(x)
+        elif t.get("role") == "inout":
+            inouts.append((x, x.clone()))
     args = Args(**kw)
-    out = kw.get(OUTPUTS.get(family, ""))
     stream = torch.cuda.Stream(device=dev)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     flush_bytes = max(2 * l2, 64 << 20) if a.l2_flush else 0
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
-    result = {"l2_flush_bytes": flush_bytes, "entry": entry}
+    result = {"l2_flush_bytes": flush_bytes, "entry": entry, "graph": a.graph,
+              "torch_compile": a.torch_compile}
     with torch.cuda.stream(stream):
         r = fn(args, stream)  # compiles (Triton's JIT, load_inline's build is at import)
         if r not in (None, 0):
@@ -200,18 +226,29 @@ def main():
         for _ in range(20):
             fn(args, stream)
         torch.cuda.synchronize()
+        launch = fn
+        if a.graph:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=stream):
+                fn(args, stream)
+            torch.cuda.synchronize()
+
+            def launch(_args, _stream):
+                g.replay()
 
         # CUPTI, through torch.profiler: each launch's own device work.
         try:
             from torch.profiler import ProfilerActivity, profile, record_function
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 for i in range(a.samples):
+                    for x, pristine in inouts:
+                        x.copy_(pristine)
                     if flush is not None:
                         flush.fill_(i & 0xff)
-                    if out is not None:
+                    for out in outs:
                         out.view(torch.uint8).fill_(0xff)
                     with record_function(f"{LABEL}{i}"):
-                        fn(args, stream)
+                        launch(args, stream)
                 torch.cuda.synchronize()
             path = a.trace or tempfile.mkstemp(suffix=".json")[1]
             prof.export_chrome_trace(path)
@@ -234,7 +271,7 @@ def main():
                 from triton.testing import do_bench
 
                 def call():
-                    fn(args, stream)
+                    launch(args, stream)
                 try:
                     ms = do_bench(call, warmup=25, rep=200, return_mode="median")
                 except TypeError:  # a triton without return_mode

@@ -1,9 +1,16 @@
 """scripts/gpu-python-proof.sh's Triton pair for the verdict's resolution: kernels/triton/attention.py's
-seed kernel (64 x 32 tiles), and the same kernel made slower by a known amount: the main loop's
-per-tile work repeated for EXTRA_TILES more tiles of keys, folded into the output at a weight of
-zero the compiler cannot see (correct, and slower in proportion). At S=3200 the main loop runs
-100 tiles of 32 keys per program, every program alike, so one extra tile is +1 % of the loop's
-work whatever the waves (jobs/gpu/quality-triton/slow1.yaml).
+seed kernel (64 x 32 tiles), and the same kernel made slower by a known amount: its main loop run
+for EXTRA_TILES more tiles of keys past the sequence, every one masked (no memory read, scores of
+-inf, so the output is unchanged) but computed like any other tile. At S=3200 the loop runs 100
+tiles per program, every program alike, so each extra tile is about +1 % of the kernel's work in
+the same pipelined loop, with no register or occupancy change. An extra loop after the main one
+(this file's first design) cost 6.5 % for one tile: a second accumulator and a loop with its own
+prologue changed the kernel, not just its work.
+
+The proof calibrates in-process (bench/gpu/inprocess_python_kernel.py, CUPTI) which entry is
+1 % +- 0.3 % slower than the base and submits that one: on an H200 one tile measured +0.78 %, two
++1.18 %, five +3.25 % (docs/evidence/2026-12-02-h200-torch-direct.log), so slow1.yaml names two
+tiles and slow5.yaml eight.
 """
 import triton
 import triton.language as tl
@@ -16,8 +23,7 @@ LOG2E = 1.4426950408889634
 @triton.jit
 def _kfleet_attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, qk_scale, v_scale,
                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     CAUSAL: tl.constexpr, KV_FP8: tl.constexpr, EXTRA_TILES: tl.constexpr,
-                     extra_w):
+                     CAUSAL: tl.constexpr, KV_FP8: tl.constexpr, EXTRA_TILES: tl.constexpr):
     pid_m = tl.program_id(0)
     base = tl.program_id(1).to(tl.int64) * seq_len * HEAD_DIM  # (b, h) slab of [B, H, S, D]
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -30,7 +36,7 @@ def _kfleet_attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, qk_scale, v_scale,
     hi = seq_len
     if CAUSAL:
         hi = tl.minimum(seq_len, (pid_m + 1) * BLOCK_M)
-    for start_n in range(0, hi, BLOCK_N):
+    for start_n in range(0, hi + EXTRA_TILES * BLOCK_N, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = offs_n[:, None] < seq_len
         k = tl.load(k_ptr + base + offs_n[:, None] * HEAD_DIM + offs_d[None, :], mask=col_ok, other=0.0)
@@ -39,7 +45,7 @@ def _kfleet_attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, qk_scale, v_scale,
             k = k.to(tl.float16)
             v = v.to(tl.float16)
         s = tl.dot(q, tl.trans(k)) * qk_scale  # log2 domain: softmax scale, K's scale, log2(e)
-        valid = offs_n[None, :] < seq_len
+        valid = (offs_n[None, :] < seq_len) & (offs_n[None, :] < hi)
         if CAUSAL:
             valid = valid & (offs_n[None, :] <= offs_m[:, None])
         s = tl.where(valid, s, float("-inf"))
@@ -50,29 +56,6 @@ def _kfleet_attn_fwd(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, qk_scale, v_scale,
         acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
         m_i = m_new
     out = acc * (v_scale / l_i[:, None])
-    if EXTRA_TILES > 0:
-        # The slow copy: the main loop's per-tile work again for EXTRA_TILES tiles of keys, folded
-        # into the output at weight extra_w, 0.0 at run time but a value the compiler cannot see.
-        m2 = tl.full([BLOCK_M], float("-inf"), tl.float32)
-        l2 = tl.zeros([BLOCK_M], tl.float32)
-        acc2 = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-        for t in range(0, EXTRA_TILES):
-            offs_n = t * BLOCK_N + tl.arange(0, BLOCK_N)
-            col_ok = offs_n[:, None] < seq_len
-            k = tl.load(k_ptr + base + offs_n[:, None] * HEAD_DIM + offs_d[None, :], mask=col_ok, other=0.0)
-            v = tl.load(v_ptr + base + offs_n[:, None] * HEAD_DIM + offs_d[None, :], mask=col_ok, other=0.0)
-            if KV_FP8:
-                k = k.to(tl.float16)
-                v = v.to(tl.float16)
-            s = tl.dot(q, tl.trans(k)) * qk_scale
-            s = tl.where(offs_n[None, :] < seq_len, s, float("-inf"))
-            m_new = tl.maximum(m2, tl.max(s, 1))
-            alpha = tl.exp2(m2 - m_new)
-            p = tl.exp2(s - m_new[:, None])
-            l2 = l2 * alpha + tl.sum(p, 1)
-            acc2 = acc2 * alpha[:, None] + tl.dot(p.to(tl.float16), v)
-            m2 = m_new
-        out = out + extra_w * (acc2 / l2[:, None])
     tl.store(o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], out.to(tl.float16), mask=row_ok)
 
 
@@ -85,15 +68,30 @@ def _launch(args, extra_tiles):
     _kfleet_attn_fwd[grid](args.q, args.k, args.v, args.o, args.seq_len, qk_scale, args.v_scale,
                            HEAD_DIM=args.head_dim, BLOCK_M=64, BLOCK_N=32,
                            CAUSAL=bool(args.causal), KV_FP8=args.kv_dtype == "fp8_e4m3",
-                           EXTRA_TILES=extra_tiles, extra_w=0.0, num_warps=4, num_stages=2)
+                           EXTRA_TILES=extra_tiles, num_warps=4, num_stages=2)
     return kfleet.OK
 
 
 def kfleet_attention_launch(args, stream):
-    """The seed kernel as it is (EXTRA_TILES=0 compiles the extra work away)."""
+    """The seed kernel as it is (EXTRA_TILES=0: the loop ends at the sequence)."""
     return _launch(args, 0)
 
 
-def kfleet_attention_launch_slow1(args, stream):
-    """One extra tile of keys per program: +1 % of the main loop's work at S=3200."""
+def kfleet_attention_launch_slow_t1(args, stream):
+    """One masked tile of keys more per program: +0.78 % in-process on an H200 (2026-12-02)."""
     return _launch(args, 1)
+
+
+def kfleet_attention_launch_slow_t2(args, stream):
+    """Two masked tiles more: +1.18 % in-process on an H200, the pair's 1 % copy (slow1.yaml)."""
+    return _launch(args, 2)
+
+
+def kfleet_attention_launch_slow_t3(args, stream):
+    """Three masked tiles more (the calibration's next step)."""
+    return _launch(args, 3)
+
+
+def kfleet_attention_launch_slow_t8(args, stream):
+    """Eight masked tiles more: five gave +3.25 % on an H200, so about +5 % (slow5.yaml)."""
+    return _launch(args, 8)
