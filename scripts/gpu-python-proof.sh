@@ -127,7 +127,8 @@ d = json.loads(subprocess.run([sys.executable] + sys.argv[1:], capture_output=Tr
 assert d["median_us"] == 17.6 and d["samples"] == 5 and d["kernels_per_launch"] == [1, 2], d' \
     "$INPROC" --from-trace "$root/bench/gpu/testdata/inprocess-profiler-trace.json"
   chk grep -q kfleet_attention_launch_bn16 kernels/triton/attention.py
-  chk grep -q kfleet_attention_launch_slow1 "$Q/attention_pair.py"
+  chk grep -q "entry: kfleet_attention_launch_slow_t2" "$Q/slow1.yaml"
+  chk grep -q "def kfleet_attention_launch_slow_t2" "$Q/attention_pair.py"
   n=$(grep -vc '^#\|^$' "$X/expected.tsv")
   echo "plan: direct ($([ "$fleet_only" = 0 ] && echo "3 kernels" || echo "off: --direct")$([ "$direct_corpus" = 1 ] && echo ", $n corpus rows")); fleet: agents, $n corpus" \
        "jobs, 2 in-process comparisons, 1 + 2 x $tries pair jobs, 2 x 4 campaign jobs (kfleet submit, kfleet mcp)"
