@@ -266,8 +266,7 @@ int run_check(const CheckOptions& o, std::ostream& out) {
                    ", " + g.arch + ")" + (g.driver.empty() ? "" : ", driver " + g.driver));
       } else {
         r.line(Mark::fail, "backend",
-               (*backend)->name() + ": no GPU: " + (gpus ? std::string("none listed") : one_line(gpus.error().message)) +
-                   (o.backend == "hip" ? "" : " (install the NVIDIA driver, whose libnvidia-ml.so.1 the agent loads)"));
+               (*backend)->name() + ": no GPU: " + (gpus ? std::string("none listed") : one_line(gpus.error().message)));
       }
       // The measuring process: built now into the agent's build cache (the agent adopts it),
       // for the GPU found or the arch named with --arch.
@@ -276,7 +275,9 @@ int run_check(const CheckOptions& o, std::ostream& out) {
       bool built = false;
       for (const auto& s : said) built = built || s.find("ready") != std::string::npos;
       if (built) {
-        r.line(Mark::ok, "measuring", one_line(said.back()));
+        std::string m = said.back();
+        if (auto cut = m.find(", built from"); cut != std::string::npos) m.resize(cut);
+        r.line(Mark::ok, "measuring", one_line(m));
       } else {
         r.line(have_gpu ? Mark::fail : Mark::missing, "measuring",
                said.empty() ? "kfleet-measure not built: no GPU arch known and no harness (name one with --arch)"

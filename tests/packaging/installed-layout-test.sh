@@ -14,7 +14,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 for t in cpack dpkg-deb unshare; do command -v $t >/dev/null || fail "$t is not installed (apt-get install cmake dpkg util-linux)"; done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-pkg-XXXXXX")
 case "$tmp" in "$src"/*|"$build"/*) fail "TMPDIR ($tmp) is inside the tree the test hides";; esac
-trap 'status=$?; if [ $status = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXIT
+cleanup() { local rc=$?; if [ "$rc" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi; }
+trap cleanup EXIT
 t0=$(date +%s)
 
 # 1. The packages, from this build's binaries (cpack installs each component, strips it, packs).
@@ -23,7 +24,7 @@ cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/packages" >"$tmp/cpack
 for p in kfleet-agent kfleet-kernels kfleetd kfleet; do
   ls "$tmp/packages/${p}_"*.deb >/dev/null 2>&1 || fail "cpack made no $p package: $(ls "$tmp/packages")"
 done
-echo "ok: cpack made $(cd "$tmp/packages" && ls ./*.deb | xargs -n1 basename | tr '\n' ' ')($(( $(date +%s) - t0 )) s)"
+echo "ok: cpack made $(cd "$tmp/packages" && echo *.deb) ($(( $(date +%s) - t0 )) s)"
 deps=$(dpkg-deb -f "$tmp/packages"/kfleet-agent_*.deb Depends)
 for want in "bubblewrap" "kfleet-kernels (=" "libcurl4 (>= 7.74) | libcurl4t64"; do
   grep -qF "$want" <<<"$deps" || fail "kfleet-agent does not depend on '$want': $deps"
