@@ -7,29 +7,31 @@
 #       on the Debian 12 build machine: the packages (cpack, from build/) into .device/packages/,
 #       and Debian 12's .debs of what an offline GPU host may lack (bubblewrap, libsqlite3-0,
 #       libpq5 and its libldap-2.5-0) into .device/packages/deps/ (an ignored folder: carry it)
-#   scripts/gpu-package-proof.sh [--log FILE] [--python PY]
+#   scripts/gpu-package-proof.sh [--log FILE] [--python PY] [--backend cuda|simulated]
 #       on the GPU host, as root: installs the carried dependencies that are missing there, then
 #       kfleet-kernels, kfleet-agent, kfleetd and kfleet; starts kfleetd and the agent from their
 #       units (systemd's, or scripts/lib/fake_systemctl.py where none runs); runs the jobs; prints
-#       a table last. --python: the agent's Python (default /opt/torch/.venv/bin/python3).
+#       a table last. --python: the agent's Python (default /opt/torch/.venv/bin/python3);
+#       --backend simulated only tries the script on a host without a GPU (results say simulated).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 carry=$repo/.device/packages
-log="" python=/opt/torch/.venv/bin/python3 prepare=0
+log="" python=/opt/torch/.venv/bin/python3 prepare=0 backend=cuda
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --prepare) prepare=1; shift ;;
     --log) log=$2; shift 2 ;;
     --python) python=$2; shift 2 ;;
-    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+    --backend) backend=$2; shift 2 ;;
+    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
   esac
 done
 fail() { echo "gpu-package-proof: FAIL: $*" >&2; exit 1; }
 
 if [[ $prepare = 1 ]]; then
   rm -rf "$carry"; mkdir -p "$carry/deps"
-  (cd "$repo/build" && cpack -G DEB -B "$carry/cpack") >/dev/null || fail "cpack failed (build first: scripts/build.sh)"
+  cpack -G DEB --config "$repo/build/CPackConfig.cmake" -B "$carry/cpack" >/dev/null || fail "cpack failed (build first: scripts/build.sh)"
   mv "$carry"/cpack/*.deb "$carry/"; rm -rf "$carry/cpack"
   (cd "$carry/deps" && apt-get download bubblewrap libsqlite3-0 libpq5 libldap-2.5-0 >/dev/null) ||
     fail "apt-get download failed (apt-get update first)"
@@ -82,7 +84,7 @@ cp "$here/lib/fake_systemctl.py" "$tmp/"
 mkdir -p "$tmp/kernels" && cp -r "$repo/kernels/triton" "$tmp/kernels/"
 cat >"$tmp/inside.sh" <<'INSIDE'
 set -euo pipefail
-tmp=$1 repo=$2 python=$3 results=$4
+tmp=$1 repo=$2 python=$3 results=$4 backend=$5
 mount -t tmpfs -o size=1m kfleet-hidden "$repo"
 fail() { echo "gpu-package-proof: FAIL: $*" >&2; exit 1; }
 row() { echo "$1|$2" >>"$results"; echo "--> $1: $2"; }
@@ -105,7 +107,7 @@ echo "== 4. the agent: its config, --check, its unit"
 install -m 0600 /etc/kfleet/kfleetd/enrol.token /etc/kfleet/enrol.token
 cat >/etc/kfleet/agent.env <<ENV
 KFLEET_SERVER=http://127.0.0.1:8470
-KFLEET_BACKEND=cuda
+KFLEET_BACKEND=$backend
 KFLEET_REGION=lab
 KFLEET_NAME=gpu0
 KFLEET_PYTHON=$python
@@ -113,7 +115,7 @@ ENV
 chmod 0600 /etc/kfleet/agent.env
 set +e
 (set -a; . /etc/kfleet/agent.env; set +a
- kfleet-agent --check --server "$KFLEET_SERVER" --backend cuda --enrol-token-file /etc/kfleet/enrol.token \
+ kfleet-agent --check --server "$KFLEET_SERVER" --backend "$backend" --enrol-token-file /etc/kfleet/enrol.token \
    --work-dir /var/lib/kfleet-agent) | tee "$tmp/check.txt"
 check_rc=${PIPESTATUS[0]}
 set -e
@@ -123,7 +125,7 @@ row "kfleet-agent --check" "exit $check_rc: $(grep '^verdict' "$tmp/check.txt")"
 $sysctl start kfleet-agent.service
 for _ in $(seq 600); do kfleet --no-color --json agents 2>/dev/null | grep -q '"gpu0"' && break; sleep 0.5; done
 kfleet --no-color agents
-gpu=$(kfleet --no-color --json agents | python3 -c 'import json,sys; a=[x for x in json.load(sys.stdin) if x.get("name")=="gpu0"]; print(a[0]["gpus"][0]["arch"] if a and a[0].get("gpus") else "")' 2>/dev/null || true)
+gpu=$(kfleet --no-color --json agents | python3 -c 'import json,sys; a=[x for x in json.load(sys.stdin).get("agents", []) if x.get("name")=="gpu0"]; print(a[0]["gpus"][0]["arch"] if a and a[0].get("gpus") else "")' 2>/dev/null || true)
 [ -n "$gpu" ] || gpu=$(grep -o 'sm_[0-9]*a\?' "$tmp/check.txt" | head -1)
 echo "agent gpu0 enrolled; jobs target ${gpu:-its GPU}"
 
@@ -139,6 +141,7 @@ gates:
 benchmark: {min_samples: 10, max_noise_pct: 2.0, max_time_s: 2, warmup_max_s: 0.5}
 max_attempts: 1
 timeout_s: 600
+simulate: {time_us: 50}   # only a simulated agent reads it (--backend simulated)
 YAML
 cat >"$tmp/jobs/triton.yaml" <<YAML
 name: packages/fa-triton-seed
@@ -153,6 +156,7 @@ gates:
 benchmark: {min_samples: 10, max_time_s: 5}
 max_attempts: 1
 timeout_s: 900
+simulate: {time_us: 40}
 YAML
 for j in cuda triton; do
   lib=/usr/share/kfleet/kernels; [ $j = triton ] && lib=$tmp/kernels
@@ -168,7 +172,7 @@ $sysctl stop kfleetd.service || true
 INSIDE
 results=$tmp/results
 : >"$results"
-unshare --mount --propagation private bash "$tmp/inside.sh" "$tmp" "$repo" "$python" "$results" || fail "see above"
+unshare --mount --propagation private bash "$tmp/inside.sh" "$tmp" "$repo" "$python" "$results" "$backend" || fail "see above"
 while IFS= read -r line; do rows+=("$line"); done <"$results"
 echo
 echo "gpu-package-proof: $(( $(date +%s) - t0 )) s"

@@ -53,7 +53,7 @@ if [[ -z "$packages" ]]; then
   packages=$repo/build/packages
   if ! ls "$packages"/kfleet-agent_*.deb >/dev/null 2>&1; then
     step "cpack (build/packages)"
-    (cd "$repo/build" && cpack -G DEB) >/dev/null
+    cpack -G DEB --config "$repo/build/CPackConfig.cmake" >/dev/null
   fi
 fi
 packages=$(cd "$packages" && pwd)
@@ -111,6 +111,8 @@ result() { echo "$1|$2" >>"$work/results"; echo "--> $1: $2"; }
 step() { echo; echo "=== $*"; }
 ip link set lo up
 ip addr add 169.254.169.254/32 dev lo
+# The root a mount point of its own, as a machine's / is (bubblewrap makes / a slave mount).
+mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
@@ -121,8 +123,10 @@ in_root python3 /opt/check/fake_cloud_metadata.py /opt/check/packages >"$work/fa
 for _ in $(seq 100); do in_root curl -sf -H 'Metadata-Flavor: Google' http://metadata.google.internal/computeMetadata/v1/instance/name >/dev/null && break; sleep 0.1; done
 
 step "2. kfleetd, kfleet-kernels and kfleet from the packages; kfleetd from its unit"
-in_root apt-get install -y -q /opt/check/packages/kfleetd_*.deb /opt/check/packages/kfleet-kernels_*.deb \
-  /opt/check/packages/kfleet_*.deb 2>&1 | grep -v "^\(Reading\|Building\|Selecting\|Preparing\|Unpacking\)" || fail "apt could not install kfleetd"
+quiet() { grep -v "^\(Reading\|Building\|Selecting\|Preparing\|Unpacking\|Get:\|Ign:\|Err:\|(Reading\)" || true; }
+in_root sh -c 'apt-get install -y -q /opt/check/packages/kfleetd_*.deb /opt/check/packages/kfleet-kernels_*.deb \
+  /opt/check/packages/kfleet_*.deb' >"$work/apt-kfleetd.log" 2>&1 || { cat "$work/apt-kfleetd.log"; fail "apt could not install kfleetd"; }
+quiet <"$work/apt-kfleetd.log"
 getent -s files passwd kfleetd >/dev/null 2>&1 || in_root getent passwd kfleetd >/dev/null || fail "postinst made no kfleetd user"
 echo "kfleetd user: $(in_root getent passwd kfleetd); state: $(in_root stat -c '%U %a %n' /var/lib/kfleetd); tokens: $(in_root stat -c '%U %a %n' /etc/kfleet/kfleetd/admin.token /etc/kfleet/kfleetd/enrol.token | tr '\n' ' ')"
 in_root systemctl start kfleetd.service
@@ -145,8 +149,9 @@ JSON
 sed "s/$enrol/<the enrolment token>/" "$root/opt/check/gce-startup.sh"
 echo "--- running it"
 set +e
-in_root bash /opt/check/gce-startup.sh 2>&1 | grep -v "^\(Reading\|Building\|Selecting\|Preparing\|Unpacking\|Get:\|Ign:\|Err:\)"
-gce_rc=${PIPESTATUS[0]}
+in_root bash /opt/check/gce-startup.sh >"$work/gce-startup.log" 2>&1
+gce_rc=$?
+quiet <"$work/gce-startup.log"
 set -e
 in_root dpkg-query -W -f '${binary:Package} ${Version} ${Status}\n' kfleet-agent kfleet-kernels
 in_root test -x /usr/bin/kfleet-agent || fail "the startup script did not install kfleet-agent"
@@ -177,8 +182,9 @@ in_root systemctl stop kfleet-agent@0.service
 rm -f "$root/run/fake-systemd/kfleet-agent@0.service.enabled"
 echo "--- running it (the first lines: $(head -2 "$root/opt/check/user-data.sh" | tail -1))"
 set +e
-in_root bash /opt/check/user-data.sh 2>&1 | grep -v "^\(Reading\|Building\|Selecting\|Preparing\|Unpacking\|Get:\|Ign:\|Err:\)"
-tf_rc=${PIPESTATUS[0]}
+in_root bash /opt/check/user-data.sh >"$work/user-data.log" 2>&1
+tf_rc=$?
+quiet <"$work/user-data.log"
 set -e
 grep -q "KFLEET_PROVIDER=terraform" "$root/etc/kfleet/agent.env" || fail "the user data did not write agent.env"
 grep -q "KFLEET_INSTANCE_ID=i-0kfleet0000000001" "$root/etc/kfleet/agent.env" || fail "the user data did not read the instance id from IMDSv2"
@@ -188,8 +194,9 @@ step "4. install-agent.sh (static hosts) from the packages: a compile agent, and
 in_root systemctl stop kfleet-agent@0.service
 in_root bash /opt/check/install-agent.sh --server http://127.0.0.1:8470 --region build --backend compile \
   --name build-0 --enrol-token-file /etc/kfleet/kfleetd/enrol.token \
-  --package /opt/check/packages/"$agent_deb" --package /opt/check/packages/"$kernels_deb" 2>&1 |
-  grep -v "^\(Reading\|Building\|Selecting\|Preparing\|Unpacking\)" || fail "install-agent.sh failed"
+  --package /opt/check/packages/"$agent_deb" --package /opt/check/packages/"$kernels_deb" >"$work/install-agent.log" 2>&1 ||
+  { cat "$work/install-agent.log"; fail "install-agent.sh failed"; }
+quiet <"$work/install-agent.log"
 in_root systemctl is-active kfleet-agent.service || { cat "$root/var/log/kfleet-units/kfleet-agent.service.log"; fail "kfleet-agent.service is not running"; }
 # The GPU stages: a simulated gfx1151 agent (the same packaged binary, --backend simulated).
 (umask 077; cp "$root/etc/kfleet/kfleetd/enrol.token" "$root/root/sim.token")

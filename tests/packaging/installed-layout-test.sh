@@ -68,7 +68,7 @@ set -euo pipefail
 P=$1 tmp=$2; shift 2
 for d in "$@"; do mount -t tmpfs -o size=1m kfleet-hidden "$d"; done
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for d in "$@"; do [ -z "$(ls -A "$d")" ] || fail "$d is still visible"; done
+for d in "$@"; do [ ! -e "$d" ] || [ -z "$(ls -A "$d")" ] || fail "$d is still visible"; done
 echo "ok: the source and build trees are out of reach ($*)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT

@@ -172,8 +172,8 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone,
          "apt-get install -y -q -o Dpkg::Options::=--force-confold \"$debs\"/*.deb\n"
          "rm -rf \"$debs\"\n";
   }
-  s << "command -v kfleet-agent >/dev/null || { echo \"kfleet-agent is not installed: set agent_packages or \"\\\n"
-       "  \"bake the kfleet-agent and kfleet-kernels packages into the image\" >&2; exit 1; }\n\n"
+  s << "command -v kfleet-agent >/dev/null ||\n"
+       "  { echo 'kfleet-agent is not installed: set agent_packages or bake its packages into the image' >&2; exit 1; }\n\n"
        "# A CUDA toolkit for building jobs, when the image has none: NVIDIA's cuda-toolkit (its apt\n"
        "# repository configured in the image), else the distribution's nvidia-cuda-toolkit. Without one\n"
        "# kfleet-agent --check below says so, and the agents do not start.\n"

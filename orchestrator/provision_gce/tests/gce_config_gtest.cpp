@@ -112,7 +112,7 @@ TEST(GceConfig, TheStartupScriptInstallsThePackagesAndEnrolsWithTheZone) {
   c->agent_packages.clear();
   const std::string baked = gce_startup_script(*c, "us-central1-a");
   EXPECT_EQ(baked.find("curl -fsSL"), std::string::npos);
-  EXPECT_NE(baked.find("command -v kfleet-agent >/dev/null || { echo \"kfleet-agent is not installed"), std::string::npos);
+  EXPECT_NE(baked.find("command -v kfleet-agent >/dev/null ||\n  { echo 'kfleet-agent is not installed"), std::string::npos);
 }
 
 // A multi-GPU machine type brings one agent per GPU, each its own kfleet-agent@N pinned to GPU N
