@@ -67,7 +67,7 @@ done
 row "carried dependencies" "$(ls "$carry"/deps | wc -l) .debs; forced: ${forced[*]:-none}"
 
 echo "== 2. the kfleet packages"
-apt-get install -y -q --no-download -o Dpkg::Options::=--force-confold "$carry"/kfleet-kernels_*.deb \
+apt-get install -y -q -o Dpkg::Options::=--force-confold "$carry"/kfleet-kernels_*.deb \
   "$carry"/kfleet-agent_*.deb "$carry"/kfleetd_*.deb "$carry"/kfleet_*.deb 2>&1 | tail -12 ||
   fail "apt could not install the packages"
 for p in kfleet-kernels kfleet-agent kfleetd kfleet; do
