@@ -67,9 +67,10 @@ done
 row "carried dependencies" "$(ls "$carry"/deps | wc -l) .debs; forced: ${forced[*]:-none}"
 
 echo "== 2. the kfleet packages"
-apt-get install -y -q -o Dpkg::Options::=--force-confold "$carry"/kfleet-kernels_*.deb \
-  "$carry"/kfleet-agent_*.deb "$carry"/kfleetd_*.deb "$carry"/kfleet_*.deb 2>&1 | tail -12 ||
-  fail "apt could not install the packages"
+# dpkg, not apt: the host is offline, and a dependency forced in above would make apt refuse
+# everything until it is "fixed"; dpkg still checks each kfleet package's own dependencies.
+dpkg -i "$carry"/kfleet-kernels_*.deb "$carry"/kfleet-agent_*.deb "$carry"/kfleetd_*.deb \
+  "$carry"/kfleet_*.deb 2>&1 | tail -12 || fail "dpkg could not install the packages"
 for p in kfleet-kernels kfleet-agent kfleetd kfleet; do
   dpkg-query -W -f '${Status}' "$p" | grep -q "ok installed" || fail "$p is not installed"
 done
