@@ -128,16 +128,24 @@ void check_server(Report& r, const CheckOptions& o) {
 }
 
 #ifdef KFLEET_HAVE_GPU_BACKENDS
-// The line of `--version` that names the release ("Cuda compilation tools, release 13.0, ...",
-// "Debian clang version 19.1.7"), else its first.
-std::string version_of(const std::string& compiler) {
+// A compiler asked about itself (the agent's own tool, no job input): its output, or why not.
+Result<std::string> ask(const std::string& tool, const char* flag) {
   backends::SubprocessSpec s;
-  s.argv = {compiler, "--version"};
+  s.argv = {tool, flag};
   s.timeout_s = 60;
   s.trust = backends::ProcessTrust::agent_tool;
   auto r = backends::run_subprocess(s);
-  if (!r || !r->ok()) return "does not run: " + (r ? r->describe() : one_line(r.error().message));
-  std::istringstream in(r->out);
+  if (!r) return r.error();
+  if (!r->ok()) return make_error(Errc::unavailable, r->describe());
+  return r->out;
+}
+
+// The line of `--version` that names the release ("Cuda compilation tools, release 13.0, ...",
+// "Debian clang version 19.1.7"), else its first.
+std::string version_of(const std::string& compiler) {
+  auto out = ask(compiler, "--version");
+  if (!out) return "does not run: " + one_line(out.error().message);
+  std::istringstream in(*out);
   std::string first, line;
   while (std::getline(in, line)) {
     if (first.empty()) first = line;
@@ -148,14 +156,10 @@ std::string version_of(const std::string& compiler) {
 
 // The real architectures nvcc builds for ("sm_75 ... sm_120"), from --list-gpu-code.
 std::string nvcc_targets(const std::string& nvcc) {
-  backends::SubprocessSpec s;
-  s.argv = {nvcc, "--list-gpu-code"};
-  s.timeout_s = 30;
-  s.trust = backends::ProcessTrust::agent_tool;
-  auto res = backends::run_subprocess(s);
-  if (!res || !res->ok()) return "sm_*";
+  auto out = ask(nvcc, "--list-gpu-code");
+  if (!out) return "sm_*";
   std::vector<std::string> sms;
-  std::istringstream in(res->out);
+  std::istringstream in(*out);
   for (std::string w; in >> w;)
     if (w.rfind("sm_", 0) == 0) sms.push_back(w);
   if (sms.empty()) return "sm_*";
