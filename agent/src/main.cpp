@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "check.hpp"
 #include "kfleet/agent/agent.hpp"
 #ifdef KFLEET_HAVE_GPU_BACKENDS
 #include "common/sandbox.hpp"
@@ -46,7 +47,7 @@ struct SandboxChoice {
 };
 
 #ifdef KFLEET_HAVE_GPU_BACKENDS
-Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
+backends::SandboxProbeOptions probe_options(const SandboxChoice& c) {
   backends::SandboxProbeOptions o;
   o.uid = c.uid;
   o.gid = c.gid;
@@ -55,6 +56,10 @@ Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
   o.hidden = c.hidden;
   if (c.memory_mib) o.defaults.memory_bytes = c.memory_mib << 20;
   if (c.max_processes) o.defaults.max_processes = c.max_processes;
+  return o;
+}
+
+Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
   if (c.unsandboxed) {
     for (int i = 0; i < 3; ++i)
       log::warn("agent", "*** --unsandboxed: jobs run WITHOUT the sandbox (no bubblewrap, uid, "
@@ -62,7 +67,7 @@ Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
                          "every verdict says 'unsandboxed' ***");
     return backends::unsandboxed_policy("--unsandboxed");
   }
-  auto p = backends::probe_sandbox(o);
+  auto p = backends::probe_sandbox(probe_options(c));
   if (p) {
     log::info("agent", "job sandbox: bwrap + uid ", c.uid, ", cgroup ", (*p)->cgroup_version,
               ", memory ", (*p)->defaults.memory_bytes >> 20, " MiB, ",
@@ -76,40 +81,47 @@ Result<backends::SandboxPolicyPtr> pick_sandbox(const SandboxChoice& c) {
 }
 #endif
 
-Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptions& sim,
-                                const std::string& work_dir, double busy_wait_s,
-                                double throttle_pct, unsigned gpu, const SandboxChoice& sandbox,
-                                const std::string& problems_dir) {
-  if (kind == "simulated") return make_simulated_backend(sim);
+// What the real backends are given beyond the sandbox.
+struct BackendChoice {
+  std::string kind;
+  SimulatedGpuOptions sim;
+  bool arch_given = false;  // --arch named: the cuda/hip backend builds for it (no discovery)
+  std::string work_dir;
+  double busy_wait_s = 60;
+  double throttle_pct = -1;
+  unsigned gpu = 0;
+  std::string problems_dir;
+};
+
 #ifdef KFLEET_HAVE_GPU_BACKENDS
-  auto policy = pick_sandbox(sandbox);
-  if (!policy) return policy.error();
+Result<BackendPtr> make_real_backend(const BackendChoice& b, backends::SandboxPolicyPtr policy) {
   std::error_code ec;
-  const std::string cache = (std::filesystem::absolute(work_dir, ec) / "build-cache").string();
+  const std::string cache = (std::filesystem::absolute(b.work_dir, ec) / "build-cache").string();
   CudaBackendOptions cuda_opts;
   cuda_opts.cache_dir = cache;
-  cuda_opts.busy_wait_s = busy_wait_s;
-  cuda_opts.throttle_pct = throttle_pct;
-  cuda_opts.device = gpu;
-  cuda_opts.sandbox = *policy;
-  cuda_opts.problems_dir = problems_dir;
+  cuda_opts.busy_wait_s = b.busy_wait_s;
+  cuda_opts.throttle_pct = b.throttle_pct;
+  cuda_opts.device = b.gpu;
+  cuda_opts.sandbox = policy;
+  cuda_opts.problems_dir = b.problems_dir;
   HipBackendOptions hip_opts;
   hip_opts.cache_dir = cache;
-  hip_opts.busy_wait_s = busy_wait_s;
-  hip_opts.throttle_pct = throttle_pct;
-  hip_opts.device = gpu;
-  hip_opts.sandbox = *policy;
-  hip_opts.problems_dir = problems_dir;
-  if (kind == "compile") {
+  hip_opts.busy_wait_s = b.busy_wait_s;
+  hip_opts.throttle_pct = b.throttle_pct;
+  hip_opts.device = b.gpu;
+  hip_opts.sandbox = policy;
+  hip_opts.problems_dir = b.problems_dir;
+  if (b.arch_given) cuda_opts.arch = hip_opts.arch = b.sim.arch;
+  if (b.kind == "compile") {
     CompileBackendOptions o;
     o.cache_dir = cache;
-    o.sandbox = *policy;
-    o.problems_dir = problems_dir;
+    o.sandbox = policy;
+    o.problems_dir = b.problems_dir;
     return make_compile_backend(o);
   }
-  if (kind == "cuda") return make_cuda_backend(cuda_opts);
-  if (kind == "hip") return make_hip_backend(hip_opts);
-  if (kind == "auto") {
+  if (b.kind == "cuda") return make_cuda_backend(cuda_opts);
+  if (b.kind == "hip") return make_hip_backend(hip_opts);
+  if (b.kind == "auto") {
     auto cuda = make_cuda_backend(cuda_opts);
     if (auto g = cuda->discover(); g && !g->empty()) return cuda;
     auto hip = make_hip_backend(hip_opts);
@@ -118,19 +130,24 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
                       "--backend auto found no NVIDIA GPU (NVML) and no AMD GPU; pass "
                       "--backend simulated for the no-GPU demo");
   }
+  return make_error(Errc::invalid_argument, "unknown --backend " + b.kind);
+}
+#endif
+
+Result<BackendPtr> pick_backend(const BackendChoice& b, const SandboxChoice& sandbox) {
+  if (b.kind == "simulated") return make_simulated_backend(b.sim);
+#ifdef KFLEET_HAVE_GPU_BACKENDS
+  auto policy = pick_sandbox(sandbox);
+  if (!policy) return policy.error();
+  return make_real_backend(b, *policy);
 #else
-  (void)work_dir;
-  (void)busy_wait_s;
-  (void)throttle_pct;
-  (void)gpu;
   (void)sandbox;
-  (void)problems_dir;
-  if (kind == "cuda" || kind == "hip" || kind == "auto" || kind == "compile")
+  if (b.kind == "cuda" || b.kind == "hip" || b.kind == "auto" || b.kind == "compile")
     return make_error(Errc::unavailable,
                       "this kfleet-agent was built without the CUDA/HIP backends; pass "
                       "--backend simulated for the no-GPU demo");
+  return make_error(Errc::invalid_argument, "unknown --backend " + b.kind);
 #endif
-  return make_error(Errc::invalid_argument, "unknown --backend " + kind);
 }
 
 // A token taken from the environment is wiped from it: the value's bytes in the block the agent
@@ -158,10 +175,15 @@ int main(int argc, char** argv) {
   double busy_wait_s = 60;
   double throttle_pct = -1;
   std::string problems_dir;
+  bool check = false;
   app.add_option("--server", server,
                  "kfleetd URL, e.g. http://127.0.0.1:8470; several, comma-separated, for a "
-                 "leader and its standbys (the agent moves to the one that answers)")
-      ->required();
+                 "leader and its standbys (the agent moves to the one that answers); required");
+  app.add_flag("--check", check,
+               "say what this agent can and cannot do on this host (GPUs, compilers, the "
+               "measuring process, the sandbox, Python, kfleetd and its TLS CA) and what to "
+               "install for each missing piece, then exit: 0 when it can take some job, 1 when "
+               "none. Give it the flags the agent runs with (the units do, before the agent)");
   // The enrolment token comes from a file (0600) or the environment, never argv.
   app.add_option("--enrol-token-file", enrol_token_file,
                  "file (mode 0600) holding the fleet's enrolment token; $KFLEET_ENROL_TOKEN is "
@@ -184,7 +206,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--gpu-class", sim.gpu_class, "GPU class of the simulated backend")
       ->capture_default_str();
-  app.add_option("--arch", sim.arch, "GPU arch of the simulated backend")->capture_default_str();
+  auto* arch_opt = app.add_option("--arch", sim.arch,
+                                  "GPU arch of the simulated backend; for cuda and hip, the arch to "
+                                  "build for instead of the discovered GPU's")
+                       ->capture_default_str();
   app.add_option("--provider", cfg.provider, "static | simulated | terraform | gce")
       ->check(CLI::IsMember({"static", "simulated", "terraform", "gce"}))
       ->capture_default_str();
@@ -251,6 +276,27 @@ int main(int argc, char** argv) {
     return *code;
   sandbox.gid = sandbox.uid;
   sim.host_id = cfg.host_id.empty() ? cfg.name : cfg.host_id;
+  BackendChoice choice{backend_kind, sim, arch_opt->count() > 0, cfg.work_dir, busy_wait_s,
+                       throttle_pct, cfg.gpu, problems_dir};
+  if (check) {
+    CheckOptions co;
+    co.backend = backend_kind;
+    co.server = server;
+    co.http = http;
+    co.enrol_token_file = enrol_token_file;
+    co.problems_dir = problems_dir;
+    co.work_dir = cfg.work_dir;
+    co.unsandboxed = sandbox.unsandboxed;
+#ifdef KFLEET_HAVE_GPU_BACKENDS
+    co.probe_sandbox = [&] { return backends::probe_sandbox(probe_options(sandbox)); };
+    co.make_backend = [&](backends::SandboxPolicyPtr p) { return make_real_backend(choice, p); };
+#endif
+    return run_check(co, std::cout);
+  }
+  if (server.empty()) {
+    std::cerr << "kfleet-agent: --server is required (kfleetd's URL, e.g. https://kfleetd:8470)\n";
+    return 2;
+  }
 
   auto enrol_token = secret_from_file_or_env(enrol_token_file, "KFLEET_ENROL_TOKEN",
                                              "enrolment token");
@@ -289,8 +335,7 @@ int main(int argc, char** argv) {
       if (dir != "/" && dir != "/etc" && dir != "/usr" && dir != "/opt") sandbox.hidden.push_back(dir.string());
     }
   }
-  auto backend = pick_backend(backend_kind, sim, cfg.work_dir, busy_wait_s, throttle_pct, cfg.gpu,
-                              sandbox, problems_dir);
+  auto backend = pick_backend(choice, sandbox);
   if (!backend) {
     log::error("agent", backend.error().message);
     return 2;

@@ -1,6 +1,6 @@
 // kfleet problems [--dir DIR] [show NAME [--starter]]: the problem library, read from the
-// repository (no server, no token). DIR, else $KFLEET_PROBLEMS_DIR, else the source tree's
-// kernels/problems this kfleet was built from.
+// repository or the install (no server, no token). DIR, else $KFLEET_PROBLEMS_DIR, else the
+// install's share/kfleet/kernels/problems (a build tree's links to its sources).
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -20,7 +20,8 @@ LocalCommand add_problems_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "problems", "list the problem library (kernels/problems), or show one problem's contract");
   sub->add_option("--dir", st->dir,
-                  "the library's folder (else $KFLEET_PROBLEMS_DIR, else this build's source tree)");
+                  "the library's folder (else $KFLEET_PROBLEMS_DIR, else the installed library: "
+                  "share/kfleet/kernels/problems of this kfleet's prefix)");
   sub->require_subcommand(0, 1);
   st->show = sub->add_subcommand("show", "print a problem's contract and a starter kernel");
   st->show->add_option("name", st->name, "the problem, e.g. rmsnorm")->required();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "kfleet/cli/views.hpp"
+#include "kfleet/common/install_layout.hpp"
 
 namespace kfleet::cli {
 namespace {
@@ -188,14 +189,10 @@ std::string render_problem_starter(const ProblemDef& d) {
 
 namespace kfleet::cli {
 
-#ifndef KFLEET_DEFAULT_PROBLEMS_DIR
-#define KFLEET_DEFAULT_PROBLEMS_DIR "kernels/problems"
-#endif
-
 std::string problems_dir(const EnvLookup& env, const std::string& dir) {
   if (!dir.empty()) return dir;
   const auto e = env ? env("KFLEET_PROBLEMS_DIR") : std::optional<std::string>();
-  return problem_library_dir(e ? e->c_str() : nullptr, KFLEET_DEFAULT_PROBLEMS_DIR);
+  return problem_library_dir(e ? e->c_str() : nullptr, installed_data("kernels/problems").string());
 }
 
 nlohmann::json problem_summary_json(const ProblemDef& p) {

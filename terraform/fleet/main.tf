@@ -49,8 +49,7 @@ module "agents" {
   enrol_token        = var.enrol_token
   enrol_tokens       = var.enrol_tokens
   server_ca_pem      = var.server_ca_pem
-  agent_download_url = var.agent_download_url
-  agent_sha256       = var.agent_sha256
+  agent_packages     = var.agent_packages
   python_packages    = var.python_packages
   owner              = var.owner
   cost_center        = var.cost_center

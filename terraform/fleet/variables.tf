@@ -102,20 +102,19 @@ variable "server_ca_pem" {
   default     = ""
 }
 
-variable "agent_download_url" {
-  type    = string
-  default = ""
+variable "agent_packages" {
+  description = "The agent's Debian packages, [{url, sha256}] (modules/l4-agents); [] when the AMI has them."
+  type = list(object({
+    url    = string
+    sha256 = string
+  }))
+  default = []
 }
 
 variable "python_packages" {
   description = "pip packages of the agents' Python venv for Triton and torch kernels (modules/l4-agents); [] for CUDA-only agents."
   type        = list(string)
   default     = ["torch", "triton", "ninja"]
-}
-
-variable "agent_sha256" {
-  type    = string
-  default = ""
 }
 
 variable "owner" {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Enrols a host that no cloud offers (e.g. a gfx1151 workstation) as a static kfleet agent, with
-# the same systemd unit as the terraform fleet. Run as root on the GPU host:
+# Enrols a host that no cloud offers (e.g. a gfx1151 workstation) as a static kfleet agent, from
+# the agent's Debian packages, whose systemd unit the cloud fleets run too. Run as root on the
+# GPU host:
 #   KFLEET_ENROL_TOKEN=... ./install-agent.sh --server https://kfleet.example.com \
-#       --region lab-berlin --backend hip [--agent-binary ./kfleet-agent] [--ca-file ca.pem]
-#       (--agent-binary installs kfleet-seccomp-exec from beside it too: the job sandbox's
-#       syscall filter, which the agent looks for beside itself)
-#       [--root DIR]   install under DIR instead of / and start nothing (packaging, tests)
+#       --region lab-berlin --backend hip --package kfleet-agent_*.deb \
+#       --package kfleet-kernels_*.deb [--ca-file ca.pem]
+#       (without --package: the kfleet-agent package is already installed)
+#       [--root DIR]   unpack under DIR instead of installing, and start nothing (tests)
 #       [--enrol-token-file F]  this host's own token (kfleet enrol-token mint --out F)
 #       [--instance-id ID]      what the agent says it is (default /etc/machine-id)
 # The token is read from a file, the environment or a prompt, so it never appears in argv; it and
@@ -13,9 +14,8 @@
 # the agent finds the CA through KFLEET_CA_FILE (its --ca-file) in /etc/kfleet/agent.env.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-unit_src="$here/../modules/l4-agents/files/kfleet-agent.service"
-server="" region="" backend="hip" binary="" name=$(hostname) ca_file="" root="" token_file=""
+server="" region="" backend="hip" name=$(hostname) ca_file="" root="" token_file=""
+packages=()
 instance_id=$(cat /etc/machine-id 2>/dev/null || hostname)
 
 usage() { sed -n '2,11p' "$0" >&2; exit 2; }
@@ -24,7 +24,8 @@ while [[ $# -gt 0 ]]; do
     --server) server=$2; shift 2 ;;
     --region) region=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
-    --agent-binary) binary=$2; shift 2 ;;
+    --package) packages+=("$2"); shift 2 ;;
+    --agent-binary) echo "--agent-binary is gone: install the packages (--package kfleet-agent_*.deb --package kfleet-kernels_*.deb; cpack -G DEB builds them)" >&2; exit 2 ;;
     --name) name=$2; shift 2 ;;
     --ca-file) ca_file=$2; shift 2 ;;
     --root) root=$2; shift 2 ;;
@@ -46,9 +47,11 @@ if [[ "$server" == http://* && ! "$server" =~ ^http://(127\.0\.0\.1|localhost)([
   echo "warning: $server is plain HTTP: the tokens and every result travel in clear; use https://" >&2
 fi
 [[ "$server" =~ ^https?://[A-Za-z0-9.:/_~%+-]+$ ]] || { echo "--server must be a plain http(s) URL" >&2; exit 2; }
-[[ "$backend" =~ ^(cuda|hip)$ ]] || { echo "--backend must be cuda or hip" >&2; exit 2; }
-[[ -n "$root" || $EUID -eq 0 ]] || { echo "run as root: it writes /etc/kfleet and a systemd unit" >&2; exit 1; }
-[[ -f "$unit_src" ]] || { echo "unit template missing at $unit_src" >&2; exit 1; }
+[[ "$backend" =~ ^(cuda|hip|compile)$ ]] || { echo "--backend must be cuda, hip or compile" >&2; exit 2; }
+[[ -n "$root" || $EUID -eq 0 ]] || { echo "run as root: it installs packages and writes /etc/kfleet" >&2; exit 1; }
+for p in "${packages[@]}"; do
+  [[ -f "$p" ]] || { echo "--package $p: no such file" >&2; exit 2; }
+done
 
 # A per-host token (minted for this host, bound to its --instance-id) from a file, else the
 # environment, else a prompt.
@@ -62,15 +65,20 @@ if [[ -z "$token" ]]; then read -r -s -p "enrolment token: " token; echo; fi
 [[ "$instance_id" =~ ^[A-Za-z0-9._:-]{1,200}$ ]] || { echo "--instance-id must be 1 to 200 of [A-Za-z0-9._:-]" >&2; exit 2; }
 [[ ${#token} -ge 16 ]] || { echo "the enrolment token looks too short" >&2; exit 1; }
 
-install -d -m 0755 "$root/usr/local/bin" "$root/etc/systemd/system"
-if [[ -n "$binary" ]]; then
-  helper="$(dirname "$binary")/kfleet-seccomp-exec"
-  [[ -x "$helper" ]] || { echo "no kfleet-seccomp-exec beside $binary: the job sandbox needs it (it is built and installed with kfleet-agent)" >&2; exit 1; }
-  install -m 0755 "$binary" "$root/usr/local/bin/kfleet-agent"
-  install -m 0755 "$helper" "$root/usr/local/bin/kfleet-seccomp-exec"
+# The packages: apt installs them with what they depend on (bubblewrap, libcurl); under --root
+# they are only unpacked.
+if [[ ${#packages[@]} -gt 0 ]]; then
+  if [[ -n "$root" ]]; then
+    for p in "${packages[@]}"; do dpkg-deb -x "$p" "$root"; done
+  else
+    abs=()
+    for p in "${packages[@]}"; do abs+=("$(cd "$(dirname "$p")" && pwd)/$(basename "$p")"); done
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold "${abs[@]}"
+  fi
 fi
-[[ -x "$root/usr/local/bin/kfleet-agent" ]] || { echo "install kfleet-agent to /usr/local/bin or pass --agent-binary" >&2; exit 1; }
-[[ -x "$root/usr/local/bin/kfleet-seccomp-exec" ]] || { echo "install kfleet-seccomp-exec beside kfleet-agent in /usr/local/bin, or pass --agent-binary with it beside" >&2; exit 1; }
+for f in usr/bin/kfleet-agent usr/lib/kfleet/kfleet-seccomp-exec lib/systemd/system/kfleet-agent.service; do
+  [[ -e "$root/$f" ]] || { echo "/$f is missing: install the kfleet-agent and kfleet-kernels packages (--package FILE.deb, twice)" >&2; exit 1; }
+done
 
 install -d -m 0755 "$root/etc/kfleet"
 umask 077
@@ -93,8 +101,13 @@ chmod 0600 "$root/etc/kfleet/agent.env"
 printf '%s\n' "$token" >"$root/etc/kfleet/enrol.token"
 chmod 0600 "$root/etc/kfleet/enrol.token"
 umask 022
-install -m 0644 "$unit_src" "$root/etc/systemd/system/kfleet-agent.service"
 if [[ -n "$root" ]]; then echo "kfleet-agent installed under $root (not started)"; exit 0; fi
+# What this host can do, and what to install for what it lacks (the unit says it again in the
+# journal before each start).
+(set -a; . /etc/kfleet/agent.env; set +a
+ kfleet-agent --check --server "$KFLEET_SERVER" --backend "$KFLEET_BACKEND" \
+   --enrol-token-file /etc/kfleet/enrol.token --work-dir /var/lib/kfleet-agent) ||
+  echo "install-agent.sh: kfleet-agent --check: this agent can take no job yet (above: what to install)" >&2
 systemctl daemon-reload
 systemctl enable --now kfleet-agent.service
 echo "kfleet-agent enabled; follow it with: journalctl -u kfleet-agent -f"

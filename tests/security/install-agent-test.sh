@@ -15,22 +15,32 @@ ok() { echo "ok: $*"; }
 trap 'if [ "$fail" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXIT
 
 "$root/tests/support/make-test-certs.sh" "$tmp/certs" >/dev/null
-printf '#!/bin/sh\necho fake agent\n' >"$tmp/kfleet-agent"
-printf '#!/bin/sh\necho fake helper\n' >"$tmp/kfleet-seccomp-exec"
-chmod 0755 "$tmp/kfleet-agent" "$tmp/kfleet-seccomp-exec"
+# A stand-in for the kfleet-agent package: the real unit, fake programs. make_deb NAME [--no-helper]
+make_deb() {
+  local d=$tmp/deb-$1
+  mkdir -p "$d/DEBIAN" "$d/usr/bin" "$d/usr/lib/kfleet" "$d/lib/systemd/system"
+  printf 'Package: kfleet-agent\nVersion: 0.0.1\nArchitecture: all\nMaintainer: test <t@localhost>\nDescription: fake\n' >"$d/DEBIAN/control"
+  printf '#!/bin/sh\necho fake agent\n' >"$d/usr/bin/kfleet-agent"
+  [ "${2:-}" = --no-helper ] || printf '#!/bin/sh\necho fake helper\n' >"$d/usr/lib/kfleet/kfleet-seccomp-exec"
+  chmod 0755 "$d"/usr/bin/* "$d"/usr/lib/kfleet/* 2>/dev/null || true
+  cp "$root/packaging/systemd/kfleet-agent.service" "$d/lib/systemd/system/"
+  dpkg-deb -b --root-owner-group "$d" "$tmp/$1.deb" >/dev/null
+}
+make_deb kfleet-agent
+make_deb lone --no-helper
 token="kfe_$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
 
 install_into() {  # dir, then flags
   local dir=$1; shift
   mkdir -p "$dir"
   KFLEET_ENROL_TOKEN=$token bash "$script" --server https://kfleet.example.com:8470 --region lab-1 \
-    --backend hip --agent-binary "$tmp/kfleet-agent" --name gfx-box --root "$dir" "$@"
+    --backend hip --package "$tmp/kfleet-agent.deb" --name gfx-box --root "$dir" "$@"
 }
 
 # With a CA.
 r=$tmp/with-ca
 install_into "$r" --ca-file "$tmp/certs/ca.pem" >"$tmp/with-ca.log" 2>&1 || bad "install failed: $(cat "$tmp/with-ca.log")"
-env=$r/etc/kfleet/agent.env unit=$r/etc/systemd/system/kfleet-agent.service
+env=$r/etc/kfleet/agent.env unit=$r/lib/systemd/system/kfleet-agent.service
 [ "$(stat -c %a "$env" 2>/dev/null)" = 600 ] && ok "agent.env is 0600" || bad "agent.env is not 0600"
 [ "$(stat -c %a "$r/etc/kfleet/ca.pem" 2>/dev/null)" = 600 ] && ok "ca.pem is 0600" || bad "ca.pem is not 0600"
 cmp -s "$r/etc/kfleet/ca.pem" "$tmp/certs/ca.pem" || bad "ca.pem is not the --ca-file given"
@@ -43,11 +53,11 @@ grep -q KFLEET_ENROL_TOKEN "$env" && bad "the token is in agent.env (the agent's
 grep '^ExecStart=' "$unit" | grep -q -- '--enrol-token-file /etc/kfleet/enrol.token' &&
   ok "the unit reads the token file" || bad "the unit does not pass --enrol-token-file"
 grep -qx "KFLEET_SERVER=https://kfleet.example.com:8470" "$env" || bad "agent.env has no KFLEET_SERVER"
-[ -x "$r/usr/local/bin/kfleet-agent" ] || bad "the agent binary was not installed"
-cmp -s "$r/usr/local/bin/kfleet-seccomp-exec" "$tmp/kfleet-seccomp-exec" &&
-  ok "kfleet-seccomp-exec is installed beside the agent" || bad "kfleet-seccomp-exec was not installed beside the agent"
-cmp -s "$unit" "$root/terraform/modules/l4-agents/files/kfleet-agent.service" && ok "the unit is the fleet's own" ||
-  bad "the installed unit differs from terraform/modules/l4-agents/files/kfleet-agent.service"
+[ -x "$r/usr/bin/kfleet-agent" ] || bad "the agent binary was not installed from the package"
+[ -x "$r/usr/lib/kfleet/kfleet-seccomp-exec" ] &&
+  ok "kfleet-seccomp-exec is installed from the package" || bad "kfleet-seccomp-exec was not installed"
+cmp -s "$unit" "$root/packaging/systemd/kfleet-agent.service" && ok "the unit is the package's own" ||
+  bad "the installed unit differs from packaging/systemd/kfleet-agent.service"
 grep -q '^EnvironmentFile=/etc/kfleet/agent.env$' "$unit" || bad "the unit does not read agent.env"
 grep '^ExecStart=' "$unit" | sed 's|--enrol-token-file /etc/kfleet/enrol.token||' | grep -qi 'token' && bad "a token on the unit's command line: $(grep '^ExecStart=' "$unit")"
 [ "$(grep -rlF -- "$token" "$r" | wc -l)" = 1 ] && ok "the token is in enrol.token only" ||
@@ -67,20 +77,26 @@ else
   grep -q "no PEM certificate" "$tmp/junk.log" && ok "a --ca-file without a certificate is refused" ||
     bad "the refusal does not say why: $(cat "$tmp/junk.log")"
 fi
-# An agent binary without the sandbox's syscall filter helper beside it: the agent would refuse
-# to start, so the install refuses first.
-mkdir -p "$tmp/lone" "$tmp/nohelper"
-cp "$tmp/kfleet-agent" "$tmp/lone/kfleet-agent"
+# A package without the sandbox's syscall filter helper: the agent would refuse to start, so the
+# install refuses first; and a bare binary (the old --agent-binary) is refused, saying what to use.
+mkdir -p "$tmp/nohelper"
 if KFLEET_ENROL_TOKEN=$token bash "$script" --server https://k.example.com --region r --root "$tmp/nohelper" \
-     --agent-binary "$tmp/lone/kfleet-agent" </dev/null >"$tmp/nohelper.log" 2>&1; then
-  bad "an agent binary without kfleet-seccomp-exec beside it was installed"
+     --package "$tmp/lone.deb" </dev/null >"$tmp/nohelper.log" 2>&1; then
+  bad "a package without kfleet-seccomp-exec was accepted"
 else
-  grep -q "no kfleet-seccomp-exec beside" "$tmp/nohelper.log" && ok "an agent without its filter helper is refused" ||
+  grep -q "/usr/lib/kfleet/kfleet-seccomp-exec is missing" "$tmp/nohelper.log" && ok "an agent without its filter helper is refused" ||
     bad "the refusal does not say why: $(cat "$tmp/nohelper.log")"
+fi
+if KFLEET_ENROL_TOKEN=$token bash "$script" --server https://k.example.com --region r --root "$tmp/nohelper" \
+     --agent-binary /bin/true </dev/null >"$tmp/bare.log" 2>&1; then
+  bad "--agent-binary was accepted"
+else
+  grep -q -- "--package kfleet-agent_" "$tmp/bare.log" && ok "a bare agent binary is refused, naming the packages" ||
+    bad "the refusal does not say why: $(cat "$tmp/bare.log")"
 fi
 mkdir -p "$tmp/notoken"
 if KFLEET_ENROL_TOKEN=short bash "$script" --server https://k.example.com --region r --root "$tmp/notoken" \
-     --agent-binary "$tmp/kfleet-agent" </dev/null >"$tmp/notoken.log" 2>&1; then
+     --package "$tmp/kfleet-agent.deb" </dev/null >"$tmp/notoken.log" 2>&1; then
   bad "a short enrolment token was accepted"
 else
   ok "a short enrolment token is refused"
@@ -94,7 +110,7 @@ chmod 0600 "$tmp/host.token"
 r=$tmp/per-host
 mkdir -p "$r"
 if env -u KFLEET_ENROL_TOKEN bash "$script" --server https://kfleet.example.com:8470 --region lab-1 \
-     --agent-binary "$tmp/kfleet-agent" --root "$r" --enrol-token-file "$tmp/host.token" \
+     --package "$tmp/kfleet-agent.deb" --root "$r" --enrol-token-file "$tmp/host.token" \
      --instance-id gfx-box-7 </dev/null >"$tmp/per-host.log" 2>&1; then
   grep -qx -- "$host_token" "$r/etc/kfleet/enrol.token" && ok "a per-host token file lands in enrol.token" ||
     bad "enrol.token does not hold the per-host token"
@@ -106,14 +122,14 @@ else
   bad "install with --enrol-token-file failed: $(cat "$tmp/per-host.log")"
 fi
 mkdir -p "$tmp/badid"
-if bash "$script" --server https://k.example.com --region r --root "$tmp/badid" --agent-binary "$tmp/kfleet-agent" \
+if bash "$script" --server https://k.example.com --region r --root "$tmp/badid" --package "$tmp/kfleet-agent.deb" \
      --enrol-token-file "$tmp/host.token" --instance-id 'a b;c' </dev/null >"$tmp/badid.log" 2>&1; then
   bad "an instance id with spaces and ; was accepted"
 else
   grep -q "instance-id must be" "$tmp/badid.log" && ok "a bad --instance-id is refused, saying why" ||
     bad "the refusal does not say why: $(cat "$tmp/badid.log")"
 fi
-if bash "$script" --server https://k.example.com --region r --root "$tmp/badid" --agent-binary "$tmp/kfleet-agent" \
+if bash "$script" --server https://k.example.com --region r --root "$tmp/badid" --package "$tmp/kfleet-agent.deb" \
      --enrol-token-file "$tmp/missing.token" </dev/null >"$tmp/missing.log" 2>&1; then
   bad "a missing --enrol-token-file was accepted"
 else

@@ -19,6 +19,7 @@
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "kfleet/common/event.hpp"
+#include "kfleet/common/install_layout.hpp"
 #include "kfleet/common/language.hpp"
 #include "kfleet/common/sha256.hpp"
 
@@ -147,8 +148,9 @@ std::string macro_of(const std::string& define) {
 
 HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) {
   if (cfg_.harness_dir.empty()) {
+    // $KFLEET_HARNESS_DIR, else the install's (or the build tree's) share/kfleet/kernels/harness.
     const char* env = std::getenv("KFLEET_HARNESS_DIR");
-    cfg_.harness_dir = env && *env ? env : KFLEET_DEFAULT_HARNESS_DIR;
+    cfg_.harness_dir = env && *env ? env : installed_data("kernels/harness").string();
   }
   cfg_.problems_dir = agent_problems_dir(cfg_.problems_dir);
 }
@@ -424,8 +426,10 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   if (!cc.ok()) return fleet(cc.error().message);
   fs::path hdir = cfg_.harness_dir;
   if (!fs::exists(hdir / "include")) {
-    return fleet("harness sources not found at " + hdir.string() +
-                 ": set KFLEET_HARNESS_DIR to kernels/harness");
+    return fleet("harness sources not found " +
+                 (hdir.empty() ? "(none at " + installed_data_hint("kernels/harness") + ")"
+                               : "at " + hdir.string()) +
+                 ": install the kfleet-kernels package or set KFLEET_HARNESS_DIR to kernels/harness");
   }
 
   if (is_python_language(k.language)) return build_python(c, *cc, hdir);

@@ -9,20 +9,17 @@
 #include <unistd.h>
 
 #include "common/harness_backend.hpp"
+#include "kfleet/common/install_layout.hpp"
 #include "kfleet/common/sha256.hpp"
 
 #include "case_spec.hpp"  // kernels/problems/cpu: the spec text kfleet-problem-spec writes too
-
-#ifndef KFLEET_DEFAULT_PROBLEMS_DIR
-#define KFLEET_DEFAULT_PROBLEMS_DIR "kernels/problems"
-#endif
 
 namespace kfleet::backends {
 namespace fs = std::filesystem;
 
 std::string agent_problems_dir(const std::string& dir) {
   if (!dir.empty()) return dir;
-  return problem_library_dir(std::getenv("KFLEET_PROBLEMS_DIR"), KFLEET_DEFAULT_PROBLEMS_DIR);
+  return problem_library_dir(std::getenv("KFLEET_PROBLEMS_DIR"), installed_data("kernels/problems").string());
 }
 
 Result<std::string> resolved_problem_spec(const ProblemDef& def) {

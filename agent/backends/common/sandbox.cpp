@@ -17,6 +17,7 @@
 
 #include "common/seccomp_filter.hpp"
 #include "common/subprocess.hpp"
+#include "kfleet/common/install_layout.hpp"
 
 namespace kfleet::backends {
 namespace fs = std::filesystem;
@@ -401,20 +402,18 @@ Result<SandboxPolicyPtr> probe_sandbox(const SandboxProbeOptions& o) {
                       "the sandbox's syscall filter has no program for this architecture "
                       "(x86_64 and aarch64 only)");
   {
+    // Beside the agent (a build tree), else lib/kfleet/ of its prefix (the packages).
     std::string helper = o.seccomp_exec;
-    if (helper.empty()) {
-      std::error_code exe_ec;
-      const fs::path self = fs::read_symlink("/proc/self/exe", exe_ec);
-      helper = (self.parent_path() / "kfleet-seccomp-exec").string();
-    }
-    helper = absolute(helper);
-    p->seccomp_exec = find_program(helper);
+    if (helper.empty()) helper = installed_helper("kfleet-seccomp-exec").string();
+    if (!helper.empty()) helper = absolute(helper);
+    if (!helper.empty()) p->seccomp_exec = find_program(helper);
     if (p->seccomp_exec.empty())
       return make_error(Errc::unavailable,
-                        "kfleet-seccomp-exec, which installs the sandbox's syscall filter, is not "
-                        "at " + helper + ": install it beside kfleet-agent (cmake --install puts "
-                        "both in bin/; scripts/gpu-proof.sh copies both) or name it with "
-                        "--sandbox-seccomp-exec PATH");
+                        "kfleet-seccomp-exec, which installs the sandbox's syscall filter, is not " +
+                            (helper.empty() ? "beside this kfleet-agent nor in lib/kfleet/ of its prefix"
+                                            : "at " + helper) +
+                            ": install the kfleet-agent package (it puts it in /usr/lib/kfleet), keep "
+                            "it beside kfleet-agent, or name it with --sandbox-seccomp-exec PATH");
   }
   std::error_code ec;
   if (fs::exists("/sys/fs/cgroup/cgroup.controllers", ec) && !fs::exists("/sys/fs/cgroup/memory", ec)) {

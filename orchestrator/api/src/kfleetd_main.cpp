@@ -20,6 +20,7 @@
 
 #include "kfleet/api/server.hpp"
 #include "kfleet/cli_support/parse.hpp"
+#include "kfleet/common/install_layout.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/pem.hpp"
 #include "kfleet/common/secret.hpp"
@@ -129,13 +130,15 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--dashboards", o.dashboards,
                  "the built dashboards (a folder with index.html, or one whose dist/ holds it); "
-                 "default: the ones this kfleetd's build made, " KFLEET_BUILT_DASHBOARDS);
+                 "default: the installed ones, share/kfleet/dashboards of this kfleetd's prefix (a "
+                 "build tree's link to the pages its build made)");
   app.add_option("--max-body-bytes", o.max_body, "largest request body accepted")->capture_default_str();
   app.add_option("--port-file", o.port_file, "write the bound port here once listening");
   app.add_option("--problems-dir", o.problems_dir,
                  "the problem library jobs may name (kernel.problem: NAME@VERSION; "
                  "docs/problems.md); a job naming a problem or version not in it is refused at "
-                 "submit. Default: $KFLEET_PROBLEMS_DIR, else this build's source tree, " KFLEET_DEFAULT_PROBLEMS_DIR);
+                 "submit. Default: $KFLEET_PROBLEMS_DIR, else the installed library, "
+                 "share/kfleet/kernels/problems of this kfleetd's prefix");
   app.add_option("--suite", o.suite_files,
                  "a suite YAML with schedule: (cron, UTC) to run as a regression run; repeatable");
 }
@@ -172,7 +175,7 @@ bool finish_options(Options& o) {
   {
     const std::string dir = o.problems_dir.empty()
                                 ? kfleet::problem_library_dir(std::getenv("KFLEET_PROBLEMS_DIR"),
-                                                              KFLEET_DEFAULT_PROBLEMS_DIR)
+                                                              kfleet::installed_data("kernels/problems").string())
                                 : o.problems_dir;
     auto lib = std::make_shared<kfleet::ProblemLibrary>(kfleet::load_problem_library(dir));
     if (!o.problems_dir.empty() && lib->problems.empty()) {
@@ -192,9 +195,9 @@ bool finish_options(Options& o) {
     }
   }
   if (o.dashboards.empty()) {
-    // A kfleetd run from its build finds the pages that build made; elsewhere --dashboards.
-    if (fs::exists(fs::path(KFLEET_BUILT_DASHBOARDS) / "index.html"))
-      o.dashboards = KFLEET_BUILT_DASHBOARDS;
+    // The installed pages (a build tree's share/kfleet/dashboards links to what it built).
+    if (auto d = kfleet::installed_data("dashboards/index.html"); !d.empty())
+      o.dashboards = d.parent_path().string();
   } else if (!fs::exists(fs::path(o.dashboards) / "index.html")) {
     // The source folder (dashboards/) holds the built pages in dist/: take either.
     if (fs::exists(fs::path(o.dashboards) / "dist" / "index.html")) {

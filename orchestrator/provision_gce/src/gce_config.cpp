@@ -10,9 +10,6 @@
 #include "kfleet/provision_gce/gce_provisioner.hpp"
 
 namespace kfleet::provision {
-namespace gce {
-extern const char* const kAgentUnit;
-}
 
 namespace {
 
@@ -24,11 +21,6 @@ bool label_value_ok(const std::string& v) {
 bool label_key_ok(const std::string& k) {
   static const std::regex re("^[a-z][a-z0-9_-]{0,62}$");
   return std::regex_match(k, re);
-}
-
-std::string trim_unit(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
 }
 
 std::string lower(std::string s) {
@@ -64,8 +56,13 @@ Result<GceConfig> gce_config_from_json(const nlohmann::json& doc) {
     c.enrol_token = doc.value("enrol_token", c.enrol_token);
     c.per_instance_enrolment = doc.value("per_instance_enrolment", c.per_instance_enrolment);
     c.server_ca_pem = doc.value("server_ca_pem", c.server_ca_pem);
-    c.agent_download_url = doc.value("agent_download_url", c.agent_download_url);
-    c.agent_sha256 = doc.value("agent_sha256", c.agent_sha256);
+    if (doc.contains("agent_download_url") || doc.contains("agent_sha256"))
+      return make_error(Errc::invalid_argument,
+                        "gce config: agent_download_url and agent_sha256 (a bare kfleet-agent binary) "
+                        "are replaced by agent_packages: [{\"url\": ..., \"sha256\": ...}], one "
+                        "entry each for the kfleet-agent and kfleet-kernels .deb files (cpack -G DEB)");
+    for (const auto& p : doc.value("agent_packages", nlohmann::json::array()))
+      c.agent_packages.push_back({p.at("url").get<std::string>(), p.at("sha256").get<std::string>()});
     c.python_packages = doc.value("python_packages", c.python_packages);
     c.labels = doc.value("labels", c.labels);
     c.capacity_budget = doc.value("capacity_budget", c.capacity_budget);
@@ -116,10 +113,12 @@ std::optional<std::string> gce_config_problem(const GceConfig& c) {
   if (!c.server_ca_pem.empty())
     if (auto why = pem_certificates_problem(c.server_ca_pem); !why.empty())
       return "server_ca_pem must be the PEM CA certificate that signed kfleetd's (kfleetd --agent-ca-file): " + why;
-  if (!c.agent_download_url.empty() && !std::regex_match(c.agent_download_url, url_re))
-    return "agent_download_url must be a plain http(s) URL";
-  if (!c.agent_download_url.empty() && !std::regex_match(c.agent_sha256, std::regex("^[0-9a-f]{64}$")))
-    return "agent_download_url needs agent_sha256 (64 hex digits of sha256sum kfleet-agent)";
+  for (const auto& p : c.agent_packages) {
+    if (!std::regex_match(p.url, url_re))
+      return "agent_packages: url '" + p.url + "' must be a plain http(s) URL (no spaces, quotes or shell characters)";
+    if (!std::regex_match(p.sha256, std::regex("^[0-9a-f]{64}$")))
+      return "agent_packages: " + p.url + " needs its sha256 (64 lower-case hex digits of sha256sum FILE.deb)";
+  }
   static const std::regex pip_re("^[A-Za-z0-9][A-Za-z0-9._=<>!~+-]*$");
   for (const auto& p : c.python_packages)
     if (!std::regex_match(p, pip_re))
@@ -149,19 +148,44 @@ int gce_gpus_per_instance(const GceConfig& c) {
 
 std::string gce_startup_script(const GceConfig& c, const std::string& zone,
                                const std::string& enrol_token) {
+  const int gpus = gce_gpus_per_instance(c);
   std::ostringstream s;
   s << "#!/bin/bash\n"
        "# kfleet agent bootstrap on Compute Engine (written by kfleetd's gce provisioner). Runs as root at\n"
        "# every boot; installs once.\n"
        "set -euo pipefail\n"
        "if systemctl is-enabled --quiet kfleet-agent@0.service 2>/dev/null; then exit 0; fi\n"
-       "install -d -m 0755 /etc/kfleet\n"
+       "export DEBIAN_FRONTEND=noninteractive\n"
        "md=http://metadata.google.internal/computeMetadata/v1/instance\n"
-       "instance_name=$(curl -sf -H 'Metadata-Flavor: Google' \"$md/name\")\n"
-       "\n"
-       "# The token lives only in the 0600 enrol.token, read by the agent itself (--enrol-token-file),\n"
+       "instance_name=$(curl -sf -H 'Metadata-Flavor: Google' \"$md/name\")\n\n";
+  s << "# The agent: its Debian packages (kfleet-agent, kfleet-kernels; apt brings what they depend on,\n"
+       "# bubblewrap among them), each checked against its SHA-256, or already in the image.\n";
+  if (!c.agent_packages.empty()) {
+    s << "debs=$(mktemp -d)\n";
+    int i = 0;
+    for (const auto& p : c.agent_packages) {
+      const std::string f = "\"$debs/" + std::to_string(++i) + ".deb\"";
+      s << "curl -fsSL --retry 5 -o " << f << " '" << p.url << "'\n"
+        << "echo '" << p.sha256 << "  '" << f << " | sha256sum -c -\n";
+    }
+    s << "apt-get update -q || echo 'kfleet: apt-get update failed: installing from the lists the image has' >&2\n"
+         "apt-get install -y -q -o Dpkg::Options::=--force-confold \"$debs\"/*.deb\n"
+         "rm -rf \"$debs\"\n";
+  }
+  s << "command -v kfleet-agent >/dev/null ||\n"
+       "  { echo 'kfleet-agent is not installed: set agent_packages or bake its packages into the image' >&2; exit 1; }\n\n"
+       "# A CUDA toolkit for building jobs, when the image has none: NVIDIA's cuda-toolkit (its apt\n"
+       "# repository configured in the image), else the distribution's nvidia-cuda-toolkit. Without one\n"
+       "# kfleet-agent --check below says so, and the agents do not start.\n"
+       "if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then\n"
+       "  apt-get install -y -q cuda-toolkit || apt-get install -y -q nvidia-cuda-toolkit ||\n"
+       "    echo 'kfleet: no CUDA toolkit could be installed (nvcc): bake one into the image' >&2\n"
+       "fi\n\n";
+  s << "# The token lives only in the 0600 enrol.token, read by the agent itself (--enrol-token-file),\n"
        "# never in its environment; the CA that signed kfleetd's certificate in another, which the\n"
-       "# agent verifies kfleetd with (KFLEET_CA_FILE is its --ca-file).\n"
+       "# agent verifies kfleetd with (KFLEET_CA_FILE is its --ca-file). agent.env replaces the\n"
+       "# package's commented default.\n"
+       "install -d -m 0755 /etc/kfleet\n"
        "umask 077\n";
   if (!c.server_ca_pem.empty()) {
     std::string pem = c.server_ca_pem;
@@ -175,7 +199,8 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone,
        "KFLEET_BACKEND=cuda\n"
        "KFLEET_PROVIDER=gce\n"
        "KFLEET_INSTANCE_ID=$instance_name\n"
-       "KFLEET_NAME=$instance_name\n";
+       "KFLEET_NAME=$instance_name\n"
+       "KFLEET_HOST_ID=$instance_name\n";
   if (!c.server_ca_pem.empty()) s << "KFLEET_CA_FILE=/etc/kfleet/ca.pem\n";
   if (!c.python_packages.empty()) s << "KFLEET_PYTHON=/opt/kfleet-python/bin/python3\n";
   s << "ENV\n"
@@ -184,14 +209,6 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone,
     << (enrol_token.empty() ? c.enrol_token : enrol_token) << "\nTOKEN\n"
        "chmod 0600 /etc/kfleet/enrol.token\n"
        "umask 022\n\n";
-  if (!c.agent_download_url.empty()) {
-    s << "curl -fsSL --retry 5 -o /usr/local/bin/kfleet-agent.download '" << c.agent_download_url << "'\n"
-      << "echo '" << c.agent_sha256 << "  /usr/local/bin/kfleet-agent.download' | sha256sum -c -\n"
-      << "install -m 0755 /usr/local/bin/kfleet-agent.download /usr/local/bin/kfleet-agent\n"
-      << "rm -f /usr/local/bin/kfleet-agent.download\n";
-  }
-  s << "test -x /usr/local/bin/kfleet-agent || { echo \"kfleet-agent is not installed: set agent_download_url or "
-       "bake it into the image\" >&2; exit 1; }\n\n";
   if (!c.python_packages.empty()) {
     std::string pkgs, quoted;
     for (const auto& p : c.python_packages) {
@@ -205,8 +222,7 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone,
          "py_venv=/opt/kfleet-python\n"
          "if [ ! -x \"$py_venv/bin/pip\" ]; then\n"
          "  python3 -m venv --clear \"$py_venv\" 2>/dev/null ||\n"
-         "    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv &&\n"
-         "      python3 -m venv --clear \"$py_venv\"; } || true\n"
+         "    { apt-get install -y -q python3-venv && python3 -m venv --clear \"$py_venv\"; } || true\n"
          "fi\n"
          "if [ -x \"$py_venv/bin/pip\" ] && \"$py_venv/bin/pip\" install --quiet --no-cache-dir " << quoted << "; then\n"
          "  echo \"kfleet: Python kernels: $(\"$py_venv/bin/python3\" -c 'import torch, triton; print(\"torch\", "
@@ -215,12 +231,16 @@ std::string gce_startup_script(const GceConfig& c, const std::string& zone,
          "  echo \"kfleet: no venv with " << pkgs << " in $py_venv: these agents run CUDA jobs only\" >&2\n"
          "fi\n\n";
   }
-  s << "# One agent per GPU: kfleet-agent@0 .. kfleet-agent@" << gce_gpus_per_instance(c) - 1 << ", each pinned to its\n"
-       "# GPU (--gpu N) and grouped by the instance name (--host-id).\n"
-       "cat > /etc/systemd/system/kfleet-agent@.service <<'UNIT'\n"
-    << trim_unit(gce::kAgentUnit) << "\nUNIT\n"
-    << "systemctl daemon-reload\n"
-       "for gpu in $(seq 0 " << gce_gpus_per_instance(c) - 1 << "); do\n"
+  s << "# What this host can do, on the serial console (the units say it again in the journal before\n"
+       "# each start; the first also builds the measuring process into GPU 0's build cache).\n"
+       "(set -a; . /etc/kfleet/agent.env; set +a\n"
+       " kfleet-agent --check --server \"$KFLEET_SERVER\" --backend \"$KFLEET_BACKEND\" \\\n"
+       "   --enrol-token-file /etc/kfleet/enrol.token --gpu 0 --work-dir /var/lib/kfleet-agent/gpu0) ||\n"
+       "  echo 'kfleet: kfleet-agent --check: this agent can take no job yet (above: what to install)' >&2\n\n"
+       "# One agent per GPU: kfleet-agent@0 .. kfleet-agent@" << gpus - 1 << " (the package's units), each\n"
+       "# pinned to its GPU (--gpu N) and grouped by the instance name (--host-id).\n"
+       "systemctl daemon-reload\n"
+       "for gpu in $(seq 0 " << gpus - 1 << "); do\n"
        "  systemctl enable --now \"kfleet-agent@$gpu.service\"\n"
        "done\n";
   return s.str();

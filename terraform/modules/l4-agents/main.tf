@@ -25,15 +25,13 @@ locals {
   # Each slot's user data, with its own enrolment token when enrol_tokens has one (kfleet
   # enrol-token mint --name SLOT --uses <GPUs>), else the fleet's.
   user_data = { for slot in var.agent_slots : slot => templatefile("${path.module}/templates/user-data.sh.tftpl", {
-    server_url         = var.server_url
-    region             = var.region
-    enrol_token        = lookup(var.enrol_tokens, slot, var.enrol_token)
-    server_ca_pem      = var.server_ca_pem
-    agent_download_url = var.agent_download_url
-    agent_sha256       = var.agent_sha256
-    python_packages    = var.python_packages
-    agent_unit         = trimspace(file("${path.module}/files/kfleet-agent@.service"))
-    gpus_per_instance  = local.gpus_per_instance
+    server_url        = var.server_url
+    region            = var.region
+    enrol_token       = lookup(var.enrol_tokens, slot, var.enrol_token)
+    server_ca_pem     = var.server_ca_pem
+    agent_packages    = var.agent_packages
+    python_packages   = var.python_packages
+    gpus_per_instance = local.gpus_per_instance
   }) }
 }
 

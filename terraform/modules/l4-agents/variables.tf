@@ -125,23 +125,17 @@ variable "server_ca_pem" {
   }
 }
 
-variable "agent_download_url" {
-  description = "URL of a kfleet-agent binary to install; empty means the AMI already has /usr/local/bin/kfleet-agent."
-  type        = string
-  default     = ""
+variable "agent_packages" {
+  description = "The agent's Debian packages (kfleet-agent and kfleet-kernels, as cpack builds them): each downloaded from url and checked against sha256 before apt installs them. [] means the AMI already has them installed."
+  type = list(object({
+    url    = string
+    sha256 = string
+  }))
+  default = []
   validation {
-    condition     = var.agent_download_url == "" || can(regex("^https?://[A-Za-z0-9.:/_~%+=?&-]+$", var.agent_download_url))
-    error_message = "agent_download_url must be empty or a plain http(s) URL (no spaces, quotes or shell characters)."
-  }
-}
-
-variable "agent_sha256" {
-  description = "Expected SHA-256 of the downloaded agent binary (required when agent_download_url is set)."
-  type        = string
-  default     = ""
-  validation {
-    condition     = var.agent_sha256 == "" || can(regex("^[0-9a-f]{64}$", var.agent_sha256))
-    error_message = "agent_sha256 must be empty or 64 lowercase hex digits."
+    # Both land in the user data's shell commands.
+    condition     = alltrue([for p in var.agent_packages : can(regex("^https?://[A-Za-z0-9.:/_~%+=?&-]+$", p.url)) && can(regex("^[0-9a-f]{64}$", p.sha256))])
+    error_message = "agent_packages: each url must be a plain http(s) URL (no spaces, quotes or shell characters) and each sha256 64 lowercase hex digits (sha256sum FILE.deb)."
   }
 }
 

@@ -88,12 +88,9 @@ target_link_libraries(fz_event_batch PUBLIC fz_common)
 
 # Compute Engine: the provisioner and its token sources; curl_call.cpp is replaced by the
 # target's own gce::call, which answers from the fuzz input.
-file(READ ${KFLEET_ROOT}/terraform/modules/l4-agents/files/kfleet-agent@.service KFLEET_AGENT_UNIT)
-configure_file(${S}/provision_gce/src/agent_unit.cpp.in ${CMAKE_CURRENT_BINARY_DIR}/agent_unit.cpp @ONLY)
 add_library(fz_gce STATIC
   ${S}/provision_gce/src/gce_error.cpp ${S}/provision_gce/src/gce_auth.cpp
-  ${S}/provision_gce/src/gce_config.cpp ${S}/provision_gce/src/gce_provisioner.cpp
-  ${CMAKE_CURRENT_BINARY_DIR}/agent_unit.cpp)
+  ${S}/provision_gce/src/gce_config.cpp ${S}/provision_gce/src/gce_provisioner.cpp)
 target_include_directories(fz_gce PUBLIC ${S}/provision_gce/include ${S}/provision_gce/src
                            ${S}/provision/include)
 target_link_libraries(fz_gce PUBLIC fz_common Boost::headers ${KFLEET_FUZZ_CRYPTO} ${CMAKE_DL_LIBS})

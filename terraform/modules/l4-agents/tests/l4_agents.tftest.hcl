@@ -93,16 +93,12 @@ run "user_data_installs_and_enrols_the_agent" {
     error_message = "the environment file must be private"
   }
   assert {
-    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "EnvironmentFile=/etc/kfleet/agent.env")
-    error_message = "the unit must read the environment file"
+    condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "/etc/systemd/system/") && !strcontains(aws_instance.agent["agent-00"].user_data, "/usr/local/bin/kfleet-agent")
+    error_message = "the units and the agent come from the kfleet-agent package, not the user data"
   }
   assert {
-    condition     = length(regexall("ExecStart=[^\n]*(--enrol-token[ =]|ENROL_TOKEN)", aws_instance.agent["agent-00"].user_data)) == 0 && strcontains(aws_instance.agent["agent-00"].user_data, "--enrol-token-file /etc/kfleet/enrol.token")
-    error_message = "the token must never be on the agent's command line: the agent reads it from its 0600 file"
-  }
-  assert {
-    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "--backend $${KFLEET_BACKEND} --provider $${KFLEET_PROVIDER} --instance-id $${KFLEET_INSTANCE_ID}")
-    error_message = "the unit must start kfleet-agent with backend, provider and instance id"
+    condition     = length(regexall("kfleet-agent --check[^\n]*(--enrol-token[ =]|ENROL_TOKEN)", aws_instance.agent["agent-00"].user_data)) == 0 && strcontains(aws_instance.agent["agent-00"].user_data, "--enrol-token-file /etc/kfleet/enrol.token --gpu 0")
+    error_message = "kfleet-agent --check is run before the units, with the token's file and never the token"
   }
   assert {
     condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_BACKEND=cuda") && strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_PROVIDER=terraform")
@@ -117,12 +113,12 @@ run "user_data_installs_and_enrols_the_agent" {
     error_message = "one agent unit per GPU must be enabled and started (one GPU on g6.xlarge)"
   }
   assert {
-    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "--gpu %i --host-id $${KFLEET_INSTANCE_ID}")
-    error_message = "each agent serves its own GPU and names the instance as its host"
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "KFLEET_HOST_ID=$instance_id\n")
+    error_message = "each GPU's agent names the instance as its host (kfleet-agent@N's --host-id)"
   }
   assert {
     condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "sha256sum")
-    error_message = "no download step without agent_download_url"
+    error_message = "no download step without agent_packages"
   }
   assert {
     condition     = !strcontains(aws_instance.agent["agent-00"].user_data, "/etc/kfleet/ca.pem")
@@ -146,7 +142,7 @@ run "delivers_the_ca_as_a_0600_file_and_names_it_to_the_agent" {
     error_message = "agent.env must name the CA file (KFLEET_CA_FILE is the agent's --ca-file)"
   }
   assert {
-    condition     = length(regexall("(?i)ExecStart=[^\n]*(--enrol-token[ =]|_token})", aws_instance.agent["agent-00"].user_data)) == 0
+    condition     = length(regexall("(?i)kfleet-agent [^\n]*(--enrol-token[ =]|_token})", aws_instance.agent["agent-00"].user_data)) == 0
     error_message = "no token on the agent's command line (only the path of its file)"
   }
   assert {
@@ -155,18 +151,32 @@ run "delivers_the_ca_as_a_0600_file_and_names_it_to_the_agent" {
   }
 }
 
-run "downloads_and_verifies_the_agent_when_asked" {
+run "downloads_verifies_and_installs_the_packages_when_asked" {
   command = plan
 
   variables {
-    agent_download_url = "https://downloads.example.com/kfleet-agent"
-    agent_sha256       = "0000000000000000000000000000000000000000000000000000000000000000"
+    agent_packages = [
+      { url = "https://downloads.example.com/kfleet-agent_0.1.0-1_amd64.deb", sha256 = "0000000000000000000000000000000000000000000000000000000000000000" },
+      { url = "https://downloads.example.com/kfleet-kernels_0.1.0-1_all.deb", sha256 = "1111111111111111111111111111111111111111111111111111111111111111" },
+    ]
   }
 
   assert {
-    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "sha256sum -c")
-    error_message = "a downloaded agent must be checksum-verified"
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "curl -fsSL --retry 5 -o \"$debs/2.deb\" 'https://downloads.example.com/kfleet-kernels_0.1.0-1_all.deb'\necho '1111111111111111111111111111111111111111111111111111111111111111  '\"$debs/2.deb\" | sha256sum -c -\n")
+    error_message = "each downloaded package must be checksum-verified"
   }
+  assert {
+    condition     = strcontains(aws_instance.agent["agent-00"].user_data, "apt-get install -y -q -o Dpkg::Options::=--force-confold \"$debs\"/*.deb")
+    error_message = "the verified packages are installed with apt (which brings their dependencies)"
+  }
+}
+
+run "refuses_a_package_url_with_shell_characters" {
+  command = plan
+  variables {
+    agent_packages = [{ url = "https://x.example.com/a.deb'; reboot; '", sha256 = "0000000000000000000000000000000000000000000000000000000000000000" }]
+  }
+  expect_failures = [var.agent_packages]
 }
 
 run "zero_slots_plans_nothing" {

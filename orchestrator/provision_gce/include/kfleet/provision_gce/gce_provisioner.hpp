@@ -21,6 +21,11 @@
 
 namespace kfleet::provision {
 
+struct AgentPackage {
+  std::string url;     // http(s)
+  std::string sha256;  // 64 lower-case hex digits
+};
+
 struct GceConfig {
   std::string project;
   // The zone table, in the order a job that names only a region tries them
@@ -51,8 +56,10 @@ struct GceConfig {
   std::function<Result<std::string>(const std::string& instance_name, int uses)> mint_enrol_token;
   bool per_instance_enrolment = true;
   std::string server_ca_pem;                   // CA of kfleetd's certificate: /etc/kfleet/ca.pem
-  std::string agent_download_url;              // "" = baked into the image
-  std::string agent_sha256;
+  // The agent's Debian packages (kfleet-agent and kfleet-kernels, as cpack builds them), each
+  // downloaded by the startup script and checked against its SHA-256 before apt installs them;
+  // empty: they are baked into the image.
+  std::vector<AgentPackage> agent_packages;
   // pip packages of the venv /opt/kfleet-python the agents record Triton and torch kernels with
   // (KFLEET_PYTHON; kernels/harness/PYTHON.md); empty: no venv, the agents run CUDA jobs only.
   std::vector<std::string> python_packages = {"torch", "triton", "ninja"};
