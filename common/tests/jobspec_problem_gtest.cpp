@@ -105,7 +105,7 @@ TEST(JobProblem, ErrorsNameTheirPlace) {
   EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.py]}", kCases)), "");
   EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: torch, sources: [k.py, ext.cu]}", kCases)), "");
   EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.cu]}", kCases)),
-            "j.yaml:3:55: kernel.sources[0]: 'k.cu': a triton kernel's first source is its Python "
+            "j.yaml:3:58: kernel.sources[0]: 'k.cu': a triton kernel's first source is its Python "
             "launch module (.py), which defines kfleet_problem_launch(args, stream); a .cu kernel is "
             "language: cuda");
   EXPECT_EQ(errors("name: p\ntarget: {gpu: H100}\nkernel: " + kRms + "\n"),
