@@ -187,4 +187,41 @@ PerfComparison compare_to_value(const std::vector<double>& candidate, double bas
   return from_bootstrap(std::move(boot), point, threshold_pct, confidence, candidate.size());
 }
 
+Speedup speedup(const std::vector<double>& kernel_us, const std::vector<double>& reference_us,
+                double confidence, int resamples, std::uint64_t seed) {
+  check_parameters(confidence, resamples);
+  Speedup s;
+  s.n = std::min(kernel_us.size(), reference_us.size());
+  if (kernel_us.empty() || reference_us.empty() || !all_finite(kernel_us) || !all_finite(reference_us))
+    return s;
+  const double kernel = median_of(kernel_us), reference = median_of(reference_us);
+  if (!(kernel > 0) || !(reference > 0)) return s;
+  s.ok = true;
+  s.point = reference / kernel;
+  if (s.n < kMinSamplesForVerdict) return s;
+  Xoshiro256 rng(seed);
+  std::vector<double> boot(static_cast<std::size_t>(resamples)), scratch;
+  for (auto& b : boot) {
+    const double k = resampled_median(kernel_us, rng, scratch);
+    const double r = resampled_median(reference_us, rng, scratch);
+    b = k > 0 ? r / k : std::numeric_limits<double>::infinity();
+  }
+  std::sort(boot.begin(), boot.end());
+  const double alpha = (1 - confidence) / 2;
+  s.ci_low = sorted_quantile(boot, alpha);
+  s.ci_high = sorted_quantile(boot, 1 - alpha);
+  return s;
+}
+
+FastP fast_p(const std::vector<FastPKernel>& kernels, double p) {
+  FastP f;
+  f.p = p;
+  f.total = kernels.size();
+  for (const auto& k : kernels) {
+    if (k.speedup) ++f.timed;
+    if (k.correct && k.speedup && std::isfinite(*k.speedup) && *k.speedup > p) ++f.fast;
+  }
+  return f;
+}
+
 }  // namespace kfleet::stats
