@@ -1,7 +1,9 @@
 #include "kfleet/common/versus.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "kfleet/common/stats.hpp"
 
@@ -116,46 +118,45 @@ nlohmann::json fast_p_json(const std::vector<VersusKernel>& kernels, const std::
 }
 
 std::string fast_p_text(const nlohmann::json& f) {
-  if (!f.is_object() || !f.contains("kernels") || !f["kernels"].is_number_unsigned() ||
-      f["kernels"].get<std::size_t>() == 0 || !f.contains("baselines") || !f["baselines"].is_array())
-    return "";
-  const std::size_t n = f["kernels"].get<std::size_t>();
+  // Read as any client reads kfleetd's JSON: a member of another type reads as absent.
+  auto count = [](const nlohmann::json& j, const char* k) -> long long {
+    return j.is_object() && j.contains(k) && j[k].is_number_integer() ? j[k].get<long long>() : 0;
+  };
+  auto number = [](const nlohmann::json& j, const char* k) -> std::optional<double> {
+    if (j.is_object() && j.contains(k) && j[k].is_number()) return j[k].get<double>();
+    return std::nullopt;
+  };
+  auto ps_of = [](const nlohmann::json& b) {
+    return b.is_object() && b.contains("p") && b["p"].is_array() ? b["p"] : nlohmann::json::array();
+  };
+  const long long n = count(f, "kernels");
+  if (n <= 0 || !f.contains("baselines") || !f["baselines"].is_array()) return "";
   const std::string total = std::to_string(n);
-  std::string out;
   // One line per p, one column per baseline.
   std::vector<double> ps;
   for (const auto& b : f["baselines"])
-    for (const auto& p : b.value("p", nlohmann::json::array()))
-      if (p.contains("p") && p["p"].is_number()) {
-        const double x = p["p"].get<double>();
-        bool seen = false;
-        for (double y : ps) seen = seen || y == x;
-        if (!seen) ps.push_back(x);
-      }
+    for (const auto& p : ps_of(b))
+      if (const auto x = number(p, "p"); x && std::find(ps.begin(), ps.end(), *x) == ps.end()) ps.push_back(*x);
+  std::string out;
   for (double x : ps) {
     std::string line = "fast_" + p_name(x);
     line += std::string(line.size() < 10 ? 10 - line.size() : 1, ' ');
     bool first = true;
-    for (const auto& b : f["baselines"]) {
-      for (const auto& p : b.value("p", nlohmann::json::array())) {
-        if (!p.contains("p") || !p["p"].is_number() || p["p"].get<double>() != x) continue;
-        const std::size_t fast = p.value("fast", std::size_t{0});
-        std::string col = str_at(b, "label") + " " + std::to_string(fast) + "/" + total + " (" +
-                          fmt("%.0f%%", 100.0 * p.value("share", 0.0)) + ")";
-        if (!first) line += "   ";
-        line += col;
+    for (const auto& b : f["baselines"])
+      for (const auto& p : ps_of(b)) {
+        if (number(p, "p") != x) continue;
+        line += (first ? "" : "   ") + str_at(b, "label") + " " + std::to_string(count(p, "fast")) + "/" +
+                total + " (" + fmt("%.0f%%", 100.0 * number(p, "share").value_or(0)) + ")";
         first = false;
       }
-    }
     out += line + "\n";
   }
   std::string timed;
   for (const auto& b : f["baselines"])
-    timed += (timed.empty() ? "" : ", ") + str_at(b, "label") + " " +
-             std::to_string(b.value("timed", std::size_t{0})) + " of " + total;
+    timed += (timed.empty() ? "" : ", ") + str_at(b, "label") + " " + std::to_string(count(b, "timed")) + " of " + total;
   out += "(correct and more than p times faster than kfleet's PyTorch reference; of " + total + " " +
          str_at(f, "of") + "; with a reference timing: " + timed + ")";
-  if (f.value("simulated", false)) out += " [simulated]";
+  if (f.contains("simulated") && f["simulated"].is_boolean() && f["simulated"].get<bool>()) out += " [simulated]";
   return out + "\n";
 }
 
