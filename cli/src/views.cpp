@@ -144,7 +144,7 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
   for (const auto& r : arr_field(job, "regions")) regions += (regions.empty() ? "" : ", ") + r.get<std::string>();
   field("gpu", str_field(job, "gpu") + (regions.empty() ? "" : " (" + regions + ")"));
   field("state", paint_state(str_field(job, "state"), color) +
-                     (str_field(job, "state_reason").empty() ? "" : ": " + str_field(job, "state_reason")));
+                     (str_field(job, "state_reason").empty() ? "" : ": " + first_line(str_field(job, "state_reason"))));
   field("attempts", str_field(job, "attempts") + "/" + str_field(job, "max_attempts"));
   field("submitter", str_field(job, "submitted_by"));
   if (!str_field(job, "cancelled_by").empty()) field("cancelled", "by " + str_field(job, "cancelled_by"));

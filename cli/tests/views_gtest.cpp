@@ -187,6 +187,7 @@ TEST(Versus, JobsTableHasAColumnForItAndOneLinePerJob) {
 
 TEST(Versus, JobDetailShowsEachComparisonAndItsCacheKey) {
   nlohmann::json body = {{"job", {{"id", 12}, {"name", "rms/iter1"}, {"gpu", "H200"}, {"state", "passed"},
+                                  {"state_reason", versus_verdict()["reason"]},
                                   {"attempts", 1}, {"max_attempts", 3}, {"verdict", versus_verdict()}}},
                          {"runs", {{{"id", 9}, {"agent_id", 3}, {"attempt", 1}, {"outcome", "passed"},
                                     {"verdict", versus_verdict()}}}}};
@@ -198,6 +199,7 @@ TEST(Versus, JobDetailShowsEachComparisonAndItsCacheKey) {
                      "          1.41x torch.compile [1.39, 1.43] (reference 53.9 µs, timed in this run, simulated)\n"
                      "          cached by: rmsnorm@1 case llama3_8b on H200, torch 2.11.0+cu130, driver 580.95.05\n"),
             std::string::npos) << out;
+  EXPECT_NE(out.find("state     passed: improved: -6.7% (38.2 µs vs 41.0 µs)\nattempts"), std::string::npos) << out;
   // The runs table: one line per run.
   EXPECT_NE(out.find("PASSED: improved: -6.7% (38.2 µs vs 41.0 µs) [simulated]  "), std::string::npos) << out;
 }
