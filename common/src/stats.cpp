@@ -72,6 +72,20 @@ double resampled_median(const std::vector<double>& xs, Xoshiro256& rng,
   return sorted_quantile(scratch, 0.5);
 }
 
+// `resamples` bootstrap ratios median(num*) / median(den*), each side resampled anew: the
+// numerator's resample first, then the denominator's (the order fixes the seeded stream).
+std::vector<double> bootstrap_ratios(const std::vector<double>& num, const std::vector<double>& den,
+                                     int resamples, std::uint64_t seed) {
+  Xoshiro256 rng(seed);
+  std::vector<double> boot(static_cast<std::size_t>(resamples)), scratch;
+  for (auto& b : boot) {
+    const double n = resampled_median(num, rng, scratch);
+    const double d = resampled_median(den, rng, scratch);
+    b = d > 0 ? n / d : std::numeric_limits<double>::infinity();
+  }
+  return boot;
+}
+
 bool all_finite(const std::vector<double>& xs) {
   return std::all_of(xs.begin(), xs.end(), [](double v) { return std::isfinite(v); });
 }
@@ -162,14 +176,8 @@ PerfComparison compare_samples(const std::vector<double>& candidate,
   if (!(base_median > 0)) return inconclusive(std::nan(""), n);
   const double point = median_of(candidate) / base_median;
   if (n < kMinSamplesForVerdict) return inconclusive(point, n);
-  Xoshiro256 rng(seed);
-  std::vector<double> boot(static_cast<std::size_t>(resamples)), scratch;
-  for (auto& b : boot) {
-    const double c = resampled_median(candidate, rng, scratch);
-    const double base = resampled_median(baseline, rng, scratch);
-    b = base > 0 ? c / base : std::numeric_limits<double>::infinity();
-  }
-  return from_bootstrap(std::move(boot), point, threshold_pct, confidence, n);
+  return from_bootstrap(bootstrap_ratios(candidate, baseline, resamples, seed), point, threshold_pct,
+                        confidence, n);
 }
 
 PerfComparison compare_to_value(const std::vector<double>& candidate, double baseline_value,
@@ -199,13 +207,7 @@ Speedup speedup(const std::vector<double>& kernel_us, const std::vector<double>&
   s.ok = true;
   s.point = reference / kernel;
   if (s.n < kMinSamplesForVerdict) return s;
-  Xoshiro256 rng(seed);
-  std::vector<double> boot(static_cast<std::size_t>(resamples)), scratch;
-  for (auto& b : boot) {
-    const double k = resampled_median(kernel_us, rng, scratch);
-    const double r = resampled_median(reference_us, rng, scratch);
-    b = k > 0 ? r / k : std::numeric_limits<double>::infinity();
-  }
+  std::vector<double> boot = bootstrap_ratios(reference_us, kernel_us, resamples, seed);
   std::sort(boot.begin(), boot.end());
   const double alpha = (1 - confidence) / 2;
   s.ci_low = sorted_quantile(boot, alpha);
