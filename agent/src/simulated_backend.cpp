@@ -12,6 +12,7 @@
 #include "common/rounds.hpp"
 #include "common/torch_reference.hpp"
 #include "kfleet/agent/backend.hpp"
+#include "kfleet/common/sha256.hpp"
 #include "kfleet/common/stats.hpp"
 #include "kfleet/common/versus.hpp"
 
@@ -253,18 +254,24 @@ class SimulatedBackend final : public Backend {
   static SimulationSpec sim(const StageContext& c) { return c.spec.simulate.value_or(SimulationSpec{}); }
 
   // A problem's kernel against simulated PyTorch references, cached by their key as a real
-  // agent's are: the first job of a key on this agent "times" them (their medians from its
+  // agent's are (the problem, its case and shape, the bench options, the class): the first job of a key on this agent "times" them (their medians from its
   // simulate section, eager_us and compile_us, else 1.3 and 1.05 times its time_us, on this
   // class), and every later job of the key gets the same samples, "cached". Marked simulated.
   nlohmann::json versus(const StageContext& c, const SimulationSpec& s, const std::vector<double>& kernel_us) {
     const auto cs = backends::benchmark_case(c.spec);
     const std::string case_name = cs ? cs->name : "";
+    // As a real agent's key: the case's shape and the bench options are in it (a family's cases
+    // of one name differ from job to job), by their command line's digest.
+    std::string options;
+    if (cs)
+      for (const auto& a : backends::harness_benchmark_args(c.spec, *cs)) options += a + "\n";
     const nlohmann::json key = {{"problem", backends::reference_problem(c.spec.kernel)},
                                 {"version", c.spec.kernel.problem_version},
                                 {"case", case_name},
                                 {"gpu_class", o_.gpu_class},
                                 {"torch", "simulated"},
-                                {"driver", "simulated"}};
+                                {"driver", "simulated"},
+                                {"options", sha256_hex(options).substr(0, 16)}};
     double slower = 0;
     if (auto it = s.slower_pct.find(o_.gpu_class); it != s.slower_pct.end()) slower = it->second;
     nlohmann::json out = nlohmann::json::array();

@@ -158,6 +158,16 @@ TEST(Pipeline, AProblemsKernelIsComparedWithSimulatedPyTorchReferences) {
   EXPECT_NEAR(*w->versus[0].speedup, 904.8 / 600, 1e-9);
   EXPECT_NEAR(*w->versus[1].speedup, 730.8 / 600, 1e-9);
 
+  // Another shape of the same case name is another key: timed anew, from this job's time.
+  auto wider = seed_lease(500, 656);
+  wider.spec.kernel.family = "attention";
+  wider.spec.gates.correctness->cases[1].shape.dims = {{"S", 4096}};
+  auto wv = h.run(wider);
+  ASSERT_TRUE(wv.has_value());
+  EXPECT_FALSE(wv->versus[0].cached);
+  EXPECT_NEAR(*wv->versus[0].speedup, 1.3, 1e-9);
+  EXPECT_NE(wv->versus[0].key["options"], v->versus[0].key["options"]);
+
   // A job's own simulated references (simulate.eager_us, compile_us) for another key.
   auto own = seed_lease(500, 656);
   own.spec.kernel.family = "attention";
