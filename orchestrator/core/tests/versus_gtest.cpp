@@ -3,12 +3,6 @@
 // fast_p, and a regression run's fast_p counts its cells. The control plane itself, no HTTP.
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <chrono>
-
-#include "kfleet/common/bundle.hpp"
 #include "kfleet/core/fleet.hpp"
 #include "plane.hpp"
 
@@ -35,38 +29,17 @@ struct Plane : test::Plane {
   explicit Plane(bool simulated) : agent(enrol_agent("a", "L4", simulated).agent_id) {}
 
   std::int64_t submit(const std::string& name, const std::string& parent, const std::string& family) {
-    Bundle b;
-    b.files.push_back({"k.cu", "// k\n"});
-    const std::string yaml =
+    return submit_yaml(
         "name: " + name + "\ncampaign: vs\n" + (parent.empty() ? "" : "parent: " + parent + "\n") +
         "target: {gpu: L4}\nkernel:\n  family: " + family + "\n  language: cuda\n  sources: [k.cu]\n" +
         (family == "custom" ? "  steps: {build: make, test: ./t, bench: ./b}\n" : "") +
         "gates:\n  correctness:\n    cases: [{name: mission, shape: {B: 1}, seeds: [0]}]\n"
-        "    tolerance: {max_abs: 0.01}\n  performance: {case: mission}\n";
-    SubmitRequest sr{yaml, "job.yaml", bundle_to_json(b), true, "carol"};
-    auto r = cp->submit(sr);
-    if (auto* e = std::get_if<SubmitError>(&r)) {
-      ADD_FAILURE() << e->error.message;
-      return 0;
-    }
-    return std::get<SubmitResult>(r).job.id;
+        "    tolerance: {max_abs: 0.01}\n  performance: {case: mission}\n");
   }
 
   // Leases the next job to the agent and finishes it with `v`.
   void run(std::int64_t job, Verdict v) {
-    std::optional<LeaseOffer> got;
-    bool done = false;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-          auto r = co_await cp->wait_for_lease(agent, 5000);
-          if (r.ok() && r->has_value()) got = **r;
-          done = true;
-        },
-        boost::asio::detached);
-    io.restart();
-    while (!done && io.run_one_for(std::chrono::seconds(10))) {
-    }
+    auto got = offer_to(agent);
     ASSERT_TRUE(got && got->lease.job_id == job);
     auto r = cp->finish(agent, got->lease.run_id, got->lease.fencing_token, v);
     ASSERT_TRUE(r.ok()) << r.error().message;
