@@ -62,6 +62,7 @@ struct Plane {
     auto r = cp->submit(sr);
     if (auto* e = std::get_if<SubmitError>(&r)) {
       ADD_FAILURE() << e->error.message;
+      for (const auto& i : e->issues) ADD_FAILURE() << i.message;
       return 0;
     }
     return std::get<SubmitResult>(r).job.id;
