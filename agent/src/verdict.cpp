@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kfleet/common/versus.hpp"
+
 namespace kfleet::agent {
 
 std::string format_us(double us) {
@@ -91,6 +93,13 @@ Verdict verdict_from_benchmark(const nlohmann::json& bench) {
                                    std::string("in-process timing: the kernel's host code ran in "
                                                "the measuring process")) + "]";
     v.metrics["timing_mode"] = "in_process";
+  }
+  // A problem's kernel against kfleet's PyTorch references: the reason's last line says how it
+  // compares ("0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] (llama3_8b)").
+  if (bench.contains("versus") && bench["versus"].is_array()) {
+    for (const auto& c : bench["versus"])
+      if (c.is_object()) v.versus.push_back(baseline_comparison_from_json(c));
+    if (const std::string line = versus_line(v.versus); !line.empty()) v.reason += "\n" + line;
   }
   return v;
 }

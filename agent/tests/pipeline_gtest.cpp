@@ -125,6 +125,62 @@ TEST(Pipeline, NoBaselinePassesWithoutPerf) {
   EXPECT_NEAR(v->median_us.value_or(0), 100, 1e-6);
 }
 
+// A problem's kernel on a simulated agent: simulated comparisons with kfleet's PyTorch
+// references (1.3 and 1.05 times the first job's time unless the job says), the reason's last
+// line, and the agent's "cache": the next job of the same key reads the same references.
+TEST(Pipeline, AProblemsKernelIsComparedWithSimulatedPyTorchReferences) {
+  Harness h;
+  auto l = seed_lease(696, 656);
+  l.spec.kernel.family = "attention";
+  auto v = h.run(l);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::rejected);
+  EXPECT_EQ(v->reason, "do not merge: +6.1% (696 µs vs 656 µs)\n"
+                       "1.30x eager [1.30, 1.30], 1.05x torch.compile [1.05, 1.05] (mission, simulated)");
+  ASSERT_EQ(v->versus.size(), 2u);
+  for (const auto& c : v->versus) {
+    EXPECT_TRUE(c.simulated);
+    EXPECT_FALSE(c.cached);
+    EXPECT_EQ(c.key.value("problem", ""), "attention");
+    EXPECT_EQ(c.key.value("case", ""), "mission");
+    EXPECT_EQ(c.key.value("gpu_class", ""), "L4");
+  }
+  EXPECT_NEAR(*v->versus[0].reference_us, 904.8, 1e-6);
+  EXPECT_EQ(h.sink.of("bench.result")[0]["versus"].size(), 2u);
+
+  // The next iteration, faster, on the same agent: the same references, from its "cache".
+  auto next = seed_lease(600, 656);
+  next.spec.kernel.family = "attention";
+  auto w = h.run(next);
+  ASSERT_TRUE(w.has_value());
+  ASSERT_EQ(w->versus.size(), 2u);
+  EXPECT_TRUE(w->versus[0].cached);
+  EXPECT_NEAR(*w->versus[0].speedup, 904.8 / 600, 1e-9);
+  EXPECT_NEAR(*w->versus[1].speedup, 730.8 / 600, 1e-9);
+
+  // Another shape of the same case name is another key: timed anew, from this job's time.
+  auto wider = seed_lease(500, 656);
+  wider.spec.kernel.family = "attention";
+  wider.spec.gates.correctness->cases[1].shape.dims = {{"S", 4096}};
+  auto wv = h.run(wider);
+  ASSERT_TRUE(wv.has_value());
+  EXPECT_FALSE(wv->versus[0].cached);
+  EXPECT_NEAR(*wv->versus[0].speedup, 1.3, 1e-9);
+  EXPECT_NE(wv->versus[0].key["options"], v->versus[0].key["options"]);
+
+  // A job's own simulated references (simulate.eager_us, compile_us) for another key.
+  auto own = seed_lease(500, 656);
+  own.spec.kernel.family = "attention";
+  own.spec.gates.performance->case_name = "small";
+  own.spec.simulate->eager_us = 400;
+  own.spec.simulate->compile_us = 250;
+  auto o = h.run(own);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_NEAR(*o->versus[0].speedup, 0.8, 1e-9);
+  EXPECT_NEAR(*o->versus[1].speedup, 0.5, 1e-9);
+  EXPECT_EQ(o->versus[0].case_name, "small");
+}
+
 TEST(Pipeline, GateFailuresGiveTheirVerdicts) {
   struct Case {
     std::string fail;

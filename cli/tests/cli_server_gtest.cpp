@@ -232,6 +232,25 @@ INSTANTIATE_TEST_SUITE_P(Outcomes, FollowVerdict,
                                            std::make_pair(std::string("rejected"), 1),
                                            std::make_pair(std::string("error"), 3)));
 
+// A problem's kernel: --follow's last lines are the verdict, with its marks, and then its
+// comparison with kfleet's PyTorch references.
+TEST_F(JobDir, FollowEndsWithTheComparisonWithPyTorch) {
+  auto evs = run_events("rejected");
+  evs[3] = event(4, "verdict", {{"status", "rejected"}, {"gate", "performance"}, {"simulated", true},
+                                {"reason", "do not merge: +6.1% (696 µs vs 656 µs)\n0.93x eager [0.92, 0.94], "
+                                           "1.41x torch.compile [1.39, 1.43] (mission, simulated)"}});
+  FakeKfleetd server([&](const RecordedRequest& r) -> CannedReply {
+    if (r.method == "POST") return created(12);
+    if (r.target == "/api/v1/jobs/12/events") return {200, "text/event-stream", sse_body(evs)};
+    return {404, "application/json", R"({"error":{"code":"not_found","message":"no such thing"}})"};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--follow"}, {{"KFLEET_TOKEN", "t"}});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("REJECTED performance: do not merge: +6.1% (696 µs vs 656 µs) [simulated]\n"
+                       "0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] (mission, simulated)\n"),
+            std::string::npos) << r.out;
+}
+
 TEST_F(JobDir, FollowResumesWithLastEventIdWhenTheStreamDrops) {
   auto all = run_events("rejected");
   std::atomic<int> streams{0};

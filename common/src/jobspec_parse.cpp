@@ -292,6 +292,11 @@ void parse_simulate(Issues& is, const YAML::Node& n, const YAML::Mark& at, Simul
       }
     }
   }
+  for (const char* k : {"eager_us", "compile_us"}) {
+    if (!m.has(k)) continue;
+    if (auto v = read_number(is, m.get(k), m.path(k), m.mark(), 0, false, 1e9))
+      (std::string(k) == "eager_us" ? s.eager_us : s.compile_us) = *v;
+  }
   if (m.has("fail_stage")) {
     if (auto v = read_enum(is, m.get("fail_stage"), m.path("fail_stage"), m.mark(), fail_stages())) {
       s.fail_stage = *v;

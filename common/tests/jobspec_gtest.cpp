@@ -285,6 +285,8 @@ TEST(JobSpecParse, RejectsEachOutOfRangeOrMalformedValue) {
       {"profile: {tool: ncu, when: sometimes}\n", "profile.when"},
       {"simulate: {fail_stage: compile}\n", "simulate.fail_stage"},
       {"simulate: {time_us: 0}\n", "simulate.time_us"},
+      {"simulate: {eager_us: 0}\n", "simulate.eager_us"},
+      {"simulate: {compile_us: fast}\n", "simulate.compile_us"},
       {"parent: \"has space\"\n", "parent"},
   };
   for (const auto& c : cases) {

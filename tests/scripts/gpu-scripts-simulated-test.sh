@@ -10,6 +10,9 @@
 #                          a define, a flag or an entry refused at submit, as expected
 #   gpu-problems-proof.sh  19 problem jobs, a table row each; the naive kernels OK, the rest ACCEPTED
 #   gpu-suite-campaigns.sh both campaigns to their verdicts
+#   gpu-versus-pytorch.sh  8 jobs twice, each verdict with its (simulated) comparisons with
+#                          PyTorch: timed on the first run, from the agent's cache on the second;
+#                          the campaign's fast_p
 #   gpu-python-proof.sh    the Triton campaign through kfleet submit and through kfleet mcp
 #                          (JSON-RPC over stdio): each step's verdict, bn16 rejected, both
 #                          campaigns' current best, kept wins and rejections printed; run from a
@@ -70,6 +73,15 @@ has problems '^problems/fp8_block_gemm\.yaml +passed/- +passed/- .* OK '
 has problems '^problems/topk-nothing\.yaml +rejected/correctness +passed/- .* ACCEPTED '
 has problems '^exploits/23-rmsnorm-side-stream/job\.yaml +rejected/correctness +passed/- .* ACCEPTED '
 has problems '^gpu-problems-proof: 19 job\(s\), 13 mismatch\(es\)'
+
+run versus 0 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a
+has versus '^problems-rmsnorm +1 +llama3_8b .*x \[.*timed.*x \[.*timed .* OK$'
+has versus '^problems-rmsnorm +2 +llama3_8b .*cached.*cached .* OK$'
+has versus '^gpu-01-correct +2 +mission .* OK$'
+has versus '^scaled-mm-cuda-suite +2 +n4096 .* OK$'
+[ "$(grep -cE ' OK$' "$tmp/versus.log")" = 16 ] || bad "versus: not 16 OK rows"
+has versus '^fast_1 +eager [0-9]+/16 '
+has versus '^gpu-versus-pytorch: 16 run\(s\), 0 failure\(s\)'
 
 run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'

@@ -73,14 +73,6 @@ std::string first_error(const std::string& log) {
   return tail_lines(log, 1);
 }
 
-// The agent's run dirs are <agent work dir>/runs/<run id>/work and are removed after each run;
-// a cache inside one would never be hit, so it goes beside "runs" when that layout is seen.
-fs::path default_cache_dir(const std::string& work_dir) {
-  const fs::path run_dir = fs::path(work_dir).parent_path();
-  if (run_dir.parent_path().filename() == "runs") return run_dir.parent_path().parent_path() / "build-cache";
-  return run_dir / "build-cache";
-}
-
 // The harness's translation units: kernels/harness/src and cpu.
 std::vector<std::string> harness_sources(const fs::path& hdir) {
   auto srcs = files_in(hdir / "src", {".cu", ".cpp"});
@@ -145,6 +137,15 @@ std::string macro_of(const std::string& define) {
 }
 
 }  // namespace
+
+// The agent's run dirs are <agent work dir>/runs/<run id>/work and are removed after each run;
+// a cache inside one would never be hit, so it goes beside "runs" when that layout is seen.
+std::string build_cache_dir(const std::string& configured, const std::string& work_dir) {
+  if (!configured.empty()) return configured;
+  const fs::path run_dir = fs::path(work_dir).parent_path();
+  if (run_dir.parent_path().filename() == "runs") return (run_dir.parent_path().parent_path() / "build-cache").string();
+  return (run_dir / "build-cache").string();
+}
 
 HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) {
   if (cfg_.harness_dir.empty()) {
@@ -371,7 +372,7 @@ StageResult HarnessBackend::build_python(StageContext& c, const Compiler& cc, co
     return fleet("this agent's Python (" + py->python + ") cannot record " + k.language +
                  " kernels" + (why.empty() ? std::string() : ": " + why));
   }
-  fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+  fs::path cache = fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir));
   auto m = measuring_process(cc, cache.string(), harness_digest(hdir), harness_sources(hdir));
   if (!m.ok()) return fleet("the measuring process could not be built: " + m.error().message);
   if (!*m) return fleet("no runnable measuring process on this host: " + k.language +
@@ -417,7 +418,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     // The contract comes from this agent's library, never from the job: resolved into a file of
     // the agent's that the job's processes may only read. A problem missing here is the fleet's
     // failure (this agent's library lags kfleetd's), not the job's.
-    const fs::path cache_root = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+    const fs::path cache_root = fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir));
     auto spec_file = problem_spec_file(cfg_.problems_dir, k, (cache_root / "problem-specs").string());
     if (!spec_file) return fleet("problem " + problem_ref(k) + ": " + spec_file.error().message);
     problem_spec_file_ = *spec_file;
@@ -462,7 +463,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   key_text += sources_text + digest;
   if (!cfg_.link_harness) key_text += "\nnot linked";
   const std::string key = sha256_hex(key_text);
-  fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+  fs::path cache = fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir));
   fs::path entry = cache / key;
   fs::path binary = entry / "kfleet-harness";
   fs::path log_file = entry / "compile.log";

@@ -12,6 +12,7 @@
 #include "common/sandbox.hpp"
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/stats.hpp"
+#include "kfleet/common/versus.hpp"
 
 namespace kfleet::backends {
 namespace fs = std::filesystem;
@@ -263,6 +264,13 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     if (!w.ok) return infra(w.reason);
   }
   const double thr = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
+  // The job's bench options as its pooled processes get them (the time budget and the samples
+  // split between them): the kernel's command line, and kfleet's PyTorch references'.
+  const int procs = std::max(1, c.spec.benchmark.processes);
+  JobSpec proc_spec = c.spec;
+  proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / procs;
+  proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + procs - 1) / procs);
+  const auto pooled_args = harness_benchmark_args(proc_spec, *cs, problem_spec_file_);
   auto snap = snapshot();
   const nlohmann::json before = snap.ok() ? snap->to_json() : nlohmann::json();
   StageResult r;
@@ -286,13 +294,8 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     }, c.compare, c.stop, c.sink);
   } else {
     // Pooled processes split the job's time budget and samples; warm-up is paid by each.
-    const int n = std::max(1, c.spec.benchmark.processes);
-    JobSpec proc_spec = c.spec;
-    proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / n;
-    proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + n - 1) / n);
-    const auto args = harness_benchmark_args(proc_spec, *cs, problem_spec_file_);
-    r = run_pooled(n, [&](bool, int) { return time_once(c, harness_binary_, args); }, c.stop,
-                   &c.sink);
+    r = run_pooled(procs, [&](bool, int) { return time_once(c, harness_binary_, pooled_args); },
+                   c.stop, &c.sink);
     if (r.ok) add_comparison(c.compare, doubles(r.data["samples_us"]), thr, r.data);
   }
   if (c.stop.requested()) return infra("stopped");
@@ -314,6 +317,13 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   if (!in_process_timing(c.spec) && measurer_) r.data["measurer_sha256"] = measurer_->sha256;
   if (auto s = snapshot(); s.ok()) r.data["gpu_after"] = s->to_json();
   r.data["case"] = cs->name;
+  // Then a problem's kernel against kfleet's PyTorch references, on the same GPU, once the
+  // kernel's own samples are known good: whatever becomes of them is a note, never the job's
+  // failure.
+  if (is_problem_kernel(c.spec.kernel)) {
+    r.data["versus"] = versus_pytorch(c, *cs, doubles(r.data["samples_us"]), pooled_args);
+    if (c.stop.requested()) return infra("stopped");
+  }
   return r;
 }
 

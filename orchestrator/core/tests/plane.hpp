@@ -9,7 +9,13 @@
 #include <string>
 #include <utility>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <optional>
+
+#include "kfleet/common/bundle.hpp"
 
 #include "kfleet/core/control_plane.hpp"
 #include "kfleet/provision/provisioner.hpp"
@@ -46,6 +52,38 @@ struct Plane {
     auto r = cp->enrol(er);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
     return r.ok() ? *r : EnrolResult{};
+  }
+
+  // Submits `yaml` (its one source k.cu) as carol: the job's id, or 0 and a test failure.
+  std::int64_t submit_yaml(const std::string& yaml) {
+    Bundle b;
+    b.files.push_back({"k.cu", "// k\n"});
+    SubmitRequest sr{yaml, "job.yaml", bundle_to_json(b), true, "carol"};
+    auto r = cp->submit(sr);
+    if (auto* e = std::get_if<SubmitError>(&r)) {
+      ADD_FAILURE() << e->error.message;
+      for (const auto& i : e->issues) ADD_FAILURE() << i.message;
+      return 0;
+    }
+    return std::get<SubmitResult>(r).job.id;
+  }
+
+  // One long-poll of `agent`: the offer kfleetd makes it, if any.
+  std::optional<LeaseOffer> offer_to(std::int64_t agent) {
+    std::optional<LeaseOffer> got;
+    bool done = false;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          auto r = co_await cp->wait_for_lease(agent, 5000);
+          if (r.ok() && r->has_value()) got = **r;
+          done = true;
+        },
+        boost::asio::detached);
+    io.restart();
+    while (!done && io.run_one_for(std::chrono::seconds(10))) {
+    }
+    return got;
   }
 };
 

@@ -4,12 +4,7 @@
 // the control plane itself (submit, lease offer, finish), not the agent.
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <chrono>
 
-#include "kfleet/common/bundle.hpp"
 #include "kfleet/core/fleet.hpp"
 #include "plane.hpp"
 
@@ -19,36 +14,10 @@ namespace {
 struct Plane : test::Plane {
   std::int64_t agent = enrol_agent("a", "L4", /*simulated=*/false).agent_id;
 
-  std::int64_t submit(const std::string& yaml) {
-    Bundle b;
-    b.files.push_back({"k.cu", "// k\n"});
-    SubmitRequest sr{yaml, "job.yaml", bundle_to_json(b), true, "carol"};
-    auto r = cp->submit(sr);
-    if (auto* e = std::get_if<SubmitError>(&r)) {
-      ADD_FAILURE() << e->error.message;
-      for (const auto& i : e->issues) ADD_FAILURE() << i.message;
-      return 0;
-    }
-    return std::get<SubmitResult>(r).job.id;
-  }
+  std::int64_t submit(const std::string& yaml) { return submit_yaml(yaml); }
 
   // One long-poll of the agent: the offer kfleetd makes (what it compares the job with).
-  std::optional<LeaseOffer> offer() {
-    std::optional<LeaseOffer> got;
-    bool done = false;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-          auto r = co_await cp->wait_for_lease(agent, 5000);
-          if (r.ok() && r->has_value()) got = **r;
-          done = true;
-        },
-        boost::asio::detached);
-    io.restart();
-    while (!done && io.run_one_for(std::chrono::seconds(10))) {
-    }
-    return got;
-  }
+  std::optional<LeaseOffer> offer() { return offer_to(agent); }
 
   void finish(const LeaseOffer& o, double median_us, const std::string& perf = "improved") {
     Verdict v;

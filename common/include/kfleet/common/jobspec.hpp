@@ -127,6 +127,10 @@ struct SimulationSpec {
   double time_us = 100;             // median kernel time on the reference class
   double noise_pct = 0.2;
   std::map<std::string, double> slower_pct;  // per GPU class: "L4" -> 5.0
+  // A problem's kernel: the median of kfleet's PyTorch references on the reference class
+  // (eager, torch.compile), slowed like the kernel on other classes. Unset: 1.3 and 1.05 times
+  // time_us.
+  std::optional<double> eager_us, compile_us;
   std::string fail_stage;           // "" | build | resources | correctness | performance | crash | hang
   std::string fail_reason;
   int stage_ms = 20;                // simulated wall time of each stage
