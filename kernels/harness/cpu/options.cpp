@@ -122,6 +122,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
     else if (flag == "--plan") good = value(&o->plan_path) && !o->plan_path.empty();
     else if (flag == "--problem-spec") good = value(&o->problem_spec) && !o->problem_spec.empty();
+    else if (flag == "--reference-check") o->reference_check = true;
     else if (flag == "--va-base") {
       std::string v;
       char* end = nullptr;
@@ -145,6 +146,11 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (!o->problem_spec.empty() && !o->family_option.empty())
     return o->family_option + " does not apply with --problem-spec: the problem's spec gives its "
            "shapes, dtypes and checks";
+  if (o->reference_check && (o->problem_spec.empty() || o->stage != "correctness"))
+    return "--reference-check is a correctness stage of a problem (--problem-spec): the families check "
+           "their references in their own way";
+  if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
+    return "--reference-check runs no kernel: it takes neither --record nor --replay";
   if (!o->problem_spec.empty() && !o->plan_path.empty())
     return "--plan is not available for --problem-spec yet (the Python recorder records the "
            "families only)";
