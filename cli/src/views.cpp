@@ -140,7 +140,26 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
   field("submitter", str_field(job, "submitted_by"));
   if (!str_field(job, "cancelled_by").empty()) field("cancelled", "by " + str_field(job, "cancelled_by"));
   field("age", age_of(job, "created", now));
-  if (const auto& v = obj_field(job, "verdict"); !v.empty()) field("verdict", format_verdict_line(v, color));
+  if (const auto& v = obj_field(job, "verdict"); !v.empty()) {
+    field("verdict", format_verdict_line(v, color));
+    // What its correctness stage checked: the cases it ran, and kfleet's GPU reference against
+    // the fp64 CPU reference (a problem of the library).
+    const auto& m = obj_field(v, "metrics");
+    std::string cases;
+    for (const auto& c : arr_field(m, "cases")) {
+      std::string seeds;
+      for (const auto& s : arr_field(c, "seeds")) seeds += (seeds.empty() ? "" : ",") + s.dump();
+      cases += (cases.empty() ? "" : ", ") + str_field(c, "name") + " (seeds " + seeds + ")" +
+               (c.value("pass", false) ? "" : " FAILED");
+    }
+    field("cases", cases);
+    const auto& ref = obj_field(m, "reference_check");
+    if (!ref.empty())
+      field("reference", std::string(ref.value("pass", false) ? "GPU = fp64 CPU reference" : "GPU != fp64 CPU reference") +
+                             " on " + str_field(ref, "case") + " seed " + str_field(ref, "seed") +
+                             (ref.value("simulated", false) ? " [simulated]" : "") +
+                             (str_field(ref, "reason").empty() ? "" : ": " + str_field(ref, "reason")));
+  }
   // Submitted as parent + change: the one change, with its diff against the parent.
   if (job.contains("change") && job["change"].is_object())
     out += "change    " + render_change_text(job["change"], "  ");

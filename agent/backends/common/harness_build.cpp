@@ -89,8 +89,9 @@ std::vector<std::string> harness_sources(const fs::path& hdir) {
 }
 
 // Every harness file's name and text: a change anywhere in the harness rebuilds its objects.
-// The problem library's GPU references (kernels/problems/<name>/reference.cu) are compiled into
-// the measuring process through src/problem_ref_*.cu, so a change to one counts as well.
+// The problem library's GPU and CPU references (kernels/problems/<name>/reference.cu and
+// reference.cpp, with problems/cpu/problem_data.hpp) are compiled into the measuring process
+// through src/problem_ref_*.cu and cpu/problem_cpu_references.cpp, so a change to one counts too.
 std::string harness_digest(const fs::path& hdir) {
   std::string text;
   for (const char* sub : {"src", "cpu", "include/kfleet_harness"}) {
@@ -99,8 +100,11 @@ std::string harness_digest(const fs::path& hdir) {
   }
   std::error_code ec;
   std::vector<std::string> refs;
+  const fs::path data = hdir.parent_path() / "problems" / "cpu" / "problem_data.hpp";
+  if (fs::is_regular_file(data)) refs.push_back(data.string());
   for (fs::directory_iterator it(hdir.parent_path() / "problems", ec), end; !ec && it != end; it.increment(ec))
-    if (fs::is_regular_file(it->path() / "reference.cu")) refs.push_back((it->path() / "reference.cu").string());
+    for (const char* ref : {"reference.cu", "reference.cpp"})
+      if (fs::is_regular_file(it->path() / ref)) refs.push_back((it->path() / ref).string());
   std::sort(refs.begin(), refs.end());
   for (const auto& f : refs) text += f + "\n" + read_all(f) + "\n";
   return sha256_hex(text);
