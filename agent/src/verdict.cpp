@@ -34,9 +34,11 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
     v.outcome = RunOutcome::rejected;
     v.gate = "integrity";
     v.reason = why;
-  } else if (stage == "resources" || stage == "correctness" || stage == "performance") {
+  } else if (stage == "resources" || stage == "correctness" || stage == "performance" ||
+             (stage == "build" && r.data.is_object() && r.data.value("gate", std::string()) == "resources")) {
+    // (A build the compiler refused for more LDS than the target has is the resources gate's.)
     v.outcome = RunOutcome::rejected;
-    v.gate = stage;
+    v.gate = stage == "build" ? "resources" : stage;
     v.reason = why;
   } else if (stage == "benchmark") {
     // The kernel's own doing while timed: a suspect timing, outputs that fail the re-check on

@@ -16,6 +16,7 @@
 
 #include "common/harness_backend.hpp"
 #include "common/harness_problem.hpp"
+#include "common/resources.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "kfleet/common/event.hpp"
@@ -518,6 +519,13 @@ StageResult HarnessBackend::build_one(StageContext& c) {
       r.reason = res->timed_out || res->stopped ? "compile " + res->describe()
                                                 : "compile failed: " + first_error(res->err);
       r.data["log"] = tail_lines(res->err, 40);
+      if (auto lds = compiler_lds_refusal(res->err, cfg_.arch); lds && !res->timed_out && !res->stopped) {
+        // More LDS than the target has: the resources gate's refusal, not a broken build.
+        r.reason = lds->reason;
+        r.data["gate"] = "resources";
+        r.data["violations"] = nlohmann::json::array(
+            {{{"kernel", lds->kernel}, {"field", lds->field}, {"value", lds->value}, {"limit", lds->limit}, {"reason", lds->reason}}});
+      }
       fs::remove_all(tmp, ec);
       return r;
     }
@@ -615,8 +623,12 @@ StageResult HarnessBackend::resources(StageContext& c) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& u : kernels) list.push_back(to_json(u));
   r.data["kernels"] = list;
-  std::vector<ResourceViolation> viol;
-  if (c.spec.gates.resources) viol = evaluate_budget(kernels, *c.spec.gates.resources);
+  // What the target holds first (whatever the budget), then the job's own budget.
+  std::vector<ResourceViolation> viol = evaluate_target(kernels, cfg_.arch);
+  if (c.spec.gates.resources) {
+    auto more = evaluate_budget(kernels, *c.spec.gates.resources);
+    viol.insert(viol.end(), more.begin(), more.end());
+  }
   nlohmann::json vj = nlohmann::json::array();
   for (const auto& v : viol) {
     vj.push_back({{"kernel", v.kernel}, {"field", v.field}, {"value", v.value},
