@@ -157,6 +157,23 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
     // Each comparison with its reference's median and the key its timing is cached by.
     if (const std::string d = versus_detail(arr_field(v, "versus"), std::string(10, ' ')); !d.empty())
       field("versus", d.substr(0, d.size() - 1));
+    // What its correctness stage checked: the cases it ran, and kfleet's GPU reference against
+    // the fp64 CPU reference (a problem of the library).
+    const auto& m = obj_field(v, "metrics");
+    std::string cases;
+    for (const auto& c : arr_field(m, "cases")) {
+      std::string seeds;
+      for (const auto& s : arr_field(c, "seeds")) seeds += (seeds.empty() ? "" : ",") + s.dump();
+      cases += (cases.empty() ? "" : ", ") + str_field(c, "name") + " (seeds " + seeds + ")" +
+               (c.value("pass", false) ? "" : " FAILED");
+    }
+    field("cases", cases);
+    const auto& ref = obj_field(m, "reference_check");
+    if (!ref.empty())
+      field("reference", std::string(ref.value("pass", false) ? "GPU = fp64 CPU reference" : "GPU != fp64 CPU reference") +
+                             " on " + str_field(ref, "case") + " seed " + str_field(ref, "seed") +
+                             (ref.value("simulated", false) ? " [simulated]" : "") +
+                             (str_field(ref, "reason").empty() ? "" : ": " + str_field(ref, "reason")));
   }
   // Submitted as parent + change: the one change, with its diff against the parent.
   if (job.contains("change") && job["change"].is_object())

@@ -243,7 +243,8 @@ TEST(McpProblems, ListAndShowOneProblemsContract) {
 
   const json& p = r[2]["result"]["structuredContent"];
   ASSERT_FALSE(r[2]["result"].value("isError", false)) << r[2].dump();
-  EXPECT_EQ(p["ref"], "rmsnorm@1");
+  EXPECT_EQ(p["ref"], "rmsnorm@2");
+  EXPECT_EQ(p["required_cases"], json::array({"stress"}));
   EXPECT_EQ(p["entry"], "kfleet_problem_launch");
   ASSERT_EQ(p["slots"].size(), 3u);
   EXPECT_EQ(p["slots"][0]["name"], "x");
@@ -255,7 +256,8 @@ TEST(McpProblems, ListAndShowOneProblemsContract) {
   EXPECT_EQ(p["cases"][2]["dims"]["H"], 4096);
   EXPECT_NE(p["outputs"][0]["check"].get<std::string>().find("tolerance"), std::string::npos);
   EXPECT_EQ(p["outputs"][0]["must_reject"][0], "zeros");
-  EXPECT_NE(p["job"].get<std::string>().find("problem: rmsnorm@1"), std::string::npos);
+  EXPECT_NE(p["job"].get<std::string>().find("problem: rmsnorm@2"), std::string::npos);
+  EXPECT_NE(p["job"].get<std::string>().find("{name: stress, seeds: [0]}"), std::string::npos);
   // The same text and starter `kfleet problems show rmsnorm` prints: one copy of that code.
   const ProblemLibrary l = load_problem_library(lib);
   EXPECT_EQ(p["contract"], render_problem_contract(*l.find("rmsnorm")));

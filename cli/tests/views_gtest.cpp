@@ -132,6 +132,21 @@ TEST(Views, JobDetailListsRuns) {
   EXPECT_EQ(out.find("cancelled"), std::string::npos) << out;  // nobody cancelled it
 }
 
+// A problem's verdict: the cases its correctness stage ran and the reference check.
+TEST(Views, JobDetailShowsTheCasesRunAndTheReferenceCheck) {
+  nlohmann::json body = {
+      {"job", {{"id", 14}, {"name", "problems/softmax-no_max"}, {"gpu", "sm_90"}, {"state", "rejected"},
+               {"attempts", 1}, {"max_attempts", 1},
+               {"verdict", {{"outcome", "rejected"}, {"gate", "correctness"}, {"reason", "case stress seed 0: output y"},
+                            {"metrics", {{"cases", {{{"name", "small"}, {"seeds", {0, 1}}, {"pass", true}},
+                                                    {{"name", "stress"}, {"seeds", {0, 1}}, {"pass", false}}}},
+                                         {"reference_check", {{"case", "small"}, {"seed", 0}, {"pass", true}}}}}}}}},
+      {"runs", nlohmann::json::array()}};
+  const std::string out = render_job_detail(body, kNow, false);
+  EXPECT_NE(out.find("cases     small (seeds 0,1), stress (seeds 0,1) FAILED\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("reference GPU = fp64 CPU reference on small seed 0\n"), std::string::npos) << out;
+}
+
 TEST(Views, JobDetailSaysWhoSubmittedAndWhoCancelled) {
   nlohmann::json body = {
       {"job", {{"id", 13}, {"name", "fa/iter2"}, {"gpu", "L4"}, {"state", "cancelled"},

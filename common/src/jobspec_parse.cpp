@@ -83,7 +83,7 @@ void parse_problem_ref(Issues& is, const MapReader& m, KernelSpec& k) {
   if (!ok) {
     is.add(mark_of(m.get("problem"), m.mark()), m.path("problem"),
            "'" + *s + "' is not NAME@VERSION (a problem of the library and its version, e.g. "
-           "rmsnorm@1; `kfleet problems` lists them)");
+           "rmsnorm@2; `kfleet problems` lists them)");
     // Still a problem's job: its cases are not asked for shapes on top of this error.
     k.problem = *s;
     return;
@@ -111,7 +111,7 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
       }
     }
   } else if (!m.has("problem")) {
-    m.require("family", "attention, scaled_mm or custom (or problem: NAME@VERSION, e.g. rmsnorm@1)");
+    m.require("family", "attention, scaled_mm or custom (or problem: NAME@VERSION, e.g. rmsnorm@2)");
   }
   if (m.require("language", "cuda, hip, triton or torch")) {
     if (auto s = read_enum(is, m.get("language"), m.path("language"), m.mark(), languages())) {

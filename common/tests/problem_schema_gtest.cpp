@@ -137,7 +137,7 @@ TEST(ProblemSchema, EnumsEqualParserVocabulary) {
   auto as_vec = [](const nlohmann::json& e) { return e.get<std::vector<std::string>>(); };
   EXPECT_EQ(as_vec(d["dtype"]["enum"]), problem_vocab::dtypes());
   EXPECT_EQ(as_vec(root["properties"]["scalars"]["items"]["properties"]["dtype"]["enum"]), problem_vocab::scalar_dtypes());
-  EXPECT_EQ(as_vec(d["input"]["properties"]["init"]["properties"]["dist"]["enum"]), problem_vocab::dists());
+  EXPECT_EQ(as_vec(d["init"]["properties"]["dist"]["enum"]), problem_vocab::dists());
   EXPECT_EQ(as_vec(d["output"]["properties"]["check"]["properties"]["kind"]["enum"]), problem_vocab::check_kinds());
   EXPECT_EQ(as_vec(root["properties"]["abi"]["enum"]), problem_vocab::abis());
   EXPECT_EQ(as_vec(root["properties"]["kernels"]["items"]["properties"]["languages"]["items"]["enum"]), problem_vocab::languages());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../common/tests/test_paths.hpp"
 #include "cluster.hpp"
 
 namespace kfleet::e2e {
@@ -58,6 +59,29 @@ TEST(CompileAgents, AJobThatFailsToBuildNeverReachesAGpuAgent) {
   EXPECT_EQ(done["runs"][0]["agent_id"], builder);
   EXPECT_TRUE(c.sql("SELECT id FROM runs WHERE agent_id = " + std::to_string(gpu)).empty());
   for (const auto& [stage, agent] : stage_agents(c, id)) EXPECT_EQ(agent, "builder") << stage;
+}
+
+// A HIP kernel asking for more LDS than a gfx1151 workgroup has (jobs/exploits/24): clang-19 on
+// the compile agent refuses the allocation, and the job is rejected at the resources gate,
+// naming the amount and the target's LDS, before any GPU agent sees it.
+TEST(CompileAgents, AHipKernelOverTheTargetsLdsIsRefusedByTheResourcesGate) {
+  Cluster c;
+  c.start_kfleetd();
+  c.start_compile_agent("builder");
+  c.start_agent("gpu-amd", "local", "gfx1151", "gfx1151");
+  wait_enrolled(c, {"builder", "gpu-amd"});
+  const auto id = c.submit_api((kfleet::testing::source_dir() / "jobs/exploits/24-hip-lds-over-limit/job.yaml").string());
+  auto done = c.wait_terminal(id, 300000);
+  EXPECT_EQ(done["job"]["state"], "rejected") << done.dump(2) << c.logs();
+  const auto& v = done["job"]["verdict"];
+  EXPECT_EQ(v.value("gate", ""), "resources") << done.dump(2);
+  EXPECT_NE(v.value("reason", "").find("fused_attention (gfx1151): 65792 bytes of LDS > 65536, all the LDS a "
+                                       "workgroup has on gfx1151"),
+            std::string::npos)
+      << done.dump(2);
+  const auto gpu = agent_id(c, "gpu-amd");
+  ASSERT_GT(gpu, 0);
+  EXPECT_TRUE(c.sql("SELECT id FROM runs WHERE agent_id = " + std::to_string(gpu)).empty());
 }
 
 TEST(CompileAgents, AJobThatBuildsIsBenchmarkedByAGpuAgent) {

@@ -130,9 +130,9 @@ async function main() {
     check(!problems.isError && problems.structuredContent.problems.some((p) => p.name === "rmsnorm"),
       `the problem library lists rmsnorm (${problems.content?.[0]?.text?.slice(0, 200)})`);
     const rms = await call("kfleet_get_problem", { name: "rmsnorm" });
-    check(!rms.isError && rms.structuredContent.ref === "rmsnorm@1" &&
+    check(!rms.isError && rms.structuredContent.ref === "rmsnorm@2" &&
       /kfleet_problem_launch/.test(rms.structuredContent.starter), "rmsnorm's contract and starter");
-    console.log(`ok: problems: ${problems.structuredContent.problems.length} in the library; rmsnorm@1's contract`);
+    console.log(`ok: problems: ${problems.structuredContent.problems.length} in the library; rmsnorm@2's contract`);
     const campaign0 = await call("kfleet_get_campaign", { name: "mcp-campaign" });
     check(!campaign0.isError, `read the campaign: ${campaign0.content?.[0]?.text}`);
     const root = campaign0.structuredContent.current_best;

@@ -173,6 +173,11 @@ class HarnessBackend : public agent::Backend {
                                      const std::vector<std::string>& args,
                                      std::vector<nlohmann::json>& messages,
                                      const std::string& binary = "");
+  // The measuring process's check of kfleet's GPU reference against its fp64 CPU reference on
+  // `case_name` of the job's problem (PROBLEM-ABI.md, "The GPU reference, checked"): no job
+  // code, no kernel; its lines go to `messages`.
+  Result<SubprocessResult> run_reference_check(agent::StageContext& c, const std::string& case_name,
+                                               std::uint64_t seed, std::vector<nlohmann::json>& messages);
   // Who a child is: the job's process (its sandbox writes the run's folder, reads its bundle),
   // kfleet's measuring process (a sandbox that writes nowhere, run from its own read-only
   // folder, reading `readable`: the job's objects, its launch list), or the recorder of one of

@@ -16,6 +16,7 @@
 
 #include "common/harness_backend.hpp"
 #include "common/harness_problem.hpp"
+#include "common/resources.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "kfleet/common/event.hpp"
@@ -82,8 +83,9 @@ std::vector<std::string> harness_sources(const fs::path& hdir) {
 }
 
 // Every harness file's name and text: a change anywhere in the harness rebuilds its objects.
-// The problem library's GPU references (kernels/problems/<name>/reference.cu) are compiled into
-// the measuring process through src/problem_ref_*.cu, so a change to one counts as well.
+// The problem library's GPU and CPU references (kernels/problems/<name>/reference.cu and
+// reference.cpp, with problems/cpu/problem_data.hpp) are compiled into the measuring process
+// through src/problem_ref_*.cu and cpu/problem_cpu_references.cpp, so a change to one counts too.
 std::string harness_digest(const fs::path& hdir) {
   std::string text;
   for (const char* sub : {"src", "cpu", "include/kfleet_harness"}) {
@@ -92,8 +94,11 @@ std::string harness_digest(const fs::path& hdir) {
   }
   std::error_code ec;
   std::vector<std::string> refs;
+  const fs::path data = hdir.parent_path() / "problems" / "cpu" / "problem_data.hpp";
+  if (fs::is_regular_file(data)) refs.push_back(data.string());
   for (fs::directory_iterator it(hdir.parent_path() / "problems", ec), end; !ec && it != end; it.increment(ec))
-    if (fs::is_regular_file(it->path() / "reference.cu")) refs.push_back((it->path() / "reference.cu").string());
+    for (const char* ref : {"reference.cu", "reference.cpp"})
+      if (fs::is_regular_file(it->path() / ref)) refs.push_back((it->path() / ref).string());
   std::sort(refs.begin(), refs.end());
   for (const auto& f : refs) text += f + "\n" + read_all(f) + "\n";
   return sha256_hex(text);
@@ -519,6 +524,13 @@ StageResult HarnessBackend::build_one(StageContext& c) {
       r.reason = res->timed_out || res->stopped ? "compile " + res->describe()
                                                 : "compile failed: " + first_error(res->err);
       r.data["log"] = tail_lines(res->err, 40);
+      if (auto lds = compiler_lds_refusal(res->err, cfg_.arch); lds && !res->timed_out && !res->stopped) {
+        // More LDS than the target has: the resources gate's refusal, not a broken build.
+        r.reason = lds->reason;
+        r.data["gate"] = "resources";
+        r.data["violations"] = nlohmann::json::array(
+            {{{"kernel", lds->kernel}, {"field", lds->field}, {"value", lds->value}, {"limit", lds->limit}, {"reason", lds->reason}}});
+      }
       fs::remove_all(tmp, ec);
       return r;
     }
@@ -616,8 +628,12 @@ StageResult HarnessBackend::resources(StageContext& c) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& u : kernels) list.push_back(to_json(u));
   r.data["kernels"] = list;
-  std::vector<ResourceViolation> viol;
-  if (c.spec.gates.resources) viol = evaluate_budget(kernels, *c.spec.gates.resources);
+  // What the target holds first (whatever the budget), then the job's own budget.
+  std::vector<ResourceViolation> viol = evaluate_target(kernels, cfg_.arch);
+  if (c.spec.gates.resources) {
+    auto more = evaluate_budget(kernels, *c.spec.gates.resources);
+    viol.insert(viol.end(), more.begin(), more.end());
+  }
   nlohmann::json vj = nlohmann::json::array();
   for (const auto& v : viol) {
     vj.push_back({{"kernel", v.kernel}, {"field", v.field}, {"value", v.value},

@@ -210,6 +210,20 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
   return res;
 }
 
+Result<SubprocessResult> HarnessBackend::run_reference_check(StageContext& c, const std::string& case_name,
+                                                             std::uint64_t seed,
+                                                             std::vector<nlohmann::json>& messages) {
+  // kfleet's measuring process when the job is replayed (the usual case); a job timed in
+  // process has none, and its harness checks the reference the same way.
+  if (measurer_)
+    if (auto ok = check_measurer(*measurer_); !ok) return ok.error();
+  const std::string binary = measurer_ ? measurer_->binary : harness_binary_;
+  std::vector<std::string> argv = {binary, "correctness", "--case", case_name, "--problem-spec",
+                                   problem_spec_file_, "--seeds", std::to_string(seed), "--reference-check"};
+  return run_child(c, stage::correctness, argv, messages, /*result_pipe=*/true, problem_reads(),
+                   /*measure=*/measurer_.has_value());
+}
+
 Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::string& stage,
                                                    const std::vector<std::string>& args_in,
                                                    std::vector<nlohmann::json>& messages,

@@ -2,12 +2,14 @@
 // isolation), its JSON lines become events, and a benchmark is compared with the lease's
 // baseline using kfleet::stats. The profile stage is in harness_profile.cpp.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 
 #include "common/exclusive.hpp"
 #include "common/harness_backend.hpp"
+#include "common/harness_problem.hpp"
 #include "common/harness_protocol.hpp"
 #include "common/sandbox.hpp"
 #include "kfleet/common/event.hpp"
@@ -25,6 +27,13 @@ StageResult infra(std::string reason) {
   StageResult r;
   r.infra_error = true;
   r.reason = std::move(reason);
+  return r;
+}
+
+// The agent's own failure (its library lags kfleetd's): retried, never the job's verdict.
+StageResult fleet(std::string reason) {
+  StageResult r = infra(std::move(reason));
+  r.fleet_error = true;
   return r;
 }
 
@@ -210,10 +219,47 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     r.data["skipped"] = "no correctness gate";
     return r;
   }
+  // A problem's required cases and the case its reference is checked on, from this agent's
+  // own library (problem_run_plan).
+  auto plan = problem_run_plan(cfg_.problems_dir, c.spec);
+  if (!plan.ok()) return fleet(plan.error().message);
+  if (!plan->missing_required.empty()) {
+    r.reason = plan->missing_required;
+    return r;
+  }
   nlohmann::json rows = nlohmann::json::array();
+  // The verdict lists the cases it ran (data.cases) and the reference check (data.reference_check).
+  r.data["cases"] = nlohmann::json::array();
+  if (!plan->reference_case.empty()) {
+    // kfleet's GPU reference against its fp64 CPU reference, once per run, on the smallest of
+    // the job's cases, by kfleet's own measuring process (no job code, no kernel): before any
+    // case, so that every verdict carries it, whatever the job's kernel does.
+    std::vector<nlohmann::json> msgs;
+    std::uint64_t seed = 0;
+    for (const auto& cs : c.spec.gates.correctness->cases)
+      if (cs.name == plan->reference_case && !cs.seeds.empty()) seed = cs.seeds.front();
+    auto res = run_reference_check(c, plan->reference_case, seed, msgs);
+    if (!res.ok()) return infra(res.error().message);
+    HarnessReport rep;
+    for (const auto& m : msgs) rep.add(m);
+    if (rep.reference_check) r.data["reference_check"] = *rep.reference_check;
+    bool infra_err = false;
+    const std::string why = harness_failure(res->exit_code, res->signal, res->timed_out, c.spec.timeout_s, rep,
+                                            res->err, infra_err);
+    if (res->stopped) return infra("stopped");
+    if (!why.empty()) {
+      StageResult f = infra(why);
+      f.data = r.data;
+      if (rep.error && string_at(*rep.error, "phase", "") == "reference") f.data["reference_fault"] = true;
+      return f;
+    }
+  }
   for (const auto& cs : c.spec.gates.correctness->cases) {
     std::vector<nlohmann::json> msgs;
-    auto res = run_stage(c, stage::correctness, harness_correctness_args(c.spec, cs, problem_spec_file_), msgs);
+    auto args = harness_correctness_args(c.spec, cs, problem_spec_file_);
+    const auto started = std::chrono::steady_clock::now();
+    auto res = run_stage(c, stage::correctness, args, msgs);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!res.ok()) return infra(res.error().message);
     HarnessReport rep;
     for (const auto& m : msgs) rep.add(m);
@@ -227,6 +273,9 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     std::string why = harness_failure(res->exit_code, res->signal, res->timed_out,
                                       c.spec.timeout_s, rep, res->err, infra_err);
     if (res->stopped) return infra("stopped");
+    // What the case cost: its harness processes (recording and replay), wall time.
+    r.data["cases"].push_back({{"name", cs.name}, {"seeds", cs.seeds}, {"pass", why.empty()},
+                               {"seconds", std::round(seconds * 1000) / 1000}});
     if (!why.empty()) {
       r.reason = why;
       r.infra_error = infra_err;

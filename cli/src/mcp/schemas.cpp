@@ -225,7 +225,8 @@ nlohmann::json problem_output() {
     "slots": {"type": "array", "items": {"type": "object"}, "description": "args->tensors[i]: index, name, role, dtype, shape"},
     "dims": {"type": "array", "items": {"type": "object"}}, "scalars": {"type": "array", "items": {"type": "object"}},
     "outputs": {"type": "array", "items": {"type": "object"}, "description": "each output's check and the do-nothing outputs it must reject"},
-    "cases": {"type": "array", "items": {"type": "object"}},
+    "cases": {"type": "array", "items": {"type": "object"}, "description": "each case's name, dims, whether it is required, where its data comes from (doc) and its own draws (init)"},
+    "required_cases": {"type": "array", "items": {"type": "string"}, "description": "the cases every job of the problem runs; a job may add cases, not drop one"},
     "job": {"type": "string", "description": "how a job names the problem"},
     "contract": {"type": "string", "description": "the same as `kfleet problems show NAME` prints"},
     "starter": {"type": "string", "description": "a starter kernel that compiles on the ABI"}
