@@ -8,6 +8,16 @@ option(KFLEET_WERROR "Fail the build on a warning in kfleet's own code" ON)
 add_library(kfleet_warnings INTERFACE)
 target_compile_options(kfleet_warnings INTERFACE -Wall -Wextra -Wno-missing-field-initializers
                        $<$<BOOL:${KFLEET_WERROR}>:-Werror>)
+# In a unity batch GCC reads each .cpp as if it were a header, and warns where a type of the
+# file's anonymous namespace is part of a type declared elsewhere (-Wsubobject-linkage): a
+# header's mistake, never a source file's. Built file by file, the warning stays on.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND KFLEET_UNITY_BUILD)
+  target_compile_options(kfleet_warnings INTERFACE -Wno-subobject-linkage)
+endif()
+
+# What the tests share (tests/support/include): kfleet/testing/temp_dir.hpp and the like.
+add_library(kfleet_test_support INTERFACE)
+target_include_directories(kfleet_test_support INTERFACE ${CMAKE_CURRENT_LIST_DIR}/../tests/support/include)
 
 # kfleet_add_gtest(NAME SOURCES... LIBS ... [PROPERTIES prop value ...])
 # PROPERTIES are set on every test the binary holds (e.g. COST, so ctest starts the slow ones
@@ -15,7 +25,8 @@ target_compile_options(kfleet_warnings INTERFACE -Wall -Wextra -Wno-missing-fiel
 function(kfleet_add_gtest name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;PROPERTIES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main kfleet_warnings)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main kfleet_warnings
+                        kfleet_test_support)
   # Tests that read files of the tree (schemas, openapi.yaml) find it through this.
   target_compile_definitions(${name} PRIVATE KFLEET_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   if(ARG_PROPERTIES)
