@@ -86,20 +86,18 @@ Result<BackendPtr> pick_backend(const std::string& kind, const SimulatedGpuOptio
   if (!policy) return policy.error();
   std::error_code ec;
   const std::string cache = (std::filesystem::absolute(work_dir, ec) / "build-cache").string();
-  CudaBackendOptions cuda_opts;
-  cuda_opts.cache_dir = cache;
-  cuda_opts.busy_wait_s = busy_wait_s;
-  cuda_opts.throttle_pct = throttle_pct;
-  cuda_opts.device = gpu;
-  cuda_opts.sandbox = *policy;
-  cuda_opts.problems_dir = problems_dir;
-  HipBackendOptions hip_opts;
-  hip_opts.cache_dir = cache;
-  hip_opts.busy_wait_s = busy_wait_s;
-  hip_opts.throttle_pct = throttle_pct;
-  hip_opts.device = gpu;
-  hip_opts.sandbox = *policy;
-  hip_opts.problems_dir = problems_dir;
+  // What either vendor's backend is told alike.
+  auto options = [&](auto o) {
+    o.cache_dir = cache;
+    o.busy_wait_s = busy_wait_s;
+    o.throttle_pct = throttle_pct;
+    o.device = gpu;
+    o.sandbox = *policy;
+    o.problems_dir = problems_dir;
+    return o;
+  };
+  const CudaBackendOptions cuda_opts = options(CudaBackendOptions{});
+  const HipBackendOptions hip_opts = options(HipBackendOptions{});
   if (kind == "compile") {
     CompileBackendOptions o;
     o.cache_dir = cache;

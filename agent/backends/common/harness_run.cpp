@@ -20,13 +20,6 @@ using agent::StageResult;
 
 namespace {
 
-StageResult infra(std::string reason) {
-  StageResult r;
-  r.infra_error = true;
-  r.reason = std::move(reason);
-  return r;
-}
-
 std::vector<double> doubles(const nlohmann::json& j) {
   std::vector<double> out;
   if (j.is_array()) {
