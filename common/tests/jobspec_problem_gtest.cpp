@@ -18,7 +18,7 @@ const ProblemLibrary& library() {
   return lib;
 }
 
-std::string job(const std::string& kernel, const std::string& correctness,
+std::string problem_job(const std::string& kernel, const std::string& correctness,
                 const std::string& performance = "") {
   return "name: p\ntarget: {gpu: H100}\nkernel: " + kernel + "\ngates:\n  correctness: " + correctness +
          "\n" + (performance.empty() ? "" : "  performance: " + performance + "\n");
@@ -35,7 +35,7 @@ std::string errors(const std::string& text, const ProblemLibrary* lib = &library
 
 TEST(JobProblem, AGenericProblemJobParsesAndRoundTrips) {
   ASSERT_TRUE(library().issues.empty());
-  const auto p = parse_job_spec(job(kRms, kCases, "{case: llama3_8b}"), "j.yaml", &library());
+  const auto p = parse_job_spec(problem_job(kRms, kCases, "{case: llama3_8b}"), "j.yaml", &library());
   ASSERT_TRUE(p.ok()) << p.error_text();
   EXPECT_EQ(p.spec->kernel.problem, "rmsnorm");
   EXPECT_EQ(p.spec->kernel.problem_version, 1);
@@ -57,51 +57,51 @@ TEST(JobProblem, AttentionAndScaledMmAreTheFamilies) {
   const std::string fam = "{cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}]}";
   for (const char* k : {"{problem: attention@1, language: cuda, sources: [k.cu]}",
                         "{problem: attention@1, family: attention, language: cuda, sources: [k.cu]}"}) {
-    const auto p = parse_job_spec(job(k, fam), "j.yaml", &library());
+    const auto p = parse_job_spec(problem_job(k, fam), "j.yaml", &library());
     ASSERT_TRUE(p.ok()) << p.error_text();
     EXPECT_EQ(p.spec->kernel.family, "attention");
     EXPECT_FALSE(is_generic_problem(p.spec->kernel));
   }
   // A family job that names no problem is unchanged, and so is its JSON form (hashes, stores).
-  const auto f = parse_job_spec(job("{family: attention, language: cuda, sources: [k.cu]}", fam), "j.yaml");
+  const auto f = parse_job_spec(problem_job("{family: attention, language: cuda, sources: [k.cu]}", fam), "j.yaml");
   ASSERT_TRUE(f.ok());
   EXPECT_FALSE(to_json(*f.spec)["kernel"].contains("problem"));
-  EXPECT_EQ(errors(job("{problem: attention@1, family: scaled_mm, language: cuda, sources: [k.cu]}", fam)),
+  EXPECT_EQ(errors(problem_job("{problem: attention@1, family: scaled_mm, language: cuda, sources: [k.cu]}", fam)),
             "j.yaml:3:40: kernel.family: family: scaled_mm disagrees with problem: attention@1 "
             "(which is family attention); drop family");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@1, family: custom, language: cuda, sources: [k.cu]}", kCases)),
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@1, family: custom, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:38: kernel.family: family: custom disagrees with problem: rmsnorm@1 (a "
             "problem of the library with its own ABI, no family); drop family");
 }
 
 TEST(JobProblem, ErrorsNameTheirPlace) {
-  EXPECT_EQ(errors(job("{problem: rmsnorm, language: cuda, sources: [k.cu]}", kCases), nullptr),
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm, language: cuda, sources: [k.cu]}", kCases), nullptr),
             "j.yaml:3:19: kernel.problem: 'rmsnorm' is not NAME@VERSION (a problem of the library "
             "and its version, e.g. rmsnorm@1; `kfleet problems` lists them)");
-  EXPECT_EQ(errors(job("{problem: rmsnrom@1, language: cuda, sources: [k.cu]}", kCases)),
+  EXPECT_EQ(errors(problem_job("{problem: rmsnrom@1, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:19: kernel.problem: no problem 'rmsnrom' in the problem library (" +
                 library().root +
                 "); it has attention@1, fp8_block_gemm@1, grouped_gemm@1, rmsnorm@1, rope@1, "
                 "scaled_mm@1, softmax@1, topk@1; did you mean 'rmsnorm'?");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@2, language: cuda, sources: [k.cu]}", kCases)),
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@2, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:19: kernel.problem: rmsnorm@2 is not in the problem library (" + library().root +
                 "): it has rmsnorm@1 (the version pins the contract a kernel is judged by)");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small}, {name: llama3_8B, seeds: [0]}]}")),
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: small}, {name: llama3_8B, seeds: [0]}]}")),
             "j.yaml:5:47: gates.correctness.cases[1].name: 'llama3_8B' is not a case of rmsnorm@1; "
             "its cases: small, ragged, llama3_8b, llama3_70b; did you mean 'llama3_8b'?");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small, shape: {T: 4, H: 256}}]}")),
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: small, shape: {T: 4, H: 256}}]}")),
             "j.yaml:5:46: gates.correctness.cases[0].shape: shape comes from the case of problem "
             "rmsnorm@1 that this case names; drop it (`kfleet problems show rmsnorm` lists the cases)");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small}], tolerance: {atol: 1}}")),
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: small}], tolerance: {atol: 1}}")),
             "j.yaml:5:52: gates.correctness.tolerance: problem rmsnorm@1 sets each output's check; a "
             "job may not change it, looser or tighter (a new check is a new version of the problem); "
             "drop tolerance");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small}], dtype: fp16}")),
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: small}], dtype: fp16}")),
             "j.yaml:5:48: gates.correctness.dtype: problem rmsnorm@1 gives every tensor's dtype; drop dtype");
-  EXPECT_EQ(errors(job(kRms, kCases, "{case: mission}")),
+  EXPECT_EQ(errors(problem_job(kRms, kCases, "{case: mission}")),
             "j.yaml:6:23: gates.performance.case: names case 'mission', which gates.correctness.cases "
             "does not have; cases: small, llama3_8b");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.py]}", kCases)),
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@1, language: triton, sources: [k.py]}", kCases)),
             "j.yaml:3:40: kernel.language: a kernel of problem rmsnorm@1 is cuda or hip today "
             "(kfleet_problem_launch, kernels/harness/PROBLEM-ABI.md); the Triton/PyTorch recorder "
             "does not take library problems yet");
@@ -115,7 +115,7 @@ TEST(JobProblem, ErrorsNameTheirPlace) {
 
 TEST(JobProblem, WithoutALibraryOnlyTheFormIsChecked) {
   // The agent and the store re-read a job's JSON form with no library at hand.
-  EXPECT_TRUE(parse_job_spec(job("{problem: nosuch@3, language: cuda, sources: [k.cu]}",
+  EXPECT_TRUE(parse_job_spec(problem_job("{problem: nosuch@3, language: cuda, sources: [k.cu]}",
                                  "{cases: [{name: whatever}]}"), "j.yaml").ok());
 }
 

@@ -14,6 +14,7 @@
 #include "case_spec.hpp"
 #include "launch_list.hpp"
 #include "problem_cpu.hpp"
+#include "problem_library.hpp"
 #include "problem_checks.hpp"
 #include "problem_inputs.hpp"
 #include "problem_spec.hpp"
@@ -22,12 +23,6 @@ namespace kfleet::problems {
 namespace {
 
 using harness::ProblemSpec;
-
-const ProblemLibrary& library() {
-  static const ProblemLibrary lib =
-      load_problem_library((testing::source_dir() / "kernels/problems").string());
-  return lib;
-}
 
 ProblemSpec read_back(const ProblemDef& def) {
   auto text = problem_spec_text(def);

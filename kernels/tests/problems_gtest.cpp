@@ -14,15 +14,10 @@
 #include "launch_list.hpp"
 #include "numeric.hpp"
 #include "problem_cpu.hpp"
+#include "problem_library.hpp"
 
 namespace kfleet::problems {
 namespace {
-
-const ProblemLibrary& library() {
-  static const ProblemLibrary lib =
-      load_problem_library((testing::source_dir() / "kernels/problems").string());
-  return lib;
-}
 
 // Cases small enough for an fp64 reference in a unit test.
 bool small(const ProblemDef& def, const ProblemCase& c) {

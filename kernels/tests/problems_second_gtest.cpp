@@ -11,15 +11,10 @@
 #include "../../common/tests/test_paths.hpp"
 #include "numeric.hpp"
 #include "problem_cpu.hpp"
+#include "problem_library.hpp"
 
 namespace kfleet::problems {
 namespace {
-
-const ProblemLibrary& library() {
-  static const ProblemLibrary lib =
-      load_problem_library((testing::source_dir() / "kernels/problems").string());
-  return lib;
-}
 
 // Element i of an input as the device reads it (from its bytes).
 float dev(const Tensor& t, std::size_t i) {
