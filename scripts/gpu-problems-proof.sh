@@ -17,20 +17,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" out="$root/problems-run" only=. backend=cuda arch=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --out|--run-dir) out=$2; shift 2 ;;
-    --only) only=$2; shift 2 ;;
-    --backend) backend=$2; shift 2 ;;
-    --arch) arch=$2; shift 2 ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
-    *) echo "gpu-problems-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
-die() { echo "gpu-problems-proof: $*" >&2; exit 2; }
-if [ -z "$bin" ]; then scripts/gpu-proof.sh --build-only || die "build failed"; bin=$root/build-gpu/bin; fi
-for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,17 --bin=bin "--out|--run-dir=out" --only=only --backend=backend --arch=arch -- "$@"
+need_bins
 
 rm -rf "$out"; mkdir -p "$out/jobs"
 # kfleetd and the agent resolve problems in the same library: this checkout's.
@@ -55,41 +45,19 @@ while IFS=$'\t' read -r file want_state want_gate want_reason; do
   case "$file" in ''|'#'*) continue ;; esac
   [[ "$file" =~ $only ]] || continue
   name=$(echo "$file" | sed 's|^jobs/||; s|/job\.yaml$||; s|\.yaml$||; s|/|-|g')
-  t0=$(date +%s)
-  res=$(kf --json submit "$file" --force --wait 2>"$out/jobs/$name.submit.err"); rc=$?
-  secs=$(( $(date +%s) - t0 ))
-  id=$(printf '%s' "$res" | json_field job.id)
-  if [ -n "$id" ]; then
-    status=$(kf --json status "$id" 2>/dev/null)
-    state=$(printf '%s' "$status" | json_field job.state)
-    gate=$(printf '%s' "$status" | json_field job.verdict.gate)
-    reason=$(printf '%s' "$status" | json_field job.verdict.reason)
-    [ -n "$reason" ] || reason=$(printf '%s' "$status" | json_field job.state_reason)
-    [ -n "$gate" ] || gate=-
+  submit_expecting "$file" "$out/jobs/$name.submit.err" "$want_state" "$want_gate" "$want_reason" \
+    "${file#jobs/}"
+  if [ "$id" != 0 ]; then
     kf status "$id" >"$out/jobs/$name.status" 2>&1
     kf logs "$id" >"$out/jobs/$name.log" 2>&1
-  else
-    # Refused before a job existed: the CLI's (or kfleetd's) error is the verdict.
-    id=0 state=refused gate=submit
-    reason=$(grep -v '^\s*$' "$out/jobs/$name.submit.err" | head -3 | tr '\n' ' ')
   fi
-  ok=OK
-  [[ "$state" =~ ^($want_state)$ ]] || ok=MISMATCH
-  [[ "$gate" =~ ^($want_gate)$ ]] || ok=MISMATCH
-  [[ "$reason" =~ $want_reason ]] || ok=MISMATCH
-  if [ "$want_state" != passed ] && [ "$state" = passed ]; then ok=ACCEPTED; fi
   [ "$ok" = OK ] || mismatches=$((mismatches + 1))
   echo "== $file: job $id, submit exit $rc after ${secs}s: $state / $gate / $reason"
-  rows+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s' "${file#jobs/}" "$want_state/$want_gate" "$state/$gate" "${secs}s" "$ok" "$reason")")
 done <"$list"
 
 echo
 echo "== gpu-problems-proof results ($(nvidia-smi -L 2>/dev/null | head -1), backend $backend)"
-printf '%-44s %-24s %-22s %-6s %-9s %s\n' JOB EXPECTED GOT TIME CHECK REASON
-for r in "${rows[@]}"; do
-  IFS=$'\t' read -r f e a s ok why <<<"$r"
-  printf '%-44s %-24s %-22s %-6s %-9s %s\n' "$f" "$e" "$a" "$s" "$ok" "${why:0:200}"
-done
+print_rows JOB 44 24 200
 kill -0 "${pids[1]}" 2>/dev/null && echo "gpu-problems-proof: agent gpu0 still running after every job" ||
   { echo "gpu-problems-proof: agent gpu0 DIED"; mismatches=$((mismatches + 1)); }
 echo "gpu-problems-proof: ${#rows[@]} job(s), $mismatches mismatch(es); logs in $out"
