@@ -91,7 +91,7 @@ std::optional<Verdict> run_with(HipSettingsBackend& b) {
 }
 
 // A run on the fake amd-smi whose settings change during `stage`.
-std::optional<Verdict> run_changing_in(const std::string& stage) {
+std::optional<Verdict> amd_run_changing_in(const std::string& stage) {
   FakeAmdSmi smi;
   HipSettingsBackend b(smi);
   b.change_in = stage;
@@ -120,13 +120,13 @@ TEST(AmdSettings, UnchangedSettingsLetTheRunPass) {
 }
 
 TEST(AmdSettings, APowerCapChangedDuringCorrectnessFailsAtIntegrity) {
-  kfleet::testing::expect_integrity_rejection(run_changing_in("correctness"),
+  kfleet::testing::expect_integrity_rejection(amd_run_changing_in("correctness"),
                                               {"limit.max_power.value 300 -> 220",
                                                "during correctness"});
 }
 
 TEST(AmdSettings, APartitionAndPerfLevelChangedDuringTheBenchmarkFailAtIntegrity) {
-  kfleet::testing::expect_integrity_rejection(run_changing_in("benchmark"),
+  kfleet::testing::expect_integrity_rejection(amd_run_changing_in("benchmark"),
                                               {"partition.compute_partition \"SPX\" -> \"CPX\"",
                                                "perf_level \"AUTO\" -> \"MANUAL\""});
 }
