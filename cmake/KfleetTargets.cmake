@@ -18,6 +18,15 @@ endif()
 # What the tests share (tests/support/include): kfleet/testing/temp_dir.hpp and the like.
 add_library(kfleet_test_support INTERFACE)
 target_include_directories(kfleet_test_support INTERFACE ${CMAKE_CURRENT_LIST_DIR}/../tests/support/include)
+# The tests' own code (their sources, fakes and fixtures; not the libraries they test, which keep
+# the build type's -O2) is compiled at -O1: gtest's and the fakes' templates cost -O2 a third more
+# compile time for code that only drives the code under test (a unity batch of core_gtest: 39 s
+# of CPU at -O2, 28 s at -O1). Empty: the build type's level for the tests too.
+set(KFLEET_TEST_CODE_OPT -O1 CACHE STRING "optimisation of the tests' own code in optimised builds")
+if(KFLEET_TEST_CODE_OPT)
+  target_compile_options(kfleet_test_support INTERFACE
+                         $<$<CONFIG:RelWithDebInfo,Release>:${KFLEET_TEST_CODE_OPT}>)
+endif()
 
 # kfleet_add_gtest(NAME SOURCES... LIBS ... [PROPERTIES prop value ...])
 # PROPERTIES are set on every test the binary holds (e.g. COST, so ctest starts the slow ones
