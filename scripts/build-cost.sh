@@ -67,8 +67,12 @@ phase() {
 echo "build-cost: building $src in $bdir (ccache off); results in $out"
 # What the README's first command builds, then the rest, as scripts/demo.sh and test.sh do.
 demo_targets=$(sed -n 's/^ *scripts\/build.sh \([a-z -]*\).*/\1/p' "$src/scripts/demo.sh" | head -1)
-phase configure cmake -S "$src" -B "$bdir" -G Ninja "-DCMAKE_CXX_COMPILER_LAUNCHER=$self;--launch;$log" \
-  "-DCMAKE_CXX_LINKER_LAUNCHER=$self;--launch;$log" "$@"
+# The launcher as one path (the fuzz build, tests/fuzz, takes the launcher as one word).
+launch=$out/launch
+printf '#!/bin/sh\nexec %q --launch %q "$@"\n' "$self" "$log" >"$launch"
+chmod +x "$launch"
+phase configure cmake -S "$src" -B "$bdir" -G Ninja "-DCMAKE_CXX_COMPILER_LAUNCHER=$launch" \
+  "-DCMAKE_CXX_LINKER_LAUNCHER=$launch" "$@"
 if [ -n "$targets" ]; then
   # shellcheck disable=SC2086  # the targets are words
   phase "targets $targets" cmake --build "$bdir" -j"$(nproc)" --target $targets
