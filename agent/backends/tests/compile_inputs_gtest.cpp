@@ -93,10 +93,10 @@ TEST(CompileInputs, AWholeKernelIsCheckedFieldByField) {
   }
 }
 
-struct Backend {
+struct CompileFixture {
   fs::path root = fs::temp_directory_path() / ("kfleet_compile_inputs_" + std::to_string(::getpid()));
   BackendPtr backend;
-  Backend() {
+  CompileFixture() {
     fs::create_directories(root / "work");
     CudaBackendOptions o;
     o.harness_dir = (kBackendTestsDir / "fake_harness").string();
@@ -107,7 +107,7 @@ struct Backend {
     o.sandbox = test_sandbox();
     backend = make_cuda_backend(o);
   }
-  ~Backend() { fs::remove_all(root); }
+  ~CompileFixture() { fs::remove_all(root); }
 };
 
 class NullSink : public EventSink {
@@ -116,7 +116,7 @@ class NullSink : public EventSink {
 };
 
 StageResult build(const KernelSpec& k) {
-  Backend b;
+  CompileFixture b;
   NullSink sink;
   StopFlag stop;
   JobSpec s;

@@ -83,7 +83,7 @@ struct Fixture {
   StageResult correctness_of(std::int64_t s_dim) {
     const auto spec = job(s_dim);
     auto c = ctx(spec);
-    return stage_after_build(*backend, c, &Backend::correctness);
+    return stage_after_build(*backend, c, &kfleet::agent::Backend::correctness);
   }
 };
 
