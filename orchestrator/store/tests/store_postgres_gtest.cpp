@@ -73,9 +73,10 @@ StorePtr migrated_from(int version, const std::string& rows) {
   if (url.empty()) return nullptr;
   query_one(url, rows);
   auto s = open_or_fail(url);
-  if (s)
+  if (s) {
     EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"),
               std::to_string(pg::latest_schema_version()));
+  }
   return s;
 }
 
