@@ -24,12 +24,6 @@
 namespace kfleet::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 int int_arg(int argc, char** argv, const char* name, int dflt) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], name)) return std::atoi(argv[i + 1]);
@@ -63,22 +57,8 @@ struct Samples {
   }
 };
 
-struct Agent {
-  std::int64_t id = 0;
-  std::string token;
-};
-
 Agent enrol(HttpClient& c, const std::string& name, const std::string& gpu) {
-  auto r = c.post_json("/api/v1/agents/enrol",
-                       {{"name", name}, {"region", "soak"}, {"backend", "simulated"},
-                        {"gpus", {{{"gpu_class", gpu}, {"arch", "sm_89"}, {"simulated", true}}}}});
-  if (!r.ok() || r->status != 201) {
-    std::fprintf(stderr, "soak: enrol failed: %s\n",
-                 r.ok() ? r->body.c_str() : r.error().message.c_str());
-    std::exit(1);
-  }
-  auto j = *r->json();
-  return {j["agent_id"].get<std::int64_t>(), j["token"].get<std::string>()};
+  return enrol_agent(c, name, "soak", gpu, "sm_89");
 }
 
 // Runs f(i) for i in [0, n) on `threads` threads.

@@ -16,6 +16,8 @@
 #include "kfleet/cli/app.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/jobspec.hpp"
+#include "kfleet/testing/temp_dir.hpp"
+#include "run_kfleet.hpp"
 
 namespace kfleet::cli {
 namespace {
@@ -38,48 +40,21 @@ kernel:
   entry: fa_s512_v3
 )";
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran run_kfleet(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-  args.insert(args.begin(), "kfleet");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliIo io{out, err,
-           [env](const std::string& k) -> std::optional<std::string> {
-             auto it = env.find(k);
-             return it == env.end() ? std::nullopt : std::optional(it->second);
-           },
-           disk_reader(), std::make_shared<ManualClock>(), false};
-  io.backoff_initial_ms = 1;
-  io.backoff_max_ms = 5;
-  Ran r;
-  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), io);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using test::Ran;
+using test::run_kfleet;
 
 class JobDir : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kfleet-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     write("job.yaml", kJobYaml);
     write("fa.cu", "__global__ void fa_s512_v3() {}\n");
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-    return (dir_ / name).string();
+    return tmp_.write(name, text).string();
   }
   std::string job() const { return (dir_ / "job.yaml").string(); }
-  fs::path dir_;
+  const kfleet::testing::TempDir tmp_{"kfleet-cli"};
+  const fs::path dir_ = tmp_.path();
 };
 
 nlohmann::json job_json(int id, const std::string& state) {

@@ -15,34 +15,20 @@
 #include "kfleet/cli/app.hpp"
 #include "kfleet/common/clock.hpp"
 #include "problems_view.hpp"
+#include "run_kfleet.hpp"
 
 namespace kfleet::cli {
 namespace {
 namespace fs = std::filesystem;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
 const std::string kLibrary = (testing::source_dir() / "kernels/problems").string();
 
-Ran run_kfleet(std::vector<std::string> args, std::map<std::string, std::string> env = {{"KFLEET_PROBLEMS_DIR", kLibrary}}) {
-  args.insert(args.begin(), "kfleet");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliIo io{out, err,
-           [env](const std::string& k) -> std::optional<std::string> {
-             auto it = env.find(k);
-             return it == env.end() ? std::nullopt : std::optional(it->second);
-           },
-           disk_reader(), std::make_shared<ManualClock>(), false};
-  Ran r;
-  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), io);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+using test::Ran;
+
+// kfleet with the repository's library as $KFLEET_PROBLEMS_DIR, unless `env` says otherwise.
+Ran run_kfleet(std::vector<std::string> args,
+               std::map<std::string, std::string> env = {{"KFLEET_PROBLEMS_DIR", kLibrary}}) {
+  return test::run_kfleet(std::move(args), std::move(env));
 }
 
 TEST(ProblemsCommand, ListsTheLibrary) {

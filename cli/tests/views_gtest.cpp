@@ -6,6 +6,7 @@
 #include "kfleet/cli/versus_view.hpp"
 #include "kfleet/cli/views.hpp"
 #include "fleet_reports.hpp"
+#include "kfleet/testing/expect.hpp"
 
 namespace kfleet::cli {
 namespace {
@@ -42,12 +43,8 @@ TEST(Views, JobsTableShowsVerdictOrReason) {
        {{"id", 13}, {"name", "fa/iter2"}, {"gpu", "L4"}, {"state", "waiting_capacity"},
         {"state_reason", "us-east-1 stockout"}, {"attempts", 0}, {"simulated", true}}}}};
   const std::string out = render_jobs(body, kNow, false);
-  EXPECT_NE(out.find("ID  NAME"), std::string::npos) << out;
-  EXPECT_NE(out.find("performance: +6.1%"), std::string::npos) << out;
-  EXPECT_NE(out.find("1/3"), std::string::npos) << out;
-  EXPECT_NE(out.find("1m"), std::string::npos) << out;
-  EXPECT_NE(out.find("us-east-1 stockout"), std::string::npos) << out;
-  EXPECT_NE(out.find("fa/iter2 [sim]"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"ID  NAME", "performance: +6.1%", "1/3", "1m",
+                                         "us-east-1 stockout", "fa/iter2 [sim]"});
   EXPECT_EQ(render_jobs({{"jobs", nlohmann::json::array()}}, kNow, false), "no jobs\n");
 }
 
@@ -60,11 +57,9 @@ TEST(Views, AgentsAndBlocks) {
       {"blocks", {{{"provider", "aws"}, {"region", "us-east-1"}, {"kind", "stockout"},
                    {"reason", "InsufficientInstanceCapacity"}, {"seconds_left", 125}}}}};
   const std::string out = render_agents(body, kNow, false);
-  EXPECT_NE(out.find("L4/sm_89"), std::string::npos) << out;
-  EXPECT_NE(out.find("4s ago"), std::string::npos) << out;
-  EXPECT_NE(out.find("region blocks:"), std::string::npos) << out;
-  EXPECT_NE(out.find("InsufficientInstanceCapacity  2m"), std::string::npos) << out;
-  EXPECT_NE(out.find("1 GPU(s) on 1 host(s): 1 busy, 0 idle"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"L4/sm_89", "4s ago", "region blocks:",
+                                         "InsufficientInstanceCapacity  2m",
+                                         "1 GPU(s) on 1 host(s): 1 busy, 0 idle"});
 }
 
 TEST(Views, AgentsSayWhoEnrolledThem) {
@@ -75,9 +70,7 @@ TEST(Views, AgentsSayWhoEnrolledThem) {
                         {"minted_by", "alice"}}}},
       {{"id", 3}, {"name", "older-kfleetd"}, {"state", "idle"}}};
   const std::string out = render_agents({{"agents", agents}}, kNow, false);
-  EXPECT_NE(out.find("ENROLLED BY"), std::string::npos) << out;
-  EXPECT_NE(out.find("fleet token"), std::string::npos) << out;
-  EXPECT_NE(out.find("#7 rack-3 (alice)"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"ENROLLED BY", "fleet token", "#7 rack-3 (alice)"});
 }
 
 TEST(Views, AgentsShowWhatTheirPythonRecords) {
@@ -112,9 +105,7 @@ TEST(Views, ResultsShowDeltaWithCi) {
                             {"delta_pct", 6.1}, {"ci_low_pct", 5.2}, {"ci_high_pct", 7.0}}}}},
       {"job", {{"id", 12}, {"name", "fp8-sdpa/step2"}, {"gpu", "L4"}}}}}}};
   const std::string out = render_results(body, kNow, false);
-  EXPECT_NE(out.find("12 fp8-sdpa/step2"), std::string::npos) << out;
-  EXPECT_NE(out.find("696.0 µs"), std::string::npos) << out;
-  EXPECT_NE(out.find("+6.1% [+5.2%, +7.0%]"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"12 fp8-sdpa/step2", "696.0 µs", "+6.1% [+5.2%, +7.0%]"});
 }
 
 TEST(Views, JobDetailListsRuns) {
@@ -125,10 +116,8 @@ TEST(Views, JobDetailListsRuns) {
       {"runs", {{{"id", 8}, {"agent_id", 1}, {"attempt", 1}, {"outcome", "lost"}},
                 {{"id", 9}, {"agent_id", 3}, {"attempt", 2}, {"outcome", "passed"}}}}};
   const std::string out = render_job_detail(body, kNow, false);
-  EXPECT_NE(out.find("job       12 fa/iter1"), std::string::npos) << out;
-  EXPECT_NE(out.find("L4 (us-west-2)"), std::string::npos) << out;
-  EXPECT_NE(out.find("PASSED: same"), std::string::npos) << out;
-  EXPECT_NE(out.find("lost"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"job       12 fa/iter1", "L4 (us-west-2)", "PASSED: same",
+                                         "lost"});
   EXPECT_EQ(out.find("cancelled"), std::string::npos) << out;  // nobody cancelled it
 }
 

@@ -523,15 +523,12 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file,
     out.issues = std::move(is.list);
     return out;
   }
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp reports syntax errors as exceptions; they stop at this boundary as an issue.
-    is.add(e.mark, "(syntax)", "YAML syntax error: " + e.msg);
+  const auto loaded = spec::load_document(is, yaml_text);
+  if (!loaded) {
     out.issues = std::move(is.list);
     return out;
   }
+  const YAML::Node& root = *loaded;
   JobSpec job;
   try {
     spec::parse_document(is, root, library, job);

@@ -366,14 +366,12 @@ ProblemParse parse_problem(const std::string& yaml_text, const std::string& file
   Issues is;
   is.file = file;
   ProblemParse out;
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    is.add(e.mark, "(syntax)", "YAML syntax error: " + e.msg);
+  const auto loaded = spec::load_document(is, yaml_text);
+  if (!loaded) {
     out.issues = std::move(is.list);
     return out;
   }
+  const YAML::Node& root = *loaded;
   ProblemDef def;
   def.file = file;
   try {

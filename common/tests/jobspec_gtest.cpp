@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "test_paths.hpp"
+#include "spec_issues.hpp"
 
 namespace kfleet {
 namespace {
@@ -12,12 +13,7 @@ namespace fs = std::filesystem;
 
 using kfleet::testing::source_dir;
 
-const SpecIssue* find_issue(const SpecParse& p, const std::string& field) {
-  for (const auto& i : p.issues) {
-    if (i.field == field) return &i;
-  }
-  return nullptr;
-}
+using kfleet::testing::find_issue;
 
 constexpr const char* kMinimal = R"(name: t/min
 target: {gpu: L4}

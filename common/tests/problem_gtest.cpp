@@ -104,6 +104,17 @@ struct Bad {
   std::string issue;     // the first issue, as printed
 };
 
+// Each edit of the good document `doc` (from -> to) is refused, its first issue exactly this.
+void expect_first_issues(const std::string& doc, const std::string& file,
+                         const std::vector<Bad>& table) {
+  for (const auto& b : table) {
+    const auto p = parse_problem(replace(doc, b.from, b.to), file);
+    ASSERT_FALSE(p.issues.empty()) << "accepted: " << b.to;
+    EXPECT_EQ(p.issues[0].to_string(), b.issue) << "for: " << b.to << "\nall issues:\n" << p.error_text();
+    EXPECT_FALSE(p.ok());
+  }
+}
+
 TEST(ProblemFormat, EachMistakeHasItsMessage) {
   const std::vector<Bad> table = {
       {"version: 1", "version: 0", "p.yaml:2:10: version: is 0; must be between 1 and 1000000"},
@@ -161,12 +172,7 @@ TEST(ProblemFormat, EachMistakeHasItsMessage) {
       {"cases:\n", "cases: []\nx:\n", "p.yaml:14:1: x: unknown key 'x'; allowed: problem, version, summary, abi, dims, scalars, inputs, outputs, workspace, flops, bytes, cases, reference, kernels"},
       {"dims: [T, H]", "dims: [T, H", "p.yaml:4:8: (syntax): YAML syntax error: end of sequence flow not found"},
   };
-  for (const auto& b : table) {
-    const auto p = parse_problem(replace(kGood, b.from, b.to), "p.yaml");
-    ASSERT_FALSE(p.issues.empty()) << "accepted: " << b.to;
-    EXPECT_EQ(p.issues[0].to_string(), b.issue) << "for: " << b.to << "\nall issues:\n" << p.error_text();
-    EXPECT_FALSE(p.ok());
-  }
+  expect_first_issues(kGood, "p.yaml", table);
 }
 
 // A case may draw an input its own way (the edge of real data) and be required of every job.
@@ -229,11 +235,8 @@ reference: {cpu: r.cpp}
       {"{dist: group_ends, total: M}", "{dist: group_ends, total: Q}", "q.yaml:7:76: inputs[2].init.total: unknown name 'Q' in 'Q' (dims: M, N, K, G)"},
       {"block_amplitude: [0.1, 10]", "block_amplitude: [10, 0.1]", "q.yaml:5:86: inputs[0].init.block_amplitude: lo must be <= hi"},
   };
-  for (const auto& b : table) {
-    const auto bad = parse_problem(replace(replace(doc, "{kind: rel_l2_typo}", "{kind: tolerance, rel_l2: 0.01}"), b.from, b.to), "q.yaml");
-    ASSERT_FALSE(bad.issues.empty()) << "accepted: " << b.to;
-    EXPECT_EQ(bad.issues[0].to_string(), b.issue) << "for: " << b.to << "\nall issues:\n" << bad.error_text();
-  }
+  expect_first_issues(replace(doc, "{kind: rel_l2_typo}", "{kind: tolerance, rel_l2: 0.01}"), "q.yaml",
+                      table);
 }
 
 TEST(ProblemLibraryLoad, NamesMissingFilesAndMisnamedFolders) {

@@ -4,12 +4,11 @@
 // Usage: node tests/browser/dashboards.test.mjs --kfleetd BIN --agent BIN --cli BIN
 //          [--dist build/dashboards/dist] [--screenshots DIR] [--docs-screenshots DIR] [--chromium BIN]
 // Exit status 0 only when every check passed; a missing chromium, node module or binary fails.
-import { createRequire } from "node:module";
 import { copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { api, check, killAll, readPort, runCommand, setApiToken, startChild, waitFor } from "./harness.mjs";
+import { api, check, killAll, loadPlaywright, openBrowser, parseOptions, readPort, runCommand, setApiToken, startChild, waitFor } from "./harness.mjs";
 import { checkBlockCountdown } from "./stubbed_pages.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -23,27 +22,13 @@ function options() {
     docsScreenshots: process.env.KFLEET_DOCS_SCREENSHOTS ?? "",
     chromium: process.env.CHROMIUM ?? "/usr/bin/chromium",
   };
-  const argv = process.argv.slice(2);
-  const keys = { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli", "--dist": "dist",
-    "--screenshots": "screenshots", "--docs-screenshots": "docsScreenshots", "--chromium": "chromium" };
-  for (let i = 0; i < argv.length; i += 2) {
-    const k = keys[argv[i]];
-    if (!k || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]}`);
-    o[k] = argv[i + 1];
-  }
+  parseOptions(o, { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli", "--dist": "dist",
+    "--screenshots": "screenshots", "--docs-screenshots": "docsScreenshots", "--chromium": "chromium" });
   for (const k of ["kfleetd", "agent", "cli"]) {
     if (!o[k] || !existsSync(o[k])) throw new Error(`--${k === "agent" ? "agent" : k} must name the built binary (got '${o[k] ?? ""}')`);
   }
   if (!existsSync(join(o.dist, "index.html"))) throw new Error(`${o.dist}/index.html is missing: build them: cmake --build build --target dashboards`);
-  if (!existsSync(o.chromium)) throw new Error(`no chromium at ${o.chromium}: apt-get install chromium, or pass --chromium`);
   return o;
-}
-
-function loadPlaywright() {
-  const req = createRequire(join(repo, "dashboards", "package.json"));
-  try { return req("playwright-core"); } catch {
-    throw new Error("playwright-core is not installed: run 'npm install' in dashboards/");
-  }
 }
 
 const KERNEL = "// stand-in source: the simulated backend never compiles it\n__global__ void fp8_sdpa() {}\n";
@@ -83,7 +68,7 @@ async function paintedPixels(page, selector) {
 
 async function main() {
   const o = options();
-  const { chromium } = loadPlaywright();
+  const { chromium } = loadPlaywright(repo);
   const tmp = mkdtempSync(join(tmpdir(), "kfleet-browser-"));
   mkdirSync(o.screenshots, { recursive: true });
   if (o.docsScreenshots) mkdirSync(o.docsScreenshots, { recursive: true });
@@ -117,15 +102,9 @@ async function main() {
     check(made.status === 0, `kfleet token create exited ${made.status}: ${made.stderr}${made.stdout}`);
     const VIEWER = readFileSync(readTokenFile, "utf8").trim();
 
-    const profile = join(tmp, "chromium-profile");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: o.chromium, headless: true, viewport: { width: 1280, height: 800 },
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
-    const page = context.pages()[0] ?? await context.newPage();
-    const pageErrors = [];
-    page.on("pageerror", (e) => pageErrors.push(e.message));
+    const browser = await openBrowser(chromium, o.chromium, join(tmp, "chromium-profile"));
+    context = browser.context;
+    const { page, pageErrors } = browser;
 
     // 0. Every page needs a token: the page asks for one; a wrong one is refused.
     await page.goto(`${base}/#/`);

@@ -22,7 +22,7 @@ void wait_enrolled(Cluster& c, std::initializer_list<const char*> names) {
         << n << " did not enrol\n" << c.logs();
 }
 
-bool is_active(const nlohmann::json& job) {
+bool is_leased_or_running(const nlohmann::json& job) {
   const std::string s = job["state"];
   return s == "leased" || s == "building" || s == "gating" || s == "benchmarking";
 }
@@ -36,12 +36,17 @@ std::vector<std::pair<std::string, std::string>> stage_agents(Cluster& c, std::i
   return out;
 }
 
-TEST(CompileAgents, AJobThatFailsToBuildNeverReachesAGpuAgent) {
-  Cluster c;
+// kfleetd with a compile agent "builder" and a simulated L4 agent "gpu-l4", both enrolled.
+void start_builder_and_gpu(Cluster& c) {
   c.start_kfleetd();
   c.start_compile_agent("builder");
   c.start_agent("gpu-l4", "local", "L4", "sm_89");
   wait_enrolled(c, {"builder", "gpu-l4"});
+}
+
+TEST(CompileAgents, AJobThatFailsToBuildNeverReachesAGpuAgent) {
+  Cluster c;
+  start_builder_and_gpu(c);
   const std::string yaml = c.write_job("broken", Cluster::sim_job_yaml("handoff/broken"));
   write_file(std::filesystem::path(yaml).parent_path() / "k.cu",
              "__global__ void k(float* o) { o[threadIdx.x] = undeclared_name; }\n");
@@ -86,10 +91,7 @@ TEST(CompileAgents, AHipKernelOverTheTargetsLdsIsRefusedByTheResourcesGate) {
 
 TEST(CompileAgents, AJobThatBuildsIsBenchmarkedByAGpuAgent) {
   Cluster c;
-  c.start_kfleetd();
-  c.start_compile_agent("builder");
-  c.start_agent("gpu-l4", "local", "L4", "sm_89");
-  wait_enrolled(c, {"builder", "gpu-l4"});
+  start_builder_and_gpu(c);
   const auto id = c.submit_api(c.write_job("ok", Cluster::sim_job_yaml("handoff/ok")));
   auto done = c.wait_terminal(id, 120000);
   ASSERT_EQ(done["job"]["state"], "passed") << done.dump(2) << c.logs();
@@ -157,7 +159,7 @@ TEST(CompileAgents, ACompileAgentKilledMidBuildRequeuesTheJob) {
       },
       std::chrono::seconds(60)))
       << c.logs();
-  EXPECT_TRUE(is_active(c.job(id)["job"]));
+  EXPECT_TRUE(is_leased_or_running(c.job(id)["job"]));
   first.kill9();
   c.start_compile_agent("builder-2");
   auto done = c.wait_terminal(id, 120000);

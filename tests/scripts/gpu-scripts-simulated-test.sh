@@ -24,15 +24,9 @@
 # gpu-multi-gpu-check.sh has its own test; gpu-exclusive-check.sh needs a real CUDA context.
 # Usage: gpu-scripts-simulated-test.sh KFLEETD KFLEET_AGENT KFLEET
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-[ $# = 3 ] || { echo "usage: $0 KFLEETD KFLEET_AGENT KFLEET" >&2; exit 2; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-gpu-scripts-XXXXXX")
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-trap 'if [ "$fail" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXIT
-export HOME=$tmp NO_COLOR=1
-mkdir -p "$tmp/bin"
-ln -s "$1" "$tmp/bin/kfleetd"; ln -s "$2" "$tmp/bin/kfleet-agent"; ln -s "$3" "$tmp/bin/kfleet"
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+script_test_setup gpu-scripts "$@"
 
 # run NAME WANT_RC SCRIPT ARGS...: runs it with a 240 s limit, keeps its output in $tmp/NAME.log
 run() {

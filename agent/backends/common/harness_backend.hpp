@@ -22,6 +22,22 @@
 
 namespace kfleet::backends {
 
+// A stage that failed for the agent's own reason (no compiler here, the harness missing): never
+// the job's verdict (infra_error).
+inline agent::StageResult infra(std::string reason) {
+  agent::StageResult r;
+  r.infra_error = true;
+  r.reason = std::move(reason);
+  return r;
+}
+
+// The agent's own failure (its library lags kfleetd's): retried, never the job's verdict.
+inline agent::StageResult fleet(std::string reason) {
+  agent::StageResult r = infra(std::move(reason));
+  r.fleet_error = true;
+  return r;
+}
+
 // Replay mode's measuring process (kernels/harness/ABI.md, "Recorded replay"): kfleet's own
 // program, built by the agent from the harness's sources alone, with kfleet's flags alone,
 // outside every job's sandbox, into <build cache>/measure/<key>/ (harness_measurer.cpp).

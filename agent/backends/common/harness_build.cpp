@@ -38,20 +38,7 @@ std::string read_all(const fs::path& p) {
   return ss.str();
 }
 
-StageResult infra(std::string reason) {
-  StageResult r;
-  r.infra_error = true;
-  r.reason = std::move(reason);
-  return r;
-}
-
 // The agent's own failure (no compiler here, the harness missing): never the job's verdict.
-StageResult fleet(std::string reason) {
-  StageResult r = infra(std::move(reason));
-  r.fleet_error = true;
-  return r;
-}
-
 std::vector<std::string> files_in(const fs::path& dir, std::initializer_list<const char*> exts) {
   std::vector<std::string> out;
   std::error_code ec;

@@ -23,20 +23,6 @@ using agent::StageResult;
 
 namespace {
 
-StageResult infra(std::string reason) {
-  StageResult r;
-  r.infra_error = true;
-  r.reason = std::move(reason);
-  return r;
-}
-
-// The agent's own failure (its library lags kfleetd's): retried, never the job's verdict.
-StageResult fleet(std::string reason) {
-  StageResult r = infra(std::move(reason));
-  r.fleet_error = true;
-  return r;
-}
-
 std::vector<double> doubles(const nlohmann::json& j) {
   std::vector<double> out;
   if (j.is_array()) {

@@ -29,17 +29,18 @@ struct Plane : test::Plane {
   explicit Plane(bool simulated) : agent(enrol_agent("a", "L4", simulated).agent_id) {}
 
   std::int64_t submit(const std::string& name, const std::string& parent, const std::string& family) {
-    return submit_yaml(
+    return test::Plane::submit(
         "name: " + name + "\ncampaign: vs\n" + (parent.empty() ? "" : "parent: " + parent + "\n") +
         "target: {gpu: L4}\nkernel:\n  family: " + family + "\n  language: cuda\n  sources: [k.cu]\n" +
         (family == "custom" ? "  steps: {build: make, test: ./t, bench: ./b}\n" : "") +
         "gates:\n  correctness:\n    cases: [{name: mission, shape: {B: 1}, seeds: [0]}]\n"
-        "    tolerance: {max_abs: 0.01}\n  performance: {case: mission}\n");
+        "    tolerance: {max_abs: 0.01}\n  performance: {case: mission}\n",
+        "carol");
   }
 
   // Leases the next job to the agent and finishes it with `v`.
   void run(std::int64_t job, Verdict v) {
-    auto got = offer_to(agent);
+    auto got = wait_offer(agent);
     ASSERT_TRUE(got && got->lease.job_id == job);
     auto r = cp->finish(agent, got->lease.run_id, got->lease.fencing_token, v);
     ASSERT_TRUE(r.ok()) << r.error().message;
