@@ -63,12 +63,14 @@ if [ "$python_corpus" = 1 ]; then
   if [ "$backend" = simulated ] || "$py" -c 'import torch, triton' 2>/dev/null; then python_ok=1; fi
 fi
 
-# The jobs: jobs/problems, then the C++ corpus, then the Python corpus.
+# The jobs: jobs/problems, the C++ corpus, the Python corpus, then torch programs (jobs/torch).
 list=$out/expected.tsv
 { awk -F'\t' '/^[^#]/ {print "jobs/problems/" $0}' jobs/problems/expected.tsv
   awk -F'\t' '/^[^#]/ {print "jobs/exploits/" $0}' jobs/exploits/expected.tsv
-  awk -F'\t' '/^[^#]/ {print "jobs/exploits/python/" $0}' jobs/exploits/python/expected.tsv; } >"$list"
+  awk -F'\t' '/^[^#]/ {print "jobs/exploits/python/" $0}' jobs/exploits/python/expected.tsv
+  awk -F'\t' '/^[^#]/ {print "jobs/torch/" $0}' jobs/torch/expected.tsv; } >"$list"
 
+torch_jobs=0 torch_ok=0
 rows=() mismatches=0 skipped=0 naive=0 naive_ok=0 rejected_ok=0 rejected=0 refs=0 ref_ok=0 corpus=0 corpus_ok=0
 while IFS=$'\t' read -r file want_state want_gate want_reason; do
   case "$file" in ''|'#'*) continue ;; esac
@@ -94,13 +96,13 @@ while IFS=$'\t' read -r file want_state want_gate want_reason; do
   res=$(kf --json submit "$file" --force --wait --kernel-lib "$root/kernels" 2>"$out/jobs/$name.submit.err"); rc=$?
   secs=$(( $(date +%s) - t0 ))
   id=$(printf '%s' "$res" | json_field job.id)
-  cases="-" ref="-"
+  cases="-" ref="-" kernels="-"
   if [ -n "$id" ]; then
     status=$(kf --json status "$id" 2>/dev/null)
     printf '%s\n' "$status" >"$out/jobs/$name.status.json"
     # One reading of the status: state, gate, reason, the cases the verdict lists
     # (name:ok|FAIL:seconds) and its reference check.
-    IFS=$'\t' read -r state gate reason cases ref < <(printf '%s' "$status" | python3 -c '
+    IFS=$'\t' read -r state gate reason cases ref kernels < <(printf '%s' "$status" | python3 -c '
 import json, sys
 t = sys.stdin.read(); i = t.find("{")
 job = (json.JSONDecoder().raw_decode(t[i:])[0] if i >= 0 else {}).get("job", {})
@@ -111,7 +113,11 @@ cases = " ".join("%s:%s:%ss" % (c.get("name"), "ok" if c.get("pass") else "FAIL"
 r = m.get("reference_check") or {}
 ref = "-" if not r else "%s %s" % ("sim" if r.get("simulated") else "ok" if r.get("pass") else "FAILED", r.get("case", "?"))
 reason = (v.get("reason") or job.get("state_reason") or "").replace("\t", " ").replace("\n", " ")
-print("\t".join([job.get("state") or "?", v.get("gate") or "-", reason or "-", cases, ref]))')
+ks = (m.get("kernels") or {}).get("kernels") or []
+kernels = "; ".join("%s: %s%s" % (k.get("function", "?")[:48], k.get("origin", "?"),
+                                  " " + " ".join(x for x in (k.get("file"), k.get("package"), k.get("how")) if x)
+                                  if k.get("origin") == "library" or k.get("how") else "") for k in ks) or "-"
+print("\t".join([job.get("state") or "?", v.get("gate") or "-", reason or "-", cases, ref, kernels.replace("\t", " ")]))')
     kf status "$id" >"$out/jobs/$name.status" 2>&1
     kf logs "$id" >"$out/jobs/$name.log" 2>&1
   else
@@ -133,6 +139,13 @@ print("\t".join([job.get("state") or "?", v.get("gate") or "-", reason or "-", c
       if [[ " $cases " == *" stress:ok:"* ]] && [[ "$cases" != *":FAIL:"* ]]; then naive_ok=$((naive_ok + 1))
       else ok=MISMATCH; reason="the cases it ran are not all passed with stress among them ($cases); $reason"; fi
     fi
+  fi
+  if [[ "$file" == jobs/torch/* ]] && [ "$want_state" = passed ]; then
+    # A torch program's verdict names each kernel's origin (the recorder's report).
+    torch_jobs=$((torch_jobs + 1))
+    echo "   kernels of $short: $kernels"
+    if [ "${kernels:--}" = - ]; then ok=MISMATCH; reason="the verdict names no kernels (metrics.kernels); $reason"
+    elif [ "$ok" = OK ]; then torch_ok=$((torch_ok + 1)); fi
   fi
   if [ "$is_corpus" = 0 ] && [ "$want_state" = rejected ]; then
     rejected=$((rejected + 1)); [ "$ok" = OK ] && rejected_ok=$((rejected_ok + 1))
@@ -156,6 +169,7 @@ kill -0 "${pids[1]}" 2>/dev/null && echo "gpu-problems-proof: agent gpu0 still r
 echo "gpu-problems-proof: naive kernels passing every case with the required one: $naive_ok of $naive"
 echo "gpu-problems-proof: shortcut, wrong and do-nothing kernels rejected naming case, output and check: $rejected_ok of $rejected"
 echo "gpu-problems-proof: verdicts of problems' jobs with a passed GPU-vs-CPU reference check: $ref_ok of $refs"
+echo "gpu-problems-proof: torch programs passing with their kernels' origins in the verdict: $torch_ok of $torch_jobs"
 echo "gpu-problems-proof: exploit corpus as expected: $corpus_ok of $corpus ($skipped row(s) not run here, each saying why)"
 echo "gpu-problems-proof: ${#rows[@]} job(s), $mismatches mismatch(es), $(( $(date +%s) - t_start )) s; logs in $out"
 [ "${#rows[@]}" -gt 0 ] && [ "$mismatches" = 0 ]

@@ -254,11 +254,12 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
   std::error_code ec;
   fs::create_directories(scratch, ec);
 
-  // What the correctness stage checked (the cases it ran, the reference check), for the verdict.
+  // What the correctness stage checked (the cases it ran, the reference check, a Python kernel's
+  // kernels as its recorder reported them), for the verdict.
   nlohmann::json checked = nlohmann::json::object();
   auto finish = [&](Verdict v) -> std::optional<Verdict> {
     if (d.stop.requested()) return std::nullopt;
-    for (const char* k : {"cases", "reference_check"})
+    for (const char* k : {"cases", "reference_check", "kernels"})
       if (checked.contains(k)) v.metrics[k] = checked[k];
     v.simulated = d.backend.simulated();
     v.unsandboxed = !d.backend.sandboxed();

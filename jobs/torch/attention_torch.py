@@ -17,10 +17,15 @@ import torch.nn.functional as F
 
 import kfleet
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels", "triton"))
+# kernels/triton/attention.py: in a job's bundle as lib/triton/attention.py (the job names it
+# lib:triton/attention.py), in the repository two folders up.
+_here = os.path.dirname(os.path.abspath(__file__))
+for _d in (os.path.join(_here, "..", "..", "kernels", "triton"), os.path.join(_here, "lib", "triton")):
+    if os.path.isfile(os.path.join(_d, "attention.py")):
+        sys.path.insert(0, _d)
 try:
-    import attention as _triton_attention  # kernels/triton/attention.py, beside the job in a bundle
-except ImportError:  # a job bundle carries its own copy (lib:triton/attention.py)
+    import attention as _triton_attention
+except ImportError:
     _triton_attention = None
 
 

@@ -271,7 +271,8 @@ const std::vector<Shortcut>& shortcuts() {
   return s;
 }
 
-bool small(const ProblemDef& def, const ProblemCase& c) {
+// Cases small enough for an fp64 reference here.
+bool cheap_case(const ProblemDef& def, const ProblemCase& c) {
   return *def.flops->eval(c.dims) <= 20'000'000 && *def.bytes->eval(c.dims) <= 1'000'000;
 }
 
@@ -325,7 +326,7 @@ TEST(ProblemShortcuts, EachPassesTheBenignCasesAndFailsARequiredOne) {
           EXPECT_TRUE(names_output) << why;
           failed_required += !why.empty();
         }
-      } else if (small(*p, c)) {
+      } else if (cheap_case(*p, c)) {
         ++benign;
         for (std::uint64_t seed : {0u, 1u, 2u}) {
           auto data = make_case(*p, c, seed);

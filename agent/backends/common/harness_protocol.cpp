@@ -142,7 +142,39 @@ void HarnessReport::add(const nlohmann::json& m) {
   else if (t == "bench") bench = m;
   else if (t == "error") error = m;
   else if (t == "reference_check" && !reference_check) reference_check = m;
+  else if (t == "kernels" && !kernels) kernels = m;
   else if (t == "correctness") correctness.push_back(m);
+}
+
+nlohmann::json recorded_kernels(const std::vector<nlohmann::json>& said) {
+  constexpr std::size_t kMaxKernels = 256, kMaxText = 256;
+  const nlohmann::json* recorded = nullptr;
+  for (const auto& m : said)
+    if (string_at(m, "type", "") == "recorded") recorded = &m;
+  if (!recorded) return nullptr;
+  const nlohmann::json list = array_at(*recorded, "kernels");
+  nlohmann::json out = nlohmann::json::array();
+  std::size_t more = 0;
+  for (const auto& k : list) {
+    if (!k.is_object()) continue;
+    if (out.size() == kMaxKernels) {
+      ++more;
+      continue;
+    }
+    nlohmann::json e = nlohmann::json::object();
+    for (const char* f : {"function", "image", "file", "package", "how"}) {
+      std::string v = string_at(k, f, "");
+      if (v.size() > kMaxText) v.resize(kMaxText);
+      e[f] = v;
+    }
+    e["origin"] = string_at(k, "origin", "") == "library" ? "library" : "job";
+    if (e["function"].get<std::string>().empty()) continue;
+    out.push_back(std::move(e));
+  }
+  if (out.empty()) return nullptr;
+  nlohmann::json j = {{"type", "kernels"}, {"reported_by", "recorder"}, {"kernels", std::move(out)}};
+  if (more) j["more"] = more;
+  return j;
 }
 
 std::string bench_no_result_cause(const HarnessReport& rep) {

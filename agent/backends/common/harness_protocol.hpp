@@ -46,10 +46,19 @@ nlohmann::json array_at(const nlohmann::json& j, const char* key);
 struct HarnessReport {
   // reference_check: the measuring process's GPU reference against the fp64 CPU reference
   // (a problem of the library; PROBLEM-ABI.md, "The GPU reference, checked").
-  std::optional<nlohmann::json> device, warmup, bench, error, reference_check;
+  // kernels: what a Python kernel's recorder said it launched (recorded_kernels).
+  std::optional<nlohmann::json> device, warmup, bench, error, reference_check, kernels;
   std::vector<nlohmann::json> correctness;
   void add(const nlohmann::json& msg);
 };
+
+// The kernels a Python recorder's "recorded" line names, each with its origin (the job's code, or
+// a library with its file and package), as a {"type":"kernels","reported_by":"recorder",
+// "kernels":[...]} line; null when it named none. The recorder is the job's process, so this is
+// its report, shown as such and never judged on: only the fields the recorder defines are kept,
+// as strings of at most 256 bytes, "origin" is "job" or "library", and at most 256 kernels
+// ("more": how many were left out).
+nlohmann::json recorded_kernels(const std::vector<nlohmann::json>& said);
 
 // Why a benchmark ended without a result when the cause is named (`"no_result"` on an
 // unsupported bench line): kGpuThrottled when every sample was discarded by the throttle filter

@@ -221,7 +221,7 @@ Result<SubprocessResult> HarnessBackend::run_reference_check(StageContext& c, co
   std::vector<std::string> argv = {binary, "correctness", "--case", case_name, "--problem-spec",
                                    problem_spec_file_, "--seeds", std::to_string(seed), "--reference-check"};
   return run_child(c, stage::correctness, argv, messages, /*result_pipe=*/true, problem_reads(),
-                   /*measure=*/measurer_.has_value());
+                   measurer_ ? Child::measure : Child::job);
 }
 
 Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::string& stage,
@@ -334,6 +334,10 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     failed.exit_code = 4;
     return failed;
   }
+  // What the recorder said it launched, and where each kernel came from: its report, kept for the
+  // verdict as such (recorded_kernels).
+  if (python)
+    if (auto k = recorded_kernels(said); !k.is_null()) messages.push_back(std::move(k));
   // The launch list is the recorder's file, in a folder the recorder could write: it is read
   // only as the regular file it must be (a link the recorder left there, to a host file the
   // sandbox would bind for the measuring process, is refused, and so is anything else).

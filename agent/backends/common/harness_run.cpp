@@ -250,6 +250,11 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     HarnessReport rep;
     for (const auto& m : msgs) rep.add(m);
     if (rep.device) r.data["device"] = *rep.device;
+    // A Python kernel's kernels and their origins, as its recorder reported them (once).
+    if (rep.kernels && !r.data.contains("kernels")) {
+      r.data["kernels"] = *rep.kernels;
+      r.data["kernels"].erase("type");
+    }
     // The pipeline publishes data.rows as correctness events.
     for (auto row : rep.correctness) {
       row["ok"] = bool_at(row, "pass", false);

@@ -105,6 +105,37 @@ TEST(HarnessProtocol, ParsesLinesAndClassifiesEndings) {
 // Found by the agent_output fuzz target (tests/fuzz/corpus/agent_output/regression-*.txt): the
 // kernel runs inside the harness and can print any line, and members of another type made
 // harness_failure throw nlohmann's type_error, which nothing in the agent catches.
+// A Python kernel's recorder is the job's process: what it says it launched is kept as its report,
+// with only the recorder's fields, bounded, and an origin that is "job" unless it says "library".
+TEST(HarnessProtocol, TheRecordersKernelsAreItsReportBoundedAndShaped) {
+  EXPECT_TRUE(kb::recorded_kernels({}).is_null());
+  EXPECT_TRUE(kb::recorded_kernels({{{"type", "recorded"}, {"lists", 1}}}).is_null());
+  nlohmann::json many = nlohmann::json::array();
+  many.push_back({{"function", "fill_kernel"}, {"image", "lib-0.cubin"}, {"origin", "library"},
+                  {"file", "libtorch_cuda.so"}, {"package", "torch 2.11.0"}, {"how", ""}, {"extra", "x"}});
+  many.push_back({{"function", "attn_fwd"}, {"origin", "trusted-by-kfleet"}, {"file", std::string(5000, 'a')}});
+  many.push_back({{"function", 7}});  // no name: left out
+  many.push_back("not an object");
+  for (int i = 0; i < 300; ++i) many.push_back({{"function", "k" + std::to_string(i)}});
+  const auto k = kb::recorded_kernels({{{"type", "log"}}, {{"type", "recorded"}, {"kernels", many}}});
+  ASSERT_TRUE(k.is_object());
+  EXPECT_EQ(k["type"], "kernels");
+  EXPECT_EQ(k["reported_by"], "recorder");
+  ASSERT_EQ(k["kernels"].size(), 256u);
+  EXPECT_EQ(k["more"], 302 - 256);
+  EXPECT_EQ(k["kernels"][0], (nlohmann::json{{"function", "fill_kernel"}, {"image", "lib-0.cubin"},
+                                              {"origin", "library"}, {"file", "libtorch_cuda.so"},
+                                              {"package", "torch 2.11.0"}, {"how", ""}}));
+  EXPECT_EQ(k["kernels"][1]["origin"], "job");
+  EXPECT_EQ(k["kernels"][1]["file"].get<std::string>().size(), 256u);
+  EXPECT_EQ(k["kernels"][2]["function"], "k0");
+  // The report reads back from its line like any other.
+  kb::HarnessReport rep;
+  rep.add(k);
+  ASSERT_TRUE(rep.kernels.has_value());
+  EXPECT_EQ((*rep.kernels)["kernels"].size(), 256u);
+}
+
 TEST(HarnessProtocol, MembersOfAnotherTypeAreReadAsAbsent) {
   kb::HarnessReport rep;
   rep.add(*kb::parse_harness_line(R"j({"type":"correctness","case":5,"seed":"x","pass":"no","reason":[1]})j"));
