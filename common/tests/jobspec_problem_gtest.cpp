@@ -122,13 +122,13 @@ TEST(JobProblem, ErrorsNameTheirPlace) {
 // A problem's required cases: every job of it runs them. Dropping one is an error that names it,
 // wherever the job is checked against the library (kfleet submit, kfleetd; the agent again).
 TEST(JobProblem, ARequiredCaseCannotBeDropped) {
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b}]}")),
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b}]}")),
             "j.yaml:5:24: gates.correctness.cases: the job leaves out the required case 'stress' of "
             "rmsnorm@2: every job of rmsnorm@2 runs its required cases (a job may add cases and seeds, "
             "not drop one); add {name: stress, seeds: [0]} to gates.correctness.cases");
   // More seeds and more cases are fine; so is the required case alone.
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: stress, seeds: [0, 1, 2, 3]}, {name: ragged}, {name: small}]}")), "");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: stress}]}")), "");
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: stress, seeds: [0, 1, 2, 3]}, {name: ragged}, {name: small}]}")), "");
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: stress}]}")), "");
   for (const auto& p : library().problems) {
     SCOPED_TRACE(p.name);
     if (p.abi != "generic") continue;

@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 
 using test_support::dev;
 using test_support::library;
+using test_support::small;
 std::int32_t dev_int(const Tensor& t, std::size_t i) {
   std::int32_t v;
   std::memcpy(&v, &t.bytes[4 * i], 4);
@@ -271,9 +272,6 @@ const std::vector<Shortcut>& shortcuts() {
   return s;
 }
 
-bool small(const ProblemDef& def, const ProblemCase& c) {
-  return *def.flops->eval(c.dims) <= 20'000'000 && *def.bytes->eval(c.dims) <= 1'000'000;
-}
 
 // The first failing output's reason ("" when every output passes its check).
 std::string verdict(const ProblemDef& p, const CaseData& data, const Tensors& got) {
