@@ -221,7 +221,7 @@ Result<SubprocessResult> HarnessBackend::run_reference_check(StageContext& c, co
   std::vector<std::string> argv = {binary, "correctness", "--case", case_name, "--problem-spec",
                                    problem_spec_file_, "--seeds", std::to_string(seed), "--reference-check"};
   return run_child(c, stage::correctness, argv, messages, /*result_pipe=*/true, problem_reads(),
-                   /*measure=*/measurer_.has_value());
+                   measurer_ ? Child::measure : Child::job);
 }
 
 Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::string& stage,
