@@ -26,7 +26,8 @@ ResourceBudget parse_resources(Issues& is, const MapReader& m) {
 }
 
 std::optional<CorrectnessCase> parse_case(Issues& is, const YAML::Node& n, const std::string& path,
-                                          const YAML::Mark& at, const std::string& problem) {
+                                          const YAML::Mark& at, const std::string& problem,
+                                          const std::string& family_problem) {
   MapReader m(is, n, path, "gates.correctness.cases[]", at);
   if (!m.is_map()) return std::nullopt;
   CorrectnessCase c;
@@ -46,6 +47,13 @@ std::optional<CorrectnessCase> parse_case(Issues& is, const YAML::Node& n, const
                    problem.substr(0, problem.find('@')) + "` lists the cases)");
       }
     }
+  } else if (!family_problem.empty() && !m.has("shape")) {
+    // A job naming a family's problem (attention@2): a case without a shape is the problem's
+    // case of that name, its shape, scalars, inputs and check (check_problem_job).
+    if (m.has("causal"))
+      is.add(mark_of(m.get("causal"), m.mark()), m.path("causal"),
+             "causal comes from the case of problem " + family_problem +
+                 " that this case names (it gives no shape); drop it");
   } else if (m.require("shape", "the problem size, e.g. {B: 1, H: 2, S: 128, D: 64}")) {
     const YAML::Node sh = m.get("shape");
     if (!sh.IsMap() || sh.size() == 0) {
@@ -80,7 +88,8 @@ std::optional<CorrectnessCase> parse_case(Issues& is, const YAML::Node& n, const
   return c;
 }
 
-void parse_correctness(Issues& is, const MapReader& m, const std::string& problem, CorrectnessGate& g) {
+void parse_correctness(Issues& is, const MapReader& m, const std::string& problem,
+                       const std::string& family_problem, CorrectnessGate& g) {
   if (!problem.empty()) {
     // The problem's definition is the contract: its dtypes and its checks. A job that could set
     // them could loosen the check its kernel is judged by.
@@ -118,7 +127,7 @@ void parse_correctness(Issues& is, const MapReader& m, const std::string& proble
     } else {
       std::set<std::string> names;
       for (std::size_t i = 0; i < cs.size(); ++i) {
-        auto c = parse_case(is, cs[i], item(m.path("cases"), i), mark_of(cs, m.mark()), problem);
+        auto c = parse_case(is, cs[i], item(m.path("cases"), i), mark_of(cs, m.mark()), problem, family_problem);
         if (!c) continue;
         if (!c->name.empty() && !names.insert(c->name).second) {
           is.add(mark_of(cs[i], m.mark()), item(m.path("cases"), i) + ".name",
@@ -235,7 +244,7 @@ void parse_performance(Issues& is, const MapReader& m, bool has_parent,
 }  // namespace
 
 void parse_gates(Issues& is, const YAML::Node& n, const YAML::Mark& at, bool has_parent,
-                 const std::string& problem, GatesSpec& out) {
+                 const std::string& problem, const std::string& family_problem, GatesSpec& out) {
   MapReader m(is, n, "gates", "gates", at);
   if (!m.is_map()) return;
   if (m.has("resources")) {
@@ -246,7 +255,7 @@ void parse_gates(Issues& is, const YAML::Node& n, const YAML::Mark& at, bool has
     MapReader c(is, m.get("correctness"), m.path("correctness"), "gates.correctness", m.mark());
     if (c.is_map()) {
       out.correctness.emplace();
-      parse_correctness(is, c, problem, *out.correctness);
+      parse_correctness(is, c, problem, family_problem, *out.correctness);
     }
   }
   if (m.has("performance")) {

@@ -99,7 +99,7 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
   if (m.has("problem")) parse_problem_ref(is, m, k);
   if (m.has("family")) {
     if (auto s = read_enum(is, m.get("family"), m.path("family"), m.mark(), families())) {
-      // problem: attention@1 is family attention; a generic problem has no family.
+      // problem: attention@2 is family attention; a generic problem has no family.
       if (!k.problem.empty() && *s != k.family) {
         is.add(mark_of(m.get("family"), m.mark()), m.path("family"),
                "family: " + *s + " disagrees with problem: " + problem_ref(k) + " (" +
@@ -342,7 +342,9 @@ void parse_document(Issues& is, const YAML::Node& root, const ProblemLibrary* li
   }
   if (m.has("gates")) {
     parse_gates(is, m.get("gates"), m.mark(), m.has("parent"),
-                is_generic_problem(spec.kernel) ? problem_ref(spec.kernel) : "", spec.gates);
+                is_generic_problem(spec.kernel) ? problem_ref(spec.kernel) : "",
+                !spec.kernel.problem.empty() && !is_generic_problem(spec.kernel) ? problem_ref(spec.kernel) : "",
+                spec.gates);
   }
   if (is_generic_problem(spec.kernel) && !spec.gates.correctness) {
     // The problem's checks are the point of naming it: its correctness gate always runs.

@@ -47,7 +47,34 @@ void check_problem_job(Issues& is, const YAML::Node& root, const ProblemLibrary&
     }
     is.add(at, "gates.correctness.cases", missing_required_message(*def, missing));
   }
-  if (!is_generic_problem(k)) return;  // attention / scaled_mm: the family path, unchanged
+  if (!is_generic_problem(k)) {
+    // attention / scaled_mm: a case with a shape is the job's own, as in any family job; one
+    // without is the problem's case of that name. A required case is always the problem's: a
+    // job's own shape (and its own uniform inputs and tolerance) under its name would leave it out.
+    if (!spec.gates.correctness) return;
+    std::vector<std::string> cases;
+    for (const auto& c : def->cases) cases.push_back(c.name);
+    const YAML::Node cs = root["gates"]["correctness"]["cases"];
+    for (std::size_t i = 0; cs.IsSequence() && i < cs.size(); ++i) {
+      if (!cs[i].IsMap() || !cs[i]["name"].IsScalar()) continue;
+      const std::string name = cs[i]["name"].Scalar();
+      const ProblemCase* pc = def->find_case(name);
+      const std::string path = "gates.correctness.cases[" + std::to_string(i) + "]";
+      if (cs[i]["shape"].IsDefined()) {
+        if (pc && pc->required)
+          is.add(mark_of(cs[i]["shape"], top), path + ".shape",
+                 "'" + name + "' is a required case of " + problem_ref(k) + ": its shape, inputs and " +
+                     "check are the problem's; drop shape (or name your own case otherwise)");
+        continue;
+      }
+      if (pc) continue;
+      std::string msg = "'" + name + "' gives no shape and is not a case of " + problem_ref(k) +
+                        "; its cases: " + join_words(cases) + " (or give the case a shape of its own)";
+      if (const auto near = closest(name, cases); !near.empty()) msg += "; did you mean '" + near + "'?";
+      is.add(mark_of(cs[i]["name"], top), path + ".name", msg);
+    }
+    return;
+  }
   if (def->abi != "generic") {
     is.add(at, "kernel.problem", problem_ref(k) + " has abi " + def->abi + ", which no family names");
     return;

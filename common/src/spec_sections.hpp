@@ -8,8 +8,10 @@ namespace kfleet::spec {
 // `has_parent` lets compare_to: parent be checked against the job's own parent field.
 // `problem`: "rmsnorm@2" for a job on a generic problem (its cases, dtypes and checks are the
 // problem's), else "".
+// problem: a generic problem's NAME@VERSION (its cases only); family_problem: a family's
+// (attention@2), whose cases may give no shape and then are the problem's.
 void parse_gates(Issues& is, const YAML::Node& n, const YAML::Mark& at, bool has_parent,
-                 const std::string& problem, GatesSpec& out);
+                 const std::string& problem, const std::string& family_problem, GatesSpec& out);
 
 // A job naming kernel.problem, checked against the library: the problem and version exist, and
 // (a generic problem) each correctness case is one of the problem's. jobspec_problem.cpp.

@@ -54,20 +54,20 @@ TEST(JobProblem, AGenericProblemJobParsesAndRoundTrips) {
 }
 
 TEST(JobProblem, AttentionAndScaledMmAreTheFamilies) {
-  const std::string fam = "{cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}]}";
-  for (const char* k : {"{problem: attention@1, language: cuda, sources: [k.cu]}",
-                        "{problem: attention@1, family: attention, language: cuda, sources: [k.cu]}"}) {
+  const std::string fam = "{cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}, {name: stress}]}";
+  for (const char* k : {"{problem: attention@2, language: cuda, sources: [k.cu]}",
+                        "{problem: attention@2, family: attention, language: cuda, sources: [k.cu]}"}) {
     const auto p = parse_job_spec(problem_job(k, fam), "j.yaml", &library());
     ASSERT_TRUE(p.ok()) << p.error_text();
     EXPECT_EQ(p.spec->kernel.family, "attention");
     EXPECT_FALSE(is_generic_problem(p.spec->kernel));
   }
   // A family job that names no problem is unchanged, and so is its JSON form (hashes, stores).
-  const auto f = parse_job_spec(problem_job("{family: attention, language: cuda, sources: [k.cu]}", fam), "j.yaml");
+  const auto f = parse_job_spec(problem_job("{family: attention, language: cuda, sources: [k.cu]}", "{cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}]}"), "j.yaml");
   ASSERT_TRUE(f.ok());
   EXPECT_FALSE(to_json(*f.spec)["kernel"].contains("problem"));
-  EXPECT_EQ(errors(problem_job("{problem: attention@1, family: scaled_mm, language: cuda, sources: [k.cu]}", fam)),
-            "j.yaml:3:40: kernel.family: family: scaled_mm disagrees with problem: attention@1 "
+  EXPECT_EQ(errors(problem_job("{problem: attention@2, family: scaled_mm, language: cuda, sources: [k.cu]}", fam)),
+            "j.yaml:3:40: kernel.family: family: scaled_mm disagrees with problem: attention@2 "
             "(which is family attention); drop family");
   EXPECT_EQ(errors(problem_job("{problem: rmsnorm@2, family: custom, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:38: kernel.family: family: custom disagrees with problem: rmsnorm@2 (a "
@@ -81,8 +81,8 @@ TEST(JobProblem, ErrorsNameTheirPlace) {
   EXPECT_EQ(errors(problem_job("{problem: rmsnrom@2, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:19: kernel.problem: no problem 'rmsnrom' in the problem library (" +
                 library().root +
-                "); it has attention@1, fp8_block_gemm@2, grouped_gemm@2, rmsnorm@2, rope@2, "
-                "scaled_mm@1, softmax@2, topk@2; did you mean 'rmsnorm'?");
+                "); it has attention@2, fp8_block_gemm@2, grouped_gemm@2, rmsnorm@2, rope@2, "
+                "scaled_mm@2, softmax@2, topk@2; did you mean 'rmsnorm'?");
   EXPECT_EQ(errors(problem_job("{problem: rmsnorm@1, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:19: kernel.problem: rmsnorm@1 is not in the problem library (" + library().root +
                 "): it has rmsnorm@2 (the version pins the contract a kernel is judged by)");
@@ -117,6 +117,26 @@ TEST(JobProblem, ErrorsNameTheirPlace) {
   EXPECT_NE(errors("name: p\ntarget: {gpu: H100}\nkernel: {language: cuda, sources: [k.cu]}\n", nullptr)
                 .find("kernel.family: missing"),
             std::string::npos);
+}
+
+// A job naming a family's problem runs its required case as the problem's (no shape of its own);
+// a job that says only family: is not a problem job and keeps its own cases.
+TEST(JobProblem, AFamilyProblemsRequiredCaseIsTheProblems) {
+  const std::string k = "{problem: attention@2, language: cuda, sources: [k.cu]}";
+  const std::string own = "{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}";
+  EXPECT_EQ(errors(problem_job(k, "{cases: [" + own + ", {name: stress, seeds: [0]}]}")), "");
+  EXPECT_EQ(errors(problem_job(k, "{cases: [" + own + "]}")),
+            "j.yaml:5:24: gates.correctness.cases: the job leaves out the required case 'stress' of "
+            "attention@2: every job of attention@2 runs its required cases (a job may add cases and seeds, "
+            "not drop one); add {name: stress, seeds: [0]} to gates.correctness.cases");
+  EXPECT_EQ(errors(problem_job(k, "{cases: [{name: stress, shape: {B: 1, H: 2, S: 128, D: 64}}]}")),
+            "j.yaml:5:47: gates.correctness.cases[0].shape: 'stress' is a required case of attention@2: its "
+            "shape, inputs and check are the problem's; drop shape (or name your own case otherwise)");
+  EXPECT_EQ(errors(problem_job(k, "{cases: [{name: stres}, {name: stress}]}")),
+            "j.yaml:5:32: gates.correctness.cases[0].name: 'stres' gives no shape and is not a case of "
+            "attention@2; its cases: small, mission, long, stress (or give the case a shape of its own); "
+            "did you mean 'stress'?");
+  EXPECT_EQ(errors(problem_job("{family: attention, language: cuda, sources: [k.cu]}", "{cases: [" + own + "]}")), "");
 }
 
 // A problem's required cases: every job of it runs them. Dropping one is an error that names it,
@@ -161,12 +181,15 @@ TEST(JobProblem, TheExampleProblemJobsAreValidAgainstTheLibrary) {
     files.insert(e.path().filename().string());
     const auto p = parse_job_spec_file(e.path().string(), &library());
     ASSERT_TRUE(p.ok()) << p.error_text();
-    EXPECT_TRUE(is_generic_problem(p.spec->kernel)) << e.path();
+    EXPECT_EQ(is_generic_problem(p.spec->kernel),
+              p.spec->kernel.problem != "attention" && p.spec->kernel.problem != "scaled_mm") << e.path();
     problems.insert(p.spec->kernel.problem);
   }
   EXPECT_EQ(files, listed);
-  EXPECT_EQ(files.size(), 30u);  // naive, wrong, do-nothing and two shortcuts per problem
-  EXPECT_EQ(problems, (std::set<std::string>{"rmsnorm", "softmax", "rope", "grouped_gemm", "topk", "fp8_block_gemm"}));
+  // naive, wrong, do-nothing and two shortcuts per generic problem; two shortcuts per family
+  EXPECT_EQ(files.size(), 34u);
+  EXPECT_EQ(problems, (std::set<std::string>{"rmsnorm", "softmax", "rope", "grouped_gemm", "topk", "fp8_block_gemm",
+                                             "attention", "scaled_mm"}));
   const auto exploit = parse_job_spec_file(
       (testing::source_dir() / "jobs/exploits/23-rmsnorm-side-stream/job.yaml").string(), &library());
   ASSERT_TRUE(exploit.ok()) << exploit.error_text();

@@ -17,6 +17,13 @@ inline const ProblemLibrary& library() {
   return lib;
 }
 
+// Cases small enough for an fp64 reference in a unit test (and for CI: docs/problems.md).
+inline bool small(const ProblemDef& def, const ProblemCase& c) {
+  auto f = def.flops->eval(c.dims);
+  auto b = def.bytes->eval(c.dims);
+  return f && b && *f <= 20'000'000 && *b <= 1'000'000;
+}
+
 // Element i of an input as the device reads it (from its bytes).
 inline float dev(const Tensor& t, std::size_t i) {
   if (t.dtype == "bf16" || t.dtype == "fp16") {

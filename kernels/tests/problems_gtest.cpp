@@ -19,12 +19,7 @@ namespace kfleet::problems {
 namespace {
 
 using test_support::library;
-// Cases small enough for an fp64 reference in a unit test.
-bool small(const ProblemDef& def, const ProblemCase& c) {
-  auto f = def.flops->eval(c.dims);
-  auto b = def.bytes->eval(c.dims);
-  return f && b && *f <= 20'000'000 && *b <= 1'000'000;
-}
+using test_support::small;
 
 TEST(ProblemLibrary, LoadsEveryProblemWithoutIssues) {
   const auto& lib = library();

@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 
 using test_support::dev;
 using test_support::library;
+using test_support::small;
 std::int32_t dev_int(const Tensor& t, std::size_t i) {
   std::int32_t v;
   std::memcpy(&v, &t.bytes[4 * i], 4);
@@ -247,6 +248,75 @@ Tensors fp8_with(const CaseData& d, Epilogue epilogue) {
 Tensors fp8_fp16_range_clamp(const CaseData& d) { return fp8_with(d, Epilogue::fp16_clamp); }
 Tensors fp8_fp16_epilogue(const CaseData& d) { return fp8_with(d, Epilogue::fp16); }
 
+// ---- attention (the family: kernels/problems/attention/tests/*.cu, on kfleet_attention_args) ----
+
+// One (batch, head, query) row at a time, as the shortcut kernels run it: a score per visible
+// key (fp32 dot, or hfma steps in fp16), then softmax with or without the maximum subtracted.
+Tensors attention_with(const CaseData& d, bool fp16_dot, bool subtract_max) {
+  const auto B = d.dim("B"), H = d.dim("H"), S = d.dim("S"), D = d.dim("D");
+  const bool causal = d.scalars.at("causal") != 0;
+  const auto scale = static_cast<float>(d.scalars.at("softmax_scale"));
+  const Tensor &q = d.inputs.at("q"), &k = d.inputs.at("k"), &v = d.inputs.at("v");
+  Tensor o = output_tensor(d, "o");
+  std::vector<float> s(static_cast<std::size_t>(S)), acc(static_cast<std::size_t>(D));
+  for (std::int64_t bh = 0; bh < B * H; ++bh)
+    for (std::int64_t i = 0; i < S; ++i) {
+      const std::size_t base = static_cast<std::size_t>(bh * S * D), row = base + static_cast<std::size_t>(i * D);
+      const std::int64_t keys = causal ? i + 1 : S;
+      float m = -INFINITY;
+      for (std::int64_t j = 0; j < keys; ++j) {
+        float dot = 0;
+        for (std::int64_t c = 0; c < D; ++c) {
+          const float x = dev(q, row + c), y = dev(k, base + j * D + c);
+          dot = fp16_dot ? h(static_cast<double>(x) * y + dot) : dot + x * y;  // __hfma: one rounding
+        }
+        s[j] = dot * scale;
+        m = std::max(m, s[j]);
+      }
+      const float shift = subtract_max ? m : 0.0f;
+      float l = 0;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::int64_t j = 0; j < keys; ++j) {
+        const float p = std::exp(s[j] - shift);
+        l += p;
+        for (std::int64_t c = 0; c < D; ++c) acc[c] += p * dev(v, base + j * D + c);
+      }
+      for (std::int64_t c = 0; c < D; ++c) o.real[row + c] = h(acc[c] / l);
+    }
+  return {{"o", o}};
+}
+Tensors attention_no_max(const CaseData& d) { return attention_with(d, false, false); }
+Tensors attention_fp16_scores(const CaseData& d) { return attention_with(d, true, true); }
+
+// ---- scaled_mm (the family: kernels/problems/scaled_mm/tests/*.cu, on kfleet_scaled_mm_args) ----
+
+enum class Dequant { ftz, fp16 };
+
+// D = a_scale * b_scale * A B^T with fp32 accumulation; the operands decoded as the shortcut
+// decodes them: subnormal codes (exponent bits 0) as zero, or each value times its scale
+// rounded to fp16 (inf past 65504).
+Tensors scaled_mm_with(const CaseData& d, Dequant how) {
+  const auto M = d.dim("M"), N = d.dim("N"), K = d.dim("K");
+  const Tensor &a = d.inputs.at("a"), &b = d.inputs.at("b");
+  const auto sa = static_cast<float>(d.scalars.at("a_scale")), sb = static_cast<float>(d.scalars.at("b_scale"));
+  auto code = [&](const Tensor& t, std::size_t i) {
+    return how == Dequant::ftz && (t.bytes[i] & 0x78) == 0 ? 0.0f : dev(t, i);
+  };
+  Tensor out = output_tensor(d, "d");
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      float acc = 0;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const std::size_t ia = static_cast<std::size_t>(m * K + k), ib = static_cast<std::size_t>(n * K + k);
+        acc += how == Dequant::fp16 ? h(code(a, ia) * sa) * h(code(b, ib) * sb) : code(a, ia) * code(b, ib);
+      }
+      out.real[static_cast<std::size_t>(m * N + n)] = h(how == Dequant::fp16 ? acc : acc * sa * sb);
+    }
+  return {{"d", out}};
+}
+Tensors scaled_mm_ftz_decode(const CaseData& d) { return scaled_mm_with(d, Dequant::ftz); }
+Tensors scaled_mm_fp16_dequant(const CaseData& d) { return scaled_mm_with(d, Dequant::fp16); }
+
 struct Shortcut {
   const char* problem;
   const char* kernel;  // kernels/problems/<problem>/tests/<kernel>.cu
@@ -267,14 +337,14 @@ const std::vector<Shortcut>& shortcuts() {
       {"grouped_gemm", "min_gm_grid", grouped_gemm_min_gm_grid},
       {"fp8_block_gemm", "fp16_range_clamp", fp8_fp16_range_clamp},
       {"fp8_block_gemm", "fp16_epilogue", fp8_fp16_epilogue},
+      {"attention", "no_max", attention_no_max},
+      {"attention", "fp16_scores", attention_fp16_scores},
+      {"scaled_mm", "ftz_decode", scaled_mm_ftz_decode},
+      {"scaled_mm", "fp16_dequant", scaled_mm_fp16_dequant},
   };
   return s;
 }
 
-// Cases small enough for an fp64 reference here.
-bool cheap_case(const ProblemDef& def, const ProblemCase& c) {
-  return *def.flops->eval(c.dims) <= 20'000'000 && *def.bytes->eval(c.dims) <= 1'000'000;
-}
 
 // The first failing output's reason ("" when every output passes its check).
 std::string verdict(const ProblemDef& p, const CaseData& data, const Tensors& got) {
@@ -286,12 +356,12 @@ std::string verdict(const ProblemDef& p, const CaseData& data, const Tensors& go
   return "";
 }
 
-// Every generic problem has two shortcut kernels or more in tests/, each with its emulation here.
+// Every problem (the two families included) has two shortcut kernels or more in tests/, each
+// with its emulation here.
 TEST(ProblemShortcuts, EveryProblemHasTwoShortcutsEachEmulatedHere) {
   std::set<std::string> emulated;
   for (const auto& s : shortcuts()) emulated.insert(std::string(s.problem) + "/" + s.kernel);
   for (const auto& p : library().problems) {
-    if (p.abi != "generic") continue;
     int n = 0;
     for (const auto& e : fs::directory_iterator(fs::path(library().root) / p.name / "tests")) {
       const std::string stem = e.path().stem().string();
@@ -326,7 +396,7 @@ TEST(ProblemShortcuts, EachPassesTheBenignCasesAndFailsARequiredOne) {
           EXPECT_TRUE(names_output) << why;
           failed_required += !why.empty();
         }
-      } else if (cheap_case(*p, c)) {
+      } else if (small(*p, c)) {
         ++benign;
         for (std::uint64_t seed : {0u, 1u, 2u}) {
           auto data = make_case(*p, c, seed);

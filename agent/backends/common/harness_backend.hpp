@@ -272,6 +272,8 @@ class HarnessBackend : public agent::Backend {
   // read-only file (problem_spec_file) that the recorder and the measuring process read and are
   // given as --problem-spec; "" for every other job.
   std::string problem_spec_file_;
+  // A job naming a family's problem: the flags of each of its cases (family_problem_case_args).
+  std::map<std::string, std::vector<std::string>> family_case_args_;
   std::vector<std::string> problem_reads() const {
     return problem_spec_file_.empty() ? std::vector<std::string>{} : std::vector<std::string>{problem_spec_file_};
   }

@@ -165,6 +165,7 @@ StageResult HarnessBackend::build(StageContext& c) {
                                                          : problem_ref(c.compare.spec->kernel)) +
                  ", this job's of " + problem_ref(c.spec.kernel) + ": both run the same cases");
   const std::string cand_spec = problem_spec_file_;
+  const auto cand_cases = family_case_args_;
   // The reference goes through the same build (and cache) as any job; the candidate's binary
   // and compile log are kept, since the resources gate judges the candidate.
   const std::string cand_binary = harness_binary_, cand_log = compile_log_;
@@ -175,6 +176,7 @@ StageResult HarnessBackend::build(StageContext& c) {
   harness_binary_ = cand_binary;
   compile_log_ = cand_log;
   problem_spec_file_ = cand_spec;
+  family_case_args_ = cand_cases;
   if (!b.ok) return infra("the reference " + c.compare.label + " does not build here: " + b.reason);
   r.data["baseline_build"] = b.data;
   return r;
@@ -406,6 +408,13 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     return bad;
   }
   problem_spec_file_.clear();
+  family_case_args_.clear();
+  if (!k.problem.empty() && !is_generic_problem(k)) {
+    // A family's problem: its cases' shapes, scalars, checks and draws from this agent's library.
+    auto args = family_problem_case_args(cfg_.problems_dir, k);
+    if (!args) return fleet("problem " + problem_ref(k) + ": " + args.error().message);
+    family_case_args_ = std::move(*args);
+  }
   if (is_generic_problem(k)) {
     // The contract comes from this agent's library, never from the job: resolved into a file of
     // the agent's that the job's processes may only read. A problem missing here is the fleet's

@@ -1,5 +1,6 @@
 #include "common/harness_problem.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -75,6 +76,57 @@ Result<std::string> problem_spec_file(const std::string& library_dir, const Kern
     return make_error(Errc::unavailable, "cannot write " + file.string() + ": " + ec.message());
   }
   return file.string();
+}
+
+namespace {
+std::string exact_num(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+}  // namespace
+
+Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args(const ProblemDef& def) {
+  std::map<std::string, std::vector<std::string>> out;
+  if (def.outputs.size() != 1) return make_error(Errc::invalid_argument, def.name + ": a family has one output");
+  const ProblemCheck& chk = def.outputs.front().check;
+  for (const auto& c : def.cases) {
+    std::vector<std::string> a;
+    std::string shape;
+    for (const auto& d : def.dims) {
+      const auto it = c.dims.find(d);
+      if (it == c.dims.end()) return make_error(Errc::invalid_argument, def.name + ": case " + c.name + " has no " + d);
+      shape += (shape.empty() ? "" : ",") + d + "=" + std::to_string(it->second);
+    }
+    a.insert(a.end(), {"--shape", shape});
+    for (const auto& s : def.scalars) {
+      const double v = def.scalar_value(s, c);
+      if (s.name == "causal" && v != 0) a.push_back("--causal");
+      if (s.name == "softmax_scale" && v > 0) a.insert(a.end(), {"--softmax-scale", exact_num(v)});
+    }
+    if (chk.atol >= 0) a.insert(a.end(), {"--atol", exact_num(chk.atol), "--rtol", exact_num(chk.rtol >= 0 ? chk.rtol : 0)});
+    if (chk.max_abs >= 0) a.insert(a.end(), {"--max-abs", exact_num(chk.max_abs)});
+    if (chk.rel_l2 >= 0) a.insert(a.end(), {"--rel-l2", exact_num(chk.rel_l2)});
+    for (const auto& [name, init] : c.init) {
+      // The spec's init words (kernels/problems/cpu, problem_spec_text), joined by '/'.
+      std::string words = kfleet::problems::init_spec_words(init);
+      for (auto& ch : words) if (ch == ' ') ch = '/';
+      a.insert(a.end(), {"--init", name + "=" + words});
+    }
+    out[c.name] = std::move(a);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args(const std::string& library_dir,
+                                                                                  const KernelSpec& k) {
+  if (k.problem.empty() || is_generic_problem(k)) return std::map<std::string, std::vector<std::string>>{};
+  const ProblemLibrary lib = load_problem_library(library_dir);
+  const ProblemDef* def = lib.find(k.problem);
+  if (!def || def->version != k.problem_version)
+    return make_error(Errc::not_found, "this agent's problem library (" + lib.root + ") has no " + problem_ref(k) +
+                                           ": set --problems-dir or KFLEET_PROBLEMS_DIR to kfleetd's library");
+  return family_problem_case_args(*def);
 }
 
 Result<ProblemRunPlan> problem_run_plan(const std::string& library_dir, const JobSpec& job) {

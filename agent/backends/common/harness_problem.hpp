@@ -3,7 +3,9 @@
 // agent resolves the problem in its own library and writes it, resolved, into a file of its own
 // that the job's recorder and kfleet's measuring process read (--problem-spec FILE). The job
 // never supplies the contract its kernel is judged by.
+#include <map>
 #include <string>
+#include <vector>
 
 #include "kfleet/common/jobspec.hpp"
 #include "kfleet/common/problem.hpp"
@@ -30,6 +32,14 @@ Result<std::string> problem_spec_file(const std::string& library_dir, const Kern
 // refused such a job already, unless its library differs from this agent's), and, for a generic
 // problem, the case the measuring process checks kfleet's GPU reference on against the fp64 CPU
 // reference (the smallest of the job's cases by the problem's `bytes`).
+// The harness flags of a family problem's case (attention@2, scaled_mm@2): --shape, --causal,
+// --softmax-scale, the output's check (--atol, --rtol, --max-abs, --rel-l2) and an --init per
+// input the case draws its own way. Every case of the problem, by name.
+Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args(const ProblemDef& def);
+// The same, from this agent's library, for a job naming a family problem ({} for any other job).
+Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args(const std::string& library_dir,
+                                                                                  const KernelSpec& k);
+
 struct ProblemRunPlan {
   std::string missing_required;
   std::string reference_case;

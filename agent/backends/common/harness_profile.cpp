@@ -127,7 +127,7 @@ StageResult HarnessBackend::profile(StageContext& c) {
   if (!cs) return r;
   // The benchmark of the job's case, short: a few launches of the kernel are all it profiles.
   std::vector<std::string> cmd = {harness_binary_};
-  auto args = harness_benchmark_args(c.spec, *cs, problem_spec_file_);
+  auto args = harness_benchmark_args(c.spec, *cs, problem_spec_file_, family_case_args_);
   cmd.insert(cmd.end(), args.begin(), args.end());
   cmd.insert(cmd.end(), {"--device", std::to_string(child_device()), "--max-samples", "3",
                          "--warmup-max-s", "0"});

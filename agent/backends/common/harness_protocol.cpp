@@ -33,8 +33,17 @@ std::string dtype_arg(const nlohmann::json& d) {
 }  // namespace
 
 std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c,
-                                           const std::string& problem_spec) {
+                                           const std::string& problem_spec,
+                                           const ProblemCaseArgs& problem_cases) {
   std::vector<std::string> a = {"--case", c.name};
+  if (const auto it = problem_cases.find(c.name); it != problem_cases.end() && c.shape.dims.empty()) {
+    // The problem's case of a family problem: its flags only (and the job's workspace).
+    a.insert(a.end(), it->second.begin(), it->second.end());
+    const auto& p = spec.kernel.params;
+    if (p.is_object() && p.contains("workspace_mib") && p["workspace_mib"].is_number_integer())
+      a.insert(a.end(), {"--workspace-mib", std::to_string(p["workspace_mib"].get<int>())});
+    return a;
+  }
   if (is_generic_problem(spec.kernel)) {
     // Everything else is the problem's: its case's dims and scalars, its dtypes, its checks.
     // The workspace is the larger of the job's and the problem's (PROTOCOL.md).
@@ -71,18 +80,20 @@ std::vector<std::string> harness_case_args(const JobSpec& spec, const Correctnes
 }
 
 std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c,
-                                                  const std::string& problem_spec) {
+                                                  const std::string& problem_spec,
+                                                  const ProblemCaseArgs& problem_cases) {
   std::vector<std::string> a = {"correctness"};
-  auto rest = harness_case_args(spec, c, problem_spec);
+  auto rest = harness_case_args(spec, c, problem_spec, problem_cases);
   a.insert(a.end(), rest.begin(), rest.end());
   if (!c.seeds.empty()) a.insert(a.end(), {"--seeds", join_u64(c.seeds)});
   return a;
 }
 
 std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c,
-                                                const std::string& problem_spec) {
+                                                const std::string& problem_spec,
+                                                const ProblemCaseArgs& problem_cases) {
   std::vector<std::string> a = {"benchmark"};
-  auto rest = harness_case_args(spec, c, problem_spec);
+  auto rest = harness_case_args(spec, c, problem_spec, problem_cases);
   a.insert(a.end(), rest.begin(), rest.end());
   a.insert(a.end(), {"--seed", std::to_string(c.seeds.empty() ? 0 : c.seeds.front())});
   const auto& b = spec.benchmark;

@@ -2,6 +2,7 @@
 // The harness child's command line and its JSON-lines output (kernels/harness/PROTOCOL.md),
 // as pure functions so that the mapping from a job spec is tested without a GPU.
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,16 +17,23 @@ namespace kfleet::backends {
 // A job on a generic problem of the library (is_generic_problem): "--case NAME --problem-spec
 // FILE" instead, FILE being the resolved problem (problem_spec_file): the problem gives the
 // case's shape, dtypes and checks, so no family flag is passed.
+// A job naming a family's problem (attention@2, scaled_mm@2): a case without a shape is the
+// problem's, and `problem_cases` holds its flags by name (family_problem_case_args: its shape,
+// scalars, check and --init draws), which replace the job's dtype, tolerance and family params.
+using ProblemCaseArgs = std::map<std::string, std::vector<std::string>>;
 std::vector<std::string> harness_case_args(const JobSpec& spec, const CorrectnessCase& c,
-                                           const std::string& problem_spec = "");
+                                           const std::string& problem_spec = "",
+                                           const ProblemCaseArgs& problem_cases = {});
 
 // `correctness --case NAME ... --seeds 0,1,2`.
 std::vector<std::string> harness_correctness_args(const JobSpec& spec, const CorrectnessCase& c,
-                                                  const std::string& problem_spec = "");
+                                                  const std::string& problem_spec = "",
+                                                  const ProblemCaseArgs& problem_cases = {});
 
 // `benchmark --case NAME ... --seed S` with the job's benchmark section.
 std::vector<std::string> harness_benchmark_args(const JobSpec& spec, const CorrectnessCase& c,
-                                                const std::string& problem_spec = "");
+                                                const std::string& problem_spec = "",
+                                                const ProblemCaseArgs& problem_cases = {});
 
 // The case the performance gate names, else the last correctness case (the mission shape);
 // nullopt when the job has no cases.

@@ -242,7 +242,7 @@ StageResult HarnessBackend::correctness(StageContext& c) {
   }
   for (const auto& cs : c.spec.gates.correctness->cases) {
     std::vector<nlohmann::json> msgs;
-    auto args = harness_correctness_args(c.spec, cs, problem_spec_file_);
+    auto args = harness_correctness_args(c.spec, cs, problem_spec_file_, family_case_args_);
     const auto started = std::chrono::steady_clock::now();
     auto res = run_stage(c, stage::correctness, args, msgs);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -310,7 +310,7 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   JobSpec proc_spec = c.spec;
   proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / procs;
   proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + procs - 1) / procs);
-  const auto pooled_args = harness_benchmark_args(proc_spec, *cs, problem_spec_file_);
+  const auto pooled_args = harness_benchmark_args(proc_spec, *cs, problem_spec_file_, family_case_args_);
   auto snap = snapshot();
   const nlohmann::json before = snap.ok() ? snap->to_json() : nlohmann::json();
   StageResult r;
@@ -323,7 +323,7 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     b.min_samples = std::max(10, c.spec.benchmark.min_samples);
     b.max_time_s = std::max(1.0, c.spec.benchmark.max_time_s / 2);
     b.warmup_max_s = std::min(1.0, c.spec.benchmark.warmup_max_s);
-    auto args = harness_benchmark_args(round_spec, *cs, problem_spec_file_);
+    auto args = harness_benchmark_args(round_spec, *cs, problem_spec_file_, family_case_args_);
     args.insert(args.end(), {"--max-samples", std::to_string(b.min_samples), "--warmup-min-s",
                              std::to_string(std::min(0.5, b.warmup_max_s))});
     RoundPlan plan;

@@ -59,13 +59,44 @@ TEST(HarnessProblem, EveryStagePassesTheResolvedProblemInsteadOfFamilyFlags) {
 
 TEST(HarnessProblem, AFamilyJobNamingItsProblemKeepsTheFamilyFlags) {
   auto p = kfleet::parse_job_spec(
-      "name: a\ntarget: {gpu: H100}\nkernel: {problem: attention@1, language: cuda, sources: [k.cu]}\n"
+      "name: a\ntarget: {gpu: H100}\nkernel: {problem: attention@2, language: cuda, sources: [k.cu]}\n"
       "gates: {correctness: {dtype: fp16, cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}]}}\n",
       "a.yaml");
   ASSERT_TRUE(p.ok()) << p.error_text();
   const auto a = kb::harness_correctness_args(*p.spec, p.spec->gates.correctness->cases[0], "");
   EXPECT_EQ(a, (std::vector<std::string>{"correctness", "--case", "s", "--shape", "B=1,H=2,S=128,D=64",
                                          "--dtype", "fp16"}));
+}
+
+// A case without a shape in a job naming a family's problem is the problem's: its shape,
+// scalars, check and draws, from the agent's library; the job's dtype and tolerance do not apply.
+TEST(HarnessProblem, AFamilyProblemsOwnCaseTakesTheProblemsShapeCheckAndDraws) {
+  auto p = kfleet::parse_job_spec(
+      "name: a\ntarget: {gpu: H100}\nkernel: {problem: attention@2, language: cuda, sources: [k.cu]}\n"
+      "gates: {correctness: {tolerance: {atol: 1}, cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}, "
+      "{name: stress, seeds: [0, 1]}]}}\n",
+      "a.yaml");
+  ASSERT_TRUE(p.ok()) << p.error_text();
+  const std::string lib = (kfleet::testing::source_dir() / "kernels/problems").string();
+  auto cases = kb::family_problem_case_args(lib, p.spec->kernel);
+  ASSERT_TRUE(cases.ok()) << cases.error().message;
+  const auto a = kb::harness_correctness_args(*p.spec, p.spec->gates.correctness->cases[1], "", *cases);
+  EXPECT_EQ(a, (std::vector<std::string>{
+                   "correctness", "--case", "stress", "--shape", "B=1,H=4,S=256,D=64", "--causal",
+                   "--softmax-scale", "0.125", "--atol", "0.001", "--rtol", "0.001", "--rel-l2", "0.01",
+                   "--init", "k=normal/mean=0/std=1/outliers=2,10,50/at=5,37",
+                   "--init", "q=normal/mean=0/std=1/outliers=2,10,50/at=5,37",
+                   "--init", "v=normal/mean=0/std=1", "--seeds", "0,1"}));
+  // The job's own case keeps the job's flags, as before.
+  const auto own = kb::harness_correctness_args(*p.spec, p.spec->gates.correctness->cases[0], "", *cases);
+  EXPECT_EQ(own, (std::vector<std::string>{"correctness", "--case", "s", "--shape", "B=1,H=2,S=128,D=64",
+                                           "--atol", "1"}));
+  // A family job without problem: has none.
+  kfleet::KernelSpec fam;
+  fam.family = "attention";
+  auto none = kb::family_problem_case_args(lib, fam);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 }
 
 TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {

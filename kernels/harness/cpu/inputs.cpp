@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "numeric.hpp"
+#include "problem_inputs.hpp"
+#include "problem_spec.hpp"
 
 namespace kfleet::harness {
 namespace {
@@ -57,10 +59,24 @@ std::uint64_t tensor_seed(const std::string& case_name, std::uint64_t seed, int 
 }
 
 HostTensor random_tensor(kfleet_dtype dtype, std::size_t n, std::uint64_t seed, double amplitude) {
-  HostTensor t;
-  t.dtype = dtype;
   std::vector<double> x(n);
   for (auto& v : x) v = amplitude * (2.0 * static_cast<double>(splitmix64(seed) >> 11) * 0x1.0p-53 - 1.0);
+  return encoded_tensor(dtype, x);
+}
+
+HostTensor drawn_tensor(kfleet_dtype dtype, std::size_t n, std::size_t cols, const SpecInit& init,
+                        std::uint64_t stream) {
+  const RealDraw d = spec_real_draw(init, static_cast<long long>(cols), stream);
+  const std::vector<RowDraw> rows = draw_rows(d, stream, cols ? n / cols : 0);
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = draw_value(d, stream, i, rows.empty() ? nullptr : rows.data());
+  return encoded_tensor(dtype, x);
+}
+
+HostTensor encoded_tensor(kfleet_dtype dtype, const std::vector<double>& x) {
+  HostTensor t;
+  t.dtype = dtype;
+  const std::size_t n = x.size();
   t.bytes.resize(n * dtype_size(dtype));
   t.real.resize(n);
   if (dtype == KFLEET_FP8_E4M3) {

@@ -29,6 +29,16 @@ std::uint64_t tensor_seed(const std::string& case_name, std::uint64_t seed, int 
 HostTensor random_tensor(kfleet_dtype dtype, std::size_t n, std::uint64_t seed,
                          double amplitude = 1.0);
 
+// n elements of dtype drawn as a problem's case draws them (problem_inputs.hpp: `init`, rows of
+// `cols` elements, counter-based from `stream`), fp8 with one scale for the tensor (amax/448):
+// the bytes kfleet::problems::make_case draws for the same init and stream.
+struct SpecInit;
+HostTensor drawn_tensor(kfleet_dtype dtype, std::size_t n, std::size_t cols, const SpecInit& init,
+                        std::uint64_t stream);
+
+// Real values x encoded to dtype (fp8: one scale, amax / 448).
+HostTensor encoded_tensor(kfleet_dtype dtype, const std::vector<double>& x);
+
 // FNV-1a 64 of a byte range: detects a kernel writing its inputs.
 std::uint64_t fnv1a64(const void* data, std::size_t n);
 

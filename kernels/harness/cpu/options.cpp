@@ -72,7 +72,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     double d = 0;
     bool good = true;
     for (const char* f : {"--shape", "--dtype", "--causal", "--bias", "--softmax-scale", "--b-layout",
-                          "--atol", "--rtol", "--max-abs", "--max-rel", "--rel-l2"})
+                          "--init", "--atol", "--rtol", "--max-abs", "--max-rel", "--rel-l2"})
       if (flag == f && o->family_option.empty()) o->family_option = flag;
     if (flag == "--case") good = value(&o->case_name);
     else if (flag == "--shape") {
@@ -95,6 +95,13 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
       if (!(good = value(&v))) break;
       const std::string err = parse_dtypes(v, o);
       if (!err.empty()) return err;
+    } else if (flag == "--init") {
+      if (!(good = value(&v))) break;
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        return "--init wants TENSOR=DIST/key=value/..., got '" + v + "'";
+      if (o->init.count(v.substr(0, eq))) return "--init of '" + v.substr(0, eq) + "' given twice";
+      o->init[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (flag == "--causal") o->causal = true;
     else if (flag == "--bias") o->bias = true;
     else if (flag == "--no-l2-flush") o->l2_flush = false;

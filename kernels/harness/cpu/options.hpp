@@ -51,6 +51,10 @@ struct Options {
   // fp64 CPU reference on --case at the first seed (PROBLEM-ABI.md, "The GPU reference,
   // checked"); no kernel runs. The agent runs it once per run, on the smallest of its cases.
   bool reference_check = false;
+  // A family's case drawn as its problem's case says (docs/problems.md): --init TENSOR=SPEC,
+  // SPEC the words of a problem spec's init line joined by '/' (normal/mean=0/std=1/
+  // outliers=2,50,500/at=5,37). Tensors not named keep the family's uniform [-1, 1) draws.
+  std::map<std::string, std::string> init;
   std::string family_option;  // the first family-only option given ("" when none)
   std::uint64_t va_base = 0x600000000000ull;
   int result_fd = -1;  // protocol lines go to this pipe instead of stdout

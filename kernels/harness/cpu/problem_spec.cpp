@@ -518,6 +518,16 @@ std::string parse_problem_spec(const std::string& text, ProblemSpec* out) {
   return "";
 }
 
+std::string parse_init_text(const std::string& text, kfleet_dtype t, SpecInit* out) {
+  std::vector<std::string> w = {"-"};
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, '/')) w.push_back(part);
+  if (w.size() < 2 || (w[1] != "normal" && w[1] != "uniform"))
+    return "'" + text + "' is not normal/... or uniform/... (a family's inputs are real-valued)";
+  return read_init(w, t, false, out);
+}
+
 RealDraw spec_real_draw(const SpecInit& i, long long cols, std::uint64_t stream) {
   RealDraw d;
   d.normal = i.dist == "normal";

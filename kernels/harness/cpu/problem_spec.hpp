@@ -94,6 +94,10 @@ struct ProblemSpec {
 // dimension) are `cols` long; the outlier columns are chosen for `stream` (the tensor's).
 RealDraw spec_real_draw(const SpecInit& i, long long cols, std::uint64_t stream);
 
+// A family's --init value (options.hpp): DIST/key=value/... , the words of an init line joined
+// by '/', for a normal or uniform draw of a tensor of dtype t. "" or what is wrong.
+std::string parse_init_text(const std::string& text, kfleet_dtype t, SpecInit* out);
+
 constexpr const char* kProblemSpecMagic = "kfleet-problem-spec 2";
 
 // "" on success, else "problem spec line N: <what is wrong>" (line 0: the text as a whole).

@@ -32,9 +32,11 @@ class AttentionProblem : public Problem {
     causal_ = o.causal;
     scale_ = o.softmax_scale > 0 ? o.softmax_scale : 1.0 / std::sqrt((double)shape_.head_dim);
     const std::size_t n = shape_.elements();
-    const Input& q = add_input("Q", random_tensor(q_t, n, tensor_seed(o.case_name, seed, 0)));
-    const Input& k = add_input("K", random_tensor(kv_t, n, tensor_seed(o.case_name, seed, 1)));
-    const Input& v = add_input("V", random_tensor(kv_t, n, tensor_seed(o.case_name, seed, 2)));
+    if (const std::string bad = unknown_init(o, {"q", "k", "v"}); !bad.empty()) fail_usage(bad);
+    const std::size_t D = (std::size_t)shape_.head_dim;
+    const Input& q = add_input("Q", family_input(o, "attention", "q", 0, q_t, n, D, seed));
+    const Input& k = add_input("K", family_input(o, "attention", "k", 1, kv_t, n, D, seed));
+    const Input& v = add_input("V", family_input(o, "attention", "v", 2, kv_t, n, D, seed));
     allocate_output(out_t, n);
     workspace_ = std::make_unique<DeviceBuffer>((std::size_t)o.workspace_mib << 20, Placement::kernel, "workspace");
     if (workspace_->bytes()) KFLEET_GPU_CHECK(gpuMemset(workspace_->get(), 0, workspace_->bytes()));

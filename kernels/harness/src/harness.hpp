@@ -208,6 +208,14 @@ int run_generic_correctness(const Options& o);
 // --reference-check: the GPU reference of --case against the fp64 CPU reference (0: they agree;
 // exit 3, an error line of phase "reference": they do not).
 int run_reference_check(const Options& o);
+// Input `name` (slot `slot`) of a family's case: drawn as --init says (its problem's case:
+// problem_inputs.hpp, the stream make_case uses for `family`, the case and the seed; rows of
+// `cols`), else the family's uniform [-1, 1) draw from tensor_seed(case, seed, slot).
+HostTensor family_input(const Options& o, const char* family, const char* name, int slot,
+                        kfleet_dtype t, std::size_t n, std::size_t cols, std::uint64_t seed);
+// "" or why an --init names no input of the family (`inputs`: its input names).
+std::string unknown_init(const Options& o, const std::vector<std::string>& inputs);
+
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
 // `p` with its python scratch buffer when the options ask for one (replay of a Python kernel).
 std::unique_ptr<Problem> with_python_scratch(const Options& o, std::unique_ptr<Problem> p);

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "device_codec.hpp"
+#include "../cpu/problem_inputs.hpp"
+#include "../cpu/problem_spec.hpp"
 #include "harness.hpp"
 #include "kfleet_harness/kernel.hpp"
 
@@ -77,6 +79,25 @@ std::unique_ptr<Problem> with_python_scratch(const Options& o, std::unique_ptr<P
   p->python_scratch = std::make_unique<DeviceBuffer>((want + granule - 1) / granule * granule,
                                                      Placement::kernel, "python scratch");
   return p;
+}
+
+HostTensor family_input(const Options& o, const char* family, const char* name, int slot,
+                        kfleet_dtype t, std::size_t n, std::size_t cols, std::uint64_t seed) {
+  const auto it = o.init.find(name);
+  if (it == o.init.end()) return random_tensor(t, n, tensor_seed(o.case_name, seed, slot));
+  SpecInit init;
+  const std::string err = parse_init_text(it->second, t, &init);
+  if (!err.empty()) fail_usage(std::string("--init ") + name + ": " + err);
+  return drawn_tensor(t, n, cols, init, input_stream(family, "case/" + o.case_name, seed, slot));
+}
+
+std::string unknown_init(const Options& o, const std::vector<std::string>& inputs) {
+  for (const auto& [name, _] : o.init) {
+    bool known = false;
+    for (const auto& i : inputs) known = known || i == name;
+    if (!known) return "--init names '" + name + "', which is not an input of this family";
+  }
+  return "";
 }
 
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed) {

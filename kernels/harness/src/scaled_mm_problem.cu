@@ -26,8 +26,11 @@ class ScaledMmProblem : public Problem {
     if (out_t != KFLEET_FP16 && out_t != KFLEET_BF16) fail_usage("scaled_mm out must be fp16 or bf16");
     b_nk_ = o.b_layout == KFLEET_B_NK;
     const std::size_t M = m_, N = n_, K = k_;
-    const Input& a = add_input("A", random_tensor(KFLEET_FP8_E4M3, M * K, tensor_seed(o.case_name, seed, 0)));
-    const Input& b = add_input("B", random_tensor(KFLEET_FP8_E4M3, K * N, tensor_seed(o.case_name, seed, 1)));
+    if (const std::string bad = unknown_init(o, {"a", "b"}); !bad.empty()) fail_usage(bad);
+    if (!b_nk_ && o.init.count("b"))
+      fail_usage("--init b draws b as [N, K] (its problem's layout); it does not go with --b-layout kn");
+    const Input& a = add_input("A", family_input(o, "scaled_mm", "a", 0, KFLEET_FP8_E4M3, M * K, K, seed));
+    const Input& b = add_input("B", family_input(o, "scaled_mm", "b", 1, KFLEET_FP8_E4M3, K * N, K, seed));
     const Input* bias = o.bias ? &add_input("bias", random_tensor(out_t, N, tensor_seed(o.case_name, seed, 2))) : nullptr;
     a_scale_ = a.host.scale;
     b_scale_ = b.host.scale;

@@ -44,6 +44,8 @@ std::string init_words(const ProblemInit& i) {
 
 }  // namespace
 
+std::string init_spec_words(const ProblemInit& i) { return init_words(i); }
+
 Result<std::string> problem_spec_text(const ProblemDef& def) {
   auto fail = [&](const std::string& why) {
     return make_error(Errc::invalid_argument, def.name + ": " + why);

@@ -15,4 +15,8 @@ namespace kfleet::problems {
 // harness's generic runtime cannot take (a family ABI, a name with a space).
 Result<std::string> problem_spec_text(const ProblemDef& def);
 
+// An init's words as the spec's init line holds them (DIST key=value ...); a family's --init
+// takes them joined by '/' (kernels/harness/cpu/options.hpp).
+std::string init_spec_words(const ProblemInit& i);
+
 }  // namespace kfleet::problems
