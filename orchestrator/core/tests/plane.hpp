@@ -1,6 +1,6 @@
-// The core tests' control plane: an in-memory SQLite store, a static provisioner and a clock the
-// test moves, on an io_context the test runs. No HTTP and no agent process: a test calls the
-// control plane as the API would.
+// The core tests' control plane: an in-memory SQLite store (or a file, when a test must watch the
+// database from outside), a static provisioner and a clock the test moves, on an io_context the
+// test runs. No HTTP and no agent process: a test calls the control plane as the API would.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -23,9 +23,9 @@ struct Plane {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
   std::unique_ptr<ControlPlane> cp;
 
-  // cfg as given, with "e" as the fleet's enrolment token.
-  explicit Plane(Config cfg = {}) {
-    auto s = store::open_sqlite_store({":memory:"});
+  // cfg as given, with "e" as the fleet's enrolment token; the store in `db` (a SQLite file).
+  explicit Plane(Config cfg = {}, const std::string& db = ":memory:") {
+    auto s = store::open_sqlite_store({db});
     EXPECT_TRUE(s.ok());
     st = std::move(*s);
     cfg.enrol_token = "e";
