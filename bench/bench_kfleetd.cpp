@@ -276,4 +276,18 @@ std::string load_average() {
   return a + " " + b + " " + c;
 }
 
+Agent enrol_agent(HttpClient& c, const std::string& name, const std::string& region,
+                  const std::string& gpu, const std::string& arch) {
+  auto r = c.post_json("/api/v1/agents/enrol",
+                       {{"name", name}, {"region", region}, {"backend", "simulated"},
+                        {"gpus", {{{"gpu_class", gpu}, {"arch", arch}, {"simulated", true}}}}});
+  if (!r.ok() || r->status != 201) {
+    std::fprintf(stderr, "%s: enrol failed: %s\n", region.c_str(),
+                 r.ok() ? r->body.c_str() : r.error().message.c_str());
+    std::exit(1);
+  }
+  auto j = *r->json();
+  return {j["agent_id"].get<std::int64_t>(), j["token"].get<std::string>()};
+}
+
 }  // namespace kfleet::bench

@@ -3,11 +3,14 @@
 // PostgreSQL server), the leader on loopback port 0, and on PostgreSQL any number of standby
 // kfleetd on the same database (they poll for the leader lock and serve reads, as in
 // production). Everything is removed when it goes out of scope.
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kfleet/common/http_client.hpp"
 #include "kfleet/common/result.hpp"
 #include "support.hpp"
 
@@ -15,6 +18,22 @@ namespace kfleet::bench {
 
 inline constexpr const char* kUser = "kft_bench-admin-token-0d9e4f1a";  // the first admin
 inline constexpr const char* kEnrol = "kfe_bench-enrol-token";
+
+using Clock = std::chrono::steady_clock;
+// Milliseconds since t.
+inline double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// A simulated agent the bench drives over HTTP, as kfleetd enrolled it.
+struct Agent {
+  std::int64_t id = 0;
+  std::string token;
+};
+// Enrols one through `c` (which holds the enrolment token): one simulated GPU of this class and
+// arch, in `region`. Exits the bench, saying why, when kfleetd refuses.
+Agent enrol_agent(HttpClient& c, const std::string& name, const std::string& region,
+                  const std::string& gpu, const std::string& arch);
 
 struct Kfleetd {
   std::string dir;   // temporary; removed at the end

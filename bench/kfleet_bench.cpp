@@ -35,13 +35,11 @@ namespace {
 
 using namespace kfleet;
 using kfleet::bench::Figures;
-using Clock = std::chrono::steady_clock;
+using kfleet::bench::Agent;
+using kfleet::bench::Clock;
 using kfleet::bench::kEnrol;
 using kfleet::bench::kUser;
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+using kfleet::bench::ms_since;
 
 double pct(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -61,22 +59,9 @@ nlohmann::json job_body(int i, const std::string& gpu = "L4") {
           {"force", true}};
 }
 
-struct Agent {
-  std::int64_t id = 0;
-  std::string token;
-};
-
 Agent enrol(const std::string& url, const std::string& name, const std::string& gpu = "L4") {
   HttpClient c(url, kEnrol);
-  auto r = c.post_json("/api/v1/agents/enrol",
-                       {{"name", name}, {"region", "bench"}, {"backend", "simulated"},
-                        {"gpus", {{{"gpu_class", gpu}, {"arch", gpu == "L4" ? "sm_89" : "sm_90a"}, {"simulated", true}}}}});
-  if (!r.ok() || r->status != 201) {
-    std::fprintf(stderr, "bench: enrol failed: %s\n", r.ok() ? r->body.c_str() : r.error().message.c_str());
-    std::exit(1);
-  }
-  auto j = *r->json();
-  return {j["agent_id"].get<std::int64_t>(), j["token"].get<std::string>()};
+  return kfleet::bench::enrol_agent(c, name, "bench", gpu, gpu == "L4" ? "sm_89" : "sm_90a");
 }
 
 // Long-polls once; on a lease, finishes it at once. Returns false on 204.
@@ -338,15 +323,14 @@ void schedule(Subject& s, int n_agents) {
   const int depth = f.depth;
   const std::string& url = s.k->url;
   auto& k = s.k;
-  std::vector<kfleet::bench::SwarmAgent> agents(static_cast<std::size_t>(n_agents));
+  std::vector<Agent> agents(static_cast<std::size_t>(n_agents));
   {
     std::atomic<int> next{0};
     std::vector<std::thread> ts;
     for (int t = 0; t < 4; ++t)
       ts.emplace_back([&] {
         for (int i = next++; i < n_agents; i = next++) {
-          const Agent a = enrol(url, "a" + std::to_string(i), "H100");
-          agents[static_cast<std::size_t>(i)] = {a.id, a.token};
+          agents[static_cast<std::size_t>(i)] = enrol(url, "a" + std::to_string(i), "H100");
         }
       });
     for (auto& t : ts) t.join();

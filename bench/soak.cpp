@@ -34,12 +34,6 @@
 namespace kfleet::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
 int int_arg(int argc, char** argv, const char* name, int dflt) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], name)) return std::atoi(argv[i + 1]);
@@ -97,17 +91,8 @@ struct Options {
   bool takeover = false;
 };
 
-SwarmAgent enrol(HttpClient& c, const std::string& name, const std::string& gpu) {
-  auto r = c.post_json("/api/v1/agents/enrol",
-                       {{"name", name}, {"region", "soak"}, {"backend", "simulated"},
-                        {"gpus", {{{"gpu_class", gpu}, {"arch", "sm_89"}, {"simulated", true}}}}});
-  if (!r.ok() || r->status != 201) {
-    std::fprintf(stderr, "soak: enrol failed: %s\n",
-                 r.ok() ? r->body.c_str() : r.error().message.c_str());
-    std::exit(1);
-  }
-  auto j = *r->json();
-  return {j["agent_id"].get<std::int64_t>(), j["token"].get<std::string>()};
+Agent enrol(HttpClient& c, const std::string& name, const std::string& gpu) {
+  return enrol_agent(c, name, "soak", gpu, "sm_89");
 }
 
 // Runs f(i) for i in [0, n) on `threads` threads.
@@ -207,7 +192,7 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   // History: agents that came and went.
   in_parallel(o.retired, 4, [&](int i) {
     thread_local HttpClient enroller(k->url, kEnrol), admin(k->url, kUser);
-    const SwarmAgent a = enrol(enroller, "gone-" + std::to_string(i), "L4");
+    const Agent a = enrol(enroller, "gone-" + std::to_string(i), "L4");
     auto r = admin.post_json("/api/v1/agents/" + std::to_string(a.id) + "/retire",
                              nlohmann::json::object());
     if (!r.ok() || r->status != 200) {
@@ -228,7 +213,7 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
     }
     if (i == o.backlog / 2) one_job = (*r->json())["job"]["id"].get<std::int64_t>();
   });
-  std::vector<SwarmAgent> live(static_cast<std::size_t>(o.live));
+  std::vector<Agent> live(static_cast<std::size_t>(o.live));
   in_parallel(o.live, 4, [&](int i) {
     thread_local HttpClient enroller(k->url, kEnrol);
     live[static_cast<std::size_t>(i)] = enrol(enroller, "live-" + std::to_string(i), "L4");

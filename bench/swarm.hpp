@@ -15,12 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_kfleetd.hpp"
+
 namespace kfleet::bench {
 
-struct SwarmAgent {
-  std::int64_t id = 0;
-  std::string token;
-};
+using SwarmAgent = Agent;  // id and token, as kfleetd enrolled it
 
 struct SwarmOptions {
   std::vector<std::string> urls;  // http://host:port, the leader first

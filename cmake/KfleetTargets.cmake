@@ -8,6 +8,25 @@ option(KFLEET_WERROR "Fail the build on a warning in kfleet's own code" ON)
 add_library(kfleet_warnings INTERFACE)
 target_compile_options(kfleet_warnings INTERFACE -Wall -Wextra -Wno-missing-field-initializers
                        $<$<BOOL:${KFLEET_WERROR}>:-Werror>)
+# In a unity batch GCC reads each .cpp as if it were a header, and warns where a type of the
+# file's anonymous namespace is part of a type declared elsewhere (-Wsubobject-linkage): a
+# header's mistake, never a source file's. Built file by file, the warning stays on.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND KFLEET_UNITY_BUILD)
+  target_compile_options(kfleet_warnings INTERFACE -Wno-subobject-linkage)
+endif()
+
+# What the tests share (tests/support/include): kfleet/testing/temp_dir.hpp and the like.
+add_library(kfleet_test_support INTERFACE)
+target_include_directories(kfleet_test_support INTERFACE ${CMAKE_CURRENT_LIST_DIR}/../tests/support/include)
+# The tests' own code (their sources, fakes and fixtures; not the libraries they test, which keep
+# the build type's -O2) is compiled at -O1: gtest's and the fakes' templates cost -O2 a third more
+# compile time for code that only drives the code under test (a unity batch of core_gtest: 39 s
+# of CPU at -O2, 28 s at -O1). Empty: the build type's level for the tests too.
+set(KFLEET_TEST_CODE_OPT -O1 CACHE STRING "optimisation of the tests' own code in optimised builds")
+if(KFLEET_TEST_CODE_OPT)
+  target_compile_options(kfleet_test_support INTERFACE
+                         $<$<CONFIG:RelWithDebInfo,Release>:${KFLEET_TEST_CODE_OPT}>)
+endif()
 
 # kfleet_add_gtest(NAME SOURCES... LIBS ... [PROPERTIES prop value ...])
 # PROPERTIES are set on every test the binary holds (e.g. COST, so ctest starts the slow ones
@@ -15,7 +34,8 @@ target_compile_options(kfleet_warnings INTERFACE -Wall -Wextra -Wno-missing-fiel
 function(kfleet_add_gtest name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;PROPERTIES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main kfleet_warnings)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main kfleet_warnings
+                        kfleet_test_support)
   # Tests that read files of the tree (schemas, openapi.yaml) find it through this.
   target_compile_definitions(${name} PRIVATE KFLEET_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   if(ARG_PROPERTIES)

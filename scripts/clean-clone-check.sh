@@ -4,7 +4,8 @@
 # once with -j4. After every ctest run it checks that the clone's working tree holds nothing that
 # git does not already ignore as a build output (no test may write into the source tree), and
 # prints one summary line per run and the time of each phase (install, configure + build, each
-# ctest run). Exits non-zero if any run failed or dirtied the tree.
+# ctest run). Each ctest run has a TMPDIR of its own, which must be empty afterwards. Exits
+# non-zero if any run failed, dirtied the tree or left files in its TMPDIR.
 #   scripts/clean-clone-check.sh [--log FILE] [--keep] [--runs "2 2 2 4"] [--ref REF]
 #     --log FILE   also write the whole log to FILE (default: only stdout)
 #     --keep       keep the clone (default: removed at the end)
@@ -47,8 +48,9 @@ secs=$(( $(date +%s) - t0 ))
 echo "clean-clone-check: phase install: ${secs} s"
 phases="install ${secs} s"
 t0=$(date +%s)
-# As scripts/test.sh (CI) builds: line tables only, unless the caller says otherwise.
-(cd "$clone" && KFLEET_DEBUG_INFO=${KFLEET_DEBUG_INFO:-lines} scripts/build.sh) >"$work/build.log" 2>&1 ||
+# As scripts/test.sh (CI) builds: the one configuration, unless the caller's environment says
+# otherwise (scripts/build.sh).
+(cd "$clone" && scripts/build.sh) >"$work/build.log" 2>&1 ||
   { tail -50 "$work/build.log"; echo "clean-clone-check: FAIL: build failed"; exit 1; }
 secs=$(( $(date +%s) - t0 ))
 echo "clean-clone-check: phase configure + build: ${secs} s"
@@ -67,8 +69,12 @@ for j in $runs; do
   i=$((i + 1))
   t0=$(date +%s)
   out=$work/ctest-$i.log
-  ctest --test-dir "$clone/build" --output-on-failure -j"$j" --timeout 900 >"$out" 2>&1
+  # As scripts/test.sh runs it: a TMPDIR of its own, to be found empty afterwards.
+  tmp=$work/tmp-$i
+  mkdir -p "$tmp"
+  TMPDIR=$tmp ctest --test-dir "$clone/build" --output-on-failure -j"$j" --timeout 900 >"$out" 2>&1
   rc=$?
+  left_tmp=$(cd "$tmp" && find . -mindepth 1 -maxdepth 2 | sort | head -40)
   secs=$(( $(date +%s) - t0 ))
   summary=$(grep -E 'tests passed|tests failed' "$out" | tail -1)
   left=$(dirty)
@@ -85,11 +91,16 @@ for j in $runs; do
     echo "clean-clone-check: FAIL: run $i left files in the source tree:"
     echo "$left"
   fi
+  if [ -n "$left_tmp" ]; then
+    status=1
+    echo "clean-clone-check: FAIL: run $i left files in its TMPDIR:"
+    printf '%s\n' "$left_tmp" | sed 's/^/  /'
+  fi
   # The slowest tests of the run, so the suite's length stays visible.
   grep -E '^ *[0-9]+/[0-9]+ Test +#' "$out" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
     sort -rn | head -5 | awk '{printf "    %7.1f s  %s\n", $1, $2}'
 done
 echo "clean-clone-check: phases: $phases"
-[ "$status" = 0 ] && echo "clean-clone-check: all runs green, source tree untouched" ||
+[ "$status" = 0 ] && echo "clean-clone-check: all runs green, source tree untouched, TMPDIR left empty" ||
   echo "clean-clone-check: FAILED"
 exit $status

@@ -34,8 +34,14 @@ done
 [ "$force_keep" = 1 ] && keep=1
 
 if [ "$build" = 1 ]; then
+  # Each phase's time as it ends (scripts/test.sh prints its own the same way).
+  t0=$(date +%s)
   scripts/install-deps.sh
-  scripts/build.sh kfleetd kfleet-agent kfleet dashboards   # what the demo runs
+  echo "demo: phase install: $(( $(date +%s) - t0 )) s"
+  t0=$(date +%s)
+  # What the demo runs, in the configuration scripts/test.sh builds the rest in.
+  scripts/build.sh kfleetd kfleet-agent kfleet dashboards
+  echo "demo: phase configure + build: $(( $(date +%s) - t0 )) s"
 fi
 bdir=$(cd "$bdir" && pwd)
 kfleetd=$bdir/orchestrator/api/kfleetd agent_bin=$bdir/agent/kfleet-agent kfleet=$bdir/cli/kfleet

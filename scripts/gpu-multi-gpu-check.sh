@@ -20,19 +20,9 @@ set -uo pipefail
 start=$PWD
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD bin="" run=$PWD/gpu-multi-run backend=cuda gpus="" rounds=3 job=jobs/gpu/01-correct.yaml
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --run-dir) run=$2; shift 2 ;;
-    --gpus) gpus=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --backend) backend=$2; shift 2 ;;
-    --job) job=$2; shift 2 ;;
-    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
-    *) echo "gpu-multi-gpu-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
-die() { echo "gpu-multi-gpu-check: $*" >&2; exit 2; }
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,19 --bin=bin --run-dir=run --gpus=gpus --rounds=rounds --backend=backend --job=job -- "$@"
 case $backend in cuda|simulated) ;; *) die "--backend must be cuda or simulated" ;; esac
 case $job in /*) ;; *) [ -f "$start/$job" ] && job=$start/$job ;; esac  # else from the clone
 [ -f "$job" ] || die "no job file '$job'"

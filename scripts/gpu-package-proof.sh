@@ -130,14 +130,14 @@ gpu=$(kfleet --no-color --json agents | python3 -c 'import json,sys; a=[x for x 
 [ -n "$gpu" ] || gpu=$(grep -o 'sm_[0-9]*a\?' "$tmp/check.txt" | head -1)
 echo "agent gpu0 enrolled; jobs target ${gpu:-its GPU}"
 
-echo "== 5. a CUDA job (problem rmsnorm@1, the installed library's naive kernel) and a Triton job"
+echo "== 5. a CUDA job (problem rmsnorm@2, the installed library's naive kernel) and a Triton job"
 mkdir -p "$tmp/jobs"
 cat >"$tmp/jobs/cuda.yaml" <<YAML
 name: packages/rmsnorm-naive
 target: {gpu: ${gpu%a}}
-kernel: {problem: rmsnorm@1, language: cuda, sources: ["lib:problems/rmsnorm/naive.cu"]}
+kernel: {problem: rmsnorm@2, language: cuda, sources: ["lib:problems/rmsnorm/naive.cu"]}
 gates:
-  correctness: {cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b, seeds: [0]}]}
+  correctness: {cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b, seeds: [0]}, {name: stress, seeds: [0]}]}
   performance: {case: llama3_8b}
 benchmark: {min_samples: 10, max_noise_pct: 2.0, max_time_s: 2, warmup_max_s: 0.5}
 max_attempts: 1

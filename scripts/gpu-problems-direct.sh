@@ -4,10 +4,12 @@
 # the way the agent runs a job: a recorder (the harness + the job's kernel) records, and the
 # measuring process (the harness alone, the job's device code loaded from its object) replays.
 #   scripts/gpu-problems-direct.sh --out DIR [--arch sm_90a] [--only rmsnorm,topk] [--spec-tool BIN]
-# For each problem: the naive kernel's correctness on every case (seeds 0,1) and its benchmark
-# on the largest case; a wrong kernel (tests/wrong.cu) and a do-nothing one (tests/nothing.cu)
-# that must be rejected naming an output's check; a recording replayed for another case, which
-# must be refused. One PASS/FAIL line per item (DIR/summary.log); logs in DIR. Exits 1 on any
+# For each problem: kfleet's GPU reference against its fp64 CPU reference (--reference-check);
+# the naive kernel's correctness on every case (seeds 0,1), the required `stress` included, and
+# its benchmark on the largest case; a wrong kernel (tests/wrong.cu) and a do-nothing one
+# (tests/nothing.cu) that must be rejected naming an output's check; each shortcut
+# (tests/*.cu besides those) passing the first case and rejected on `stress` naming an output;
+# a recording replayed for another case, which must be refused. One PASS/FAIL line per item (DIR/summary.log); logs in DIR. Exits 1 on any
 # FAIL, 2 when the build fails. Needs the CUDA toolkit (nvcc on PATH or /usr/local/cuda), CMake,
 # a C++ compiler and the repository; no network. The problems' specs are written by
 # kfleet-problem-spec (kfleet's host code, built here with CMake, the orchestrator off), or by
@@ -63,9 +65,11 @@ compile_list=()
 for src in kernels/harness/src/*.cu kernels/harness/cpu/*.cpp; do
   compile_list+=("$src|$out/obj/h_$(basename "${src%.*}").o")
 done
+test_kernels() { for f in "kernels/problems/$1"/tests/*.cu; do basename "$f" .cu; done; }
+shortcuts() { test_kernels "$1" | grep -vx 'wrong\|nothing'; }
 for p in "${problems[@]}"; do
   compile_list+=("kernels/problems/$p/naive.cu|$out/obj/${p}_naive.o")
-  for k in wrong nothing; do compile_list+=("kernels/problems/$p/tests/$k.cu|$out/obj/${p}_$k.o"); done
+  for k in $(test_kernels "$p"); do compile_list+=("kernels/problems/$p/tests/$k.cu|$out/obj/${p}_$k.o"); done
 done
 printf '%s\n' "${compile_list[@]}" | xargs -P "$jobs" -I{} bash -c 'compile_one "$1"' _ {}
 build_rc=$?
@@ -76,7 +80,7 @@ warnings=$(cat "$out"/obj/*.log | grep -c 'warning' || true)
 cc "$out"/obj/h_*.o -o "$out/bin/kfleet-measure" >"$out/logs/link-measure.log" 2>&1 ||
   { cat "$out/logs/link-measure.log"; exit 2; }
 for p in "${problems[@]}"; do
-  for k in naive wrong nothing; do
+  for k in naive $(test_kernels "$p"); do
     cc "$out"/obj/h_*.o "$out/obj/${p}_$k.o" -o "$out/bin/rec-${p}-$k" >"$out/logs/link-$p-$k.log" 2>&1 ||
       { cat "$out/logs/link-$p-$k.log"; exit 2; }
   done
@@ -119,6 +123,23 @@ correctness_items() {
     local lines; lines=$(grep -c '"type":"correctness".*"pass":true' "$out/logs/$p/naive-$c.jsonl" 2>/dev/null)
     if [ $rc = 0 ] && [ "$lines" = 2 ]; then note "PASS $p naive correctness $c (seeds 0,1)"
     else note "FAIL $p naive correctness $c: exit $rc, ${lines:-0} of 2 seeds pass; $(reasons "$out/logs/$p/naive-$c.jsonl" $rc)"; echo 1 >"$out/logs/$p.fail"; fi
+  done
+  # kfleet's GPU reference against the fp64 CPU reference, on the spec's smallest case.
+  mkdir -p "$out/logs/$p"
+  local small; small=$(awk '$1 == "case_cost" { if (best == "" || $4 + 0 < best) { best = $4 + 0; name = $2 } } END { print name }' "$spec")
+  "$measure" correctness --problem-spec "$spec" --case "$small" --seeds 0 --reference-check --result-fd 3 \
+    3>"$out/logs/$p/reference.jsonl" >"$out/logs/$p/reference.stdout" 2>&1; local rc=$?
+  if [ $rc = 0 ] && grep -q '"type":"reference_check".*"pass":true' "$out/logs/$p/reference.jsonl"; then
+    note "PASS $p GPU reference = fp64 CPU reference on $small: $(grep -o '"outputs":{.*}' "$out/logs/$p/reference.jsonl" | head -c 200)"
+  else note "FAIL $p GPU reference vs fp64 CPU reference on $small: exit $rc; $(reasons "$out/logs/$p/reference.jsonl")"; echo 1 >"$out/logs/$p.fail"; fi
+  # Each shortcut: right on the first (benign) case, rejected on the required one naming an output.
+  for k in $(shortcuts "$p"); do
+    record_replay "$p" "$k" correctness "$first" "$k-$first" --seeds 0; local ok_rc=$?
+    record_replay "$p" "$k" correctness stress "$k-stress" --seeds 0,1; local bad_rc=$?
+    local named; named=$(grep '"type":"correctness"' "$out/logs/$p/$k-stress.jsonl" 2>/dev/null | grep '"pass":false' | grep -c '"reason":"output ')
+    if [ $ok_rc = 0 ] && [ $bad_rc = 1 ] && [ "$named" -ge 1 ]; then
+      note "PASS $p shortcut $k passes $first, rejected on stress: $(reasons "$out/logs/$p/$k-stress.jsonl")"
+    else note "FAIL $p shortcut $k: exit $ok_rc on $first (want 0), $bad_rc on stress (want 1, $named seed(s) naming an output); $(reasons "$out/logs/$p/$k-stress.jsonl" $bad_rc)"; echo 1 >"$out/logs/$p.fail"; fi
   done
   for k in wrong nothing; do
     record_replay "$p" "$k" correctness "$first" "$k-$first" --seeds 0,1; local rc=$?

@@ -16,22 +16,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" run=$PWD/gpu-profile-run backend=cuda
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --run-dir) run=$2; shift 2 ;;
-    --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
-    *) echo "gpu-profile-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
-die() { echo "gpu-profile-check: $*" >&2; exit 2; }
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,15 --bin=bin --run-dir=run --backend=backend -- "$@"
 case "$backend" in cuda|simulated) ;; *) die "--backend is cuda or simulated, not '$backend'" ;; esac
-if [ -z "$bin" ]; then
-  scripts/gpu-proof.sh --build-only || die "build failed"
-  bin=$root/build-gpu/bin
-fi
-for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
+need_bins
 rm -rf "$run"; mkdir -p "$run/jobs"
 export KFLEET_HARNESS_DIR=$root/kernels/harness
 # shellcheck source=lib/local-cluster.sh

@@ -15,18 +15,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin="" run="$root/gpu-run" backend=cuda arch="" build_only=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --run-dir) run=$2; shift 2 ;;
-    --backend) backend=$2; shift 2 ;;
-    --arch) arch=$2; shift 2 ;;
-    --build-only) build_only=1; shift ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
-    *) echo "gpu-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
-die() { echo "gpu-proof: $*" >&2; exit 2; }
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,12 --bin=bin --run-dir=run --backend=backend --arch=arch --build-only=build_only! -- "$@"
 
 build() {
   local b=$root/build-gpu cm=()
@@ -89,12 +80,7 @@ while IFS=$'\t' read -r file want_state want_gate want_reason; do
   secs=$(( $(date +%s) - t0 ))
   id=$(printf '%s' "$out" | json_field job.id)
   [ -n "$id" ] || { cat "$run/submit.err"; id=0; }
-  status=$(kf --json status "$id" 2>/dev/null)
-  state=$(printf '%s' "$status" | json_field job.state)
-  gate=$(printf '%s' "$status" | json_field job.verdict.gate)
-  reason=$(printf '%s' "$status" | json_field job.verdict.reason)
-  [ -n "$reason" ] || reason=$(printf '%s' "$status" | json_field job.state_reason)
-  [ -n "$gate" ] || gate=-
+  job_outcome "$id"
   ok=OK
   [[ "$state" =~ ^($want_state)$ ]] || ok=MISMATCH
   [[ "$gate" =~ ^($want_gate)$ ]] || ok=MISMATCH

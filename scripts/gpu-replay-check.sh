@@ -10,15 +10,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD out=$root/replay-check arch=sm_90a only=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --out) out=$2; shift 2 ;;
-    --arch) arch=$2; shift 2 ;;
-    --only) only=$2; shift 2 ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
-    *) echo "gpu-replay-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,9 --out=out --arch=arch --only=only -- "$@"
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$nvcc" ] || { echo "gpu-replay-check: no nvcc" >&2; exit 2; }
 mkdir -p "$out/obj"

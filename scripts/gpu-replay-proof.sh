@@ -10,15 +10,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD out=$root/replay-proof steps=suite,proof,round1,round2 tries=10
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --out) out=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --tries) tries=$2; shift 2 ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
-    *) echo "gpu-replay-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,9 --out=out --steps=steps --tries=tries -- "$@"
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 bin=$root/build-gpu/bin

@@ -20,20 +20,10 @@ cd "$(dirname "$0")/.."
 root=$PWD
 bin="" run="$root/gpu-sandbox-run" gpu=sm_90 rounds=2 deb="" throttle=0
 kernels=(fa-s512/baseline fa-s512/iter1 fp8-sdpa/stage2 fp8-sdpa/stage3-step2-xor)
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --run-dir) run=$2; shift 2 ;;
-    --gpu) gpu=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --bwrap-deb) deb=$2; shift 2 ;;
-    --throttle-pct) throttle=$2; shift 2 ;;
-    --kernels) read -r -a kernels <<<"$2"; shift 2 ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
-    *) echo "gpu-sandbox-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
-die() { echo "gpu-sandbox-check: $*" >&2; exit 2; }
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,17 --bin=bin --run-dir=run --gpu=gpu --rounds=rounds --bwrap-deb=deb --throttle-pct=throttle --kernels=kernel_list -- "$@"
+[ -z "${kernel_list:-}" ] || read -r -a kernels <<<"$kernel_list"
 [ "$(id -u)" = 0 ] || die "run as root: the agent starts each job's processes as uid 65534"
 
 # bubblewrap: installed, or unpacked from a carried .deb (the GPU machines have no network).
@@ -47,11 +37,7 @@ command -v bwrap >/dev/null || die "bwrap is still not on PATH"
 command -v setpriv >/dev/null || die "setpriv (util-linux) is missing"
 echo "gpu-sandbox-check: $(bwrap --version) at $(command -v bwrap)"
 
-if [ -z "$bin" ]; then
-  scripts/gpu-proof.sh --build-only || die "build failed"
-  bin=$root/build-gpu/bin
-fi
-for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
+need_bins
 rm -rf "$run"; mkdir -p "$run/jobs"
 export KFLEET_HARNESS_DIR=$root/kernels/harness
 # shellcheck source=lib/local-cluster.sh

@@ -14,23 +14,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin="" run="$root/gpu-suite-run" gpu=sm_90 throttle=0 backend=cuda
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --run-dir) run=$2; shift 2 ;;
-    --gpu) gpu=$2; shift 2 ;;
-    --throttle-pct) throttle=$2; shift 2 ;;
-    --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
-    *) echo "gpu-suite-campaigns: unknown option '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
-die() { echo "gpu-suite-campaigns: $*" >&2; exit 2; }
-if [ -z "$bin" ]; then
-  scripts/gpu-proof.sh --build-only || die "build failed"
-  bin=$root/build-gpu/bin
-fi
-for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,12 --bin=bin --run-dir=run --gpu=gpu --throttle-pct=throttle --backend=backend -- "$@"
+need_bins
 rm -rf "$run"; mkdir -p "$run/jobs"
 export KFLEET_TOKEN=suite-user KFLEET_ENROL_TOKEN=suite-enrol
 export KFLEET_HARNESS_DIR=$root/kernels/harness

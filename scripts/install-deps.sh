@@ -17,6 +17,7 @@ done
 
 pkgs=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
+  lld                           # the linker the build uses when present (faster than GNU ld)
   libboost1.81-all-dev          # Beast + C++20 coroutines (1.74 lacks awaitable operators)
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libcurl4-openssl-dev libsqlite3-dev sqlite3

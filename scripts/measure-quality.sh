@@ -15,19 +15,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" run="$root/quality-run" tries=10 itries=3 parts=abc
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --run-dir) run=$2; shift 2 ;;
-    --tries) tries=$2; shift 2 ;;
-    --itries) itries=$2; shift 2 ;;
-    --parts) parts=$2; shift 2 ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
-    *) echo "measure-quality: unknown option '$1'" >&2; exit 2 ;;
-  esac
-done
-die() { echo "measure-quality: $*" >&2; exit 2; }
-if [ -z "$bin" ]; then scripts/gpu-proof.sh --build-only || die "build failed"; bin=$root/build-gpu/bin; fi
+# shellcheck source=lib/options.sh
+source "$root/scripts/lib/options.sh"
+parse_options 2,15 --bin=bin --run-dir=run --tries=tries --itries=itries --parts=parts -- "$@"
+need_bins
 
 rm -rf "$run"; mkdir -p "$run"
 export KFLEET_TOKEN=quality-user KFLEET_ENROL_TOKEN=quality-enrol KFLEET_HARNESS_DIR=$root/kernels/harness

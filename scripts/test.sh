@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs what it needs (apt, npm), builds,
 # and runs every test through ctest. Tests that need a tool (nvcc, clang-19, terraform,
-# chromium) fail when it is missing; nothing is skipped silently.
+# chromium) fail when it is missing; nothing is skipped silently. It builds in the same
+# configuration as scripts/demo.sh (scripts/build.sh), so after the demo only the tests compile.
+# The suite runs with a TMPDIR of its own, which must be empty when it ends: a test that leaves a
+# file behind fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase's time as it ends, so CI's log shows where it went; ctest prints its own ("Total
-# Test time") and is the last thing printed, so its closing lines stay the log's last.
+# Test time"), and the TMPDIR check's line comes last.
 phase() {
   local name=$1 t0
   shift
@@ -14,9 +17,20 @@ phase() {
   echo "test.sh: phase $name: $(( $(date +%s) - t0 )) s"
 }
 phase install scripts/install-deps.sh
-# Line tables only (-g1): nobody attaches a debugger to CI's build, and full debug info is a
-# quarter of its compile time.
-export KFLEET_DEBUG_INFO=${KFLEET_DEBUG_INFO:-lines}
 phase "configure + build" scripts/build.sh
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-ctest.XXXXXX")
+t0=$(date +%s)
+rc=0
 # -j2: the suite is sized for 2 cores; each test has its own timeout in CMake (default 600 s).
-exec ctest --test-dir build --output-on-failure -j2 --timeout 900
+TMPDIR=$tmp ctest --test-dir build --output-on-failure -j2 --timeout 900 || rc=$?
+echo "test.sh: phase ctest: $(( $(date +%s) - t0 )) s"
+left=$(cd "$tmp" && find . -mindepth 1 -maxdepth 2 | sort | head -40)
+if [ -n "$left" ]; then
+  echo "test.sh: FAIL: the suite left these in its TMPDIR $tmp (a test removes what it makes):"
+  printf '%s\n' "$left" | sed 's/^/  /'
+  exit 1
+fi
+rmdir "$tmp"
+echo "test.sh: the suite left nothing in its TMPDIR"
+exit "$rc"

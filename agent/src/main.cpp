@@ -97,21 +97,19 @@ struct BackendChoice {
 Result<BackendPtr> make_real_backend(const BackendChoice& b, backends::SandboxPolicyPtr policy) {
   std::error_code ec;
   const std::string cache = (std::filesystem::absolute(b.work_dir, ec) / "build-cache").string();
-  CudaBackendOptions cuda_opts;
-  cuda_opts.cache_dir = cache;
-  cuda_opts.busy_wait_s = b.busy_wait_s;
-  cuda_opts.throttle_pct = b.throttle_pct;
-  cuda_opts.device = b.gpu;
-  cuda_opts.sandbox = policy;
-  cuda_opts.problems_dir = b.problems_dir;
-  HipBackendOptions hip_opts;
-  hip_opts.cache_dir = cache;
-  hip_opts.busy_wait_s = b.busy_wait_s;
-  hip_opts.throttle_pct = b.throttle_pct;
-  hip_opts.device = b.gpu;
-  hip_opts.sandbox = policy;
-  hip_opts.problems_dir = b.problems_dir;
-  if (b.arch_given) cuda_opts.arch = hip_opts.arch = b.sim.arch;
+  // What either vendor's backend is told alike.
+  auto options = [&](auto o) {
+    o.cache_dir = cache;
+    o.busy_wait_s = b.busy_wait_s;
+    o.throttle_pct = b.throttle_pct;
+    o.device = b.gpu;
+    o.sandbox = policy;
+    o.problems_dir = b.problems_dir;
+    if (b.arch_given) o.arch = b.sim.arch;
+    return o;
+  };
+  const CudaBackendOptions cuda_opts = options(CudaBackendOptions{});
+  const HipBackendOptions hip_opts = options(HipBackendOptions{});
   if (b.kind == "compile") {
     CompileBackendOptions o;
     o.cache_dir = cache;

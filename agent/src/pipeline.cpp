@@ -254,8 +254,12 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
   std::error_code ec;
   fs::create_directories(scratch, ec);
 
+  // What the correctness stage checked (the cases it ran, the reference check), for the verdict.
+  nlohmann::json checked = nlohmann::json::object();
   auto finish = [&](Verdict v) -> std::optional<Verdict> {
     if (d.stop.requested()) return std::nullopt;
+    for (const char* k : {"cases", "reference_check"})
+      if (checked.contains(k)) v.metrics[k] = checked[k];
     v.simulated = d.backend.simulated();
     v.unsandboxed = !d.backend.sandboxed();
     v.self_reported = lease.spec.kernel.family == "custom";
@@ -324,6 +328,7 @@ std::optional<Verdict> run_pipeline(const Lease& lease, PipelineDeps& d, std::st
     });
     if (!ran || d.stop.requested()) return std::nullopt;
     StageResult& r = *ran;
+    if (n == stage::correctness && r.data.is_object()) checked = r.data;
     emit_stage_data(sink, name, r);
     if (!r.ok) {
       Verdict v = verdict_for_failed_stage(name, r);

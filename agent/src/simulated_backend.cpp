@@ -5,11 +5,16 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <map>
 #include <thread>
 
+#include "common/harness_protocol.hpp"
 #include "common/rounds.hpp"
+#include "common/torch_reference.hpp"
 #include "kfleet/agent/backend.hpp"
+#include "kfleet/common/sha256.hpp"
 #include "kfleet/common/stats.hpp"
+#include "kfleet/common/versus.hpp"
 
 namespace kfleet::agent {
 
@@ -154,9 +159,19 @@ class SimulatedBackend final : public Backend {
     StageResult r;
     r.ok = true;
     nlohmann::json rows = nlohmann::json::array();
+    r.data["cases"] = nlohmann::json::array();
+    if (!c.spec.kernel.problem.empty()) {
+      // What a GPU agent's measuring process reports (its GPU reference against the fp64 CPU
+      // reference); nothing is computed here, and the line says so.
+      r.data["reference_check"] = {{"problem", c.spec.kernel.problem}, {"case", cases.front().name},
+                                   {"seed", cases.front().seeds.empty() ? 0 : cases.front().seeds.front()},
+                                   {"pass", true}, {"simulated", true},
+                                   {"against", "fp64 CPU reference (simulated: nothing was computed)"}};
+    }
     for (std::size_t ci = 0; ci < cases.size(); ++ci) {
       const auto& cs = cases[ci];
       auto seeds = cs.seeds.empty() ? std::vector<std::uint64_t>{0} : cs.seeds;
+      const bool ok_before = r.ok;
       for (std::size_t si = 0; si < seeds.size(); ++si) {
         double max_abs = limit * frac(rng);
         bool fail_here = s.fail_stage == "correctness" && ci + 1 == cases.size() && si == 0;
@@ -173,6 +188,7 @@ class SimulatedBackend final : public Backend {
                          : s.fail_reason;
         }
       }
+      if (ok_before) r.data["cases"].push_back({{"name", cs.name}, {"seeds", seeds}, {"pass", r.ok}});
     }
     r.data["rows"] = rows;
     return r;
@@ -226,6 +242,8 @@ class SimulatedBackend final : public Backend {
     if (!r.ok) return r;
     r.data["case"] = c.spec.gates.performance ? c.spec.gates.performance->case_name : "";
     r.data["noise_pct"] = r.data.value("rel_stdev_pct", 0.0);
+    if (is_problem_kernel(c.spec.kernel))
+      r.data["versus"] = versus(c, s, r.data["samples_us"].get<std::vector<double>>());
     return r;
   }
 
@@ -245,6 +263,51 @@ class SimulatedBackend final : public Backend {
 
  private:
   static SimulationSpec sim(const StageContext& c) { return c.spec.simulate.value_or(SimulationSpec{}); }
+
+  // A problem's kernel against simulated PyTorch references, cached by their key as a real
+  // agent's are (the problem, its case and shape, the bench options, the class): the first job of a key on this agent "times" them (their medians from its
+  // simulate section, eager_us and compile_us, else 1.3 and 1.05 times its time_us, on this
+  // class), and every later job of the key gets the same samples, "cached". Marked simulated.
+  nlohmann::json versus(const StageContext& c, const SimulationSpec& s, const std::vector<double>& kernel_us) {
+    const auto cs = backends::benchmark_case(c.spec);
+    const std::string case_name = cs ? cs->name : "";
+    // As a real agent's key: the case's shape and the bench options are in it (a family's cases
+    // of one name differ from job to job), by their command line's digest.
+    std::string options;
+    if (cs)
+      for (const auto& a : backends::harness_benchmark_args(c.spec, *cs)) options += a + "\n";
+    const nlohmann::json key = {{"problem", backends::reference_problem(c.spec.kernel)},
+                                {"version", c.spec.kernel.problem_version},
+                                {"case", case_name},
+                                {"gpu_class", o_.gpu_class},
+                                {"torch", "simulated"},
+                                {"driver", "simulated"},
+                                {"options", sha256_hex(options).substr(0, 16)}};
+    double slower = 0;
+    if (auto it = s.slower_pct.find(o_.gpu_class); it != s.slower_pct.end()) slower = it->second;
+    nlohmann::json out = nlohmann::json::array();
+    for (const char* b : {kBaselineEager, kBaselineCompile}) {
+      const bool eager = std::string(b) == kBaselineEager;
+      const double median = (eager ? s.eager_us.value_or(1.3 * s.time_us) : s.compile_us.value_or(1.05 * s.time_us)) *
+                            (1 + slower / 100);
+      const std::string id = key.dump() + b;
+      const bool cached = timed_.count(id) > 0;
+      if (!cached) {
+        std::seed_seq seq{static_cast<std::uint64_t>(std::hash<std::string>{}(id))};
+        std::mt19937_64 rng(seq);
+        timed_[id] = draw(rng, median, s.noise_pct, std::max(10, c.spec.benchmark.min_samples));
+      }
+      backends::ReferenceTiming t;
+      t.baseline = b;
+      t.key = key;
+      t.samples_us = timed_[id];
+      t.note = "simulated: no reference was recorded or timed";
+      BaselineComparison cmp = backends::compare_with_reference(kernel_us, t, case_name, cached);
+      cmp.simulated = true;
+      out.push_back(to_json(cmp));
+    }
+    return out;
+  }
 
   // The simulated kernel's true median on this agent's GPU class.
   double center_us(const SimulationSpec& s) const {
@@ -270,6 +333,8 @@ class SimulatedBackend final : public Backend {
   }
 
   SimulatedGpuOptions o_;
+  // The references this simulated agent has "timed" (key and baseline -> samples): its cache.
+  std::map<std::string, std::vector<double>> timed_;
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kfleet/common/versus.hpp"
+
 namespace kfleet::agent {
 
 std::string format_us(double us) {
@@ -34,9 +36,11 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
     v.outcome = RunOutcome::rejected;
     v.gate = "integrity";
     v.reason = why;
-  } else if (stage == "resources" || stage == "correctness" || stage == "performance") {
+  } else if (stage == "resources" || stage == "correctness" || stage == "performance" ||
+             (stage == "build" && r.data.is_object() && r.data.value("gate", std::string()) == "resources")) {
+    // (A build the compiler refused for more LDS than the target has is the resources gate's.)
     v.outcome = RunOutcome::rejected;
-    v.gate = stage;
+    v.gate = stage == "build" ? "resources" : stage;
     v.reason = why;
   } else if (stage == "benchmark") {
     // The kernel's own doing while timed: a suspect timing, outputs that fail the re-check on
@@ -53,12 +57,16 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
   }
   if (v.outcome == RunOutcome::error) {
     // The fleet's passing failures never come here (they are retried, then the run is given
-    // back). What does: the job's own, and kfleetd refusing on purpose to hand over the
-    // sources, which no job causes. The reason says which side it was.
-    const bool fleet = stage == "fetch";
-    v.reason += fleet ? " [the fleet's failure: kfleetd would not hand over the sources; the "
-                        "job's code never ran]"
-                      : " [the job's failure: the agent and kfleetd were working]";
+    // back). What does: the job's own, kfleetd refusing on purpose to hand over the sources,
+    // and kfleet's GPU reference disagreeing with its fp64 CPU reference (retrying would not
+    // change it), neither caused by the job. The reason says which side it was.
+    const bool reference = r.data.is_object() && r.data.value("reference_fault", false);
+    const bool fleet = stage == "fetch" || reference;
+    v.reason += reference ? " [the fleet's failure: kfleet's GPU reference disagrees with its fp64 CPU "
+                            "reference, so no kernel can be judged by it; the job was not rejected]"
+                : fleet   ? " [the fleet's failure: kfleetd would not hand over the sources; the "
+                            "job's code never ran]"
+                          : " [the job's failure: the agent and kfleetd were working]";
     v.metrics["failed_side"] = fleet ? "fleet" : "job";
   }
   return v;
@@ -91,6 +99,13 @@ Verdict verdict_from_benchmark(const nlohmann::json& bench) {
                                    std::string("in-process timing: the kernel's host code ran in "
                                                "the measuring process")) + "]";
     v.metrics["timing_mode"] = "in_process";
+  }
+  // A problem's kernel against kfleet's PyTorch references: the reason's last line says how it
+  // compares ("0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] (llama3_8b)").
+  if (bench.contains("versus") && bench["versus"].is_array()) {
+    for (const auto& c : bench["versus"])
+      if (c.is_object()) v.versus.push_back(baseline_comparison_from_json(c));
+    if (const std::string line = versus_line(v.versus); !line.empty()) v.reason += "\n" + line;
   }
   return v;
 }

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "fake_transport.hpp"
-#include "kfleet/agent/pipeline.hpp"
+#include "pipeline_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
 using namespace kfleet::agent;
+using kfleet::testing::verdict_is;
 
 namespace {
 
@@ -70,68 +70,32 @@ class FakeAmdSmi {
   std::string old_path_;
 };
 
-struct NullSink final : EventSink {
-  void emit(const std::string&, nlohmann::json) override {}
-};
-
 // Stages from the simulated GPU, settings from the real HIP backend (and so from amd-smi).
-class HipSettingsBackend final : public Backend {
+class HipSettingsBackend final : public kfleet::testing::SettingsChangingGpu {
  public:
   explicit HipSettingsBackend(FakeAmdSmi& smi) : smi_(smi) {}
   std::string name() const override { return "hip"; }
-  bool simulated() const override { return true; }
-  Result<std::vector<GpuInfo>> discover() override { return sim_->discover(); }
-  StageResult build(StageContext& c) override { return sim_->build(c); }
-  StageResult resources(StageContext& c) override { return sim_->resources(c); }
-  StageResult correctness(StageContext& c) override {
-    if (change_in == "correctness") smi_.set(220, "SPX", "AUTO");
-    return sim_->correctness(c);
-  }
-  StageResult benchmark(StageContext& c) override {
-    if (change_in == "benchmark") smi_.set(300, "CPX", "MANUAL");
-    return sim_->benchmark(c);
-  }
-  StageResult profile(StageContext& c) override { return sim_->profile(c); }
   std::optional<nlohmann::json> gpu_settings() override { return hip_->gpu_settings(); }
 
-  std::string change_in;
-
  private:
+  void change() override {
+    if (change_in == "correctness") smi_.set(220, "SPX", "AUTO");
+    if (change_in == "benchmark") smi_.set(300, "CPX", "MANUAL");
+  }
   FakeAmdSmi& smi_;
-  BackendPtr sim_ = make_simulated_backend({});
   BackendPtr hip_ = make_hip_backend({});
 };
 
-Lease lease() {
-  Lease l;
-  l.run_id = 7;
-  l.job_id = 3;
-  l.fencing_token = 1;
-  l.spec.name = "amd-settings";
-  l.spec.kernel.sources = {"k.hip"};
-  l.spec.kernel.entry = "k";
-  CorrectnessGate cg;
-  cg.cases = {{"small", {}, {0}, false}};
-  cg.tolerance.max_abs = 0.06;
-  l.spec.gates.correctness = cg;
-  SimulationSpec sim;
-  sim.time_us = 100;
-  sim.noise_pct = 0;
-  sim.stage_ms = 1;
-  l.spec.simulate = sim;
-  return l;
+std::optional<Verdict> run_with(HipSettingsBackend& b) {
+  return kfleet::testing::PipelineRun().run(b, kfleet::testing::simulated_lease("amd-settings", "k.hip"));
 }
 
-std::optional<Verdict> run_with(HipSettingsBackend& b) {
-  kfleet::testing::FakeKfleetd server;
-  NullSink sink;
-  StopFlag stop;
-  const std::string dir =
-      (fs::temp_directory_path() / ("kfleet-amd-settings-" + std::to_string(::getpid()))).string();
-  PipelineDeps d{server, b, sink, stop, dir, {}, std::make_shared<SystemClock>()};
-  auto v = run_pipeline(lease(), d);
-  fs::remove_all(dir);
-  return v;
+// A run on the fake amd-smi whose settings change during `stage`.
+std::optional<Verdict> amd_run_changing_in(const std::string& stage) {
+  FakeAmdSmi smi;
+  HipSettingsBackend b(smi);
+  b.change_in = stage;
+  return run_with(b);
 }
 
 }  // namespace
@@ -152,33 +116,19 @@ TEST(AmdSettings, UnchangedSettingsLetTheRunPass) {
   FakeAmdSmi smi;
   HipSettingsBackend b(smi);
   auto v = run_with(b);
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::passed) << v->reason;
+  ASSERT_TRUE(verdict_is(v, RunOutcome::passed));
 }
 
 TEST(AmdSettings, APowerCapChangedDuringCorrectnessFailsAtIntegrity) {
-  FakeAmdSmi smi;
-  HipSettingsBackend b(smi);
-  b.change_in = "correctness";
-  auto v = run_with(b);
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::rejected);
-  EXPECT_EQ(v->gate, "integrity");
-  EXPECT_NE(v->reason.find("limit.max_power.value 300 -> 220"), std::string::npos) << v->reason;
-  EXPECT_NE(v->reason.find("during correctness"), std::string::npos) << v->reason;
+  kfleet::testing::expect_integrity_rejection(amd_run_changing_in("correctness"),
+                                              {"limit.max_power.value 300 -> 220",
+                                               "during correctness"});
 }
 
 TEST(AmdSettings, APartitionAndPerfLevelChangedDuringTheBenchmarkFailAtIntegrity) {
-  FakeAmdSmi smi;
-  HipSettingsBackend b(smi);
-  b.change_in = "benchmark";
-  auto v = run_with(b);
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::rejected);
-  EXPECT_EQ(v->gate, "integrity");
-  EXPECT_NE(v->reason.find("partition.compute_partition \"SPX\" -> \"CPX\""), std::string::npos)
-      << v->reason;
-  EXPECT_NE(v->reason.find("perf_level \"AUTO\" -> \"MANUAL\""), std::string::npos) << v->reason;
+  kfleet::testing::expect_integrity_rejection(amd_run_changing_in("benchmark"),
+                                              {"partition.compute_partition \"SPX\" -> \"CPX\"",
+                                               "perf_level \"AUTO\" -> \"MANUAL\""});
 }
 
 // Without amd-smi the settings are not read, and nothing is checked: the CUDA backend does the

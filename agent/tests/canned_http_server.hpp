@@ -16,6 +16,8 @@
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 
+#include "kfleet/testing/loopback.hpp"
+
 namespace kfleet::testing {
 
 namespace asio = boost::asio;
@@ -44,11 +46,7 @@ class CannedHttpServer {
   using Handler = std::function<CannedReply(const SeenRequest&)>;
 
   explicit CannedHttpServer(Handler h) : handler_(std::move(h)), acceptor_(ioc_) {
-    tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-    acceptor_.open(ep.protocol());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind(ep);
-    acceptor_.listen();
+    kfleet::testing::listen_on_loopback(acceptor_);
     port_ = acceptor_.local_endpoint().port();
     accept_thread_ = std::thread([this] { accept_loop(); });
   }

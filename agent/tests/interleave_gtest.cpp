@@ -7,29 +7,14 @@
 #include <fstream>
 #include <mutex>
 
-#include "fake_transport.hpp"
-#include "kfleet/agent/pipeline.hpp"
+#include "pipeline_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
 using namespace kfleet::agent;
+using kfleet::testing::verdict_is;
 
 namespace {
-
-struct Sink final : EventSink {
-  std::mutex mu;
-  std::vector<std::pair<std::string, nlohmann::json>> events;
-  void emit(const std::string& type, nlohmann::json data) override {
-    std::lock_guard<std::mutex> l(mu);
-    events.emplace_back(type, std::move(data));
-  }
-  std::vector<nlohmann::json> of(const std::string& type) {
-    std::vector<nlohmann::json> out;
-    for (auto& [t, d] : events)
-      if (t == type) out.push_back(d);
-    return out;
-  }
-};
 
 JobSpec sim_spec(const std::string& name, double time_us, double noise_pct) {
   JobSpec s;
@@ -65,23 +50,13 @@ Bundle bundle_of(const std::string& text) {
   return b;
 }
 
-struct AbRun {
-  kfleet::testing::FakeKfleetd server;
+struct AbRun : kfleet::testing::PipelineRun {
   BackendPtr backend = make_simulated_backend({});
-  Sink sink;
-  StopFlag stop;
-  std::string dir;
   Bundle cand = bundle_of("// candidate\n"), ref = bundle_of("// reference\n");
 
-  explicit AbRun(const std::string& tag)
-      : dir((fs::temp_directory_path() /
-             ("kfleet-interleave-" + tag + "-" + std::to_string(::getpid()))).string()) {
+  AbRun() {
     server.bundles[cand.hash()] = cand;
     server.bundles[ref.hash()] = ref;
-  }
-  ~AbRun() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
   }
 
   // A lease for `cand_us` judged interleaved against a reference job of `ref_us`, the compare
@@ -104,16 +79,13 @@ struct AbRun {
     return l;
   }
 
-  std::optional<Verdict> run(const Lease& l) {
-    PipelineDeps d{server, *backend, sink, stop, dir, {}, std::make_shared<SystemClock>()};
-    return run_pipeline(l, d);
-  }
+  std::optional<Verdict> run(const Lease& l) { return PipelineRun::run(*backend, l); }
 };
 
 }  // namespace
 
 TEST(Interleave, ComparisonCarriesTheReferenceBuild) {
-  AbRun r("parse");
+  AbRun r;
   auto l = r.lease(100, 100, 0.5);
   EXPECT_TRUE(l.compare.interleave);
   EXPECT_EQ(l.compare.bundle_hash, r.ref.hash());
@@ -128,12 +100,11 @@ TEST(Interleave, ComparisonCarriesTheReferenceBuild) {
 }
 
 TEST(Interleave, IdenticalReferenceIsSameDespiteRoundDrift) {
-  AbRun r("same");
+  AbRun r;
   // The simulated GPU drifts by a random walk of 0.5% per process: the baseline measured on
   // both sides of each candidate cancels it.
   auto v = r.run(r.lease(100, 100, 0.5));
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::passed) << v->reason;
+  ASSERT_TRUE(verdict_is(v, RunOutcome::passed));
   EXPECT_EQ(v->perf, "same") << v->reason;
   auto bench = r.sink.of("bench.result");
   ASSERT_EQ(bench.size(), 1u);
@@ -148,14 +119,13 @@ TEST(Interleave, IdenticalReferenceIsSameDespiteRoundDrift) {
       << v->reason;
   EXPECT_TRUE(v->metrics.value("interleaved", false));
   // The reference's sources were fetched beside the candidate's.
-  EXPECT_TRUE(fs::exists(fs::path(r.dir) / "reference-src" / "k.cu"));
+  EXPECT_TRUE(fs::exists(r.dir / "reference-src" / "k.cu"));
 }
 
 TEST(Interleave, TwoPercentSlowerIsRegressedAndRejected) {
-  AbRun r("slow");
+  AbRun r;
   auto v = r.run(r.lease(102, 100, 0.5));
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::rejected) << v->reason;
+  ASSERT_TRUE(verdict_is(v, RunOutcome::rejected));
   EXPECT_EQ(v->gate, "performance");
   EXPECT_EQ(v->perf, "regressed");
   ASSERT_TRUE(v->ci_low_pct.has_value());
@@ -167,15 +137,14 @@ TEST(Interleave, TwoPercentSlowerIsRegressedAndRejected) {
 }
 
 TEST(Interleave, FasterIsImproved) {
-  AbRun r("fast");
+  AbRun r;
   auto v = r.run(r.lease(95, 100, 0.5));
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::passed);
+  ASSERT_TRUE(verdict_is(v, RunOutcome::passed));
   EXPECT_EQ(v->perf, "improved") << v->reason;
 }
 
 TEST(Interleave, UndecidableStopsAtTheRoundCap) {
-  AbRun r("cap");
+  AbRun r;
   auto l = r.lease(101, 100, 2.0);  // right on the threshold: no CI can settle it
   l.spec.benchmark.max_rounds = 7;
   auto v = r.run(l);
@@ -189,26 +158,22 @@ TEST(Interleave, UndecidableStopsAtTheRoundCap) {
 }
 
 TEST(Interleave, MissingReferenceSourcesAreAnError) {
-  AbRun r("missing");
+  AbRun r;
   auto l = r.lease(100, 100, 0.5);
   r.server.bundles.erase(r.ref.hash());
   auto v = r.run(l);
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::error);
-  EXPECT_NE(v->reason.find("the reference parent ref (job 1)"), std::string::npos) << v->reason;
+  ASSERT_TRUE(verdict_is(v, RunOutcome::error, "the reference parent ref (job 1)"));
 
-  AbRun r2("badspec");
+  AbRun r2;
   auto l2 = r2.lease(100, 100, 0.5);
   l2.compare.spec.reset();
   l2.compare.interleave_error = "the reference's spec is missing or does not parse: no spec";
   auto v2 = r2.run(l2);
-  ASSERT_TRUE(v2.has_value());
-  EXPECT_EQ(v2->outcome, RunOutcome::error);
-  EXPECT_NE(v2->reason.find("interleaved comparison"), std::string::npos) << v2->reason;
+  ASSERT_TRUE(verdict_is(v2, RunOutcome::error, "interleaved comparison"));
 }
 
 TEST(Pooled, SamplesFromSeveralProcessesArePooled) {
-  AbRun r("pooled");
+  AbRun r;
   auto l = r.lease(100, 100, 0.5);
   l.spec.benchmark.interleave = false;
   l.spec.benchmark.processes = 3;

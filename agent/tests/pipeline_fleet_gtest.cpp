@@ -6,39 +6,20 @@
 #include <atomic>
 #include <filesystem>
 
-#include "fake_transport.hpp"
-#include "kfleet/agent/pipeline.hpp"
+#include "pipeline_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
 using namespace kfleet::agent;
+using kfleet::testing::verdict_is;
 
 namespace {
 
-struct NullSink final : EventSink {
-  std::mutex mu;
-  std::vector<std::pair<std::string, nlohmann::json>> events;
-  void emit(const std::string& type, nlohmann::json data) override {
-    std::lock_guard<std::mutex> l(mu);
-    events.emplace_back(type, std::move(data));
-  }
-  int count(const std::string& type, const std::string& key, const nlohmann::json& value) {
-    std::lock_guard<std::mutex> l(mu);
-    int n = 0;
-    for (auto& [t, d] : events)
-      if (t == type && d.contains(key) && d[key] == value) ++n;
-    return n;
-  }
-};
-
 // The simulated GPU, except that its build stage fails as told for the first `fail_builds`.
-class FlakyBuild final : public Backend {
+class FlakyBuild final : public kfleet::testing::SimulatedGpu {
  public:
   explicit FlakyBuild(StageResult failure, int fail_builds)
-      : inner_(make_simulated_backend({})), failure_(std::move(failure)), left_(fail_builds) {}
-  std::string name() const override { return inner_->name(); }
-  bool simulated() const override { return true; }
-  Result<std::vector<GpuInfo>> discover() override { return inner_->discover(); }
+      : failure_(std::move(failure)), left_(fail_builds) {}
   StageResult build(StageContext& c) override {
     ++builds;
     if (left_ > 0) {
@@ -47,7 +28,6 @@ class FlakyBuild final : public Backend {
     }
     return inner_->build(c);
   }
-  StageResult resources(StageContext& c) override { return inner_->resources(c); }
   StageResult correctness(StageContext& c) override {
     if (fail_correctness_ > 0) {
       --fail_correctness_;
@@ -56,68 +36,46 @@ class FlakyBuild final : public Backend {
     return inner_->correctness(c);
   }
   int fail_correctness_ = 0;
-  StageResult benchmark(StageContext& c) override { return inner_->benchmark(c); }
-  StageResult profile(StageContext& c) override { return inner_->profile(c); }
   std::atomic<int> builds{0};
 
  private:
-  BackendPtr inner_;
   StageResult failure_;
   int left_;
 };
 
 Lease sim_lease() {
-  Lease l;
-  l.run_id = 5;
-  l.job_id = 2;
-  l.fencing_token = 1;
+  auto l = kfleet::testing::simulated_lease("fleet/one", "k.cu");
   l.ttl_ms = 3000;
-  l.spec.name = "fleet/one";
-  l.spec.kernel.sources = {"k.cu"};
-  l.spec.kernel.entry = "k";
   ResourceBudget budget;
   budget.max_registers = 128;
   l.spec.gates.resources = budget;
-  CorrectnessGate cg;
-  cg.cases = {{"small", {}, {0}, false}};
-  cg.tolerance.max_abs = 0.06;
-  l.spec.gates.correctness = cg;
-  SimulationSpec sim;
-  sim.stage_ms = 1;
-  sim.noise_pct = 0;
-  l.spec.simulate = sim;
   return l;
 }
-
-struct FleetRun {
-  kfleet::testing::FakeKfleetd server;
-  NullSink sink;
-  StopFlag stop;
-  std::string dir = (fs::temp_directory_path() /
-                     ("kfleet-pipeline-fleet-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(next_id()))).string();
-  static int next_id() {
-    static std::atomic<int> n{0};
-    return n++;
-  }
+struct FleetRun : kfleet::testing::PipelineRun {
   std::uintmax_t free = 100ull << 30;
   std::string gave_back;
-  ~FleetRun() { fs::remove_all(dir); }
 
   std::optional<Verdict> go(Backend& b, const Lease& l, int give_up_ms = 400) {
-    PipelineDeps d{server, b, sink, stop, dir, {}, std::make_shared<SystemClock>(),
-                   FleetRetry{std::chrono::milliseconds(20), std::chrono::milliseconds(80),
-                              std::chrono::milliseconds(give_up_ms)},
-                   [this](const std::string&) { return free; }};
+    PipelineDeps d = deps(b);
+    d.retry = FleetRetry{std::chrono::milliseconds(20), std::chrono::milliseconds(80),
+                         std::chrono::milliseconds(give_up_ms)};
+    d.free_bytes = [this](const std::string&) { return free; };
     return run_pipeline(l, d, &gave_back);
   }
 };
 
-StageResult missing_compiler() {
+// A stage that failed saying `reason` (infra: it could not run at all).
+StageResult failed(std::string reason, bool infra = false) {
   StageResult r;
-  r.infra_error = true;
+  r.infra_error = infra;
+  r.reason = std::move(reason);
+  return r;
+}
+
+StageResult missing_compiler() {
+  StageResult r = failed("nvcc not found (tried /usr/local/cuda/bin/nvcc, nvcc); install the CUDA "
+                         "toolkit", /*infra=*/true);
   r.fleet_error = true;
-  r.reason = "nvcc not found (tried /usr/local/cuda/bin/nvcc, nvcc); install the CUDA toolkit";
   return r;
 }
 
@@ -157,19 +115,14 @@ TEST(PipelineFleet, StopWhileRetryingEndsQuietly) {
 
 TEST(PipelineFleet, AFullDiskIsTheFleetsFailureNotTheJobs) {
   // The text says so (ENOSPC from the compiler or the harness)...
-  StageResult enospc;
-  enospc.reason = "k.cu: fatal error: cannot write k.o: No space left on device";
-  FlakyBuild b1(enospc, 1);
+  FlakyBuild b1(failed("k.cu: fatal error: cannot write k.o: No space left on device"), 1);
   FleetRun r1;
   auto v1 = r1.go(b1, sim_lease());
-  ASSERT_TRUE(v1.has_value());
-  EXPECT_EQ(v1->outcome, RunOutcome::passed) << v1->reason;
+  ASSERT_TRUE(verdict_is(v1, RunOutcome::passed));
   EXPECT_EQ(b1.builds.load(), 2);
 
   // ... or a stage that would end in `error` failed with hardly any space left.
-  StageResult odd;
-  odd.reason = "ptxas exited with status 1";
-  FlakyBuild b2(odd, 1000);
+  FlakyBuild b2(failed("ptxas exited with status 1"), 1000);
   FleetRun r2;
   r2.free = 1ull << 20;
   auto v2 = r2.go(b2, sim_lease(), 200);
@@ -179,11 +132,10 @@ TEST(PipelineFleet, AFullDiskIsTheFleetsFailureNotTheJobs) {
 
 TEST(PipelineFleet, AMissingDriverIsTheFleetsFailure) {
   // The harness could not start on the GPU: the agent's driver, not the kernel.
-  StageResult no_driver;
-  no_driver.infra_error = true;
-  no_driver.reason = "harness setup error: cudaGetDeviceCount: CUDA driver version is "
-                     "insufficient for CUDA runtime version";
-  FlakyBuild b(no_driver, 0);
+  FlakyBuild b(failed("harness setup error: cudaGetDeviceCount: CUDA driver version is "
+                      "insufficient for CUDA runtime version",
+                      /*infra=*/true),
+               0);
   b.fail_correctness_ = 2;
   FleetRun r;
   auto v = r.go(b, sim_lease());
@@ -193,26 +145,19 @@ TEST(PipelineFleet, AMissingDriverIsTheFleetsFailure) {
 
   // The same words from a kernel that failed on its own are no infrastructure failure: the
   // job's text cannot buy it retries.
-  StageResult kernel_said;
-  kernel_said.reason = "case small seed 0: CUDA driver version is insufficient";
-  FlakyBuild b2(kernel_said, 0);
+  FlakyBuild b2(failed("case small seed 0: CUDA driver version is insufficient"), 0);
   b2.fail_correctness_ = 1;
   FleetRun r2;
   auto v2 = r2.go(b2, sim_lease());
-  ASSERT_TRUE(v2.has_value());
-  EXPECT_EQ(v2->outcome, RunOutcome::rejected);
+  ASSERT_TRUE(verdict_is(v2, RunOutcome::rejected));
 }
 
 TEST(PipelineFleet, WhatTheJobCausedStaysAVerdictAndSaysWhichSideFailed) {
   // A build error of the job's, with plenty of disk: error, naming the job's side.
-  StageResult bad;
-  bad.reason = "k.cu:3:1: error: expected ';'";
-  FlakyBuild b(bad, 1);
+  FlakyBuild b(failed("k.cu:3:1: error: expected ';'"), 1);
   FleetRun r;
   auto v = r.go(b, sim_lease());
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::error);
-  EXPECT_NE(v->reason.find("build failed: k.cu:3:1"), std::string::npos) << v->reason;
+  ASSERT_TRUE(verdict_is(v, RunOutcome::error, "build failed: k.cu:3:1"));
   EXPECT_NE(v->reason.find("the job's failure"), std::string::npos) << v->reason;
   EXPECT_EQ(v->metrics.value("failed_side", ""), "job");
   EXPECT_EQ(b.builds.load(), 1) << "the job's failure must not be retried";
@@ -224,8 +169,7 @@ TEST(PipelineFleet, WhatTheJobCausedStaysAVerdictAndSaysWhichSideFailed) {
   l.spec.simulate->fail_stage = "correctness";
   BackendPtr sim = make_simulated_backend({});
   auto v2 = r2.go(*sim, l);
-  ASSERT_TRUE(v2.has_value());
-  EXPECT_EQ(v2->outcome, RunOutcome::rejected);
+  ASSERT_TRUE(verdict_is(v2, RunOutcome::rejected));
   EXPECT_EQ(v2->gate, "correctness");
 }
 

@@ -7,76 +7,39 @@
 #include <fstream>
 #include <map>
 
-#include "fake_transport.hpp"
-#include "kfleet/agent/pipeline.hpp"
+#include "pipeline_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
 using namespace kfleet::agent;
+using kfleet::testing::verdict_is;
 
 namespace {
 
-struct RecordingSink final : EventSink {
-  std::mutex mu;
-  std::vector<std::pair<std::string, nlohmann::json>> events;
-  StopFlag* stop_on_start_of = nullptr;
-  std::string stop_stage;
-  void emit(const std::string& type, nlohmann::json data) override {
-    std::lock_guard<std::mutex> l(mu);
-    if (stop_on_start_of && type == "stage.started" && data["stage"] == stop_stage)
-      stop_on_start_of->stop = true;
-    events.emplace_back(type, std::move(data));
-  }
-  std::vector<nlohmann::json> of(const std::string& type) {
-    std::vector<nlohmann::json> out;
-    for (auto& [t, d] : events)
-      if (t == type) out.push_back(d);
-    return out;
-  }
-};
-
 Lease seed_lease(double time_us, double baseline_us) {
-  Lease l;
+  auto l = kfleet::testing::simulated_lease("fp8-sdpa/stage3-step2-xor", "fp8_sdpa.cu", time_us);
   l.run_id = 42;
   l.job_id = 4;
-  l.fencing_token = 1;
-  l.spec.name = "fp8-sdpa/stage3-step2-xor";
-  l.spec.kernel.sources = {"fp8_sdpa.cu"};
   l.spec.kernel.entry = "fp8_sdpa";
   ResourceBudget budget;
   budget.max_registers = 128;
   budget.max_shared_bytes = 65536;
   budget.max_spill_bytes = 0;
   l.spec.gates.resources = budget;
-  CorrectnessGate cg;
-  cg.cases = {{"small", {}, {0, 1, 2}, false}, {"mission", {}, {0, 1, 2}, false}};
-  cg.tolerance.max_abs = 0.06;
-  l.spec.gates.correctness = cg;
+  l.spec.gates.correctness->cases = {{"small", {}, {0, 1, 2}, false}, {"mission", {}, {0, 1, 2}, false}};
   PerformanceGate pg;
   pg.case_name = "mission";
   pg.compare_to.kind = CompareTo::Kind::parent;
   l.spec.gates.performance = pg;
-  SimulationSpec sim;
-  sim.time_us = time_us;
-  sim.noise_pct = 0;
-  sim.stage_ms = 1;
-  l.spec.simulate = sim;
   l.compare = Comparison::from_json(
       {{"kind", "parent"}, {"label", "fp8-sdpa/stage2"}, {"median_us", baseline_us}});
   return l;
 }
 
-struct Harness {
-  kfleet::testing::FakeKfleetd server;
+// A run on the simulated GPU (or a backend the test puts in its place).
+struct Harness : kfleet::testing::PipelineRun {
   BackendPtr backend = make_simulated_backend({});
-  RecordingSink sink;
-  StopFlag stop;
-  std::string dir = (fs::temp_directory_path() / ("kfleet-pipeline-" + std::to_string(::getpid()))).string();
-
-  std::optional<Verdict> run(const Lease& l) {
-    PipelineDeps d{server, *backend, sink, stop, dir, {}, std::make_shared<SystemClock>()};
-    return run_pipeline(l, d);
-  }
+  std::optional<Verdict> run(const Lease& l) { return PipelineRun::run(*backend, l); }
 };
 
 }  // namespace
@@ -84,8 +47,7 @@ struct Harness {
 TEST(Pipeline, Seed000NegativeResultIsRejectedOnPerformance) {
   Harness h;
   auto v = h.run(seed_lease(696, 656));
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::rejected);
+  ASSERT_TRUE(verdict_is(v, RunOutcome::rejected));
   EXPECT_EQ(v->gate, "performance");
   EXPECT_EQ(v->reason, "do not merge: +6.1% (696 µs vs 656 µs)");
   EXPECT_EQ(v->perf, "regressed");
@@ -108,8 +70,7 @@ TEST(Pipeline, Seed000NegativeResultIsRejectedOnPerformance) {
 TEST(Pipeline, FasterThanBaselinePassesAsImproved) {
   Harness h;
   auto v = h.run(seed_lease(600, 656));
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::passed);
+  ASSERT_TRUE(verdict_is(v, RunOutcome::passed));
   EXPECT_EQ(v->perf, "improved");
   EXPECT_NE(v->reason.find("-8.5%"), std::string::npos) << v->reason;
 }
@@ -119,10 +80,65 @@ TEST(Pipeline, NoBaselinePassesWithoutPerf) {
   auto l = seed_lease(100, 0);
   l.compare = {};
   auto v = h.run(l);
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::passed);
+  ASSERT_TRUE(verdict_is(v, RunOutcome::passed));
   EXPECT_EQ(v->perf, "");
   EXPECT_NEAR(v->median_us.value_or(0), 100, 1e-6);
+}
+
+// A problem's kernel on a simulated agent: simulated comparisons with kfleet's PyTorch
+// references (1.3 and 1.05 times the first job's time unless the job says), the reason's last
+// line, and the agent's "cache": the next job of the same key reads the same references.
+TEST(Pipeline, AProblemsKernelIsComparedWithSimulatedPyTorchReferences) {
+  Harness h;
+  auto l = seed_lease(696, 656);
+  l.spec.kernel.family = "attention";
+  auto v = h.run(l);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->outcome, RunOutcome::rejected);
+  EXPECT_EQ(v->reason, "do not merge: +6.1% (696 µs vs 656 µs)\n"
+                       "1.30x eager [1.30, 1.30], 1.05x torch.compile [1.05, 1.05] (mission, simulated)");
+  ASSERT_EQ(v->versus.size(), 2u);
+  for (const auto& c : v->versus) {
+    EXPECT_TRUE(c.simulated);
+    EXPECT_FALSE(c.cached);
+    EXPECT_EQ(c.key.value("problem", ""), "attention");
+    EXPECT_EQ(c.key.value("case", ""), "mission");
+    EXPECT_EQ(c.key.value("gpu_class", ""), "L4");
+  }
+  EXPECT_NEAR(*v->versus[0].reference_us, 904.8, 1e-6);
+  EXPECT_EQ(h.sink.of("bench.result")[0]["versus"].size(), 2u);
+
+  // The next iteration, faster, on the same agent: the same references, from its "cache".
+  auto next = seed_lease(600, 656);
+  next.spec.kernel.family = "attention";
+  auto w = h.run(next);
+  ASSERT_TRUE(w.has_value());
+  ASSERT_EQ(w->versus.size(), 2u);
+  EXPECT_TRUE(w->versus[0].cached);
+  EXPECT_NEAR(*w->versus[0].speedup, 904.8 / 600, 1e-9);
+  EXPECT_NEAR(*w->versus[1].speedup, 730.8 / 600, 1e-9);
+
+  // Another shape of the same case name is another key: timed anew, from this job's time.
+  auto wider = seed_lease(500, 656);
+  wider.spec.kernel.family = "attention";
+  wider.spec.gates.correctness->cases[1].shape.dims = {{"S", 4096}};
+  auto wv = h.run(wider);
+  ASSERT_TRUE(wv.has_value());
+  EXPECT_FALSE(wv->versus[0].cached);
+  EXPECT_NEAR(*wv->versus[0].speedup, 1.3, 1e-9);
+  EXPECT_NE(wv->versus[0].key["options"], v->versus[0].key["options"]);
+
+  // A job's own simulated references (simulate.eager_us, compile_us) for another key.
+  auto own = seed_lease(500, 656);
+  own.spec.kernel.family = "attention";
+  own.spec.gates.performance->case_name = "small";
+  own.spec.simulate->eager_us = 400;
+  own.spec.simulate->compile_us = 250;
+  auto o = h.run(own);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_NEAR(*o->versus[0].speedup, 0.8, 1e-9);
+  EXPECT_NEAR(*o->versus[1].speedup, 0.5, 1e-9);
+  EXPECT_EQ(o->versus[0].case_name, "small");
 }
 
 TEST(Pipeline, GateFailuresGiveTheirVerdicts) {
@@ -176,17 +192,16 @@ TEST(Pipeline, HangTimesOutAsAnError) {
   l.spec.simulate->fail_stage = "hang";
   l.spec.timeout_s = 1;
   auto v = h.run(l);
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::error);
-  EXPECT_NE(v->reason.find("timed out after 1s"), std::string::npos) << v->reason;
+  ASSERT_TRUE(verdict_is(v, RunOutcome::error, "timed out after 1s"));
 }
 
 TEST(Pipeline, StopMidStageEndsQuietly) {
   Harness h;
   auto l = seed_lease(656, 656);
   l.spec.simulate->stage_ms = 60000;
-  h.sink.stop_on_start_of = &h.stop;
-  h.sink.stop_stage = "build";
+  h.sink.on_emit = [&h](const std::string& type, const nlohmann::json& data) {
+    if (type == "stage.started" && data.value("stage", "") == "build") h.stop.stop = true;
+  };
   auto t0 = std::chrono::steady_clock::now();
   auto v = h.run(l);
   EXPECT_FALSE(v.has_value());
@@ -203,9 +218,8 @@ TEST(Pipeline, FetchesAndUnpacksTheBundleAndRefusesAMismatch) {
   l.bundle_hash = b.hash();
   h.server.bundles[b.hash()] = b;
   auto v = h.run(l);
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->outcome, RunOutcome::passed);
-  std::ifstream in(fs::path(h.dir) / "src" / "fp8_sdpa.cu");
+  ASSERT_TRUE(verdict_is(v, RunOutcome::passed));
+  std::ifstream in(h.dir / "src" / "fp8_sdpa.cu");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, b.files[0].content);
 
@@ -216,10 +230,9 @@ TEST(Pipeline, FetchesAndUnpacksTheBundleAndRefusesAMismatch) {
   l.ttl_ms = 300;  // the retry budget
   h2.server.bundles["sha256:0000"] = b;
   std::string gave_back;
-  PipelineDeps d{h2.server, *h2.backend, h2.sink, h2.stop, h2.dir, {},
-                 std::make_shared<SystemClock>(),
-                 FleetRetry{std::chrono::milliseconds(20), std::chrono::milliseconds(50),
-                            std::chrono::milliseconds(300)}};
+  PipelineDeps d = h2.deps(*h2.backend);
+  d.retry = FleetRetry{std::chrono::milliseconds(20), std::chrono::milliseconds(50),
+                       std::chrono::milliseconds(300)};
   auto v2 = run_pipeline(l, d, &gave_back);
   EXPECT_FALSE(v2.has_value());
   EXPECT_NE(gave_back.find("hashes to"), std::string::npos) << gave_back;
@@ -230,22 +243,15 @@ TEST(Pipeline, FetchesAndUnpacksTheBundleAndRefusesAMismatch) {
 // A job process's sandbox speaks up (a call its syscall filter denied) through a log line that
 // names no stage, whichever stage ran the process: the pipeline files it under that stage.
 TEST(Pipeline, ALogLineWithoutAStageIsFiledUnderTheRunningOne) {
-  struct Speaking final : Backend {
-    BackendPtr inner = make_simulated_backend({});
-    std::string name() const override { return inner->name(); }
-    bool simulated() const override { return inner->simulated(); }
-    Result<std::vector<GpuInfo>> discover() override { return inner->discover(); }
+  struct Speaking final : kfleet::testing::SimulatedGpu {
     StageResult build(StageContext& c) override {
       c.sink.emit("log", {{"stream", "sandbox"}, {"text", "sandbox: denied ptrace (EPERM)"}});
-      return inner->build(c);
+      return inner_->build(c);
     }
-    StageResult resources(StageContext& c) override { return inner->resources(c); }
     StageResult correctness(StageContext& c) override {
       c.sink.emit("log", {{"stream", "sandbox"}, {"text", "sandbox: denied bpf (EPERM)"}});
-      return inner->correctness(c);
+      return inner_->correctness(c);
     }
-    StageResult benchmark(StageContext& c) override { return inner->benchmark(c); }
-    StageResult profile(StageContext& c) override { return inner->profile(c); }
   };
   Harness h;
   h.backend = std::make_unique<Speaking>();

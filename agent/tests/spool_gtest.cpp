@@ -8,19 +8,13 @@
 #include "fake_transport.hpp"
 #include "kfleet/agent/run_events.hpp"
 #include "kfleet/agent/spool.hpp"
+#include "kfleet/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
 using namespace kfleet::agent;
 
 namespace {
-
-std::string temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("kfleet-agent-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
 
 Event ev(std::int64_t seq) {
   Event e;
@@ -39,7 +33,8 @@ void expect_gap_free(const std::vector<Event>& events, std::int64_t n) {
 }  // namespace
 
 TEST(RunSpool, AppendAckAndReplayAfterReopen) {
-  auto dir = temp_dir("spool");
+  const kfleet::testing::TempDir tmp("kfleet-agent-spool");
+  const std::string dir = tmp.str();
   {
     auto s = RunSpool::create(dir, 5, 3, 11);
     ASSERT_TRUE(s.ok()) << s.error().message;
@@ -68,7 +63,8 @@ TEST(RunSpool, AppendAckAndReplayAfterReopen) {
 }
 
 TEST(RunSpool, TornLastLineIsIgnoredAndItsSeqReused) {
-  auto dir = temp_dir("torn");
+  const kfleet::testing::TempDir tmp("kfleet-agent-torn");
+  const std::string dir = tmp.str();
   {
     auto s = RunSpool::create(dir, 9, 1, 1);
     ASSERT_TRUE(s.ok());
@@ -85,7 +81,8 @@ TEST(RunSpool, TornLastLineIsIgnoredAndItsSeqReused) {
 }
 
 TEST(RunEventLog, CrashBetweenUploadAndAckNeitherDuplicatesNorSkips) {
-  auto dir = temp_dir("crash");
+  const kfleet::testing::TempDir tmp("kfleet-agent-crash");
+  const std::string dir = tmp.str();
   kfleet::testing::FakeKfleetd server;
   auto clock = std::make_shared<ManualClock>();
   {
@@ -117,7 +114,8 @@ TEST(RunEventLog, CrashBetweenUploadAndAckNeitherDuplicatesNorSkips) {
 }
 
 TEST(RunEventLog, UploaderRetriesThroughAnOutageWithoutGaps) {
-  auto dir = temp_dir("outage");
+  const kfleet::testing::TempDir tmp("kfleet-agent-outage");
+  const std::string dir = tmp.str();
   kfleet::testing::FakeKfleetd server;
   auto s = RunSpool::create(dir, 6, 3, 11);
   ASSERT_TRUE(s.ok());
@@ -140,7 +138,8 @@ TEST(RunEventLog, UploaderRetriesThroughAnOutageWithoutGaps) {
 }
 
 TEST(RunEventLog, StaleTokenStopsTheRunAndDropsTheSpool) {
-  auto dir = temp_dir("stale");
+  const kfleet::testing::TempDir tmp("kfleet-agent-stale");
+  const std::string dir = tmp.str();
   kfleet::testing::FakeKfleetd server;
   server.stale_runs.insert(8);
   auto s = RunSpool::create(dir, 8, 3, 11);

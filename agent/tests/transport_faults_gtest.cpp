@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include "canned_http_server.hpp"
 #include "kfleet/agent/agent.hpp"
 #include "kfleet/common/bundle.hpp"
+#include "kfleet/testing/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
@@ -201,22 +203,16 @@ void PrintTo(const Case& c, std::ostream* os) {
   *os << c.call << " " << fault_name(c.fault) << " x" << c.count;
 }
 
-class TransportFaults : public ::testing::TestWithParam<Case> {};
-
-TEST_P(TransportFaults, TheRunGoesOnOrIsRequeuedNeverError) {
-  const Case c = GetParam();
-  StandIn kfleetd(c.call, c.fault, c.count);
-  const std::string work = (fs::temp_directory_path() /
-                            ("kfleet-faults-" + std::to_string(::getpid()) + "-" + c.call + "-" +
-                             fault_name(c.fault)))
-                               .string();
-  fs::remove_all(work);
+// Runs an agent (work dir `work`) against the stand-in until `done` holds (at most 20 s), then
+// shuts it down: its exit status. give_up_ms: its fleet-retry budget (0: none).
+int run_agent_until(StandIn& kfleetd, const std::string& work, int retry_max_ms, int give_up_ms,
+                    const std::function<bool()>& done) {
   AgentConfig cfg;
   cfg.name = "faulty";
   cfg.work_dir = work;
   cfg.lease_wait_ms = 100;
-  cfg.fleet_retry = {std::chrono::milliseconds(50), std::chrono::milliseconds(200),
-                     std::chrono::milliseconds(0)};
+  cfg.fleet_retry = {std::chrono::milliseconds(50), std::chrono::milliseconds(retry_max_ms),
+                     std::chrono::milliseconds(give_up_ms)};
   TransportTimeouts t{kTimeout, kTimeout, kTimeout, kTimeout};
   Agent agent(cfg,
               make_http_transport(kfleetd.url(), "enrol-token",
@@ -225,12 +221,20 @@ TEST_P(TransportFaults, TheRunGoesOnOrIsRequeuedNeverError) {
   int rc = -1;
   std::thread runner([&] { rc = agent.run(); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (kfleetd.finishes().empty() && std::chrono::steady_clock::now() < deadline)
+  while (!done() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a condition
   agent.request_shutdown();
   runner.join();
-  fs::remove_all(work);
+  return rc;
+}
 
+class TransportFaults : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TransportFaults, TheRunGoesOnOrIsRequeuedNeverError) {
+  const Case c = GetParam();
+  StandIn kfleetd(c.call, c.fault, c.count);
+  const kfleet::testing::TempDir work("kfleet-faults");
+  const int rc = run_agent_until(kfleetd, work.str(), 200, 0, [&] { return !kfleetd.finishes().empty(); });
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(kfleetd.faults_served(), c.count) << "the fault was never exercised";
   auto fin = kfleetd.finishes();
@@ -244,29 +248,8 @@ TEST_P(TransportFaults, TheRunGoesOnOrIsRequeuedNeverError) {
 // (no verdict; kfleetd requeues it once its lease lapses) and the next attempt passes.
 TEST(TransportFaultsPersisting, AFetchFailingPastTheBudgetGivesTheRunBackAndItIsRequeued) {
   StandIn kfleetd("fetch_bundle", Fault::unavailable, 6);
-  const std::string work =
-      (fs::temp_directory_path() / ("kfleet-faults-" + std::to_string(::getpid()) + "-persist")).string();
-  fs::remove_all(work);
-  AgentConfig cfg;
-  cfg.name = "faulty";
-  cfg.work_dir = work;
-  cfg.lease_wait_ms = 100;
-  cfg.fleet_retry = {std::chrono::milliseconds(50), std::chrono::milliseconds(100),
-                     std::chrono::milliseconds(400)};
-  TransportTimeouts t{kTimeout, kTimeout, kTimeout, kTimeout};
-  Agent agent(cfg,
-              make_http_transport(kfleetd.url(), "enrol-token",
-                                  HttpOptions{std::chrono::milliseconds(1000), kTimeout}, t),
-              make_simulated_backend({}), std::make_shared<SystemClock>());
-  int rc = -1;
-  std::thread runner([&] { rc = agent.run(); });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (kfleetd.finishes().empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a condition
-  agent.request_shutdown();
-  runner.join();
-  fs::remove_all(work);
-
+  const kfleet::testing::TempDir work("kfleet-faults");
+  const int rc = run_agent_until(kfleetd, work.str(), 100, 400, [&] { return !kfleetd.finishes().empty(); });
   EXPECT_EQ(rc, 0);
   auto fin = kfleetd.finishes();
   ASSERT_EQ(fin.size(), 1u) << "the requeued run never finished";
@@ -278,24 +261,7 @@ TEST(TransportFaultsPersisting, AFetchFailingPastTheBudgetGivesTheRunBackAndItIs
 // The agent's own failures before any stage: runs given back, none reported, the job
 // requeued again and again (kfleetd ends it as `agent lost` after its last attempt).
 void expect_given_back_not_reported(StandIn& kfleetd, const std::string& work) {
-  AgentConfig cfg;
-  cfg.name = "faulty";
-  cfg.work_dir = work;
-  cfg.lease_wait_ms = 100;
-  cfg.fleet_retry = {std::chrono::milliseconds(50), std::chrono::milliseconds(100),
-                     std::chrono::milliseconds(200)};
-  TransportTimeouts t{kTimeout, kTimeout, kTimeout, kTimeout};
-  Agent agent(cfg,
-              make_http_transport(kfleetd.url(), "enrol-token",
-                                  HttpOptions{std::chrono::milliseconds(1000), kTimeout}, t),
-              make_simulated_backend({}), std::make_shared<SystemClock>());
-  int rc = -1;
-  std::thread runner([&] { rc = agent.run(); });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (kfleetd.runs_granted() < 2 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a condition
-  agent.request_shutdown();
-  runner.join();
+  const int rc = run_agent_until(kfleetd, work, 100, 200, [&] { return kfleetd.runs_granted() >= 2; });
   EXPECT_EQ(rc, 0);
   EXPECT_GE(kfleetd.runs_granted(), 2) << "the first run was not given back";
   EXPECT_TRUE(kfleetd.finishes().empty()) << "a verdict for the fleet's failure: "
@@ -304,23 +270,16 @@ void expect_given_back_not_reported(StandIn& kfleetd, const std::string& work) {
 
 TEST(AgentOwnFailures, ASpoolThatCannotBeWrittenGivesTheRunBack) {
   StandIn kfleetd("", Fault::reset, 0);
-  const std::string work =
-      (fs::temp_directory_path() / ("kfleet-faults-" + std::to_string(::getpid()) + "-spool")).string();
-  fs::remove_all(work);
-  fs::create_directories(work);
-  { std::ofstream(work + "/spool") << "a file where the spool folder should be\n"; }
-  expect_given_back_not_reported(kfleetd, work);
-  fs::remove_all(work);
+  const kfleet::testing::TempDir work("kfleet-faults");
+  work.write("spool", "a file where the spool folder should be\n");
+  expect_given_back_not_reported(kfleetd, work.str());
 }
 
 TEST(AgentOwnFailures, ASpecThisAgentCannotReadGivesTheRunBack) {
   StandIn kfleetd("", Fault::reset, 0);
   kfleetd.bad_spec = true;
-  const std::string work =
-      (fs::temp_directory_path() / ("kfleet-faults-" + std::to_string(::getpid()) + "-spec")).string();
-  fs::remove_all(work);
-  expect_given_back_not_reported(kfleetd, work);
-  fs::remove_all(work);
+  const kfleet::testing::TempDir work("kfleet-faults");
+  expect_given_back_not_reported(kfleetd, work.str());
 }
 
 std::vector<Case> all_cases() {

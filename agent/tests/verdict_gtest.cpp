@@ -40,6 +40,29 @@ TEST(Verdict, InProcessTimingSaysSoInTheReason) {
   EXPECT_EQ(verdict_from_benchmark(bench).reason.find("in-process"), std::string::npos);
 }
 
+// A problem's kernel: its comparisons with kfleet's PyTorch references become the verdict's
+// `versus`, and its reason's last line, after every other note of the reason.
+TEST(Verdict, AProblemsKernelsReasonEndsWithItsComparisonWithPyTorch) {
+  nlohmann::json bench = {{"median_us", 100.0}, {"timing", "events_only"},
+                          {"versus", {{{"baseline", "eager"}, {"speedup", 0.93}, {"ci_low", 0.92},
+                                       {"ci_high", 0.94}, {"case", "llama3_8b"}, {"cached", true}},
+                                      {{"baseline", "compile"}, {"case", "llama3_8b"},
+                                       {"note", "torch.compile needs triton"}}}}};
+  const Verdict v = verdict_from_benchmark(bench);
+  EXPECT_EQ(v.outcome, RunOutcome::passed);
+  ASSERT_EQ(v.versus.size(), 2u);
+  EXPECT_TRUE(v.versus[0].cached);
+  EXPECT_FALSE(v.versus[1].speedup.has_value());
+  const auto nl = v.reason.find('\n');
+  ASSERT_NE(nl, std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.substr(0, nl).find("events only"), std::string::npos) << v.reason;
+  EXPECT_EQ(v.reason.substr(nl + 1),
+            "0.93x eager [0.92, 0.94], torch.compile not timed (torch.compile needs triton) (llama3_8b)");
+  // None: the reason is one line, as before.
+  bench.erase("versus");
+  EXPECT_EQ(verdict_from_benchmark(bench).reason.find('\n'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kfleet::agent
 

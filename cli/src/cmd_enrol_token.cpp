@@ -2,9 +2,6 @@
 // agents in a limited number of times, until an expiry, and, bound to an instance id, only the
 // agent of that instance; the fleet's long-lived enrolment token keeps working beside them.
 // A new token is shown once; kfleetd keeps only its SHA-256.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cctype>
 #include <cstdio>
 #include <memory>
@@ -14,6 +11,7 @@
 #include "commands.hpp"
 #include "json_fields.hpp"
 #include "kfleet/cli/exit_code.hpp"
+#include "new_secret.hpp"
 
 namespace kfleet::cli {
 
@@ -43,14 +41,6 @@ std::optional<std::int64_t> seconds_of(const std::string& v) {
   if (unit == "h") return n * 3600;
   if (unit == "d") return n * 86400;
   return std::nullopt;
-}
-
-bool write_0600(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
 }
 
 std::string describe(const nlohmann::json& t) {
@@ -104,25 +94,7 @@ An agent enrols with it as with the fleet's token: kfleet-agent --enrol-token-fi
       auto reply = s.post("/api/v1/enrol-tokens", body);
       if (!reply) return s.fail(reply.error(), "enrol-token mint");
       const auto& t = obj_field(reply->body, "enrol_token");
-      const std::string secret = str_field(t, "token");
-      if (!a->out_file.empty()) {
-        if (!write_0600(a->out_file, secret + "\n")) {
-          s.io().err << "kfleet: cannot create " << a->out_file
-                     << " (it must not exist yet); the token is lost, revoke it: kfleet "
-                        "enrol-token revoke "
-                     << t.value("id", 0) << "\n";
-          return static_cast<int>(exit_usage);
-        }
-        s.io().out << describe(t) << ", written to " << a->out_file << "\n";
-        return 0;
-      }
-      if (s.json()) {
-        s.io().out << reply->body.dump(2) << "\n";
-        return 0;
-      }
-      s.io().out << secret << "\n";
-      s.io().err << describe(t) << ": shown once, kfleetd keeps only its hash\n";
-      return 0;
+      return show_new_secret(s, reply->body, t, describe(t), a->out_file, "kfleet enrol-token revoke");
     }
     if (list->parsed()) {
       auto reply = s.get(std::string("/api/v1/enrol-tokens?limit=") + (a->all ? "1000" : "100"));

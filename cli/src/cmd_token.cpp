@@ -1,14 +1,12 @@
 // `kfleet token create|list|revoke`: per-user API tokens (an admin's job). A new token is
 // shown once; kfleetd keeps only its SHA-256.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <memory>
 #include <ostream>
 
 #include "commands.hpp"
 #include "json_fields.hpp"
 #include "kfleet/cli/exit_code.hpp"
+#include "new_secret.hpp"
 
 namespace kfleet::cli {
 
@@ -18,14 +16,6 @@ struct TokenArgs {
   std::string user, scope = "read", note, out_file;
   std::int64_t id = 0;
 };
-
-bool write_0600(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
 
 }  // namespace
 
@@ -53,26 +43,9 @@ Command add_token_command(CLI::App& app) {
       auto reply = s.post("/api/v1/tokens", {{"user", a->user}, {"scope", a->scope}, {"note", a->note}});
       if (!reply) return s.fail(reply.error(), "token create");
       const auto& t = obj_field(reply->body, "token");
-      const std::string secret = str_field(t, "token");
-      if (!a->out_file.empty()) {
-        if (!write_0600(a->out_file, secret + "\n")) {
-          s.io().err << "kfleet: cannot create " << a->out_file
-                     << " (it must not exist yet); the token is lost, revoke it: kfleet token revoke "
-                     << t.value("id", 0) << "\n";
-          return static_cast<int>(exit_usage);
-        }
-        s.io().out << "token " << t.value("id", 0) << " for " << str_field(t, "user") << " (scope "
-                   << str_field(t, "scope") << ") written to " << a->out_file << "\n";
-        return 0;
-      }
-      if (s.json()) {
-        s.io().out << reply->body.dump(2) << "\n";
-        return 0;
-      }
-      s.io().out << secret << "\n";
-      s.io().err << "token " << t.value("id", 0) << " for " << str_field(t, "user") << " (scope "
-                 << str_field(t, "scope") << "): shown once, kfleetd keeps only its hash\n";
-      return 0;
+      const std::string what = "token " + std::to_string(t.value("id", 0)) + " for " +
+                               str_field(t, "user") + " (scope " + str_field(t, "scope") + ")";
+      return show_new_secret(s, reply->body, t, what, a->out_file, "kfleet token revoke");
     }
     if (list->parsed()) {
       auto reply = s.get("/api/v1/tokens");

@@ -2,6 +2,8 @@
 #include "fleet_reports.hpp"
 
 #include "kfleet/cli/change_view.hpp"
+#include "kfleet/cli/versus_view.hpp"
+#include "kfleet/common/versus.hpp"
 
 #include <cstdio>
 #include <map>
@@ -57,6 +59,22 @@ Matrix matrix(const nlohmann::json& reg) {
 
 }  // namespace
 
+namespace {
+
+// Against kfleet's PyTorch references: each cell's speedups, fast_p, and what the references'
+// timings are cached by. "" when no cell is a problem's kernel.
+std::string versus_section_text(const nlohmann::json& reg) {
+  const std::string fp = fast_p_text(reg.value("fast_p", nlohmann::json()));
+  if (fp.empty()) return "";
+  std::string out = "\nagainst PyTorch (speedup over kfleet's references, per cell):\n";
+  for (const auto& c : reg.value("cells", nlohmann::json::array()))
+    if (c.contains("versus"))
+      out += "  " + str(c, "kernel") + " on " + str(c, "gpu_class") + ": " + versus_line(c["versus"]) + "\n";
+  return out + fp + versus_keys(reg.value("cells", nlohmann::json::array()), "reference timings cached by ");
+}
+
+}  // namespace
+
 bool regression_has_regressed(const nlohmann::json& reg) {
   for (const auto& c : reg.value("cells", nlohmann::json::array()))
     if (str(c, "verdict") == "regressed") return true;
@@ -88,9 +106,45 @@ std::string render_regression_text(const nlohmann::json& reg) {
   for (const auto& c : reg.value("cells", nlohmann::json::array()))
     if (str(c, "verdict") == "regressed")
       out += "regressed: " + str(c, "kernel") + " on " + str(c, "gpu_class") + " (job " +
-             std::to_string(c.value("job_id", 0)) + "): " + str(c, "reason") + "\n";
+             std::to_string(c.value("job_id", 0)) + "): " + first_line(str(c, "reason")) + "\n";
+  return out + versus_section_text(reg);
+}
+
+namespace {
+
+// fast_p as a table (p × reference), what the denominator is, and the cache keys.
+std::string fast_p_markdown(const nlohmann::json& f, const nlohmann::json& entries) {
+  if (fast_p_text(f).empty()) return "";
+  const std::string n = std::to_string(f.value("kernels", 0));
+  std::string out = "\n## Against PyTorch: fast_p\n\nThe share of kernels that are correct and more than p "
+                    "times faster than kfleet's PyTorch reference of their problem, timed on the same "
+                    "agent by the same replay. Denominator: " + n + " " + str(f, "of") + ".\n\n| p |";
+  const auto& bs = f.value("baselines", nlohmann::json::array());
+  for (const auto& b : bs) out += " vs " + str(b, "label") + " |";
+  out += "\n|---|";
+  for (std::size_t i = 0; i < bs.size(); ++i) out += "---|";
+  out += "\n";
+  for (double p : kFastPs) {
+    char name[32];
+    std::snprintf(name, sizeof name, "| fast_%g |", p);
+    out += name;
+    for (const auto& b : bs)
+      for (const auto& x : b.value("p", nlohmann::json::array()))
+        if (x.value("p", 0.0) == p)
+          out += " " + std::to_string(x.value("fast", 0)) + "/" + n + " (" +
+                 std::to_string(static_cast<int>(100 * x.value("share", 0.0) + 0.5)) + "%) |";
+    out += "\n";
+  }
+  out += "\nWith a reference timing:";
+  for (const auto& b : bs) out += " " + str(b, "label") + " " + std::to_string(b.value("timed", 0)) + " of " + n + ";";
+  out.back() = '.';
+  if (f.value("simulated", false)) out += " Some comparisons are simulated.";
+  out += "\n";
+  if (const std::string k = versus_keys(entries, "- "); !k.empty()) out += "\nReference timings cached by:\n\n" + k;
   return out;
 }
+
+}  // namespace
 
 std::string render_regression_markdown(const nlohmann::json& reg) {
   auto m = matrix(reg);
@@ -115,14 +169,16 @@ std::string render_regression_markdown(const nlohmann::json& reg) {
     }
     out += "\n";
   }
-  out += "\n## Cells\n\n| Kernel | GPU class | Job | Verdict | Δ | 95% CI | Median | Baseline | Reason |\n"
-         "|---|---|---|---|---|---|---|---|---|\n";
+  out += "\n## Cells\n\n| Kernel | GPU class | Job | Verdict | Δ | 95% CI | Median | Baseline | vs PyTorch | Reason |\n"
+         "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : reg.value("cells", nlohmann::json::array()))
     out += "| `" + str(c, "kernel") + "` | " + str(c, "gpu_class") + " | " +
            std::to_string(c.value("job_id", 0)) + " | " + str(c, "verdict") + " | " +
            pct(c, "delta_pct") + " | " +
            (pct(c, "ci_low_pct").empty() ? "" : "[" + pct(c, "ci_low_pct") + ", " + pct(c, "ci_high_pct") + "]") +
-           " | " + us(c, "median_us") + " | " + us(c, "baseline_us") + " | " + str(c, "reason") + " |\n";
+           " | " + us(c, "median_us") + " | " + us(c, "baseline_us") + " | " +
+           (c.contains("versus") ? versus_line(c["versus"]) : std::string()) + " | " +
+           first_line(str(c, "reason")) + " |\n";
   std::string regressed;
   for (const auto& c : reg.value("cells", nlohmann::json::array()))
     if (str(c, "verdict") == "regressed")
@@ -130,7 +186,7 @@ std::string render_regression_markdown(const nlohmann::json& reg) {
                    " (" + us(c, "median_us") + " vs baseline " + us(c, "baseline_us") + "), job " +
                    std::to_string(c.value("job_id", 0)) + "\n";
   if (!regressed.empty()) out += "\n## Regressed\n\n" + regressed;
-  return out;
+  return out + fast_p_markdown(reg.value("fast_p", nlohmann::json()), reg.value("cells", nlohmann::json::array()));
 }
 
 std::string render_campaign(const nlohmann::json& c) {
@@ -141,6 +197,7 @@ std::string render_campaign(const nlohmann::json& c) {
     std::string d = pct(e, "delta_pct"), m = us(e, "median_us");
     if (!m.empty()) s += " -> " + m;
     if (!d.empty()) s += ", " + d;
+    if (e.contains("versus")) s += "; " + versus_brief(e["versus"]);
     if (e.value("simulated", false)) s += " [simulated]";
     return s;
   };
@@ -154,7 +211,7 @@ std::string render_campaign(const nlohmann::json& c) {
   out += "\n## Important Rejections (Do Not Re-Run Without New Preconditions)\n";
   if (c.value("rejections", nlohmann::json::array()).empty()) out += "(none)\n";
   for (const auto& e : c.value("rejections", nlohmann::json::array()))
-    out += line(e) + ": REJECT (" + str(e, "reason") + ")\n";
+    out += line(e) + ": REJECT (" + first_line(str(e, "reason")) + ")\n";
   if (!c.value("no_repeat", nlohmann::json::array()).empty()) {
     out += "\n## No-Repeat Map (tried from the current best)\n";
     for (const auto& e : c["no_repeat"]) out += line(e) + ": " + str(e, "state") + "\n";
@@ -162,6 +219,13 @@ std::string render_campaign(const nlohmann::json& c) {
   if (!c.value("pending", nlohmann::json::array()).empty()) {
     out += "\n## Pending\n";
     for (const auto& e : c["pending"]) out += line(e) + ": " + str(e, "state") + "\n";
+  }
+  if (const std::string fp = fast_p_text(c.value("fast_p", nlohmann::json())); !fp.empty()) {
+    out += "\n## Against PyTorch\n" + fp;
+    nlohmann::json all = nlohmann::json::array();
+    for (const char* k : {"roots", "kept_wins", "rejections"})
+      for (const auto& e : c.value(k, nlohmann::json::array())) all.push_back(e);
+    out += versus_keys(all, "reference timings cached by ");
   }
   return out;
 }
@@ -242,6 +306,8 @@ std::string render_run_report(const nlohmann::json& reply, const std::vector<nlo
     if (!pct(bench, "delta_pct").empty())
       out += "Delta:      " + pct(bench, "delta_pct") + ", 95% CI [" + pct(bench, "ci_low_pct") + ", " +
              pct(bench, "ci_high_pct") + "] -> " + str(bench, "perf") + "\n";
+    if (bench.contains("versus"))
+      out += "vs PyTorch: " + versus_detail(bench["versus"], "            ");
     out += "```\n";
   } else {
     out += "No performance data.\n";

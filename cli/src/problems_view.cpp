@@ -23,15 +23,31 @@ std::string num(double v) {
   return buf;
 }
 
-std::string init_text(const ProblemTensor& t) {
-  const auto& i = t.init;
+std::string pair_text(const std::pair<double, double>& p) { return "[" + num(p.first) + ", " + num(p.second) + "]"; }
+
+std::string draw_text(const ProblemInit& i) {
   std::string s;
   if (i.dist == "normal") s = "normal(mean " + num(i.mean) + ", std " + num(i.std) + ")";
   else if (i.dist == "uniform") s = "uniform[" + num(i.min) + ", " + num(i.max) + ")";
   else if (i.dist == "int") s = "integers in [" + num(i.min) + ", " + num(i.max) + "]" + (i.unique ? ", unique" : "") + (i.sorted ? ", sorted" : "");
   else if (i.dist == "group_ends") s = "group ends: sorted, last = " + i.total->text();
   else if (i.dist == "scale") s = "fp8 scales, set by quantisation (amax / 448)";
+  if (i.row_scale) s += ", each row x log-uniform" + pair_text(*i.row_scale);
+  if (i.row_offset) s += ", each row + uniform" + pair_text(*i.row_offset);
+  if (i.outliers) {
+    std::string at;
+    for (auto c : i.outliers->at) at += (at.empty() ? "" : ", ") + std::to_string(c);
+    s += ", " + std::to_string(i.outliers->columns) + " outlier columns" + (at.empty() ? "" : " (" + at + ")") +
+         " at +-[" + num(i.outliers->min) + ", " + num(i.outliers->max) + "]";
+  }
+  if (i.step > 0) s += ", in steps of " + num(i.step);
+  if (i.neg_inf) s += ", a fraction " + pair_text(*i.neg_inf) + " of each row -inf";
   if (i.block_amplitude) s += ", each block x log-uniform[" + num(i.block_amplitude->first) + ", " + num(i.block_amplitude->second) + "]";
+  return s;
+}
+
+std::string init_text(const ProblemTensor& t) {
+  std::string s = draw_text(t.init);
   if (t.scaled_by) {
     if (!t.scaled_by->scalar.empty()) s += "; fp8 e4m3, real = code * " + t.scaled_by->scalar;
     else {
@@ -132,8 +148,17 @@ std::string render_problem_contract(const ProblemDef& d) {
   for (const auto& c : d.cases) {
     auto f = d.flops->eval(c.dims);
     auto b = d.bytes->eval(c.dims);
-    o << "  " << c.name << ": " << case_line(d, c) << "  (" << (f ? std::to_string(*f) : "?")
-      << " flops, " << (b ? std::to_string(*b) : "?") << " bytes)\n";
+    o << "  " << c.name << (c.required ? " (required)" : "") << ": " << case_line(d, c) << "  ("
+      << (f ? std::to_string(*f) : "?") << " flops, " << (b ? std::to_string(*b) : "?") << " bytes)\n";
+    for (const auto& [name, init] : c.init) o << "    " << name << ": " << draw_text(init) << "\n";
+    if (!c.doc.empty()) o << "    " << c.doc << "\n";
+  }
+  const auto required = d.required_cases();
+  if (!required.empty()) {
+    std::string names;
+    for (const auto& r : required) names += (names.empty() ? "" : ", ") + r;
+    o << "every job runs the required case" << (required.size() == 1 ? " " : "s ") << names
+      << " (a job may add cases and seeds, not drop one)\n";
   }
   o << "reference:";
   for (const auto& [k, f] : d.reference) o << " " << k << " " << f.path << ";";
@@ -237,16 +262,28 @@ nlohmann::json problem_contract_json(const ProblemDef& p) {
   }
   j["outputs"] = outputs;
   nlohmann::json cases = nlohmann::json::array();
-  for (const auto& c : p.cases) cases.push_back({{"name", c.name}, {"dims", c.dims}});
+  for (const auto& c : p.cases) {
+    nlohmann::json cj = {{"name", c.name}, {"dims", c.dims}, {"required", c.required}};
+    if (!c.doc.empty()) cj["doc"] = c.doc;
+    if (!c.init.empty()) {
+      nlohmann::json init = nlohmann::json::object();
+      for (const auto& [name, i] : c.init) init[name] = draw_text(i);
+      cj["init"] = init;
+    }
+    cases.push_back(cj);
+  }
   j["cases"] = cases;
+  j["required_cases"] = p.required_cases();
   if (p.flops) j["flops"] = p.flops->text();
   if (p.bytes) j["bytes"] = p.bytes->text();
   if (p.abi == "generic") {
     j["entry"] = "kfleet_problem_launch";
+    std::string required;
+    for (const auto& r : p.required_cases()) required += ", {name: " + r + ", seeds: [0]}";
     j["job"] = "kernel: {problem: " + j["ref"].get<std::string>() +
                ", language: cuda, sources: [my_kernel.cu]}; gates.correctness.cases name the "
                "problem's cases ({name: " + (p.cases.empty() ? std::string("small") : p.cases.front().name) +
-               ", seeds: [0, 1]}); no shape, dtype or tolerance";
+               ", seeds: [0, 1]}" + required + "; every required case is in every job); no shape, dtype or tolerance";
   } else {
     j["entry"] = "kfleet_" + p.abi + "_launch";
     j["job"] = "kernel: {problem: " + j["ref"].get<std::string>() + ", ...}: the " + p.abi +

@@ -105,11 +105,15 @@ std::string format_verdict_line(const nlohmann::json& v, bool color) {
     reason = "median " + format_time_us(*num_field(v, "median_us"));
     if (auto d = num_field(v, "delta_pct")) reason += ", " + (*d >= 0 ? std::string("+") : "") + fixed(*d, 1) + "%";
   }
-  if (!reason.empty()) line += ": " + reason;
+  // A problem's kernel's reason ends with a line of its own (how it compares with kfleet's
+  // PyTorch references): the marks stay on the verdict's own line, that line follows.
+  const auto nl = reason.find('\n');
+  const std::string rest = nl == std::string::npos ? "" : reason.substr(nl);
+  if (!reason.empty()) line += ": " + reason.substr(0, nl);
   if (bool_field(v, "simulated")) line += " [simulated]";
   if (bool_field(v, "self_reported")) line += " [self-reported]";
   if (bool_field(v, "unsandboxed")) line += " [unsandboxed]";
-  return line;
+  return line + rest;
 }
 
 namespace {

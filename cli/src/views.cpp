@@ -9,6 +9,7 @@
 #include "ansi.hpp"
 #include "json_fields.hpp"
 #include "kfleet/cli/progress.hpp"
+#include "kfleet/cli/versus_view.hpp"
 #include "kfleet/common/language.hpp"
 
 namespace kfleet::cli {
@@ -96,7 +97,7 @@ std::string job_reason(const nlohmann::json& job) {
   const auto& v = obj_field(job, "verdict");
   if (!v.empty() && !str_field(v, "reason").empty()) {
     std::string gate = str_field(v, "gate");
-    return (gate.empty() ? "" : gate + ": ") + str_field(v, "reason");
+    return (gate.empty() ? "" : gate + ": ") + first_line(str_field(v, "reason"));
   }
   return str_field(job, "state_reason");
 }
@@ -110,14 +111,22 @@ std::string signed_pct(double v) { return (v >= 0 ? "+" : "") + fixed(v, 1) + "%
 std::string render_jobs(const nlohmann::json& body, TimeMs now, bool color) {
   const auto& jobs = arr_field(body, "jobs");
   if (jobs.empty()) return "no jobs\n";
-  TextTable t({"ID", "NAME", "GPU", "STATE", "REASON/VERDICT", "ATTEMPTS", "AGE"});
+  // A problem's kernel against kfleet's PyTorch references gets a column of its own.
+  bool versus = false;
+  for (const auto& j : jobs) versus = versus || !arr_field(obj_field(j, "verdict"), "versus").empty();
+  std::vector<std::string> header = {"ID", "NAME", "GPU", "STATE", "REASON/VERDICT"};
+  if (versus) header.push_back("VS PYTORCH");
+  header.insert(header.end(), {"ATTEMPTS", "AGE"});
+  TextTable t(header);
   for (const auto& j : jobs) {
     std::string attempts = str_field(j, "attempts");
     if (auto max = str_field(j, "max_attempts"); !max.empty()) attempts += "/" + max;
     std::string name = str_field(j, "name") + (bool_field(j, "simulated") ? " [sim]" : "");
-    t.add_row({str_field(j, "id"), name, str_field(j, "gpu"),
-               paint_state(str_field(j, "state"), color), or_dash(job_reason(j)), attempts,
-               age_of(j, "created", now)});
+    std::vector<std::string> row = {str_field(j, "id"), name, str_field(j, "gpu"),
+                                    paint_state(str_field(j, "state"), color), or_dash(job_reason(j))};
+    if (versus) row.push_back(versus_brief(arr_field(obj_field(j, "verdict"), "versus")));
+    row.insert(row.end(), {attempts, age_of(j, "created", now)});
+    t.add_row(row);
   }
   return t.render();
 }
@@ -135,12 +144,37 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
   for (const auto& r : arr_field(job, "regions")) regions += (regions.empty() ? "" : ", ") + r.get<std::string>();
   field("gpu", str_field(job, "gpu") + (regions.empty() ? "" : " (" + regions + ")"));
   field("state", paint_state(str_field(job, "state"), color) +
-                     (str_field(job, "state_reason").empty() ? "" : ": " + str_field(job, "state_reason")));
+                     (str_field(job, "state_reason").empty() ? "" : ": " + first_line(str_field(job, "state_reason"))));
   field("attempts", str_field(job, "attempts") + "/" + str_field(job, "max_attempts"));
   field("submitter", str_field(job, "submitted_by"));
   if (!str_field(job, "cancelled_by").empty()) field("cancelled", "by " + str_field(job, "cancelled_by"));
   field("age", age_of(job, "created", now));
-  if (const auto& v = obj_field(job, "verdict"); !v.empty()) field("verdict", format_verdict_line(v, color));
+  if (const auto& v = obj_field(job, "verdict"); !v.empty()) {
+    // Its reason's last line (the comparison with PyTorch) lines up under the verdict.
+    std::string line = format_verdict_line(v, color);
+    for (std::size_t p = 0; (p = line.find('\n', p)) != std::string::npos; p += 11) line.insert(p + 1, 10, ' ');
+    field("verdict", line);
+    // Each comparison with its reference's median and the key its timing is cached by.
+    if (const std::string d = versus_detail(arr_field(v, "versus"), std::string(10, ' ')); !d.empty())
+      field("versus", d.substr(0, d.size() - 1));
+    // What its correctness stage checked: the cases it ran, and kfleet's GPU reference against
+    // the fp64 CPU reference (a problem of the library).
+    const auto& m = obj_field(v, "metrics");
+    std::string cases;
+    for (const auto& c : arr_field(m, "cases")) {
+      std::string seeds;
+      for (const auto& s : arr_field(c, "seeds")) seeds += (seeds.empty() ? "" : ",") + s.dump();
+      cases += (cases.empty() ? "" : ", ") + str_field(c, "name") + " (seeds " + seeds + ")" +
+               (c.value("pass", false) ? "" : " FAILED");
+    }
+    field("cases", cases);
+    const auto& ref = obj_field(m, "reference_check");
+    if (!ref.empty())
+      field("reference", std::string(ref.value("pass", false) ? "GPU = fp64 CPU reference" : "GPU != fp64 CPU reference") +
+                             " on " + str_field(ref, "case") + " seed " + str_field(ref, "seed") +
+                             (ref.value("simulated", false) ? " [simulated]" : "") +
+                             (str_field(ref, "reason").empty() ? "" : ": " + str_field(ref, "reason")));
+  }
   // Submitted as parent + change: the one change, with its diff against the parent.
   if (job.contains("change") && job["change"].is_object())
     out += "change    " + render_change_text(job["change"], "  ");
@@ -151,7 +185,7 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
     const auto& v = obj_field(r, "verdict");
     t.add_row({str_field(r, "id"), str_field(r, "agent_id"), str_field(r, "attempt"),
                paint_state(str_field(r, "outcome"), color), or_dash(str_field(r, "stage")),
-               v.empty() ? "-" : format_verdict_line(v, false), age_of(r, "started", now) + " ago",
+               v.empty() ? "-" : first_line(format_verdict_line(v, false)), age_of(r, "started", now) + " ago",
                sim_mark(r)});
   }
   return out + "\n" + t.render();

@@ -16,6 +16,8 @@
 #include "kfleet/cli/app.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/jobspec.hpp"
+#include "kfleet/testing/temp_dir.hpp"
+#include "run_kfleet.hpp"
 
 namespace kfleet::cli {
 namespace {
@@ -38,48 +40,21 @@ kernel:
   entry: fa_s512_v3
 )";
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran run_kfleet(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-  args.insert(args.begin(), "kfleet");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliIo io{out, err,
-           [env](const std::string& k) -> std::optional<std::string> {
-             auto it = env.find(k);
-             return it == env.end() ? std::nullopt : std::optional(it->second);
-           },
-           disk_reader(), std::make_shared<ManualClock>(), false};
-  io.backoff_initial_ms = 1;
-  io.backoff_max_ms = 5;
-  Ran r;
-  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), io);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using test::Ran;
+using test::run_kfleet;
 
 class JobDir : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kfleet-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     write("job.yaml", kJobYaml);
     write("fa.cu", "__global__ void fa_s512_v3() {}\n");
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-    return (dir_ / name).string();
+    return tmp_.write(name, text).string();
   }
   std::string job() const { return (dir_ / "job.yaml").string(); }
-  fs::path dir_;
+  const kfleet::testing::TempDir tmp_{"kfleet-cli"};
+  const fs::path dir_ = tmp_.path();
 };
 
 nlohmann::json job_json(int id, const std::string& state) {
@@ -231,6 +206,25 @@ INSTANTIATE_TEST_SUITE_P(Outcomes, FollowVerdict,
                          ::testing::Values(std::make_pair(std::string("passed"), 0),
                                            std::make_pair(std::string("rejected"), 1),
                                            std::make_pair(std::string("error"), 3)));
+
+// A problem's kernel: --follow's last lines are the verdict, with its marks, and then its
+// comparison with kfleet's PyTorch references.
+TEST_F(JobDir, FollowEndsWithTheComparisonWithPyTorch) {
+  auto evs = run_events("rejected");
+  evs[3] = event(4, "verdict", {{"status", "rejected"}, {"gate", "performance"}, {"simulated", true},
+                                {"reason", "do not merge: +6.1% (696 µs vs 656 µs)\n0.93x eager [0.92, 0.94], "
+                                           "1.41x torch.compile [1.39, 1.43] (mission, simulated)"}});
+  FakeKfleetd server([&](const RecordedRequest& r) -> CannedReply {
+    if (r.method == "POST") return created(12);
+    if (r.target == "/api/v1/jobs/12/events") return {200, "text/event-stream", sse_body(evs)};
+    return {404, "application/json", R"({"error":{"code":"not_found","message":"no such thing"}})"};
+  });
+  Ran r = run_kfleet({"--server", server.url(), "submit", job(), "--follow"}, {{"KFLEET_TOKEN", "t"}});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("REJECTED performance: do not merge: +6.1% (696 µs vs 656 µs) [simulated]\n"
+                       "0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] (mission, simulated)\n"),
+            std::string::npos) << r.out;
+}
 
 TEST_F(JobDir, FollowResumesWithLastEventIdWhenTheStreamDrops) {
   auto all = run_events("rejected");

@@ -6,6 +6,8 @@
 #include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
 
+#include "kfleet/testing/loopback.hpp"
+
 namespace kfleet::cli::testing {
 
 namespace asio = boost::asio;
@@ -73,11 +75,7 @@ struct FakeKfleetd::Impl {
 
 FakeKfleetd::FakeKfleetd(Handler handler) : impl_(std::make_unique<Impl>()) {
   impl_->handler = std::move(handler);
-  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-  impl_->acceptor.open(ep.protocol());
-  impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
-  impl_->acceptor.bind(ep);
-  impl_->acceptor.listen();
+  kfleet::testing::listen_on_loopback(impl_->acceptor);
   impl_->thread = std::thread([this] { impl_->run(); });
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "mcp/compose.hpp"
+#include "mcp/schemas.hpp"
 #include "mcp/server.hpp"
 #include "mcp/tools.hpp"
 #include "problems_view.hpp"
@@ -167,6 +168,37 @@ TEST(McpTools, GatesComeFromTheRunsEvents) {
   EXPECT_TRUE(g["marks"]["in_process"].is_null());  // the agent did not say how it timed
 }
 
+// A problem's kernel: the benchmark gate carries the verdict's comparisons with kfleet's
+// PyTorch references, and the campaign's log its fast_p, the rejection's reason on one line.
+TEST(McpTools, TheComparisonsWithPyTorchAndFastPAreInTheOutput) {
+  const json versus = {{{"baseline", "eager"}, {"speedup", 1.2}, {"ci_low", 1.19}, {"ci_high", 1.21}, {"case", "small"}},
+                       {{"baseline", "compile"}, {"speedup", 0.9}, {"ci_low", 0.89}, {"ci_high", 0.91}, {"case", "small"}}};
+  json job = {{"state", "passed"}, {"verdict", {{"outcome", "passed"}, {"versus", versus}}}};
+  std::vector<json> events = {{{"type", "bench.result"}, {"data", {{"median_us", 40.0}, {"versus", versus}}}}};
+  EXPECT_EQ(gates_from_events(job, events)["gates"]["benchmark"]["versus"], versus);
+  job["verdict"].erase("versus");  // an older kfleetd: the bench result's
+  EXPECT_EQ(gates_from_events(job, events)["gates"]["benchmark"]["versus"], versus);
+  EXPECT_FALSE(gates_from_events(job, {{{"type", "bench.result"}, {"data", {{"median_us", 1.0}}}}})["gates"]["benchmark"]
+                   .contains("versus"));
+  // The tool's schema documents them (the SDK test checks every answer against it).
+  EXPECT_TRUE(schema::verdict_output()["properties"]["verdict"]["properties"]["versus"]["items"]["properties"].contains("ci_low"));
+  EXPECT_TRUE(schema::campaign_output()["properties"]["fast_p"]["properties"].contains("kernels"));
+
+  json c = {{"name", "fa"},
+            {"current_best", {{"name", "fa/k1"}, {"job_id", 3}, {"median_us", 36.5}, {"versus", versus}}},
+            {"kept_wins", json::array()},
+            {"rejections", {{{"name", "fa/r1"}, {"job_id", 2}, {"reason", "rejected at performance: +3%\n0.9x eager"}}}},
+            {"no_repeat", json::array()}, {"pending", json::array()},
+            {"fast_p", {{"kernels", 2}, {"of", "finished jobs"},
+                        {"baselines", {{{"baseline", "eager"}, {"label", "eager"}, {"timed", 1},
+                                        {"p", {{{"p", 1}, {"fast", 1}, {"share", 0.5}}}}}}}}}};
+  const std::string md = campaign_log_markdown(c);
+  EXPECT_NE(md.find("fa/k1 (job 3) -> 36.50 us; 1.20x eager [1.19, 1.21], 0.90x torch.compile [0.89, 0.91] (small)"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("REJECT (rejected at performance: +3%)\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Against PyTorch (fast_p)\nfast_1    eager 1/2 (50%)\n"), std::string::npos) << md;
+}
+
 // The agent says how it timed in its bench result (and the verdict's metrics): replayed from a
 // process that ran none of the job's code, or in-process.
 TEST(McpTools, TheInProcessMarkComesFromTheAgentsTimingMode) {
@@ -211,7 +243,8 @@ TEST(McpProblems, ListAndShowOneProblemsContract) {
 
   const json& p = r[2]["result"]["structuredContent"];
   ASSERT_FALSE(r[2]["result"].value("isError", false)) << r[2].dump();
-  EXPECT_EQ(p["ref"], "rmsnorm@1");
+  EXPECT_EQ(p["ref"], "rmsnorm@2");
+  EXPECT_EQ(p["required_cases"], json::array({"stress"}));
   EXPECT_EQ(p["entry"], "kfleet_problem_launch");
   ASSERT_EQ(p["slots"].size(), 3u);
   EXPECT_EQ(p["slots"][0]["name"], "x");
@@ -223,7 +256,8 @@ TEST(McpProblems, ListAndShowOneProblemsContract) {
   EXPECT_EQ(p["cases"][2]["dims"]["H"], 4096);
   EXPECT_NE(p["outputs"][0]["check"].get<std::string>().find("tolerance"), std::string::npos);
   EXPECT_EQ(p["outputs"][0]["must_reject"][0], "zeros");
-  EXPECT_NE(p["job"].get<std::string>().find("problem: rmsnorm@1"), std::string::npos);
+  EXPECT_NE(p["job"].get<std::string>().find("problem: rmsnorm@2"), std::string::npos);
+  EXPECT_NE(p["job"].get<std::string>().find("{name: stress, seeds: [0]}"), std::string::npos);
   // The same text and starter `kfleet problems show rmsnorm` prints: one copy of that code.
   const ProblemLibrary l = load_problem_library(lib);
   EXPECT_EQ(p["contract"], render_problem_contract(*l.find("rmsnorm")));

@@ -15,34 +15,20 @@
 #include "kfleet/cli/app.hpp"
 #include "kfleet/common/clock.hpp"
 #include "problems_view.hpp"
+#include "run_kfleet.hpp"
 
 namespace kfleet::cli {
 namespace {
 namespace fs = std::filesystem;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
 const std::string kLibrary = (testing::source_dir() / "kernels/problems").string();
 
-Ran run_kfleet(std::vector<std::string> args, std::map<std::string, std::string> env = {{"KFLEET_PROBLEMS_DIR", kLibrary}}) {
-  args.insert(args.begin(), "kfleet");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  CliIo io{out, err,
-           [env](const std::string& k) -> std::optional<std::string> {
-             auto it = env.find(k);
-             return it == env.end() ? std::nullopt : std::optional(it->second);
-           },
-           disk_reader(), std::make_shared<ManualClock>(), false};
-  Ran r;
-  r.code = run_cli(static_cast<int>(argv.size()), argv.data(), io);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+using test::Ran;
+
+// kfleet with the repository's library as $KFLEET_PROBLEMS_DIR, unless `env` says otherwise.
+Ran run_kfleet(std::vector<std::string> args,
+               std::map<std::string, std::string> env = {{"KFLEET_PROBLEMS_DIR", kLibrary}}) {
+  return test::run_kfleet(std::move(args), std::move(env));
 }
 
 TEST(ProblemsCommand, ListsTheLibrary) {
@@ -52,7 +38,7 @@ TEST(ProblemsCommand, ListsTheLibrary) {
   EXPECT_EQ(r.out.rfind("NAME            VERSION  ABI        CASES  SUMMARY\n", 0), 0u) << r.out;
   for (const char* n : {"attention", "fp8_block_gemm", "grouped_gemm", "rmsnorm", "rope", "scaled_mm", "softmax", "topk"})
     EXPECT_NE(r.out.find(std::string("\n") + n + " "), std::string::npos) << n << "\n" << r.out;
-  EXPECT_NE(r.out.find("rmsnorm         1        generic    4      RMSNorm over the hidden dimension"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rmsnorm         2        generic    5      RMSNorm over the hidden dimension"), std::string::npos) << r.out;
 }
 
 TEST(ProblemsCommand, ListsAsJson) {
@@ -68,20 +54,24 @@ TEST(ProblemsCommand, ShowsTheContractAndAStarter) {
   const Ran r = run_kfleet({"problems", "show", "rope"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* want : {
-           "rope v1: rotary embedding applied in place",
+           "rope v2: rotary embedding applied in place",
            "extern \"C\" int kfleet_problem_launch(const kfleet_problem_args* args, gpuStream_t stream);",
            "dims (args->dims[i]):\n  0  T\n  1  HQ\n  2  HK\n  3  D\n  4  P\n",
            "  0  q          inout  bf16   [T, HQ, D]  normal(mean 0, std 1) -> check tolerance |x - ref| <= 0.02 + 0.01 * |ref|; must reject: zeros, copy of q",
            "  2  positions  input  int32  [T]         integers in [0, 127]",
            "  small: T=8 HQ=4 HK=2 D=64 P=128  (",
            "kernel naive: naive.cu (cuda, hip)",
+           "  stress (required): T=64 HQ=32 HK=8 D=64 P=131072  (",
+           "    positions: integers in [0, 131071]",
+           "    q: normal(mean 0, std 1), 2 outlier columns (5, 37) at +-[50, 500]",
+           "every job runs the required case stress (a job may add cases and seeds, not drop one)",
            "enum { Q = 0, K = 1, POSITIONS = 2, COS_SIN = 3, NUM_TENSORS = 4 };",
            "  // q: bf16 [T, HQ, D], inout (read it, then overwrite it)",
        }) {
     EXPECT_NE(r.out.find(want), std::string::npos) << "missing: " << want << "\n" << r.out;
   }
   const Ran s = run_kfleet({"problems", "show", "rope", "--starter"});
-  EXPECT_EQ(s.out.rfind("// Starter for problem rope v1 (", 0), 0u) << s.out;
+  EXPECT_EQ(s.out.rfind("// Starter for problem rope v2 (", 0), 0u) << s.out;
   EXPECT_EQ(s.out.find("dims (args->dims[i])"), std::string::npos);
   const Ran t = run_kfleet({"problems", "show", "topk"});
   EXPECT_NE(t.out.find("check topk: the k largest of each row of x, in order; tied values in any index order; must reject: zeros, iota"), std::string::npos) << t.out;
@@ -128,12 +118,18 @@ TEST(ProblemsCommand, LibraryKernelsUseTheStartersIndices) {
     for (std::string line; std::getline(starter, line);)
       if (line.rfind("enum {", 0) == 0) enums.push_back(line);
     ASSERT_FALSE(enums.empty());
-    for (const auto& k : p.kernels) {
-      std::ifstream in(problem_file_path(lib.root, (fs::path(lib.root) / p.name).string(), k.source));
+    // The library's kernels, and the test kernels beside them (wrong, do-nothing, shortcuts).
+    std::vector<fs::path> files;
+    for (const auto& k : p.kernels)
+      files.push_back(problem_file_path(lib.root, (fs::path(lib.root) / p.name).string(), k.source));
+    for (const auto& e : fs::directory_iterator(fs::path(lib.root) / p.name / "tests"))
+      if (e.path().extension() == ".cu" && e.path().filename() != "nothing.cu") files.push_back(e.path());
+    for (const auto& f : files) {
+      std::ifstream in(f);
       std::stringstream text;
       text << in.rdbuf();
       for (const auto& e : enums) {
-        EXPECT_NE(text.str().find(e), std::string::npos) << p.name << "/" << k.source.path << " lacks: " << e;
+        EXPECT_NE(text.str().find(e), std::string::npos) << p.name << "/" << f.filename() << " lacks: " << e;
         ++checked;
       }
     }

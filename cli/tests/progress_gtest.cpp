@@ -169,19 +169,27 @@ TEST(Progress, ProfileWithoutValuesSaysWhy) {
 }
 
 TEST(Progress, ProfileUnits) {
-  EXPECT_EQ(format_profile_value(62432, "ns"), "62.4 µs");
-  EXPECT_EQ(format_profile_value(2412000, "nsecond"), "2.41 ms");
-  EXPECT_EQ(format_profile_value(62.43, "usecond"), "62.4 µs");
-  EXPECT_EQ(format_profile_value(183069952, "byte"), "183 MB");
-  EXPECT_EQ(format_profile_value(183.07, "Mbyte"), "183 MB");
-  EXPECT_EQ(format_profile_value(512, "byte"), "512 B");
-  EXPECT_EQ(format_profile_value(2.9e12, "byte/second"), "2.90 TB/s");
-  EXPECT_EQ(format_profile_value(3198349580.98, "hz"), "3.20 GHz");
-  EXPECT_EQ(format_profile_value(1.5, "Ghz"), "1.50 GHz");
-  EXPECT_EQ(format_profile_value(42.56, "%"), "42.6%");
-  EXPECT_EQ(format_profile_value(93531, "cycle"), "93,531 cycle");
-  EXPECT_EQ(format_profile_value(89892.95, "cycle"), "89893 cycle");
-  EXPECT_EQ(format_profile_value(16, ""), "16");
+  const struct {
+    double value;
+    const char* unit;
+    const char* shown;
+  } cases[] = {
+      {62432, "ns", "62.4 µs"},
+      {2412000, "nsecond", "2.41 ms"},
+      {62.43, "usecond", "62.4 µs"},
+      {183069952, "byte", "183 MB"},
+      {183.07, "Mbyte", "183 MB"},
+      {512, "byte", "512 B"},
+      {2.9e12, "byte/second", "2.90 TB/s"},
+      {3198349580.98, "hz", "3.20 GHz"},
+      {1.5, "Ghz", "1.50 GHz"},
+      {42.56, "%", "42.6%"},
+      {93531, "cycle", "93,531 cycle"},
+      {89892.95, "cycle", "89893 cycle"},
+      {16, "", "16"},
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(format_profile_value(c.value, c.unit), c.shown) << c.value << " " << c.unit;
 }
 
 TEST(Tracker, TerminalJobStateDecides) {
@@ -221,31 +229,14 @@ TEST(SubmitRequest, SubmittedAndDuplicateLines) {
   EXPECT_EQ(dashboard_url("http://h:1", 12), "http://h:1/#/jobs/12");
 }
 
-}  // namespace
-}  // namespace kfleet::cli
-
-namespace kfleet::cli {
-namespace {
-
-Event stage_ev(const char* type, nlohmann::json data) {
-  Event e;
-  e.type = type;
-  e.data = std::move(data);
-  return e;
-}
-
-std::string follow_line(const Event& e) {
-  return format_event_line(e, ProgressStyle{false, false}).value_or("<none>");
-}
-
 // With compile agents a job's stages run on two machines; each stage line names its agent.
 TEST(Progress, StageLinesNameTheAgentAndTheHandOffIsShown) {
-  EXPECT_EQ(follow_line(stage_ev("stage.finished", {{"stage", "build"}, {"ok", true}, {"seconds", 2.5},
-                                                    {"agent_id", 1}, {"agent", "build-0"}})),
+  EXPECT_EQ(line(ev("stage.finished", {{"stage", "build"}, {"ok", true}, {"seconds", 2.5},
+                                       {"agent_id", 1}, {"agent", "build-0"}})),
             "[build] ok 2.5s on build-0");
-  EXPECT_EQ(follow_line(stage_ev("run.handed_off", {{"run_id", 7}, {"agent_id", 1}, {"reason", "built"}})),
+  EXPECT_EQ(line(ev("run.handed_off", {{"run_id", 7}, {"agent_id", 1}, {"reason", "built"}})),
             "handed on: run 7 built it; the GPU stages go to a GPU agent");
-  EXPECT_EQ(follow_line(stage_ev("resources", {{"skipped", "custom jobs report no compiler resources"}})),
+  EXPECT_EQ(line(ev("resources", {{"skipped", "custom jobs report no compiler resources"}})),
             "[resources] skipped: custom jobs report no compiler resources");
 }
 

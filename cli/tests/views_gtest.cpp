@@ -1,6 +1,12 @@
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
+#include "kfleet/cli/progress.hpp"
+#include "kfleet/cli/versus_view.hpp"
 #include "kfleet/cli/views.hpp"
+#include "fleet_reports.hpp"
+#include "kfleet/testing/expect.hpp"
 
 namespace kfleet::cli {
 namespace {
@@ -37,12 +43,8 @@ TEST(Views, JobsTableShowsVerdictOrReason) {
        {{"id", 13}, {"name", "fa/iter2"}, {"gpu", "L4"}, {"state", "waiting_capacity"},
         {"state_reason", "us-east-1 stockout"}, {"attempts", 0}, {"simulated", true}}}}};
   const std::string out = render_jobs(body, kNow, false);
-  EXPECT_NE(out.find("ID  NAME"), std::string::npos) << out;
-  EXPECT_NE(out.find("performance: +6.1%"), std::string::npos) << out;
-  EXPECT_NE(out.find("1/3"), std::string::npos) << out;
-  EXPECT_NE(out.find("1m"), std::string::npos) << out;
-  EXPECT_NE(out.find("us-east-1 stockout"), std::string::npos) << out;
-  EXPECT_NE(out.find("fa/iter2 [sim]"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"ID  NAME", "performance: +6.1%", "1/3", "1m",
+                                         "us-east-1 stockout", "fa/iter2 [sim]"});
   EXPECT_EQ(render_jobs({{"jobs", nlohmann::json::array()}}, kNow, false), "no jobs\n");
 }
 
@@ -55,11 +57,9 @@ TEST(Views, AgentsAndBlocks) {
       {"blocks", {{{"provider", "aws"}, {"region", "us-east-1"}, {"kind", "stockout"},
                    {"reason", "InsufficientInstanceCapacity"}, {"seconds_left", 125}}}}};
   const std::string out = render_agents(body, kNow, false);
-  EXPECT_NE(out.find("L4/sm_89"), std::string::npos) << out;
-  EXPECT_NE(out.find("4s ago"), std::string::npos) << out;
-  EXPECT_NE(out.find("region blocks:"), std::string::npos) << out;
-  EXPECT_NE(out.find("InsufficientInstanceCapacity  2m"), std::string::npos) << out;
-  EXPECT_NE(out.find("1 GPU(s) on 1 host(s): 1 busy, 0 idle"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"L4/sm_89", "4s ago", "region blocks:",
+                                         "InsufficientInstanceCapacity  2m",
+                                         "1 GPU(s) on 1 host(s): 1 busy, 0 idle"});
 }
 
 TEST(Views, AgentsSayWhoEnrolledThem) {
@@ -70,9 +70,7 @@ TEST(Views, AgentsSayWhoEnrolledThem) {
                         {"minted_by", "alice"}}}},
       {{"id", 3}, {"name", "older-kfleetd"}, {"state", "idle"}}};
   const std::string out = render_agents({{"agents", agents}}, kNow, false);
-  EXPECT_NE(out.find("ENROLLED BY"), std::string::npos) << out;
-  EXPECT_NE(out.find("fleet token"), std::string::npos) << out;
-  EXPECT_NE(out.find("#7 rack-3 (alice)"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"ENROLLED BY", "fleet token", "#7 rack-3 (alice)"});
 }
 
 TEST(Views, AgentsShowWhatTheirPythonRecords) {
@@ -107,9 +105,7 @@ TEST(Views, ResultsShowDeltaWithCi) {
                             {"delta_pct", 6.1}, {"ci_low_pct", 5.2}, {"ci_high_pct", 7.0}}}}},
       {"job", {{"id", 12}, {"name", "fp8-sdpa/step2"}, {"gpu", "L4"}}}}}}};
   const std::string out = render_results(body, kNow, false);
-  EXPECT_NE(out.find("12 fp8-sdpa/step2"), std::string::npos) << out;
-  EXPECT_NE(out.find("696.0 µs"), std::string::npos) << out;
-  EXPECT_NE(out.find("+6.1% [+5.2%, +7.0%]"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"12 fp8-sdpa/step2", "696.0 µs", "+6.1% [+5.2%, +7.0%]"});
 }
 
 TEST(Views, JobDetailListsRuns) {
@@ -120,11 +116,24 @@ TEST(Views, JobDetailListsRuns) {
       {"runs", {{{"id", 8}, {"agent_id", 1}, {"attempt", 1}, {"outcome", "lost"}},
                 {{"id", 9}, {"agent_id", 3}, {"attempt", 2}, {"outcome", "passed"}}}}};
   const std::string out = render_job_detail(body, kNow, false);
-  EXPECT_NE(out.find("job       12 fa/iter1"), std::string::npos) << out;
-  EXPECT_NE(out.find("L4 (us-west-2)"), std::string::npos) << out;
-  EXPECT_NE(out.find("PASSED: same"), std::string::npos) << out;
-  EXPECT_NE(out.find("lost"), std::string::npos) << out;
+  kfleet::testing::expect_contains(out, {"job       12 fa/iter1", "L4 (us-west-2)", "PASSED: same",
+                                         "lost"});
   EXPECT_EQ(out.find("cancelled"), std::string::npos) << out;  // nobody cancelled it
+}
+
+// A problem's verdict: the cases its correctness stage ran and the reference check.
+TEST(Views, JobDetailShowsTheCasesRunAndTheReferenceCheck) {
+  nlohmann::json body = {
+      {"job", {{"id", 14}, {"name", "problems/softmax-no_max"}, {"gpu", "sm_90"}, {"state", "rejected"},
+               {"attempts", 1}, {"max_attempts", 1},
+               {"verdict", {{"outcome", "rejected"}, {"gate", "correctness"}, {"reason", "case stress seed 0: output y"},
+                            {"metrics", {{"cases", {{{"name", "small"}, {"seeds", {0, 1}}, {"pass", true}},
+                                                    {{"name", "stress"}, {"seeds", {0, 1}}, {"pass", false}}}},
+                                         {"reference_check", {{"case", "small"}, {"seed", 0}, {"pass", true}}}}}}}}},
+      {"runs", nlohmann::json::array()}};
+  const std::string out = render_job_detail(body, kNow, false);
+  EXPECT_NE(out.find("cases     small (seeds 0,1), stress (seeds 0,1) FAILED\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("reference GPU = fp64 CPU reference on small seed 0\n"), std::string::npos) << out;
 }
 
 TEST(Views, JobDetailSaysWhoSubmittedAndWhoCancelled) {
@@ -136,6 +145,115 @@ TEST(Views, JobDetailSaysWhoSubmittedAndWhoCancelled) {
   const std::string out = render_job_detail(body, kNow, false);
   EXPECT_NE(out.find("submitter alice\n"), std::string::npos) << out;
   EXPECT_NE(out.find("cancelled by sam\n"), std::string::npos) << out;
+}
+
+// A problem's kernel's verdict: its reason's last line compares it with kfleet's PyTorch
+// references. Tables keep one line per job and show the speedups in a column of their own.
+nlohmann::json versus_verdict() {
+  return {{"outcome", "passed"},
+          {"perf", "improved"},
+          {"reason", "improved: -6.7% (38.2 µs vs 41.0 µs)\n0.93x eager [0.92, 0.94], 1.41x torch.compile "
+                     "[1.39, 1.43] (llama3_8b, simulated)"},
+          {"simulated", true},
+          {"versus",
+           {{{"baseline", "eager"}, {"speedup", 0.93}, {"ci_low", 0.92}, {"ci_high", 0.94},
+             {"reference_us", 35.5}, {"case", "llama3_8b"}, {"cached", true}, {"simulated", true},
+             {"key", {{"problem", "rmsnorm"}, {"version", 1}, {"case", "llama3_8b"}, {"gpu_class", "H200"},
+                      {"torch", "2.11.0+cu130"}, {"driver", "580.95.05"}}}},
+            {{"baseline", "compile"}, {"speedup", 1.41}, {"ci_low", 1.39}, {"ci_high", 1.43},
+             {"reference_us", 53.9}, {"case", "llama3_8b"}, {"cached", false}, {"simulated", true},
+             {"key", {{"problem", "rmsnorm"}, {"version", 1}, {"case", "llama3_8b"}, {"gpu_class", "H200"},
+                      {"torch", "2.11.0+cu130"}, {"driver", "580.95.05"}}}}}}};
+}
+
+TEST(Versus, TheVerdictLineKeepsItsMarksAndEndsWithTheComparison) {
+  EXPECT_EQ(format_verdict_line(versus_verdict(), false),
+            "PASSED: improved: -6.7% (38.2 µs vs 41.0 µs) [simulated]\n"
+            "0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] (llama3_8b, simulated)");
+  EXPECT_EQ(first_line("a\nb"), "a");
+  EXPECT_EQ(first_line("a"), "a");
+}
+
+TEST(Versus, JobsTableHasAColumnForItAndOneLinePerJob) {
+  nlohmann::json body = {{"jobs",
+      {{{"id", 12}, {"name", "rms/iter1"}, {"gpu", "H200"}, {"state", "passed"}, {"attempts", 1},
+        {"max_attempts", 3}, {"verdict", versus_verdict()}},
+       {{"id", 13}, {"name", "custom"}, {"gpu", "H200"}, {"state", "passed"}, {"attempts", 1},
+        {"max_attempts", 3}, {"verdict", {{"outcome", "passed"}, {"reason", "passed"}}}}}}};
+  const std::string out = render_jobs(body, kNow, false);
+  EXPECT_NE(out.find("VS PYTORCH"), std::string::npos) << out;
+  EXPECT_NE(out.find("improved: -6.7% (38.2 µs vs 41.0 µs)  0.93x eager, 1.41x compile"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;  // the header and one line per job
+  // Without any comparison there is no such column.
+  nlohmann::json plain = {{"jobs", {body["jobs"][1]}}};
+  EXPECT_EQ(render_jobs(plain, kNow, false).find("VS PYTORCH"), std::string::npos);
+}
+
+TEST(Versus, JobDetailShowsEachComparisonAndItsCacheKey) {
+  nlohmann::json body = {{"job", {{"id", 12}, {"name", "rms/iter1"}, {"gpu", "H200"}, {"state", "passed"},
+                                  {"state_reason", versus_verdict()["reason"]},
+                                  {"attempts", 1}, {"max_attempts", 3}, {"verdict", versus_verdict()}}},
+                         {"runs", {{{"id", 9}, {"agent_id", 3}, {"attempt", 1}, {"outcome", "passed"},
+                                    {"verdict", versus_verdict()}}}}};
+  const std::string out = render_job_detail(body, kNow, false);
+  EXPECT_NE(out.find("verdict   PASSED: improved: -6.7% (38.2 µs vs 41.0 µs) [simulated]\n"
+                     "          0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] (llama3_8b, simulated)\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("versus    0.93x eager [0.92, 0.94] (reference 35.5 µs, cached, simulated)\n"
+                     "          1.41x torch.compile [1.39, 1.43] (reference 53.9 µs, timed in this run, simulated)\n"
+                     "          cached by: rmsnorm@1 case llama3_8b on H200, torch 2.11.0+cu130, driver 580.95.05\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("state     passed: improved: -6.7% (38.2 µs vs 41.0 µs)\nattempts"), std::string::npos) << out;
+  // The runs table: one line per run.
+  EXPECT_NE(out.find("PASSED: improved: -6.7% (38.2 µs vs 41.0 µs) [simulated]  "), std::string::npos) << out;
+}
+
+TEST(Versus, AReferenceNotTimedIsShownWithItsNote) {
+  const nlohmann::json v = {{{"baseline", "eager"}, {"speedup", 2.0}},
+                            {{"baseline", "compile"}, {"note", "torch.compile needs triton"}}};
+  EXPECT_EQ(versus_brief(v), "2.00x eager, compile -");
+  EXPECT_EQ(versus_detail(v, "  "), "2.00x eager (timed in this run)\n  torch.compile not timed (torch.compile needs triton)\n");
+  EXPECT_EQ(versus_brief(nlohmann::json::array()), "-");
+  EXPECT_EQ(versus_detail(nlohmann::json(), "  "), "");
+}
+
+// A campaign and a regression run print fast_p against each reference, with its denominator,
+// and the keys their references' timings are cached by.
+TEST(Versus, CampaignAndRegressionPrintFastP) {
+  auto verdict = versus_verdict();
+  nlohmann::json entry = {{"name", "rms/iter1"}, {"job_id", 12}, {"median_us", 38.2}, {"versus", verdict["versus"]},
+                          {"reason", verdict["reason"]}, {"simulated", true}};
+  nlohmann::json fast_p = {{"kernels", 2}, {"of", "finished jobs"}, {"simulated", true},
+                           {"baselines", {{{"baseline", "eager"}, {"label", "eager"}, {"timed", 2},
+                                           {"p", {{{"p", 1}, {"fast", 0}, {"share", 0.0}}, {{"p", 1.5}, {"fast", 0}, {"share", 0.0}}}}},
+                                          {{"baseline", "compile"}, {"label", "torch.compile"}, {"timed", 2},
+                                           {"p", {{{"p", 1}, {"fast", 2}, {"share", 1.0}}, {{"p", 1.5}, {"fast", 0}, {"share", 0.0}}}}}}}};
+  nlohmann::json campaign = {{"name", "rms"}, {"jobs", 2}, {"current_best", entry}, {"kept_wins", nlohmann::json::array()},
+                             {"rejections", {entry}}, {"roots", {entry}}, {"fast_p", fast_p}};
+  const std::string c = render_campaign(campaign);
+  EXPECT_NE(c.find("rms/iter1 (job 12) -> 38.2 µs; 0.93x eager, 1.41x compile [simulated]"), std::string::npos) << c;
+  EXPECT_NE(c.find("REJECT (improved: -6.7% (38.2 µs vs 41.0 µs))\n"), std::string::npos) << c;
+  EXPECT_NE(c.find("## Against PyTorch\nfast_1    eager 0/2 (0%)   torch.compile 2/2 (100%)\n"), std::string::npos) << c;
+  EXPECT_NE(c.find("of 2 finished jobs"), std::string::npos) << c;
+  EXPECT_NE(c.find("reference timings cached by eager: rmsnorm@1 case llama3_8b on H200"), std::string::npos) << c;
+
+  nlohmann::json reg = {{"id", 3}, {"suite", "nightly"}, {"state", "done"}, {"fast_p", fast_p},
+                        {"cells", {{{"kernel", "rms"}, {"gpu_class", "H200"}, {"job_id", 12}, {"verdict", "same"},
+                                    {"reason", verdict["reason"]}, {"versus", verdict["versus"]}}}}};
+  const std::string t = render_regression_text(reg);
+  EXPECT_NE(t.find("against PyTorch"), std::string::npos) << t;
+  EXPECT_NE(t.find("  rms on H200: 0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] (llama3_8b, simulated)\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("fast_1.5  eager 0/2 (0%)"), std::string::npos) << t;
+  const std::string md = render_regression_markdown(reg);
+  EXPECT_NE(md.find("## Against PyTorch: fast_p"), std::string::npos) << md;
+  EXPECT_NE(md.find("Denominator: 2 finished jobs."), std::string::npos) << md;
+  EXPECT_NE(md.find("| p | vs eager | vs torch.compile |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fast_1 | 0/2 (0%) | 2/2 (100%) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| improved: -6.7% (38.2 µs vs 41.0 µs) |"), std::string::npos) << md;  // one line in its cell
+  // A run of no problem's kernel says nothing of it.
+  reg.erase("fast_p");
+  EXPECT_EQ(render_regression_text(reg).find("against PyTorch"), std::string::npos);
 }
 
 }  // namespace

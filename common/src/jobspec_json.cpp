@@ -140,6 +140,8 @@ nlohmann::json simulate_json(const SimulationSpec& s) {
   if (!s.slower_pct.empty()) j["slower_pct"] = s.slower_pct;
   if (!s.fail_stage.empty()) j["fail_stage"] = s.fail_stage;
   if (!s.fail_reason.empty()) j["fail_reason"] = s.fail_reason;
+  if (s.eager_us) j["eager_us"] = *s.eager_us;
+  if (s.compile_us) j["compile_us"] = *s.compile_us;
   return j;
 }
 

@@ -83,7 +83,7 @@ void parse_problem_ref(Issues& is, const MapReader& m, KernelSpec& k) {
   if (!ok) {
     is.add(mark_of(m.get("problem"), m.mark()), m.path("problem"),
            "'" + *s + "' is not NAME@VERSION (a problem of the library and its version, e.g. "
-           "rmsnorm@1; `kfleet problems` lists them)");
+           "rmsnorm@2; `kfleet problems` lists them)");
     // Still a problem's job: its cases are not asked for shapes on top of this error.
     k.problem = *s;
     return;
@@ -111,7 +111,7 @@ void parse_kernel(Issues& is, const YAML::Node& n, const YAML::Mark& at, KernelS
       }
     }
   } else if (!m.has("problem")) {
-    m.require("family", "attention, scaled_mm or custom (or problem: NAME@VERSION, e.g. rmsnorm@1)");
+    m.require("family", "attention, scaled_mm or custom (or problem: NAME@VERSION, e.g. rmsnorm@2)");
   }
   if (m.require("language", "cuda, hip, triton or torch")) {
     if (auto s = read_enum(is, m.get("language"), m.path("language"), m.mark(), languages())) {
@@ -291,6 +291,11 @@ void parse_simulate(Issues& is, const YAML::Node& n, const YAML::Mark& at, Simul
         }
       }
     }
+  }
+  for (const char* k : {"eager_us", "compile_us"}) {
+    if (!m.has(k)) continue;
+    if (auto v = read_number(is, m.get(k), m.path(k), m.mark(), 0, false, 1e9))
+      (std::string(k) == "eager_us" ? s.eager_us : s.compile_us) = *v;
   }
   if (m.has("fail_stage")) {
     if (auto v = read_enum(is, m.get("fail_stage"), m.path("fail_stage"), m.mark(), fail_stages())) {
@@ -518,15 +523,12 @@ SpecParse parse_job_spec(const std::string& yaml_text, const std::string& file,
     out.issues = std::move(is.list);
     return out;
   }
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp reports syntax errors as exceptions; they stop at this boundary as an issue.
-    is.add(e.mark, "(syntax)", "YAML syntax error: " + e.msg);
+  const auto loaded = spec::load_document(is, yaml_text);
+  if (!loaded) {
     out.issues = std::move(is.list);
     return out;
   }
+  const YAML::Node& root = *loaded;
   JobSpec job;
   try {
     spec::parse_document(is, root, library, job);

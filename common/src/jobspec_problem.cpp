@@ -32,6 +32,21 @@ void check_problem_job(Issues& is, const YAML::Node& root, const ProblemLibrary&
                std::to_string(def->version) + " (the version pins the contract a kernel is judged by)");
     return;
   }
+  if (const auto missing = missing_required_cases(*def, spec); !missing.empty()) {
+    // Blamed on the cases list, else on the nearest level the job has (read only: a YAML::Node
+    // assigned to would write into the document).
+    YAML::Mark at = mark_of(root, top);
+    if (root.IsMap() && root["gates"].IsDefined()) {
+      const YAML::Node g = root["gates"];
+      at = mark_of(g, at);
+      if (g.IsMap() && g["correctness"].IsDefined()) {
+        const YAML::Node c = g["correctness"];
+        at = mark_of(c, at);
+        if (c.IsMap() && c["cases"].IsDefined()) at = mark_of(c["cases"], at);
+      }
+    }
+    is.add(at, "gates.correctness.cases", missing_required_message(*def, missing));
+  }
   if (!is_generic_problem(k)) return;  // attention / scaled_mm: the family path, unchanged
   if (def->abi != "generic") {
     is.add(at, "kernel.problem", problem_ref(k) + " has abi " + def->abi + ", which no family names");
@@ -53,3 +68,32 @@ void check_problem_job(Issues& is, const YAML::Node& root, const ProblemLibrary&
 }
 
 }  // namespace kfleet::spec
+
+namespace kfleet {
+
+std::vector<std::string> missing_required_cases(const ProblemDef& def, const JobSpec& job) {
+  std::vector<std::string> missing;
+  for (const auto& name : def.required_cases()) {
+    bool ran = false;
+    if (job.gates.correctness)
+      for (const auto& c : job.gates.correctness->cases) ran = ran || c.name == name;
+    if (!ran) missing.push_back(name);
+  }
+  return missing;
+}
+
+std::string missing_required_message(const ProblemDef& def, const std::vector<std::string>& missing) {
+  if (missing.empty()) return "";
+  std::string names, example;
+  for (const auto& m : missing) {
+    names += (names.empty() ? "'" : ", '") + m + "'";
+    example += (example.empty() ? "" : ", ") + std::string("{name: ") + m + ", seeds: [0]}";
+  }
+  const std::string ref = def.name + "@" + std::to_string(def.version);
+  return "the job leaves out " + std::string(missing.size() == 1 ? "the required case " : "the required cases ") +
+         names + " of " + ref + ": every job of " + ref +
+         " runs its required cases (a job may add cases and seeds, not drop one); add " + example +
+         " to gates.correctness.cases";
+}
+
+}  // namespace kfleet

@@ -67,21 +67,32 @@ nlohmann::json to_json(const BaselineComparison& c) {
   opt_to(j, "ci_high", c.ci_high);
   opt_to(j, "reference_us", c.reference_us);
   if (!c.note.empty()) j["note"] = c.note;
+  if (c.simulated) j["simulated"] = true;
   return j;
 }
 
 BaselineComparison baseline_comparison_from_json(const nlohmann::json& j) {
+  // Read member by member, each of its expected type: a field of another type is left unset
+  // rather than failing the whole verdict it arrived with.
   BaselineComparison c;
   if (!j.is_object()) return c;
-  c.baseline = j.value("baseline", "");
-  c.case_name = j.value("case", "");
+  auto str = [&](const char* k) {
+    return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+  };
+  auto num = [&](const char* k, std::optional<double>& v) {
+    if (j.contains(k) && j[k].is_number()) v = j[k].get<double>();
+  };
+  auto flag = [&](const char* k) { return j.contains(k) && j[k].is_boolean() && j[k].get<bool>(); };
+  c.baseline = str("baseline");
+  c.case_name = str("case");
   if (j.contains("key") && j["key"].is_object()) c.key = j["key"];
-  c.cached = j.value("cached", false);
-  c.note = j.value("note", "");
-  opt_from(j, "speedup", c.speedup);
-  opt_from(j, "ci_low", c.ci_low);
-  opt_from(j, "ci_high", c.ci_high);
-  opt_from(j, "reference_us", c.reference_us);
+  c.cached = flag("cached");
+  c.note = str("note");
+  c.simulated = flag("simulated");
+  num("speedup", c.speedup);
+  num("ci_low", c.ci_low);
+  num("ci_high", c.ci_high);
+  num("reference_us", c.reference_us);
   return c;
 }
 

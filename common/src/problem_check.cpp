@@ -83,26 +83,35 @@ void check_names(spec::Issues& is, const Where& w, ProblemDef& d) {
   }
 }
 
+// What an input's draw (its own, or a case's) must fit: its dtype, its rank, its scales.
+void check_init(spec::Issues& is, const YAML::Mark& at, const std::string& p, const ProblemTensor& t,
+                const ProblemInit& init) {
+  const std::string& dist = init.dist;
+  const bool int_dist = dist == "int" || dist == "group_ends";
+  if (int_dist != is_int(t.dtype))
+    is.add(at, child(p, "dist"),
+           "dist: " + dist + " does not fit dtype " + t.dtype + (int_dist ? " (it draws integers: int32 or int64)" : " (an integer tensor takes dist: int or group_ends)"));
+  if (dist == "group_ends" && t.shape.size() != 1)
+    is.add(at, child(p, "dist"), "dist: group_ends makes one list of ends: rank 1");
+  if (init.block_amplitude && !(t.scaled_by && !t.scaled_by->tensor.empty()))
+    is.add(at, child(p, "block_amplitude"), "block_amplitude needs scaled_by: {tensor: ..., block: ...}");
+  if (init.neg_inf && t.dtype != "fp16" && t.dtype != "bf16" && t.dtype != "fp32")
+    is.add(at, child(p, "neg_inf"), "-inf is a value of fp16, bf16 and fp32 only; " + t.name + " is " + t.dtype);
+}
+
 void check_inputs(spec::Issues& is, const Where& w, ProblemDef& d) {
   std::map<std::string, int> scale_users;  // scale tensor -> how many tensors it scales
   for (std::size_t i = 0; i < d.inputs.size(); ++i) {
     const auto& t = d.inputs[i];
     const std::string p = item("inputs", i);
     const std::string& dist = t.init.dist;
-    const bool int_dist = dist == "int" || dist == "group_ends";
-    if (int_dist != is_int(t.dtype))
-      is.add(w.at("inputs", i, "init"), child(p, "init.dist"),
-             "dist: " + dist + " does not fit dtype " + t.dtype + (int_dist ? " (it draws integers: int32 or int64)" : " (an integer tensor takes dist: int or group_ends)"));
+    check_init(is, w.at("inputs", i, "init"), child(p, "init"), t, t.init);
     if (dist == "scale" && t.dtype != "fp32")
       is.add(w.at("inputs", i, "dtype"), child(p, "dtype"), "a scale tensor is fp32");
-    if (dist == "group_ends" && t.shape.size() != 1)
-      is.add(w.at("inputs", i, "shape"), child(p, "shape"), "dist: group_ends makes one list of ends: rank 1");
     if (t.dtype == "fp8_e4m3" && !t.scaled_by)
       is.add(w.at("inputs", i), child(p, "scaled_by"), "an fp8 input needs scaled_by: (its dequantisation scales)");
     if (t.scaled_by && t.dtype != "fp8_e4m3")
       is.add(w.at("inputs", i, "scaled_by"), child(p, "scaled_by"), "scaled_by is for fp8 inputs; " + t.name + " is " + t.dtype);
-    if (t.init.block_amplitude && !(t.scaled_by && !t.scaled_by->tensor.empty()))
-      is.add(w.at("inputs", i, "init"), child(p, "init.block_amplitude"), "block_amplitude needs scaled_by: {tensor: ..., block: ...}");
     if (!t.scaled_by) continue;
     const auto& s = *t.scaled_by;
     if (!s.tensor.empty()) {
@@ -191,15 +200,31 @@ void check_cases(spec::Issues& is, const Where& w, const ProblemDef& d) {
       if (!v) fail(std::string(k) + ": " + v.error().message);
       else if (*v < 0) fail(std::string(k) + " is " + std::to_string(*v) + "; it must be >= 0");
     }
+    for (const auto& [name, init] : c.init) {
+      const ProblemTensor* t = d.input(name);
+      const std::string ip = child(child(p, "init"), name);
+      if (t->init.dist == "scale" || init.dist == "scale")
+        is.add(at, ip, "a scale tensor is written by the fp8 input it scales; a case cannot draw it");
+      else
+        check_init(is, at, ip, *t, init);
+    }
     for (const auto& t : d.inputs) {
-      if (t.init.total) {
-        auto v = t.init.total->eval(c.dims);
+      const ProblemInit& init = d.init_of(t, c);
+      if (init.total) {
+        auto v = init.total->eval(c.dims);
         if (!v) fail(t.name + ".init.total: " + v.error().message);
       }
-      if (t.init.dist == "int" && t.init.unique && shapes.count(t.name) && !shapes[t.name].empty() &&
-          t.init.max - t.init.min + 1 < static_cast<double>(shapes[t.name].back()))
-        fail(t.name + ": unique values in [" + std::to_string(static_cast<long long>(t.init.min)) + ", " +
-             std::to_string(static_cast<long long>(t.init.max)) + "] cannot fill a row of " + std::to_string(shapes[t.name].back()));
+      if (init.dist == "int" && init.unique && shapes.count(t.name) && !shapes[t.name].empty() &&
+          init.max - init.min + 1 < static_cast<double>(shapes[t.name].back()))
+        fail(t.name + ": unique values in [" + std::to_string(static_cast<long long>(init.min)) + ", " +
+             std::to_string(static_cast<long long>(init.max)) + "] cannot fill a row of " + std::to_string(shapes[t.name].back()));
+      if (init.outliers && shapes.count(t.name) && !shapes[t.name].empty()) {
+        const std::int64_t row = shapes[t.name].back();
+        if (init.outliers->columns > row)
+          fail(t.name + ": " + std::to_string(init.outliers->columns) + " outlier columns in rows of " + std::to_string(row));
+        for (auto col : init.outliers->at)
+          if (col >= row) fail(t.name + ": outlier column " + std::to_string(col) + " is past its rows of " + std::to_string(row));
+      }
       if (!t.scaled_by || t.scaled_by->tensor.empty() || !shapes.count(t.name) || !shapes.count(t.scaled_by->tensor)) continue;
       const auto& s = shapes[t.name];
       const auto& b = t.scaled_by->block;

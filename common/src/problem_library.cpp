@@ -54,6 +54,18 @@ Result<std::vector<std::int64_t>> ProblemDef::shape_of(const ProblemTensor& t, c
   return s;
 }
 
+const ProblemInit& ProblemDef::init_of(const ProblemTensor& t, const ProblemCase& c) const {
+  auto it = c.init.find(t.name);
+  return it == c.init.end() ? t.init : it->second;
+}
+
+std::vector<std::string> ProblemDef::required_cases() const {
+  std::vector<std::string> out;
+  for (const auto& c : cases)
+    if (c.required) out.push_back(c.name);
+  return out;
+}
+
 double ProblemDef::scalar_value(const ProblemScalar& s, const ProblemCase& c) const {
   auto it = c.scalars.find(s.name);
   if (it != c.scalars.end()) return it->second;

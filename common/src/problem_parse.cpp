@@ -79,8 +79,8 @@ void read_init(Issues& is, const YAML::Node& n, const std::string& path, const Y
   init.dist = *d;
   // Which keys each distribution takes; any other is a mistake worth naming.
   static const std::map<std::string, std::vector<std::string>> takes = {
-      {"normal", {"mean", "std", "block_amplitude"}},
-      {"uniform", {"min", "max", "block_amplitude"}},
+      {"normal", {"mean", "std", "block_amplitude", "row_scale", "row_offset", "neg_inf", "outliers", "step"}},
+      {"uniform", {"min", "max", "block_amplitude", "row_scale", "row_offset", "neg_inf", "outliers", "step"}},
       {"int", {"min", "max", "sorted", "unique"}},
       {"group_ends", {"total"}},
       {"scale", {}}};
@@ -119,16 +119,57 @@ void read_init(Issues& is, const YAML::Node& n, const std::string& path, const Y
     if (m.require("total", "the last end: the number of rows the groups split, e.g. M"))
       init.total = read_expr(is, m.get("total"), m.path("total"), m.mark(), dims);
   }
-  if (m.has("block_amplitude")) {
-    const YAML::Node b = m.get("block_amplitude");
-    const std::string p = m.path("block_amplitude");
+  // [lo, hi] with lo <= hi, each within (lo_min, hi_max] (lo_min itself when inclusive).
+  auto pair = [&](const char* k, double lo_min, bool inclusive, double hi_max,
+                  std::optional<std::pair<double, double>>* out) {
+    if (!m.has(k)) return;
+    const YAML::Node b = m.get(k);
+    const std::string p = m.path(k);
     if (!b.IsSequence() || b.size() != 2) {
       is.add(mark_of(b, m.mark()), p, "must be a list [lo, hi], not " + describe(b));
-    } else {
-      auto lo = spec::read_number(is, b[0], item(p, 0), mark_of(b, m.mark()), 0, false, kHuge);
-      auto hi = spec::read_number(is, b[1], item(p, 1), mark_of(b, m.mark()), 0, false, kHuge);
-      if (lo && hi && *lo > *hi) is.add(mark_of(b, m.mark()), p, "lo must be <= hi");
-      if (lo && hi) init.block_amplitude = std::make_pair(*lo, *hi);
+      return;
+    }
+    auto lo = spec::read_number(is, b[0], item(p, 0), mark_of(b, m.mark()), lo_min, inclusive, hi_max);
+    auto hi = spec::read_number(is, b[1], item(p, 1), mark_of(b, m.mark()), lo_min, inclusive, hi_max);
+    if (lo && hi && *lo > *hi) is.add(mark_of(b, m.mark()), p, "lo must be <= hi");
+    if (lo && hi) *out = std::make_pair(*lo, *hi);
+  };
+  pair("block_amplitude", 0, false, kHuge, &init.block_amplitude);
+  pair("row_scale", 0, false, kHuge, &init.row_scale);
+  pair("row_offset", -kHuge, true, kHuge, &init.row_offset);
+  pair("neg_inf", 0, true, 1, &init.neg_inf);
+  if (m.has("step"))
+    init.step = spec::read_number(is, m.get("step"), m.path("step"), m.mark(), 0, false, kHuge).value_or(0);
+  if (m.has("outliers")) {
+    MapReader o(is, m.get("outliers"), m.path("outliers"), keys("inputs[].init.outliers"), m.mark());
+    if (o.is_map() && o.require("columns", "how many columns hold the outliers (1 to 16), or which: [5, 37]") &&
+        o.require("min", "the outliers' smallest magnitude") && o.require("max", "their largest magnitude")) {
+      ProblemInit::Outliers out;
+      std::optional<std::int64_t> cols;
+      const YAML::Node c = o.get("columns");
+      if (c.IsSequence()) {
+        if (c.size() < 1 || c.size() > 16)
+          is.add(mark_of(c, o.mark()), o.path("columns"), "list 1 to 16 columns, not " + std::to_string(c.size()));
+        for (std::size_t k = 0; k < c.size(); ++k) {
+          auto v = spec::read_int(is, c[k], item(o.path("columns"), k), mark_of(c, o.mark()), 0, kMaxInt);
+          if (!v) continue;
+          if (std::find(out.at.begin(), out.at.end(), *v) != out.at.end())
+            is.add(mark_of(c[k], o.mark()), item(o.path("columns"), k), "column " + std::to_string(*v) + " appears twice");
+          out.at.push_back(*v);
+        }
+        if (c.size() >= 1 && c.size() <= 16) cols = static_cast<std::int64_t>(c.size());
+      } else {
+        cols = spec::read_int(is, c, o.path("columns"), o.mark(), 1, 16);
+      }
+      auto lo = spec::read_number(is, o.get("min"), o.path("min"), o.mark(), 0, true, kHuge);
+      auto hi = spec::read_number(is, o.get("max"), o.path("max"), o.mark(), 0, true, kHuge);
+      if (lo && hi && *lo > *hi) is.add(mark_of(o.get("max"), o.mark()), o.path("max"), "max must be >= min");
+      if (cols && lo && hi) {
+        out.columns = static_cast<int>(*cols);
+        out.min = *lo;
+        out.max = *hi;
+        init.outliers = out;
+      }
     }
   }
 }
@@ -296,6 +337,21 @@ void read_case(Issues& is, const YAML::Node& n, const std::string& path, const Y
         c.scalars[name] = *v;
     }
   }
+  if (m.has("required"))
+    c.required = spec::read_bool(is, m.get("required"), m.path("required"), m.mark()).value_or(false);
+  if (m.has("doc")) c.doc = spec::read_string(is, m.get("doc"), m.path("doc"), m.mark()).value_or("");
+  if (m.has("init")) {
+    // The case's own draw of some inputs: {x: {dist: normal, ...}}, each a whole init.
+    std::vector<std::string> names;
+    for (const auto& t : def.inputs) names.push_back(t.name);
+    MapReader r(is, m.get("init"), m.path("init"), names, m.mark());
+    for (const auto& name : names) {
+      if (!r.is_map() || !r.has(name)) continue;
+      ProblemInit init;
+      read_init(is, r.get(name), r.path(name), r.mark(), def.dims, init);
+      c.init[name] = std::move(init);
+    }
+  }
 }
 
 }  // namespace
@@ -310,14 +366,12 @@ ProblemParse parse_problem(const std::string& yaml_text, const std::string& file
   Issues is;
   is.file = file;
   ProblemParse out;
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    is.add(e.mark, "(syntax)", "YAML syntax error: " + e.msg);
+  const auto loaded = spec::load_document(is, yaml_text);
+  if (!loaded) {
     out.issues = std::move(is.list);
     return out;
   }
+  const YAML::Node& root = *loaded;
   ProblemDef def;
   def.file = file;
   try {

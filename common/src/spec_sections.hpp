@@ -6,7 +6,7 @@
 namespace kfleet::spec {
 
 // `has_parent` lets compare_to: parent be checked against the job's own parent field.
-// `problem`: "rmsnorm@1" for a job on a generic problem (its cases, dtypes and checks are the
+// `problem`: "rmsnorm@2" for a job on a generic problem (its cases, dtypes and checks are the
 // problem's), else "".
 void parse_gates(Issues& is, const YAML::Node& n, const YAML::Mark& at, bool has_parent,
                  const std::string& problem, GatesSpec& out);

@@ -213,6 +213,16 @@ std::optional<std::vector<std::string>> read_string_list(Issues& is, const YAML:
   return out;
 }
 
+std::optional<YAML::Node> load_document(Issues& is, const std::string& yaml_text) {
+  try {
+    return YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp reports syntax errors as exceptions; they stop at this boundary as an issue.
+    is.add(e.mark, "(syntax)", "YAML syntax error: " + e.msg);
+    return std::nullopt;
+  }
+}
+
 nlohmann::json to_json_value(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Map: {

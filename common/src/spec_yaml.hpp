@@ -23,6 +23,9 @@ struct Issues {
   void add(const YAML::Mark& at, std::string field, std::string message);
 };
 
+// The document's root, or nothing and a syntax issue (yaml-cpp's exception stops here).
+std::optional<YAML::Node> load_document(Issues& is, const std::string& yaml_text);
+
 // The node's own position, or `fallback` for nodes without one (missing keys).
 YAML::Mark mark_of(const YAML::Node& n, const YAML::Mark& fallback);
 std::string child(const std::string& path, std::string_view key);  // "a.b" + "c" -> "a.b.c"

@@ -72,6 +72,20 @@ double resampled_median(const std::vector<double>& xs, Xoshiro256& rng,
   return sorted_quantile(scratch, 0.5);
 }
 
+// `resamples` bootstrap ratios median(num*) / median(den*), each side resampled anew: the
+// numerator's resample first, then the denominator's (the order fixes the seeded stream).
+std::vector<double> bootstrap_ratios(const std::vector<double>& num, const std::vector<double>& den,
+                                     int resamples, std::uint64_t seed) {
+  Xoshiro256 rng(seed);
+  std::vector<double> boot(static_cast<std::size_t>(resamples)), scratch;
+  for (auto& b : boot) {
+    const double n = resampled_median(num, rng, scratch);
+    const double d = resampled_median(den, rng, scratch);
+    b = d > 0 ? n / d : std::numeric_limits<double>::infinity();
+  }
+  return boot;
+}
+
 bool all_finite(const std::vector<double>& xs) {
   return std::all_of(xs.begin(), xs.end(), [](double v) { return std::isfinite(v); });
 }
@@ -162,14 +176,8 @@ PerfComparison compare_samples(const std::vector<double>& candidate,
   if (!(base_median > 0)) return inconclusive(std::nan(""), n);
   const double point = median_of(candidate) / base_median;
   if (n < kMinSamplesForVerdict) return inconclusive(point, n);
-  Xoshiro256 rng(seed);
-  std::vector<double> boot(static_cast<std::size_t>(resamples)), scratch;
-  for (auto& b : boot) {
-    const double c = resampled_median(candidate, rng, scratch);
-    const double base = resampled_median(baseline, rng, scratch);
-    b = base > 0 ? c / base : std::numeric_limits<double>::infinity();
-  }
-  return from_bootstrap(std::move(boot), point, threshold_pct, confidence, n);
+  return from_bootstrap(bootstrap_ratios(candidate, baseline, resamples, seed), point, threshold_pct,
+                        confidence, n);
 }
 
 PerfComparison compare_to_value(const std::vector<double>& candidate, double baseline_value,
@@ -185,6 +193,37 @@ PerfComparison compare_to_value(const std::vector<double>& candidate, double bas
   std::vector<double> boot(static_cast<std::size_t>(resamples)), scratch;
   for (auto& b : boot) b = resampled_median(candidate, rng, scratch) / baseline_value;
   return from_bootstrap(std::move(boot), point, threshold_pct, confidence, candidate.size());
+}
+
+Speedup speedup(const std::vector<double>& kernel_us, const std::vector<double>& reference_us,
+                double confidence, int resamples, std::uint64_t seed) {
+  check_parameters(confidence, resamples);
+  Speedup s;
+  s.n = std::min(kernel_us.size(), reference_us.size());
+  if (kernel_us.empty() || reference_us.empty() || !all_finite(kernel_us) || !all_finite(reference_us))
+    return s;
+  const double kernel = median_of(kernel_us), reference = median_of(reference_us);
+  if (!(kernel > 0) || !(reference > 0)) return s;
+  s.ok = true;
+  s.point = reference / kernel;
+  if (s.n < kMinSamplesForVerdict) return s;
+  std::vector<double> boot = bootstrap_ratios(reference_us, kernel_us, resamples, seed);
+  std::sort(boot.begin(), boot.end());
+  const double alpha = (1 - confidence) / 2;
+  s.ci_low = sorted_quantile(boot, alpha);
+  s.ci_high = sorted_quantile(boot, 1 - alpha);
+  return s;
+}
+
+FastP fast_p(const std::vector<FastPKernel>& kernels, double p) {
+  FastP f;
+  f.p = p;
+  f.total = kernels.size();
+  for (const auto& k : kernels) {
+    if (k.speedup) ++f.timed;
+    if (k.correct && k.speedup && std::isfinite(*k.speedup) && *k.speedup > p) ++f.fast;
+  }
+  return f;
 }
 
 }  // namespace kfleet::stats

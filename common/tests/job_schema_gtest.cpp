@@ -12,21 +12,15 @@
 #include "kfleet/common/jobspec.hpp"
 #include "schema_subset.hpp"
 #include "test_paths.hpp"
+#include "kfleet/testing/files.hpp"
 
 namespace kfleet {
 namespace {
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 testing::SchemaSubset load_schema() {
   const auto path = testing::source_dir() / "docs/job-schema.json";
-  const auto text = slurp(path);
+  const auto text = kfleet::testing::read_file(path);
   EXPECT_FALSE(text.empty()) << "cannot read " << path;
   return testing::SchemaSubset(nlohmann::json::parse(text));
 }
@@ -45,7 +39,7 @@ TEST(JobSchema, EveryExamplePassesParserAndSchema) {
     if (e.path().extension() != ".yaml" || e.path().parent_path().filename() == "bad" ||
         e.path().parent_path().filename() == "suites")
       continue;
-    const auto text = slurp(e.path());
+    const auto text = kfleet::testing::read_file(e.path());
     if (testing::is_refused_exploit(e.path())) {
       // Refused at submit is what they show: the parser and the schema both refuse them.
       ++refused_seen;
@@ -115,7 +109,7 @@ TEST(JobSchema, BadDocumentsFailParserAndSchema) {
   };
   for (const char* f : {"wrong-type.yaml", "unknown-key.yaml", "missing-field.yaml", "bad-enum-range.yaml",
                         "shell-syntax.yaml"}) {
-    bad.push_back(slurp(testing::source_dir() / "jobs/bad" / f));
+    bad.push_back(kfleet::testing::read_file(testing::source_dir() / "jobs/bad" / f));
   }
   const auto schema = load_schema();
   ASSERT_TRUE(parse_job_spec(ok, "ok.yaml").ok());
@@ -133,48 +127,15 @@ TEST(JobSchema, BadDocumentsFailParserAndSchema) {
   }
 }
 
-// The properties the schema allows at an object node, across oneOf/anyOf branches.
-std::set<std::string> schema_keys(const testing::SchemaSubset& schema, const nlohmann::json& node) {
-  const auto& s = schema.resolve(node);
-  std::set<std::string> keys;
-  if (s.contains("properties")) {
-    for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) keys.insert(it.key());
-  }
-  for (const char* branch : {"oneOf", "anyOf"}) {
-    if (!s.contains(branch)) continue;
-    for (const auto& b : s[branch]) {
-      auto more = schema_keys(schema, b);
-      keys.insert(more.begin(), more.end());
-    }
-  }
-  return keys;
-}
-
 TEST(JobSchema, PropertyNamesEqualParserKeyTables) {
-  const auto text = slurp(testing::source_dir() / "docs/job-schema.json");
+  const auto text = kfleet::testing::read_file(testing::source_dir() / "docs/job-schema.json");
   const auto root = nlohmann::json::parse(text);
   const testing::SchemaSubset schema(root);
-  for (const auto& table : spec::key_tables()) {
-    const nlohmann::json* node = &root;
-    std::stringstream ss(table.level);
-    std::string seg;
-    while (!table.level.empty() && std::getline(ss, seg, '.')) {
-      const bool list = seg.size() > 2 && seg.substr(seg.size() - 2) == "[]";
-      if (list) seg.resize(seg.size() - 2);
-      const auto& here = schema.resolve(*node);
-      ASSERT_TRUE(here.contains("properties") && here["properties"].contains(seg))
-          << "schema has no object level '" << table.level << "'";
-      node = &here["properties"][seg];
-      if (list) node = &schema.resolve(*node)["items"];
-    }
-    const auto keys = schema_keys(schema, *node);
-    const std::set<std::string> want(table.keys.begin(), table.keys.end());
-    EXPECT_EQ(keys, want) << "level '" << table.level << "'";
-  }
+  testing::expect_schema_keys_are_the_parsers(schema, spec::key_tables());
 }
 
 TEST(JobSchema, EnumsEqualParserVocabulary) {
-  const auto root = nlohmann::json::parse(slurp(testing::source_dir() / "docs/job-schema.json"));
+  const auto root = nlohmann::json::parse(kfleet::testing::read_file(testing::source_dir() / "docs/job-schema.json"));
   const auto& p = root["properties"];
   auto as_vec = [](const nlohmann::json& e) { return e.get<std::vector<std::string>>(); };
   EXPECT_EQ(as_vec(p["kernel"]["properties"]["family"]["enum"]), spec::families());

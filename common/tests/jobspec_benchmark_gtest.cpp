@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "kfleet/common/jobspec.hpp"
+#include "spec_issues.hpp"
 
 namespace kfleet {
 namespace {
 
-std::string job(const std::string& benchmark, const std::string& compare_to) {
+std::string benchmark_job(const std::string& benchmark, const std::string& compare_to) {
   return "name: t/b\nparent: t/a\ntarget: {gpu: L4}\n"
          "kernel: {family: attention, language: cuda, sources: [k.cu]}\n"
          "gates:\n  correctness: {dtype: fp16, cases: [{name: m, shape: {B: 1}}]}\n"
@@ -16,13 +17,11 @@ std::string job(const std::string& benchmark, const std::string& compare_to) {
 }
 
 bool has_issue(const SpecParse& p, const std::string& field) {
-  for (const auto& i : p.issues)
-    if (i.field == field) return true;
-  return false;
+  return kfleet::testing::find_issue(p, field) != nullptr;
 }
 
 TEST(JobSpecBenchmark, InterleaveAndProcessesParse) {
-  auto p = parse_job_spec(job("{interleave: true, processes: 3}", ", compare_to: parent"), "b.yaml");
+  auto p = parse_job_spec(benchmark_job("{interleave: true, processes: 3}", ", compare_to: parent"), "b.yaml");
   ASSERT_TRUE(p.ok()) << p.error_text();
   EXPECT_TRUE(p.spec->benchmark.interleave);
   EXPECT_EQ(p.spec->benchmark.processes, 3);
@@ -33,21 +32,21 @@ TEST(JobSpecBenchmark, InterleaveAndProcessesParse) {
 }
 
 TEST(JobSpecBenchmark, InterleaveNeedsAJobToRunBeside) {
-  auto p = parse_job_spec(job("{interleave: true}", ", compare_to: {value_us: 10}"), "b.yaml");
+  auto p = parse_job_spec(benchmark_job("{interleave: true}", ", compare_to: {value_us: 10}"), "b.yaml");
   EXPECT_FALSE(p.ok());
   EXPECT_TRUE(has_issue(p, "benchmark.interleave")) << p.error_text();
-  auto none = parse_job_spec(job("{interleave: true}", ""), "b.yaml");
+  auto none = parse_job_spec(benchmark_job("{interleave: true}", ""), "b.yaml");
   EXPECT_TRUE(has_issue(none, "benchmark.interleave")) << none.error_text();
 }
 
 TEST(JobSpecBenchmark, ProcessesOutOfRangeIsRefused) {
-  EXPECT_TRUE(has_issue(parse_job_spec(job("{processes: 0}", ""), "b.yaml"), "benchmark.processes"));
-  EXPECT_TRUE(has_issue(parse_job_spec(job("{processes: 17}", ""), "b.yaml"), "benchmark.processes"));
-  EXPECT_TRUE(has_issue(parse_job_spec(job("{interleave: maybe}", ""), "b.yaml"), "benchmark.interleave"));
+  EXPECT_TRUE(has_issue(parse_job_spec(benchmark_job("{processes: 0}", ""), "b.yaml"), "benchmark.processes"));
+  EXPECT_TRUE(has_issue(parse_job_spec(benchmark_job("{processes: 17}", ""), "b.yaml"), "benchmark.processes"));
+  EXPECT_TRUE(has_issue(parse_job_spec(benchmark_job("{interleave: maybe}", ""), "b.yaml"), "benchmark.interleave"));
 }
 
 TEST(JobSpecBenchmark, UnsetKeysKeepTheContentHash) {
-  auto p = parse_job_spec(job("{min_samples: 20}", ""), "b.yaml");
+  auto p = parse_job_spec(benchmark_job("{min_samples: 20}", ""), "b.yaml");
   ASSERT_TRUE(p.ok()) << p.error_text();
   JobSpec s = *p.spec;
   const auto h = job_content_hash(s, "sha256:x");

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "test_paths.hpp"
+#include "spec_issues.hpp"
 
 namespace kfleet {
 namespace {
@@ -12,12 +13,7 @@ namespace fs = std::filesystem;
 
 using kfleet::testing::source_dir;
 
-const SpecIssue* find_issue(const SpecParse& p, const std::string& field) {
-  for (const auto& i : p.issues) {
-    if (i.field == field) return &i;
-  }
-  return nullptr;
-}
+using kfleet::testing::find_issue;
 
 constexpr const char* kMinimal = R"(name: t/min
 target: {gpu: L4}
@@ -285,6 +281,8 @@ TEST(JobSpecParse, RejectsEachOutOfRangeOrMalformedValue) {
       {"profile: {tool: ncu, when: sometimes}\n", "profile.when"},
       {"simulate: {fail_stage: compile}\n", "simulate.fail_stage"},
       {"simulate: {time_us: 0}\n", "simulate.time_us"},
+      {"simulate: {eager_us: 0}\n", "simulate.eager_us"},
+      {"simulate: {compile_us: fast}\n", "simulate.compile_us"},
       {"parent: \"has space\"\n", "parent"},
   };
   for (const auto& c : cases) {

@@ -18,14 +18,14 @@ const ProblemLibrary& library() {
   return lib;
 }
 
-std::string job(const std::string& kernel, const std::string& correctness,
+std::string problem_job(const std::string& kernel, const std::string& correctness,
                 const std::string& performance = "") {
   return "name: p\ntarget: {gpu: H100}\nkernel: " + kernel + "\ngates:\n  correctness: " + correctness +
          "\n" + (performance.empty() ? "" : "  performance: " + performance + "\n");
 }
 
-const std::string kRms = "{problem: rmsnorm@1, language: cuda, sources: [k.cu]}";
-const std::string kCases = "{cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b}]}";
+const std::string kRms = "{problem: rmsnorm@2, language: cuda, sources: [k.cu]}";
+const std::string kCases = "{cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b}, {name: stress}]}";
 
 std::string errors(const std::string& text, const ProblemLibrary* lib = &library()) {
   std::string e = parse_job_spec(text, "j.yaml", lib).error_text();
@@ -35,17 +35,17 @@ std::string errors(const std::string& text, const ProblemLibrary* lib = &library
 
 TEST(JobProblem, AGenericProblemJobParsesAndRoundTrips) {
   ASSERT_TRUE(library().issues.empty());
-  const auto p = parse_job_spec(job(kRms, kCases, "{case: llama3_8b}"), "j.yaml", &library());
+  const auto p = parse_job_spec(problem_job(kRms, kCases, "{case: llama3_8b}"), "j.yaml", &library());
   ASSERT_TRUE(p.ok()) << p.error_text();
   EXPECT_EQ(p.spec->kernel.problem, "rmsnorm");
-  EXPECT_EQ(p.spec->kernel.problem_version, 1);
+  EXPECT_EQ(p.spec->kernel.problem_version, 2);
   EXPECT_EQ(p.spec->kernel.family, "");
   EXPECT_TRUE(is_generic_problem(p.spec->kernel));
-  EXPECT_EQ(problem_ref(p.spec->kernel), "rmsnorm@1");
-  ASSERT_EQ(p.spec->gates.correctness->cases.size(), 2u);
+  EXPECT_EQ(problem_ref(p.spec->kernel), "rmsnorm@2");
+  ASSERT_EQ(p.spec->gates.correctness->cases.size(), 3u);
   EXPECT_TRUE(p.spec->gates.correctness->cases[0].shape.dims.empty());
   const auto j = to_json(*p.spec);
-  EXPECT_EQ(j["kernel"]["problem"], "rmsnorm@1");
+  EXPECT_EQ(j["kernel"]["problem"], "rmsnorm@2");
   EXPECT_FALSE(j["kernel"].contains("family"));
   auto back = job_spec_from_json(j);
   ASSERT_TRUE(back.ok()) << back.error().message;
@@ -57,74 +57,97 @@ TEST(JobProblem, AttentionAndScaledMmAreTheFamilies) {
   const std::string fam = "{cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}]}";
   for (const char* k : {"{problem: attention@1, language: cuda, sources: [k.cu]}",
                         "{problem: attention@1, family: attention, language: cuda, sources: [k.cu]}"}) {
-    const auto p = parse_job_spec(job(k, fam), "j.yaml", &library());
+    const auto p = parse_job_spec(problem_job(k, fam), "j.yaml", &library());
     ASSERT_TRUE(p.ok()) << p.error_text();
     EXPECT_EQ(p.spec->kernel.family, "attention");
     EXPECT_FALSE(is_generic_problem(p.spec->kernel));
   }
   // A family job that names no problem is unchanged, and so is its JSON form (hashes, stores).
-  const auto f = parse_job_spec(job("{family: attention, language: cuda, sources: [k.cu]}", fam), "j.yaml");
+  const auto f = parse_job_spec(problem_job("{family: attention, language: cuda, sources: [k.cu]}", fam), "j.yaml");
   ASSERT_TRUE(f.ok());
   EXPECT_FALSE(to_json(*f.spec)["kernel"].contains("problem"));
-  EXPECT_EQ(errors(job("{problem: attention@1, family: scaled_mm, language: cuda, sources: [k.cu]}", fam)),
+  EXPECT_EQ(errors(problem_job("{problem: attention@1, family: scaled_mm, language: cuda, sources: [k.cu]}", fam)),
             "j.yaml:3:40: kernel.family: family: scaled_mm disagrees with problem: attention@1 "
             "(which is family attention); drop family");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@1, family: custom, language: cuda, sources: [k.cu]}", kCases)),
-            "j.yaml:3:38: kernel.family: family: custom disagrees with problem: rmsnorm@1 (a "
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@2, family: custom, language: cuda, sources: [k.cu]}", kCases)),
+            "j.yaml:3:38: kernel.family: family: custom disagrees with problem: rmsnorm@2 (a "
             "problem of the library with its own ABI, no family); drop family");
 }
 
 TEST(JobProblem, ErrorsNameTheirPlace) {
-  EXPECT_EQ(errors(job("{problem: rmsnorm, language: cuda, sources: [k.cu]}", kCases), nullptr),
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm, language: cuda, sources: [k.cu]}", kCases), nullptr),
             "j.yaml:3:19: kernel.problem: 'rmsnorm' is not NAME@VERSION (a problem of the library "
-            "and its version, e.g. rmsnorm@1; `kfleet problems` lists them)");
-  EXPECT_EQ(errors(job("{problem: rmsnrom@1, language: cuda, sources: [k.cu]}", kCases)),
+            "and its version, e.g. rmsnorm@2; `kfleet problems` lists them)");
+  EXPECT_EQ(errors(problem_job("{problem: rmsnrom@2, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:19: kernel.problem: no problem 'rmsnrom' in the problem library (" +
                 library().root +
-                "); it has attention@1, fp8_block_gemm@1, grouped_gemm@1, rmsnorm@1, rope@1, "
-                "scaled_mm@1, softmax@1, topk@1; did you mean 'rmsnorm'?");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@2, language: cuda, sources: [k.cu]}", kCases)),
-            "j.yaml:3:19: kernel.problem: rmsnorm@2 is not in the problem library (" + library().root +
-                "): it has rmsnorm@1 (the version pins the contract a kernel is judged by)");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small}, {name: llama3_8B, seeds: [0]}]}")),
-            "j.yaml:5:47: gates.correctness.cases[1].name: 'llama3_8B' is not a case of rmsnorm@1; "
-            "its cases: small, ragged, llama3_8b, llama3_70b; did you mean 'llama3_8b'?");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small, shape: {T: 4, H: 256}}]}")),
-            "j.yaml:5:46: gates.correctness.cases[0].shape: shape comes from the case of problem "
-            "rmsnorm@1 that this case names; drop it (`kfleet problems show rmsnorm` lists the cases)");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small}], tolerance: {atol: 1}}")),
-            "j.yaml:5:52: gates.correctness.tolerance: problem rmsnorm@1 sets each output's check; a "
+                "); it has attention@1, fp8_block_gemm@2, grouped_gemm@2, rmsnorm@2, rope@2, "
+                "scaled_mm@1, softmax@2, topk@2; did you mean 'rmsnorm'?");
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@1, language: cuda, sources: [k.cu]}", kCases)),
+            "j.yaml:3:19: kernel.problem: rmsnorm@1 is not in the problem library (" + library().root +
+                "): it has rmsnorm@2 (the version pins the contract a kernel is judged by)");
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: stress}, {name: llama3_8B, seeds: [0]}]}")),
+            "j.yaml:5:48: gates.correctness.cases[1].name: 'llama3_8B' is not a case of rmsnorm@2; "
+            "its cases: small, ragged, llama3_8b, llama3_70b, stress; did you mean 'llama3_8b'?");
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: stress, shape: {T: 4, H: 256}}]}")),
+            "j.yaml:5:47: gates.correctness.cases[0].shape: shape comes from the case of problem "
+            "rmsnorm@2 that this case names; drop it (`kfleet problems show rmsnorm` lists the cases)");
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: stress}], tolerance: {atol: 1}}")),
+            "j.yaml:5:53: gates.correctness.tolerance: problem rmsnorm@2 sets each output's check; a "
             "job may not change it, looser or tighter (a new check is a new version of the problem); "
             "drop tolerance");
-  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small}], dtype: fp16}")),
-            "j.yaml:5:48: gates.correctness.dtype: problem rmsnorm@1 gives every tensor's dtype; drop dtype");
-  EXPECT_EQ(errors(job(kRms, kCases, "{case: mission}")),
+  EXPECT_EQ(errors(problem_job(kRms, "{cases: [{name: stress}], dtype: fp16}")),
+            "j.yaml:5:49: gates.correctness.dtype: problem rmsnorm@2 gives every tensor's dtype; drop dtype");
+  EXPECT_EQ(errors(problem_job(kRms, kCases, "{case: mission}")),
             "j.yaml:6:23: gates.performance.case: names case 'mission', which gates.correctness.cases "
-            "does not have; cases: small, llama3_8b");
+            "does not have; cases: small, llama3_8b, stress");
   // Triton and torch kernels of a problem: its Python launch module defines kfleet_problem_launch.
-  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.py]}", kCases)), "");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: torch, sources: [k.py, ext.cu]}", kCases)), "");
-  EXPECT_EQ(errors(job("{problem: rmsnorm@1, language: triton, sources: [k.cu]}", kCases)),
-            "j.yaml:3:55: kernel.sources[0]: 'k.cu': a triton kernel's first source is its Python "
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@2, language: triton, sources: [k.py]}", kCases)), "");
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@2, language: torch, sources: [k.py, ext.cu]}", kCases)), "");
+  EXPECT_EQ(errors(problem_job("{problem: rmsnorm@2, language: triton, sources: [k.cu]}", kCases)),
+            "j.yaml:3:58: kernel.sources[0]: 'k.cu': a triton kernel's first source is its Python "
             "launch module (.py), which defines kfleet_problem_launch(args, stream); a .cu kernel is "
             "language: cuda");
   EXPECT_EQ(errors("name: p\ntarget: {gpu: H100}\nkernel: " + kRms + "\n"),
-            "j.yaml:1:1: gates.correctness: a job on problem rmsnorm@1 needs gates.correctness with "
-            "the problem's cases to run, e.g. {cases: [{name: small, seeds: [0, 1]}]}");
+            "j.yaml:1:1: gates.correctness: a job on problem rmsnorm@2 needs gates.correctness with "
+            "the problem's cases to run, e.g. {cases: [{name: small, seeds: [0, 1]}]}\n"
+            "j.yaml:1:1: gates.correctness.cases: the job leaves out the required case 'stress' of "
+            "rmsnorm@2: every job of rmsnorm@2 runs its required cases (a job may add cases and seeds, "
+            "not drop one); add {name: stress, seeds: [0]} to gates.correctness.cases");
   EXPECT_NE(errors("name: p\ntarget: {gpu: H100}\nkernel: {language: cuda, sources: [k.cu]}\n", nullptr)
                 .find("kernel.family: missing"),
             std::string::npos);
 }
 
+// A problem's required cases: every job of it runs them. Dropping one is an error that names it,
+// wherever the job is checked against the library (kfleet submit, kfleetd; the agent again).
+TEST(JobProblem, ARequiredCaseCannotBeDropped) {
+  EXPECT_EQ(errors(job(kRms, "{cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b}]}")),
+            "j.yaml:5:24: gates.correctness.cases: the job leaves out the required case 'stress' of "
+            "rmsnorm@2: every job of rmsnorm@2 runs its required cases (a job may add cases and seeds, "
+            "not drop one); add {name: stress, seeds: [0]} to gates.correctness.cases");
+  // More seeds and more cases are fine; so is the required case alone.
+  EXPECT_EQ(errors(job(kRms, "{cases: [{name: stress, seeds: [0, 1, 2, 3]}, {name: ragged}, {name: small}]}")), "");
+  EXPECT_EQ(errors(job(kRms, "{cases: [{name: stress}]}")), "");
+  for (const auto& p : library().problems) {
+    SCOPED_TRACE(p.name);
+    if (p.abi != "generic") continue;
+    EXPECT_FALSE(p.required_cases().empty()) << "every generic problem has a required case";
+    JobSpec none;
+    EXPECT_EQ(missing_required_cases(p, none), p.required_cases());
+  }
+}
+
 TEST(JobProblem, WithoutALibraryOnlyTheFormIsChecked) {
   // The agent and the store re-read a job's JSON form with no library at hand.
-  EXPECT_TRUE(parse_job_spec(job("{problem: nosuch@3, language: cuda, sources: [k.cu]}",
+  EXPECT_TRUE(parse_job_spec(problem_job("{problem: nosuch@3, language: cuda, sources: [k.cu]}",
                                  "{cases: [{name: whatever}]}"), "j.yaml").ok());
 }
 
-// jobs/problems: each of the six generic problems has its naive job, a wrong one and a do-nothing
-// one, all valid against the library and listed in expected.tsv (scripts/gpu-problems-proof.sh
-// runs that list); the problem exploit of the corpus too.
+// jobs/problems: each of the six generic problems has its naive job, a wrong one, a do-nothing
+// one and its two shortcuts, all valid against the library (so each runs the required cases)
+// and listed in expected.tsv (scripts/gpu-problems-proof.sh runs that list); the problem
+// exploits of the corpus too.
 TEST(JobProblem, TheExampleProblemJobsAreValidAgainstTheLibrary) {
   namespace fs = std::filesystem;
   const fs::path dir = testing::source_dir() / "jobs/problems";
@@ -142,12 +165,12 @@ TEST(JobProblem, TheExampleProblemJobsAreValidAgainstTheLibrary) {
     problems.insert(p.spec->kernel.problem);
   }
   EXPECT_EQ(files, listed);
-  EXPECT_EQ(files.size(), 18u);
+  EXPECT_EQ(files.size(), 30u);  // naive, wrong, do-nothing and two shortcuts per problem
   EXPECT_EQ(problems, (std::set<std::string>{"rmsnorm", "softmax", "rope", "grouped_gemm", "topk", "fp8_block_gemm"}));
   const auto exploit = parse_job_spec_file(
       (testing::source_dir() / "jobs/exploits/23-rmsnorm-side-stream/job.yaml").string(), &library());
   ASSERT_TRUE(exploit.ok()) << exploit.error_text();
-  EXPECT_EQ(problem_ref(exploit.spec->kernel), "rmsnorm@1");
+  EXPECT_EQ(problem_ref(exploit.spec->kernel), "rmsnorm@2");
 }
 
 }  // namespace

@@ -1,17 +1,14 @@
 // kernel.language triton | torch (kernels/harness/PYTHON.md): accepted for the
 // harness families with a Python launch module, and every wrong combination named where it is.
 #include "kfleet/common/jobspec.hpp"
+#include "spec_issues.hpp"
 
 #include <gtest/gtest.h>
 
 namespace kfleet {
 namespace {
 
-const SpecIssue* issue(const SpecParse& p, const std::string& field) {
-  for (const auto& i : p.issues)
-    if (i.field == field) return &i;
-  return nullptr;
-}
+using kfleet::testing::find_issue;
 
 SpecParse parse(const std::string& kernel, const std::string& extra = "") {
   return parse_job_spec("name: t/py\ntarget: {gpu: H200}\nkernel:\n" + kernel + extra, "py.yaml");
@@ -31,7 +28,7 @@ TEST(JobSpecPython, TritonAndTorchAreAcceptedWithAPythonLaunchModule) {
 TEST(JobSpecPython, ACudaSourceWithLanguageTritonIsNamedAtItsLine) {
   auto p = parse("  family: attention\n  language: triton\n  sources: [attn.cu]\n");
   ASSERT_FALSE(p.ok());
-  const SpecIssue* i = issue(p, "kernel.sources[0]");
+  const SpecIssue* i = find_issue(p, "kernel.sources[0]");
   ASSERT_NE(i, nullptr) << p.error_text();
   EXPECT_EQ(i->line, 6);
   EXPECT_EQ(i->column, 13);
@@ -44,17 +41,18 @@ TEST(JobSpecPython, ACudaSourceWithLanguageTritonIsNamedAtItsLine) {
 TEST(JobSpecPython, ATritonJobTakesPythonOnlyATorchJobItsExtensionsFiles) {
   auto t = parse("  family: attention\n  language: triton\n  sources: [attn.py, extra.cu]\n");
   ASSERT_FALSE(t.ok());
-  ASSERT_NE(issue(t, "kernel.sources[1]"), nullptr) << t.error_text();
-  EXPECT_NE(issue(t, "kernel.sources[1]")->message.find("'extra.cu' is not Python"), std::string::npos);
+  ASSERT_NE(find_issue(t, "kernel.sources[1]"), nullptr) << t.error_text();
+  EXPECT_NE(find_issue(t, "kernel.sources[1]")->message.find("'extra.cu' is not Python"),
+            std::string::npos);
   auto s = parse("  family: attention\n  language: torch\n  sources: [attn.py, data.bin]\n");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(issue(s, "kernel.sources[1]"), nullptr) << s.error_text();
+  EXPECT_NE(find_issue(s, "kernel.sources[1]"), nullptr) << s.error_text();
 }
 
 TEST(JobSpecPython, APythonSourceWithLanguageCudaIsNamed) {
   auto p = parse("  family: attention\n  language: cuda\n  sources: [k.cu, attn.py]\n");
   ASSERT_FALSE(p.ok());
-  const SpecIssue* i = issue(p, "kernel.sources[1]");
+  const SpecIssue* i = find_issue(p, "kernel.sources[1]");
   ASSERT_NE(i, nullptr) << p.error_text();
   EXPECT_NE(i->message.find("'attn.py' is Python: a cuda kernel is compiled by nvcc; say language: "
                             "triton"), std::string::npos) << i->message;
@@ -67,30 +65,30 @@ TEST(JobSpecPython, WhatAPythonKernelCannotHaveIsRefusedWhereItIs) {
   ASSERT_FALSE(p.ok());
   for (const char* f : {"kernel.defines", "kernel.flags", "kernel.params.timing", "gates.resources",
                         "profile.tool"})
-    EXPECT_NE(issue(p, f), nullptr) << f << "\n" << p.error_text();
-  EXPECT_NE(issue(p, "kernel.params.timing")->message.find("always recorded and replayed"),
+    EXPECT_NE(find_issue(p, f), nullptr) << f << "\n" << p.error_text();
+  EXPECT_NE(find_issue(p, "kernel.params.timing")->message.find("always recorded and replayed"),
             std::string::npos);
-  EXPECT_EQ(issue(p, "kernel.defines")->line, 7);
+  EXPECT_EQ(find_issue(p, "kernel.defines")->line, 7);
 }
 
 TEST(JobSpecPython, CustomJobsAndAmdTargetsAreRefused) {
   auto c = parse("  family: custom\n  language: torch\n  steps: {test: 'true', bench: 'true'}\n");
   ASSERT_FALSE(c.ok());
-  ASSERT_NE(issue(c, "kernel.language"), nullptr) << c.error_text();
-  EXPECT_NE(issue(c, "kernel.language")->message.find("is for the harness families"), std::string::npos);
+  ASSERT_NE(find_issue(c, "kernel.language"), nullptr) << c.error_text();
+  EXPECT_NE(find_issue(c, "kernel.language")->message.find("is for the harness families"), std::string::npos);
   auto a = parse_job_spec("name: t/py\ntarget: {gpu: gfx1151}\nkernel: {family: attention, "
                           "language: triton, sources: [a.py]}\n", "amd.yaml");
   ASSERT_FALSE(a.ok());
-  ASSERT_NE(issue(a, "target.gpu"), nullptr) << a.error_text();
-  EXPECT_EQ(issue(a, "target.gpu")->line, 2);
+  ASSERT_NE(find_issue(a, "target.gpu"), nullptr) << a.error_text();
+  EXPECT_EQ(find_issue(a, "target.gpu")->line, 2);
 }
 
 TEST(JobSpecPython, AnUnknownLanguageListsThePythonOnes) {
   auto p = parse("  family: attention\n  language: jax\n  sources: [a.py]\n");
   ASSERT_FALSE(p.ok());
-  ASSERT_NE(issue(p, "kernel.language"), nullptr) << p.error_text();
-  EXPECT_NE(issue(p, "kernel.language")->message.find("triton"), std::string::npos)
-      << issue(p, "kernel.language")->message;
+  ASSERT_NE(find_issue(p, "kernel.language"), nullptr) << p.error_text();
+  EXPECT_NE(find_issue(p, "kernel.language")->message.find("triton"), std::string::npos)
+      << find_issue(p, "kernel.language")->message;
 }
 
 }  // namespace

@@ -10,15 +10,12 @@
 #include "kfleet/common/jobspec.hpp"
 #include "shell_characters.hpp"
 #include "test_paths.hpp"
+#include "spec_issues.hpp"
 
 namespace kfleet {
 namespace {
 
-const SpecIssue* find_issue(const SpecParse& p, const std::string& field) {
-  for (const auto& i : p.issues)
-    if (i.field == field) return &i;
-  return nullptr;
-}
+using kfleet::testing::find_issue;
 
 std::string job_with(const std::string& kernel_tail) {
   return "name: t/shell\ntarget: {gpu: L4}\n"

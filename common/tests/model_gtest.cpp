@@ -23,6 +23,7 @@ TEST(VerdictJson, BaselineComparisonsRoundTrip) {
   BaselineComparison compile;
   compile.baseline = "compile";
   compile.note = "torch.compile failed on this agent: no triton";
+  compile.simulated = true;
   v.versus = {eager, compile};
 
   const Verdict back = verdict_from_json(to_json(v));
@@ -38,6 +39,24 @@ TEST(VerdictJson, BaselineComparisonsRoundTrip) {
   EXPECT_EQ(back.versus[1].baseline, "compile");
   EXPECT_FALSE(back.versus[1].speedup.has_value());
   EXPECT_EQ(back.versus[1].note, "torch.compile failed on this agent: no triton");
+  EXPECT_FALSE(back.versus[0].simulated);
+  EXPECT_TRUE(back.versus[1].simulated);
+}
+
+// What an agent sends is read field by field: a member of the wrong type is left unset, the
+// rest of the comparison (and the verdict) still arrives.
+TEST(VerdictJson, AComparisonWithFieldsOfTheWrongTypeKeepsTheRest) {
+  const nlohmann::json j = {{"outcome", "passed"},
+                            {"versus", {{{"baseline", 5}, {"speedup", "fast"}, {"ci_low", 0.9},
+                                         {"case", "small"}, {"cached", "yes"}, {"key", "k"}}}}};
+  const Verdict v = verdict_from_json(j);
+  ASSERT_EQ(v.versus.size(), 1u);
+  EXPECT_EQ(v.versus[0].baseline, "");
+  EXPECT_FALSE(v.versus[0].speedup.has_value());
+  EXPECT_DOUBLE_EQ(*v.versus[0].ci_low, 0.9);
+  EXPECT_EQ(v.versus[0].case_name, "small");
+  EXPECT_FALSE(v.versus[0].cached);
+  EXPECT_TRUE(v.versus[0].key.is_object());
 }
 
 TEST(VerdictJson, NoComparisonsLeaveNoKey) {

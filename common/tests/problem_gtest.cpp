@@ -104,6 +104,17 @@ struct Bad {
   std::string issue;     // the first issue, as printed
 };
 
+// Each edit of the good document `doc` (from -> to) is refused, its first issue exactly this.
+void expect_first_issues(const std::string& doc, const std::string& file,
+                         const std::vector<Bad>& table) {
+  for (const auto& b : table) {
+    const auto p = parse_problem(replace(doc, b.from, b.to), file);
+    ASSERT_FALSE(p.issues.empty()) << "accepted: " << b.to;
+    EXPECT_EQ(p.issues[0].to_string(), b.issue) << "for: " << b.to << "\nall issues:\n" << p.error_text();
+    EXPECT_FALSE(p.ok());
+  }
+}
+
 TEST(ProblemFormat, EachMistakeHasItsMessage) {
   const std::vector<Bad> table = {
       {"version: 1", "version: 0", "p.yaml:2:10: version: is 0; must be between 1 and 1000000"},
@@ -119,7 +130,17 @@ TEST(ProblemFormat, EachMistakeHasItsMessage) {
       {"shape: [T, H], init: {dist: normal", "shape: [T, H +], init: {dist: normal", "p.yaml:7:39: inputs[0].shape[1]: 'H +' ends where a value was expected"},
       {"{dist: normal, std: 2}", "{dist: gaussian, std: 2}", "p.yaml:7:56: inputs[0].init.dist: 'gaussian' is not one of: normal, uniform, int, group_ends, scale"},
       {"{dist: normal, std: 2}", "{dist: normal, std: 0}", "p.yaml:7:69: inputs[0].init.std: is 0; must be > 0 and <= 1000000000"},
-      {"{dist: normal, std: 2}", "{dist: normal, min: 2}", "p.yaml:7:69: inputs[0].init.min: 'min' does not apply to dist: normal (it takes mean, std, block_amplitude)"},
+      {"{dist: normal, std: 2}", "{dist: normal, min: 2}", "p.yaml:7:69: inputs[0].init.min: 'min' does not apply to dist: normal (it takes mean, std, block_amplitude, row_scale, row_offset, neg_inf, outliers, step)"},
+      {"{dist: normal, std: 2}", "{dist: normal, std: 2, row_scale: [10, 1]}", "p.yaml:7:83: inputs[0].init.row_scale: lo must be <= hi"},
+      {"{dist: normal, std: 2}", "{dist: normal, std: 2, neg_inf: [0, 1.5]}", "p.yaml:7:85: inputs[0].init.neg_inf[1]: is 1.5; must be >= 0 and <= 1"},
+      {"{dist: normal, std: 2}", "{dist: normal, std: 2, outliers: {columns: 17, min: 1, max: 2}}", "p.yaml:7:92: inputs[0].init.outliers.columns: is 17; must be between 1 and 16"},
+      {"{dist: normal, std: 2}", "{dist: normal, std: 2, outliers: {columns: [1, 1], min: 1, max: 2}}", "p.yaml:7:96: inputs[0].init.outliers.columns[1]: column 1 appears twice"},
+      {"{dist: normal, std: 2}", "{dist: normal, std: 2, outliers: {columns: 9, min: 1, max: 2}}", "p.yaml:14:5: cases[0]: case small: x: 9 outlier columns in rows of 8"},
+      {"{dist: uniform, min: 0.5, max: 1.5}", "{dist: uniform, min: 0.5, max: 1.5, step: 0}", "p.yaml:8:88: inputs[1].init.step: is 0; must be > 0 and <= 1000000000"},
+      {"{name: small, dims: {T: 2, H: 8}}", "{name: small, dims: {T: 2, H: 8}, required: yes please}", "p.yaml:14:49: cases[0].required: must be true or false, not 'yes please'"},
+      {"{name: small, dims: {T: 2, H: 8}}", "{name: small, dims: {T: 2, H: 8}, init: {z: {dist: normal}}}", "p.yaml:14:46: cases[0].init.z: unknown key 'z'; did you mean 'x'? allowed: x, w"},
+      {"{name: small, dims: {T: 2, H: 8}}", "{name: small, dims: {T: 2, H: 8}, init: {x: {dist: int, min: 0, max: 3}}}", "p.yaml:14:5: cases[0].init.x.dist: dist: int does not fit dtype bf16 (it draws integers: int32 or int64)"},
+      {"{name: small, dims: {T: 2, H: 8}}", "{name: small, dims: {T: 2, H: 8}, init: {x: {dist: normal, stdev: 1}}}", "p.yaml:14:64: cases[0].init.x.stdev: unknown key 'stdev'; did you mean 'std'? allowed: dist, mean, std, min, max, sorted, unique, total, block_amplitude, row_scale, row_offset, neg_inf, outliers, step"},
       {"{dist: uniform, min: 0.5, max: 1.5}", "{dist: uniform, min: 1.5, max: 0.5}", "p.yaml:8:77: inputs[1].init.max: max must be > min"},
       {"{dist: normal, std: 2}", "{dist: int, min: 0, max: 9}", "p.yaml:7:49: inputs[0].init.dist: dist: int does not fit dtype bf16 (it draws integers: int32 or int64)"},
       {"{name: x, dtype: bf16, shape: [T, H], init: {dist: normal, std: 2}}", "{name: x, dtype: bf16, shape: [T, H]}", "p.yaml:7:5: inputs[0].init: missing required field 'init' (how its values are drawn, e.g. {dist: normal, std: 1})"},
@@ -151,12 +172,36 @@ TEST(ProblemFormat, EachMistakeHasItsMessage) {
       {"cases:\n", "cases: []\nx:\n", "p.yaml:14:1: x: unknown key 'x'; allowed: problem, version, summary, abi, dims, scalars, inputs, outputs, workspace, flops, bytes, cases, reference, kernels"},
       {"dims: [T, H]", "dims: [T, H", "p.yaml:4:8: (syntax): YAML syntax error: end of sequence flow not found"},
   };
-  for (const auto& b : table) {
-    const auto p = parse_problem(replace(kGood, b.from, b.to), "p.yaml");
-    ASSERT_FALSE(p.issues.empty()) << "accepted: " << b.to;
-    EXPECT_EQ(p.issues[0].to_string(), b.issue) << "for: " << b.to << "\nall issues:\n" << p.error_text();
-    EXPECT_FALSE(p.ok());
-  }
+  expect_first_issues(kGood, "p.yaml", table);
+}
+
+// A case may draw an input its own way (the edge of real data) and be required of every job.
+TEST(ProblemFormat, CasesDrawTheirOwnInputsAndCanBeRequired) {
+  std::string doc = replace(kGood, "{name: small, dims: {T: 2, H: 8}}",
+                            "{name: small, dims: {T: 2, H: 8}, required: true, doc: at the edge, "
+                            "init: {x: {dist: normal, std: 1, row_offset: [-3, 3], row_scale: [1, 10], "
+                            "neg_inf: [0, 0.5], step: 0.25, outliers: {columns: [1, 6], min: 100, max: 200}}}}");
+  auto p = parse_problem(doc, "p.yaml");
+  ASSERT_TRUE(p.ok()) << p.error_text();
+  const ProblemDef& d = *p.def;
+  EXPECT_EQ(d.required_cases(), std::vector<std::string>{"small"});
+  EXPECT_EQ(d.cases[0].doc, "at the edge");
+  const ProblemInit& x = d.init_of(*d.input("x"), d.cases[0]);
+  EXPECT_EQ(x.std, 1);
+  EXPECT_EQ(*x.row_offset, std::make_pair(-3.0, 3.0));
+  EXPECT_EQ(*x.row_scale, std::make_pair(1.0, 10.0));
+  EXPECT_EQ(*x.neg_inf, std::make_pair(0.0, 0.5));
+  EXPECT_EQ(x.step, 0.25);
+  ASSERT_TRUE(x.outliers);
+  EXPECT_EQ(x.outliers->columns, 2);
+  EXPECT_EQ(x.outliers->at, (std::vector<std::int64_t>{1, 6}));
+  // The other case and the other input keep the input's own draw.
+  EXPECT_EQ(d.init_of(*d.input("x"), d.cases[1]).std, 2);
+  EXPECT_FALSE(d.cases[1].required);
+  EXPECT_EQ(d.init_of(*d.input("w"), d.cases[0]).dist, "uniform");
+  // Past a row, and -inf in an integer tensor: refused.
+  auto bad = parse_problem(replace(doc, "columns: [1, 6]", "columns: [1, 8]"), "p.yaml");
+  EXPECT_NE(bad.error_text().find("outlier column 8 is past its rows of 8"), std::string::npos) << bad.error_text();
 }
 
 TEST(ProblemFormat, Fp8ScalesAndGroupEnds) {
@@ -190,11 +235,8 @@ reference: {cpu: r.cpp}
       {"{dist: group_ends, total: M}", "{dist: group_ends, total: Q}", "q.yaml:7:76: inputs[2].init.total: unknown name 'Q' in 'Q' (dims: M, N, K, G)"},
       {"block_amplitude: [0.1, 10]", "block_amplitude: [10, 0.1]", "q.yaml:5:86: inputs[0].init.block_amplitude: lo must be <= hi"},
   };
-  for (const auto& b : table) {
-    const auto bad = parse_problem(replace(replace(doc, "{kind: rel_l2_typo}", "{kind: tolerance, rel_l2: 0.01}"), b.from, b.to), "q.yaml");
-    ASSERT_FALSE(bad.issues.empty()) << "accepted: " << b.to;
-    EXPECT_EQ(bad.issues[0].to_string(), b.issue) << "for: " << b.to << "\nall issues:\n" << bad.error_text();
-  }
+  expect_first_issues(replace(doc, "{kind: rel_l2_typo}", "{kind: tolerance, rel_l2: 0.01}"), "q.yaml",
+                      table);
 }
 
 TEST(ProblemLibraryLoad, NamesMissingFilesAndMisnamedFolders) {

@@ -12,20 +12,14 @@
 #include "kfleet/common/problem.hpp"
 #include "schema_subset.hpp"
 #include "test_paths.hpp"
+#include "kfleet/testing/files.hpp"
 
 namespace kfleet {
 namespace {
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 nlohmann::json schema_json() {
-  return nlohmann::json::parse(slurp(testing::source_dir() / "docs/problem-schema.json"));
+  return nlohmann::json::parse(kfleet::testing::read_file(testing::source_dir() / "docs/problem-schema.json"));
 }
 
 nlohmann::json yaml_as_json(const std::string& text) { return spec::to_json_value(YAML::Load(text)); }
@@ -37,7 +31,7 @@ TEST(ProblemSchema, EveryLibraryProblemPassesParserAndSchema) {
     const fs::path file = e.path() / "problem.yaml";
     if (!fs::exists(file)) continue;
     ++n;
-    const std::string text = slurp(file);
+    const std::string text = kfleet::testing::read_file(file);
     auto p = parse_problem(text, file.string());
     EXPECT_TRUE(p.ok()) << p.error_text();
     std::vector<std::string> errors;
@@ -94,41 +88,10 @@ reference: {cpu: r.cpp}
   }
 }
 
-// The properties the schema allows at an object node, across oneOf/anyOf branches.
-std::set<std::string> schema_keys(const testing::SchemaSubset& schema, const nlohmann::json& node) {
-  const auto& s = schema.resolve(node);
-  std::set<std::string> keys;
-  if (s.contains("properties"))
-    for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) keys.insert(it.key());
-  for (const char* branch : {"oneOf", "anyOf"}) {
-    if (!s.contains(branch)) continue;
-    for (const auto& b : s[branch]) {
-      auto more = schema_keys(schema, b);
-      keys.insert(more.begin(), more.end());
-    }
-  }
-  return keys;
-}
-
 TEST(ProblemSchema, PropertyNamesEqualParserKeyTables) {
   const auto root = schema_json();
   const testing::SchemaSubset schema(root);
-  for (const auto& table : problem_vocab::key_tables()) {
-    const nlohmann::json* node = &root;
-    std::stringstream ss(table.level);
-    std::string seg;
-    while (!table.level.empty() && std::getline(ss, seg, '.')) {
-      const bool list = seg.size() > 2 && seg.substr(seg.size() - 2) == "[]";
-      if (list) seg.resize(seg.size() - 2);
-      const auto& here = schema.resolve(*node);
-      ASSERT_TRUE(here.contains("properties") && here["properties"].contains(seg))
-          << "schema has no object level '" << table.level << "'";
-      node = &here["properties"][seg];
-      if (list) node = &schema.resolve(*node)["items"];
-    }
-    const auto keys = schema_keys(schema, *node);
-    EXPECT_EQ(keys, std::set<std::string>(table.keys.begin(), table.keys.end())) << "level '" << table.level << "'";
-  }
+  testing::expect_schema_keys_are_the_parsers(schema, problem_vocab::key_tables());
 }
 
 TEST(ProblemSchema, EnumsEqualParserVocabulary) {
@@ -137,7 +100,7 @@ TEST(ProblemSchema, EnumsEqualParserVocabulary) {
   auto as_vec = [](const nlohmann::json& e) { return e.get<std::vector<std::string>>(); };
   EXPECT_EQ(as_vec(d["dtype"]["enum"]), problem_vocab::dtypes());
   EXPECT_EQ(as_vec(root["properties"]["scalars"]["items"]["properties"]["dtype"]["enum"]), problem_vocab::scalar_dtypes());
-  EXPECT_EQ(as_vec(d["input"]["properties"]["init"]["properties"]["dist"]["enum"]), problem_vocab::dists());
+  EXPECT_EQ(as_vec(d["init"]["properties"]["dist"]["enum"]), problem_vocab::dists());
   EXPECT_EQ(as_vec(d["output"]["properties"]["check"]["properties"]["kind"]["enum"]), problem_vocab::check_kinds());
   EXPECT_EQ(as_vec(root["properties"]["abi"]["enum"]), problem_vocab::abis());
   EXPECT_EQ(as_vec(root["properties"]["kernels"]["items"]["properties"]["languages"]["items"]["enum"]), problem_vocab::languages());

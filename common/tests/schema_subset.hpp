@@ -2,9 +2,12 @@
 // A validator for the subset of JSON Schema (draft 2020-12) that docs/job-schema.json uses. It
 // refuses keywords outside the subset, so the schema cannot quietly use something this test
 // would ignore.
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,39 @@ class SchemaSubset {
     const std::string prefix = "#/$defs/";
     if (ref.rfind(prefix, 0) != 0) throw std::runtime_error("unsupported $ref " + ref);
     return resolve(root_.at("$defs").at(ref.substr(prefix.size())));
+  }
+
+  // The properties the schema allows at an object node, across oneOf/anyOf branches.
+  std::set<std::string> keys_of(const nlohmann::json& node) const {
+    const auto& s = resolve(node);
+    std::set<std::string> keys;
+    if (s.contains("properties"))
+      for (auto it = s["properties"].begin(); it != s["properties"].end(); ++it) keys.insert(it.key());
+    for (const char* branch : {"oneOf", "anyOf"}) {
+      if (!s.contains(branch)) continue;
+      for (const auto& b : s[branch]) {
+        auto more = keys_of(b);
+        keys.insert(more.begin(), more.end());
+      }
+    }
+    return keys;
+  }
+
+  // The object node at a parser key table's level ("" the root, "gates.correctness.cases[]" the
+  // items of a list); null when the schema has no such level.
+  const nlohmann::json* at_level(const std::string& level) const {
+    const nlohmann::json* node = &root_;
+    std::stringstream ss(level);
+    std::string seg;
+    while (!level.empty() && std::getline(ss, seg, '.')) {
+      const bool list = seg.size() > 2 && seg.substr(seg.size() - 2) == "[]";
+      if (list) seg.resize(seg.size() - 2);
+      const auto& here = resolve(*node);
+      if (!here.contains("properties") || !here["properties"].contains(seg)) return nullptr;
+      node = &here["properties"][seg];
+      if (list) node = &resolve(*node)["items"];
+    }
+    return node;
   }
 
  private:
@@ -130,5 +166,17 @@ class SchemaSubset {
 
   nlohmann::json root_;
 };
+
+// Each parser key table's keys are exactly what the schema allows at that level (tables: the
+// parser's key_tables(), each a level and its keys).
+template <class Tables>
+void expect_schema_keys_are_the_parsers(const SchemaSubset& schema, const Tables& tables) {
+  for (const auto& table : tables) {
+    const nlohmann::json* node = schema.at_level(table.level);
+    ASSERT_NE(node, nullptr) << "schema has no object level '" << table.level << "'";
+    EXPECT_EQ(schema.keys_of(*node), std::set<std::string>(table.keys.begin(), table.keys.end()))
+        << "level '" << table.level << "'";
+  }
+}
 
 }  // namespace kfleet::testing

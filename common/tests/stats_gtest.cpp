@@ -127,5 +127,76 @@ TEST(Bootstrap, DeterministicForASeedAndSensitiveToIt) {
   EXPECT_TRUE(a.ci_low_pct != c.ci_low_pct || a.ci_high_pct != c.ci_high_pct);
 }
 
+// A kernel at 100 µs against a reference at 141 µs: 1.41x, the interval around it and inside
+// what the two noises allow; the same samples the other way round give the inverse.
+TEST(Speedup, IsTheReferenceMedianOverTheKernelMedianWithABootstrapInterval) {
+  const auto kernel = noisy(100, 0.005, 40, 21);
+  const auto reference = noisy(141, 0.005, 40, 22);
+  const Speedup s = speedup(kernel, reference);
+  ASSERT_TRUE(s.ok);
+  EXPECT_NEAR(s.point, 1.41, 0.01);
+  ASSERT_TRUE(s.ci_low && s.ci_high);
+  EXPECT_LT(*s.ci_low, s.point);
+  EXPECT_GT(*s.ci_high, s.point);
+  EXPECT_GT(*s.ci_low, 1.39);
+  EXPECT_LT(*s.ci_high, 1.43);
+  EXPECT_EQ(s.n, 40u);
+  const Speedup back = speedup(reference, kernel);
+  EXPECT_NEAR(back.point, 1 / s.point, 1e-12);
+  EXPECT_LT(*back.ci_high, 1.0);
+}
+
+// The interval widens with the noise of either side: the reference's spread is not ignored.
+TEST(Speedup, ANoisyReferenceWidensTheInterval) {
+  const auto kernel = noisy(100, 0.002, 30, 31);
+  const Speedup quiet = speedup(kernel, noisy(93, 0.002, 30, 32));
+  const Speedup loud = speedup(kernel, noisy(93, 0.04, 30, 32));
+  ASSERT_TRUE(quiet.ci_low && loud.ci_low);
+  EXPECT_GT(*loud.ci_high - *loud.ci_low, 4 * (*quiet.ci_high - *quiet.ci_low));
+  EXPECT_NEAR(quiet.point, 0.93, 0.005);
+}
+
+TEST(Speedup, NoSpeedupWithoutUsableSamplesAndNoIntervalFromTwo) {
+  EXPECT_FALSE(speedup({}, {1, 2, 3}).ok);
+  EXPECT_FALSE(speedup({1, 2, 3}, {}).ok);
+  EXPECT_FALSE(speedup({1, NAN, 3}, {1, 2, 3}).ok);
+  EXPECT_FALSE(speedup({0, 0, 0}, {1, 2, 3}).ok);
+  const Speedup two = speedup({10, 10}, {20, 20, 20});
+  ASSERT_TRUE(two.ok);
+  EXPECT_DOUBLE_EQ(two.point, 2.0);
+  EXPECT_FALSE(two.ci_low.has_value());
+  EXPECT_FALSE(two.ci_high.has_value());
+}
+
+TEST(Speedup, DeterministicForASeed) {
+  const auto kernel = noisy(50, 0.02, 12, 41), reference = noisy(60, 0.02, 12, 42);
+  const Speedup a = speedup(kernel, reference, 0.95, 2000, 7), b = speedup(kernel, reference, 0.95, 2000, 7);
+  EXPECT_DOUBLE_EQ(*a.ci_low, *b.ci_low);
+  EXPECT_DOUBLE_EQ(*a.ci_high, *b.ci_high);
+}
+
+// fast_p: correct and strictly more than p times faster, over every kernel given; a kernel
+// without a speedup, or an incorrect one however fast, is in the denominator and not fast.
+TEST(FastP, CountsCorrectKernelsFasterThanPOverEveryKernel) {
+  const std::vector<FastPKernel> ks = {
+      {true, 1.6},            // fast at 1 and 1.5
+      {true, 1.2},            // fast at 1
+      {true, 1.0},            // exactly as fast: not faster
+      {false, 3.0},           // fast but wrong
+      {true, std::nullopt},   // no reference timing
+      {false, std::nullopt},  // failed before it was timed
+  };
+  const FastP one = fast_p(ks, 1.0);
+  EXPECT_EQ(one.fast, 2u);
+  EXPECT_EQ(one.total, 6u);
+  EXPECT_EQ(one.timed, 4u);
+  EXPECT_DOUBLE_EQ(one.share(), 2.0 / 6.0);
+  const FastP one_half = fast_p(ks, 1.5);
+  EXPECT_EQ(one_half.fast, 1u);
+  EXPECT_DOUBLE_EQ(one_half.p, 1.5);
+  EXPECT_EQ(fast_p({}, 1.0).total, 0u);
+  EXPECT_DOUBLE_EQ(fast_p({}, 1.0).share(), 0.0);
+}
+
 }  // namespace
 }  // namespace kfleet::stats

@@ -255,5 +255,16 @@ TEST(GraphRebuild, CyclesRepeatsAndSelfEdgesAreErrors) {
   EXPECT_TRUE(is_chain(plan));
 }
 
+// A HIP launch's LDS (static, from the code object, plus the launch's dynamic bytes) against
+// what a workgroup of the device has: the measuring process refuses a launch over it, naming
+// the amounts (replay_hip.cu runs this before every kernel).
+TEST(LaunchListRefusals, HipLaunchWithMoreLdsThanAWorkgroupHasIsRefused) {
+  EXPECT_EQ(lds_over_limit("k", 32768, 32768, 65536, "gfx1151"), "");
+  EXPECT_EQ(lds_over_limit("_Z1kPf", 65536, 256, 65536, "gfx1151"),
+            "kernel _Z1kPf asks for 65792 bytes of LDS (65536 static + 256 dynamic, at its launch): a "
+            "workgroup on gfx1151 has 65536; the launch is refused, since it would read memory it does not own");
+  EXPECT_EQ(lds_over_limit("k", 1 << 20, 0, 0, "gfx1151"), "");  // the device said nothing: no guess
+}
+
 }  // namespace
 }  // namespace kfleet::harness

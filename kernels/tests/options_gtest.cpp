@@ -99,5 +99,24 @@ TEST(Options, ProblemSpecTakesACaseAndRefusesFamilyOptions) {
   EXPECT_NE(parse({"correctness", "--problem-spec"}, &t).find("needs a valid value"), std::string::npos);
 }
 
+// The reference check the agent runs once per run (PROBLEM-ABI.md, "The GPU reference,
+// checked"): a correctness stage of a problem that runs no kernel, so no recording either.
+TEST(Options, TheReferenceCheckIsAProblemsCorrectnessStageWithoutAKernel) {
+  Options o;
+  ASSERT_EQ(parse({"correctness", "--case", "small", "--problem-spec", "/c/rmsnorm@2.spec", "--seeds", "0",
+                   "--reference-check", "--result-fd", "3"}, &o), "");
+  EXPECT_TRUE(o.reference_check);
+  EXPECT_EQ(o.case_name, "small");
+  Options p, q, r;
+  EXPECT_NE(parse({"correctness", "--case", "small", "--reference-check"}, &p).find("--reference-check is a correctness stage of a problem"),
+            std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--problem-spec", "s", "--case", "small", "--reference-check"}, &q)
+                .find("--reference-check is a correctness stage of a problem"),
+            std::string::npos);
+  EXPECT_NE(parse({"correctness", "--problem-spec", "s", "--case", "small", "--reference-check", "--replay", "l",
+                   "--device-code", "k.o"}, &r).find("runs no kernel"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kfleet::harness

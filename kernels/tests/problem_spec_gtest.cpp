@@ -10,12 +10,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "../../common/tests/test_paths.hpp"
+#include "problem_test_support.hpp"
 #include "case_spec.hpp"
 #include "launch_list.hpp"
 #include "problem_cpu.hpp"
 #include "problem_checks.hpp"
+#include "numeric.hpp"
 #include "problem_inputs.hpp"
+#include "problem_reference_check.hpp"
 #include "problem_spec.hpp"
 
 namespace kfleet::problems {
@@ -23,12 +25,7 @@ namespace {
 
 using harness::ProblemSpec;
 
-const ProblemLibrary& library() {
-  static const ProblemLibrary lib =
-      load_problem_library((testing::source_dir() / "kernels/problems").string());
-  return lib;
-}
-
+using test_support::library;
 ProblemSpec read_back(const ProblemDef& def) {
   auto text = problem_spec_text(def);
   EXPECT_TRUE(text.ok()) << def.name;
@@ -129,6 +126,21 @@ TEST(ProblemSpec, EveryGenericProblemRoundTrips) {
           EXPECT_EQ(sc.scalars[k], v);
         }
       }
+      for (std::size_t i = 0; i < def.inputs.size(); ++i) {  // each input's draw in this case
+        const ProblemInit& want = def.init_of(def.inputs[i], c);
+        const harness::SpecInit& got = sc.inits[i];
+        EXPECT_EQ(got.dist, want.dist) << c.name << "/" << def.inputs[i].name;
+        EXPECT_EQ(got.row_scale_hi, want.row_scale ? want.row_scale->second : 0.0);
+        EXPECT_EQ(got.row_offset_lo, want.row_offset ? want.row_offset->first : 0.0);
+        EXPECT_EQ(got.neg_inf_hi, want.neg_inf ? want.neg_inf->second : 0.0);
+        EXPECT_EQ(got.step, want.step);
+        EXPECT_EQ(got.outliers, want.outliers ? want.outliers->columns : 0);
+        EXPECT_EQ(got.outlier_at, want.outliers ? want.outliers->at : std::vector<std::int64_t>{});
+        EXPECT_EQ(got.amp_hi, want.block_amplitude ? want.block_amplitude->second : 0.0);
+        if (want.dist == "int") {
+          EXPECT_EQ(got.max, want.max) << c.name;
+        }
+      }
       EXPECT_EQ(sc.flops, static_cast<double>(*def.flops->eval(c.dims)));
       EXPECT_EQ(sc.bytes, static_cast<double>(*def.bytes->eval(c.dims)));
       for (std::size_t i = 0; i < slots.size(); ++i)
@@ -138,6 +150,127 @@ TEST(ProblemSpec, EveryGenericProblemRoundTrips) {
     }
   }
   EXPECT_GE(generic, 6);
+}
+
+// What the harness draws for a case, slot by slot (GenericProblem::fill runs these functions on
+// the device, from the spec it reads): the same functions here on the host, from the spec.
+std::vector<std::vector<std::uint8_t>> harness_draw(const ProblemSpec& s, const harness::SpecCase& c,
+                                                    std::uint64_t seed) {
+  std::vector<std::vector<std::uint8_t>> raw(s.tensors.size());
+  for (std::size_t i = 0; i < s.tensors.size(); ++i)
+    if (s.tensors[i].role != KFLEET_TENSOR_OUTPUT) raw[i].assign(c.elements(i) * abi_dtype_bytes(s.tensors[i].dtype), 0);
+  for (std::size_t i = 0; i < s.tensors.size(); ++i) {
+    const harness::SpecTensor& t = s.tensors[i];
+    const harness::SpecInit& init = c.inits[i];
+    if (t.role == KFLEET_TENSOR_OUTPUT || init.dist == "scale") continue;
+    const std::uint64_t stream = harness::input_stream(s.problem, "case/" + c.name, seed, static_cast<int>(i));
+    const std::size_t n = c.elements(i), cols = static_cast<std::size_t>(c.shapes[i].back());
+    if (init.dist == "int" || init.dist == "group_ends") {
+      std::vector<std::int64_t> v;
+      EXPECT_EQ(harness::draw_int_values(init.dist == "group_ends", static_cast<std::int64_t>(init.min),
+                                         static_cast<std::int64_t>(init.max), init.sorted, init.unique,
+                                         c.totals[i], n, cols, stream, &v), "");
+      for (std::size_t k = 0; k < n && k < v.size(); ++k) {
+        const auto x = static_cast<std::int32_t>(v[k]);
+        std::memcpy(&raw[i][4 * k], &x, 4);
+      }
+      continue;
+    }
+    const harness::RealDraw d = harness::spec_real_draw(init, c.shapes[i].back(), stream);
+    const auto rows = harness::draw_rows(d, stream, n / cols);
+    const harness::RowDraw* r = rows.empty() ? nullptr : rows.data();
+    if (t.dtype == KFLEET_FP8_E4M3) {
+      const std::size_t st = static_cast<std::size_t>(init.scale_tensor);
+      harness::BlockMap m;
+      m.rank = static_cast<int>(c.shapes[i].size());
+      for (std::size_t k = 0; k < c.shapes[i].size(); ++k) {
+        m.shape[k] = c.shapes[i][k];
+        m.block[k] = init.block[k];
+      }
+      for (std::size_t b = 0; b < c.elements(st); ++b) {
+        const float amp = static_cast<float>(harness::draw_amplitude(d, stream, b));
+        const float scale = harness::fp8_quantise_block(
+            b, m, [&](std::size_t e) { return harness::draw_value(d, stream, e, r) * amp; },
+            [&](std::size_t e, std::uint8_t code) { raw[i][e] = code; });
+        std::memcpy(&raw[st][4 * b], &scale, 4);
+      }
+      continue;
+    }
+    for (std::size_t k = 0; k < n; ++k) {  // as the device's store(): through fp32
+      const float f = static_cast<float>(harness::draw_value(d, stream, k, r));
+      if (t.dtype == KFLEET_FP32) {
+        std::memcpy(&raw[i][4 * k], &f, 4);
+      } else {
+        const std::uint16_t h = t.dtype == KFLEET_BF16 ? harness::bf16_encode(f) : harness::fp16_encode(f);
+        std::memcpy(&raw[i][2 * k], &h, 2);
+      }
+    }
+  }
+  return raw;
+}
+
+// The CPU side (make_case, from the parsed definition) draws the bytes the harness draws (from
+// the spec it reads): CI's emulations and CPU references see a kernel's very inputs. Every
+// small case and every required case of every generic problem, at two seeds.
+TEST(ProblemSpec, TheCpuSideDrawsWhatTheHarnessDraws) {
+  int slots = 0;
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    const ProblemSpec s = read_back(def);
+    for (const auto& c : def.cases) {
+      if (!c.required && (*def.flops->eval(c.dims) > 20'000'000 || *def.bytes->eval(c.dims) > 1'000'000)) continue;
+      for (std::uint64_t seed : {0u, 5u}) {
+        auto data = make_case(def, c, seed);
+        ASSERT_TRUE(data.ok()) << data.error().message;
+        const auto raw = harness_draw(s, *s.find_case(c.name), seed);
+        for (std::size_t i = 0; i < s.tensors.size(); ++i) {
+          if (s.tensors[i].role == KFLEET_TENSOR_OUTPUT) continue;
+          EXPECT_TRUE(raw[i] == data->inputs.at(s.tensors[i].name).bytes)
+              << def.name << "/" << c.name << " seed " << seed << ": " << s.tensors[i].name;
+          ++slots;
+        }
+      }
+    }
+  }
+  EXPECT_GE(slots, 50);
+}
+
+// The measuring process's reference check on the host: the case rebuilt from the bytes the GPU
+// drew is the CPU side's; a GPU reference that agrees passes, one off by more than the
+// output's own check fails, naming the output.
+TEST(ProblemSpec, TheReferenceCheckComparesWithTheCpuReferenceByEachOutputsCheck) {
+  int checked = 0;
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    const ProblemSpec s = read_back(def);
+    const harness::SpecCase& c = harness::smallest_case(s);
+    auto data = make_case(def, *def.find_case(c.name), 0);
+    ASSERT_TRUE(data.ok());
+    std::vector<std::vector<std::uint8_t>> raw;
+    for (const auto& t : s.tensors)
+      raw.push_back(t.role == KFLEET_TENSOR_OUTPUT ? std::vector<std::uint8_t>{} : data->inputs.at(t.name).bytes);
+    std::vector<double> scalars;
+    for (const auto& sc : def.scalars) scalars.push_back(data->scalars.at(sc.name));
+    const CaseData from_gpu = harness::spec_case_data(s, c, raw, scalars);
+    for (const auto& [name, t] : data->inputs) EXPECT_EQ(from_gpu.inputs.at(name).real, t.real) << def.name << "/" << name;
+    const Tensors ref = find_reference(def.name)(*data);
+    std::vector<std::vector<double>> gpu;
+    for (const auto& o : s.outputs) {
+      std::vector<double> v(ref.at(o.name).real.size());
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(ref.at(o.name).real[i]);  // an fp32 reference
+      gpu.push_back(v);
+    }
+    const auto agree = harness::check_gpu_reference(s, c, from_gpu, gpu);
+    EXPECT_TRUE(agree.pass) << def.name << ": " << agree.reason;
+    EXPECT_EQ(agree.outputs.size(), s.outputs.size());
+    // Off: the first output's first element moved far (an index past the row for indices).
+    gpu[0][0] = s.tensors[static_cast<std::size_t>(s.outputs[0].slot)].dtype == KFLEET_INT32 ? -5 : gpu[0][0] + 1e3;
+    const auto off = harness::check_gpu_reference(s, c, from_gpu, gpu);
+    EXPECT_FALSE(off.pass) << def.name;
+    EXPECT_EQ(off.reason.rfind("output " + s.outputs[0].name + " (", 0), 0u) << off.reason;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6);
 }
 
 // The harness builds the struct from the spec; the library's args_spec from the parsed
@@ -164,7 +297,7 @@ TEST(ProblemSpec, ArgsFromTheSpecAreTheLibrarysBytes) {
 }
 
 const std::string kGood =
-    "kfleet-problem-spec 1\n"
+    "kfleet-problem-spec 2\n"
     "problem demo 2\n"
     "dims T H\n"
     "scalar eps fp32\n"
@@ -212,7 +345,7 @@ TEST(ProblemSpecReader, MalformedLinesAreRefusedByLine) {
     std::string text, want;
   };
   const std::vector<Bad> bad = {
-      {replaced("kfleet-problem-spec 1", "kfleet-problem-spec 2"), "problem spec line 1: the first line must be"},
+      {replaced("kfleet-problem-spec 2", "kfleet-problem-spec 1"), "problem spec line 1: the first line must be"},
       {replaced("problem demo 2", "problem demo two"), "line 2: expected 'problem NAME VERSION'"},
       {replaced("tensor x input bf16", "tensor x input bf17"), "line 5: unknown dtype 'bf17'"},
       {replaced("tensor y output", "tensor y sideways"), "line 6: unknown role 'sideways'"},
@@ -446,7 +579,7 @@ namespace kfleet::harness {
 namespace {
 
 const char* kTopkSpec =
-    "kfleet-problem-spec 1\n"
+    "kfleet-problem-spec 2\n"
     "problem tk 1\n"
     "dims R V KK\n"
     "tensor x input fp32\n"

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <set>
 
-#include "../../common/tests/test_paths.hpp"
 #include <cstring>
 
+#include "problem_test_support.hpp"
 #include "launch_list.hpp"
 #include "numeric.hpp"
 #include "problem_cpu.hpp"
@@ -18,12 +18,7 @@
 namespace kfleet::problems {
 namespace {
 
-const ProblemLibrary& library() {
-  static const ProblemLibrary lib =
-      load_problem_library((testing::source_dir() / "kernels/problems").string());
-  return lib;
-}
-
+using test_support::library;
 // Cases small enough for an fp64 reference in a unit test.
 bool small(const ProblemDef& def, const ProblemCase& c) {
   auto f = def.flops->eval(c.dims);
@@ -67,7 +62,7 @@ TEST(ProblemLibrary, ReferencePassesAndEveryDoNothingOutputFails) {
     const ReferenceFn ref = find_reference(p.name);
     ASSERT_NE(ref, nullptr) << p.name;
     for (const auto& c : p.cases) {
-      if (!small(p, c)) continue;
+      if (!small(p, c) && !c.required) continue;  // the required cases too: gate strength at the edge
       for (std::uint64_t seed : {0u, 1u}) {
         auto data = make_case(p, c, seed);
         ASSERT_TRUE(data.ok()) << data.error().message;
@@ -90,6 +85,36 @@ TEST(ProblemLibrary, ReferencePassesAndEveryDoNothingOutputFails) {
   EXPECT_GE(checked, 40);
 }
 
+// Every generic problem has a required case at the edge of real data, saying where its data
+// comes from, drawing some input its own way, and small enough for every job (its tensors hold
+// at most 64 MiB together).
+TEST(ProblemLibrary, EveryGenericProblemHasASmallDocumentedRequiredCase) {
+  int required = 0;
+  for (const auto& p : library().problems) {
+    if (p.abi != "generic") continue;
+    EXPECT_FALSE(p.required_cases().empty()) << p.name;
+    EXPECT_GE(p.version, 2) << p.name << ": adding a required case changes the contract";
+    for (const auto& c : p.cases) {
+      if (!c.required) continue;
+      ++required;
+      EXPECT_GE(c.doc.size(), 80u) << p.name << "/" << c.name << ": say where its distribution comes from";
+      // Its own draws (init) are optional: grouped_gemm's edge is its shape (more experts
+      // than rows), drawn as every case's is.
+      std::uint64_t bytes = 0;
+      for (const auto* list : {&p.inputs, &p.outputs})
+        for (const auto& t : *list) {
+          auto shape = p.shape_of(t, c);
+          ASSERT_TRUE(shape) << p.name << "/" << c.name << "/" << t.name;
+          std::uint64_t n = 1;
+          for (auto e : *shape) n *= static_cast<std::uint64_t>(e);
+          bytes += n * (t.dtype == "fp8_e4m3" ? 1 : t.dtype == "bf16" || t.dtype == "fp16" ? 2 : t.dtype == "int64" ? 8 : 4);
+        }
+      EXPECT_LE(bytes, 64ull << 20) << p.name << "/" << c.name << " is not small enough for every job";
+    }
+  }
+  EXPECT_GE(required, 6);
+}
+
 TEST(ProblemInputs, FollowTheirDistributionsAndAreDeterministic) {
   const auto& lib = library();
   for (const auto& p : lib.problems) {
@@ -105,13 +130,14 @@ TEST(ProblemInputs, FollowTheirDistributionsAndAreDeterministic) {
         if (in.init.dist != "scale" && t.elements() > 4) {
           EXPECT_NE(t.real, other->inputs.at(in.name).real);
         }
-        for (double v : t.real) ASSERT_TRUE(std::isfinite(v));
-        if (in.init.dist == "int") {
-          for (double v : t.real) ASSERT_TRUE(v >= in.init.min && v <= in.init.max) << v;
+        const ProblemInit& init = p.init_of(in, c);
+        for (double v : t.real) ASSERT_TRUE(std::isfinite(v) || (init.neg_inf && v == -INFINITY)) << v;
+        if (init.dist == "int") {
+          for (double v : t.real) ASSERT_TRUE(v >= init.min && v <= init.max) << v;
         }
-        if (in.init.dist == "group_ends") {
+        if (init.dist == "group_ends") {
           EXPECT_TRUE(std::is_sorted(t.real.begin(), t.real.end()));
-          EXPECT_EQ(t.real.back(), static_cast<double>(*in.init.total->eval(c.dims)));
+          EXPECT_EQ(t.real.back(), static_cast<double>(*init.total->eval(c.dims)));
         }
         if (in.dtype == "fp8_e4m3" && in.scaled_by && !in.scaled_by->tensor.empty()) {
           // real = decode(code) * the scale of the element's block
@@ -127,6 +153,111 @@ TEST(ProblemInputs, FollowTheirDistributionsAndAreDeterministic) {
         }
       }
     }
+  }
+}
+
+// The required cases draw what their docs say: each edge is really in the data.
+TEST(ProblemInputs, TheStressCasesHoldTheirEdges) {
+  auto stress = [&](const char* name, std::uint64_t seed = 0) {
+    const ProblemDef* p = library().find(name);
+    EXPECT_NE(p, nullptr);
+    auto d = make_case(*p, *p->find_case("stress"), seed);
+    EXPECT_TRUE(d.ok());
+    return *d;
+  };
+  {  // softmax: row offsets to +-3e4, spreads to std 1500
+    const auto d = stress("softmax");
+    const auto& x = d.inputs.at("x").real;
+    const std::size_t R = 16, V = 4096;
+    double lo_mean = 1e9, hi_mean = -1e9, widest = 0;
+    for (std::size_t r = 0; r < R; ++r) {
+      double sum = 0, mn = 1e9, mx = -1e9;
+      for (std::size_t v = 0; v < V; ++v) {
+        sum += x[r * V + v];
+        mn = std::min(mn, x[r * V + v]);
+        mx = std::max(mx, x[r * V + v]);
+      }
+      lo_mean = std::min(lo_mean, sum / V);
+      hi_mean = std::max(hi_mean, sum / V);
+      widest = std::max(widest, mx - mn);
+    }
+    EXPECT_GT(hi_mean - lo_mean, 1e4);
+    EXPECT_GT(widest, 1000);
+    for (double v : x) ASSERT_LE(std::fabs(v), 65504);
+  }
+  {  // rmsnorm: 4 massive channels in every row
+    const auto d = stress("rmsnorm");
+    const auto& x = d.inputs.at("x").real;
+    const std::size_t T = 8, H = 16384;
+    int massive_columns = 0;
+    for (std::size_t i = 0; i < H; ++i) {
+      bool all = true;
+      for (std::size_t t = 0; t < T; ++t) all = all && std::fabs(x[t * H + i]) >= 499;
+      massive_columns += all;
+    }
+    EXPECT_EQ(massive_columns, 4);
+  }
+  {  // rope: positions past 65535, dimensions 5 and 37 of q and k massive
+    const auto d = stress("rope");
+    const auto& pos = d.inputs.at("positions").real;
+    EXPECT_GT(*std::max_element(pos.begin(), pos.end()), 65535);
+    const auto& q = d.inputs.at("q").real;
+    for (std::size_t row = 0; row < q.size() / 64; ++row) {
+      ASSERT_GE(std::fabs(q[row * 64 + 5]), 49.5);
+      ASSERT_GE(std::fabs(q[row * 64 + 37]), 49.5);
+    }
+  }
+  {  // topk: finite values all negative, repeats, -inf, rows with fewer finite values than k
+    const auto d = stress("topk");
+    const auto& x = d.inputs.at("x").real;
+    const std::size_t R = 32, V = 1024;
+    int short_rows = 0;
+    std::set<double> distinct;
+    for (std::size_t r = 0; r < R; ++r) {
+      int finite = 0;
+      for (std::size_t v = 0; v < V; ++v) {
+        const double e = x[r * V + v];
+        if (std::isfinite(e)) {
+          ++finite;
+          ASSERT_LT(e, 0);
+          distinct.insert(e);
+        } else {
+          ASSERT_EQ(e, -INFINITY);
+        }
+      }
+      short_rows += finite < 16;
+    }
+    EXPECT_GE(short_rows, 1);
+    EXPECT_LT(distinct.size(), 1000u);  // values repeat
+  }
+  {  // grouped_gemm: most groups empty, some of one row
+    const auto d = stress("grouped_gemm");
+    const auto& ends = d.inputs.at("ends").real;
+    int empty = 0, one = 0;
+    double begin = 0;
+    for (double e : ends) {
+      empty += e == begin;
+      one += e - begin == 1;
+      begin = e;
+    }
+    EXPECT_GE(empty, 30);
+    EXPECT_GE(one, 1);
+  }
+  {  // fp8: +-448 codes, subnormal codes, scales spanning more than 1e6, values past fp16
+    const auto d = stress("fp8_block_gemm");
+    const auto& a = d.inputs.at("a");
+    int max_codes = 0, subnormal = 0;
+    for (auto code : a.bytes) {
+      max_codes += (code & 0x7F) == 0x7E;
+      subnormal += (code & 0x78) == 0 && (code & 0x07) != 0;
+    }
+    EXPECT_GE(max_codes, 16);
+    EXPECT_GE(subnormal, 100);
+    const auto& sc = d.inputs.at("a_scale").real;
+    EXPECT_GT(*std::max_element(sc.begin(), sc.end()) / *std::min_element(sc.begin(), sc.end()), 1e6);
+    double biggest = 0;
+    for (double v : a.real) biggest = std::max(biggest, std::fabs(v));
+    EXPECT_GT(biggest, 65504);
   }
 }
 

@@ -17,17 +17,11 @@
 
 #include "device_code.hpp"
 #include "launch_list.hpp"
+#include "kfleet/testing/files.hpp"
 
 namespace kfleet::harness {
 namespace {
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class PythonRecorder : public ::testing::Test {
  protected:
@@ -36,7 +30,7 @@ class PythonRecorder : public ::testing::Test {
     std::string pattern = std::string(t && *t ? t : "/tmp") + "/kfleet-pyrec-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
-    fixture_ = slurp(fs::path(KFLEET_SOURCE_DIR) / "kernels/tests/python/attention_capture.json");
+    fixture_ = kfleet::testing::read_file(fs::path(KFLEET_SOURCE_DIR) / "kernels/tests/python/attention_capture.json");
     ASSERT_FALSE(fixture_.empty());
     // A cubin as the driver sees one: an ELF header saying EM_CUDA (190).
     std::string cubin(64, '\0');
@@ -79,7 +73,7 @@ TEST_F(PythonRecorder, ItsListParsesPassesTheMeasurersChecksAndNamesLoadableDevi
   ASSERT_EQ(record(fixture_, &out), 0) << out;
   EXPECT_NE(out.find("{\"type\":\"recorded\",\"lists\":1,\"operations\":2"), std::string::npos) << out;
   std::vector<LaunchList> lists;
-  ASSERT_EQ(parse_launch_lists(slurp(dir_ / "launches.txt"), &lists), "");
+  ASSERT_EQ(parse_launch_lists(kfleet::testing::read_file(dir_ / "launches.txt"), &lists), "");
   ASSERT_EQ(lists.size(), 1u);
   const LaunchList& l = lists[0];
   EXPECT_EQ(l.what, "benchmark");
@@ -115,8 +109,8 @@ TEST_F(PythonRecorder, ItsListParsesPassesTheMeasurersChecksAndNamesLoadableDevi
   EXPECT_EQ(files[0].extension(), ".cubin");
   EXPECT_EQ(files[0].stem().string().size(), 16u);
   std::string code;
-  EXPECT_EQ(device_code_in_file(slurp(files[0]), &code), "");
-  EXPECT_EQ(code, slurp(dir_ / "attn.cubin"));
+  EXPECT_EQ(device_code_in_file(kfleet::testing::read_file(files[0]), &code), "");
+  EXPECT_EQ(code, kfleet::testing::read_file(dir_ / "attn.cubin"));
 }
 
 TEST_F(PythonRecorder, AKernelWithoutDeviceCodeIsRefusedByName) {

@@ -9,6 +9,16 @@
 #     (non-zero, having said why, if kfleetd or the agent does not come up).
 #   json_field PATH [--table]   the field PATH (a.b.c) of the first JSON object on stdin; ""
 #     when absent (with --table: "-", and floats rounded to 3 decimals).
+#   job_outcome ID   sets state, gate and reason as `kfleet status ID` has them (through the
+#     script's kf function): gate "-" when there is none, the state's reason when the verdict
+#     gives none.
+#   submit_expecting FILE ERR WANT_STATE WANT_GATE WANT_REASON   submits FILE (kfleet submit
+#     --force --wait, its stderr into ERR) and sets id, rc, secs, state, gate, reason (a job
+#     refused before it existed: id 0, state "refused", gate "submit", ERR's first lines) and ok:
+#     OK, MISMATCH (not what the three regexes want) or ACCEPTED (a job meant to fail passed).
+#     Appends its row to `rows` too (NAME: the job file's, as given after the five arguments).
+#   print_rows TITLE NAME_WIDTH WANT_WIDTH REASON_CHARS   the rows as a table with that first
+#     column's title: NAME EXPECTED GOT TIME CHECK REASON.
 
 pids=()
 random_token() { echo "${1}$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"; }
@@ -52,4 +62,45 @@ for k in sys.argv[1].split("."):
 if sys.argv[2:] == ["--table"]:  # for tables: "-" when absent, floats to 3 decimals
     obj = "-" if obj == "" else round(obj, 3) if isinstance(obj, float) else obj
 print(obj if not isinstance(obj, (dict, list)) else json.dumps(obj))' "$@"
+}
+
+job_outcome() {
+  local status
+  status=$(kf --json status "$1" 2>/dev/null)
+  state=$(printf '%s' "$status" | json_field job.state)
+  gate=$(printf '%s' "$status" | json_field job.verdict.gate)
+  reason=$(printf '%s' "$status" | json_field job.verdict.reason)
+  [ -n "$reason" ] || reason=$(printf '%s' "$status" | json_field job.state_reason)
+  [ -n "$gate" ] || gate=-
+}
+
+submit_expecting() {
+  local file=$1 err=$2 want_state=$3 want_gate=$4 want_reason=$5 t0 res
+  t0=$(date +%s)
+  res=$(kf --json submit "$file" --force --wait 2>"$err"); rc=$?
+  secs=$(( $(date +%s) - t0 ))
+  id=$(printf '%s' "$res" | json_field job.id)
+  if [ -n "$id" ]; then
+    job_outcome "$id"
+  else
+    # Refused before a job existed: the CLI's (or kfleetd's) error is the verdict.
+    id=0 state=refused gate=submit
+    reason=$(grep -v '^\s*$' "$err" | head -3 | tr '\n' ' ')
+  fi
+  ok=OK
+  [[ "$state" =~ ^($want_state)$ ]] || ok=MISMATCH
+  [[ "$gate" =~ ^($want_gate)$ ]] || ok=MISMATCH
+  [[ "$reason" =~ $want_reason ]] || ok=MISMATCH
+  if [ "$want_state" != passed ] && [ "$state" = passed ]; then ok=ACCEPTED; fi
+  rows+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s' "${6:-$file}" "$want_state/$want_gate" "$state/$gate" \
+            "${secs}s" "$ok" "$reason")")
+}
+
+print_rows() {
+  local title=$1 nw=$2 ww=$3 chars=$4 r f e a s ok why
+  printf "%-${nw}s %-${ww}s %-22s %-6s %-9s %s\n" "$title" EXPECTED GOT TIME CHECK REASON
+  for r in "${rows[@]}"; do
+    IFS=$'\t' read -r f e a s ok why <<<"$r"
+    printf "%-${nw}s %-${ww}s %-22s %-6s %-9s %s\n" "$f" "$e" "$a" "$s" "$ok" "${why:0:$chars}"
+  done
 }

@@ -4,12 +4,11 @@
 // Usage: node tests/browser/dashboards.test.mjs --kfleetd BIN --agent BIN --cli BIN
 //          [--dist build/dashboards/dist] [--screenshots DIR] [--docs-screenshots DIR] [--chromium BIN]
 // Exit status 0 only when every check passed; a missing chromium, node module or binary fails.
-import { createRequire } from "node:module";
 import { copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { api, check, killAll, readPort, runCommand, setApiToken, startChild, waitFor } from "./harness.mjs";
+import { api, check, killAll, loadPlaywright, openBrowser, parseOptions, readPort, runCommand, setApiToken, startChild, waitFor } from "./harness.mjs";
 import { checkBlockCountdown } from "./stubbed_pages.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -23,27 +22,13 @@ function options() {
     docsScreenshots: process.env.KFLEET_DOCS_SCREENSHOTS ?? "",
     chromium: process.env.CHROMIUM ?? "/usr/bin/chromium",
   };
-  const argv = process.argv.slice(2);
-  const keys = { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli", "--dist": "dist",
-    "--screenshots": "screenshots", "--docs-screenshots": "docsScreenshots", "--chromium": "chromium" };
-  for (let i = 0; i < argv.length; i += 2) {
-    const k = keys[argv[i]];
-    if (!k || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]}`);
-    o[k] = argv[i + 1];
-  }
+  parseOptions(o, { "--kfleetd": "kfleetd", "--agent": "agent", "--cli": "cli", "--dist": "dist",
+    "--screenshots": "screenshots", "--docs-screenshots": "docsScreenshots", "--chromium": "chromium" });
   for (const k of ["kfleetd", "agent", "cli"]) {
     if (!o[k] || !existsSync(o[k])) throw new Error(`--${k === "agent" ? "agent" : k} must name the built binary (got '${o[k] ?? ""}')`);
   }
   if (!existsSync(join(o.dist, "index.html"))) throw new Error(`${o.dist}/index.html is missing: build them: cmake --build build --target dashboards`);
-  if (!existsSync(o.chromium)) throw new Error(`no chromium at ${o.chromium}: apt-get install chromium, or pass --chromium`);
   return o;
-}
-
-function loadPlaywright() {
-  const req = createRequire(join(repo, "dashboards", "package.json"));
-  try { return req("playwright-core"); } catch {
-    throw new Error("playwright-core is not installed: run 'npm install' in dashboards/");
-  }
 }
 
 const KERNEL = "// stand-in source: the simulated backend never compiles it\n__global__ void fp8_sdpa() {}\n";
@@ -66,7 +51,7 @@ gates:
       - {name: mission, shape: {B: 4, H: 16, S: 2048, D: 64}, seeds: [0, 1, 2]}
     tolerance: {max_abs: 0.06}
   performance: {case: mission, compare_to: ${parent ? "parent" : "baseline"}}
-simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 300}
+simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 300, eager_us: 800, compile_us: 680}
 `;
 }
 
@@ -83,7 +68,7 @@ async function paintedPixels(page, selector) {
 
 async function main() {
   const o = options();
-  const { chromium } = loadPlaywright();
+  const { chromium } = loadPlaywright(repo);
   const tmp = mkdtempSync(join(tmpdir(), "kfleet-browser-"));
   mkdirSync(o.screenshots, { recursive: true });
   if (o.docsScreenshots) mkdirSync(o.docsScreenshots, { recursive: true });
@@ -117,15 +102,9 @@ async function main() {
     check(made.status === 0, `kfleet token create exited ${made.status}: ${made.stderr}${made.stdout}`);
     const VIEWER = readFileSync(readTokenFile, "utf8").trim();
 
-    const profile = join(tmp, "chromium-profile");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: o.chromium, headless: true, viewport: { width: 1280, height: 800 },
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
-    const page = context.pages()[0] ?? await context.newPage();
-    const pageErrors = [];
-    page.on("pageerror", (e) => pageErrors.push(e.message));
+    const browser = await openBrowser(chromium, o.chromium, join(tmp, "chromium-profile"));
+    context = browser.context;
+    const { page, pageErrors } = browser;
 
     // 0. Every page needs a token: the page asks for one; a wrong one is refused.
     await page.goto(`${base}/#/`);
@@ -193,10 +172,18 @@ async function main() {
       return c && ["passed", "rejected", "error"].includes(c.state) ? c : null;
     }, 60000, 200);
     check(child.state === "rejected", `696 µs against 656 µs is rejected (got ${child.state})`);
-    const reason = child.verdict?.reason ?? "";
+    // A problem's kernel (the attention family): its reason ends with a line comparing it with
+    // kfleet's PyTorch references (simulated: eager 800 µs, torch.compile 680 µs).
+    const [reason, versusLine] = (child.verdict?.reason ?? "").split("\n");
     check(/do not merge: \+[56]\.\d%/.test(reason), `rejection reason names the ~+6% regression (got '${reason}')`);
+    check(/^1\.1\dx eager \[\d\.\d\d, \d\.\d\d\], 0\.9\dx torch\.compile \[\d\.\d\d, \d\.\d\d\] \(mission, simulated\)$/.test(versusLine ?? ""),
+      `the reason's last line compares the kernel with PyTorch (got '${versusLine}')`);
+    check((child.verdict?.versus ?? []).every((c) => c.simulated && c.key?.problem === "attention" && c.key?.case === "mission"),
+      "the comparisons are simulated and carry their cache key");
     await page.waitForSelector(`#verdicts tr:has-text('browser/child') .reason:has-text("${reason}")`, { timeout: 15000 });
     check(await page.isVisible("#verdicts tr:has-text('browser/child') .badge.sim"), "verdict has a SIMULATED badge");
+    const vsCell = await page.textContent("#verdicts tr:has-text('browser/child') .versus[data-baseline=eager]");
+    check(/^1\.1\dx eager$/.test(vsCell.trim()), `the verdicts table has a vs PyTorch column (got '${vsCell}')`);
     await shot(page, "queue");
 
     // 2. Fleet: both agents under their regions, L4, simulated.
@@ -220,6 +207,10 @@ async function main() {
       `job page names who submitted it (${child.submitted_by})`);
     check(!(await page.isVisible("#cancelled-by")), "a job nobody cancelled names no canceller");
     check((await page.textContent("#verdict")).includes(reason), "verdict line shows the reason");
+    check((await page.textContent("#verdict-versus")).trim() === versusLine, "verdict line shows its comparison with PyTorch");
+    const versusCard = (await page.textContent("#versus")).replace(/\s+/g, " ");
+    check(versusCard.includes("torch.compile") && /1\.1\dx/.test(versusCard) && versusCard.includes("cached by: attention case mission on L4"),
+      `the job page shows each comparison and its cache key (got '${versusCard}')`);
     check(await page.isVisible("#verdict .badge.sim"), "verdict line is marked SIMULATED");
     check((await page.textContent("#resources")).includes("fp8_sdpa"), "resources table lists the kernel");
     const corrRows = await page.$$eval("#correctness tbody tr", (rows) => rows.map((r) => r.textContent));
@@ -255,6 +246,16 @@ async function main() {
       "lineage marks the parent kept and the child rejected");
     check(lineage.includes(reason), "lineage shows the rejection reason");
     check(await page.isVisible("#lineage .badge.sim"), "campaign jobs are marked SIMULATED");
+    check(await page.isVisible("#lineage .versus[data-baseline=compile]"), "lineage has a vs PyTorch column");
+    await page.waitForSelector("#versus-chart[data-drawn='1']", { timeout: 15000 });
+    check((await paintedPixels(page, "#versus-chart")) > 500, "the speedup chart along the lineage is drawn");
+    // fast_p over the campaign's two judged kernels (the cancelled one is not judged): both
+    // faster than eager (1.22x, 1.15x), one than torch.compile (1.04x; the child 0.98x).
+    await page.waitForSelector("#fast-p", { timeout: 15000 });
+    const fp = async (b, p) => (await page.textContent(`#fast-p [data-baseline=${b}][data-p='${p}']`)).trim();
+    check(await fp("eager", "1") === "2/2" && await fp("compile", "1") === "1/2" && await fp("eager", "1.5") === "0/2",
+      `fast_p of the campaign (got eager ${await fp("eager", "1")}, compile ${await fp("compile", "1")}, eager@1.5 ${await fp("eager", "1.5")})`);
+    check((await page.textContent("#fast-p")).includes("Denominator: 2 finished jobs"), "fast_p says what its denominator is");
     await shot(page, "campaign");
 
     // A freshly opened page starts its feed near the newest event, not at the first.
@@ -290,7 +291,11 @@ async function main() {
       const r = runCommand(o.cli, ["regress", join(reg, "suite.yaml"), "--server", base,
         "--json", out, "--timeout-s", "50"], cliEnv);
       check(r.status === expectStatus, `kfleet regress exited ${r.status}, expected ${expectStatus}: ${r.stdout}${r.stderr}`);
-      return JSON.parse(readFileSync(out, "utf8")).regression.id;
+      const run = JSON.parse(readFileSync(out, "utf8")).regression;
+      check(run.fast_p?.kernels === 2 && run.fast_p.baselines.length === 2,
+        `the regression run's JSON carries fast_p over its 2 cells (got ${JSON.stringify(run.fast_p)})`);
+      check(r.stdout.includes("fast_1.5") && r.stdout.includes("against PyTorch"), `kfleet regress prints fast_p: ${r.stdout}`);
+      return run.id;
     };
     regress("{time_us: 120, noise_pct: 0.2, stage_ms: 50}", 0);
     const regId = regress("{time_us: 120, noise_pct: 0.2, stage_ms: 50, slower_pct: {L4: 6}}", 1);
@@ -306,6 +311,9 @@ async function main() {
     const attn = (await page.textContent("#matrix .cell[data-kernel='suite/attn'][data-gpu=L4]")).replace(/\s+/g, " ");
     check(attn.includes("same"), `suite/attn × L4 is 'same' (got '${attn}')`);
     check(await page.isVisible("#matrix .cell .badge.sim"), "simulated cells are marked SIMULATED");
+    check(await page.isVisible("#matrix .cell[data-kernel='suite/gemm'] .versus[data-baseline=eager]"),
+      "each cell shows its speedup over PyTorch");
+    check(await page.isVisible("#fast-p [data-baseline=compile][data-p='1.5']"), "the run shows fast_p");
     await shot(page, "regression-matrix");
     console.log(`ok: regression run #${regId} from two real suite runs: only suite/gemm × L4 regressed`);
 

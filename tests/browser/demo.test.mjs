@@ -6,12 +6,11 @@
 // Usage: node tests/browser/demo.test.mjs --build-dir BUILD [--screenshots DIR] [--chromium BIN]
 // Exit status 0 only when every check passed; a missing chromium, node module or binary fails.
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { api, check, setApiToken, waitFor } from "./harness.mjs";
+import { api, check, loadPlaywright, openBrowser, parseOptions, setApiToken, waitFor } from "./harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
@@ -22,29 +21,15 @@ function options() {
     screenshots: process.env.KFLEET_SCREENSHOTS ?? "",
     chromium: process.env.CHROMIUM ?? "/usr/bin/chromium",
   };
-  const argv = process.argv.slice(2);
-  const keys = { "--build-dir": "buildDir", "--screenshots": "screenshots", "--chromium": "chromium" };
-  for (let i = 0; i < argv.length; i += 2) {
-    const k = keys[argv[i]];
-    if (!k || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]}`);
-    o[k] = argv[i + 1];
-  }
+  parseOptions(o, { "--build-dir": "buildDir", "--screenshots": "screenshots", "--chromium": "chromium" });
   if (!existsSync(join(o.buildDir, "orchestrator", "api", "kfleetd")))
     throw new Error(`--build-dir ${o.buildDir} has no built kfleetd`);
-  if (!existsSync(o.chromium)) throw new Error(`no chromium at ${o.chromium}: apt-get install chromium, or pass --chromium`);
   return o;
-}
-
-function loadPlaywright() {
-  const req = createRequire(join(repo, "dashboards", "package.json"));
-  try { return req("playwright-core"); } catch {
-    throw new Error("playwright-core is not installed: run 'npm install' in dashboards/");
-  }
 }
 
 async function main() {
   const o = options();
-  const { chromium } = loadPlaywright();
+  const { chromium } = loadPlaywright(repo);
   const tmp = mkdtempSync(join(tmpdir(), "kfleet-demo-test-"));
   const shots = o.screenshots || join(tmp, "screenshots");
   mkdirSync(shots, { recursive: true });
@@ -87,14 +72,9 @@ async function main() {
     check(/demo\/scale-b/.test(output) && /gfx1151/.test(output), "the matrix lists the kernels and classes");
 
     // The URL it printed opens the dashboards, with the demo's data.
-    context = await chromium.launchPersistentContext(join(tmp, "chromium-profile"), {
-      executablePath: o.chromium, headless: true, viewport: { width: 1280, height: 800 },
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
-    const page = context.pages()[0] ?? await context.newPage();
-    const pageErrors = [];
-    page.on("pageerror", (e) => pageErrors.push(e.message));
+    const browser = await openBrowser(chromium, o.chromium, join(tmp, "chromium-profile"));
+    context = browser.context;
+    const { page, pageErrors } = browser;
     const res = await page.goto(url);
     check(res && res.status() === 200, `GET ${url} answers 200 (got ${res?.status()})`);
     await page.waitForSelector("#login", { timeout: 15000 });

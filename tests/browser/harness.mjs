@@ -2,6 +2,8 @@
 // with deadlines, and make sure every child dies when the test ends, passed or not.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
 
 const children = new Set();
 
@@ -74,4 +76,39 @@ export async function api(base, path) {
 
 export function check(cond, message) {
   if (!cond) throw new Error(`check failed: ${message}`);
+}
+
+// The command line's --option VALUE pairs over the defaults in `o`: `keys` maps each option to
+// its field. A chromium that is not there is an error, as an unknown or incomplete option is.
+export function parseOptions(o, keys, argv = process.argv.slice(2)) {
+  for (let i = 0; i < argv.length; i += 2) {
+    const k = keys[argv[i]];
+    if (!k || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]}`);
+    o[k] = argv[i + 1];
+  }
+  if (o.chromium !== undefined && !existsSync(o.chromium))
+    throw new Error(`no chromium at ${o.chromium}: apt-get install chromium, or pass --chromium`);
+  return o;
+}
+
+// playwright-core, from the dashboards' node_modules (scripts/install-deps.sh installs it).
+export function loadPlaywright(repo) {
+  const req = createRequire(join(repo, "dashboards", "package.json"));
+  try { return req("playwright-core"); } catch {
+    throw new Error("playwright-core is not installed: run 'npm install' in dashboards/");
+  }
+}
+
+// A headless chromium with its profile in `profileDir`: its context, its first page, and the
+// page's uncaught errors as they come.
+export async function openBrowser(chromium, executablePath, profileDir) {
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath, headless: true, viewport: { width: 1280, height: 800 },
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const page = context.pages()[0] ?? await context.newPage();
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  return { context, page, pageErrors };
 }

@@ -33,6 +33,12 @@ TEST(Campaign, Seed000ChildIsARejectionAndIsNotRunTwice) {
   ASSERT_EQ(parent.exit_code, 0) << parent.output << c.logs();
   auto child = c.cli({"submit", d + "/stage3-step2-xor.yaml", "--wait", "--kernel-lib", lib});
   EXPECT_EQ(child.exit_code, 1) << child.output;  // rejected
+  // An attention kernel: its verdict's last line compares it with kfleet's PyTorch references
+  // (simulated: the first job timed them on this agent, eager at 1.3 x 656 µs and torch.compile
+  // at 1.05 x; the child read them from the agent's cache).
+  EXPECT_NE(child.output.find("[simulated]\n1.2"), std::string::npos) << child.output;
+  EXPECT_NE(child.output.find("x eager ["), std::string::npos) << child.output;
+  EXPECT_NE(child.output.find("x torch.compile ["), std::string::npos) << child.output;
 
   auto camp = c.cli({"campaign", "show", "fp8-sdpa-stage3"});
   ASSERT_EQ(camp.exit_code, 0) << camp.output;
@@ -48,9 +54,18 @@ TEST(Campaign, Seed000ChildIsARejectionAndIsNotRunTwice) {
   EXPECT_NEAR(std::stod(out.substr(reject + std::string("REJECT (rejected at performance: do not merge: +").size())), 6.1, 0.6) << out;
   EXPECT_NE(out.find("Current best: fp8-sdpa/stage2"), std::string::npos) << out;
   EXPECT_EQ(out.find("KEEP"), std::string::npos) << out;  // nothing was kept
+  // fast_p over the two judged kernels: both faster than eager (1.30x, 1.22x); only the root
+  // than torch.compile (1.05x; the child 0.99x); neither 1.5 times.
+  EXPECT_NE(out.find("## Against PyTorch\nfast_1    eager 2/2 (100%)   torch.compile 1/2 (50%)\n"
+                     "fast_1.5  eager 0/2 (0%)   torch.compile 0/2 (0%)\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("reference timings cached by eager: attention case "), std::string::npos) << out;
 
   auto api = c.get("/api/v1/campaigns/fp8-sdpa-stage3")["campaign"];
   ASSERT_EQ(api["rejections"].size(), 1u) << api.dump(2);
+  EXPECT_EQ(api["fast_p"]["kernels"], 2) << api.dump(2);
+  ASSERT_EQ(api["rejections"][0]["versus"].size(), 2u) << api.dump(2);
+  EXPECT_TRUE(api["rejections"][0]["versus"][1]["cached"].get<bool>()) << api.dump(2);
   EXPECT_TRUE(api["kept_wins"].empty());
   const auto child_id = api["rejections"][0]["job_id"].get<std::int64_t>();
   EXPECT_NEAR(api["rejections"][0]["delta_pct"].get<double>(), 6.1, 0.6);

@@ -167,6 +167,18 @@ std::int64_t Cluster::submit_api(const std::string& yaml_path, bool force) {
   return (*r->json())["job"]["id"].get<std::int64_t>();
 }
 
+std::string Cluster::the_passed_simulated_job() {
+  const auto jobs = sql("SELECT id, state FROM jobs");
+  if (jobs.size() != 1) {
+    ADD_FAILURE() << jobs.size() << " jobs in the database, not 1\n" << logs();
+    return "";
+  }
+  EXPECT_EQ(jobs[0][1], "passed");
+  EXPECT_EQ(sql("SELECT outcome, simulated FROM runs WHERE job_id = " + jobs[0][0]),
+            (std::vector<std::vector<std::string>>{{"passed", "1"}}));
+  return jobs[0][0];
+}
+
 std::vector<std::vector<std::string>> Cluster::sql(const std::string& query) {
   std::vector<std::vector<std::string>> rows;
   sqlite3* db = nullptr;
@@ -194,15 +206,31 @@ std::vector<std::vector<std::string>> Cluster::sql(const std::string& query) {
   return rows;
 }
 
-std::string Cluster::logs() const {
-  std::string out;
-  for (const auto& e : fs::directory_iterator(dir_))
-    if (e.path().extension() == ".log") {
-      std::string t = read_file(e.path().string());
-      if (t.size() > 6000) t = "...\n" + t.substr(t.size() - 6000);
-      out += "----- " + e.path().filename().string() + "\n" + t + "\n";
-    }
-  return out;
+std::string Cluster::logs() const { return log_tails(dir_); }
+
+int start_kfleetd_process(Proc& p, const std::vector<std::string>& argv, const std::string& log,
+                          const std::string& port_file) {
+  fs::remove(port_file);
+  p = Proc::spawn(argv, log,
+                  {{"KFLEET_LOG", "debug"},
+                   {"KFLEET_ADMIN_TOKEN", Cluster::kUserToken},
+                   {"KFLEET_ENROL_TOKEN", Cluster::kEnrolToken}});
+  wait_until([&] { return fs::exists(port_file) || !p.running(); }, std::chrono::seconds(20));
+  if (!fs::exists(port_file)) {
+    ADD_FAILURE() << "kfleetd did not start:\n" << p.log();
+    return 0;
+  }
+  return std::stoi(read_file(port_file));
+}
+
+nlohmann::json Cluster::enrol_raw_agent(const std::string& name) {
+  HttpClient enrol(url_, kEnrolToken);
+  auto r = enrol.post_json("/api/v1/agents/enrol",
+                           {{"name", name}, {"region", "local"}, {"backend", "simulated"},
+                            {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}});
+  EXPECT_TRUE(r.ok() && r->json() && r->json()->contains("token"))
+      << name << ": " << (r.ok() ? r->body : r.error().message);
+  return r.ok() && r->json() ? *r->json() : nlohmann::json::object();
 }
 
 }  // namespace kfleet::e2e

@@ -22,6 +22,12 @@ struct ClusterOptions {
   std::string db_url;                   // --db for kfleetd: "" = a SQLite file in dir()
 };
 
+// Starts one more kfleetd (argv; its log in `log`) with the e2e tokens in its environment, its
+// --port-file at `port_file`, and waits until it listens: its port, or 0 and a failure with its
+// log when it did not start.
+int start_kfleetd_process(Proc& p, const std::vector<std::string>& argv, const std::string& log,
+                          const std::string& port_file);
+
 class Cluster {
  public:
   explicit Cluster(ClusterOptions o = {});
@@ -61,8 +67,14 @@ class Cluster {
   // Waits for a terminal state; returns the job JSON (fails the test on timeout).
   nlohmann::json wait_terminal(std::int64_t id, int timeout_ms = 60000);
   std::int64_t submit_api(const std::string& yaml_path, bool force = false);
+  // Enrols an agent the test drives itself over HTTP (simulated, one L4 of sm_89): kfleetd's
+  // answer (agent_id, token).
+  nlohmann::json enrol_raw_agent(const std::string& name);
   // Runs a query on the SQLite file (read-only) and returns rows of text.
   std::vector<std::vector<std::string>> sql(const std::string& query);
+  // The id of the database's one job, which passed in one simulated run ("" and the test fails
+  // when that is not so).
+  std::string the_passed_simulated_job();
   std::string logs() const;             // every process log, for failure messages
 
  private:

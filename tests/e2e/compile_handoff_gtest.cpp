@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../common/tests/test_paths.hpp"
 #include "cluster.hpp"
 
 namespace kfleet::e2e {
@@ -21,7 +22,7 @@ void wait_enrolled(Cluster& c, std::initializer_list<const char*> names) {
         << n << " did not enrol\n" << c.logs();
 }
 
-bool is_active(const nlohmann::json& job) {
+bool is_leased_or_running(const nlohmann::json& job) {
   const std::string s = job["state"];
   return s == "leased" || s == "building" || s == "gating" || s == "benchmarking";
 }
@@ -35,12 +36,17 @@ std::vector<std::pair<std::string, std::string>> stage_agents(Cluster& c, std::i
   return out;
 }
 
-TEST(CompileAgents, AJobThatFailsToBuildNeverReachesAGpuAgent) {
-  Cluster c;
+// kfleetd with a compile agent "builder" and a simulated L4 agent "gpu-l4", both enrolled.
+void start_builder_and_gpu(Cluster& c) {
   c.start_kfleetd();
   c.start_compile_agent("builder");
   c.start_agent("gpu-l4", "local", "L4", "sm_89");
   wait_enrolled(c, {"builder", "gpu-l4"});
+}
+
+TEST(CompileAgents, AJobThatFailsToBuildNeverReachesAGpuAgent) {
+  Cluster c;
+  start_builder_and_gpu(c);
   const std::string yaml = c.write_job("broken", Cluster::sim_job_yaml("handoff/broken"));
   write_file(std::filesystem::path(yaml).parent_path() / "k.cu",
              "__global__ void k(float* o) { o[threadIdx.x] = undeclared_name; }\n");
@@ -60,12 +66,32 @@ TEST(CompileAgents, AJobThatFailsToBuildNeverReachesAGpuAgent) {
   for (const auto& [stage, agent] : stage_agents(c, id)) EXPECT_EQ(agent, "builder") << stage;
 }
 
-TEST(CompileAgents, AJobThatBuildsIsBenchmarkedByAGpuAgent) {
+// A HIP kernel asking for more LDS than a gfx1151 workgroup has (jobs/exploits/24): clang-19 on
+// the compile agent refuses the allocation, and the job is rejected at the resources gate,
+// naming the amount and the target's LDS, before any GPU agent sees it.
+TEST(CompileAgents, AHipKernelOverTheTargetsLdsIsRefusedByTheResourcesGate) {
   Cluster c;
   c.start_kfleetd();
   c.start_compile_agent("builder");
-  c.start_agent("gpu-l4", "local", "L4", "sm_89");
-  wait_enrolled(c, {"builder", "gpu-l4"});
+  c.start_agent("gpu-amd", "local", "gfx1151", "gfx1151");
+  wait_enrolled(c, {"builder", "gpu-amd"});
+  const auto id = c.submit_api((kfleet::testing::source_dir() / "jobs/exploits/24-hip-lds-over-limit/job.yaml").string());
+  auto done = c.wait_terminal(id, 300000);
+  EXPECT_EQ(done["job"]["state"], "rejected") << done.dump(2) << c.logs();
+  const auto& v = done["job"]["verdict"];
+  EXPECT_EQ(v.value("gate", ""), "resources") << done.dump(2);
+  EXPECT_NE(v.value("reason", "").find("fused_attention (gfx1151): 65792 bytes of LDS > 65536, all the LDS a "
+                                       "workgroup has on gfx1151"),
+            std::string::npos)
+      << done.dump(2);
+  const auto gpu = agent_id(c, "gpu-amd");
+  ASSERT_GT(gpu, 0);
+  EXPECT_TRUE(c.sql("SELECT id FROM runs WHERE agent_id = " + std::to_string(gpu)).empty());
+}
+
+TEST(CompileAgents, AJobThatBuildsIsBenchmarkedByAGpuAgent) {
+  Cluster c;
+  start_builder_and_gpu(c);
   const auto id = c.submit_api(c.write_job("ok", Cluster::sim_job_yaml("handoff/ok")));
   auto done = c.wait_terminal(id, 120000);
   ASSERT_EQ(done["job"]["state"], "passed") << done.dump(2) << c.logs();
@@ -133,7 +159,7 @@ TEST(CompileAgents, ACompileAgentKilledMidBuildRequeuesTheJob) {
       },
       std::chrono::seconds(60)))
       << c.logs();
-  EXPECT_TRUE(is_active(c.job(id)["job"]));
+  EXPECT_TRUE(is_leased_or_running(c.job(id)["job"]));
   first.kill9();
   c.start_compile_agent("builder-2");
   auto done = c.wait_terminal(id, 120000);

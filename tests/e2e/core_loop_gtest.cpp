@@ -25,20 +25,15 @@ TEST(CoreLoop, CliSubmitRunsEndToEndIntoSqlite) {
   EXPECT_NE(lower(r.output).find("simulated"), std::string::npos) << r.output;
 
   // The verdict and the events are in the SQLite file itself.
-  auto jobs = c.sql("SELECT id, state FROM jobs");
-  ASSERT_EQ(jobs.size(), 1u);
-  EXPECT_EQ(jobs[0][1], "passed");
-  auto runs = c.sql("SELECT outcome, simulated FROM runs WHERE job_id = " + jobs[0][0]);
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0][0], "passed");
-  EXPECT_EQ(runs[0][1], "1");
+  const std::string job = c.the_passed_simulated_job();
+  ASSERT_FALSE(job.empty());
   auto stages = c.sql("SELECT DISTINCT json_extract(data, '$.stage') FROM events WHERE type = "
-                      "'stage.finished' AND job_id = " + jobs[0][0]);
+                      "'stage.finished' AND job_id = " + job);
   std::vector<std::string> names;
   for (auto& s : stages) names.push_back(s[0]);
   for (const char* want : {"fetch", "build", "resources", "correctness", "benchmark"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
-  auto verdict = c.sql("SELECT count(*) FROM events WHERE type = 'verdict' AND job_id = " + jobs[0][0]);
+  auto verdict = c.sql("SELECT count(*) FROM events WHERE type = 'verdict' AND job_id = " + job);
   EXPECT_EQ(verdict[0][0], "1");
   // `kfleet results` shows it, marked simulated.
   auto res = c.cli({"results"});

@@ -9,7 +9,7 @@
 namespace kfleet::e2e {
 namespace {
 
-bool is_active(const nlohmann::json& job) {
+bool is_running(const nlohmann::json& job) {
   const std::string s = job["state"];
   return s == "building" || s == "gating" || s == "benchmarking";
 }
@@ -18,10 +18,7 @@ TEST(Failures, AgentKilledMidRunIsRequeuedAndItsLateResultsRefused) {
   Cluster c;
   c.start_kfleetd();
   // A test-driven agent takes the first job and then goes silent, like a partitioned host.
-  HttpClient enrol(c.url(), Cluster::kEnrolToken);
-  auto e = *enrol.post_json("/api/v1/agents/enrol",
-                            {{"name", "ghost"}, {"region", "local"}, {"backend", "simulated"},
-                             {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}})->json();
+  auto e = c.enrol_raw_agent("ghost");
   HttpClient ghost(c.url(), e["token"].get<std::string>());
   const auto j1 = c.submit_api(c.write_job("g", Cluster::sim_job_yaml("fail/ghost", "L4", "", 300)));
   auto l = ghost.post_json("/api/v1/agents/" + std::to_string(e["agent_id"].get<int>()) +
@@ -54,7 +51,7 @@ TEST(Failures, AgentKilledMidRunIsRequeuedAndItsLateResultsRefused) {
   // The real agent is killed -9 in the middle of the next job.
   const auto j2 = c.submit_api(c.write_job("k", Cluster::sim_job_yaml("fail/killed", "L4", "", 400)));
   nlohmann::json seen;
-  ASSERT_TRUE(wait_until([&] { return is_active((seen = c.job(j2))["job"]); }, std::chrono::seconds(30)))
+  ASSERT_TRUE(wait_until([&] { return is_running((seen = c.job(j2))["job"]); }, std::chrono::seconds(30)))
       << seen.dump(2) << c.logs();
   a1.kill9();
   c.start_agent("a2");
@@ -73,7 +70,7 @@ TEST(Failures, KfleetdKilledMidRunLosesNothing) {
   for (int i = 0; i < 3; ++i)
     ids.push_back(c.submit_api(c.write_job("r" + std::to_string(i),
                                            Cluster::sim_job_yaml("restart/" + std::to_string(i), "L4", "", 250))));
-  ASSERT_TRUE(wait_until([&] { return is_active(c.job(ids[0])["job"]); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(wait_until([&] { return is_running(c.job(ids[0])["job"]); }, std::chrono::seconds(30)));
   c.kill_kfleetd();
   // The agent keeps running its job and spools the events it cannot upload.
   std::this_thread::sleep_for(std::chrono::milliseconds(800));  // downtime, not synchronisation

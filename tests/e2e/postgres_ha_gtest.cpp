@@ -22,8 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-constexpr const char* kToken = Cluster::kUserToken;
-constexpr const char* kEnrol = Cluster::kEnrolToken;
 
 // kfleetd processes sharing one database, each on its own port (kept across restarts).
 class Fleet {
@@ -43,17 +41,14 @@ class Fleet {
   // Starts kfleetd i (leader or standby) and waits until it listens.
   void start(std::size_t i) {
     const std::string pf = dir_ + "/port-" + std::to_string(i);
-    fs::remove(pf);
-    procs_[i] = Proc::spawn(
+    const int port = start_kfleetd_process(
+        procs_[i],
         {KFLEETD_BIN, "--listen", "127.0.0.1:" + std::to_string(ports_[i]), "--db", db_,
          "--lease-ttl-ms", "10000", "--heartbeat-ms", "300", "--port-file", pf,
          "--submit-rate-per-min", "0", "--provisioner", "static"},
-        dir_ + "/kfleetd-" + std::to_string(i) + "-" + std::to_string(starts_++) + ".log",
-        {{"KFLEET_LOG", "debug"}, {"KFLEET_ADMIN_TOKEN", kToken}, {"KFLEET_ENROL_TOKEN", kEnrol}});
-    ASSERT_TRUE(wait_until([&] { return fs::exists(pf) || !procs_[i].running(); },
-                           std::chrono::seconds(20)));
-    ASSERT_TRUE(fs::exists(pf)) << "kfleetd " << i << " did not start:\n" << procs_[i].log();
-    ports_[i] = std::stoi(read_file(pf));
+        dir_ + "/kfleetd-" + std::to_string(i) + "-" + std::to_string(starts_++) + ".log", pf);
+    ASSERT_GT(port, 0) << "kfleetd " << i;
+    ports_[i] = port;
   }
   std::string url(std::size_t i) const {
     return "http://127.0.0.1:" + std::to_string(ports_[i]);
@@ -79,19 +74,10 @@ class Fleet {
                                    "--region", "local", "--backend", "simulated", "--gpu-class",
                                    "L4", "--arch", "sm_89", "--work-dir", work},
                                   dir_ + "/agent-" + name + ".log",
-                                  {{"KFLEET_LOG", "debug"}, {"KFLEET_ENROL_TOKEN", kEnrol}}));
+                                  {{"KFLEET_LOG", "debug"}, {"KFLEET_ENROL_TOKEN", Cluster::kEnrolToken}}));
   }
   const std::string& dir() const { return dir_; }
-  std::string logs() {
-    std::string s;
-    for (const auto& e : fs::directory_iterator(dir_))
-      if (e.path().extension() == ".log" && e.path().filename().string().rfind("kfleetd", 0) == 0) {
-        std::string l = read_file(e.path().string());
-        if (l.size() > 3000) l = "..." + l.substr(l.size() - 3000);
-        s += "\n--- " + e.path().filename().string() + "\n" + l;
-      }
-    return s;
-  }
+  std::string logs() { return log_tails(dir_, "kfleetd", 3000); }
 
  private:
   std::string db_, dir_;
@@ -116,7 +102,7 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
 
   // A standby serves reads itself, and answers a write 503 as a standby, naming the leader.
   {
-    HttpClient standby(fleet.url(1), kToken);
+    HttpClient standby(fleet.url(1), Cluster::kUserToken);
     auto r = standby.get("/api/v1/jobs");
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->status, 200) << r->body;
@@ -129,7 +115,7 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
   }
   // A client given every URL, the standbys first, gets its write to the leader.
   {
-    HttpClient any(fleet.url(2) + "," + fleet.url(1) + "," + fleet.url(0), kToken);
+    HttpClient any(fleet.url(2) + "," + fleet.url(1) + "," + fleet.url(0), Cluster::kUserToken);
     auto r = any.post_json("/api/v1/jobs/999999/cancel", nlohmann::json::object());
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->status, 404) << r->body;
@@ -141,7 +127,7 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
   {
     auto r = run_cmd({KFLEET_CLI_BIN, "status"}, 60000,
                      {{"KFLEET_SERVER", fleet.url(1) + "," + fleet.url(2) + "," + fleet.url(0)},
-                      {"KFLEET_TOKEN", kToken}, {"NO_COLOR", "1"}, {"HOME", fleet.dir()},
+                      {"KFLEET_TOKEN", Cluster::kUserToken}, {"NO_COLOR", "1"}, {"HOME", fleet.dir()},
                       {"XDG_CONFIG_HOME", fleet.dir() + "/xdg"}});
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
@@ -159,7 +145,7 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
   ASSERT_TRUE(bundle.ok());
   constexpr int kJobs = 200;
   {
-    HttpClient c(fleet.urls(), kToken);
+    HttpClient c(fleet.urls(), Cluster::kUserToken);
     for (int i = 0; i < kJobs; ++i) {
       auto r = c.post_json("/api/v1/jobs",
                            {{"spec_yaml", Cluster::sim_job_yaml("ha/" + std::to_string(i), "L4",
@@ -191,7 +177,7 @@ TEST(PostgresHA, TwoHundredJobsSurviveTheLeaderKilledThreeTimes) {
         [&] {
           auto [w, e] = fleet.leader();
           if (e <= epoch || w < 0 || w == who) return false;
-          HttpClient c(fleet.url(static_cast<std::size_t>(w)), kToken);
+          HttpClient c(fleet.url(static_cast<std::size_t>(w)), Cluster::kUserToken);
           auto r = c.get("/api/v1/health");
           next = w;
           return r.ok() && r->status == 200;
@@ -267,7 +253,7 @@ TEST(PostgresHA, ALeaderThatLosesItsLockConnectionStepsDown) {
       [&] {
         auto [w, e] = fleet.leader();
         if (w != 1 || e != 2) return false;
-        HttpClient c(fleet.url(1), kToken);
+        HttpClient c(fleet.url(1), Cluster::kUserToken);
         auto r = c.get("/api/v1/health");
         return r.ok() && r->status == 200;
       },

@@ -29,8 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-constexpr const char* kAdmin = Cluster::kUserToken;
-constexpr const char* kEnrol = Cluster::kEnrolToken;
 
 // One GET over a plain socket, read to the end (an SSE stream of a finished job ends by
 // itself): the status line, the headers and the body exactly as sent.
@@ -102,14 +100,10 @@ class Pair {
                                      "--port-file", pf, "--submit-rate-per-min", "0",
                                      "--provisioner", "static"};
     argv.insert(argv.end(), flags_.begin(), flags_.end());
-    procs_[i] = Proc::spawn(
-        argv,
-        dir_ + "/kfleetd-" + std::to_string(i) + ".log",
-        {{"KFLEET_LOG", "debug"}, {"KFLEET_ADMIN_TOKEN", kAdmin}, {"KFLEET_ENROL_TOKEN", kEnrol}});
-    ASSERT_TRUE(wait_until([&] { return fs::exists(pf) || !procs_[i].running(); },
-                           std::chrono::seconds(20)));
-    ASSERT_TRUE(fs::exists(pf)) << "kfleetd " << i << " did not start:\n" << procs_[i].log();
-    ports_[i] = std::stoi(read_file(pf));
+    const int port =
+        start_kfleetd_process(procs_[i], argv, dir_ + "/kfleetd-" + std::to_string(i) + ".log", pf);
+    ASSERT_GT(port, 0) << "kfleetd " << i;
+    ports_[i] = port;
   }
   std::string url(std::size_t i) const {
     return scheme_ + "://127.0.0.1:" + std::to_string(ports_[i]);
@@ -124,22 +118,13 @@ class Pair {
                                    "--region", "local", "--backend", "simulated", "--gpu-class",
                                    "L4", "--arch", "sm_89", "--work-dir", work},
                                   dir_ + "/agent-" + name + ".log",
-                                  {{"KFLEET_LOG", "debug"}, {"KFLEET_ENROL_TOKEN", kEnrol}}));
+                                  {{"KFLEET_LOG", "debug"}, {"KFLEET_ENROL_TOKEN", Cluster::kEnrolToken}}));
   }
   void stop_agents() {
     for (auto& a : agents_) a.terminate(5000);
   }
   const std::string& dir() const { return dir_; }
-  std::string logs() {
-    std::string s;
-    for (const auto& e : fs::directory_iterator(dir_))
-      if (e.path().extension() == ".log") {
-        std::string l = read_file(e.path().string());
-        if (l.size() > 3000) l = "..." + l.substr(l.size() - 3000);
-        s += "\n--- " + e.path().filename().string() + "\n" + l;
-      }
-    return s;
-  }
+  std::string logs() { return log_tails(dir_, "", 3000); }
 
  private:
   std::string db_, dir_;
@@ -168,7 +153,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
   ASSERT_NE(pair.port(1), pair.port(0));
 
   // Users: alice may submit, bob may only read.
-  HttpClient admin_leader(pair.url(0), kAdmin);
+  HttpClient admin_leader(pair.url(0), Cluster::kUserToken);
   auto make_token = [&](const std::string& user, const std::string& scope) {
     auto r = admin_leader.post_json("/api/v1/tokens", {{"user", user}, {"scope", scope}});
     EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
@@ -227,7 +212,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
   follower.join();
   pair.stop_agents();
 
-  HttpClient admin_standby(pair.url(1), kAdmin);
+  HttpClient admin_standby(pair.url(1), Cluster::kUserToken);
   HttpClient bob_standby(pair.url(1), bob);
   HttpClient bob_leader(pair.url(0), bob);
 
@@ -310,7 +295,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
 
   // The same refusals: no token, an unknown one, too low a scope, an agent's or the
   // enrolment token on a user call.
-  auto enrolled = HttpClient(pair.url(0), kEnrol)
+  auto enrolled = HttpClient(pair.url(0), Cluster::kEnrolToken)
                       .post_json("/api/v1/agents/enrol",
                                  {{"name", "probe"}, {"region", "local"}, {"backend", "simulated"},
                                   {"gpus", {{{"gpu_class", "T4"}, {"arch", "sm_75"}, {"name", "probe"}}}}});
@@ -326,7 +311,7 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
                                          {bob, "/api/v1/tokens", 403},
                                          {alice, "/api/v1/audit", 403},
                                          {agent_token, "/api/v1/jobs", 403},
-                                         {kEnrol, "/api/v1/jobs", 403},
+                                         {Cluster::kEnrolToken, "/api/v1/jobs", 403},
                                          {agent_token, "/api/v1/bundles/" + bundle_hash, 403}}) {
     auto l = HttpClient(pair.url(0), c.token).get(c.path);
     auto s = HttpClient(pair.url(1), c.token).get(c.path);
@@ -351,9 +336,9 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
     for (const auto& [method, path, token] :
          std::vector<std::tuple<std::string, std::string, std::string>>{
              {"POST", "/api/v1/jobs/" + std::to_string(ids[0]) + "/cancel", alice},
-             {"POST", "/api/v1/agents/enrol", kEnrol},
-             {"POST", "/api/v1/tokens/" + std::to_string(bob_id) + "/revoke", kAdmin},
-             {"DELETE", "/api/v1/jobs/" + std::to_string(ids[0]), kAdmin}}) {
+             {"POST", "/api/v1/agents/enrol", Cluster::kEnrolToken},
+             {"POST", "/api/v1/tokens/" + std::to_string(bob_id) + "/revoke", Cluster::kUserToken},
+             {"DELETE", "/api/v1/jobs/" + std::to_string(ids[0]), Cluster::kUserToken}}) {
       auto w = HttpClient(pair.url(1), token).request(method, path, "{}", "application/json");
       ASSERT_TRUE(w.ok());
       EXPECT_EQ(w->status, 503) << method << " " << path << ": " << w->body;
@@ -474,7 +459,7 @@ TEST(PostgresStandby, ATlsStandbyServesReadsOverTls) {
   pair.start(1);
   HttpOptions o;
   o.ca_file = certs + "/ca.pem";
-  HttpClient leader(pair.url(0), kAdmin, o), standby(pair.url(1), kAdmin, o);
+  HttpClient leader(pair.url(0), Cluster::kUserToken, o), standby(pair.url(1), Cluster::kUserToken, o);
   auto l = leader.get("/api/v1/whoami");
   auto s = standby.get("/api/v1/whoami");
   ASSERT_TRUE(l.ok()) << l.error().message;
@@ -487,7 +472,7 @@ TEST(PostgresStandby, ATlsStandbyServesReadsOverTls) {
   EXPECT_EQ(w->status, 503) << w->body;
   EXPECT_EQ(w->headers["location"], pair.url(0) + "/api/v1/tokens");
   // Plain HTTP to the TLS standby gets nothing.
-  auto plain = HttpClient("http://127.0.0.1:" + std::to_string(pair.port(1)), kAdmin)
+  auto plain = HttpClient("http://127.0.0.1:" + std::to_string(pair.port(1)), Cluster::kUserToken)
                    .get("/api/v1/whoami", std::chrono::milliseconds(5000));
   EXPECT_FALSE(plain.ok() && plain->status == 200);
   fs::remove_all(certs);

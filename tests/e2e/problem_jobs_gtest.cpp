@@ -1,6 +1,7 @@
 // Jobs on a problem of the library, end to end on the simulated backend: the CLI submits a
-// rmsnorm@1 job, kfleetd checks it against its library, the agent runs it (marked simulated)
-// and the verdict names the problem; kfleetd refuses a problem its library does not have.
+// rmsnorm@2 job, kfleetd checks it against its library, the agent runs it (marked simulated)
+// and the verdict names the problem, the cases it ran and the reference check; kfleetd refuses
+// a problem its library does not have, and a job that leaves out a required case.
 #include <filesystem>
 #include <set>
 
@@ -8,16 +9,18 @@
 
 #include "../../common/tests/test_paths.hpp"
 #include "cluster.hpp"
+#include "kfleet/common/http_client.hpp"
 
 namespace kfleet::e2e {
 namespace {
 namespace fs = std::filesystem;
 
-std::string rmsnorm_job(const std::string& name, const std::string& problem = "rmsnorm@1") {
+std::string rmsnorm_job(const std::string& name, const std::string& problem = "rmsnorm@2") {
   return "name: " + name + "\ntarget: {gpu: L4}\nkernel:\n  problem: " + problem +
          "\n  language: cuda\n  sources: [k.cu]\n"
          "gates:\n  correctness:\n    cases:\n      - {name: small, seeds: [0, 1]}\n"
-         "      - {name: llama3_8b, seeds: [0]}\n  performance: {case: llama3_8b}\n"
+         "      - {name: llama3_8b, seeds: [0]}\n      - {name: stress, seeds: [0]}\n"
+         "  performance: {case: llama3_8b}\n"
          "simulate: {time_us: 50, stage_ms: 20}\n";
 }
 
@@ -28,23 +31,53 @@ TEST(ProblemJobs, ARmsnormJobRunsOnTheSimulatedBackendAndItsVerdictNamesTheProbl
   const std::string yaml = c.write_job("rms", rmsnorm_job("problems/rms"));
   auto r = c.cli({"submit", yaml, "--wait"});
   EXPECT_EQ(r.exit_code, 0) << r.output << c.logs();
-  auto jobs = c.sql("SELECT id, state FROM jobs");
-  ASSERT_EQ(jobs.size(), 1u);
-  EXPECT_EQ(jobs[0][1], "passed");
-  auto runs = c.sql("SELECT simulated FROM runs WHERE job_id = " + jobs[0][0]);
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0][0], "1");
-  const auto events = c.job_events(std::stoll(jobs[0][0]));
+  const std::string job = c.the_passed_simulated_job();
+  ASSERT_FALSE(job.empty());
+  const auto events = c.job_events(std::stoll(job));
   bool verdict_names_it = false, rows_name_it = false;
+  nlohmann::json verdict;
   for (const auto& e : events) {
     const std::string d = e.dump();
-    if (e.value("type", "") == "verdict")
+    if (e.value("type", "") == "verdict") {
+      verdict = e["data"];
       verdict_names_it = d.find("\"problem\":\"rmsnorm\"") != std::string::npos &&
-                         d.find("\"problem_version\":1") != std::string::npos;
-    if (e.value("type", "") == "correctness" && d.find("rmsnorm@1") != std::string::npos) rows_name_it = true;
+                         d.find("\"problem_version\":2") != std::string::npos;
+    }
+    if (e.value("type", "") == "correctness" && d.find("rmsnorm@2") != std::string::npos) rows_name_it = true;
   }
   EXPECT_TRUE(verdict_names_it) << c.logs();
   EXPECT_TRUE(rows_name_it);
+  // The verdict lists the cases it ran, the required one marked, and the reference check
+  // (simulated here, and it says so).
+  const auto& cases = verdict["metrics"]["cases"];
+  ASSERT_EQ(cases.size(), 3u) << verdict.dump();
+  EXPECT_EQ(cases[2]["name"], "stress");
+  EXPECT_EQ(cases[2]["seeds"], nlohmann::json::array({0}));
+  EXPECT_EQ(cases[0]["seeds"], nlohmann::json::array({0, 1}));
+  const auto& ref = verdict["metrics"]["reference_check"];
+  EXPECT_TRUE(ref.value("simulated", false)) << verdict.dump();
+  EXPECT_EQ(ref.value("case", ""), "small") << verdict.dump();
+}
+
+// A job that leaves out a required case: the CLI refuses it, and so does kfleetd when the job
+// comes to its API directly; each names the case.
+TEST(ProblemJobs, AJobWithoutARequiredCaseIsRefusedNamingIt) {
+  Cluster c;
+  c.start_kfleetd();
+  std::string yaml = rmsnorm_job("problems/no-stress");
+  const std::string stress = "      - {name: stress, seeds: [0]}\n";
+  yaml.erase(yaml.find(stress), stress.size());
+  const std::string path = c.write_job("no-stress", yaml);
+  auto r = c.cli({"submit", path});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("leaves out the required case 'stress' of rmsnorm@2"), std::string::npos) << r.output;
+  HttpClient user(c.url(), Cluster::kUserToken);
+  nlohmann::json bundle = {{"files", {{{"path", "k.cu"}, {"data_b64", "Ly8K"}}}}};
+  auto api = user.post_json("/api/v1/jobs", {{"spec_yaml", yaml}, {"source_name", "job.yaml"}, {"bundle", bundle}});
+  ASSERT_TRUE(api.ok());
+  EXPECT_EQ(api->status, 400) << api->body;
+  EXPECT_NE(api->body.find("leaves out the required case 'stress' of rmsnorm@2"), std::string::npos) << api->body;
+  EXPECT_TRUE(c.sql("SELECT id FROM jobs").empty());
 }
 
 TEST(ProblemJobs, KfleetdRefusesAProblemItsLibraryDoesNotHave) {
@@ -59,7 +92,7 @@ TEST(ProblemJobs, KfleetdRefusesAProblemItsLibraryDoesNotHave) {
   o.extra_args = {"--problems-dir", lib.string()};
   Cluster c(o);
   c.start_kfleetd();
-  std::string yaml = rmsnorm_job("problems/softmax", "softmax@1");
+  std::string yaml = rmsnorm_job("problems/softmax", "softmax@2");
   for (const char* from : {"small, seeds: [0, 1]", "llama3_8b, seeds: [0]", "case: llama3_8b"}) {
     const std::string f(from);
     const std::string to = f == "case: llama3_8b" ? "case: llama2_vocab"
@@ -69,7 +102,7 @@ TEST(ProblemJobs, KfleetdRefusesAProblemItsLibraryDoesNotHave) {
   const std::string path = c.write_job("softmax", yaml);
   auto r = c.cli({"submit", path});
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("no problem 'softmax' in the problem library (" + lib.string() + "); it has rmsnorm@1"),
+  EXPECT_NE(r.output.find("no problem 'softmax' in the problem library (" + lib.string() + "); it has rmsnorm@2"),
             std::string::npos) << r.output;
   EXPECT_TRUE(c.sql("SELECT id FROM jobs").empty());
   fs::remove_all(lib);

@@ -87,8 +87,21 @@ TEST(Regression, FivePercentSlowerOnL4IsTheOnlyRegressedCell) {
     EXPECT_EQ((*ok)["verdict"], "same") << ok->dump(2);
   }
 
+  // fast_p over the four cells (attention kernels), against each of kfleet's (simulated)
+  // PyTorch references: every cell is correct (a performance rejection is still correct) and
+  // compared with both, in the JSON, the text and the Markdown.
+  EXPECT_EQ(reg["fast_p"]["kernels"], 4) << reg["fast_p"].dump(2);
+  for (const auto& b : reg["fast_p"]["baselines"]) EXPECT_EQ(b["timed"], 4) << b.dump();
+  for (const auto& cl : reg["cells"]) EXPECT_EQ(cl["versus"].size(), 2u) << cl.dump(2);
+  EXPECT_NE(r2.output.find("against PyTorch"), std::string::npos) << r2.output;
+  EXPECT_NE(r2.output.find("fast_1.5  eager "), std::string::npos) << r2.output;
+  EXPECT_NE(r2.output.find("of 4 finished cells (kernel x GPU class) on a problem's kernel"), std::string::npos)
+      << r2.output;
+
   // The Markdown report names the regressed cell; the API agrees with the file.
   const std::string report = read_file(md);
+  EXPECT_NE(report.find("## Against PyTorch: fast_p"), std::string::npos) << report;
+  EXPECT_NE(report.find("| fast_1.5 |"), std::string::npos) << report;
   EXPECT_NE(report.find("## Regressed"), std::string::npos) << report;
   EXPECT_NE(report.find("kern/b on L4"), std::string::npos) << report;
   EXPECT_EQ(report.find("kern/a on"), std::string::npos) << report;

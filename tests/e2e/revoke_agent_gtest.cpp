@@ -11,10 +11,7 @@ TEST(RevokeAgent, ARetiredAgentsNextCallGets401AndItsLeaseIsRequeued) {
   Cluster c;
   c.start_kfleetd();
   // A test-driven agent (the holder of a stolen token, say) takes the job and holds it.
-  HttpClient enrol(c.url(), Cluster::kEnrolToken);
-  auto e = *enrol.post_json("/api/v1/agents/enrol",
-                            {{"name", "stolen"}, {"region", "local"}, {"backend", "simulated"},
-                             {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}})->json();
+  auto e = c.enrol_raw_agent("stolen");
   const std::string agent_path = "/api/v1/agents/" + std::to_string(e["agent_id"].get<int>());
   HttpClient stolen(c.url(), e["token"].get<std::string>());
   const auto job = c.submit_api(c.write_job("r", Cluster::sim_job_yaml("revoke/held", "L4", "", 300)));

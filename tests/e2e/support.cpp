@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -107,7 +108,8 @@ std::string Proc::log() const { return read_file(log_); }
 
 CmdResult run_cmd(const std::vector<std::string>& argv, int timeout_ms,
                   const std::map<std::string, std::string>& env) {
-  char tmpl[] = "/tmp/kfleet-cmd-XXXXXX";
+  std::string path = (std::filesystem::temp_directory_path() / "kfleet-cmd-XXXXXX").string();
+  char* tmpl = path.data();
   int fd = mkstemp(tmpl);
   if (fd >= 0) close(fd);
   CmdResult out;
@@ -132,7 +134,7 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 }
 
 std::string make_temp_dir(const std::string& prefix) {
-  std::string t = "/tmp/" + prefix + "-XXXXXX";
+  std::string t = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
   std::vector<char> buf(t.begin(), t.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
@@ -148,6 +150,19 @@ std::string read_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string log_tails(const std::string& dir, const std::string& prefix, std::size_t keep) {
+  std::string out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() != ".log" || name.rfind(prefix, 0) != 0) continue;
+    std::string t = read_file(e.path().string());
+    if (t.size() > keep) t = "...\n" + t.substr(t.size() - keep);
+    out += "----- " + name + "\n" + t + "\n";
+  }
+  return out;
 }
 
 }  // namespace kfleet::e2e

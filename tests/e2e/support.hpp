@@ -51,5 +51,8 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 std::string make_temp_dir(const std::string& prefix);
 void write_file(const std::string& path, const std::string& content);
 std::string read_file(const std::string& path);
+// The .log files in dir whose names start with `prefix`, each as its last `keep` bytes: for a
+// failed check's message.
+std::string log_tails(const std::string& dir, const std::string& prefix = "", std::size_t keep = 6000);
 
 }  // namespace kfleet::e2e

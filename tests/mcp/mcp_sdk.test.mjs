@@ -66,7 +66,7 @@ gates:
       - {name: small, shape: {B: 1, H: 2, S: 128, D: 64}, seeds: [0, 1]}
     tolerance: {atol: 1.0e-3, rtol: 1.0e-3}
   performance: {case: small, compare_to: ${parent ? "parent" : "baseline"}}
-simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 400}
+simulate: {time_us: ${timeUs}, noise_pct: 0.3, stage_ms: 400, eager_us: 700, compile_us: 600}
 `;
 }
 
@@ -130,9 +130,9 @@ async function main() {
     check(!problems.isError && problems.structuredContent.problems.some((p) => p.name === "rmsnorm"),
       `the problem library lists rmsnorm (${problems.content?.[0]?.text?.slice(0, 200)})`);
     const rms = await call("kfleet_get_problem", { name: "rmsnorm" });
-    check(!rms.isError && rms.structuredContent.ref === "rmsnorm@1" &&
+    check(!rms.isError && rms.structuredContent.ref === "rmsnorm@2" &&
       /kfleet_problem_launch/.test(rms.structuredContent.starter), "rmsnorm's contract and starter");
-    console.log(`ok: problems: ${problems.structuredContent.problems.length} in the library; rmsnorm@1's contract`);
+    console.log(`ok: problems: ${problems.structuredContent.problems.length} in the library; rmsnorm@2's contract`);
     const campaign0 = await call("kfleet_get_campaign", { name: "mcp-campaign" });
     check(!campaign0.isError, `read the campaign: ${campaign0.content?.[0]?.text}`);
     const root = campaign0.structuredContent.current_best;
@@ -174,6 +174,19 @@ async function main() {
     check(verdict.gates.resources?.kernels?.length > 0, "resources per kernel");
     check(verdict.marks.simulated === true && verdict.marks.self_reported === false, "marked simulated, not self-reported");
     check(verdict.change?.files?.[0]?.diff.includes("+  half acc"), "the verdict carries the diff");
+    // A problem's kernel (the attention family) against kfleet's PyTorch references (simulated:
+    // eager 700 µs, torch.compile 600 µs against the kernel's 656 µs), in the verdict and its
+    // benchmark gate, each with its interval and the key its timing is cached by.
+    const versus = verdict.verdict?.versus ?? [];
+    const eager = versus.find((c) => c.baseline === "eager"), compile = versus.find((c) => c.baseline === "compile");
+    check(eager && compile && eager.speedup > 1.03 && eager.speedup < 1.1 && compile.speedup > 0.88 && compile.speedup < 0.95,
+      `speedups over eager and torch.compile (got ${JSON.stringify(versus)})`);
+    check(eager.ci_low <= eager.speedup && eager.ci_high >= eager.speedup && eager.simulated === true &&
+      eager.key?.problem === "attention" && eager.key?.case === "small" && eager.key?.gpu_class === "L4",
+      `the comparison's interval, simulated mark and cache key (got ${JSON.stringify(eager)})`);
+    check(JSON.stringify(verdict.gates.benchmark.versus) === JSON.stringify(versus), "the benchmark gate carries the comparisons");
+    check(/\n1\.0\dx eager \[[\d.]+, [\d.]+\], 0\.9\dx torch\.compile \[[\d.]+, [\d.]+\] \(small, simulated\)$/.test(verdict.verdict.reason),
+      `the reason ends with the comparison line (got '${verdict.verdict.reason}')`);
     console.log(`ok: verdict after ${progress.length} progress notifications: ${verdict.verdict?.reason}`);
 
     // 2. The campaign: the same-speed child is a rejection, and it is in the no-repeat map.
@@ -184,6 +197,11 @@ async function main() {
       "a child that is not faster is a rejection with its reason");
     check(campaign1.log_markdown.includes("## No-Repeat Map") && campaign1.log_markdown.includes("+O_ACCUM_HALF=1"),
       "the log reads like seed 002's");
+    // fast_p over the campaign's judged kernels (the root and the child, both 1.07x eager).
+    check(campaign1.fast_p?.kernels === 2 && campaign1.fast_p.baselines[0].p[0].fast === 2 &&
+      campaign1.fast_p.baselines[1].p[0].fast === 0, `the campaign's fast_p (got ${JSON.stringify(campaign1.fast_p)})`);
+    check(campaign1.log_markdown.includes("## Against PyTorch (fast_p)") && campaign1.log_markdown.includes("fast_1.5"),
+      "the log carries fast_p");
     console.log("ok: campaign: no-repeat map and rejection");
 
     // 3. The same change again is refused, saying what to do instead.

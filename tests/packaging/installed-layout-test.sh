@@ -54,9 +54,9 @@ mkdir -p "$tmp/job"
 cat >"$tmp/job/rmsnorm.yaml" <<'YAML'
 name: packaged/rmsnorm-naive
 target: {gpu: L4}
-kernel: {problem: rmsnorm@1, language: cuda, sources: ["lib:problems/rmsnorm/naive.cu"]}
+kernel: {problem: rmsnorm@2, language: cuda, sources: ["lib:problems/rmsnorm/naive.cu"]}
 gates:
-  correctness: {cases: [{name: small, seeds: [0]}]}
+  correctness: {cases: [{name: small, seeds: [0]}, {name: stress, seeds: [0]}]}
   performance: {case: small}
 simulate: {time_us: 40, stage_ms: 20}
 max_attempts: 1

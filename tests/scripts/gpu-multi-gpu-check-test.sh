@@ -5,15 +5,9 @@
 # must pass, and it must stop with an error, not wait, when a submit is refused.
 # Usage: gpu-multi-gpu-check-test.sh KFLEETD KFLEET_AGENT KFLEET
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-[ $# = 3 ] || { echo "usage: $0 KFLEETD KFLEET_AGENT KFLEET" >&2; exit 2; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-multi-gpu-XXXXXX")
-fail=0
-bad() { echo "FAIL: $*" >&2; fail=1; }
-trap 'if [ "$fail" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXIT
-export HOME=$tmp NO_COLOR=1
-mkdir -p "$tmp/bin"
-ln -s "$1" "$tmp/bin/kfleetd"; ln -s "$2" "$tmp/bin/kfleet-agent"; ln -s "$3" "$tmp/bin/kfleet"
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+script_test_setup multi-gpu "$@"
 
 "$root/scripts/gpu-multi-gpu-check.sh" --bin "$tmp/bin" --run-dir "$tmp/run" --backend simulated \
   --gpus 3 --rounds 1 >"$tmp/check.log" 2>&1

@@ -15,11 +15,28 @@
 #include "common/resources.hpp"
 #include "common/rounds.hpp"
 #include "common/subprocess.hpp"
+#include "common/torch_reference.hpp"
 #include "discovery/nvml.hpp"
 #include "discovery/python.hpp"
 #include "kfleet/agent/backend.hpp"
 
 namespace kfleet::backends {
+
+// A stage that failed for the agent's own reason (no compiler here, the harness missing): never
+// the job's verdict (infra_error).
+inline agent::StageResult infra(std::string reason) {
+  agent::StageResult r;
+  r.infra_error = true;
+  r.reason = std::move(reason);
+  return r;
+}
+
+// The agent's own failure (its library lags kfleetd's): retried, never the job's verdict.
+inline agent::StageResult fleet(std::string reason) {
+  agent::StageResult r = infra(std::move(reason));
+  r.fleet_error = true;
+  return r;
+}
 
 // Replay mode's measuring process (kernels/harness/ABI.md, "Recorded replay"): kfleet's own
 // program, built by the agent from the harness's sources alone, with kfleet's flags alone,
@@ -80,7 +97,13 @@ struct HarnessBackendConfig {
   // The problem library jobs' kernel.problem is resolved in ("" = $KFLEET_PROBLEMS_DIR, else the
   // source tree's kernels/problems).
   std::string problems_dir;
+  // How long recording one of kfleet's PyTorch references may take (torch.compile's
+  // max-autotune tunes for minutes); its replay has the job's stage timeout, as any replay.
+  int reference_timeout_s = 1800;
 };
+
+// The build cache's folder: cfg's, else beside the agent's run dirs (<work dir>/build-cache).
+std::string build_cache_dir(const std::string& configured, const std::string& work_dir);
 
 class HarnessBackend : public agent::Backend {
  public:
@@ -166,14 +189,24 @@ class HarnessBackend : public agent::Backend {
                                      const std::vector<std::string>& args,
                                      std::vector<nlohmann::json>& messages,
                                      const std::string& binary = "");
-  // `measure`: argv is the measuring process, run in a sandbox that writes nowhere, from its
-  // own read-only folder, reading `readable` (the job's objects, its launch list).
+  // The measuring process's check of kfleet's GPU reference against its fp64 CPU reference on
+  // `case_name` of the job's problem (PROBLEM-ABI.md, "The GPU reference, checked"): no job
+  // code, no kernel; its lines go to `messages`.
+  Result<SubprocessResult> run_reference_check(agent::StageContext& c, const std::string& case_name,
+                                               std::uint64_t seed, std::vector<nlohmann::json>& messages);
+  // Who a child is: the job's process (its sandbox writes the run's folder, reads its bundle),
+  // kfleet's measuring process (a sandbox that writes nowhere, run from its own read-only
+  // folder, reading `readable`: the job's objects, its launch list), or the recorder of one of
+  // kfleet's PyTorch references (the job's sandbox, but writing only `folder`, a fresh folder
+  // of the agent's, and reading nothing of the job's).
+  enum class Child { job, measure, reference };
   Result<SubprocessResult> run_child(agent::StageContext& c, const std::string& stage,
                                      std::vector<std::string> argv,
                                      std::vector<nlohmann::json>& messages, bool result_pipe,
                                      const std::vector<std::string>& readable = {},
-                                     bool measure = false,
-                                     const std::vector<std::pair<std::string, std::string>>& env = {});
+                                     Child who = Child::job,
+                                     const std::vector<std::pair<std::string, std::string>>& env = {},
+                                     const std::string& folder = "");
   std::atomic<int> recordings_{0};
   std::mutex python_mu_;
   std::optional<Result<PythonRuntime>> python_;
@@ -181,6 +214,8 @@ class HarnessBackend : public agent::Backend {
   // the bundle): what its recorder is run with. Set by build, for the candidate and the reference.
   struct PythonJob {
     std::string source, language, entry;
+    std::string torch_compile;  // kfleet's compile reference: the mode the recorder wraps it in
+    bool reference = false;     // kfleet's PyTorch reference of the job's problem, not the job
   };
   std::map<std::string, PythonJob> python_jobs_;
   agent::StageResult build_one(agent::StageContext& c);
@@ -220,6 +255,19 @@ class HarnessBackend : public agent::Backend {
   // One benchmark process of `binary`: its samples, or why it failed.
   TimedRun time_once(agent::StageContext& c, const std::string& binary,
                      const std::vector<std::string>& args);
+  // A problem's kernel against kfleet's PyTorch references of the problem (eager,
+  // torch.compile), each from the agent's cache or recorded and replayed now on case `cs` with
+  // `args` (the kernel's benchmark command line): the verdict's `versus`, as JSON. A reference
+  // that cannot be timed gives a comparison with a note, never a failure of the job
+  // (harness_versus.cpp).
+  nlohmann::json versus_pytorch(agent::StageContext& c, const CorrectnessCase& cs,
+                                const std::vector<double>& kernel_us,
+                                const std::vector<std::string>& args);
+  // One reference timed now (run_pooled over the job's processes): its samples, or why none,
+  // and whether that outcome may be cached (not when the fleet's setup or a stop was the cause).
+  ReferenceTiming time_reference(agent::StageContext& c, const std::string& baseline,
+                                 const std::string& source, const std::vector<std::string>& args,
+                                 const nlohmann::json& key, bool& cacheable);
   // A generic problem's job: the resolved problem, written by build into an agent-owned,
   // read-only file (problem_spec_file) that the recorder and the measuring process read and are
   // given as --problem-spec; "" for every other job.

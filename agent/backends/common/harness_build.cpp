@@ -16,6 +16,7 @@
 
 #include "common/harness_backend.hpp"
 #include "common/harness_problem.hpp"
+#include "common/resources.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
 #include "kfleet/common/event.hpp"
@@ -37,20 +38,7 @@ std::string read_all(const fs::path& p) {
   return ss.str();
 }
 
-StageResult infra(std::string reason) {
-  StageResult r;
-  r.infra_error = true;
-  r.reason = std::move(reason);
-  return r;
-}
-
 // The agent's own failure (no compiler here, the harness missing): never the job's verdict.
-StageResult fleet(std::string reason) {
-  StageResult r = infra(std::move(reason));
-  r.fleet_error = true;
-  return r;
-}
-
 std::vector<std::string> files_in(const fs::path& dir, std::initializer_list<const char*> exts) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -73,14 +61,6 @@ std::string first_error(const std::string& log) {
   return tail_lines(log, 1);
 }
 
-// The agent's run dirs are <agent work dir>/runs/<run id>/work and are removed after each run;
-// a cache inside one would never be hit, so it goes beside "runs" when that layout is seen.
-fs::path default_cache_dir(const std::string& work_dir) {
-  const fs::path run_dir = fs::path(work_dir).parent_path();
-  if (run_dir.parent_path().filename() == "runs") return run_dir.parent_path().parent_path() / "build-cache";
-  return run_dir / "build-cache";
-}
-
 // The harness's translation units: kernels/harness/src and cpu.
 std::vector<std::string> harness_sources(const fs::path& hdir) {
   auto srcs = files_in(hdir / "src", {".cu", ".cpp"});
@@ -90,8 +70,9 @@ std::vector<std::string> harness_sources(const fs::path& hdir) {
 }
 
 // Every harness file's name and text: a change anywhere in the harness rebuilds its objects.
-// The problem library's GPU references (kernels/problems/<name>/reference.cu) are compiled into
-// the measuring process through src/problem_ref_*.cu, so a change to one counts as well.
+// The problem library's GPU and CPU references (kernels/problems/<name>/reference.cu and
+// reference.cpp, with problems/cpu/problem_data.hpp) are compiled into the measuring process
+// through src/problem_ref_*.cu and cpu/problem_cpu_references.cpp, so a change to one counts too.
 std::string harness_digest(const fs::path& hdir) {
   std::string text;
   for (const char* sub : {"src", "cpu", "include/kfleet_harness"}) {
@@ -100,8 +81,11 @@ std::string harness_digest(const fs::path& hdir) {
   }
   std::error_code ec;
   std::vector<std::string> refs;
+  const fs::path data = hdir.parent_path() / "problems" / "cpu" / "problem_data.hpp";
+  if (fs::is_regular_file(data)) refs.push_back(data.string());
   for (fs::directory_iterator it(hdir.parent_path() / "problems", ec), end; !ec && it != end; it.increment(ec))
-    if (fs::is_regular_file(it->path() / "reference.cu")) refs.push_back((it->path() / "reference.cu").string());
+    for (const char* ref : {"reference.cu", "reference.cpp"})
+      if (fs::is_regular_file(it->path() / ref)) refs.push_back((it->path() / ref).string());
   std::sort(refs.begin(), refs.end());
   for (const auto& f : refs) text += f + "\n" + read_all(f) + "\n";
   return sha256_hex(text);
@@ -145,6 +129,15 @@ std::string macro_of(const std::string& define) {
 }
 
 }  // namespace
+
+// The agent's run dirs are <agent work dir>/runs/<run id>/work and are removed after each run;
+// a cache inside one would never be hit, so it goes beside "runs" when that layout is seen.
+std::string build_cache_dir(const std::string& configured, const std::string& work_dir) {
+  if (!configured.empty()) return configured;
+  const fs::path run_dir = fs::path(work_dir).parent_path();
+  if (run_dir.parent_path().filename() == "runs") return (run_dir.parent_path().parent_path() / "build-cache").string();
+  return (run_dir / "build-cache").string();
+}
 
 HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) {
   if (cfg_.harness_dir.empty()) {
@@ -371,7 +364,7 @@ StageResult HarnessBackend::build_python(StageContext& c, const Compiler& cc, co
     return fleet("this agent's Python (" + py->python + ") cannot record " + k.language +
                  " kernels" + (why.empty() ? std::string() : ": " + why));
   }
-  fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+  fs::path cache = fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir));
   auto m = measuring_process(cc, cache.string(), harness_digest(hdir), harness_sources(hdir));
   if (!m.ok()) return fleet("the measuring process could not be built: " + m.error().message);
   if (!*m) return fleet("no runnable measuring process on this host: " + k.language +
@@ -417,7 +410,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     // The contract comes from this agent's library, never from the job: resolved into a file of
     // the agent's that the job's processes may only read. A problem missing here is the fleet's
     // failure (this agent's library lags kfleetd's), not the job's.
-    const fs::path cache_root = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+    const fs::path cache_root = fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir));
     auto spec_file = problem_spec_file(cfg_.problems_dir, k, (cache_root / "problem-specs").string());
     if (!spec_file) return fleet("problem " + problem_ref(k) + ": " + spec_file.error().message);
     problem_spec_file_ = *spec_file;
@@ -462,7 +455,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   key_text += sources_text + digest;
   if (!cfg_.link_harness) key_text += "\nnot linked";
   const std::string key = sha256_hex(key_text);
-  fs::path cache = cfg_.cache_dir.empty() ? default_cache_dir(c.work_dir) : fs::path(cfg_.cache_dir);
+  fs::path cache = fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir));
   fs::path entry = cache / key;
   fs::path binary = entry / "kfleet-harness";
   fs::path log_file = entry / "compile.log";
@@ -518,6 +511,13 @@ StageResult HarnessBackend::build_one(StageContext& c) {
       r.reason = res->timed_out || res->stopped ? "compile " + res->describe()
                                                 : "compile failed: " + first_error(res->err);
       r.data["log"] = tail_lines(res->err, 40);
+      if (auto lds = compiler_lds_refusal(res->err, cfg_.arch); lds && !res->timed_out && !res->stopped) {
+        // More LDS than the target has: the resources gate's refusal, not a broken build.
+        r.reason = lds->reason;
+        r.data["gate"] = "resources";
+        r.data["violations"] = nlohmann::json::array(
+            {{{"kernel", lds->kernel}, {"field", lds->field}, {"value", lds->value}, {"limit", lds->limit}, {"reason", lds->reason}}});
+      }
       fs::remove_all(tmp, ec);
       return r;
     }
@@ -615,8 +615,12 @@ StageResult HarnessBackend::resources(StageContext& c) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& u : kernels) list.push_back(to_json(u));
   r.data["kernels"] = list;
-  std::vector<ResourceViolation> viol;
-  if (c.spec.gates.resources) viol = evaluate_budget(kernels, *c.spec.gates.resources);
+  // What the target holds first (whatever the budget), then the job's own budget.
+  std::vector<ResourceViolation> viol = evaluate_target(kernels, cfg_.arch);
+  if (c.spec.gates.resources) {
+    auto more = evaluate_budget(kernels, *c.spec.gates.resources);
+    viol.insert(viol.end(), more.begin(), more.end());
+  }
   nlohmann::json vj = nlohmann::json::array();
   for (const auto& v : viol) {
     vj.push_back({{"kernel", v.kernel}, {"field", v.field}, {"value", v.value},

@@ -77,4 +77,27 @@ Result<std::string> problem_spec_file(const std::string& library_dir, const Kern
   return file.string();
 }
 
+Result<ProblemRunPlan> problem_run_plan(const std::string& library_dir, const JobSpec& job) {
+  ProblemRunPlan plan;
+  if (job.kernel.problem.empty()) return plan;
+  const ProblemLibrary lib = load_problem_library(library_dir);
+  const ProblemDef* def = lib.find(job.kernel.problem);
+  if (!def || def->version != job.kernel.problem_version)
+    return make_error(Errc::not_found, "this agent's problem library (" + lib.root + ") has no " +
+                                           problem_ref(job.kernel) + ": set --problems-dir or KFLEET_PROBLEMS_DIR to kfleetd's library");
+  plan.missing_required = missing_required_message(*def, missing_required_cases(*def, job));
+  if (!is_generic_problem(job.kernel) || !job.gates.correctness || !def->bytes) return plan;
+  std::int64_t best = -1;
+  for (const auto& c : job.gates.correctness->cases) {
+    const ProblemCase* pc = def->find_case(c.name);
+    if (!pc) continue;
+    auto b = def->bytes->eval(pc->dims);
+    if (b && (best < 0 || *b < best)) {
+      best = *b;
+      plan.reference_case = c.name;
+    }
+  }
+  return plan;
+}
+
 }  // namespace kfleet::backends

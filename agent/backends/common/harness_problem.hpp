@@ -25,4 +25,15 @@ Result<std::string> resolved_problem_spec(const ProblemDef& def);
 Result<std::string> problem_spec_file(const std::string& library_dir, const KernelSpec& k,
                                       const std::string& out_dir);
 
+// What the correctness stage of a job naming a problem takes from the agent's own library: the
+// error naming the required cases the job leaves out ("" when it runs every one: kfleetd has
+// refused such a job already, unless its library differs from this agent's), and, for a generic
+// problem, the case the measuring process checks kfleet's GPU reference on against the fp64 CPU
+// reference (the smallest of the job's cases by the problem's `bytes`).
+struct ProblemRunPlan {
+  std::string missing_required;
+  std::string reference_case;
+};
+Result<ProblemRunPlan> problem_run_plan(const std::string& library_dir, const JobSpec& job);
+
 }  // namespace kfleet::backends

@@ -141,6 +141,7 @@ void HarnessReport::add(const nlohmann::json& m) {
   else if (t == "warmup") warmup = m;
   else if (t == "bench") bench = m;
   else if (t == "error") error = m;
+  else if (t == "reference_check" && !reference_check) reference_check = m;
   else if (t == "correctness") correctness.push_back(m);
 }
 
@@ -201,6 +202,11 @@ std::string harness_failure(int exit_code, int signal, bool timed_out, double ti
     // Replay mode: the recorder refused the launch, or the measurer refused what it recorded;
     // both are the kernel's doing, and the message names what was seen.
     if (phase == "record" || phase == "replay") return string_at(e, "message", "refused");
+    // kfleet's own GPU reference disagreed with its fp64 CPU reference: the fleet's failure.
+    if (phase == "reference") {
+      infra = true;
+      return string_at(e, "message", "the GPU reference disagrees with the CPU reference");
+    }
     infra = true;
     return "harness " + (phase.empty() ? std::string("error") : phase + " error") + ": " + what;
   }

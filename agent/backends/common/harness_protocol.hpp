@@ -44,7 +44,9 @@ nlohmann::json array_at(const nlohmann::json& j, const char* key);
 
 // What the harness said over one run, gathered from its lines.
 struct HarnessReport {
-  std::optional<nlohmann::json> device, warmup, bench, error;
+  // reference_check: the measuring process's GPU reference against the fp64 CPU reference
+  // (a problem of the library; PROBLEM-ABI.md, "The GPU reference, checked").
+  std::optional<nlohmann::json> device, warmup, bench, error, reference_check;
   std::vector<nlohmann::json> correctness;
   void add(const nlohmann::json& msg);
 };

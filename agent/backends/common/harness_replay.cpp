@@ -135,10 +135,11 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
                                                    std::vector<nlohmann::json>& messages,
                                                    bool result_pipe,
                                                    const std::vector<std::string>& readable,
-                                                   bool measure,
-                                                   const std::vector<std::pair<std::string, std::string>>& env) {
+                                                   Child who,
+                                                   const std::vector<std::pair<std::string, std::string>>& env,
+                                                   const std::string& folder) {
   SubprocessSpec sp;
-  if (measure) {
+  if (who == Child::measure) {
     // The measuring process: kfleet's binary, in a sandbox of its own that writes nowhere (its
     // /tmp is private and gone with it), started in its own read-only folder, HOME there too,
     // with no compute cache: it reads no file a job's process wrote but those in `readable`,
@@ -150,6 +151,18 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
     sp.env.insert(sp.env.end(), {{"HOME", "/tmp"}, {"CUDA_CACHE_DISABLE", "1"}});
     sp.timeout_s = c.spec.timeout_s;
     sp.should_stop = [&c] { return c.stop.requested(); };
+  } else if (who == Child::reference) {
+    // kfleet's PyTorch reference: the job's sandbox (torch.compile and Triton compile and write
+    // caches there), but none of the job's files: it writes only its own fresh folder.
+    std::vector<std::string> r = readable;
+    r.push_back(fs::path(argv.front()).parent_path().string());
+    sp = sandboxed_process({folder}, std::move(r), true);
+    sp.cwd = folder;
+    sp.timeout_s = cfg_.reference_timeout_s;
+    sp.on_denial = [&c](const std::string& line) {
+      c.sink.emit(event_type::log_line, {{"stream", "sandbox"}, {"text", line}});
+    };
+    sp.env.insert(sp.env.end(), env.begin(), env.end());
   } else {
     // The job's sandbox, reading the build's cache entry (the job's binary and objects) and
     // writing only the run's dir.
@@ -197,6 +210,20 @@ Result<SubprocessResult> HarnessBackend::run_child(StageContext& c, const std::s
   return res;
 }
 
+Result<SubprocessResult> HarnessBackend::run_reference_check(StageContext& c, const std::string& case_name,
+                                                             std::uint64_t seed,
+                                                             std::vector<nlohmann::json>& messages) {
+  // kfleet's measuring process when the job is replayed (the usual case); a job timed in
+  // process has none, and its harness checks the reference the same way.
+  if (measurer_)
+    if (auto ok = check_measurer(*measurer_); !ok) return ok.error();
+  const std::string binary = measurer_ ? measurer_->binary : harness_binary_;
+  std::vector<std::string> argv = {binary, "correctness", "--case", case_name, "--problem-spec",
+                                   problem_spec_file_, "--seeds", std::to_string(seed), "--reference-check"};
+  return run_child(c, stage::correctness, argv, messages, /*result_pipe=*/true, problem_reads(),
+                   /*measure=*/measurer_.has_value());
+}
+
 Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::string& stage,
                                                    const std::vector<std::string>& args_in,
                                                    std::vector<nlohmann::json>& messages,
@@ -206,6 +233,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   // Python; it is always replayed (the spec refuses in-process timing for it).
   const auto py_job = python_jobs_.find(binary);
   const bool python = py_job != python_jobs_.end();
+  const bool reference = python && py_job->second.reference;
   std::vector<std::string> argv = {binary};
   argv.insert(argv.end(), args_in.begin(), args_in.end());
   // A Python kernel's torch allocates during its launch: from a buffer of the arena that the plan
@@ -223,8 +251,26 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   if (auto ok = check_measurer(*measurer_); !ok) return ok.error();
   // 1. Record: the job's code, whose output is its log; only its error line explains a refusal.
   const std::string n = std::to_string(++recordings_);
-  const std::string list = (fs::path(c.work_dir) / ("launches-" + n + ".txt")).string();
-  const std::string device_code_dir = (fs::path(c.work_dir) / ("device-code-" + n)).string();
+  // kfleet's PyTorch reference records into a fresh folder of the agent's, outside the run's
+  // (which the job's processes could write), removed once it has been replayed.
+  std::string folder = c.work_dir;
+  if (reference) {
+    folder = (fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir)) / "torch-references" / "work" /
+              (std::to_string(::getpid()) + "-" + n)).string();
+    std::error_code ec;
+    fs::remove_all(folder, ec);
+    fs::create_directories(folder, ec);
+    if (ec) return make_error(Errc::unavailable, "cannot create " + folder + ": " + ec.message());
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cleanup{reference ? folder : ""};
+  const std::string list = (fs::path(folder) / ("launches-" + n + ".txt")).string();
+  const std::string device_code_dir = (fs::path(folder) / ("device-code-" + n)).string();
   std::vector<nlohmann::json> said;
   Result<SubprocessResult> r = make_error(Errc::unavailable, "not recorded");
   if (python) {
@@ -238,23 +284,28 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     fs::remove_all(device_code_dir, ec);
     fs::create_directories(device_code_dir, ec);
     if (ec) return make_error(Errc::unavailable, "cannot create " + device_code_dir + ": " + ec.message());
-    const fs::path work = c.work_dir;
+    const fs::path work = folder;
     const std::string cache = (work / "py-cache").string(), home = (work / "py-home").string(),
                       tmp = (work / "py-tmp").string();
     for (const auto& d : {cache, home, tmp}) fs::create_directories(d, ec);
     const auto rec = python_recorder_argv(
         PythonRecorderCall{py->python, cfg_.harness_dir, measurer_->binary, py_job->second.source,
-                           py_job->second.language, py_job->second.entry, device_code_dir, cache, list},
+                           py_job->second.language, py_job->second.entry, device_code_dir, cache, list,
+                           py_job->second.torch_compile},
         args);
     std::vector<std::string> readable = python_recorder_read_paths(*py, cfg_.harness_dir);
     readable.push_back(fs::path(measurer_->binary).parent_path().string());
     // A problem of the library: kfleet-measure --plan, run by the recorder, reads its spec.
     for (const auto& f : problem_reads()) readable.push_back(f);
+    // kfleet's PyTorch reference: its source's folder in the agent's library; the job's bundle
+    // is not there at all.
+    if (reference) readable.push_back(fs::path(py_job->second.source).parent_path().string());
     const std::string cuda_home = py->cuda_home.empty() ? "/usr/local/cuda" : py->cuda_home;
     std::vector<std::pair<std::string, std::string>> env = {
         {"CUDA_HOME", cuda_home}, {"PATH", python_recorder_path_env(*py, cuda_home)}, {"TMPDIR", tmp}, {"HOME", home}};
     if (!py->cc.empty()) env.push_back({"CC", py->cc});
-    r = run_child(c, stage, rec, said, /*result_pipe=*/false, readable, /*measure=*/false, env);
+    r = run_child(c, stage, rec, said, /*result_pipe=*/false, readable,
+                  reference ? Child::reference : Child::job, env, folder);
   } else {
     std::vector<std::string> rec = argv;
     rec.insert(rec.end(), {"--record", list});
@@ -336,7 +387,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   std::vector<std::string> readable = device_code;
   readable.push_back(list);
   for (const auto& f : problem_reads()) readable.push_back(f);  // the resolved problem, agent-owned
-  return run_child(c, stage, measure, messages, /*result_pipe=*/true, readable, /*measure=*/true);
+  return run_child(c, stage, measure, messages, /*result_pipe=*/true, readable, Child::measure);
 }
 
 const Result<PythonRuntime>& HarnessBackend::python_runtime() {

@@ -2,16 +2,19 @@
 // isolation), its JSON lines become events, and a benchmark is compared with the lease's
 // baseline using kfleet::stats. The profile stage is in harness_profile.cpp.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 
 #include "common/exclusive.hpp"
 #include "common/harness_backend.hpp"
+#include "common/harness_problem.hpp"
 #include "common/harness_protocol.hpp"
 #include "common/sandbox.hpp"
 #include "kfleet/common/event.hpp"
 #include "kfleet/common/stats.hpp"
+#include "kfleet/common/versus.hpp"
 
 namespace kfleet::backends {
 namespace fs = std::filesystem;
@@ -19,13 +22,6 @@ using agent::StageContext;
 using agent::StageResult;
 
 namespace {
-
-StageResult infra(std::string reason) {
-  StageResult r;
-  r.infra_error = true;
-  r.reason = std::move(reason);
-  return r;
-}
 
 std::vector<double> doubles(const nlohmann::json& j) {
   std::vector<double> out;
@@ -209,10 +205,47 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     r.data["skipped"] = "no correctness gate";
     return r;
   }
+  // A problem's required cases and the case its reference is checked on, from this agent's
+  // own library (problem_run_plan).
+  auto plan = problem_run_plan(cfg_.problems_dir, c.spec);
+  if (!plan.ok()) return fleet(plan.error().message);
+  if (!plan->missing_required.empty()) {
+    r.reason = plan->missing_required;
+    return r;
+  }
   nlohmann::json rows = nlohmann::json::array();
+  // The verdict lists the cases it ran (data.cases) and the reference check (data.reference_check).
+  r.data["cases"] = nlohmann::json::array();
+  if (!plan->reference_case.empty()) {
+    // kfleet's GPU reference against its fp64 CPU reference, once per run, on the smallest of
+    // the job's cases, by kfleet's own measuring process (no job code, no kernel): before any
+    // case, so that every verdict carries it, whatever the job's kernel does.
+    std::vector<nlohmann::json> msgs;
+    std::uint64_t seed = 0;
+    for (const auto& cs : c.spec.gates.correctness->cases)
+      if (cs.name == plan->reference_case && !cs.seeds.empty()) seed = cs.seeds.front();
+    auto res = run_reference_check(c, plan->reference_case, seed, msgs);
+    if (!res.ok()) return infra(res.error().message);
+    HarnessReport rep;
+    for (const auto& m : msgs) rep.add(m);
+    if (rep.reference_check) r.data["reference_check"] = *rep.reference_check;
+    bool infra_err = false;
+    const std::string why = harness_failure(res->exit_code, res->signal, res->timed_out, c.spec.timeout_s, rep,
+                                            res->err, infra_err);
+    if (res->stopped) return infra("stopped");
+    if (!why.empty()) {
+      StageResult f = infra(why);
+      f.data = r.data;
+      if (rep.error && string_at(*rep.error, "phase", "") == "reference") f.data["reference_fault"] = true;
+      return f;
+    }
+  }
   for (const auto& cs : c.spec.gates.correctness->cases) {
     std::vector<nlohmann::json> msgs;
-    auto res = run_stage(c, stage::correctness, harness_correctness_args(c.spec, cs, problem_spec_file_), msgs);
+    auto args = harness_correctness_args(c.spec, cs, problem_spec_file_);
+    const auto started = std::chrono::steady_clock::now();
+    auto res = run_stage(c, stage::correctness, args, msgs);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!res.ok()) return infra(res.error().message);
     HarnessReport rep;
     for (const auto& m : msgs) rep.add(m);
@@ -226,6 +259,9 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     std::string why = harness_failure(res->exit_code, res->signal, res->timed_out,
                                       c.spec.timeout_s, rep, res->err, infra_err);
     if (res->stopped) return infra("stopped");
+    // What the case cost: its harness processes (recording and replay), wall time.
+    r.data["cases"].push_back({{"name", cs.name}, {"seeds", cs.seeds}, {"pass", why.empty()},
+                               {"seconds", std::round(seconds * 1000) / 1000}});
     if (!why.empty()) {
       r.reason = why;
       r.infra_error = infra_err;
@@ -263,6 +299,13 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     if (!w.ok) return infra(w.reason);
   }
   const double thr = c.spec.gates.performance ? c.spec.gates.performance->threshold_pct : 1.0;
+  // The job's bench options as its pooled processes get them (the time budget and the samples
+  // split between them): the kernel's command line, and kfleet's PyTorch references'.
+  const int procs = std::max(1, c.spec.benchmark.processes);
+  JobSpec proc_spec = c.spec;
+  proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / procs;
+  proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + procs - 1) / procs);
+  const auto pooled_args = harness_benchmark_args(proc_spec, *cs, problem_spec_file_);
   auto snap = snapshot();
   const nlohmann::json before = snap.ok() ? snap->to_json() : nlohmann::json();
   StageResult r;
@@ -286,13 +329,8 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
     }, c.compare, c.stop, c.sink);
   } else {
     // Pooled processes split the job's time budget and samples; warm-up is paid by each.
-    const int n = std::max(1, c.spec.benchmark.processes);
-    JobSpec proc_spec = c.spec;
-    proc_spec.benchmark.max_time_s = c.spec.benchmark.max_time_s / n;
-    proc_spec.benchmark.min_samples = std::max(1, (c.spec.benchmark.min_samples + n - 1) / n);
-    const auto args = harness_benchmark_args(proc_spec, *cs, problem_spec_file_);
-    r = run_pooled(n, [&](bool, int) { return time_once(c, harness_binary_, args); }, c.stop,
-                   &c.sink);
+    r = run_pooled(procs, [&](bool, int) { return time_once(c, harness_binary_, pooled_args); },
+                   c.stop, &c.sink);
     if (r.ok) add_comparison(c.compare, doubles(r.data["samples_us"]), thr, r.data);
   }
   if (c.stop.requested()) return infra("stopped");
@@ -314,6 +352,13 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
   if (!in_process_timing(c.spec) && measurer_) r.data["measurer_sha256"] = measurer_->sha256;
   if (auto s = snapshot(); s.ok()) r.data["gpu_after"] = s->to_json();
   r.data["case"] = cs->name;
+  // Then a problem's kernel against kfleet's PyTorch references, on the same GPU, once the
+  // kernel's own samples are known good: whatever becomes of them is a note, never the job's
+  // failure.
+  if (is_problem_kernel(c.spec.kernel)) {
+    r.data["versus"] = versus_pytorch(c, *cs, doubles(r.data["samples_us"]), pooled_args);
+    if (c.stop.requested()) return infra("stopped");
+  }
   return r;
 }
 

@@ -16,6 +16,7 @@ std::vector<std::string> python_recorder_argv(const PythonRecorderCall& c,
                                    "--measure", c.measurer, "--source", c.source, "--language",
                                    c.language};
   if (!c.entry.empty()) argv.insert(argv.end(), {"--entry", c.entry});
+  if (!c.torch_compile.empty()) argv.insert(argv.end(), {"--torch-compile", c.torch_compile});
   argv.insert(argv.end(), {"--device-code-dir", c.device_code_dir, "--cache-dir", c.cache_dir});
   argv.insert(argv.end(), stage_args.begin(), stage_args.end());
   argv.insert(argv.end(), {"--record", c.record});

@@ -23,10 +23,13 @@ struct PythonRecorderCall {
   std::string device_code_dir; // a fresh folder of the run: the images the measurer loads
   std::string cache_dir;       // Triton's and torch's caches, in the run's folder
   std::string record;          // the launch list to write
+  // A torch.compile mode the recorder wraps the entry in (kfleet's compile reference of a
+  // problem: max-autotune-no-cudagraphs); "" for none.
+  std::string torch_compile = "";
 };
 
 // python -B -s harness_dir/python/kfleet_record.py --measure M --source S --language L [--entry E]
-//   --device-code-dir D --cache-dir C <stage args...> --record LIST
+//   [--torch-compile MODE] --device-code-dir D --cache-dir C <stage args...> --record LIST
 // `stage_args` are the harness's (`correctness --case ...`), as kfleet-harness would get them;
 // the recorder hands them to kfleet-measure --plan.
 std::vector<std::string> python_recorder_argv(const PythonRecorderCall& c,

@@ -24,7 +24,7 @@ void set_if(std::int64_t& field, std::optional<std::int64_t> v) {
   if (v) field = *v;
 }
 
-std::string trim(std::string s) {
+std::string trim_line(std::string s) {
   auto b = s.find_first_not_of(" \t\r");
   auto e = s.find_last_not_of(" \t\r");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
@@ -92,8 +92,8 @@ std::vector<ResourceUsage> parse_amdgpu_remarks(const std::string& text, const s
     if (tag != std::string::npos) body = body.substr(0, tag);
     auto colon = body.find(':');
     if (colon == std::string::npos) continue;
-    std::string key = trim(body.substr(0, colon));
-    std::string val = trim(body.substr(colon + 1));
+    std::string key = trim_line(body.substr(0, colon));
+    std::string val = trim_line(body.substr(colon + 1));
     if (key == "Function Name") {
       ResourceUsage u;
       u.mangled = val;
@@ -124,7 +124,7 @@ std::vector<ResourceUsage> parse_amdgpu_notes(const std::string& text, const std
   std::string line, doc;
   bool inside = false;
   while (std::getline(in, line)) {
-    std::string t = trim(line);
+    std::string t = trim_line(line);
     if (!inside && t == "---") {
       inside = true;
       doc.clear();

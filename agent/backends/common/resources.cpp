@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 namespace kfleet::backends {
@@ -87,6 +88,46 @@ std::vector<ResourceViolation> evaluate_budget(const std::vector<ResourceUsage>&
     }
   }
   return out;
+}
+
+std::optional<std::int64_t> target_lds_bytes(const std::string& arch) {
+  if (arch.rfind("gfx", 0) != 0) return std::nullopt;
+  if (arch.rfind("gfx950", 0) == 0) return 160 * 1024;  // MI355X: 160 KiB of LDS per CU
+  return 64 * 1024;  // gfx9 (MI100 to MI300), gfx10, gfx11 (gfx1151 included), gfx12
+}
+
+namespace {
+
+std::string lds_reason(const std::string& who, const std::string& arch, std::int64_t value, std::int64_t limit) {
+  return who + ": " + std::to_string(value) + " bytes of LDS > " + std::to_string(limit) +
+         ", all the LDS a workgroup has on " + (arch.empty() ? std::string("its target") : arch) +
+         " (a kernel given more than that reads memory it does not own; reduce its __shared__ arrays)";
+}
+
+}  // namespace
+
+std::vector<ResourceViolation> evaluate_target(const std::vector<ResourceUsage>& kernels,
+                                               const std::string& arch) {
+  std::vector<ResourceViolation> out;
+  for (const auto& k : kernels) {
+    const std::string a = k.arch.empty() ? arch : k.arch;
+    const auto limit = target_lds_bytes(a);
+    if (!limit || k.lds_bytes <= *limit) continue;
+    out.push_back({k.name, "lds_bytes", k.lds_bytes, *limit,
+                   lds_reason(short_name(k.name) + " (" + a + ")", a, k.lds_bytes, *limit)});
+  }
+  return out;
+}
+
+std::optional<ResourceViolation> compiler_lds_refusal(const std::string& log, const std::string& arch) {
+  static const std::regex re(R"(local memory \((\d+)\) exceeds limit \((\d+)\) in (?:function )?'([^']+)')");
+  std::smatch m;
+  if (!std::regex_search(log, m, re)) return std::nullopt;
+  const std::int64_t value = std::stoll(m[1].str()), limit = std::stoll(m[2].str());
+  const std::string name = m[3].str();
+  return ResourceViolation{name, "lds_bytes", value, limit,
+                           lds_reason(short_name(demangle(name)) + (arch.empty() ? "" : " (" + arch + ")"), arch, value, limit) +
+                               "; the compiler refused it"};
 }
 
 std::vector<ResourceUsage> select_entry(const std::vector<ResourceUsage>& kernels,

@@ -46,6 +46,18 @@ struct ResourceViolation {
 std::vector<ResourceViolation> evaluate_budget(const std::vector<ResourceUsage>& kernels,
                                                const ResourceBudget& budget);
 
+// What the target itself holds, whatever the job's budget: the LDS a workgroup has on an AMD
+// target (64 KiB on gfx1151 and the other gfx9 to gfx12 parts, 160 KiB on gfx950), or nullopt
+// for a target without such a limit here.
+std::optional<std::int64_t> target_lds_bytes(const std::string& arch);
+// Each kernel whose LDS is more than its target has: refused by the resources gate, naming the
+// amount (ROCm has run such a kernel reading memory it does not own).
+std::vector<ResourceViolation> evaluate_target(const std::vector<ResourceUsage>& kernels,
+                                               const std::string& arch);
+// clang's own refusal of a kernel's LDS in a compile log ("local memory (73728) exceeds limit
+// (65536) in 'big(float*)'"), as the resources gate's violation; nullopt when there is none.
+std::optional<ResourceViolation> compiler_lds_refusal(const std::string& log, const std::string& arch);
+
 // Parses the stderr of `nvcc -Xptxas -v` (or ptxas -v). Kernels compiled for several archs
 // appear once per arch. Names are demangled.
 std::vector<ResourceUsage> parse_ptxas_verbose(const std::string& text);

@@ -11,8 +11,12 @@
 // program links nothing of kfleet's. See docs/sandbox.md, "The syscall filter".
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/socket.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,5 +55,34 @@ std::string describe_call(const seccomp_data& d, std::string* why = nullptr);
 // CLONE_NEWTIME (0x80) is a namespace flag only for unshare and clone3.
 inline constexpr std::uint32_t kCloneNamespaceFlags = 0x7E020000u;
 inline constexpr std::uint32_t kUnshareNamespaceFlags = kCloneNamespaceFlags | 0x80u;
+
+// The message that carries the filter's listener from kfleet-seccomp-exec to the agent: one
+// byte and room for one descriptor (SCM_RIGHTS). `msg` points into the object: not copyable.
+struct ListenerMessage {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  ListenerMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  ListenerMessage(const ListenerMessage&) = delete;
+  ListenerMessage& operator=(const ListenerMessage&) = delete;
+};
+
+// This process's seccomp mode as /proc/self/status says it ("0", "1", "2"; "?" when unread).
+inline std::string own_seccomp_mode() {
+  std::string mode = "?";
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "Seccomp:", 8) == 0) mode = std::to_string(std::atoi(line + 8));
+    std::fclose(f);
+  }
+  return mode;
+}
 
 }  // namespace kfleet::backends::seccomp

@@ -49,14 +49,8 @@ SeccompSupervisor::~SeccompSupervisor() {
 }
 
 void SeccompSupervisor::receive_listener() {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  seccomp::ListenerMessage m;
+  msghdr& msg = m.msg;
   const ssize_t n = ::recvmsg(control_, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n > 0) {

@@ -14,13 +14,6 @@
 namespace kfleet::backends {
 namespace {
 
-agent::StageResult infra(std::string reason) {
-  agent::StageResult r;
-  r.infra_error = true;
-  r.reason = std::move(reason);
-  return r;
-}
-
 class CompileBackend final : public agent::Backend {
  public:
   explicit CompileBackend(agent::CompileBackendOptions o) : opts_(std::move(o)) {}
@@ -100,8 +93,8 @@ class CompileBackend final : public agent::Backend {
     std::lock_guard<std::mutex> lock(mu_);
     auto& b = backends_[arch];
     if (!b) {
-      if (hip) {
-        agent::HipBackendOptions o;
+      // The same settings for either vendor's backend: builds only, no harness linked.
+      auto options = [&](auto o) {
         o.harness_dir = opts_.harness_dir;
         o.cache_dir = opts_.cache_dir;
         o.gpu_class = arch;
@@ -109,18 +102,10 @@ class CompileBackend final : public agent::Backend {
         o.link_harness = false;
         o.sandbox = opts_.sandbox;
         o.problems_dir = opts_.problems_dir;
-        b = agent::make_hip_backend(o);
-      } else {
-        agent::CudaBackendOptions o;
-        o.harness_dir = opts_.harness_dir;
-        o.cache_dir = opts_.cache_dir;
-        o.gpu_class = arch;
-        o.arch = arch;
-        o.link_harness = false;
-        o.sandbox = opts_.sandbox;
-        o.problems_dir = opts_.problems_dir;
-        b = agent::make_cuda_backend(o);
-      }
+        return o;
+      };
+      b = hip ? agent::make_hip_backend(options(agent::HipBackendOptions{}))
+              : agent::make_cuda_backend(options(agent::CudaBackendOptions{}));
     }
     return b.get();
   }

@@ -61,14 +61,9 @@ int install(bool notify, bool allow_perf_events) {
 // The listener goes to the agent, which alone answers the job's denied calls; this process
 // keeps no copy, so the job's program cannot answer them itself.
 void hand_over(int socket_fd, int listener) {
-  char byte = 'L';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  kfleet::backends::seccomp::ListenerMessage m;
+  m.byte = 'L';
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -98,14 +93,7 @@ const char* errno_name(int e) {
 // call and clone3 get what they should.
 int check() {
   std::printf("uid=%u\n", static_cast<unsigned>(::getuid()));
-  std::string mode = "?";
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f))
-      if (std::strncmp(line, "Seccomp:", 8) == 0) mode = std::to_string(std::atoi(line + 8));
-    std::fclose(f);
-  }
-  std::printf("seccomp=%s\n", mode.c_str());
+  std::printf("seccomp=%s\n", kfleet::backends::seccomp::own_seccomp_mode().c_str());
   int r = ::unshare(CLONE_NEWUSER);
   std::printf("unshare=%s\n", errno_name(r == 0 ? 0 : errno));
 #ifdef SYS_clone3

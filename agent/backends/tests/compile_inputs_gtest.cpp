@@ -2,6 +2,7 @@
 // kfleetd let through, a flag, define or entry that a shell would read in nvcc's build steps is
 // refused, by check_kernel_compile_inputs and by the CUDA backend's build stage.
 #include <filesystem>
+#include <functional>
 
 #include <unistd.h>
 
@@ -18,7 +19,6 @@ using namespace kfleet::agent;
 
 namespace {
 
-const std::string kTests = fs::path(KFLEET_BACKEND_TEST_KERNELS).parent_path().string();
 
 KernelSpec kernel() {
   KernelSpec k;
@@ -59,54 +59,47 @@ TEST(CompileInputs, EveryRefusedCharacterInEveryField) {
 
 TEST(CompileInputs, AWholeKernelIsCheckedFieldByField) {
   EXPECT_TRUE(check_kernel_compile_inputs(kernel()).ok()) << refusal(kernel());
-
-  auto k = kernel();
-  k.defines[1].second = "0.125$(id)";
-  EXPECT_EQ(refusal(k).rfind("kernel.defines.SCALE: '0.125$(id)' has U+0024 '$', which a shell "
-                             "expands, even inside double quotes; a define value may hold only",
-                             0),
-            0u)
-      << refusal(k);
-
-  k = kernel();
-  k.defines.push_back({"X\nY", "1"});
-  EXPECT_EQ(refusal(k).rfind("kernel.defines.X\\nY: 'X\\nY' is not a C identifier (it has U+000A (a "
-                             "newline), which ends a shell command)",
-                             0),
-            0u)
-      << refusal(k);
-
-  k = kernel();
-  k.entry = "job_tile`id`";
-  EXPECT_EQ(refusal(k).rfind("kernel.entry: 'job_tile`id`' is not a C identifier (it has U+0060 '`', "
-                             "which a shell runs as a command",
-                             0),
-            0u)
-      << refusal(k);
-
-  k = kernel();
-  k.flags.push_back("-DN=1;id");
-  EXPECT_EQ(refusal(k).rfind("kernel.flags[4]: '-DN=1;id' has U+003B ';', which is a shell operator", 0), 0u)
-      << refusal(k);
-
-  k = kernel();
-  k.flags = {"-DA=1,B=2"};  // nvcc would define B too
-  EXPECT_NE(refusal(k).find("U+002C ',', which nvcc takes as the start of another define"),
-            std::string::npos)
-      << refusal(k);
-
-  k = kernel();
-  k.flags = {"-ccbin", "./evil.sh"};  // and the allow-list still holds
-  EXPECT_NE(refusal(k).find("kernel.flags[0]: '-ccbin' is not allowed"), std::string::npos) << refusal(k);
+  // One change to the good kernel each, and how its refusal reads (begins: at its start).
+  const struct {
+    std::function<void(KernelSpec&)> change;
+    std::string says;
+    bool begins;
+  } cases[] = {
+      {[](KernelSpec& k) { k.defines[1].second = "0.125$(id)"; },
+       "kernel.defines.SCALE: '0.125$(id)' has U+0024 '$', which a shell expands, even inside "
+       "double quotes; a define value may hold only",
+       true},
+      {[](KernelSpec& k) { k.defines.push_back({"X\nY", "1"}); },
+       "kernel.defines.X\\nY: 'X\\nY' is not a C identifier (it has U+000A (a newline), which ends "
+       "a shell command)",
+       true},
+      {[](KernelSpec& k) { k.entry = "job_tile`id`"; },
+       "kernel.entry: 'job_tile`id`' is not a C identifier (it has U+0060 '`', which a shell runs "
+       "as a command",
+       true},
+      {[](KernelSpec& k) { k.flags.push_back("-DN=1;id"); },
+       "kernel.flags[4]: '-DN=1;id' has U+003B ';', which is a shell operator", true},
+      {[](KernelSpec& k) { k.flags = {"-DA=1,B=2"}; },  // nvcc would define B too
+       "U+002C ',', which nvcc takes as the start of another define", false},
+      {[](KernelSpec& k) { k.flags = {"-ccbin", "./evil.sh"}; },  // the allow-list still holds
+       "kernel.flags[0]: '-ccbin' is not allowed", false},
+  };
+  for (const auto& c : cases) {
+    auto k = kernel();
+    c.change(k);
+    const std::string r = refusal(k);
+    if (c.begins) EXPECT_EQ(r.rfind(c.says, 0), 0u) << r;
+    else EXPECT_NE(r.find(c.says), std::string::npos) << r;
+  }
 }
 
-struct Backend {
+struct CompileFixture {
   fs::path root = fs::temp_directory_path() / ("kfleet_compile_inputs_" + std::to_string(::getpid()));
   BackendPtr backend;
-  Backend() {
+  CompileFixture() {
     fs::create_directories(root / "work");
     CudaBackendOptions o;
-    o.harness_dir = kTests + "/fake_harness";
+    o.harness_dir = (kBackendTestsDir / "fake_harness").string();
     o.gpu_class = "L4";
     o.arch = "sm_89";
     o.cache_dir = (root / "cache").string();
@@ -114,7 +107,7 @@ struct Backend {
     o.sandbox = test_sandbox();
     backend = make_cuda_backend(o);
   }
-  ~Backend() { fs::remove_all(root); }
+  ~CompileFixture() { fs::remove_all(root); }
 };
 
 class NullSink : public EventSink {
@@ -123,14 +116,15 @@ class NullSink : public EventSink {
 };
 
 StageResult build(const KernelSpec& k) {
-  Backend b;
+  CompileFixture b;
   NullSink sink;
   StopFlag stop;
   JobSpec s;
   s.name = "t";
   s.timeout_s = 120;
   s.kernel = k;
-  StageContext c{s, kTests + "/kernels", (b.root / "work").string(), GpuInfo{}, Comparison{}, sink, stop};
+  StageContext c{s, (kBackendTestsDir / "kernels").string(), (b.root / "work").string(),
+                 GpuInfo{}, Comparison{}, sink, stop};
   return b.backend->build(c);
 }
 

@@ -153,14 +153,8 @@ TEST(CudaBackend, ReportsFailuresCrashesAndHangs) {
 
 TEST(CudaBackend, ARecorderRefusalIsTheKernelsRejection) {
   Fixture f;
-  auto spec = job(5);
-  auto c = f.ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto r = f.backend->correctness(c);
-  EXPECT_FALSE(r.ok);
-  EXPECT_FALSE(r.infra_error);
-  EXPECT_NE(r.reason.find("replay mode refused the launch"), std::string::npos) << r.reason;
-  EXPECT_NE(r.reason.find("host function node"), std::string::npos) << r.reason;
+  auto r = f.correctness_of(5);
+  expect_kernels_rejection(r, {"replay mode refused the launch", "host function node"});
 }
 
 // A launch function that aborts in the recorder (here: it starts threads until the sandbox's
@@ -169,10 +163,7 @@ TEST(CudaBackend, ARecorderRefusalIsTheKernelsRejection) {
 // not "harness crashed", which would blame the measuring process.
 TEST(CudaBackend, ARecorderThatAbortsIsNamedNotTheHarness) {
   Fixture f;
-  auto spec = job(17);
-  auto c = f.ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto r = f.backend->correctness(c);
+  auto r = f.correctness_of(17);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.infra_error);
   EXPECT_EQ(r.reason.rfind("the recorder (the job's launch function under capture) was killed by "
@@ -211,10 +202,7 @@ TEST(CudaBackend, ACompileErrorIsAOneLineReason) {
   StageContext c{spec, bundle.string(), (f.root / "work").string(), GpuInfo{}, Comparison{},
                  f.sink, f.stop};
   auto b = f.backend->build(c);
-  EXPECT_FALSE(b.ok);
-  EXPECT_FALSE(b.infra_error);
-  EXPECT_NE(b.reason.find("compile failed"), std::string::npos) << b.reason;
-  EXPECT_NE(b.reason.find("error"), std::string::npos) << b.reason;
+  expect_kernels_rejection(b, {"compile failed", "error"});
 }
 
 TEST(CustomFamily, RunsStepsAndParsesMetricLines) {

@@ -36,27 +36,22 @@ class RecordingSink : public EventSink {
 };
 
 inline JobSpec job(std::int64_t s_dim) {
-  JobSpec s;
-  s.name = "t";
-  s.timeout_s = 120;  // nvcc on a busy 2-core machine takes seconds; the hang case sets its own
-  s.kernel.family = "attention";
-  s.kernel.language = "cuda";
-  s.kernel.sources = {"job_kernel.cu"};
-  s.kernel.entry = "job_tile";
+  // nvcc on a busy 2-core machine takes seconds; the hang case sets its own timeout
+  JobSpec s = tile_job(s_dim, {0, 1}, 120);
   ResourceBudget b;
   b.max_shared_bytes = 49152;
   b.max_spill_bytes = 0;
   s.gates.resources = b;
-  CorrectnessGate g;
-  g.dtype = "fp16";
-  CorrectnessCase c;
-  c.name = "mission";
-  c.shape.dims = {{"B", 1}, {"S", s_dim}};
-  c.seeds = {0, 1};
-  g.cases = {c};
-  g.tolerance.max_abs = 0.06;
-  s.gates.correctness = g;
+  s.gates.correctness->tolerance.max_abs = 0.06;
   return s;
+}
+
+// A stage that failed by the kernel's doing (not the fleet's: no infra_error), its reason naming
+// each of `says`.
+inline void expect_kernels_rejection(const StageResult& r, const std::vector<std::string>& says) {
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.infra_error) << r.reason;
+  for (const auto& s : says) EXPECT_NE(r.reason.find(s), std::string::npos) << s << "\n" << r.reason;
 }
 
 struct Fixture {
@@ -82,6 +77,13 @@ struct Fixture {
   StageContext ctx(const JobSpec& s) {
     return StageContext{s, kTests + "/kernels", (root / "work").string(), GpuInfo{},
                         Comparison{}, sink, stop};
+  }
+  // job(s_dim) built, then its correctness stage: that stage's result (a failed build fails the
+  // test and is returned instead).
+  StageResult correctness_of(std::int64_t s_dim) {
+    const auto spec = job(s_dim);
+    auto c = ctx(spec);
+    return stage_after_build(*backend, c, &kfleet::agent::Backend::correctness);
   }
 };
 

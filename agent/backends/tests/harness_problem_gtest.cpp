@@ -23,8 +23,8 @@ namespace {
 kfleet::JobSpec rmsnorm_job() {
   auto p = kfleet::parse_job_spec(
       "name: r\ntarget: {gpu: H100}\n"
-      "kernel: {problem: rmsnorm@1, language: cuda, sources: [k.cu], params: {softmax_scale: 2, bias: true, workspace_mib: 128}}\n"
-      "gates:\n  correctness: {cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b, seeds: [7]}]}\n"
+      "kernel: {problem: rmsnorm@2, language: cuda, sources: [k.cu], params: {softmax_scale: 2, bias: true, workspace_mib: 128}}\n"
+      "gates:\n  correctness: {cases: [{name: small, seeds: [0, 1]}, {name: llama3_8b, seeds: [7]}, {name: stress}]}\n"
       "  performance: {case: llama3_8b}\n"
       "benchmark: {min_samples: 20}\n",
       "r.yaml");
@@ -36,7 +36,7 @@ kfleet::JobSpec rmsnorm_job() {
 
 TEST(HarnessProblem, EveryStagePassesTheResolvedProblemInsteadOfFamilyFlags) {
   const auto s = rmsnorm_job();
-  const std::string spec = "/cache/problem-specs/rmsnorm@1.0123456789abcdef.spec";
+  const std::string spec = "/cache/problem-specs/rmsnorm@2.0123456789abcdef.spec";
   EXPECT_EQ(kb::harness_correctness_args(s, s.gates.correctness->cases[0], spec),
             (std::vector<std::string>{"correctness", "--case", "small", "--problem-spec", spec,
                                       "--workspace-mib", "128", "--seeds", "0,1"}));
@@ -81,9 +81,9 @@ TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {
   k.problem_version = 9;
   r = kb::problem_spec_file(lib, k, out.string());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("has rmsnorm@1, not rmsnorm@9"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("has rmsnorm@2, not rmsnorm@9"), std::string::npos) << r.error().message;
   // Where the resolved problem goes: a file of the agent's, read-only to everyone.
-  k.problem_version = 1;
+  k.problem_version = 2;
   r = kb::problem_spec_file(lib, k, out.string());
   ASSERT_TRUE(r.ok()) << r.error().message;
   struct stat st {};
@@ -92,13 +92,13 @@ TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {
   EXPECT_EQ(st.st_mode & 0777, 0444u);
   EXPECT_EQ(st.st_uid, ::geteuid());
   EXPECT_EQ(fs::path(*r).parent_path(), out);
-  EXPECT_EQ(fs::path(*r).filename().string().rfind("rmsnorm@1.", 0), 0u) << *r;
+  EXPECT_EQ(fs::path(*r).filename().string().rfind("rmsnorm@2.", 0), 0u) << *r;
   {
     // What kfleet-problem-spec writes for the same problem: the harness's own reader's input.
     std::ifstream in(*r);
     std::string first;
     std::getline(in, first);
-    EXPECT_EQ(first, "kfleet-problem-spec 1");
+    EXPECT_EQ(first, "kfleet-problem-spec 2");
   }
   EXPECT_EQ(kb::problem_spec_file(lib, k, out.string()).value(), *r);  // reused, the same text
   // A file someone else could have written (writable) is not reused: written anew.
@@ -115,7 +115,7 @@ TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {
 // the harness's own parser (kernels/harness/cpu/options.cpp) without an error.
 TEST(HarnessProblem, TheHarnessTakesTheAgentsCommandLines) {
   const auto s = rmsnorm_job();
-  const std::string spec = "/cache/problem-specs/rmsnorm@1.0123456789abcdef.spec";
+  const std::string spec = "/cache/problem-specs/rmsnorm@2.0123456789abcdef.spec";
   std::vector<std::vector<std::string>> stages = {
       kb::harness_correctness_args(s, s.gates.correctness->cases[0], spec),
       kb::harness_benchmark_args(s, *kb::benchmark_case(s), spec)};

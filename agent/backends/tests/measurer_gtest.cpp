@@ -55,16 +55,32 @@ TEST(CudaBackend, JobsWithOtherFlagsAndDefinesGetTheVeryMeasuringProcess) {
   EXPECT_EQ(bench.data["measurer_sha256"], ba.data["measurer_sha256"]);
 }
 
+namespace {
+
+// job(64) built by f's backend: its context, and the measuring process its build made with that
+// file's sha256 then (both "" when the build failed, and the test fails).
+struct HonestBuild {
+  JobSpec spec = job(64);
+  StageContext ctx;
+  std::string measurer, sha256;
+  explicit HonestBuild(Fixture& f) : ctx(f.ctx(spec)) {
+    auto b = f.backend->build(ctx);
+    EXPECT_TRUE(b.ok) << b.reason;
+    if (!b.ok) return;
+    measurer = b.data.value("measurer", "");
+    sha256 = kfleet::backends::file_sha256(measurer);
+  }
+};
+
+}  // namespace
+
 // A job's process cannot write the measuring process: its folder is not in a job's sandbox,
 // and where a job's link reads its objects they are read-only binds of root-owned 0444 files.
 TEST(CudaBackend, AJobsBuildCannotWriteTheMeasuringProcess) {
   Fixture f;
-  auto honest = job(64);
-  auto ch = f.ctx(honest);
-  auto bh = f.backend->build(ch);
-  ASSERT_TRUE(bh.ok) << bh.reason;
-  const std::string measurer = bh.data["measurer"];
-  const std::string before = kfleet::backends::file_sha256(measurer);
+  HonestBuild honest(f);
+  const std::string measurer = honest.measurer, before = honest.sha256;
+  ASSERT_FALSE(measurer.empty());
 
   JobSpec spec;
   spec.timeout_s = 30;
@@ -87,19 +103,16 @@ TEST(CudaBackend, AJobsBuildCannotWriteTheMeasuringProcess) {
   EXPECT_NE(log.find("cannot write its object"), std::string::npos) << log;
   EXPECT_NE(log.find("Directory nonexistent"), std::string::npos) << log;
   EXPECT_EQ(kfleet::backends::file_sha256(measurer), before);
-  EXPECT_TRUE(f.backend->correctness(ch).ok);
+  EXPECT_TRUE(f.backend->correctness(honest.ctx).ok);
 }
 
 // A sandboxed process that can see the measuring process's folder (as a job's link sees its
 // objects) still cannot write it: read-only binds of files the agent owns.
 TEST(CudaBackend, TheMeasuringProcessIsReadOnlyWhereAJobProcessSeesIt) {
   Fixture f;
-  auto honest = job(64);
-  auto ch = f.ctx(honest);
-  auto bh = f.backend->build(ch);
-  ASSERT_TRUE(bh.ok) << bh.reason;
-  const std::string measurer = bh.data["measurer"];
-  const std::string before = kfleet::backends::file_sha256(measurer);
+  HonestBuild honest(f);
+  const std::string measurer = honest.measurer, before = honest.sha256;
+  ASSERT_FALSE(measurer.empty());
   kfleet::backends::SubprocessSpec sp;
   sp.sandbox_policy = test_sandbox();
   sp.sandbox.readable = {fs::path(measurer).parent_path().string()};
@@ -158,13 +171,8 @@ TEST(CudaBackend, AChangedMeasuringProcessIsNeverUsed) {
 // (to a host file the measuring process's sandbox would bind) is the kernel's rejection.
 TEST(CudaBackend, ALaunchListLeftAsALinkIsRefused) {
   Fixture f;
-  auto spec = job(19);
-  auto c = f.ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto r = f.backend->correctness(c);
-  EXPECT_FALSE(r.ok);
-  EXPECT_FALSE(r.infra_error);
-  EXPECT_NE(r.reason.find("replay mode refused the launch list"), std::string::npos) << r.reason;
+  auto r = f.correctness_of(19);
+  expect_kernels_rejection(r, {"replay mode refused the launch list"});
 }
 
 // Whatever a job's processes leave in its build folder is the job's data: links and special

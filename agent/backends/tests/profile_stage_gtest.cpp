@@ -11,6 +11,7 @@
 
 #include "kfleet/agent/backend.hpp"
 #include "test_sandbox.hpp"
+#include "kfleet/testing/files.hpp"
 
 namespace fs = std::filesystem;
 using namespace kfleet;
@@ -18,19 +19,10 @@ using namespace kfleet::agent;
 
 namespace {
 
-const fs::path kTests = fs::path(KFLEET_BACKEND_TEST_KERNELS).parent_path();
-
 class NullSink : public EventSink {
  public:
   void emit(const std::string&, nlohmann::json) override {}
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -40,21 +32,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 JobSpec job(std::vector<std::string> metrics) {
-  JobSpec s;
-  s.name = "t";
-  s.timeout_s = 30;
-  s.kernel.family = "attention";
-  s.kernel.language = "cuda";
-  s.kernel.sources = {"job_kernel.cu"};
-  s.kernel.entry = "job_tile";
-  CorrectnessGate g;
-  g.dtype = "fp16";
-  CorrectnessCase c;
-  c.name = "mission";
-  c.shape.dims = {{"B", 1}, {"S", 64}};
-  c.seeds = {0};
-  g.cases = {c};
-  s.gates.correctness = g;
+  JobSpec s = tile_job(64, {0}, 30);
   ProfileSpec p;
   p.tool = "ncu";
   p.metrics = std::move(metrics);
@@ -90,28 +68,29 @@ struct ProfileFixture {
     fs::permissions(root / "bin" / "ncu", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                               fs::perms::others_read | fs::perms::others_exec);
     ::setenv("PATH", ((root / "bin").string() + ":" + old_path).c_str(), 1);
-    CudaBackendOptions o;
-    o.harness_dir = (kTests / "fake_harness").string();
-    o.gpu_class = "H200";
-    o.arch = "sm_90a";
-    o.cache_dir = (root / "cache").string();
-    o.require_exclusive = false;
-    o.sandbox = test_sandbox();
-    backend = make_cuda_backend(o);
+    backend = fake_h200_backend((root / "cache").string(), test_sandbox());
   }
   ~ProfileFixture() {
     ::setenv("PATH", old_path.c_str(), 1);
     fs::remove_all(root);
   }
   StageContext ctx(const JobSpec& s) {
-    return StageContext{s, (kTests / "kernels").string(), (root / "work").string(), GpuInfo{},
+    return StageContext{s, (kBackendTestsDir / "kernels").string(), (root / "work").string(), GpuInfo{},
                         Comparison{}, sink, stop};
   }
-  std::vector<std::string> ncu_args() { return lines_of(slurp(root / "work" / "ncu-args.txt")); }
+  std::vector<std::string> ncu_args() { return lines_of(kfleet::testing::read_file(root / "work" / "ncu-args.txt")); }
   // What the fake ncu writes to its --log-file, and its exit status.
   void fake(const fs::path& output, int exit_code = 0) {
     fs::copy_file(output, root / "bin" / "ncu-output", fs::copy_options::overwrite_existing);
     std::ofstream(root / "bin" / "ncu-exit") << exit_code << "\n";
+  }
+  // job(metrics) built, then its profile stage with the fake printing `output`: that stage's
+  // result (a failed build fails the test and is returned instead).
+  StageResult profile(const fs::path& output, std::vector<std::string> metrics, int exit_code = 0) {
+    fake(output, exit_code);
+    const JobSpec spec = job(std::move(metrics));
+    auto c = ctx(spec);
+    return stage_after_build(*backend, c, &Backend::profile);
   }
 };
 
@@ -119,12 +98,7 @@ struct ProfileFixture {
 
 TEST(ProfileStage, NcuMetricValuesLandInTheStageData) {
   ProfileFixture f;
-  f.fake((kTests / "profiles" / "ncu-details-metrics.csv"));
-  auto spec = job({"dram__bytes.sum"});
-  auto c = f.ctx(spec);
-  auto b = f.backend->build(c);
-  ASSERT_TRUE(b.ok) << b.reason << "\n" << b.data.dump();
-  auto p = f.backend->profile(c);
+  auto p = f.profile(kBackendTestsDir / "profiles" / "ncu-details-metrics.csv", {"dram__bytes.sum"});
   ASSERT_TRUE(p.ok);
   const auto& d = p.data;
   EXPECT_FALSE(d.contains("note")) << d.dump(2);
@@ -165,11 +139,7 @@ TEST(ProfileStage, NcuMetricValuesLandInTheStageData) {
 
 TEST(ProfileStage, WithoutMetricsTheSpeedOfLightSectionAndItsAdviceAreKept) {
   ProfileFixture f;
-  f.fake((kTests / "profiles" / "ncu-details-speedoflight.csv"));
-  auto spec = job({});
-  auto c = f.ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto p = f.backend->profile(c);
+  auto p = f.profile(kBackendTestsDir / "profiles" / "ncu-details-speedoflight.csv", {});
   ASSERT_TRUE(p.ok);
   const auto& d = p.data;
   EXPECT_FALSE(d.contains("note")) << d.dump(2);
@@ -191,11 +161,7 @@ TEST(ProfileStage, NoCounterPermissionIsANoteNotAFailure) {
                         "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                         "NVIDIA GPU Performance Counters on the target device 0.\n"
                         "==PROF== Disconnected from process 4242\n";
-  f.fake(out, 1);
-  auto spec = job({"dram__bytes.sum"});
-  auto c = f.ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto p = f.backend->profile(c);
+  auto p = f.profile(out, {"dram__bytes.sum"}, 1);
   EXPECT_TRUE(p.ok);
   EXPECT_FALSE(p.infra_error);
   const auto& d = p.data;
@@ -212,11 +178,7 @@ TEST(ProfileStage, NoCounterPermissionIsANoteNotAFailure) {
 
 TEST(ProfileStage, AFilterThatMatchesNothingSaysWhatRan) {
   ProfileFixture f;
-  f.fake((kTests / "profiles" / "ncu-logfile-no-match.csv"));
-  auto spec = job({});
-  auto c = f.ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto p = f.backend->profile(c);
+  auto p = f.profile(kBackendTestsDir / "profiles" / "ncu-logfile-no-match.csv", {});
   EXPECT_TRUE(p.ok);
   const std::string note = p.data.value("note", "");
   EXPECT_EQ(note, "ncu profiled no kernel: no launch matched regex:^(_Z8job_tilePf)$ (the process "
@@ -228,11 +190,7 @@ TEST(ProfileStage, GarbageFromTheProfilerIsANote) {
   ProfileFixture f;
   const fs::path out = f.root / "garbage.txt";
   std::ofstream(out) << "\"ID\",\"Kernel Name\",\"Metric Name\"\n\"0\",\"k\n\xff\xfe";
-  f.fake(out);
-  auto spec = job({});
-  auto c = f.ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto p = f.backend->profile(c);
+  auto p = f.profile(out, {});
   EXPECT_TRUE(p.ok);
   ASSERT_TRUE(p.data.contains("note")) << p.data.dump(2);
   EXPECT_NE(p.data["note"].get<std::string>().find("left no metric values"), std::string::npos);

@@ -31,6 +31,16 @@ TEST(PythonStage, TheRecordersCommandLineCarriesTheStageAsTheHarnessWouldGetIt) 
   const auto with_entry = kb::python_recorder_argv(c, {"benchmark"});
   EXPECT_EQ(std::vector<std::string>(with_entry.begin() + 10, with_entry.begin() + 12),
             (std::vector<std::string>{"--entry", "launch_bn64"}));
+  // kfleet's torch.compile reference: the recorder wraps the entry in torch.compile.
+  c.source = "/srv/kfleet/kernels/problems/rmsnorm/reference_torch.py";
+  c.language = "torch";
+  c.entry = "kfleet_problem_launch";
+  c.torch_compile = "max-autotune-no-cudagraphs";
+  const auto compiled = kb::python_recorder_argv(c, {"benchmark"});
+  EXPECT_EQ(std::vector<std::string>(compiled.begin() + 6, compiled.begin() + 14),
+            (std::vector<std::string>{"--source", c.source, "--language", "torch", "--entry",
+                                      "kfleet_problem_launch", "--torch-compile",
+                                      "max-autotune-no-cudagraphs"}));
 }
 
 // Exit 3 with a setup error printed before the recorder announced the job's code is the fleet's

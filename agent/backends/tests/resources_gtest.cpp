@@ -216,3 +216,47 @@ TEST(Demangle, KernelNames) {
   EXPECT_EQ(kb::demangle("tile_transpose"), "tile_transpose");
   EXPECT_EQ(kb::demangle("_Znot-valid"), "_Znot-valid");
 }
+
+// The LDS a target has holds whatever the job's budget: a kernel over it is refused by the
+// resources gate, naming the amount (KernelArena's report: ROCm ran a fused kernel 256 bytes
+// over MI300X's LDS on uninitialised memory). clang-19 itself refuses the allocation for
+// gfx1151; the gate turns its error into the gate's reason.
+TEST(ResourceGate, MoreLdsThanTheTargetHasIsRefusedNamingTheAmount) {
+  EXPECT_EQ(kb::target_lds_bytes("gfx1151").value_or(0), 65536);
+  EXPECT_EQ(kb::target_lds_bytes("gfx942").value_or(0), 65536);
+  EXPECT_EQ(kb::target_lds_bytes("gfx950").value_or(0), 163840);
+  EXPECT_FALSE(kb::target_lds_bytes("sm_90a"));
+  kb::ResourceUsage u;
+  u.name = "void big<8>(float*)";
+  u.arch = "gfx1151";
+  u.lds_bytes = 65536;
+  EXPECT_TRUE(kb::evaluate_target({u}, "gfx1151").empty());  // exactly all of it is fine
+  u.lds_bytes = 65792;
+  auto v = kb::evaluate_target({u}, "gfx1151");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].field, "lds_bytes");
+  EXPECT_EQ(v[0].value, 65792);
+  EXPECT_EQ(v[0].limit, 65536);
+  EXPECT_EQ(v[0].reason.rfind("big<8> (gfx1151): 65792 bytes of LDS > 65536, all the LDS a workgroup has on gfx1151", 0), 0u)
+      << v[0].reason;
+
+  auto clang = kb::find_hip_clang();
+  ASSERT_TRUE(clang.ok()) << clang.error().message;
+  auto dir = scratch_dir("lds");
+  kb::SubprocessSpec s;
+  s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself
+  s.argv = kb::hip_clang_device_argv(*clang, "gfx1151", kKernels + "/lds_over.hip", (dir / "lds.co").string());
+  s.timeout_s = 300;
+  auto r = kb::run_subprocess(s);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->ok()) << "clang-19 built a kernel with 65792 bytes of LDS for gfx1151";
+  auto refused = kb::compiler_lds_refusal(r->err, "gfx1151");
+  ASSERT_TRUE(refused.has_value()) << r->err;
+  EXPECT_EQ(refused->value, 65792);
+  EXPECT_EQ(refused->limit, 65536);
+  EXPECT_EQ(refused->reason.rfind("staged (gfx1151): 65792 bytes of LDS > 65536, all the LDS a workgroup has on gfx1151", 0), 0u)
+      << refused->reason;
+  EXPECT_FALSE(kb::compiler_lds_refusal("error: use of undeclared identifier 'x'", "gfx1151"));
+  fs::remove_all(dir);
+}
+

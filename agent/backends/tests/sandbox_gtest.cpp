@@ -12,7 +12,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -28,7 +30,7 @@ using namespace kfleet::agent;
 
 namespace {
 
-class NullSink : public EventSink {
+class SandboxLog : public EventSink {
  public:
   void emit(const std::string& type, nlohmann::json data) override {
     if (type == "log") lines += data.value("text", "") + "\n";
@@ -75,24 +77,25 @@ std::string host_address() {
   return out;
 }
 
-bool marker_process_alive(const std::string& marker) {
+// The pids of the processes whose command line holds `marker` (and not `unless`, when given).
+std::vector<pid_t> marker_processes(const std::string& marker, const std::string& unless = "") {
+  std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     std::ifstream in(e.path() / "cmdline");
     std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(marker) != std::string::npos && cmd.find("kfleet-probe-wrapper") == std::string::npos)
-      return true;
+    if (cmd.find(marker) != std::string::npos && (unless.empty() || cmd.find(unless) == std::string::npos))
+      out.push_back(std::atoi(e.path().filename().c_str()));
   }
-  return false;
+  return out;
+}
+
+bool marker_process_alive(const std::string& marker) {
+  return !marker_processes(marker, "kfleet-probe-wrapper").empty();
 }
 
 void kill_marker_processes(const std::string& marker) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(marker) != std::string::npos) ::kill(std::atoi(e.path().filename().c_str()), SIGKILL);
-  }
+  for (pid_t pid : marker_processes(marker)) ::kill(pid, SIGKILL);
 }
 
 // An agent's layout: its work dir with two runs and a build cache, its token file, its env.
@@ -105,7 +108,7 @@ struct AgentHost {
   fs::path token = root / "etc-kfleet" / "enrol.token";
   Listener kfleetd;
   std::string marker = "kfleet-probe-" + std::to_string(::getpid());
-  NullSink sink;
+  SandboxLog sink;
   StopFlag stop;
   BackendPtr backend;
 

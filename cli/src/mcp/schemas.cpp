@@ -17,6 +17,24 @@ const char* kChange = R"js({"type": ["object", "null"], "description": "what the
       "diff": {"type": "string", "description": "unified diff against the parent's file"}}}},
     "defines": {"type": "object"}, "flags": {"type": "object"}, "other": {"type": "array"}}})js";
 
+// A problem's kernel against kfleet's PyTorch references (a verdict's `versus`).
+const char* kVersus = R"js({"type": "array", "description": "a problem's kernel against kfleet's PyTorch references of the problem (eager, torch.compile), timed on the same agent by the same replay on the timed case",
+  "items": {"type": "object", "properties": {
+    "baseline": {"enum": ["eager", "compile"]},
+    "speedup": {"type": "number", "description": "median(reference) / median(kernel): above 1 the kernel is faster; absent when the reference could not be timed"},
+    "ci_low": {"type": "number"}, "ci_high": {"type": "number", "description": "with ci_low: the bootstrap 95% interval of the speedup"},
+    "reference_us": {"type": "number"}, "case": {"type": "string"},
+    "key": {"type": "object", "description": "what the reference's timing is cached by: problem, version, case, gpu_class, torch, triton, driver, measurer, reference, options"},
+    "cached": {"type": "boolean"}, "note": {"type": "string", "description": "why there is no speedup (the fleet's note, not the kernel's failure)"},
+    "simulated": {"type": "boolean"}}}})js";
+
+const char* kFastP = R"js({"type": ["object", "null"], "description": "fast_p: the share of kernels correct and more than p times faster than kfleet's PyTorch reference (p = 1, 1.5; each reference); every kernel counts in the denominator (kernels, of)",
+  "properties": {"kernels": {"type": "integer"}, "of": {"type": "string"}, "simulated": {"type": "boolean"},
+    "baselines": {"type": "array", "items": {"type": "object", "properties": {
+      "baseline": {"type": "string"}, "label": {"type": "string"}, "timed": {"type": "integer"},
+      "p": {"type": "array", "items": {"type": "object", "properties": {
+        "p": {"type": "number"}, "fast": {"type": "integer"}, "share": {"type": "number"}}}}}}}}})js";
+
 nlohmann::json parse(const char* text) { return nlohmann::json::parse(text); }
 
 }  // namespace
@@ -103,7 +121,7 @@ nlohmann::json verdict_output() {
         "samples": {"type": ["integer", "null"]}, "ci_low_pct": {"type": ["number", "null"]},
         "ci_high_pct": {"type": ["number", "null"]}, "noise_pct": {"type": ["number", "null"]},
         "timing_mode": {"type": "string"}, "baseline_us": {"type": ["number", "null"]},
-        "delta_pct": {"type": ["number", "null"]}, "perf": {"type": "string"}}}},
+        "delta_pct": {"type": ["number", "null"]}, "perf": {"type": "string"}, "versus": null}}},
       "required": ["resources", "correctness", "benchmark"]},
     "marks": {"type": "object", "properties": {
       "simulated": {"type": "boolean", "description": "made by the simulated GPU backend, not hardware"},
@@ -115,6 +133,8 @@ nlohmann::json verdict_output() {
   "required": ["job_id", "name", "state", "finished", "verdict", "gates", "marks"]
 })js");
   s["properties"]["change"] = parse(kChange);
+  s["properties"]["verdict"]["properties"]["versus"] = parse(kVersus);
+  s["properties"]["gates"]["properties"]["benchmark"]["properties"]["versus"] = parse(kVersus);
   return s;
 }
 
@@ -127,7 +147,7 @@ nlohmann::json campaign_input() {
 }
 
 nlohmann::json campaign_output() {
-  return parse(R"js({
+  auto s = parse(R"js({
   "type": "object",
   "properties": {
     "name": {"type": "string"}, "jobs": {"type": "integer"},
@@ -137,10 +157,13 @@ nlohmann::json campaign_output() {
     "pending": {"type": "array", "items": {"type": "object"}},
     "no_repeat": {"type": "array", "items": {"type": "object"},
                   "description": "changes already tried from the current best, with their delta: do not try them again"},
-    "log_markdown": {"type": "string", "description": "the same, in seed 002's log shape"}
+    "log_markdown": {"type": "string", "description": "the same, in seed 002's log shape"},
+    "fast_p": null
   },
   "required": ["name", "current_best", "kept_wins", "rejections", "no_repeat", "log_markdown"]
 })js");
+  s["properties"]["fast_p"] = parse(kFastP);
+  return s;
 }
 
 nlohmann::json fleet_input() {
@@ -202,7 +225,8 @@ nlohmann::json problem_output() {
     "slots": {"type": "array", "items": {"type": "object"}, "description": "args->tensors[i]: index, name, role, dtype, shape"},
     "dims": {"type": "array", "items": {"type": "object"}}, "scalars": {"type": "array", "items": {"type": "object"}},
     "outputs": {"type": "array", "items": {"type": "object"}, "description": "each output's check and the do-nothing outputs it must reject"},
-    "cases": {"type": "array", "items": {"type": "object"}},
+    "cases": {"type": "array", "items": {"type": "object"}, "description": "each case's name, dims, whether it is required, where its data comes from (doc) and its own draws (init)"},
+    "required_cases": {"type": "array", "items": {"type": "string"}, "description": "the cases every job of the problem runs; a job may add cases, not drop one"},
     "job": {"type": "string", "description": "how a job names the problem"},
     "contract": {"type": "string", "description": "the same as `kfleet problems show NAME` prints"},
     "starter": {"type": "string", "description": "a starter kernel that compiles on the ABI"}

@@ -9,7 +9,9 @@
 
 #include "compose.hpp"
 #include "kfleet/cli/submit_request.hpp"
+#include "kfleet/cli/versus_view.hpp"
 #include "kfleet/common/sha256.hpp"
+#include "kfleet/common/versus.hpp"
 #include "schemas.hpp"
 
 namespace kfleet::cli::mcp {
@@ -367,6 +369,10 @@ nlohmann::json gates_from_events(const nlohmann::json& job, const std::vector<nl
                           {"baseline_us", num("baseline_us")},
                           {"delta_pct", num("delta_pct")},
                           {"perf", text(bench, "perf")}};
+    // A problem's kernel against kfleet's PyTorch references, as the verdict has it.
+    const auto& versus = field(field(job, "verdict"), "versus");
+    if (versus.is_array()) gates["benchmark"]["versus"] = versus;
+    else if (field(bench, "versus").is_array()) gates["benchmark"]["versus"] = bench["versus"];
   } else {
     gates["benchmark"] = nullptr;
   }
@@ -386,6 +392,7 @@ std::string campaign_log_markdown(const nlohmann::json& c) {
     if (!change.empty()) s += ": " + change;
     if (field(e, "median_us").is_number()) s += " -> " + fmt("%.2f us", e["median_us"].get<double>());
     if (field(e, "delta_pct").is_number()) s += ", " + fmt("%+.1f%%", e["delta_pct"].get<double>());
+    if (field(e, "versus").is_array()) s += "; " + versus_line(e["versus"]);
     if (e.value("simulated", false)) s += " [simulated]";
     return s;
   };
@@ -399,7 +406,8 @@ std::string campaign_log_markdown(const nlohmann::json& c) {
   for (const auto& e : list("kept_wins")) out += "- " + line(e) + ": KEEP\n";
   out += "\n## Important Rejections (Do Not Re-Run Without New Preconditions)\n";
   if (list("rejections").empty()) out += "(none)\n";
-  for (const auto& e : list("rejections")) out += "- " + line(e) + ": REJECT (" + text(e, "reason") + ")\n";
+  for (const auto& e : list("rejections"))
+    out += "- " + line(e) + ": REJECT (" + first_line(text(e, "reason")) + ")\n";
   out += "\n## No-Repeat Map\nAlready tried from the current best; do not retry without a clearly "
          "different precondition:\n";
   if (list("no_repeat").empty()) out += "(nothing yet)\n";
@@ -408,6 +416,8 @@ std::string campaign_log_markdown(const nlohmann::json& c) {
     out += "\n## Pending\n";
     for (const auto& e : list("pending")) out += "- " + line(e) + ": " + text(e, "state") + "\n";
   }
+  if (const std::string fp = fast_p_text(field(c, "fast_p")); !fp.empty())
+    out += "\n## Against PyTorch (fast_p)\n" + fp;
   return out;
 }
 
@@ -439,8 +449,10 @@ std::vector<Tool> kfleet_tools(Session& s) {
       {"kfleet_get_verdict", "Read a job's verdict with each gate's data",
        "The job's state and verdict, its change against its parent, and each gate's data: "
        "resources (registers, shared memory, spills per kernel), correctness per case and seed, "
-       "the benchmark's median, 95% CI, noise and timing mode; marks say whether the numbers are "
-       "simulated, self-reported by the job's own scripts, or timed in-process.",
+       "the benchmark's median, 95% CI, noise and timing mode, and for a problem's kernel its "
+       "speedup over kfleet's PyTorch references (eager, torch.compile) with its interval; marks "
+       "say whether the numbers are simulated, self-reported by the job's own scripts, or timed "
+       "in-process.",
        schema::job_input(false), schema::verdict_output(),
        {{"readOnlyHint", true}, {"openWorldHint", false}},
        [&s](const nlohmann::json& a, Call&) -> ToolResult {
@@ -454,7 +466,8 @@ std::vector<Tool> kfleet_tools(Session& s) {
       {"kfleet_get_campaign", "Read a campaign: current best, kept wins, rejections, no-repeat map",
        "The campaign as seed 002 keeps its log: the current best, the kept wins, the rejections "
        "with their reasons, and the no-repeat map (every change already tried from the current "
-       "best, with its delta). Read it before choosing the next change, and do not repeat one.",
+       "best, with its delta), and fast_p against kfleet's PyTorch references. Read it before "
+       "choosing the next change, and do not repeat one.",
        schema::campaign_input(), schema::campaign_output(),
        {{"readOnlyHint", true}, {"openWorldHint", false}},
        [&s](const nlohmann::json& a, Call&) { return read_campaign(s, a); }});

@@ -2,7 +2,8 @@
 // distribution, clocks, the profile, and every event, following the newest run live.
 import { getJson, HttpError, Json } from "../api";
 import { Chart, histogram } from "../charts";
-import { ago, esc, num, pct, simBadge, simBanner, stateBadge, table, trustBadges } from "../dom";
+import { ago, baselineLabel, esc, firstLine, num, pct, simBadge, simBanner, stateBadge, table, trustBadges,
+  versusKeyText } from "../dom";
 import { keepFresh, showError } from "../live";
 
 function okMark(ok: unknown): string {
@@ -23,8 +24,30 @@ export function verdictLine(v: Json, state: string): string {
     ? ` <span class="muted">· median ${num(v.median_us)} µs${v.baseline_us ? ` vs ${num(v.baseline_us)} µs` : ""}` +
       `${v.delta_pct !== undefined ? `, Δ ${pct(v.delta_pct)} [${pct(v.ci_low_pct)}, ${pct(v.ci_high_pct)}]` : ""}</span>`
     : "";
+  // A problem's kernel's reason ends with how it compares with PyTorch: its own line.
+  const reason = String(v.reason || "");
+  const rest = reason.includes("\n") ? reason.slice(reason.indexOf("\n") + 1) : "";
   return `<div class="verdict-line ${esc(v.outcome)}" id="verdict">${stateBadge(v.outcome)}${gate}:
-    <span class="reason">${esc(v.reason || "")}</span>${simBadge(v.simulated)}${trustBadges(v)}${perf}</div>`;
+    <span class="reason">${esc(firstLine(reason))}</span>${simBadge(v.simulated)}${trustBadges(v)}${perf}
+    ${rest ? `<div class="versus-line" id="verdict-versus">${esc(rest)}</div>` : ""}</div>`;
+}
+
+/** A problem's kernel against kfleet's PyTorch references: each speedup with its interval, the
+ *  reference's median, whether it came from the agent's cache, the note, and the cache key. */
+export function versusCard(versus: Json[] | undefined): string {
+  if (!Array.isArray(versus) || versus.length === 0) return "";
+  const rows = versus.map((c) => [esc(baselineLabel(c.baseline)) + simBadge(c.simulated),
+    typeof c.speedup === "number"
+      ? `<span class="num versus ${c.speedup > 1 ? "faster" : "slower"}" data-baseline="${esc(c.baseline)}">${c.speedup.toFixed(2)}x</span>`
+      : `<span class="muted">not timed</span>`,
+    typeof c.ci_low === "number" ? `[${num(c.ci_low, 2)}, ${num(c.ci_high, 2)}]` : "—",
+    typeof c.reference_us === "number" ? `${num(c.reference_us)} µs` : "—",
+    c.cached ? "cached" : "timed in this run", esc(c.note ?? "")]);
+  const keys = [...new Set(versus.map((c) => versusKeyText(c.key)).filter((k) => k))];
+  return `<section class="card" id="versus"><h2>Against PyTorch <span class="muted">${esc(versus[0]?.case ?? "")}</span></h2>
+    ${table(["Reference", "Speedup", "95% interval", "Reference median", "Timing", "Note"], rows, "")}
+    ${keys.map((k) => `<p class="muted versus-key">cached by: ${esc(k)}</p>`).join("")}
+    <p class="muted">speedup = the reference's median / the kernel's median, both replayed on this agent: above 1 the kernel is faster.</p></section>`;
 }
 
 /** A unified diff, each line coloured by its first character. */
@@ -171,9 +194,10 @@ export function mountJob(el: HTMLElement, id: number): () => void {
       <p class="muted">${job.campaign ? `campaign <a href="#/campaigns/${encodeURIComponent(job.campaign)}">${esc(job.campaign)}</a> · ` : ""}
         ${job.parent ? `parent ${esc(job.parent)} · ` : ""}GPU ${esc(job.gpu)} · attempt ${job.attempts ?? 0}/${job.max_attempts ?? "?"}
         · submitted ${ago(job.created)}${job.submitted_by ? ` <span id="submitted-by">by ${esc(job.submitted_by)}</span>` : ""}
-        ${job.cancelled_by ? ` · <span id="cancelled-by">cancelled by ${esc(job.cancelled_by)}</span>` : ""}${job.state_reason ? ` · <span class="state-reason">${esc(job.state_reason)}</span>` : ""}
+        ${job.cancelled_by ? ` · <span id="cancelled-by">cancelled by ${esc(job.cancelled_by)}</span>` : ""}${job.state_reason ? ` · <span class="state-reason">${esc(firstLine(job.state_reason))}</span>` : ""}
         ${run ? ` · run ${run.id} (${esc(run.stage || run.outcome)})${simBadge(run.simulated)}` : ""}</p>
       ${verdictLine(job.verdict, job.state)}
+      ${versusCard(job.verdict?.versus)}
       ${changeCard(job.change)}
       <div class="grid2">
         <section class="card" id="resources"><h2>Gate 1 · Resources

@@ -1,6 +1,6 @@
 // Queue & live runs: what waits (and why), what runs (and at which stage), what just finished.
 import { feed, FeedEvent, getJson, Json } from "../api";
-import { ago, esc, jobLink, pct, simBadge, simBanner, stateBadge, table, trustBadges } from "../dom";
+import { ago, esc, firstLine, jobLink, pct, simBadge, simBanner, stateBadge, table, trustBadges, versusCell } from "../dom";
 import { keepFresh, showError } from "../live";
 
 const WAITING = "queued,waiting_capacity";
@@ -14,7 +14,7 @@ function eventSummary(e: FeedEvent): string {
   const d = e.data || {};
   if (e.type === "job.state") return `${esc(d.state)}${d.reason ? ": " + esc(d.reason) : ""}`;
   if (e.type.startsWith("stage.")) return esc(d.stage) + (d.reason ? ": " + esc(d.reason) : "");
-  if (e.type === "verdict") return esc(d.reason || d.status || d.outcome);
+  if (e.type === "verdict") return esc(firstLine(d.reason) || d.status || d.outcome);
   if (e.type === "sched.decision") return esc(`${d.action ?? ""} ${d.reason ?? ""}`);
   return "";
 }
@@ -51,8 +51,8 @@ export function mountQueue(el: HTMLElement): () => void {
     const verdictRows = (results.results as Json[]).map(({ run, job }) => {
       const v = run.verdict || job.verdict || {};
       return [jobLink(job.id, job.name) + simBadge(run.simulated || job.simulated || v.simulated) + trustBadges(v),
-        stateBadge(v.outcome || run.outcome), esc(v.gate || ""), `<span class="reason">${esc(v.reason || "")}</span>`,
-        `<span class="num">${pct(v.delta_pct)}</span>`, campaignLink(job.campaign), ago(run.finished)];
+        stateBadge(v.outcome || run.outcome), esc(v.gate || ""), `<span class="reason">${esc(firstLine(v.reason))}</span>`,
+        `<span class="num">${pct(v.delta_pct)}</span>`, versusCell(v.versus), campaignLink(job.campaign), ago(run.finished)];
     });
     const events = feed.recent.slice(-12).reverse().map((e) => [
       String(e.id), jobLink(e.job_id), esc(e.type), eventSummary(e),
@@ -64,7 +64,7 @@ export function mountQueue(el: HTMLElement): () => void {
       <section class="card" id="running"><h2>Running (${runRows.length})</h2>
         ${table(["Job", "State", "Stage", "Run", "Started"], runRows, "Nothing is running.")}</section>
       <section class="card" id="verdicts"><h2>Recent verdicts</h2>
-        ${table(["Job", "Outcome", "Gate", "Reason", "Δ", "Campaign", "Finished"], verdictRows, "No finished runs yet.")}</section>
+        ${table(["Job", "Outcome", "Gate", "Reason", "Δ", "vs PyTorch", "Campaign", "Finished"], verdictRows, "No finished runs yet.")}</section>
       <section class="card" id="events"><h2>Live events</h2>
         ${table(["#", "Job", "Type", "Detail"], events, "No events since this page opened.", "log")}</section>`;
   };

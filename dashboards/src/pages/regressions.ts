@@ -1,7 +1,7 @@
 // Regression matrices: kernel × GPU class cells with delta, CI and verdict. The endpoint may
 // not exist on an older kfleetd; a 404 reads the same as "none yet".
 import { getJson, HttpError, Json } from "../api";
-import { esc, jobLink, pct, simBadge, simBanner, stateBadge, table } from "../dom";
+import { esc, fastPCard, jobLink, pct, simBadge, simBanner, stateBadge, table, versusCell } from "../dom";
 import { keepFresh, showError } from "../live";
 
 const NONE = `<section class="card" id="no-regressions"><p class="empty">No regression runs yet.</p>
@@ -43,11 +43,13 @@ export function mountRegression(el: HTMLElement, id: string): () => void {
       if (!c) return `<span class="muted">—</span>`;
       return `<div class="cell cell-${esc(c.verdict)}" data-kernel="${esc(k)}" data-gpu="${esc(g)}">
         <b>${pct(c.delta_pct)}</b> <span class="muted">[${pct(c.ci_low_pct)}, ${pct(c.ci_high_pct)}]</span><br>
-        ${esc(c.verdict)} · ${jobLink(c.job_id)}${simBadge(c.simulated)}</div>`;
+        ${esc(c.verdict)} · ${jobLink(c.job_id)}${simBadge(c.simulated)}
+        ${c.versus ? `<br><span class="muted">vs PyTorch</span> ${versusCell(c.versus)}` : ""}</div>`;
     })]);
     el.innerHTML = `<h1>Regression #${esc(reg.id)}: ${esc(reg.suite)} ${stateBadge(reg.state)}</h1>
       ${simBanner(cells.some((c) => c.simulated))}<p class="muted">created ${esc(reg.created)}</p>
-      <section class="card" id="matrix">${table(["Kernel", ...classes.map(esc)], rows, "")}</section>`;
+      <section class="card" id="matrix">${table(["Kernel", ...classes.map(esc)], rows, "")}</section>
+      ${fastPCard(reg.fast_p, cells.flatMap((c) => c.versus ?? []))}`;
   };
   return keepFresh(refresh, (e) => e.type === "verdict", 1000, 15000);
 }

@@ -298,6 +298,15 @@ std::string launch_list_difference(const LaunchList& a, const LaunchList& b) {
   return "";
 }
 
+std::string lds_over_limit(const std::string& kernel, std::int64_t static_bytes,
+                           std::int64_t dynamic_bytes, std::int64_t limit, const std::string& arch) {
+  if (limit <= 0 || static_bytes + dynamic_bytes <= limit) return "";
+  return "kernel " + kernel + " asks for " + std::to_string(static_bytes + dynamic_bytes) + " bytes of LDS (" +
+         std::to_string(static_bytes) + " static + " + std::to_string(dynamic_bytes) +
+         " dynamic, at its launch): a workgroup on " + (arch.empty() ? std::string("this GPU") : arch) +
+         " has " + std::to_string(limit) + "; the launch is refused, since it would read memory it does not own";
+}
+
 std::string check_addresses(const LaunchList& l, std::uint64_t arena_lo, std::uint64_t arena_hi,
                             const std::function<bool(std::uint64_t)>& is_device_address) {
   auto inside = [&](std::uint64_t lo, std::uint64_t len) {

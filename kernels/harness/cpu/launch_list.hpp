@@ -76,6 +76,13 @@ std::string launch_list_difference(const LaunchList& a, const LaunchList& b);
 std::string check_addresses(const LaunchList& l, std::uint64_t arena_lo, std::uint64_t arena_hi,
                             const std::function<bool(std::uint64_t)>& is_device_address);
 
+// A launch's LDS on an AMD GPU: the kernel's static bytes (its code object's) plus the dynamic
+// bytes the launch asks for, against what a workgroup has (`limit`, the device's). "" when it
+// fits, else the measuring process's refusal naming the amounts: ROCm has run such a launch,
+// which then reads memory it does not own.
+std::string lds_over_limit(const std::string& kernel, std::int64_t static_bytes,
+                           std::int64_t dynamic_bytes, std::int64_t limit, const std::string& arch);
+
 // The order the measurer adds nodes in and each node's dependencies, or an error for edges that
 // name missing nodes, repeat, or form a cycle.
 struct GraphPlan {

@@ -127,6 +127,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--plan") good = value(&o->plan_path) && !o->plan_path.empty();
     else if (flag == "--plan-inputs") good = value(&o->plan_inputs) && !o->plan_inputs.empty();
     else if (flag == "--problem-spec") good = value(&o->problem_spec) && !o->problem_spec.empty();
+    else if (flag == "--reference-check") o->reference_check = true;
     else if (flag == "--va-base") {
       std::string v;
       char* end = nullptr;
@@ -154,6 +155,11 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     return "--plan-inputs goes with --plan";
   if (o->python_scratch_mib > 0 && o->plan_path.empty() && o->replay_path.empty())
     return "--python-scratch-mib is for replaying a Python kernel (with --plan or --replay)";
+  if (o->reference_check && (o->problem_spec.empty() || o->stage != "correctness"))
+    return "--reference-check is a correctness stage of a problem (--problem-spec): the families check "
+           "their references in their own way";
+  if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
+    return "--reference-check runs no kernel: it takes neither --record nor --replay";
   if (!o->replay_path.empty() && o->device_code.empty())
     return "--replay needs --device-code: the job's objects, whose device code the list names";
   return "";

@@ -47,6 +47,10 @@ struct Options {
   // wrote; the case (--case) is one of its cases, and its shapes, dtypes and checks come from
   // the spec (the family options --shape, --dtype, --atol, ... are refused with it).
   std::string problem_spec;
+  // --reference-check: the correctness stage only checks kfleet's GPU reference against the
+  // fp64 CPU reference on --case at the first seed (PROBLEM-ABI.md, "The GPU reference,
+  // checked"); no kernel runs. The agent runs it once per run, on the smallest of its cases.
+  bool reference_check = false;
   std::string family_option;  // the first family-only option given ("" when none)
   std::uint64_t va_base = 0x600000000000ull;
   int result_fd = -1;  // protocol lines go to this pipe instead of stdout

@@ -74,6 +74,81 @@ bool fields(const std::vector<std::string>& w, std::size_t from, const std::vect
   return true;
 }
 
+bool to_pair(const std::string& v, double* lo, double* hi) {
+  const auto comma = v.find(',');
+  return comma != std::string::npos && to_f64(v.substr(0, comma), lo) && to_f64(v.substr(comma + 1), hi);
+}
+
+// `w` is TENSOR DIST key=value...: the distribution of a tensor of dtype `t` into *i ("" or
+// what is wrong). A case's init may also carry amplitude=LO,HI (a tensor's has its own line).
+std::string read_init(const std::vector<std::string>& w, kfleet_dtype t, bool case_init, SpecInit* out) {
+  SpecInit& i = *out;
+  i.dist = w[1];
+  std::vector<std::string> known, need;
+  if (i.dist == "normal") need = {"mean", "std"};
+  else if (i.dist == "uniform") need = {"min", "max"};
+  else if (i.dist == "int") need = {"min", "max", "sorted", "unique"};
+  else if (i.dist != "group_ends" && i.dist != "scale") return "unknown distribution '" + i.dist + "'";
+  known = need;
+  if (i.dist == "normal" || i.dist == "uniform") {
+    for (const char* k : {"row_scale", "row_offset", "neg_inf", "outliers", "at", "step"}) known.push_back(k);
+    if (case_init) known.push_back("amplitude");
+  }
+  std::map<std::string, std::string> f;
+  std::string err;
+  if (!fields(w, 2, known, &f, &err)) return err;
+  for (const auto& k : need)
+    if (!f.count(k)) return "init " + i.dist + " needs " + k + "=";
+  for (const auto& [k, v] : f) {
+    double x = 0, lo = 0, hi = 0;
+    if (k == "sorted" || k == "unique") {
+      if (v != "0" && v != "1") return k + " must be 0 or 1";
+      (k == "sorted" ? i.sorted : i.unique) = v == "1";
+    } else if (k == "outliers") {
+      const auto comma = v.find(',');
+      std::int64_t n = 0;
+      if (comma == std::string::npos || !to_i64(v.substr(0, comma), &n) || !to_pair(v.substr(comma + 1), &lo, &hi) ||
+          n < 1 || n > 16 || !(lo >= 0) || !(hi >= lo))
+        return "outliers=" + v + " is not N,LO,HI (1 <= N <= 16, 0 <= LO <= HI)";
+      i.outliers = static_cast<int>(n);
+      i.outlier_lo = lo;
+      i.outlier_hi = hi;
+    } else if (k == "at") {
+      std::stringstream cs(v);
+      std::string part;
+      while (std::getline(cs, part, ',')) {
+        std::int64_t col = 0;
+        if (!to_i64(part, &col) || col < 0) return "at=" + v + " is not a list of columns";
+        i.outlier_at.push_back(col);
+      }
+    } else if (k == "row_scale" || k == "row_offset" || k == "neg_inf" || k == "amplitude") {
+      if (!to_pair(v, &lo, &hi) || !(lo <= hi)) return k + "=" + v + " is not LO,HI with LO <= HI";
+      if ((k == "row_scale" || k == "amplitude") && !(lo > 0)) return k + " needs 0 < LO";
+      if (k == "neg_inf" && !(lo >= 0 && hi <= 1)) return "neg_inf needs 0 <= LO <= HI <= 1";
+      if (k == "neg_inf" && t != KFLEET_FP16 && t != KFLEET_BF16 && t != KFLEET_FP32) return "neg_inf of a tensor that holds no -inf";
+      (k == "row_scale" ? i.row_scale_lo : k == "row_offset" ? i.row_offset_lo : k == "neg_inf" ? i.neg_inf_lo : i.amp_lo) = lo;
+      (k == "row_scale" ? i.row_scale_hi : k == "row_offset" ? i.row_offset_hi : k == "neg_inf" ? i.neg_inf_hi : i.amp_hi) = hi;
+    } else {
+      if (!to_f64(v, &x)) return k + "=" + v + " is not a finite number";
+      if (k == "step" && !(x > 0)) return "step must be > 0";
+      (k == "mean" ? i.mean : k == "std" ? i.std : k == "min" ? i.min : k == "max" ? i.max : i.step) = x;
+    }
+  }
+  if (!i.outlier_at.empty() && static_cast<std::size_t>(i.outliers) != i.outlier_at.size())
+    return "at= lists " + std::to_string(i.outlier_at.size()) + " columns for outliers=" + std::to_string(i.outliers);
+  if (i.dist == "normal" && !(i.std >= 0)) return "std must be >= 0";
+  if ((i.dist == "uniform" || i.dist == "int") && !(i.min <= i.max)) return "min must be <= max";
+  if (i.dist == "int" && (t != KFLEET_INT32 && t != KFLEET_INT64)) return "int init of a non-integer tensor";
+  if (i.dist == "int" && (i.min != std::floor(i.min) || i.max != std::floor(i.max) ||
+                          std::fabs(i.min) > 9e15 || std::fabs(i.max) > 9e15))
+    return "int bounds must be integers";
+  if (i.dist == "group_ends" && t != KFLEET_INT32 && t != KFLEET_INT64) return "group_ends of a non-integer tensor";
+  if (i.dist == "scale" && t != KFLEET_FP32) return "a scale tensor must be fp32";
+  if ((i.dist == "normal" || i.dist == "uniform") && (t == KFLEET_INT32 || t == KFLEET_INT64))
+    return i.dist + " init of an integer tensor";
+  return "";
+}
+
 }  // namespace
 
 std::size_t SpecCase::elements(std::size_t slot) const {
@@ -113,6 +188,7 @@ std::string parse_problem_spec(const std::string& text, ProblemSpec* out) {
       if (o.name == name) return &o;
     return nullptr;
   };
+  std::map<std::string, std::vector<std::pair<int, SpecInit>>> case_inits;  // case -> overrides
   auto case_named = [&](const std::string& name) -> SpecCase* {
     for (auto& c : s.cases)
       if (c.name == name) return &c;
@@ -179,37 +255,25 @@ std::string parse_problem_spec(const std::string& text, ProblemSpec* out) {
       SpecTensor& t = s.tensors[static_cast<std::size_t>(slot)];
       if (t.role == KFLEET_TENSOR_OUTPUT) return at("init of output '" + w[1] + "'");
       if (!t.init.dist.empty()) return at("a second init of '" + w[1] + "'");
-      SpecInit& i = t.init;
-      i.dist = w[2];
-      std::vector<std::string> known;
-      if (i.dist == "normal") known = {"mean", "std"};
-      else if (i.dist == "uniform") known = {"min", "max"};
-      else if (i.dist == "int") known = {"min", "max", "sorted", "unique"};
-      else if (i.dist != "group_ends" && i.dist != "scale") return at("unknown distribution '" + i.dist + "'");
-      if (!fields(w, 3, known, &f, &err)) return at(err);
-      for (const auto& k : known)
-        if (!f.count(k)) return at("init " + i.dist + " needs " + k + "=");
-      for (const auto& [k, v] : f) {
-        double x = 0;
-        if (k == "sorted" || k == "unique") {
-          if (v != "0" && v != "1") return at(k + " must be 0 or 1");
-          (k == "sorted" ? i.sorted : i.unique) = v == "1";
-          continue;
-        }
-        if (!to_f64(v, &x)) return at(k + "=" + v + " is not a finite number");
-        (k == "mean" ? i.mean : k == "std" ? i.std : k == "min" ? i.min : i.max) = x;
-      }
-      if (i.dist == "normal" && !(i.std >= 0)) return at("std must be >= 0");
-      if ((i.dist == "uniform" || i.dist == "int") && !(i.min <= i.max)) return at("min must be <= max");
-      if (i.dist == "int" && (t.dtype != KFLEET_INT32 && t.dtype != KFLEET_INT64)) return at("int init of a non-integer tensor");
-      if (i.dist == "int" && (i.min != std::floor(i.min) || i.max != std::floor(i.max) ||
-                              std::fabs(i.min) > 9e15 || std::fabs(i.max) > 9e15))
-        return at("int bounds must be integers");
-      if (i.dist == "group_ends" && t.dtype != KFLEET_INT32 && t.dtype != KFLEET_INT64)
-        return at("group_ends of a non-integer tensor");
-      if (i.dist == "scale" && t.dtype != KFLEET_FP32) return at("a scale tensor must be fp32");
-      if ((i.dist == "normal" || i.dist == "uniform") && (t.dtype == KFLEET_INT32 || t.dtype == KFLEET_INT64))
-        return at(i.dist + " init of an integer tensor");
+      const std::vector<std::string> rest(w.begin() + 1, w.end());  // TENSOR DIST key=value...
+      if (!(err = read_init(rest, t.dtype, false, &t.init)).empty()) return at(err);
+    } else if (kind == "case_init") {
+      int slot = -1;
+      if (!need(4)) return at("expected 'case_init CASE TENSOR DIST key=value...'");
+      SpecCase* c = case_named(w[1]);
+      if (!c) return at("no case '" + w[1] + "' (a 'case' line comes first)");
+      if (!tensor_of(w[2], &slot)) return at(err);
+      const SpecTensor& t = s.tensors[static_cast<std::size_t>(slot)];
+      if (t.role == KFLEET_TENSOR_OUTPUT) return at("case_init of output '" + w[2] + "'");
+      if (t.init.dist.empty() || t.init.dist == "scale") return at("case_init of '" + w[2] + "', which has no init of its own or is a scale tensor");
+      auto& mine = case_inits[c->name];
+      for (const auto& [other, unused] : mine)
+        if (other == slot) return at("a second case_init of '" + w[2] + "' in '" + c->name + "'");
+      SpecInit i;
+      const std::vector<std::string> rest(w.begin() + 2, w.end());  // TENSOR DIST key=value...
+      if (!(err = read_init(rest, t.dtype, true, &i)).empty()) return at(err);
+      if (i.dist == "scale") return at("a case cannot draw a scale tensor");
+      mine.push_back({slot, i});
     } else if (kind == "scaled_by") {
       int slot = -1;
       if (w.size() != 3 && w.size() != 4) return at("expected 'scaled_by TENSOR tensor=S block=B,..' or 'scaled_by TENSOR scalar=S'");
@@ -395,14 +459,33 @@ std::string parse_problem_spec(const std::string& text, ProblemSpec* out) {
     if (o.check.kind.empty()) return at("output '" + o.name + "' has no check");
     if (o.lazy.empty()) return at("output '" + o.name + "' has no lazy output (the gate-strength test needs one)");
   }
+  for (auto& c : s.cases) {
+    c.inits.clear();
+    for (const auto& t : s.tensors) c.inits.push_back(t.init);
+    for (const auto& [slot, i] : case_inits[c.name]) {
+      SpecInit& to = c.inits[static_cast<std::size_t>(slot)];
+      const SpecInit keep = to;  // the tensor's scales stay the tensor's
+      to = i;
+      to.scale_tensor = keep.scale_tensor;
+      to.scale_scalar = keep.scale_scalar;
+      to.block = keep.block;
+      if (to.amp_hi > 0 && to.scale_tensor < 0) return at("case '" + c.name + "': amplitude of '" + s.tensors[static_cast<std::size_t>(slot)].name + "' without block scales");
+    }
+  }
   for (const auto& c : s.cases) {
     if (c.dims.size() != s.dims.size()) return at("case '" + c.name + "' has no case_dims");
     if (c.scalars.size() != s.scalars.size()) return at("case '" + c.name + "' has no case_scalars");
     if (c.flops < 0) return at("case '" + c.name + "' has no case_cost");
     for (std::size_t i = 0; i < s.tensors.size(); ++i) {
       if (c.shapes[i].empty()) return at("case '" + c.name + "' has no shape for '" + s.tensors[i].name + "'");
-      if (s.tensors[i].init.dist == "group_ends" && c.totals[i] < 0)
+      if (c.inits[i].dist == "group_ends" && c.totals[i] < 0)
         return at("case '" + c.name + "' has no case_total for '" + s.tensors[i].name + "'");
+      if (c.inits[i].outliers > 0 && c.inits[i].outliers > c.shapes[i].back())
+        return at("case '" + c.name + "': " + std::to_string(c.inits[i].outliers) + " outlier columns in rows of " +
+                  std::to_string(c.shapes[i].back()) + " of '" + s.tensors[i].name + "'");
+      for (auto col : c.inits[i].outlier_at)
+        if (col >= c.shapes[i].back())
+          return at("case '" + c.name + "': outlier column " + std::to_string(col) + " of '" + s.tensors[i].name + "' is past its rows");
       const SpecInit& in = s.tensors[i].init;
       if (in.scale_tensor >= 0) {
         const auto& shape = c.shapes[i];
@@ -433,6 +516,33 @@ std::string parse_problem_spec(const std::string& text, ProblemSpec* out) {
     }
   }
   return "";
+}
+
+RealDraw spec_real_draw(const SpecInit& i, long long cols, std::uint64_t stream) {
+  RealDraw d;
+  d.normal = i.dist == "normal";
+  d.a = d.normal ? i.mean : i.min;
+  d.b = d.normal ? i.std : i.max;
+  d.amp_lo = i.amp_lo;
+  d.amp_hi = i.amp_hi;
+  d.cols = cols > 0 ? cols : 1;
+  d.row_scale_lo = i.row_scale_lo;
+  d.row_scale_hi = i.row_scale_hi;
+  d.row_offset_lo = i.row_offset_lo;
+  d.row_offset_hi = i.row_offset_hi;
+  d.neg_inf_lo = i.neg_inf_lo;
+  d.neg_inf_hi = i.neg_inf_hi;
+  d.step = i.step;
+  d.n_outliers = i.outliers;
+  d.outlier_lo = i.outlier_lo;
+  d.outlier_hi = i.outlier_hi;
+  if (i.outlier_at.empty()) {
+    choose_outlier_columns(d, stream);
+  } else {
+    for (std::size_t k = 0; k < i.outlier_at.size() && k < static_cast<std::size_t>(kMaxOutlierColumns); ++k)
+      d.outlier_cols[k] = i.outlier_at[k];
+  }
+  return d;
 }
 
 std::vector<SpecBuffer> spec_buffers(const ProblemSpec& spec, const SpecCase& c,

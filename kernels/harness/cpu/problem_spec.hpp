@@ -11,6 +11,7 @@
 
 #include "kfleet_harness/problem_abi.h"
 #include "problem_args.hpp"
+#include "problem_inputs.hpp"
 
 namespace kfleet::harness {
 
@@ -24,6 +25,14 @@ struct SpecInit {
   int scale_tensor = -1, scale_scalar = -1;
   std::vector<std::int64_t> block;
   double amp_lo = 0, amp_hi = 0;      // block_amplitude; 0 0 when absent
+  // normal and uniform: the shapes of real data at its edge (problem_inputs.hpp, RealDraw)
+  double row_scale_lo = 0, row_scale_hi = 0;    // 0 0 when absent
+  double row_offset_lo = 0, row_offset_hi = 0;
+  double neg_inf_lo = 0, neg_inf_hi = 0;
+  int outliers = 0;
+  std::vector<std::int64_t> outlier_at;  // the outlier columns when given (at=); else drawn
+  double outlier_lo = 0, outlier_hi = 0;
+  double step = 0;
 };
 
 struct SpecTensor {  // one slot of kfleet_problem_args.tensors, in slot order
@@ -60,6 +69,8 @@ struct SpecCase {
   std::vector<std::int64_t> totals;                // per slot: group_ends total, else -1
   double flops = 0, bytes = 0;
   std::uint64_t workspace = 0;
+  // Per slot, how the case draws it: the tensor's init, or the case's own (case_init).
+  std::vector<SpecInit> inits;
   std::size_t elements(std::size_t slot) const;
 };
 
@@ -79,7 +90,11 @@ struct ProblemSpec {
   std::string case_names() const;           // "small, ragged, ..."
 };
 
-constexpr const char* kProblemSpecMagic = "kfleet-problem-spec 1";
+// The draw of a normal or uniform init (problem_inputs.hpp) for a tensor whose rows (its last
+// dimension) are `cols` long; the outlier columns are chosen for `stream` (the tensor's).
+RealDraw spec_real_draw(const SpecInit& i, long long cols, std::uint64_t stream);
+
+constexpr const char* kProblemSpecMagic = "kfleet-problem-spec 2";
 
 // "" on success, else "problem spec line N: <what is wrong>" (line 0: the text as a whole).
 std::string parse_problem_spec(const std::string& text, ProblemSpec* out);

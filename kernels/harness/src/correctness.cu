@@ -30,6 +30,7 @@ std::string tolerance_json(const Tolerance& t) {
 }  // namespace
 
 int run_correctness(const Options& o) {
+  if (!o.problem_spec.empty() && o.reference_check) return run_reference_check(o);
   if (!o.problem_spec.empty()) return run_generic_correctness(o);  // one check per output
   bool all_pass = true;
   for (const std::uint64_t seed : o.seeds) {

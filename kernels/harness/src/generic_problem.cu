@@ -16,6 +16,7 @@
 #include "../cpu/numeric.hpp"
 #include "../cpu/problem_checks.hpp"
 #include "../cpu/problem_inputs.hpp"
+#include "../cpu/problem_reference_check.hpp"
 #include "../cpu/problem_spec.hpp"
 #include "../cpu/python_plan.hpp"
 #include "device_codec.hpp"
@@ -47,33 +48,24 @@ __device__ void store(void* out, kfleet_dtype t, size_t i, double x, float inv_s
   else if (t == KFLEET_FP8_E4M3) static_cast<uint8_t*>(out)[i] = fp8_e4m3_encode_dev((float)x * inv_scale);
 }
 
-// normal / uniform into a float tensor (fp8 with one scale: inv_scale = 1 / scale).
+// normal / uniform into a float tensor (fp8 with one scale: inv_scale = 1 / scale); `rows` are
+// the draw's per-row factors (null when it has none).
 __global__ void fill_real(void* out, kfleet_dtype t, size_t n, RealDraw d, std::uint64_t seed,
-                          float inv_scale) {
+                          float inv_scale, const RowDraw* rows) {
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    store(out, t, i, draw_real(d, seed, i), inv_scale);
+    store(out, t, i, draw_value(d, seed, i, rows), inv_scale);
 }
 
 // fp8 with block scales: one thread per block, amax / 448 of the block (times its amplitude),
-// the scale written to the scale tensor, then each element encoded with it.
+// the scale written to the scale tensor, then each element encoded with it (fp8_quantise_block,
+// which the CPU side runs too).
 __global__ void fill_fp8_blocks(uint8_t* out, float* scales, size_t blocks, RealDraw d,
-                                std::uint64_t seed, BlockMap m, const float* amplitudes) {
+                                std::uint64_t seed, BlockMap m, const float* amplitudes, const RowDraw* rows) {
   for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += (size_t)gridDim.x * blockDim.x) {
-    long long bc[KFLEET_PROBLEM_MAX_RANK] = {};
-    const size_t volume = block_origin(b, m, bc);
     const double amp = amplitudes ? amplitudes[b] : 1.0;
-    double amax = 0;
-    for (int pass = 0; pass < 2; ++pass) {
-      const float scale = amax > 0 ? (float)(amax / 448.0) : 1.0f;
-      if (pass == 1) scales[b] = scale;
-      for (size_t j = 0; j < volume; ++j) {
-        size_t i = 0;
-        if (!block_element(bc, j, m, &i)) continue;
-        const double x = draw_real(d, seed, i) * amp;
-        if (pass == 0) amax = fmax(amax, fabs(x));
-        else out[i] = fp8_e4m3_encode_dev((float)(x / scale));
-      }
-    }
+    scales[b] = fp8_quantise_block(
+        b, m, [&](size_t i) { return draw_value(d, seed, i, rows) * amp; },
+        [&](size_t i, uint8_t code) { out[i] = code; });
   }
 }
 
@@ -131,33 +123,16 @@ double tensor_fp8_scale(const SpecInit& in) {
   return bound > 0 ? bound / kFp8E4m3Max : 1.0;
 }
 
-// Integer inputs (int, group_ends) are drawn on the host with the same counter-based draws.
-std::vector<std::uint8_t> host_ints(const SpecTensor& t, const SpecCase& c, std::size_t slot,
-                                    std::uint64_t stream) {
+// Integer inputs (int, group_ends) are drawn on the host with the same counter-based draws as
+// the CPU side's (draw_int_values).
+std::vector<std::uint8_t> host_ints(const SpecTensor& t, const SpecInit& init, const SpecCase& c,
+                                    std::size_t slot, std::uint64_t stream) {
   const std::size_t n = c.elements(slot);
-  const std::size_t row = static_cast<std::size_t>(c.shapes[slot].back());
-  std::vector<std::int64_t> v(n);
-  if (t.init.dist == "group_ends") {
-    const std::int64_t total = c.totals[slot];
-    for (std::size_t j = 0; j + 1 < n; ++j) v[j] = draw_int(stream, j, 0, total);
-    std::sort(v.begin(), v.end() - 1);
-    v[n - 1] = total;
-  } else {
-    const auto lo = static_cast<std::int64_t>(t.init.min), hi = static_cast<std::int64_t>(t.init.max);
-    if (t.init.unique && static_cast<double>(hi - lo) + 1 < static_cast<double>(row))
-      fail_setup("input " + t.name + ": " + std::to_string(row) + " distinct values per row from [" +
-                 std::to_string(lo) + ", " + std::to_string(hi) + "] do not exist");
-    for (std::size_t r0 = 0; r0 < n; r0 += row) {
-      std::set<std::int64_t> used;
-      for (std::size_t j = 0; j < row; ++j) {
-        std::int64_t x = draw_int(stream, r0 + j, lo, hi);
-        while (t.init.unique && used.count(x)) x = x == hi ? lo : x + 1;
-        used.insert(x);
-        v[r0 + j] = x;
-      }
-      if (t.init.sorted) std::sort(v.begin() + static_cast<std::ptrdiff_t>(r0), v.begin() + static_cast<std::ptrdiff_t>(r0 + row));
-    }
-  }
+  std::vector<std::int64_t> v;
+  const std::string err = draw_int_values(init.dist == "group_ends", static_cast<std::int64_t>(init.min),
+                                          static_cast<std::int64_t>(init.max), init.sorted, init.unique,
+                                          c.totals[slot], n, static_cast<std::size_t>(c.shapes[slot].back()), stream, &v);
+  if (!err.empty()) fail_setup("input " + t.name + ": " + err);
   const std::size_t w = t.dtype == KFLEET_INT64 ? 8 : 4;
   std::vector<std::uint8_t> bytes(n * w);
   for (std::size_t i = 0; i < n; ++i) {
@@ -191,20 +166,24 @@ using CheckResult = OutputCheck;
 
 class GenericProblem : public Problem {
  public:
-  GenericProblem(const Options& o, const ProblemSpec& spec, const SpecCase& c, std::uint64_t seed)
+  // `reference_only`: the problem of the GPU-vs-CPU reference check, which no kernel sees: its
+  // buffers are the harness's own, outside the fixed arena, and it has no workspace.
+  GenericProblem(const Options& o, const ProblemSpec& spec, const SpecCase& c, std::uint64_t seed,
+                 bool reference_only = false)
       : spec_(spec), case_(c) {
     ref_ = find_problem_reference(spec.problem);
     if (!ref_) fail_setup("the harness has no GPU reference for problem " + spec.problem);
     // The buffers a kernel may touch first, in spec_buffers' order (slot order, then the
     // workspace): the recorder and the measuring process map them at the same addresses.
-    const std::uint64_t ws = std::max<std::uint64_t>(c.workspace, static_cast<std::uint64_t>(o.workspace_mib) << 20);
+    const std::uint64_t ws = reference_only ? 0 : std::max<std::uint64_t>(c.workspace, static_cast<std::uint64_t>(o.workspace_mib) << 20);
     const auto bufs = spec_buffers(spec, c, ws);
     for (std::size_t i = 0; i < spec.tensors.size(); ++i) {
       Slot s;
       s.t = &spec.tensors[i];
       s.n = c.elements(i);
-      s.device = std::make_unique<DeviceBuffer>(
-          bufs[i].bytes, s.t->role == KFLEET_TENSOR_INPUT ? Placement::input : Placement::kernel, bufs[i].name);
+      const Placement where = reference_only ? Placement::plain
+                              : s.t->role == KFLEET_TENSOR_INPUT ? Placement::input : Placement::kernel;
+      s.device = std::make_unique<DeviceBuffer>(bufs[i].bytes, where, bufs[i].name);
       slots_.push_back(std::move(s));
     }
     if (ws) {
@@ -420,6 +399,19 @@ class GenericProblem : public Problem {
     return problem_lazy_output(spec_, case_, k, l, ref, inputs);
   }
 
+  // Each input slot's bytes as the device holds them (empty for outputs), and the scalars.
+  std::vector<std::vector<std::uint8_t>> input_bytes() const {
+    std::vector<std::vector<std::uint8_t>> raw(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].t->role == KFLEET_TENSOR_OUTPUT) continue;
+      raw[i].resize(slots_[i].device->bytes());
+      KFLEET_GPU_CHECK(gpuMemcpyAsync(raw[i].data(), content(i), raw[i].size(), gpuMemcpyDeviceToHost, harness_stream()));
+    }
+    KFLEET_GPU_CHECK(gpuStreamSynchronize(harness_stream()));
+    return raw;
+  }
+  const std::vector<double>& scalar_values() const { return scalars_; }
+
   const ProblemSpec& spec() const { return spec_; }
   const SpecCase& spec_case() const { return case_; }
   std::size_t elements_of(std::size_t k) const { return slots_[static_cast<std::size_t>(spec_.outputs[k].slot)].n; }
@@ -470,19 +462,23 @@ class GenericProblem : public Problem {
       const SpecTensor& t = *slots_[i].t;
       if (t.role == KFLEET_TENSOR_OUTPUT || t.init.dist == "scale") continue;
       const std::uint64_t stream = input_stream(spec_.problem, salt + "/" + case_.name, seed, static_cast<int>(i));
-      if (t.init.dist == "int" || t.init.dist == "group_ends") {
-        host.push_back(host_ints(t, case_, i, stream));
+      const SpecInit& init = case_.inits[i];  // the case's draw of this slot
+      if (init.dist == "int" || init.dist == "group_ends") {
+        host.push_back(host_ints(t, init, case_, i, stream));
         KFLEET_GPU_CHECK(gpuMemcpyAsync(targets[i], host.back().data(), host.back().size(), gpuMemcpyHostToDevice, hs));
         continue;
       }
-      RealDraw d;
-      d.normal = t.init.dist == "normal";
-      d.a = d.normal ? t.init.mean : t.init.min;
-      d.b = d.normal ? t.init.std : t.init.max;
-      d.amp_lo = t.init.amp_lo;
-      d.amp_hi = t.init.amp_hi;
-      if (t.dtype == KFLEET_FP8_E4M3 && t.init.scale_tensor >= 0) {
-        const std::size_t st = static_cast<std::size_t>(t.init.scale_tensor), blocks = slots_[st].n;
+      const RealDraw d = spec_real_draw(init, case_.shapes[i].back(), stream);
+      const std::size_t cols = static_cast<std::size_t>(case_.shapes[i].back());
+      const std::vector<RowDraw> row_draws = draw_rows(d, stream, slots_[i].n / cols);
+      std::unique_ptr<DeviceBuffer> rows;  // each row's factors, drawn on the host
+      if (!row_draws.empty()) {
+        rows = std::make_unique<DeviceBuffer>(row_draws.size() * sizeof(RowDraw));
+        KFLEET_GPU_CHECK(gpuMemcpyAsync(rows->get(), row_draws.data(), rows->bytes(), gpuMemcpyHostToDevice, hs));
+      }
+      const RowDraw* rows_dev = rows ? static_cast<const RowDraw*>(rows->get()) : nullptr;
+      if (t.dtype == KFLEET_FP8_E4M3 && init.scale_tensor >= 0) {
+        const std::size_t st = static_cast<std::size_t>(init.scale_tensor), blocks = slots_[st].n;
         std::unique_ptr<DeviceBuffer> amp;
         if (d.amp_hi > 0) {  // each block's factor, drawn on the host
           std::vector<float> f(blocks);
@@ -493,17 +489,19 @@ class GenericProblem : public Problem {
         }
         fill_fp8_blocks<<<ref_blocks(static_cast<std::int64_t>(blocks), 128), 128, 0, hs>>>(
             static_cast<std::uint8_t*>(targets[i]), static_cast<float*>(targets[st]), blocks, d, stream,
-            block_map(case_.shapes[i], t.init.block), amp ? static_cast<const float*>(amp->get()) : nullptr);
+            block_map(case_.shapes[i], init.block), amp ? static_cast<const float*>(amp->get()) : nullptr, rows_dev);
         KFLEET_GPU_CHECK(gpuGetLastError());
-        KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `amp` is freed
+        KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `amp` and `rows` are freed
       } else {
         float inv_scale = 1;
         if (t.dtype == KFLEET_FP8_E4M3) {
-          const double scale = tensor_fp8_scale(t.init);
-          (*scalars)[static_cast<std::size_t>(t.init.scale_scalar)] = scale;
+          const double scale = tensor_fp8_scale(init);
+          (*scalars)[static_cast<std::size_t>(init.scale_scalar)] = scale;
           inv_scale = static_cast<float>(1.0 / scale);
         }
-        fill_real<<<1024, 256, 0, hs>>>(targets[i], t.dtype, slots_[i].n, d, stream, inv_scale);
+        fill_real<<<1024, 256, 0, hs>>>(targets[i], t.dtype, slots_[i].n, d, stream, inv_scale, rows_dev);
+        KFLEET_GPU_CHECK(gpuGetLastError());
+        KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `rows` is freed
       }
       KFLEET_GPU_CHECK(gpuGetLastError());
     }
@@ -559,6 +557,44 @@ std::string problem_plan_fields(const Problem& p, std::string* error) {
     return "";
   }
   return problem_fields_json(g->spec(), g->spec_case(), g->args_bytes(), error);
+}
+
+// The GPU reference checked against the library's fp64 CPU reference (PROBLEM-ABI.md, "The
+// GPU reference, checked"): on --case (the agent names the run's smallest case; "" the spec's
+// smallest) at the first seed, from the bytes the GPU drew, in buffers of the harness's own. A
+// `reference_check` line; a disagreement is the fleet's failure (exit 3, phase "reference"), and
+// no kernel runs.
+int run_reference_check(const Options& o) {
+  const ProblemSpec& spec = spec_of(o);
+  const SpecCase* c = o.case_name.empty() ? &smallest_case(spec) : spec.find_case(o.case_name);
+  if (!c) fail_usage("--case " + o.case_name + " is not a case of " + spec.problem + " (" + spec.case_names() + ")");
+  const std::uint64_t seed = o.seeds.empty() ? 0 : o.seeds.front();
+  const auto start = std::chrono::steady_clock::now();
+  GenericProblem p(o, spec, *c, seed, true);
+  p.compute_reference(false);
+  std::vector<std::vector<double>> gpu;
+  for (std::size_t k = 0; k < spec.outputs.size(); ++k) gpu.push_back(p.reference_values(k));
+  const auto data = spec_case_data(spec, *c, p.input_bytes(), p.scalar_values());
+  const ReferenceAgreement a = check_gpu_reference(spec, *c, data, gpu);
+  std::string outputs;
+  for (std::size_t k = 0; k < a.outputs.size(); ++k)
+    outputs += (outputs.empty() ? "" : ",") + JsonLine::quote(spec.outputs[k].name) + ":" +
+               JsonLine("o").str("check", spec.outputs[k].check.kind).boolean("pass", a.outputs[k].reason.empty())
+                   .str("reason", a.outputs[k].reason).num("max_abs", a.outputs[k].m.max_abs)
+                   .num("rel_l2", a.outputs[k].m.rel_l2).text();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  JsonLine("reference_check").str("problem", spec.problem).str("case", c->name)
+      .integer("seed", static_cast<long long>(seed)).boolean("pass", a.pass).str("reason", a.reason)
+      .str("against", "fp64 CPU reference").raw("outputs", "{" + outputs + "}").num("time_ms", ms).print();
+  if (!a.pass) {
+    JsonLine("error").str("phase", "reference").str("call", "reference check")
+        .str("message", "kfleet's GPU reference of " + spec.problem + " disagrees with its fp64 CPU reference on case " +
+                            c->name + " seed " + std::to_string(seed) + ": " + a.reason +
+                            " (the fleet's failure: no kernel was judged)")
+        .print();
+    std::exit(3);
+  }
+  return 0;
 }
 
 // The correctness stage of a problem: as run_correctness, with the spec's check per output and

@@ -205,6 +205,9 @@ bool problem_kernel_linked();
 int call_problem_entry(const kfleet_problem_args* args, gpuStream_t stream);
 std::unique_ptr<Problem> make_generic_problem(const Options& o, std::uint64_t seed);
 int run_generic_correctness(const Options& o);
+// --reference-check: the GPU reference of --case against the fp64 CPU reference (0: they agree;
+// exit 3, an error line of phase "reference": they do not).
+int run_reference_check(const Options& o);
 std::unique_ptr<Problem> make_problem(const Options& o, std::uint64_t seed);
 // `p` with its python scratch buffer when the options ask for one (replay of a Python kernel).
 std::unique_ptr<Problem> with_python_scratch(const Options& o, std::unique_ptr<Problem> p);

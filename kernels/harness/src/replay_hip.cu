@@ -72,9 +72,23 @@ DeviceCode& device_code(const Options& o) {
 
 }  // namespace
 
+// The launch's LDS (the function's static bytes plus the node's dynamic bytes) against what a
+// workgroup of this device has: ROCm has let more than that run (launch_list.hpp, lds_over_limit).
+void check_lds(hipFunction_t f, const KernelNode& k) {
+  int static_bytes = 0, limit = 0, dev = 0;
+  KFLEET_GPU_CHECK(hipFuncGetAttribute(&static_bytes, HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
+  KFLEET_GPU_CHECK(hipGetDevice(&dev));
+  KFLEET_GPU_CHECK(hipDeviceGetAttribute(&limit, hipDeviceAttributeMaxSharedMemoryPerBlock, dev));
+  const std::string why = lds_over_limit(k.function, static_bytes, k.shared_bytes, limit, device_arch());
+  if (!why.empty()) fail_replay(why);
+}
+
 hipFunction_t find_kernel(const Options& o, const KernelNode& k) {
   DeviceCode& code = device_code(o);
-  if (auto it = code.kernels.find(k.function); it != code.kernels.end()) return it->second;
+  if (auto it = code.kernels.find(k.function); it != code.kernels.end()) {
+    check_lds(it->second, k);
+    return it->second;
+  }
   // Dynamic shared memory needs no opt-in on AMD GPUs up to the device's limit, so the
   // attribute the launch function set is not applied here (and HIP has no setter for a
   // module's function).
@@ -97,6 +111,7 @@ hipFunction_t find_kernel(const Options& o, const KernelNode& k) {
   if (modules_with_it == 0)
     fail_replay("the launch list names kernel " + k.function + ", which is not in the job's device "
                "code: replay runs only kernels compiled from the job's sources");
+  check_lds(found, k);
   code.kernels[k.function] = found;
   return found;
 }

@@ -1,14 +1,19 @@
-// A case's inputs from a definition's distributions. Real values are drawn in fp64, then
-// rounded to the tensor's dtype (fp8 through per-block or per-tensor scales, amax / 448), so
-// the references compute on exactly the values a kernel reads.
+// A case's inputs from a definition's distributions, drawn as the harness draws them on the GPU
+// (kernels/harness/cpu/problem_inputs.hpp): real values in fp64, then rounded to the tensor's
+// dtype (fp8 through per-block or per-tensor scales, amax / 448), so the references and CI's
+// emulations compute on exactly the values a kernel reads.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <set>
 
+#include <tuple>
+
 #include "numeric.hpp"
 #include "problem_cpu.hpp"
+#include "problem_inputs.hpp"
+#include "problem_spec.hpp"
 
 namespace kfleet::problems {
 namespace {
@@ -19,30 +24,6 @@ using harness::fp16_decode;
 using harness::fp16_encode;
 using harness::fp8_e4m3_decode;
 using harness::fp8_e4m3_encode;
-
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {  // Box-Muller
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-  std::int64_t integer(std::int64_t lo, std::int64_t hi) {  // [lo, hi]
-    const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
-    return lo + static_cast<std::int64_t>(span == 0 ? next() : next() % span);
-  }
-};
-
-std::uint64_t fnv1a(const std::string& s, std::uint64_t h = 0xcbf29ce484222325ULL) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
 
 std::size_t dtype_bytes(const std::string& d) {
   if (d == "fp8_e4m3") return 1;
@@ -133,95 +114,128 @@ Tensor rounded(const Tensor& t) {
   return r;
 }
 
-Tensor output_tensor(const CaseData& data, const std::string& name) {
-  const ProblemTensor* o = data.def->output(name);
-  if (!o) std::abort();  // a reference asked for an output its definition does not have
+namespace {
+
+// problem.yaml's init as the harness's spec holds it (kernels/harness/cpu/problem_spec.hpp):
+// the CPU side then draws through the very functions the harness uses.
+harness::SpecInit spec_init(const ProblemInit& i) {
+  harness::SpecInit s;
+  s.dist = i.dist;
+  s.mean = i.mean;
+  s.std = i.std;
+  s.min = i.min;
+  s.max = i.max;
+  s.sorted = i.sorted;
+  s.unique = i.unique;
+  if (i.block_amplitude) std::tie(s.amp_lo, s.amp_hi) = *i.block_amplitude;
+  if (i.row_scale) std::tie(s.row_scale_lo, s.row_scale_hi) = *i.row_scale;
+  if (i.row_offset) std::tie(s.row_offset_lo, s.row_offset_hi) = *i.row_offset;
+  if (i.neg_inf) std::tie(s.neg_inf_lo, s.neg_inf_hi) = *i.neg_inf;
+  if (i.outliers) {
+    s.outliers = i.outliers->columns;
+    s.outlier_at = i.outliers->at;
+    s.outlier_lo = i.outliers->min;
+    s.outlier_hi = i.outliers->max;
+  }
+  s.step = i.step;
+  return s;
+}
+
+}  // namespace
+
+Result<Tensors> blank_outputs(const ProblemDef& def, const std::map<std::string, std::int64_t>& dims) {
   ProblemCase c;
-  c.dims = data.dims;
-  auto shape = data.def->shape_of(*o, c);
-  if (!shape) std::abort();  // the parser evaluated every case's shapes
-  return blank(o->dtype, *shape);
+  c.dims = dims;
+  Tensors out;
+  for (const auto& o : def.outputs) {
+    auto shape = def.shape_of(o, c);
+    if (!shape) return shape.error();
+    out[o.name] = blank(o.dtype, *shape);
+  }
+  return out;
 }
 
 Result<CaseData> make_case(const ProblemDef& def, const ProblemCase& c, std::uint64_t seed) {
   CaseData data;
   data.def = &def;
+  data.problem = def.name;
   data.case_name = c.name;
   data.dims = c.dims;
   for (const auto& s : def.scalars) data.scalars[s.name] = def.scalar_value(s, c);
+  auto outputs = blank_outputs(def, c.dims);
+  if (!outputs) return outputs.error();
+  data.outputs = std::move(*outputs);
   for (std::size_t ti = 0; ti < def.inputs.size(); ++ti) {
     const ProblemTensor& in = def.inputs[ti];
     auto shape = def.shape_of(in, c);
     if (!shape) return shape.error();
     Tensor t = blank(in.dtype, *shape);
-    if (in.init.dist == "scale") {  // written by the fp8 tensor it scales (below or above)
+    const ProblemInit& init = def.init_of(in, c);
+    if (init.dist == "scale") {  // written by the fp8 tensor it scales (below or above)
       if (!data.inputs.count(in.name)) data.inputs[in.name] = std::move(t);
       continue;
     }
-    Rng rng{fnv1a(def.name + "/" + c.name + "/" + in.name) ^ (seed * 0x100000001b3ULL)};
-    rng.next();
-    const ProblemInit& init = in.init;
+    // The harness's stream of this slot (inputs come first in slot order) in the correctness
+    // stage: salt "case", as GenericProblem draws it.
+    const std::uint64_t stream = harness::input_stream(def.name, "case/" + c.name, seed, static_cast<int>(ti));
     const std::size_t n = t.elements();
     const std::size_t row = shape->empty() ? 1 : static_cast<std::size_t>(shape->back());
-    std::vector<double> x(n);
-    if (init.dist == "normal") {
-      for (auto& v : x) v = init.mean + init.std * rng.normal();
-    } else if (init.dist == "uniform") {
-      for (auto& v : x) v = init.min + (init.max - init.min) * rng.uniform();
-    } else if (init.dist == "int") {
-      const auto lo = static_cast<std::int64_t>(init.min), hi = static_cast<std::int64_t>(init.max);
-      for (std::size_t r0 = 0; r0 < n; r0 += row) {
-        std::set<std::int64_t> used;
-        for (std::size_t j = 0; j < row; ++j) {
-          std::int64_t v = rng.integer(lo, hi);
-          while (init.unique && used.count(v)) v = v == hi ? lo : v + 1;  // next free value
-          used.insert(v);
-          x[r0 + j] = static_cast<double>(v);
-        }
-        if (init.sorted) std::sort(x.begin() + static_cast<std::ptrdiff_t>(r0), x.begin() + static_cast<std::ptrdiff_t>(r0 + row));
+    const harness::SpecInit si = spec_init(init);
+    if (init.dist == "int" || init.dist == "group_ends") {
+      std::int64_t total = 0;
+      if (init.dist == "group_ends") {
+        auto v = init.total->eval(c.dims);
+        if (!v) return v.error();
+        total = *v;
       }
-    } else if (init.dist == "group_ends") {
-      auto total = init.total->eval(c.dims);
-      if (!total) return total.error();
-      for (std::size_t j = 0; j + 1 < n; ++j) x[j] = static_cast<double>(rng.integer(0, *total));
-      std::sort(x.begin(), x.end() - 1);
-      x[n - 1] = static_cast<double>(*total);
-    }
-    if (init.block_amplitude && in.scaled_by) {
-      const auto [lo, hi] = *init.block_amplitude;
-      std::map<std::size_t, double> factor;
+      std::vector<std::int64_t> v;
+      const std::string err = harness::draw_int_values(
+          init.dist == "group_ends", static_cast<std::int64_t>(init.min), static_cast<std::int64_t>(init.max),
+          init.sorted, init.unique, total, n, row, stream, &v);
+      if (!err.empty()) return make_error(Errc::invalid_argument, "input " + in.name + ": " + err);
       for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t b = block_of(i, *shape, in.scaled_by->block);
-        if (!factor.count(b)) factor[b] = std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * rng.uniform());
-        x[i] *= factor[b];
+        t.real[i] = static_cast<double>(v[i]);
+        put(t, i, t.real[i]);
       }
+      data.inputs[in.name] = std::move(t);
+      continue;
     }
-    if (in.dtype == "fp8_e4m3") {
-      const auto& sb = *in.scaled_by;
-      std::vector<std::size_t> group(n, 0);
+    const harness::RealDraw d = harness::spec_real_draw(si, static_cast<long long>(row), stream);
+    const std::vector<harness::RowDraw> rows = harness::draw_rows(d, stream, row ? n / row : 0);
+    const harness::RowDraw* r = rows.empty() ? nullptr : rows.data();
+    if (in.dtype == "fp8_e4m3" && in.scaled_by && !in.scaled_by->tensor.empty()) {
+      // Block scales, exactly as the harness's fill_fp8_blocks makes them.
+      const ProblemTensor* st = def.input(in.scaled_by->tensor);
+      auto sshape = def.shape_of(*st, c);
+      if (!sshape) return sshape.error();
+      if (!data.inputs.count(st->name)) data.inputs[st->name] = blank("fp32", *sshape);
+      Tensor& scales = data.inputs[st->name];
+      harness::BlockMap m;
+      m.rank = static_cast<int>(shape->size());
+      for (std::size_t k = 0; k < shape->size(); ++k) {
+        m.shape[k] = (*shape)[k];
+        m.block[k] = in.scaled_by->block[k];
+      }
+      for (std::size_t b = 0; b < scales.elements(); ++b) {
+        const double amp = static_cast<float>(harness::draw_amplitude(d, stream, b));  // as the harness uploads it
+        const float scale = harness::fp8_quantise_block(
+            b, m, [&](std::size_t i) { return harness::draw_value(d, stream, i, r) * amp; },
+            [&](std::size_t i, std::uint8_t code) { put(t, i, code); });
+        scales.real[b] = scale;
+        put(scales, b, scale);
+      }
+      for (std::size_t i = 0; i < n; ++i)
+        t.real[i] = fp8_e4m3_decode(t.bytes[i]) * scales.real[block_of(i, *shape, in.scaled_by->block)];
+    } else if (in.dtype == "fp8_e4m3") {
+      // One scale for the tensor (the families' fp8: amax / 448 of the whole tensor).
+      std::vector<double> x(n);
+      for (std::size_t i = 0; i < n; ++i) x[i] = harness::draw_value(d, stream, i, r);
       std::vector<float> scales(1);
-      Tensor* scale_tensor = nullptr;
-      if (!sb.tensor.empty()) {
-        const ProblemTensor* st = def.input(sb.tensor);
-        auto sshape = def.shape_of(*st, c);
-        if (!sshape) return sshape.error();
-        if (!data.inputs.count(sb.tensor)) data.inputs[sb.tensor] = blank("fp32", *sshape);
-        scale_tensor = &data.inputs[sb.tensor];
-        scales.assign(scale_tensor->elements(), 1.0f);
-        for (std::size_t i = 0; i < n; ++i) group[i] = block_of(i, *shape, sb.block);
-      }
-      quantise(t, x, group, scales);
-      if (scale_tensor) {
-        for (std::size_t g = 0; g < scales.size(); ++g) {
-          scale_tensor->real[g] = scales[g];
-          put(*scale_tensor, g, scales[g]);
-        }
-      } else {
-        data.scalars[sb.scalar] = scales[0];
-      }
+      quantise(t, x, std::vector<std::size_t>(n, 0), scales);
+      data.scalars[in.scaled_by->scalar] = scales[0];
     } else {
       for (std::size_t i = 0; i < n; ++i) {
-        t.real[i] = round_to(in.dtype, x[i]);
+        t.real[i] = round_to(in.dtype, harness::draw_value(d, stream, i, r));
         put(t, i, t.real[i]);
       }
     }

@@ -17,6 +17,31 @@ bool plain_word(const std::string& s) {
   return !s.empty() && s.find_first_of(" \t\r\n=") == std::string::npos;
 }
 
+std::string pair(const std::pair<double, double>& p) { return num(p.first) + "," + num(p.second); }
+
+// DIST key=value... of an init line (PROBLEM-ABI.md, "The problem spec").
+std::string init_words(const ProblemInit& i) {
+  std::ostringstream o;
+  o << i.dist;
+  if (i.dist == "normal") o << " mean=" << num(i.mean) << " std=" << num(i.std);
+  else if (i.dist == "uniform") o << " min=" << num(i.min) << " max=" << num(i.max);
+  else if (i.dist == "int")
+    o << " min=" << num(i.min) << " max=" << num(i.max) << " sorted=" << (i.sorted ? 1 : 0)
+      << " unique=" << (i.unique ? 1 : 0);
+  if (i.row_scale) o << " row_scale=" << pair(*i.row_scale);
+  if (i.row_offset) o << " row_offset=" << pair(*i.row_offset);
+  if (i.neg_inf) o << " neg_inf=" << pair(*i.neg_inf);
+  if (i.outliers) {
+    o << " outliers=" << i.outliers->columns << ',' << num(i.outliers->min) << ',' << num(i.outliers->max);
+    if (!i.outliers->at.empty()) {
+      o << " at=";
+      for (std::size_t k = 0; k < i.outliers->at.size(); ++k) o << (k ? "," : "") << i.outliers->at[k];
+    }
+  }
+  if (i.step > 0) o << " step=" << num(i.step);
+  return o.str();
+}
+
 }  // namespace
 
 Result<std::string> problem_spec_text(const ProblemDef& def) {
@@ -26,7 +51,7 @@ Result<std::string> problem_spec_text(const ProblemDef& def) {
   if (def.abi != "generic")
     return fail("uses the family ABI " + def.abi + ": its kernels go through the family harness, not a problem spec");
   std::ostringstream o;
-  o << "kfleet-problem-spec 1\n";
+  o << "kfleet-problem-spec 2\n";
   o << "problem " << def.name << ' ' << def.version << '\n';
   o << "dims";
   for (const auto& d : def.dims) o << ' ' << d;
@@ -39,13 +64,7 @@ Result<std::string> problem_spec_text(const ProblemDef& def) {
   }
   for (const auto& in : def.inputs) {
     const ProblemInit& i = in.init;
-    o << "init " << in.name << ' ' << i.dist;
-    if (i.dist == "normal") o << " mean=" << num(i.mean) << " std=" << num(i.std);
-    else if (i.dist == "uniform") o << " min=" << num(i.min) << " max=" << num(i.max);
-    else if (i.dist == "int")
-      o << " min=" << num(i.min) << " max=" << num(i.max) << " sorted=" << (i.sorted ? 1 : 0)
-        << " unique=" << (i.unique ? 1 : 0);
-    o << '\n';
+    o << "init " << in.name << ' ' << init_words(i) << '\n';
     if (in.scaled_by) {
       if (!in.scaled_by->scalar.empty()) {
         o << "scaled_by " << in.name << " scalar=" << in.scaled_by->scalar << '\n';
@@ -99,9 +118,15 @@ Result<std::string> problem_spec_text(const ProblemDef& def) {
       for (auto v : *shape) o << ' ' << v;
       o << '\n';
     }
+    for (const auto& [name, i] : c.init) {
+      o << "case_init " << c.name << ' ' << name << ' ' << init_words(i);
+      if (i.block_amplitude) o << " amplitude=" << pair(*i.block_amplitude);
+      o << '\n';
+    }
     for (const auto& in : def.inputs) {
-      if (in.init.dist != "group_ends") continue;
-      auto total = in.init.total->eval(c.dims);
+      const ProblemInit& init = def.init_of(in, c);
+      if (init.dist != "group_ends") continue;
+      auto total = init.total->eval(c.dims);
       if (!total) return fail("case " + c.name + ": " + total.error().message);
       o << "case_total " << c.name << ' ' << in.name << ' ' << *total << '\n';
     }

@@ -11,7 +11,7 @@
 
 namespace kfleet::problems {
 
-// The spec text of `def` (first line "kfleet-problem-spec 1"), or an error for a definition the
+// The spec text of `def` (first line "kfleet-problem-spec 2"), or an error for a definition the
 // harness's generic runtime cannot take (a family ABI, a name with a space).
 Result<std::string> problem_spec_text(const ProblemDef& def);
 

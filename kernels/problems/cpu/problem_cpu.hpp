@@ -11,37 +11,19 @@
 
 #include "kfleet/common/problem.hpp"
 #include "problem_args.hpp"
+#include "problem_data.hpp"
 
 namespace kfleet::problems {
 
-struct Tensor {
-  std::string dtype;                  // problem.yaml's dtype
-  std::vector<std::int64_t> shape;
-  std::vector<double> real;           // the values a kernel's arithmetic sees (fp8: decoded * scale)
-  std::vector<std::uint8_t> bytes;    // the encoded elements, as the device holds them
-  std::size_t elements() const { return real.size(); }
-};
-using Tensors = std::map<std::string, Tensor>;
-
-// One case at one seed: dimensions, scalars (the quantiser's scales included), inputs.
-struct CaseData {
-  const ProblemDef* def = nullptr;
-  std::string case_name;
-  std::map<std::string, std::int64_t> dims;
-  std::map<std::string, double> scalars;
-  Tensors inputs;
-  std::int64_t dim(const std::string& n) const { return dims.at(n); }
-};
-
-// Draws every input of `c` for `seed` (deterministic for (problem, case, seed, tensor)).
+// Draws every input of `c` for `seed` as the harness draws it on the GPU (the same counter-based
+// draws, kernels/harness/cpu/problem_inputs.hpp, for (problem, "case/" + case, seed, slot)), so
+// that CI's CPU emulations see the very inputs a kernel gets in the correctness stage.
 Result<CaseData> make_case(const ProblemDef& def, const ProblemCase& c, std::uint64_t seed);
 
-// An output of the case's shape and dtype, zero-filled (what a reference fills in).
-Tensor output_tensor(const CaseData& data, const std::string& name);
+// Every output of `def` for these dims, zero-filled (CaseData::outputs).
+Result<Tensors> blank_outputs(const ProblemDef& def, const std::map<std::string, std::int64_t>& dims);
 
-// fp64 reference outputs by name (an output in place of an input under that output's name).
-using ReferenceFn = Tensors (*)(const CaseData&);
-// The registered CPU reference of a problem, or nullptr.
+// The registered CPU reference of a problem (the generic ones and the two families), or nullptr.
 ReferenceFn find_reference(const std::string& problem);
 std::vector<std::string> referenced_problems();  // every problem with a CPU reference
 

@@ -8,13 +8,6 @@
 
 namespace kfleet::problems {
 
-Tensors reference_rmsnorm(const CaseData&);         // rmsnorm/reference.cpp
-Tensors reference_softmax(const CaseData&);         // softmax/reference.cpp
-Tensors reference_rope(const CaseData&);            // rope/reference.cpp
-Tensors reference_grouped_gemm(const CaseData&);    // grouped_gemm/reference.cpp
-Tensors reference_topk(const CaseData&);            // topk/reference.cpp
-Tensors reference_fp8_block_gemm(const CaseData&);  // fp8_block_gemm/reference.cpp
-
 namespace {
 
 // The two harness families, through the harness's own fp64 references (cpu_reference.hpp).
@@ -41,11 +34,14 @@ Tensors reference_scaled_mm(const CaseData& d) {
 }
 
 const std::map<std::string, ReferenceFn>& table() {
-  static const std::map<std::string, ReferenceFn> t = {
-      {"attention", reference_attention},     {"scaled_mm", reference_scaled_mm},
-      {"rmsnorm", reference_rmsnorm},         {"softmax", reference_softmax},
-      {"rope", reference_rope},               {"grouped_gemm", reference_grouped_gemm},
-      {"topk", reference_topk},               {"fp8_block_gemm", reference_fp8_block_gemm}};
+  // The generic problems' references are compiled once, in the harness's host library
+  // (kernels/harness/cpu/problem_cpu_references.cpp): the measuring process runs the same ones.
+  static const std::map<std::string, ReferenceFn> t = [] {
+    std::map<std::string, ReferenceFn> m = {{"attention", reference_attention}, {"scaled_mm", reference_scaled_mm}};
+    for (const char* p : {"rmsnorm", "softmax", "rope", "grouped_gemm", "topk", "fp8_block_gemm"})
+      m[p] = find_generic_reference(p);
+    return m;
+  }();
   return t;
 }
 

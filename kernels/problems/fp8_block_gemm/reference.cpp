@@ -1,6 +1,6 @@
 // fp8 block-scaled GEMM, fp64. The inputs' real values are the fp8 codes times their block's
 // scale already (case_data.cpp), so the reference is the plain product of those values.
-#include "problem_cpu.hpp"
+#include "../cpu/problem_data.hpp"
 
 namespace kfleet::problems {
 

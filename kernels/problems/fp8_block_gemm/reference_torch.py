@@ -1,4 +1,4 @@
-"""kfleet's PyTorch reference of fp8_block_gemm@1 (PYTHON.md, "kfleet's PyTorch references"): the
+"""kfleet's PyTorch reference of fp8_block_gemm@2 (PYTHON.md, "kfleet's PyTorch references"): the
 operands dequantised with their 1x128 and 128x128 block scales, then one bf16 GEMM writing the
 output buffer: what a model without a block-scaled fp8 kernel runs in eager mode. Recorded eager
 and under torch.compile (which fuses the dequantisation)."""

@@ -1,5 +1,5 @@
 // Grouped GEMM, fp64: rows [ends[g-1], ends[g]) of a times expert g's [N, K] weight.
-#include "problem_cpu.hpp"
+#include "../cpu/problem_data.hpp"
 
 namespace kfleet::problems {
 

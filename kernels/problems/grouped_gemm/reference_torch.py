@@ -1,4 +1,4 @@
-"""kfleet's PyTorch reference of grouped_gemm@1 (PYTHON.md, "kfleet's PyTorch references"):
+"""kfleet's PyTorch reference of grouped_gemm@2 (PYTHON.md, "kfleet's PyTorch references"):
 torch._grouped_mm, PyTorch's grouped GEMM for MoE experts, with the group ends as its offsets
 (no host round trip, so the launch is one recording). It needs K and N to be multiples of 16 and
 an sm_90 GPU; elsewhere the reference declines the case (kfleet.UNSUPPORTED), and the verdict says

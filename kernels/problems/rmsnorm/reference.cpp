@@ -1,7 +1,7 @@
 // RMSNorm, fp64: y[t, i] = x[t, i] / sqrt(mean_j x[t, j]^2 + eps) * weight[i].
 #include <cmath>
 
-#include "problem_cpu.hpp"
+#include "../cpu/problem_data.hpp"
 
 namespace kfleet::problems {
 

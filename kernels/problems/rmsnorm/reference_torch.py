@@ -1,4 +1,4 @@
-"""kfleet's PyTorch reference of rmsnorm@1 (PYTHON.md, "kfleet's PyTorch references"): the
+"""kfleet's PyTorch reference of rmsnorm@2 (PYTHON.md, "kfleet's PyTorch references"): the
 unfused RMSNorm that Llama-family models run in eager mode (upcast, mean of squares, rsqrt,
 scale, weight), its last op writing the output buffer. Recorded eager and under torch.compile."""
 import torch

@@ -1,4 +1,4 @@
-"""A Triton kernel for rmsnorm@1 (kernel: {problem: rmsnorm@1, language: triton, sources:
+"""A Triton kernel for rmsnorm@2 (kernel: {problem: rmsnorm@2, language: triton, sources:
 [triton.py]}): one program per token, the mean of squares in fp32 over tiles of the hidden size,
 then x * rsqrt(mean + eps) * weight written as bf16. Written for kfleet as the problem's Triton
 starter: plain, not tuned."""

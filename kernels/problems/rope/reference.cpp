@@ -1,5 +1,5 @@
 // Rotary embedding (NeoX halves), fp64, on Q and K; the outputs are the inputs' slots.
-#include "problem_cpu.hpp"
+#include "../cpu/problem_data.hpp"
 
 namespace kfleet::problems {
 namespace {

@@ -1,4 +1,4 @@
-"""kfleet's PyTorch reference of rope@1 (PYTHON.md, "kfleet's PyTorch references"): NeoX-style
+"""kfleet's PyTorch reference of rope@2 (PYTHON.md, "kfleet's PyTorch references"): NeoX-style
 rotary embedding as models write it in eager mode (cos and sin gathered by position, the halves
 rotated), written back into q and k, which the problem rotates in place. Recorded eager and under
 torch.compile."""

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "problem_cpu.hpp"
+#include "../cpu/problem_data.hpp"
 
 namespace kfleet::problems {
 

@@ -1,4 +1,4 @@
-"""kfleet's PyTorch reference of softmax@1 (PYTHON.md, "kfleet's PyTorch references"): what a
+"""kfleet's PyTorch reference of softmax@2 (PYTHON.md, "kfleet's PyTorch references"): what a
 model runs in eager mode, aten's softmax kernel (fp32 accumulation) writing the output buffer.
 The agent records it as is (eager) and under torch.compile (max-autotune-no-cudagraphs), and
 times both by the same replay as the job's kernel."""

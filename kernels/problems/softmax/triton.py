@@ -1,4 +1,4 @@
-"""A Triton kernel for softmax@1 (a job names it with kernel: {problem: softmax@1, language:
+"""A Triton kernel for softmax@2 (a job names it with kernel: {problem: softmax@2, language:
 triton, sources: [triton.py]}): one program per row, the row in tiles of BLOCK, an online max and
 sum (fp32), then a second pass writing exp(x - max) / sum as fp16. Written for kfleet as the
 problem's Triton starter: plain, not tuned."""

@@ -1,4 +1,4 @@
-"""kfleet's PyTorch reference of topk@1 (PYTHON.md, "kfleet's PyTorch references"): torch.topk
+"""kfleet's PyTorch reference of topk@2 (PYTHON.md, "kfleet's PyTorch references"): torch.topk
 along each row, its values written to the output buffer and its int64 indices narrowed to the
 problem's int32. Recorded eager and under torch.compile."""
 import torch

@@ -21,6 +21,7 @@
 #include "kfleet/api/server.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
+#include "served_api.hpp"
 
 namespace {
 
@@ -29,40 +30,21 @@ using namespace kfleet;
 class ApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto st = store::open_sqlite_store({":memory:", false});
-    ASSERT_TRUE(st.ok()) << st.error().message;
-    store_ = std::move(*st);
-    prov_ = provision::make_static_provisioner();
     core::Config cfg;
     cfg.user_tokens = {"user-secret"};
     cfg.enrol_token = "enrol-secret";
-    cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_,
-                                               std::make_shared<SystemClock>(), *prov_, cfg);
     api::ServerOptions so;
     so.max_body_bytes = 64 * 1024;
-    server_ = std::make_unique<api::Server>(io_, *cp_, so);
-    auto port = server_->listen();
-    ASSERT_TRUE(port.ok()) << port.error().message;
-    url_ = "http://127.0.0.1:" + std::to_string(*port);
+    served_ = std::make_unique<api::test::Served>(io_, *backing_.store, *backing_.prov, cfg, so);
+    cp_ = served_->cp.get();
+    url_ = served_->url;
     cp_->start();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  void TearDown() override {
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
+    thread_.run();
   }
 
-  static std::string good_yaml(const std::string& name) {
-    return "name: " + name + "\ntarget: {gpu: L4}\nkernel:\n  family: attention\n  language: cuda\n"
-           "  sources: [k.cu]\nsimulate: {time_us: 50, stage_ms: 1}\n";
-  }
-  static nlohmann::json bundle_with(const std::string& path) {
-    Bundle b;
-    b.files.push_back({path, "__global__ void k() {}\n"});
-    return bundle_to_json(b);
-  }
-  nlohmann::json submit_body(const std::string& yaml, const std::string& src = "k.cu") {
-    return {{"spec_yaml", yaml}, {"source_name", "job.yaml"}, {"bundle", bundle_with(src)}};
+  static std::string good_yaml(const std::string& name) { return api::test::job_yaml(name); }
+  static nlohmann::json submit_body(const std::string& yaml, const std::string& src = "k.cu") {
+    return api::test::submit_body(yaml, src);
   }
   std::size_t job_count() {
     HttpClient c(url_, "user-secret");
@@ -72,12 +54,11 @@ class ApiTest : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
-  store::StorePtr store_;
-  provision::ProvisionerPtr prov_;
-  std::unique_ptr<core::ControlPlane> cp_;
-  std::unique_ptr<api::Server> server_;
-  std::thread thread_;
+  api::test::Backing backing_;
+  std::unique_ptr<api::test::Served> served_;
+  core::ControlPlane* cp_ = nullptr;
   std::string url_;
+  api::test::IoThread thread_{io_};  // last: stops the io before the rest goes
 };
 
 TEST_F(ApiTest, HealthAnswers) {

@@ -21,27 +21,22 @@
 #include "kfleet/api/server.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
+#include "served_api.hpp"
 #include "kfleet/common/sha256.hpp"
+#include "kfleet/testing/files.hpp"
 
 namespace {
 
 using namespace kfleet;
 namespace fs = std::filesystem;
 
-constexpr const char* kAdmin = "kft_test-admin-0123456789abcdef0123456789";
+using api::test::kAdmin;
 constexpr const char* kEnrol = "enrol-secret-7c1e9b2a44d0";
 
 std::string temp_dir() {
   std::string tmpl = (fs::temp_directory_path() / "kfleet-auth-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   return tmpl;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 class Fleet {
@@ -54,21 +49,15 @@ class Fleet {
     core::Config cfg;
     cfg.admin_token = kAdmin;
     cfg.enrol_token = kEnrol;
-    cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_,
-                                               std::make_shared<SystemClock>(), *prov_, cfg);
-    server_ = std::make_unique<api::Server>(io_, *cp_, so);
-    auto port = server_->listen();
-    if (!port) throw std::runtime_error(port.error().message);
-    url_ = std::string(https ? "https" : "http") + "://127.0.0.1:" + std::to_string(*port);
-    cp_->start();
-    thread_ = std::thread([this] { io_.run(); });
+    served_ = std::make_unique<api::test::Served>(io_, *store_, *prov_, cfg, so, https);
+    served_->cp->start();
+    thread_.run();
   }
   ~Fleet() {
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
+    thread_.stop();
     if (!::testing::Test::HasFailure()) fs::remove_all(dir_);
   }
-  const std::string& url() const { return url_; }
+  const std::string& url() const { return served_->url; }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -76,21 +65,15 @@ class Fleet {
   boost::asio::io_context io_;
   store::StorePtr store_;
   provision::ProvisionerPtr prov_;
-  std::unique_ptr<core::ControlPlane> cp_;
-  std::unique_ptr<api::Server> server_;
-  std::thread thread_;
-  std::string url_;
+  std::unique_ptr<api::test::Served> served_;
+  api::test::IoThread thread_{io_};
 };
 
+// Each a new job, not the no-repeat map's answer.
 nlohmann::json job_body(const std::string& name) {
-  Bundle b;
-  b.files.push_back({"k.cu", "__global__ void k() {}\n"});
-  return {{"spec_yaml", "name: " + name +
-                            "\ntarget: {gpu: L4}\nkernel:\n  family: attention\n  language: cuda\n"
-                            "  sources: [k.cu]\nsimulate: {time_us: 50, stage_ms: 1}\n"},
-          {"source_name", "job.yaml"},
-          {"bundle", bundle_to_json(b)},
-          {"force", true}};  // each is a new job, not the no-repeat map's answer
+  auto body = api::test::submit_body(api::test::job_yaml(name));
+  body["force"] = true;
+  return body;
 }
 
 nlohmann::json enrol_body(const std::string& name) {
@@ -294,7 +277,7 @@ TEST(Tokens, NoSecretIsStoredOrAnswered) {
     answers += admin.get(p)->body;
   std::string db;
   for (const auto& e : fs::directory_iterator(f.dir()))  // kfleet.db and its WAL
-    db += slurp(e.path().string());
+    db += kfleet::testing::read_file(e.path().string());
   ASSERT_GT(db.size(), 1000u);
   for (const std::string& secret : {std::string(kAdmin), std::string(kEnrol), w.read, w.submit,
                                     w.agent1, w.agent2}) {

@@ -13,68 +13,43 @@
 #include "kfleet/api/server.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
+#include "served_api.hpp"
 
 namespace {
 
 using namespace kfleet;
 
-constexpr const char* kAdmin = "standby-admin-secret-0123456789";
+using api::test::kAdmin;
 
 class StandbyServer : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto st = store::open_sqlite_store({":memory:", false});
-    ASSERT_TRUE(st.ok()) << st.error().message;
-    store_ = std::move(*st);
-    prov_ = provision::make_static_provisioner();
     core::Config cfg;
     cfg.admin_token = kAdmin;
     cfg.enrol_token = "enrol-secret";
-    auto clock = std::make_shared<SystemClock>();
-    leader_cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_, clock, *prov_,
-                                                      cfg);
     core::Config scfg = cfg;
     scfg.read_only = true;
-    standby_cp_ = std::make_unique<core::ControlPlane>(io_.get_executor(), *store_, clock,
-                                                       *prov_, scfg);
-    api::ServerOptions lo;
+    api::ServerOptions lo, so;
     lo.role = "leader";
-    leader_ = std::make_unique<api::Server>(io_, *leader_cp_, lo);
-    auto lp = leader_->listen();
-    ASSERT_TRUE(lp.ok()) << lp.error().message;
-    leader_url_ = "http://127.0.0.1:" + std::to_string(*lp);
-    api::ServerOptions so;
     so.role = "standby";
-    standby_ = std::make_unique<api::Server>(io_, *standby_cp_, so);
-    auto sp = standby_->listen();
-    ASSERT_TRUE(sp.ok()) << sp.error().message;
-    standby_url_ = "http://127.0.0.1:" + std::to_string(*sp);
-    standby_->set_leader(leader_url_, 7);
-    leader_cp_->start();  // stores the admin token; the standby's is never started
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  void TearDown() override {
-    io_.stop();
-    if (thread_.joinable()) thread_.join();
+    leader_ = std::make_unique<api::test::Served>(io_, *backing_.store, *backing_.prov, cfg, lo);
+    standby_ = std::make_unique<api::test::Served>(io_, *backing_.store, *backing_.prov, scfg, so);
+    leader_url_ = leader_->url;
+    standby_url_ = standby_->url;
+    standby_->server->set_leader(leader_url_, 7);
+    leader_->cp->start();  // stores the admin token; the standby's is never started
+    thread_.run();
   }
 
   nlohmann::json submit_body(const std::string& name) {
-    Bundle b;
-    b.files.push_back({"k.cu", "__global__ void k() {}\n"});
-    return {{"spec_yaml", "name: " + name +
-                              "\ntarget: {gpu: L4}\nkernel:\n  family: attention\n  language: "
-                              "cuda\n  sources: [k.cu]\nsimulate: {time_us: 50, stage_ms: 1}\n"},
-            {"source_name", "job.yaml"},
-            {"bundle", bundle_to_json(b)}};
+    return api::test::submit_body(api::test::job_yaml(name));
   }
 
   boost::asio::io_context io_;
-  store::StorePtr store_;
-  provision::ProvisionerPtr prov_;
-  std::unique_ptr<core::ControlPlane> leader_cp_, standby_cp_;
-  std::unique_ptr<api::Server> leader_, standby_;
-  std::thread thread_;
+  api::test::Backing backing_;
+  std::unique_ptr<api::test::Served> leader_, standby_;
   std::string leader_url_, standby_url_;
+  api::test::IoThread thread_{io_};  // last: stops the io before the rest goes
 };
 
 TEST_F(StandbyServer, ServesStoreReadsAndRedirectsEverythingElseForEveryRoute) {
@@ -192,7 +167,7 @@ TEST_F(StandbyServer, ARevokedTokenIsRefusedAtOnceAndPromoteLeadsOnTheSameSocket
   EXPECT_EQ(HttpClient(leader_url_, agent).get("/api/v1/jobs")->status, 401);
 
   // Promoted: the standby's socket now leads.
-  boost::asio::post(io_, [this] { standby_->promote(*leader_cp_); });
+  boost::asio::post(io_, [this] { standby_->server->promote(*leader_->cp); });
   HttpClient admin_promoted(standby_url_, kAdmin);
   for (int i = 0; i < 100; ++i) {
     auto r = admin_promoted.get("/api/v1/whoami");

@@ -3,6 +3,7 @@
 // current best); any other finished child is a rejection, with the verdict's reason.
 #include <algorithm>
 
+#include "kfleet/common/versus.hpp"
 #include "kfleet/core/fleet.hpp"
 
 namespace kfleet::core {
@@ -33,6 +34,10 @@ nlohmann::json entry(const store::JobRecord& j) {
     if (v.ci_low_pct) e["ci_low_pct"] = *v.ci_low_pct;
     if (v.ci_high_pct) e["ci_high_pct"] = *v.ci_high_pct;
     e["simulated"] = j.simulated || v.simulated;
+    if (!v.versus.empty()) {
+      e["versus"] = nlohmann::json::array();
+      for (const auto& c : v.versus) e["versus"].push_back(to_json(c));
+    }
   } else {
     e["reason"] = j.state_reason;
   }
@@ -49,6 +54,16 @@ Result<nlohmann::json> campaign_view(store::Store& st, const std::string& name) 
   if (jobs.empty())
     return make_error(Errc::not_found, "no campaign '" + name + "': no job names it with campaign:");
   std::reverse(jobs.begin(), jobs.end());  // oldest first: the log reads in the order it happened
+  // fast_p over the campaign's finished kernels on a problem, whatever became of them.
+  std::vector<VersusKernel> judged;
+  for (const auto& j : jobs) {
+    if (!is_problem_kernel(j.spec) || !is_terminal(j.state) || j.state == JobState::cancelled) continue;
+    VersusKernel k;
+    k.correct = j.verdict && j.state != JobState::error && verdict_correct(*j.verdict);
+    k.simulated = j.simulated || (j.verdict && j.verdict->simulated);
+    if (j.verdict) k.versus = j.verdict->versus;
+    judged.push_back(std::move(k));
+  }
   nlohmann::json kept = nlohmann::json::array(), rejected = nlohmann::json::array(),
                  pending = nlohmann::json::array(), roots = nlohmann::json::array();
   nlohmann::json best = nullptr;
@@ -99,7 +114,9 @@ Result<nlohmann::json> campaign_view(store::Store& st, const std::string& name) 
   return nlohmann::json{{"name", name},          {"jobs", jobs.size()},
                         {"current_best", best},  {"roots", roots},
                         {"kept_wins", kept},     {"rejections", rejected},
-                        {"pending", pending},    {"no_repeat", no_repeat}};
+                        {"pending", pending},    {"no_repeat", no_repeat},
+                        {"fast_p", fast_p_json(judged, "finished jobs of the campaign on a problem's kernel "
+                                                       "(passed, rejected or error; not cancelled)")}};
 }
 
 }  // namespace kfleet::core

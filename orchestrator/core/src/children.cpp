@@ -32,7 +32,8 @@ std::string outcome_words(const store::JobRecord& j) {
     std::snprintf(buf, sizeof buf, " %+.1f%%", *v.delta_pct);
     s += buf;
   }
-  if (!v.reason.empty()) s += ": " + v.reason;
+  // Its first line: a problem's kernel's reason ends with its comparison with PyTorch.
+  if (!v.reason.empty()) s += ": " + v.reason.substr(0, v.reason.find('\n'));
   return s;
 }
 

@@ -369,7 +369,10 @@ Verdict ControlPlane::agent_verdict(const std::optional<store::AgentRecord>& a, 
   Verdict verdict = v;
   // Whatever the agent says, a simulated agent's result is simulated: it can never pass for
   // (or become a baseline of) real hardware.
-  if (a && a->simulated()) verdict.simulated = true;
+  if (a && a->simulated()) {
+    verdict.simulated = true;
+    for (auto& c : verdict.versus) c.simulated = true;  // its PyTorch references too
+  }
   if (verdict.outcome != RunOutcome::passed && verdict.outcome != RunOutcome::rejected)
     verdict.outcome = RunOutcome::error;
   return verdict;

@@ -7,6 +7,7 @@
 
 #include "kfleet/common/changepoint.hpp"
 #include "kfleet/common/suite.hpp"
+#include "kfleet/common/versus.hpp"
 #include "kfleet/core/fleet.hpp"
 
 namespace kfleet::core {
@@ -67,6 +68,9 @@ nlohmann::json cell_for(ControlPlane& cp, const store::RegressionJob& rj,
     return c;
   }
   c["simulated"] = job->simulated;
+  // A problem's kernel is counted by fast_p, with its comparisons with kfleet's PyTorch
+  // references (regression_view).
+  c["problem_kernel"] = is_problem_kernel(job->spec);
   if (!is_terminal(job->state)) {
     c["reason"] = job->state_reason.empty() ? to_string(job->state) : job->state_reason;
     return c;
@@ -79,6 +83,11 @@ nlohmann::json cell_for(ControlPlane& cp, const store::RegressionJob& rj,
   }
   c["reason"] = v->reason;
   c["simulated"] = job->simulated || v->simulated;
+  c["correct"] = job->state != JobState::error && verdict_correct(*v);
+  if (!v->versus.empty()) {
+    c["versus"] = nlohmann::json::array();
+    for (const auto& x : v->versus) c["versus"].push_back(to_json(x));
+  }
   if (v->median_us) c["median_us"] = *v->median_us;
   if (v->baseline_us) c["baseline_us"] = *v->baseline_us;
   if (v->delta_pct) c["delta_pct"] = *v->delta_pct;
@@ -109,6 +118,22 @@ nlohmann::json cell_for(ControlPlane& cp, const store::RegressionJob& rj,
 }
 
 }  // namespace
+
+nlohmann::json regression_fast_p(const nlohmann::json& cells) {
+  std::vector<VersusKernel> kernels;
+  if (cells.is_array())
+    for (const auto& c : cells) {
+      if (!c.is_object() || !c.value("problem_kernel", false) || c.value("verdict", "") == "pending")
+        continue;
+      VersusKernel k;
+      k.correct = c.value("correct", false);
+      k.simulated = c.value("simulated", false);
+      if (c.contains("versus") && c["versus"].is_array())
+        for (const auto& x : c["versus"]) k.versus.push_back(baseline_comparison_from_json(x));
+      kernels.push_back(std::move(k));
+    }
+  return fast_p_json(kernels, "finished cells (kernel x GPU class) on a problem's kernel");
+}
 
 Result<store::RegressionRecord> start_regression(ControlPlane& cp, const nlohmann::json& req,
                                                  const std::string& submitted_by) {
@@ -212,6 +237,7 @@ Result<nlohmann::json> regression_view(ControlPlane& cp, std::int64_t id) {
   nlohmann::json out = regression_summary(*reg);
   out["cells"] = reg->cells;
   out["spec"] = reg->spec;
+  out["fast_p"] = regression_fast_p(reg->cells);
   return out;
 }
 

@@ -19,8 +19,8 @@ Config retiring(TimeMs retire_ms) {
   return cfg;
 }
 
-struct Plane : test::Plane {
-  explicit Plane(TimeMs retire_ms) : test::Plane(retiring(retire_ms)) {}
+struct RetirementPlane : test::Plane {
+  explicit RetirementPlane(TimeMs retire_ms) : test::Plane(retiring(retire_ms)) {}
 
   EnrolResult enrol(const std::string& name) { return enrol_agent(name, "L4", /*simulated=*/true); }
 
@@ -39,7 +39,7 @@ struct Plane : test::Plane {
 };
 
 TEST(AgentRetirement, ALostAgentIsRetiredAfterTheGracePeriodAndItsRowKept) {
-  Plane p(60'000);
+  RetirementPlane p(60'000);
   p.clock->set_ms(1'000'000);
   auto gone = p.enrol("spot-1");
   auto alive = p.enrol("static-1");
@@ -68,7 +68,7 @@ TEST(AgentRetirement, ALostAgentIsRetiredAfterTheGracePeriodAndItsRowKept) {
 }
 
 TEST(AgentRetirement, ZeroKeepsLostAgentsForever) {
-  Plane p(0);
+  RetirementPlane p(0);
   p.clock->set_ms(1'000'000);
   auto gone = p.enrol("spot-1");
   p.cp->start();

@@ -1,10 +1,8 @@
 // compare_to: baseline resolution: a simulated baseline never reaches a real agent.
 #include <gtest/gtest.h>
-#include <boost/asio/io_context.hpp>
 
-#include "kfleet/common/bundle.hpp"
-#include "kfleet/core/control_plane.hpp"
 #include "kfleet/core/fleet.hpp"
+#include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
@@ -80,115 +78,65 @@ TEST(Baseline, OtherClassOrCaseHasNone) {
   EXPECT_EQ(resolve_baseline(**st, j, agent(false))["kind"], "");
 }
 
-class NoCloud final : public provision::Provisioner {
- public:
-  std::string name() const override { return "none"; }
-  bool can_grow() const override { return false; }
-  int capacity_budget() const override { return 0; }
-  std::vector<std::string> regions() const override { return {}; }
-  std::vector<std::string> gpu_classes() const override { return {}; }
-  void request(const provision::CapacityRequest&, std::function<void(provision::CapacityResult)>) override {}
-  void release(const std::string&, std::function<void(Result<void>)>) override {}
-};
-
 // Who set a baseline is a field: the user who ran `kfleet baseline set`, or for a campaign's
 // kept win the user who submitted the campaign's variant. A cancel records its user too.
 TEST(Baseline, SetByIsTheUserOrTheKeptWinsSubmitter) {
-  boost::asio::io_context io;
-  auto st = store::open_sqlite_store({":memory:"});
-  ASSERT_TRUE(st.ok());
-  auto clock = std::make_shared<ManualClock>();
-  NoCloud prov;
-  Config cfg;
-  cfg.enrol_token = "e";
-  ControlPlane cp(io.get_executor(), **st, clock, prov, cfg);
-  EnrolRequest er{"a", "us-east-1", "simulated", "static", "", {}, {}};
-  GpuInfo g;
-  g.gpu_class = "L4";
-  g.simulated = true;
-  er.gpus = {g};
-  auto agent = cp.enrol(er);
-  ASSERT_TRUE(agent.ok()) << agent.error().message;
-  Bundle b;
-  b.files.push_back({"k.cu", "// k\n"});
+  test::Plane p;
+  const auto agent = p.enrol_agent("a", "L4", /*simulated=*/true);
   auto submit = [&](const std::string& name, const std::string& user) {
-    SubmitRequest sr{"name: " + name + "\ncampaign: fa\nparent: fa/root\ntarget: {gpu: L4}\n"
-                     "kernel: {family: attention, language: cuda, sources: [k.cu]}\n",
-                     "job.yaml", bundle_to_json(b), true, user};
-    auto sub = cp.submit(sr);
-    EXPECT_TRUE(std::holds_alternative<SubmitResult>(sub));
-    return std::get<SubmitResult>(sub).job.id;
+    return p.submit("name: " + name + "\ncampaign: fa\nparent: fa/root\ntarget: {gpu: L4}\n"
+                    "kernel: {family: attention, language: cuda, sources: [k.cu]}\n", user);
   };
   const auto win = submit("fa/step1", "carol");
-  auto lease = (*st)->grant_lease(win, agent->agent_id, 60'000, clock->now_ms());
-  ASSERT_TRUE(lease.ok()) << lease.error().message;
   Verdict v;
   v.outcome = RunOutcome::passed;
   v.perf = "improved";
   v.median_us = 640;
   v.simulated = true;
-  ASSERT_TRUE(cp.finish(agent->agent_id, lease->run_id, lease->fencing_token, v).ok());
-  auto kept = (*st)->current_baseline("fa", "", "L4", true);
+  const auto lease = p.run_to_verdict(win, agent.agent_id, v);
+  ASSERT_TRUE(lease.ok());
+  auto kept = p.st->current_baseline("fa", "", "L4", true);
   ASSERT_TRUE(kept);
   EXPECT_EQ(kept->set_by, "carol");
   EXPECT_EQ(kept->reason, "kept win of campaign fa (job " + std::to_string(win) + ")");
   EXPECT_EQ(to_json(*kept)["set_by"], "carol");
 
-  auto by_hand = set_baseline_from_run(cp, lease->run_id, "kfleet baseline set", "sam");
+  auto by_hand = set_baseline_from_run(*p.cp, lease->run_id, "kfleet baseline set", "sam");
   ASSERT_TRUE(by_hand.ok()) << by_hand.error().message;
-  EXPECT_EQ((*st)->current_baseline("fa", "", "L4", true)->set_by, "sam");
-  EXPECT_EQ((*st)->baseline_history("fa").back().set_by, "carol");
+  EXPECT_EQ(p.st->current_baseline("fa", "", "L4", true)->set_by, "sam");
+  EXPECT_EQ(p.st->baseline_history("fa").back().set_by, "carol");
 
   const auto other = submit("fa/step2", "carol");
-  auto c = cp.cancel(other, "sam");
+  auto c = p.cp->cancel(other, "sam");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->cancelled_by, "sam");
-  EXPECT_EQ((*st)->get_job(other)->cancelled_by, "sam");
-  EXPECT_EQ((*st)->get_job(win)->cancelled_by, "");
+  EXPECT_EQ(p.st->get_job(other)->cancelled_by, "sam");
+  EXPECT_EQ(p.st->get_job(win)->cancelled_by, "");
 }
 
 
 // A stored baseline carries the timing mode its run recorded; a job timed in the other mode is
 // not compared with it, and the note says why (the agent puts it in the verdict).
 TEST(Baseline, AReplayedJobIsNeverComparedWithAnInProcessBaseline) {
-  boost::asio::io_context io;
-  auto st = store::open_sqlite_store({":memory:"});
-  ASSERT_TRUE(st.ok());
-  auto clock = std::make_shared<ManualClock>();
-  NoCloud prov;
-  Config cfg;
-  cfg.enrol_token = "e";
-  ControlPlane cp(io.get_executor(), **st, clock, prov, cfg);
-  EnrolRequest er{"a", "us-east-1", "cuda", "static", "", {}, {}};
-  GpuInfo g;
-  g.gpu_class = "L4";
-  er.gpus = {g};
-  auto a = cp.enrol(er);
-  ASSERT_TRUE(a.ok()) << a.error().message;
-  Bundle b;
-  b.files.push_back({"k.cu", "// k\n"});
-  SubmitRequest sr{"name: fa/step1\ncampaign: fa\nparent: fa/root\ntarget: {gpu: L4}\n"
-                   "kernel: {family: attention, language: cuda, sources: [k.cu], "
-                   "params: {timing: in_process}}\n",
-                   "job.yaml", bundle_to_json(b), true, "carol"};
-  auto sub = cp.submit(sr);
-  ASSERT_TRUE(std::holds_alternative<SubmitResult>(sub));
-  const auto win = std::get<SubmitResult>(sub).job.id;
-  auto lease = (*st)->grant_lease(win, a->agent_id, 60'000, clock->now_ms());
-  ASSERT_TRUE(lease.ok()) << lease.error().message;
+  test::Plane p;
+  const auto a = p.enrol_agent("a", "L4", /*simulated=*/false);
+  const auto win = p.submit("name: fa/step1\ncampaign: fa\nparent: fa/root\ntarget: {gpu: L4}\n"
+                            "kernel: {family: attention, language: cuda, sources: [k.cu], "
+                            "params: {timing: in_process}}\n", "carol");
+  ASSERT_NE(win, 0);
   Verdict v;
   v.outcome = RunOutcome::passed;
   v.perf = "improved";
   v.median_us = 640;
   v.metrics["timing_mode"] = "in_process";  // what the agent's verdict records
-  ASSERT_TRUE(cp.finish(a->agent_id, lease->run_id, lease->fencing_token, v).ok());
-  auto agent_rec = (*st)->get_agent(a->agent_id);
+  ASSERT_TRUE(p.run_to_verdict(win, a.agent_id, v).ok());
+  auto agent_rec = p.st->get_agent(a.agent_id);
   ASSERT_TRUE(agent_rec);
 
   auto replayed = job();
   replayed.campaign = "fa";
   replayed.spec["gates"]["performance"].erase("case");
-  const auto stored = resolve_baseline(**st, replayed, *agent_rec);
+  const auto stored = resolve_baseline(*p.st, replayed, *agent_rec);
   ASSERT_EQ(stored["kind"], "baseline") << stored.dump();
   EXPECT_EQ(stored["timing_mode"], "in_process");
   EXPECT_EQ(spec_timing_mode(replayed.spec), "replay");

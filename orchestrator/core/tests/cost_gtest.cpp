@@ -1,28 +1,11 @@
 // An instance-hour cost per job: a run on an instance the provisioner has a price for records
 // what the agent's time on it cost; runs on unpriced (static) agents record nothing.
 #include <gtest/gtest.h>
-#include <boost/asio/io_context.hpp>
 
-#include "kfleet/common/bundle.hpp"
-#include "kfleet/core/control_plane.hpp"
+#include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
-
-class PricedProvisioner final : public provision::Provisioner {
- public:
-  std::string name() const override { return "priced"; }
-  bool can_grow() const override { return false; }
-  int capacity_budget() const override { return 0; }
-  std::vector<std::string> regions() const override { return {}; }
-  std::vector<std::string> gpu_classes() const override { return {}; }
-  void request(const provision::CapacityRequest&, std::function<void(provision::CapacityResult)>) override {}
-  void release(const std::string&, std::function<void(Result<void>)>) override {}
-  std::optional<double> usd_per_hour(const std::string& id) const override {
-    if (id == "i-priced") return 0.8048;  // g6.xlarge on demand, us-east-1
-    return std::nullopt;
-  }
-};
 
 double cost_of(store::Store& st, std::int64_t job) {
   for (const auto& e : st.job_events(job, 0, 100))
@@ -31,41 +14,32 @@ double cost_of(store::Store& st, std::int64_t job) {
 }
 
 TEST(Cost, ARunOnAPricedInstanceRecordsItsInstanceHourCost) {
-  boost::asio::io_context io;
-  auto st = store::open_sqlite_store({":memory:"});
-  ASSERT_TRUE(st.ok());
-  auto clock = std::make_shared<ManualClock>();
-  PricedProvisioner prov;
-  Config cfg;
-  cfg.enrol_token = "e";
-  ControlPlane cp(io.get_executor(), **st, clock, prov, cfg);
+  test::Plane p(Config{}, std::make_unique<test::PricedFleet>([](const std::string& id) {
+                  // g6.xlarge on demand, us-east-1
+                  return id == "i-priced" ? std::optional<double>(0.8048) : std::nullopt;
+                }));
 
   auto run_one = [&](const std::string& instance, const std::string& name) {
     EnrolRequest er{"a-" + name, "us-east-1", "cuda", "terraform", instance, {}, {}};
     GpuInfo g;
     g.gpu_class = "L4";
     er.gpus = {g};
-    auto agent = cp.enrol(er);
+    auto agent = p.cp->enrol(er);
     EXPECT_TRUE(agent.ok());
-    Bundle b;
-    b.files.push_back({"k.cu", "// k\n"});
-    SubmitRequest sr{"name: " + name + "\ntarget: {gpu: L4}\nkernel: {family: attention, language: cuda, "
-                     "sources: [k.cu]}\n", "job.yaml", bundle_to_json(b), true, "test"};
-    auto sub = cp.submit(sr);
-    EXPECT_TRUE(std::holds_alternative<SubmitResult>(sub));
-    const auto job = std::get<SubmitResult>(sub).job.id;
-    auto lease = (*st)->grant_lease(job, agent->agent_id, 60'000, clock->now_ms());
+    const auto job = p.submit("name: " + name + "\ntarget: {gpu: L4}\nkernel: {family: attention, "
+                              "language: cuda, sources: [k.cu]}\n");
+    auto lease = p.st->grant_lease(job, agent->agent_id, 60'000, p.clock->now_ms());
     EXPECT_TRUE(lease.ok());
-    clock->advance_ms(30 * 60'000);  // the agent held the run for half an hour
+    p.clock->advance_ms(30 * 60'000);  // the agent held the run for half an hour
     Verdict v;
     v.outcome = RunOutcome::passed;
-    EXPECT_TRUE(cp.finish(agent->agent_id, lease->run_id, lease->fencing_token, v).ok());
+    EXPECT_TRUE(p.cp->finish(agent->agent_id, lease->run_id, lease->fencing_token, v).ok());
     return job;
   };
   const auto priced = run_one("i-priced", "priced");
-  EXPECT_NEAR(cost_of(**st, priced), 0.4024, 1e-9);
+  EXPECT_NEAR(cost_of(*p.st, priced), 0.4024, 1e-9);
   const auto unpriced = run_one("i-other", "unpriced");
-  EXPECT_EQ(cost_of(**st, unpriced), -1);
+  EXPECT_EQ(cost_of(*p.st, unpriced), -1);
 }
 
 }  // namespace

@@ -17,8 +17,8 @@ namespace {
 
 namespace asio = boost::asio;
 
-struct Plane : test::Plane {
-  Plane() { clock->set_ms(1'000'000); }
+struct FinishPlane : test::Plane {
+  FinishPlane() { clock->set_ms(1'000'000); }
 
   std::int64_t enrol(const std::string& name) {
     return enrol_agent(name, "L4", /*simulated=*/false).agent_id;
@@ -80,7 +80,7 @@ Verdict passed() {
 }
 
 TEST(Finish, FinishesThatArriveTogetherAreOneStoreCallAndEachGetsItsOwnAnswer) {
-  Plane p;
+  FinishPlane p;
   std::vector<std::int64_t> agents, jobs;
   for (int i = 0; i < 4; ++i) {
     agents.push_back(p.enrol("a" + std::to_string(i)));
@@ -141,7 +141,7 @@ TEST(Finish, FinishesThatArriveTogetherAreOneStoreCallAndEachGetsItsOwnAnswer) {
 }
 
 TEST(Finish, AnAgentRetiredRightAfterItsFinishIsRefusedOnItsNextPoll) {
-  Plane p;
+  FinishPlane p;
   const auto a = p.enrol("a");
   p.submit("c/j");
   p.cp->start();

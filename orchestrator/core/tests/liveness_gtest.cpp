@@ -4,24 +4,20 @@
 // are written when they happen. And the long poll at scale: a new job wakes one waiting agent,
 // and an idle agent's poll costs a scheduling pass only when it could run a queued job.
 #include <sqlite3.h>
-#include <stdlib.h>
-
 #include <gtest/gtest.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <chrono>
-#include <filesystem>
 #include <functional>
 
-#include "kfleet/common/bundle.hpp"
+#include "kfleet/testing/temp_dir.hpp"
 #include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
 namespace asio = boost::asio;
-namespace fs = std::filesystem;
 
 constexpr TimeMs kTtl = 30'000;
 
@@ -32,20 +28,6 @@ Config config() {
   cfg.lost_agent_retire_ms = 0;
   return cfg;
 }
-
-// A temporary directory of the test's own, removed at the end.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "kfleet-liveness-XXXXXX").string();
-    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // A second connection to the store's file: PRAGMA data_version changes exactly when another
 // connection (the store's) commits a change.
@@ -71,7 +53,7 @@ class Watcher {
 
 struct Plane : test::Plane {
   explicit Plane(const std::string& db = ":memory:", Config cfg = config())
-      : test::Plane(std::move(cfg), db) {
+      : test::Plane(std::move(cfg), nullptr, db) {
     clock->set_ms(1'000'000);
   }
 
@@ -80,14 +62,8 @@ struct Plane : test::Plane {
   }
 
   std::int64_t submit(const std::string& name, const std::string& gpu = "L4") {
-    Bundle b;
-    b.files.push_back({"k.cu", "// " + name + "\n"});
-    SubmitRequest sr{"name: " + name + "\ntarget: {gpu: " + gpu +
-                         "}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
-                     "job.yaml", bundle_to_json(b), true, "test"};
-    auto r = cp->submit(sr);
-    EXPECT_TRUE(std::holds_alternative<SubmitResult>(r));
-    return std::holds_alternative<SubmitResult>(r) ? std::get<SubmitResult>(r).job.id : 0;
+    return test::Plane::submit("name: " + name + "\ntarget: {gpu: " + gpu +
+                               "}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n");
   }
 
   void run_for(std::chrono::milliseconds d) {
@@ -137,8 +113,8 @@ struct Plane : test::Plane {
 };
 
 TEST(Liveness, AHeartbeatOfAnUnchangedAgentWritesNothingToTheStore) {
-  TempDir dir;
-  const std::string db = dir.path + "/kfleet.db";
+  testing::TempDir dir("kfleet-liveness");
+  const std::string db = (dir / "kfleet.db").string();
   Plane p(db);
   const auto a = p.enrol("a");
   p.cp->start();
@@ -176,8 +152,8 @@ TEST(Liveness, AHeartbeatOfAnUnchangedAgentWritesNothingToTheStore) {
 }
 
 TEST(Liveness, ALeaseIsRenewedInMemoryAndWrittenOnlyWhenItsStoredExpiryFallsHalfATtlBehind) {
-  TempDir dir;
-  const std::string db = dir.path + "/kfleet.db";
+  testing::TempDir dir("kfleet-liveness");
+  const std::string db = (dir / "kfleet.db").string();
   Plane p(db);
   const auto a = p.enrol("a");
   p.submit("j");
@@ -220,8 +196,8 @@ TEST(Liveness, ALeaseIsRenewedInMemoryAndWrittenOnlyWhenItsStoredExpiryFallsHalf
 }
 
 TEST(Liveness, ARestartedLeaderGivesEveryAgentATtlToSpeakAgain) {
-  TempDir dir;
-  const std::string db = dir.path + "/kfleet.db";
+  testing::TempDir dir("kfleet-liveness");
+  const std::string db = (dir / "kfleet.db").string();
   std::int64_t alive = 0, silent = 0;
   {
     Plane first(db);

@@ -6,55 +6,30 @@
 
 #include <algorithm>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
 #include <chrono>
 
-#include "kfleet/common/bundle.hpp"
 #include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
-struct Plane : test::Plane {
+struct QueuePlane : test::Plane {
   // Runs queued passes (and the passes they ask for) until there is nothing left to do.
-  void settle() {
-    io.restart();
-    io.run_for(std::chrono::seconds(20));
-  }
+  void settle() { test::Plane::settle(std::chrono::seconds(20)); }
 
   std::int64_t enrol(const std::string& name, const std::string& gpu) {
     return enrol_agent(name, gpu, /*simulated=*/true).agent_id;
   }
 
   std::int64_t submit(const std::string& name, const std::string& gpu, int priority) {
-    Bundle b;
-    b.files.push_back({"k.cu", "// k\n"});
-    SubmitRequest sr{"name: " + name + "\npriority: " + std::to_string(priority) +
-                         "\ntarget: {gpu: " + gpu +
-                         "}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n",
-                     "job.yaml", bundle_to_json(b), true, "test"};
-    auto r = cp->submit(sr);
-    EXPECT_TRUE(std::holds_alternative<SubmitResult>(r));
-    return std::holds_alternative<SubmitResult>(r) ? std::get<SubmitResult>(r).job.id : 0;
+    return test::Plane::submit("name: " + name + "\npriority: " + std::to_string(priority) +
+                               "\ntarget: {gpu: " + gpu +
+                               "}\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n");
   }
 
   // One long-poll; the job it leased (0 when none), finished at once.
   std::int64_t take(std::int64_t agent) {
-    std::optional<LeaseOffer> got;
-    bool done = false;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-          auto r = co_await cp->wait_for_lease(agent, 5000);
-          if (r.ok()) got = *r;
-          done = true;
-        },
-        boost::asio::detached);
-    io.restart();
-    while (!done && io.run_one_for(std::chrono::seconds(10))) {
-    }
+    auto got = wait_offer(agent);
     if (!got) return 0;
     Verdict v;
     v.outcome = RunOutcome::passed;
@@ -77,7 +52,7 @@ struct Plane : test::Plane {
 };
 
 TEST(LongQueue, DeepJobsCarryTheirReasonAndLeasesFollowPriority) {
-  Plane p;
+  QueuePlane p;
   const auto l4_agent = p.enrol("l4", "L4");
   // Far more jobs than one agent's pass looks at (two per class), in two classes.
   std::vector<std::int64_t> l4, h100;
@@ -113,26 +88,15 @@ TEST(LongQueue, DeepJobsCarryTheirReasonAndLeasesFollowPriority) {
 // any pass ran, and the waiting agent's long-poll answers with it. A job that agent cannot
 // take stays queued for the passes.
 TEST(LongQueue, ASubmitToAWaitingAgentIsLeasedInItsOwnTransaction) {
-  Plane p;
+  QueuePlane p;
   const auto agent = p.enrol("l4", "L4");
-  std::optional<LeaseOffer> got;
-  bool done = false;
-  boost::asio::co_spawn(
-      p.io,
-      [&]() -> boost::asio::awaitable<void> {
-        auto r = co_await p.cp->wait_for_lease(agent, 5000);
-        if (r.ok()) got = *r;
-        done = true;
-      },
-      boost::asio::detached);
-  p.io.restart();
-  p.io.poll();  // the long-poll waits, and the pass it asked for found nothing to do
-  ASSERT_FALSE(done);
+  auto poll = p.start_poll(agent);  // it waits: the pass it asked for found nothing to do
+  ASSERT_FALSE(poll->done);
 
   const auto h100 = p.submit("h100", "H100", 5);
   EXPECT_EQ(p.st->get_job(h100)->state, JobState::queued) << "no waiting agent serves H100";
   p.io.poll();
-  ASSERT_FALSE(done);
+  ASSERT_FALSE(poll->done);
   const auto job = p.submit("l4", "L4", 0);
   auto stored = p.st->get_job(job);
   ASSERT_TRUE(stored);
@@ -143,9 +107,7 @@ TEST(LongQueue, ASubmitToAWaitingAgentIsLeasedInItsOwnTransaction) {
   EXPECT_EQ(events[1].data["action"], "assign");
   EXPECT_EQ(events[1].data["agent_id"], agent);
   EXPECT_EQ(events[2].type, event_type::lease_granted);
-  p.io.restart();
-  while (!done && p.io.run_one_for(std::chrono::seconds(10))) {
-  }
+  auto got = p.finish_poll(*poll, std::chrono::seconds(10));
   ASSERT_TRUE(got);
   EXPECT_EQ(got->lease.job_id, job);
   EXPECT_EQ(got->lease.run_id, stored->current_run_id);

@@ -3,21 +3,15 @@
 // pending-job scan that leaves specs out, so a takeover reads no spec per queued job.
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <chrono>
 
-#include "kfleet/common/bundle.hpp"
 #include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
-struct Plane : test::Plane {
-  void settle() {
-    io.restart();
-    io.run_for(std::chrono::seconds(5));
-  }
+struct PythonPlane : test::Plane {
+  void settle() { test::Plane::settle(std::chrono::seconds(5)); }
 
   // A CUDA agent with one NVIDIA L4; `python`: what it reported of its Python (null: nothing).
   std::int64_t enrol(const std::string& name, nlohmann::json python) {
@@ -37,36 +31,20 @@ struct Plane : test::Plane {
     Bundle b;
     const std::string src = language == "cuda" ? "k.cu" : "k.py";
     b.files.push_back({src, language == "cuda" ? "// k\n" : "# k\n"});
-    SubmitRequest sr{"name: " + name + "\ntarget: {gpu: L4}\nkernel: {family: attention, language: " +
-                         language + ", sources: [" + src + "]}\n",
-                     "job.yaml", bundle_to_json(b), true, "test"};
-    auto r = cp->submit(sr);
-    EXPECT_TRUE(std::holds_alternative<SubmitResult>(r))
-        << (std::holds_alternative<SubmitError>(r) ? std::get<SubmitError>(r).error.message : "");
-    return std::holds_alternative<SubmitResult>(r) ? std::get<SubmitResult>(r).job.id : 0;
+    return test::Plane::submit("name: " + name + "\ntarget: {gpu: L4}\nkernel: {family: attention, "
+                               "language: " + language + ", sources: [" + src + "]}\n",
+                               "test", b);
   }
 
   // One long-poll of `agent`: the job it was offered (0: none).
   std::int64_t offered(std::int64_t agent) {
-    std::optional<LeaseOffer> got;
-    bool done = false;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-          auto r = co_await cp->wait_for_lease(agent, 1000);
-          if (r.ok()) got = *r;
-          done = true;
-        },
-        boost::asio::detached);
-    io.restart();
-    while (!done && io.run_one_for(std::chrono::seconds(5))) {
-    }
+    auto got = wait_offer(agent, 1000);
     return got ? got->lease.job_id : 0;
   }
 };
 
 TEST(PythonJobs, GoOnlyToAgentsWhosePythonRunsThemAndWaitNamingWhatIsMissing) {
-  Plane p;
+  PythonPlane p;
   const auto triton = p.submit("t", "triton");
   const auto torch = p.submit("p", "torch");
   EXPECT_EQ(p.st->get_job(triton)->language, "triton");
@@ -115,30 +93,17 @@ TEST(PythonJobs, GoOnlyToAgentsWhosePythonRunsThemAndWaitNamingWhatIsMissing) {
 // for it says so (plan_for_new_job): that plan reads the new job's language too, so a triton
 // job is not handed to a waiting agent without triton, while a CUDA job is.
 TEST(PythonJobs, ASubmitToAWaitingAgentWithoutTritonLeavesATritonJobQueued) {
-  Plane p;
+  PythonPlane p;
   const auto bare = p.enrol("bare", nlohmann::json());
-  std::optional<LeaseOffer> got;
-  bool done = false;
-  boost::asio::co_spawn(
-      p.io,
-      [&]() -> boost::asio::awaitable<void> {
-        auto r = co_await p.cp->wait_for_lease(bare, 5000);
-        if (r.ok()) got = *r;
-        done = true;
-      },
-      boost::asio::detached);
-  p.io.restart();
-  p.io.poll();
-  ASSERT_FALSE(done);
+  auto poll = p.start_poll(bare);
+  ASSERT_FALSE(poll->done);
   const auto triton = p.submit("t", "triton");
   EXPECT_EQ(p.st->get_job(triton)->state, JobState::queued);
   p.io.poll();
-  EXPECT_FALSE(done) << "the waiting agent was offered the triton job";
+  EXPECT_FALSE(poll->done) << "the waiting agent was offered the triton job";
   const auto cuda = p.submit("c", "cuda");
   EXPECT_EQ(p.st->get_job(cuda)->state, JobState::leased);
-  p.io.restart();
-  while (!done && p.io.run_one_for(std::chrono::seconds(5))) {
-  }
+  auto got = p.finish_poll(*poll, std::chrono::seconds(5));
   ASSERT_TRUE(got);
   EXPECT_EQ(got->lease.job_id, cuda);
 }

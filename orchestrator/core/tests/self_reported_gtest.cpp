@@ -4,51 +4,19 @@
 // the control plane itself (submit, lease offer, finish), not the agent.
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <chrono>
-
-#include "kfleet/common/bundle.hpp"
 #include "kfleet/core/fleet.hpp"
 #include "plane.hpp"
 
 namespace kfleet::core {
 namespace {
 
-struct Plane : test::Plane {
+struct SelfReportPlane : test::Plane {
   std::int64_t agent = enrol_agent("a", "L4", /*simulated=*/false).agent_id;
 
-  std::int64_t submit(const std::string& yaml) {
-    Bundle b;
-    b.files.push_back({"k.cu", "// k\n"});
-    SubmitRequest sr{yaml, "job.yaml", bundle_to_json(b), true, "carol"};
-    auto r = cp->submit(sr);
-    if (auto* e = std::get_if<SubmitError>(&r)) {
-      ADD_FAILURE() << e->error.message;
-      for (const auto& i : e->issues) ADD_FAILURE() << i.message;
-      return 0;
-    }
-    return std::get<SubmitResult>(r).job.id;
-  }
+  std::int64_t submit(const std::string& yaml) { return test::Plane::submit(yaml, "carol"); }
 
   // One long-poll of the agent: the offer kfleetd makes (what it compares the job with).
-  std::optional<LeaseOffer> offer() {
-    std::optional<LeaseOffer> got;
-    bool done = false;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-          auto r = co_await cp->wait_for_lease(agent, 5000);
-          if (r.ok() && r->has_value()) got = **r;
-          done = true;
-        },
-        boost::asio::detached);
-    io.restart();
-    while (!done && io.run_one_for(std::chrono::seconds(10))) {
-    }
-    return got;
-  }
+  std::optional<LeaseOffer> offer() { return wait_offer(agent); }
 
   void finish(const LeaseOffer& o, double median_us, const std::string& perf = "improved") {
     Verdict v;
@@ -57,6 +25,17 @@ struct Plane : test::Plane {
     v.median_us = median_us;
     auto r = cp->finish(agent, o.lease.run_id, o.lease.fencing_token, v);
     ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+
+  // The next offer is for `job` and compares it with nothing, its note saying `why`.
+  std::optional<LeaseOffer> expect_no_reference_for(std::int64_t job, const std::string& why) {
+    auto o = offer();
+    EXPECT_TRUE(o && o->lease.job_id == job);
+    if (!o) return o;
+    EXPECT_EQ(o->compare.value("kind", "?"), "") << o->compare.dump();
+    EXPECT_FALSE(o->compare.contains("median_us")) << o->compare.dump();
+    EXPECT_NE(o->compare.value("note", "").find(why), std::string::npos) << o->compare.dump();
+    return o;
   }
 };
 
@@ -80,7 +59,7 @@ std::string harness_job(const std::string& name, const std::string& more) {
 }
 
 TEST(SelfReported, ACustomJobsNumberIsNeverTheBaselineOfAHarnessMeasuredJob) {
-  Plane p;
+  SelfReportPlane p;
   // A custom campaign's variant wins: kfleetd keeps it, marked self-reported, as the kernel's
   // baseline (for custom jobs).
   const auto win = p.submit(custom_job("mm/step1", "parent: mm/root\n" + gates("")));
@@ -98,12 +77,8 @@ TEST(SelfReported, ACustomJobsNumberIsNeverTheBaselineOfAHarnessMeasuredJob) {
   // told why: the number is the custom job's own word.
   const auto measured =
       p.submit(harness_job("mm/harness", gates("baseline")));
-  o = p.offer();
-  ASSERT_TRUE(o && o->lease.job_id == measured);
-  EXPECT_EQ(o->compare.value("kind", "?"), "") << o->compare.dump();
-  EXPECT_FALSE(o->compare.contains("median_us")) << o->compare.dump();
-  EXPECT_NE(o->compare.value("note", "").find("self-reported"), std::string::npos)
-      << o->compare.dump();
+  o = p.expect_no_reference_for(measured, "self-reported");
+  ASSERT_TRUE(o);
   p.finish(*o, 400, "");
 
   // The harness job's own result does not become the baseline either way round: the stored
@@ -120,12 +95,7 @@ TEST(SelfReported, ACustomJobsNumberIsNeverTheBaselineOfAHarnessMeasuredJob) {
   // Nor is a custom parent a reference for a harness-measured child.
   const auto child = p.submit(harness_job(
       "mm/child", "parent: mm/step1\n" + gates("parent")));
-  o = p.offer();
-  ASSERT_TRUE(o && o->lease.job_id == child);
-  EXPECT_EQ(o->compare.value("kind", "?"), "") << o->compare.dump();
-  EXPECT_FALSE(o->compare.contains("median_us")) << o->compare.dump();
-  EXPECT_NE(o->compare.value("note", "").find("custom job"), std::string::npos)
-      << o->compare.dump();
+  p.expect_no_reference_for(child, "custom job");
 }
 
 }  // namespace

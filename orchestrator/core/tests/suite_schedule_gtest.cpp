@@ -45,12 +45,12 @@ struct Files {
   std::string suite() const { return (dir / "suite.yaml").string(); }
 };
 
-struct Plane {
+struct SchedulePlane {
   boost::asio::io_context io;
   std::unique_ptr<store::Store> st;
   provision::ProvisionerPtr prov = provision::make_static_provisioner();
   std::unique_ptr<ControlPlane> cp;
-  explicit Plane(ClockPtr clock) {
+  explicit SchedulePlane(ClockPtr clock) {
     auto s = store::open_sqlite_store({":memory:"});
     EXPECT_TRUE(s.ok());
     st = std::move(*s);
@@ -66,7 +66,7 @@ TEST(SuiteSchedule, TheTimerStartsTheSuiteOnItsMinuteAndOnlyOnce) {
   const TimeMs real = SystemClock().now_ms();
   const TimeMs target_minute = (real / 60'000 + 10) * 60'000;
   auto clock = std::make_shared<OffsetClock>(target_minute - 400 - real);
-  Plane p(clock);
+  SchedulePlane p(clock);
   SuiteSchedule sched(p.io.get_executor(), *p.cp);
   ASSERT_TRUE(sched.add(f.suite()).ok());
   EXPECT_EQ(sched.next_fire_ms(), target_minute);
@@ -89,7 +89,7 @@ TEST(SuiteSchedule, TheTimerStartsTheSuiteOnItsMinuteAndOnlyOnce) {
 TEST(SuiteSchedule, EachFireRereadsTheSuiteAndABrokenOneIsSkippedNotFatal) {
   Files f;
   auto clock = std::make_shared<ManualClock>(1'773'483'450'000);  // 2026-03-14T10:17:30Z
-  Plane p(clock);
+  SchedulePlane p(clock);
   SuiteSchedule sched(p.io.get_executor(), *p.cp);
   ASSERT_TRUE(sched.add(f.suite()).ok());
   EXPECT_EQ(sched.run_due(), 0);  // not yet
@@ -116,7 +116,7 @@ TEST(SuiteSchedule, EachFireRereadsTheSuiteAndABrokenOneIsSkippedNotFatal) {
 
 TEST(SuiteSchedule, ASuiteWithoutAValidScheduleIsRefusedWithTheFix) {
   Files f;
-  Plane p(std::make_shared<ManualClock>());
+  SchedulePlane p(std::make_shared<ManualClock>());
   SuiteSchedule sched(p.io.get_executor(), *p.cp);
   f.write_suite("bad", "61 * * * *");
   auto r = sched.add(f.suite());

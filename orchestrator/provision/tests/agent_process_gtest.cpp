@@ -42,12 +42,12 @@ struct AgentProcessTest : ::testing::Test {
 };
 
 TEST_F(AgentProcessTest, StartsAgentWithTheAgreedFlagsAndKillsItOnRelease) {
-  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path.string(), 1));
+  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path().string(), 1));
   const SimulatedInstance inst = start(cloud);
   EXPECT_TRUE(inst.alive);
   EXPECT_EQ(::getpgid(inst.pid), inst.pid) << "the agent leads its own process group";
 
-  const auto dir = tmp.path / inst.id;
+  const auto dir = tmp.path() / inst.id;
   ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(dir / "argv.txt"); }));
   const std::vector<std::string> expected = {
       KFLEET_FAKE_AGENT, "--server",   "http://127.0.0.1:1", "--enrol-token-file",
@@ -81,13 +81,13 @@ constexpr const char* kTestCa =
     "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2E=\n-----END CERTIFICATE-----\n";
 
 TEST_F(AgentProcessTest, HttpsAgentGetsTheCaAsA0600FileAndCaFile) {
-  auto cfg = one_region(tmp.path.string(), 1);
+  auto cfg = one_region(tmp.path().string(), 1);
   cfg.server_url = "https://127.0.0.1:1";
   cfg.enrol_token = "kfe_secret-0123456789abcdef";
   cfg.server_ca_pem = kTestCa;
   SimulatedCloud cloud(io.get_executor(), cfg);
   const SimulatedInstance inst = start(cloud);
-  const auto dir = tmp.path / inst.id;
+  const auto dir = tmp.path() / inst.id;
   ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(dir / "argv.txt"); }));
   const auto argv = read_lines(dir / "argv.txt");
   ASSERT_GE(argv.size(), 2u);
@@ -103,14 +103,14 @@ TEST_F(AgentProcessTest, HttpsAgentGetsTheCaAsA0600FileAndCaFile) {
 }
 
 TEST_F(AgentProcessTest, AgentIgnoringSigtermIsKilledAfterTheGrace) {
-  auto cfg = one_region(tmp.path.string(), 1);
+  auto cfg = one_region(tmp.path().string(), 1);
   cfg.release_grace_ms = 100;
   ::setenv("KFLEET_FAKE_AGENT_IGNORE_TERM", "1", 1);
   SimulatedCloud cloud(io.get_executor(), cfg);
   const SimulatedInstance inst = start(cloud);
   ::unsetenv("KFLEET_FAKE_AGENT_IGNORE_TERM");
   // Its handler is set before argv.txt appears, so SIGTERM is surely ignored from here on.
-  ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(tmp.path / inst.id / "argv.txt"); }));
+  ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(tmp.path() / inst.id / "argv.txt"); }));
 
   std::optional<Result<void>> released;
   cloud.release(inst.id, [&](Result<void> r) { released = r; });
@@ -119,16 +119,16 @@ TEST_F(AgentProcessTest, AgentIgnoringSigtermIsKilledAfterTheGrace) {
 }
 
 TEST_F(AgentProcessTest, ExitedAgentShowsAsNotAlive) {
-  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path.string(), 1));
+  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path().string(), 1));
   const SimulatedInstance inst = start(cloud);
-  ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(tmp.path / inst.id / "argv.txt"); }));
+  ASSERT_TRUE(run_until(io, [&] { return std::filesystem::exists(tmp.path() / inst.id / "argv.txt"); }));
   ::kill(inst.pid, SIGKILL);
   ASSERT_TRUE(run_until(io, [&] { return !cloud.instances().at(0).alive; }));
   EXPECT_EQ(cloud.used("us-east-1"), 1) << "a crashed agent's instance is held until released";
 }
 
 TEST_F(AgentProcessTest, ShutdownKillsEveryAgent) {
-  auto cfg = one_region(tmp.path.string(), 3);
+  auto cfg = one_region(tmp.path().string(), 3);
   SimulatedCloud cloud(io.get_executor(), cfg);
   std::vector<int> pids;
   for (int i = 0; i < 2; ++i) {

@@ -1,14 +1,13 @@
 #pragma once
 // Helpers for the provisioner tests: run the executor until a condition holds, with a deadline.
 #include <chrono>
-#include <filesystem>
-#include <random>
 #include <string>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
 
 #include "kfleet/provision/simulated_cloud.hpp"
+#include "kfleet/testing/temp_dir.hpp"
 
 namespace kfleet::provision::testing {
 
@@ -26,19 +25,8 @@ bool run_until(boost::asio::io_context& io, Pred done,
   return true;
 }
 
-// A fresh directory under the system temp dir, removed on destruction.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() / ("kfleet-provision-" + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+// A fresh folder under $TMPDIR, removed on destruction.
+using TempDir = kfleet::testing::TempDir;
 
 inline SimulatedCloudConfig one_region(const std::string& work_root, int capacity,
                                        std::vector<std::string> script = {}) {

@@ -23,7 +23,7 @@ nlohmann::json valid() {
 
 TEST(SimulatedCloudConfig, LoadsAFile) {
   TempDir tmp;
-  const auto path = tmp.path / "cloud.json";
+  const auto path = tmp.path() / "cloud.json";
   std::ofstream(path) << valid().dump(2);
   auto c = load_simulated_cloud_config(path.string());
   ASSERT_TRUE(c.ok()) << c.error().message;
@@ -79,10 +79,10 @@ TEST(SimulatedCloudConfig, ErrorsNameTheField) {
 
 TEST(SimulatedCloudConfig, MissingOrBrokenFile) {
   TempDir tmp;
-  EXPECT_EQ(load_simulated_cloud_config((tmp.path / "none.json").string()).error().code,
+  EXPECT_EQ(load_simulated_cloud_config((tmp.path() / "none.json").string()).error().code,
             Errc::not_found);
-  std::ofstream(tmp.path / "bad.json") << "{ not json";
-  auto c = load_simulated_cloud_config((tmp.path / "bad.json").string());
+  std::ofstream(tmp.path() / "bad.json") << "{ not json";
+  auto c = load_simulated_cloud_config((tmp.path() / "bad.json").string());
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message.find("not valid JSON"), std::string::npos);
 }

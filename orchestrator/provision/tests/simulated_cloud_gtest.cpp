@@ -33,7 +33,7 @@ struct Fixture : ::testing::Test {
 using SimulatedCloudTest = Fixture;
 
 TEST_F(SimulatedCloudTest, ScriptIsConsumedThenCapacityDecides) {
-  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path.string(), 2, {"stockout", "throttle", "ok"}));
+  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path().string(), 2, {"stockout", "throttle", "ok"}));
   EXPECT_EQ(cloud.capacity_budget(), 8);
   EXPECT_EQ(ask(cloud, "us-east-1").outcome, Outcome::stockout);
   EXPECT_EQ(ask(cloud, "us-east-1").outcome, Outcome::transient);
@@ -51,7 +51,7 @@ TEST_F(SimulatedCloudTest, ScriptIsConsumedThenCapacityDecides) {
 }
 
 TEST_F(SimulatedCloudTest, CapacityIsPerRegion) {
-  auto cfg = one_region(tmp.path.string(), 1);
+  auto cfg = one_region(tmp.path().string(), 1);
   SimulatedRegion west;
   west.name = "us-west-2";
   west.capacity = 1;
@@ -71,34 +71,35 @@ TEST_F(SimulatedCloudTest, CapacityIsPerRegion) {
 
 TEST_F(SimulatedCloudTest, MessagesReadLikeAws) {
   SimulatedCloud cloud(io.get_executor(),
-                       one_region(tmp.path.string(), 0, {"stockout", "unsupported", "quota", "auth", "throttle"}));
-  auto r = ask(cloud, "us-east-1");
-  EXPECT_EQ(r.outcome, Outcome::stockout);
-  EXPECT_EQ(r.message.rfind("InsufficientInstanceCapacity: We currently do not have sufficient "
-                            "g6.xlarge capacity in the Availability Zone you requested (us-east-1a).", 0),
-            0u) << r.message;
-  r = ask(cloud, "us-east-1");
-  EXPECT_EQ(r.outcome, Outcome::unsupported);
-  EXPECT_EQ(r.message.rfind("Unsupported: Your requested instance type (g6.xlarge) is not supported "
-                            "in your requested Availability Zone (us-east-1a)", 0),
-            0u) << r.message;
-  r = ask(cloud, "us-east-1");
-  EXPECT_EQ(r.outcome, Outcome::quota);
-  EXPECT_EQ(r.message.rfind("VcpuLimitExceeded: You have requested more vCPU capacity than your "
-                            "current vCPU limit", 0),
-            0u) << r.message;
-  r = ask(cloud, "us-east-1");
-  EXPECT_EQ(r.outcome, Outcome::fatal);
-  EXPECT_EQ(r.message, "AuthFailure: AWS was not able to validate the provided access credentials");
-  r = ask(cloud, "us-east-1");
-  EXPECT_EQ(r.outcome, Outcome::transient);
-  EXPECT_EQ(r.message.rfind("RequestLimitExceeded", 0), 0u) << r.message;
+                       one_region(tmp.path().string(), 0, {"stockout", "unsupported", "quota", "auth", "throttle"}));
+  // Each scripted answer in turn: its outcome, and how its message begins (whole: is).
+  struct Answer {
+    Outcome outcome;
+    std::string begins;
+    bool whole = false;
+  };
+  const Answer want[] = {
+      {Outcome::stockout, "InsufficientInstanceCapacity: We currently do not have sufficient "
+                          "g6.xlarge capacity in the Availability Zone you requested (us-east-1a)."},
+      {Outcome::unsupported, "Unsupported: Your requested instance type (g6.xlarge) is not "
+                             "supported in your requested Availability Zone (us-east-1a)"},
+      {Outcome::quota, "VcpuLimitExceeded: You have requested more vCPU capacity than your "
+                       "current vCPU limit"},
+      {Outcome::fatal, "AuthFailure: AWS was not able to validate the provided access credentials",
+       true},
+      {Outcome::transient, "RequestLimitExceeded"}};
+  for (const auto& w : want) {
+    auto r = ask(cloud, "us-east-1");
+    EXPECT_EQ(r.outcome, w.outcome) << r.message;
+    if (w.whole) EXPECT_EQ(r.message, w.begins);
+    else EXPECT_EQ(r.message.rfind(w.begins, 0), 0u) << r.message;
+  }
 }
 
 // Seed 001's fleet lists Google Cloud zones: the simulated answers there speak Compute Engine's
 // words and machine types, not EC2's.
 TEST_F(SimulatedCloudTest, MessagesInGoogleCloudZonesReadLikeComputeEngine) {
-  auto cfg = one_region(tmp.path.string(), 0, {"stockout", "unsupported", "quota", "auth", "throttle"});
+  auto cfg = one_region(tmp.path().string(), 0, {"stockout", "unsupported", "quota", "auth", "throttle"});
   cfg.regions[0].name = "southamerica-east1-c";
   SimulatedCloud cloud(io.get_executor(), cfg);
   auto r = ask(cloud, "southamerica-east1-c");
@@ -126,7 +127,7 @@ TEST_F(SimulatedCloudTest, MessagesInGoogleCloudZonesReadLikeComputeEngine) {
 
 // A Google Cloud region (no zone letter) lands in its "-a" zone, as an AWS region lands in its "a".
 TEST_F(SimulatedCloudTest, GoogleCloudRegionLandsInItsFirstZone) {
-  auto cfg = one_region(tmp.path.string(), 0, {"stockout"});
+  auto cfg = one_region(tmp.path().string(), 0, {"stockout"});
   cfg.regions[0].name = "us-central1";
   SimulatedCloud cloud(io.get_executor(), cfg);
   const auto r = ask(cloud, "us-central1");
@@ -134,7 +135,7 @@ TEST_F(SimulatedCloudTest, GoogleCloudRegionLandsInItsFirstZone) {
 }
 
 TEST_F(SimulatedCloudTest, WrongGpuOrRegionIsUnsupported) {
-  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path.string(), 1, {"ok"}));
+  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path().string(), 1, {"ok"}));
   const auto h100 = ask(cloud, "us-east-1", "H100");
   EXPECT_EQ(h100.outcome, Outcome::unsupported);
   EXPECT_NE(h100.message.find("(g6.xlarge)"), std::string::npos) << h100.message;
@@ -146,7 +147,7 @@ TEST_F(SimulatedCloudTest, WrongGpuOrRegionIsUnsupported) {
 }
 
 TEST_F(SimulatedCloudTest, MaxInstancesGivesVcpuLimit) {
-  auto cfg = one_region(tmp.path.string(), 5);
+  auto cfg = one_region(tmp.path().string(), 5);
   cfg.max_instances = 1;
   SimulatedCloud cloud(io.get_executor(), cfg);
   EXPECT_EQ(ask(cloud, "us-east-1").outcome, Outcome::ok);
@@ -157,7 +158,7 @@ TEST_F(SimulatedCloudTest, MaxInstancesGivesVcpuLimit) {
 }
 
 TEST_F(SimulatedCloudTest, ReleaseFreesCapacity) {
-  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path.string(), 1));
+  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path().string(), 1));
   const auto first = ask(cloud, "us-east-1");
   ASSERT_EQ(first.outcome, Outcome::ok) << first.message;
   EXPECT_EQ(ask(cloud, "us-east-1").outcome, Outcome::stockout);
@@ -172,7 +173,7 @@ TEST_F(SimulatedCloudTest, ReleaseFreesCapacity) {
 }
 
 TEST_F(SimulatedCloudTest, SetScriptStagesOutcomes) {
-  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path.string(), 3));
+  SimulatedCloud cloud(io.get_executor(), one_region(tmp.path().string(), 3));
   ASSERT_TRUE(cloud.set_script("us-east-1", {"stockout", "stockout"}).ok());
   EXPECT_EQ(ask(cloud, "us-east-1").outcome, Outcome::stockout);
   EXPECT_EQ(ask(cloud, "us-east-1").outcome, Outcome::stockout);
@@ -182,7 +183,7 @@ TEST_F(SimulatedCloudTest, SetScriptStagesOutcomes) {
 }
 
 TEST_F(SimulatedCloudTest, DelayIsReported) {
-  auto cfg = one_region(tmp.path.string(), 1, {"stockout"});
+  auto cfg = one_region(tmp.path().string(), 1, {"stockout"});
   cfg.regions[0].delay_ms = 30;
   SimulatedCloud cloud(io.get_executor(), cfg);
   const auto start = std::chrono::steady_clock::now();
@@ -192,8 +193,8 @@ TEST_F(SimulatedCloudTest, DelayIsReported) {
 }
 
 TEST_F(SimulatedCloudTest, MissingAgentBinaryIsFatalAndFreesCapacity) {
-  auto cfg = one_region(tmp.path.string(), 1);
-  cfg.agent_binary = (tmp.path / "no-such-agent").string();
+  auto cfg = one_region(tmp.path().string(), 1);
+  cfg.agent_binary = (tmp.path() / "no-such-agent").string();
   SimulatedCloud cloud(io.get_executor(), cfg);
   const auto r = ask(cloud, "us-east-1");
   EXPECT_EQ(r.outcome, Outcome::fatal);

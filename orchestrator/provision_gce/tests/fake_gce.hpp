@@ -55,6 +55,9 @@ class FakeGce {
   std::string token_url() const;        // ".../token"
   std::string metadata_token_url() const;
   void set_behaviour(const std::string& zone, ZoneBehaviour b);
+  void set_behaviours(const std::map<std::string, ZoneBehaviour>& by_zone) {
+    for (const auto& [zone, b] : by_zone) set_behaviour(zone, b);
+  }
   // The token endpoint answers 400 invalid_grant from now on.
   void refuse_tokens(bool refuse);
   // Tokens it issues expire after this many seconds (expires_in).

@@ -143,11 +143,11 @@ TEST_F(GceProvisionerTest, InsertSendsTheInstanceGoogleNeedsAndPollsUntilDone) {
 }
 
 TEST_F(GceProvisionerTest, EachErrorBodyBecomesItsOutcome) {
-  fake_.set_behaviour("us-central1-a", ZoneBehaviour::stockout);
-  fake_.set_behaviour("southamerica-east1-c", ZoneBehaviour::stockout_details);
-  fake_.set_behaviour("us-west1-b", ZoneBehaviour::quota);
-  fake_.set_behaviour("us-east4-a", ZoneBehaviour::unsupported);
-  fake_.set_behaviour("europe-west4-a", ZoneBehaviour::forbidden);
+  fake_.set_behaviours({{"us-central1-a", ZoneBehaviour::stockout},
+                        {"southamerica-east1-c", ZoneBehaviour::stockout_details},
+                        {"us-west1-b", ZoneBehaviour::quota},
+                        {"us-east4-a", ZoneBehaviour::unsupported},
+                        {"europe-west4-a", ZoneBehaviour::forbidden}});
 
   auto s = ask("us-central1-a");
   EXPECT_EQ(s.outcome, Outcome::stockout) << s.message;

@@ -36,6 +36,9 @@ class FakeEc2 {
 
   std::string endpoint() const;  // "http://127.0.0.1:<port>"
   void set_behaviour(const std::string& region, RegionBehaviour b);
+  void set_behaviours(const std::map<std::string, RegionBehaviour>& by_region) {
+    for (const auto& [region, b] : by_region) set_behaviour(region, b);
+  }
 
   std::vector<FakeInstance> instances(const std::string& region) const;
   int run_instances_calls(const std::string& region) const;

@@ -11,6 +11,7 @@
 
 #include "agents_watch.hpp"
 #include "fake_ec2.hpp"
+#include "fake_ec2_terraform.hpp"
 #include "kfleet/provision_terraform/terraform_provisioner.hpp"
 #include "kfleetd_in_process.hpp"
 
@@ -39,29 +40,12 @@ const std::vector<std::string> kFallbackRegions = {"us-east-1", "us-east-2", "us
 class KfleetdWithTerraform : public testing::KfleetdInProcess {
  protected:
   void SetUp() override {
-    ASSERT_EQ(std::system("terraform version >/dev/null 2>&1"), 0)
-        << "terraform is not on PATH: this test needs the real terraform (scripts/install-deps.sh)";
-    ASSERT_TRUE(fs::is_directory(fs::path(KFLEET_TF_PLUGIN_DIR) / "registry.terraform.io/hashicorp/aws"))
-        << "no AWS provider under " << KFLEET_TF_PLUGIN_DIR << " (scripts/install-deps.sh installs it)";
-    state_root_ = fs::temp_directory_path() / ("kfleet-tf-kfleetd-" + std::to_string(::getpid()));
-    fs::remove_all(state_root_);
+    testing::require_terraform();
+    if (HasFatalFailure()) return;
 
-    TerraformConfig c;
-    c.terraform_dir = KFLEET_TERRAFORM_DIR;
-    c.state_root = state_root_;
-    c.plugin_dir = KFLEET_TF_PLUGIN_DIR;
-    c.regions = {"us-east-1", "us-east-2", "us-west-2", "ap-northeast-1", "eu-west-1"};
-    c.server_url = "https://kfleet.test.example";
-    c.enrol_token = kEnrol;
-    c.owner = "kfleet-tests";
-    c.cost_center = "cc-test";
-    c.capacity_budget = 4;
-    c.aws_max_retries = 1;
-    c.apply_budget_s = 240;
-    c.vars = {{"offline", "true"}, {"ec2_endpoint", ec2_.endpoint()}, {"ami_id", "ami-0123456789abcdef0"}};
-    c.env = {{"AWS_ACCESS_KEY_ID", "AKIAKFLEETTESTDUMMY0"},
-             {"AWS_SECRET_ACCESS_KEY", "kfleet-test-dummy-secret"},
-             {"AWS_EC2_METADATA_DISABLED", "true"}};
+    TerraformConfig c = testing::fake_ec2_config(
+        ec2_, state_root_.path(), {"us-east-1", "us-east-2", "us-west-2", "ap-northeast-1", "eu-west-1"},
+        kEnrol, 4);
     auto clock = std::make_shared<SystemClock>();
     auto p = make_terraform_provisioner(std::move(c), executor(), clock);
     ASSERT_TRUE(p.ok()) << p.error().message;
@@ -80,7 +64,6 @@ class KfleetdWithTerraform : public testing::KfleetdInProcess {
     watch_.reset();
     stop_serving();
     if (prov_) prov_->shutdown();  // waits for terraform runs still under way
-    fs::remove_all(state_root_);
   }
 
   json wait_for_capacity(std::int64_t id, const std::string& outcome) {
@@ -92,17 +75,17 @@ class KfleetdWithTerraform : public testing::KfleetdInProcess {
   }
 
   FakeEc2 ec2_;
-  fs::path state_root_;
+  const kfleet::testing::TempDir state_root_{"kfleet-tf-kfleetd"};
   std::unique_ptr<TerraformProvisioner> prov_;
   std::unique_ptr<testing::AgentsWatch> watch_;
 };
 
 TEST_F(KfleetdWithTerraform, JobsFallBackBlocksExpireAuthStopsAndIdleAgentsAreTerminated) {
-  ec2_.set_behaviour("us-east-1", RegionBehaviour::stockout);
-  ec2_.set_behaviour("us-east-2", RegionBehaviour::unsupported);
-  ec2_.set_behaviour("us-west-2", RegionBehaviour::quota);
-  ec2_.set_behaviour("ap-northeast-1", RegionBehaviour::capacity);
-  ec2_.set_behaviour("eu-west-1", RegionBehaviour::auth);
+  ec2_.set_behaviours({{"us-east-1", RegionBehaviour::stockout},
+                       {"us-east-2", RegionBehaviour::unsupported},
+                       {"us-west-2", RegionBehaviour::quota},
+                       {"ap-northeast-1", RegionBehaviour::capacity},
+                       {"eu-west-1", RegionBehaviour::auth}});
 
   // 1. The job lands in the first region with capacity, after each failing one was tried once
   // (the stockout region, whose block is short, may be retried in between: a stockout again).

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_ec2.hpp"
+#include "fake_ec2_terraform.hpp"
 #include "kfleet/provision_terraform/aws_error.hpp"
 #include "kfleet/provision_terraform/terraform_provisioner.hpp"
 
@@ -35,36 +36,11 @@ bool run_until(boost::asio::io_context& io, Pred ready, std::chrono::seconds dea
 
 class TerraformAgainstFakeEc2 : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(std::system("terraform version >/dev/null 2>&1"), 0)
-        << "terraform is not on PATH: this test needs the real terraform (scripts/install-deps.sh)";
-    ASSERT_TRUE(fs::is_directory(fs::path(KFLEET_TF_PLUGIN_DIR) / "registry.terraform.io/hashicorp/aws"))
-        << "no AWS provider under " << KFLEET_TF_PLUGIN_DIR << " (scripts/install-deps.sh installs it)";
-    state_root_ = fs::temp_directory_path() / ("kfleet-tf-" + std::to_string(::getpid()));
-    fs::remove_all(state_root_);
-  }
-  void TearDown() override {
-    provisioner_.reset();
-    fs::remove_all(state_root_);
-  }
+  void SetUp() override { testing::require_terraform(); }
+  void TearDown() override { provisioner_.reset(); }
 
   void make(const std::vector<std::string>& regions, int budget = 4) {
-    TerraformConfig c;
-    c.terraform_dir = KFLEET_TERRAFORM_DIR;
-    c.state_root = state_root_;
-    c.plugin_dir = KFLEET_TF_PLUGIN_DIR;
-    c.regions = regions;
-    c.server_url = "https://kfleet.test.example";
-    c.enrol_token = kToken;
-    c.owner = "kfleet-tests";
-    c.cost_center = "cc-test";
-    c.capacity_budget = budget;
-    c.aws_max_retries = 1;
-    c.apply_budget_s = 240;
-    c.vars = {{"offline", "true"}, {"ec2_endpoint", ec2_.endpoint()}, {"ami_id", "ami-0123456789abcdef0"}};
-    c.env = {{"AWS_ACCESS_KEY_ID", "AKIAKFLEETTESTDUMMY0"},
-             {"AWS_SECRET_ACCESS_KEY", "kfleet-test-dummy-secret"},
-             {"AWS_EC2_METADATA_DISABLED", "true"}};
+    TerraformConfig c = testing::fake_ec2_config(ec2_, state_root_.path(), regions, kToken, budget);
     auto p = make_terraform_provisioner(std::move(c), io_.get_executor(), std::make_shared<SystemClock>());
     ASSERT_TRUE(p.ok()) << p.error().message;
     provisioner_ = std::move(p.value());
@@ -95,16 +71,16 @@ class TerraformAgainstFakeEc2 : public ::testing::Test {
 
   FakeEc2 ec2_;
   boost::asio::io_context io_;
-  fs::path state_root_;
+  const kfleet::testing::TempDir state_root_{"kfleet-tf"};
   std::unique_ptr<TerraformProvisioner> provisioner_;
 };
 
 TEST_F(TerraformAgainstFakeEc2, EachRegionGetsTheOutcomeItsCloudReported) {
-  ec2_.set_behaviour("us-east-1", RegionBehaviour::stockout);
-  ec2_.set_behaviour("us-east-2", RegionBehaviour::unsupported);
-  ec2_.set_behaviour("us-west-2", RegionBehaviour::quota);
-  ec2_.set_behaviour("eu-west-1", RegionBehaviour::auth);
-  ec2_.set_behaviour("ap-northeast-1", RegionBehaviour::capacity);
+  ec2_.set_behaviours({{"us-east-1", RegionBehaviour::stockout},
+                       {"us-east-2", RegionBehaviour::unsupported},
+                       {"us-west-2", RegionBehaviour::quota},
+                       {"eu-west-1", RegionBehaviour::auth},
+                       {"ap-northeast-1", RegionBehaviour::capacity}});
   make({"us-east-1", "us-east-2", "us-west-2", "eu-west-1", "ap-northeast-1"});
 
   struct Expect {

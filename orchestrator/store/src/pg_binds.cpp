@@ -9,13 +9,6 @@
 #include "pg_db.hpp"
 
 namespace kfleet::store::pg {
-namespace {
-
-// pg_type oids.
-constexpr unsigned kInt8 = 20, kText = 25, kFloat8 = 701, kBytea = 17, kInt8Array = 1016,
-                   kTextArray = 1009;
-
-}  // namespace
 
 Stmt::Param& Stmt::slot(int i) {
   if (i < 1) throw DbError{"", "bind index " + std::to_string(i) + " out of range"};

@@ -12,7 +12,6 @@
 namespace kfleet::store::pg {
 namespace {
 
-constexpr unsigned kInt8 = 20;  // the pg_type oid of bigint (pg_binds.cpp has the rest)
 constexpr const char* kLockAndFence = "SELECT kfleet_lock_and_fence(?, ?)";  // migration 6
 
 [[noreturn]] void throw_conn(PGconn* c, const std::string& what) {
@@ -607,17 +606,6 @@ Error Db::failure(const DbError& e) const {
     return make_error(Errc::unavailable, "PostgreSQL at " + where_ + ": " + e.message);
   if (e.sqlstate.rfind("23", 0) == 0) return make_error(Errc::conflict, e.message);
   return make_error(Errc::internal, "PostgreSQL at " + where_ + ": " + e.message);
-}
-
-std::string dump_json(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-nlohmann::json parse_json(const std::string& s) {
-  if (s.empty()) return nullptr;
-  auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return nullptr;
-  return j;
 }
 
 void die(const DbError& e, const char* what) {

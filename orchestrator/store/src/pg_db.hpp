@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kfleet/common/result.hpp"
+#include "shared/json_text.hpp"
 
 namespace kfleet::store::pg {
 
@@ -67,34 +68,19 @@ struct DbError {
 
 class Db;
 
+// The pg_type oids of what a statement binds.
+inline constexpr unsigned kInt8 = 20, kText = 25, kFloat8 = 701, kBytea = 17, kInt8Array = 1016,
+                          kTextArray = 1009;
+
 // One execution of a cached statement. Binds are by 1-based index, as in SQLite.
 class Stmt {
  public:
   Stmt(Db* db, std::string sql) : db_(db), sql_(std::move(sql)) {}
   Stmt(Stmt&& o) noexcept;
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  Stmt& operator=(Stmt&&) = delete;
-  ~Stmt();
-
-  Stmt& bind(int i, std::int64_t v);
-  Stmt& bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
-  Stmt& bind(int i, bool v) { return bind(i, static_cast<std::int64_t>(v ? 1 : 0)); }
-  Stmt& bind(int i, double v);
-  Stmt& bind(int i, std::string_view v);
-  Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
-  Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
-  Stmt& bind(int i, Blob v);
   Stmt& bind(int i, const Int8Array& v);
   Stmt& bind(int i, const TextArray& v);
-  Stmt& bind(int i, std::nullopt_t);
 
-  template <class... Ts>
-  Stmt& args(const Ts&... vs) {
-    int i = 0;
-    (bind(++i, vs), ...);
-    return *this;
-  }
+#include "shared/stmt_binds.inc"
 
   bool step();   // runs the statement on the first call (and what is queued before it); true
                  // while a row is ready
@@ -109,8 +95,6 @@ class Stmt {
   bool answered() const { return res_ != nullptr && !queued_; }
 
   std::int64_t i64(int col) const;
-  int i32(int col) const { return static_cast<int>(i64(col)); }
-  bool boolean(int col) const { return i64(col) != 0; }
   double f64(int col) const;
   std::string text(int col) const;
   std::string blob(int col) const;  // a BYTEA column
@@ -159,31 +143,8 @@ class Db {
   void set_read_only();
   bool read_only() const { return read_only_; }
 
-  // Runs f (returning Result<T>) inside BEGIN ... COMMIT holding the write lock; an error
-  // result or a failure rolls everything back.
-  template <class F>
-  auto transaction(F&& f) -> decltype(f()) {
-    try {
-      begin();
-    } catch (const DbError& e) {
-      return failure(e);
-    }
-    try {
-      auto r = f();
-      if (r.ok()) {
-        commit();
-      } else {
-        rollback();
-      }
-      return r;
-    } catch (const DbError& e) {
-      rollback();
-      return failure(e);
-    } catch (const std::exception& e) {
-      rollback();
-      return make_error(Errc::internal, std::string("store: ") + e.what());
-    }
-  }
+  // Transactions begin with the write lock (READ ONLY on a standby: set_read_only()).
+#include "shared/transaction.inc"
 
   // A dropped connection (server restart, network) is reopened here, once per call; true if
   // the connection is usable.
@@ -284,9 +245,6 @@ inline constexpr const char* kReadOnlyState = "25006";
 
 // Rewrites `?` placeholders (outside quotes) to $1, $2, ...
 std::string number_placeholders(const std::string& sql);
-
-std::string dump_json(const nlohmann::json& j);
-nlohmann::json parse_json(const std::string& s);  // "" or unparsable -> null
 
 // Ends the process when a store call that cannot return an error fails: exit 3 if this kfleetd
 // was fenced off by another leader, else 4 (see pg_db.cpp).

@@ -143,12 +143,7 @@ std::string job_event_insert(const std::string& job, const std::string& from,
 
 Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,
                                 const nlohmann::json& data, TimeMs now) {
-  Event e;
-  e.job_id = job_id;
-  e.run_id = 0;
-  e.ts_ms = now;
-  e.type = type;
-  e.data = data.is_null() ? nlohmann::json::object() : data;
+  Event e = job_event_record(job_id, type, data, now);
   // The id comes from the counters row (gap-free: the write lock orders every transaction
   // that takes one), the seq from the job's own events; one round trip.
   // The job is read in the same statement: no row, no event (migration 7: no foreign key).

@@ -350,18 +350,7 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
                                                    std::int64_t fencing_token,
                                                    const std::vector<Event>& events, TimeMs now,
                                                    std::int64_t agent_id) {
-  for (const auto& e : events) {
-    if (e.seq < 1) {
-      return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " of run " +
-                                                    str(run_id) + " must be >= 1");
-    }
-    if (e.type.empty())
-      return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " has no type");
-    if (e.type.find('\0') != std::string::npos) {
-      return make_error(Errc::invalid_argument,
-                        "event seq " + str(e.seq) + " has a NUL character in its type");
-    }
-  }
+  if (auto c = check_run_events(run_id, events); !c) return c.error();
   // Two round trips, whatever the batch's size: the run (its fencing token, stage and job),
   // the batch's seqs already stored, the highest seq stored and the job, read together with
   // BEGIN, the lock and the fencing check; then the new events, the run's stage, the job's
@@ -376,10 +365,8 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
     auto job_q = db_->prepare(job_sql);
     job_q.args(run_id).send();
     IngestResult res;
-    std::int64_t stage_seq = 0;
+    StageProgress moved;
     RunRecord run;
-    std::string last_stage;
-    JobState furthest = JobState::queued;
     // Which of the batch's seqs are stored already: only the run's stored batches whose seq
     // range meets this one's are opened. And the highest seq the run has stored, for the
     // watermark below.
@@ -407,7 +394,7 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
       std::optional<RunRecord> loaded;
       if (run_q.step()) {
         loaded = read_run(run_q);
-        stage_seq = run_q.i64(16);  // after read_run's 16 columns
+        moved.stage_seq = run_q.i64(16);  // after read_run's 16 columns
       }
       auto fenced = check_fenced(loaded, run_id, fencing_token, agent_id);
       if (!fenced) return fenced.error();
@@ -453,16 +440,7 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
         dumped.push_back(e.data.is_null() ? std::string("{}") : dump_json(e.data));
         datas.push_back(dumped.back());
       }
-      if (e.type != event_type::stage_started) continue;
-      auto it = e.data.is_object() ? e.data.find("stage") : e.data.end();
-      if (!e.data.is_object() || it == e.data.end() || !it->is_string()) continue;
-      const auto stage_name = it->get<std::string>();
-      if (e.seq > stage_seq) {
-        stage_seq = e.seq;
-        last_stage = stage_name;
-      }
-      const JobState s = state_for_stage(stage_name);
-      if (progress(s) > progress(furthest)) furthest = s;
+      moved.see(e);
     }
     if (!seqs.empty()) {
       // The new events are one row (migration 10), numbered from the counters row in batch
@@ -480,11 +458,8 @@ Result<IngestResult> PgStore::append_run_events(std::int64_t run_id,
                 TextArray{datas}, run_id)
           .run();
     }
-    if (!last_stage.empty()) {
-      db_->prepare("UPDATE runs SET stage = ?, stage_seq = ? WHERE id = ?")
-          .args(last_stage, stage_seq, run_id)
-          .run();
-    }
+    set_run_stage(*db_, run_id, moved.last_stage, moved.stage_seq);
+    const JobState furthest = moved.furthest;
     if (progress(furthest) > 0) {
       // The job as it was read first: this batch changes only its state, here.
       std::optional<JobRecord> job;

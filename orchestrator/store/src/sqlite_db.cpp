@@ -320,17 +320,6 @@ Error Db::failure(const DbError& e) const {
   return make_error(Errc::internal, "database " + path_ + ": " + e.message);
 }
 
-std::string dump_json(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-nlohmann::json parse_json(const std::string& s) {
-  if (s.empty()) return nullptr;
-  auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return nullptr;
-  return j;
-}
-
 void die(const DbError& e, const char* what) {
   std::fprintf(stderr, "kfleet store: %s failed: %s\n", what, e.message.c_str());
   std::abort();

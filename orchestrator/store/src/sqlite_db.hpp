@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include "kfleet/common/result.hpp"
+#include "shared/json_text.hpp"
 
 namespace kfleet::store::sqlite {
 
@@ -41,29 +42,9 @@ class Stmt {
  public:
   Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
   Stmt(Stmt&& o) noexcept : db_(o.db_), s_(std::exchange(o.s_, nullptr)) {}
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  Stmt& operator=(Stmt&&) = delete;
-  ~Stmt();
-
-  Stmt& bind(int i, std::int64_t v);
-  Stmt& bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
-  Stmt& bind(int i, bool v) { return bind(i, static_cast<std::int64_t>(v ? 1 : 0)); }
-  Stmt& bind(int i, double v);
-  Stmt& bind(int i, std::string_view v);
-  Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
-  Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
-  Stmt& bind(int i, Blob v);
-  Stmt& bind(int i, std::nullopt_t);
   Stmt& bind(int i, const std::optional<std::string>& v);
 
-  // Binds the arguments to parameters 1..n.
-  template <class... Ts>
-  Stmt& args(const Ts&... vs) {
-    int i = 0;
-    (bind(++i, vs), ...);
-    return *this;
-  }
+#include "shared/stmt_binds.inc"
 
   bool step();  // true: a row is ready; false: done. Throws DbError.
   void reset();  // ready to bind and run again (for loops over one statement)
@@ -74,8 +55,6 @@ class Stmt {
 
   std::int64_t i64(int col) const;
   double f64(int col) const;
-  int i32(int col) const { return static_cast<int>(i64(col)); }
-  bool boolean(int col) const { return i64(col) != 0; }
   std::string text(int col) const;
   std::string blob(int col) const;
   bool is_null(int col) const;
@@ -112,34 +91,13 @@ class Db {
   }
   const std::string& path() const { return path_; }
 
-  // Runs f (returning Result<T>) inside BEGIN IMMEDIATE ... COMMIT; an error result or a
-  // failure rolls everything back.
-  template <class F>
-  auto transaction(F&& f) -> decltype(f()) {
-    try {
-      prepare("BEGIN IMMEDIATE").run();
-    } catch (const DbError& e) {
-      return failure(e);
-    }
-    try {
-      auto r = f();
-      if (r.ok()) {
-        prepare("COMMIT").run();
-      } else {
-        rollback();
-      }
-      return r;
-    } catch (const DbError& e) {
-      rollback();
-      return failure(e);
-    } catch (const std::exception& e) {
-      rollback();
-      return make_error(Errc::internal, std::string("store: ") + e.what());
-    }
-  }
+  // Transactions are BEGIN IMMEDIATE ... COMMIT.
+#include "shared/transaction.inc"
 
  private:
   explicit Db(sqlite3* db, std::string path);
+  void begin() { prepare("BEGIN IMMEDIATE").run(); }
+  void commit() { prepare("COMMIT").run(); }
   void rollback();
   Error failure(const DbError& e) const;
   static int on_commit(void* self, sqlite3* db, const char* name, int wal_pages);
@@ -150,10 +108,6 @@ class Db {
   std::unique_ptr<Checkpointer> checkpointer_;  // null: this connection checkpoints itself
   int nudged_at_ = 0;  // the WAL's size in pages when the checkpointer was last asked
 };
-
-// JSON to TEXT without throwing on invalid UTF-8 (agent log lines may carry any bytes).
-std::string dump_json(const nlohmann::json& j);
-nlohmann::json parse_json(const std::string& s);  // "" or unparsable -> null
 
 // Aborts with the database's message: for read paths whose signature cannot carry an error.
 [[noreturn]] void die(const DbError& e, const char* what);

@@ -19,12 +19,7 @@ namespace sqlite {
 
 Event SqliteStore::insert_job_event(std::int64_t job_id, const std::string& type,
                                     const nlohmann::json& data, TimeMs now) {
-  Event e;
-  e.job_id = job_id;
-  e.run_id = 0;
-  e.ts_ms = now;
-  e.type = type;
-  e.data = data.is_null() ? nlohmann::json::object() : data;
+  Event e = job_event_record(job_id, type, data, now);
   {
     auto q = db_->prepare(
         "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE job_id = ? AND run_id = 0");

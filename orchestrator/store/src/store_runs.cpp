@@ -124,26 +124,17 @@ Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
                                                    std::int64_t fencing_token,
                                                    const std::vector<Event>& events, TimeMs now,
                                                    std::int64_t agent_id) {
-  for (const auto& e : events) {
-    if (e.seq < 1) {
-      return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " of run " +
-                                                    str(run_id) + " must be >= 1");
-    }
-    if (e.type.empty())
-      return make_error(Errc::invalid_argument, "event seq " + str(e.seq) + " has no type");
-  }
+  if (auto c = check_run_events(run_id, events); !c) return c.error();
   return db_->transaction([&]() -> Result<IngestResult> {
     auto run = check_fenced(load_run(run_id), run_id, fencing_token, agent_id);
     if (!run) return run.error();
     IngestResult res;
-    std::int64_t stage_seq = 0;
+    StageProgress moved;
     {
       auto q = db_->prepare("SELECT stage_seq FROM runs WHERE id = ?");
       q.args(run_id);
-      if (q.step()) stage_seq = q.i64(0);
+      if (q.step()) moved.stage_seq = q.i64(0);
     }
-    std::string last_stage;
-    JobState furthest = JobState::queued;
     // The ingestion hot path: up to kEventRows events per INSERT (a prepared statement per row
     // count, reused), which saves the per-statement work (the AUTOINCREMENT counter among it)
     // on each event. A stage.started event goes alone: whether it was new decides the stage.
@@ -172,19 +163,7 @@ Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
       const int added = db_->changes();
       res.accepted += added;
       res.duplicates += static_cast<int>(j - i) - added;
-      if (stage && added == 1) {
-        const Event& e = events[i];
-        auto it = e.data.is_object() ? e.data.find("stage") : e.data.end();
-        if (e.data.is_object() && it != e.data.end() && it->is_string()) {
-          const auto stage_name = it->get<std::string>();
-          if (e.seq > stage_seq) {
-            stage_seq = e.seq;
-            last_stage = stage_name;
-          }
-          const JobState s = state_for_stage(stage_name);
-          if (progress(s) > progress(furthest)) furthest = s;
-        }
-      }
+      if (stage && added == 1) moved.see(events[i]);
       i = j;
     }
     res.contiguous = run->events_contiguous;
@@ -197,11 +176,8 @@ Result<IngestResult> SqliteStore::append_run_events(std::int64_t run_id,
     db_->prepare("UPDATE runs SET events_contiguous = ? WHERE id = ?")
         .args(res.contiguous, run_id)
         .run();
-    if (!last_stage.empty()) {
-      db_->prepare("UPDATE runs SET stage = ?, stage_seq = ? WHERE id = ?")
-          .args(last_stage, stage_seq, run_id)
-          .run();
-    }
+    set_run_stage(*db_, run_id, moved.last_stage, moved.stage_seq);
+    const JobState furthest = moved.furthest;
     if (progress(furthest) > 0) {
       auto job = load_job(run->job_id);
       if (job && job->current_run_id == run_id && is_active(job->state) &&

@@ -30,6 +30,19 @@ struct StoreBackendName {
 // (store_contract_agent_calls.cpp).
 void expect_same_job(const JobRecord& got, const JobRecord& stored);
 
+// A verdict as an agent reports it: `o` with this median, reason and simulated flag; a rejection
+// names the performance gate.
+inline Verdict a_verdict(RunOutcome o, double median_us, const std::string& reason = "",
+                         bool simulated = false) {
+  Verdict v;
+  v.outcome = o;
+  v.reason = reason;
+  v.gate = o == RunOutcome::rejected ? "performance" : "";
+  v.median_us = median_us;
+  v.simulated = simulated;
+  return v;
+}
+
 class StoreContract : public ::testing::TestWithParam<StoreBackend> {
  public:
   // set_job_states when the database fails in the middle of a batch. `refuse_boom` makes the

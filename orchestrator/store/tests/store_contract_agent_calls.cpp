@@ -4,6 +4,11 @@
 #include "store_contract.hpp"
 
 namespace kfleet::store::testing {
+namespace {
+
+Verdict passed(double median_us) { return a_verdict(RunOutcome::passed, median_us); }
+
+}  // namespace
 
 using nlohmann::json;
 
@@ -27,17 +32,6 @@ void expect_same_job(const JobRecord& got, const JobRecord& stored) {
     EXPECT_EQ(to_json(*got.verdict), to_json(*stored.verdict));
   }
 }
-
-namespace {
-
-Verdict passed(double median_us) {
-  Verdict v;
-  v.outcome = RunOutcome::passed;
-  v.median_us = median_us;
-  return v;
-}
-
-}  // namespace
 
 TEST_P(StoreContract, GrantLeaseHandsBackTheJobAsTheGrantLeftIt) {
   auto j = create("j", 0, 3);

@@ -12,13 +12,7 @@ using nlohmann::json;
 namespace {
 
 Verdict verdict(RunOutcome o, const std::string& reason, bool simulated = false) {
-  Verdict v;
-  v.outcome = o;
-  v.reason = reason;
-  v.gate = o == RunOutcome::rejected ? "performance" : "";
-  v.median_us = 696.0;
-  v.simulated = simulated;
-  return v;
+  return a_verdict(o, 696.0, reason, simulated);
 }
 
 }  // namespace
@@ -396,6 +390,37 @@ TEST_P(StoreContract, FinishRunGivesTheJobItsVerdictAndFreesTheAgent) {
   ASSERT_EQ(page.size(), 1u);
   EXPECT_EQ(page[0].id, l2.run_id);
   EXPECT_EQ(store().finished_runs(10, l2.run_id).size(), 1u);
+}
+
+// A problem's kernel's comparisons with kfleet's PyTorch references are stored with its verdict
+// (the verdict's JSON: no column of their own) and read back whole, on the job and the run.
+TEST_P(StoreContract, AVerdictKeepsItsComparisonsWithPyTorch) {
+  auto j = create("j");
+  auto a = enrol("a");
+  auto l = lease(j.id, a.id);
+  Verdict v = verdict(RunOutcome::passed, "passed: median 696 µs\n1.15x eager [1.14, 1.16], torch.compile not timed (no triton) (mission)");
+  BaselineComparison eager;
+  eager.baseline = "eager";
+  eager.speedup = 1.15;
+  eager.ci_low = 1.14;
+  eager.ci_high = 1.16;
+  eager.reference_us = 800;
+  eager.case_name = "mission";
+  eager.key = {{"problem", "attention"}, {"case", "mission"}, {"gpu_class", "L4"}};
+  eager.cached = true;
+  BaselineComparison compile;
+  compile.baseline = "compile";
+  compile.case_name = "mission";
+  compile.note = "no triton";
+  v.versus = {eager, compile};
+  ASSERT_TRUE(store().finish_run(l.run_id, l.fencing_token, v, 900).ok());
+  for (const auto& got : {store().get_job(j.id)->verdict, store().get_run(l.run_id)->verdict}) {
+    ASSERT_TRUE(got);
+    ASSERT_EQ(got->versus.size(), 2u);
+    EXPECT_EQ(to_json(got->versus[0]), to_json(eager));
+    EXPECT_EQ(to_json(got->versus[1]), to_json(compile));
+    EXPECT_EQ(got->reason, v.reason);
+  }
 }
 
 TEST_P(StoreContract, FinishRunRefusesAVerdictThatIsNotAnOutcome) {

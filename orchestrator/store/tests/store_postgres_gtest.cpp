@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "../src/pg_store.hpp"
+#include "migration_rows.hpp"
 #include "store_contract.hpp"
 #include "store_postgres_support.hpp"
 
@@ -66,57 +67,33 @@ TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
             std::to_string(pg::latest_schema_version()));
 }
 
+// A store opened on a database at schema `version` holding `rows`: migrated to the latest.
+StorePtr migrated_from(int version, const std::string& rows) {
+  const std::string url = database_at_schema(version);
+  if (url.empty()) return nullptr;
+  query_one(url, rows);
+  auto s = open_or_fail(url);
+  if (s) {
+    EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"),
+              std::to_string(pg::latest_schema_version()));
+  }
+  return s;
+}
+
 // Rows written before set_by and cancelled_by existed get the user from the reason text the
 // API wrote then, or the job's submitter for a baseline kfleetd set itself; else "".
 TEST(PostgresStore, MigrationFillsSetByAndCancelledByOfOldRows) {
-  const std::string url = database_at_schema(pg::kAuditFieldsSchemaVersion - 1);
-  ASSERT_FALSE(url.empty());
-  query_one(url,
-            "INSERT INTO jobs (id, name, state, state_reason, max_attempts, created_ms, "
-            "updated_ms, submitted_by) VALUES (1, 'v1', 'passed', '', 3, 1, 1, 'carol'),"
-            "(2, 'c1', 'cancelled', 'cancelled by sam', 3, 1, 1, 'alice'),"
-            "(3, 'c2', 'cancelled', 'cancelled by user', 3, 1, 1, 'alice')");
-  query_one(url,
-            "INSERT INTO baselines (kernel, case_name, gpu_class, simulated, run_id, job_id, "
-            "median_us, reason, set_ms) VALUES "
-            "('k', 'c', 'L4', 0, 1, 1, 10, 'set by sam', 1),"
-            "('k', 'c', 'L4', 0, 1, 1, 10, 'stage-2 accepted (set by alice@lab.example)', 2),"
-            "('k', 'c', 'L4', 0, 1, 1, 10, 'odd (set by x) (set by bob)', 3),"
-            "('k', 'c', 'L4', 0, 1, 1, 10, 'kept win of campaign k (job 1)', 4),"
-            "('k', 'c', 'L4', 0, 1, 1, 10, 'by hand', 5)");
-  auto s = open_or_fail(url);
+  auto s = migrated_from(pg::kAuditFieldsSchemaVersion - 1, kRowsBeforeAuditFields);
   ASSERT_TRUE(s);
-  std::vector<std::string> by;
-  for (const auto& b : s->baseline_history("k")) by.push_back(b.set_by);
-  EXPECT_EQ(by, (std::vector<std::string>{"", "carol", "", "alice@lab.example", "sam"}));
-  EXPECT_EQ(s->get_job(1)->cancelled_by, "");
-  EXPECT_EQ(s->get_job(2)->cancelled_by, "sam");
-  EXPECT_EQ(s->get_job(3)->cancelled_by, "");
+  expect_audit_fields_migrated(*s);
 }
 
 // Jobs stored before a job's language was a column get it from their stored spec, or cuda
 // when it names none (or is not an object), so the scheduler's scan of the queue reads it.
 TEST(PostgresStore, MigrationGivesOldJobsTheLanguageOfTheirSpec) {
-  const std::string url = database_at_schema(pg::kJobLanguageSchemaVersion - 1);
-  ASSERT_FALSE(url.empty());
-  query_one(url,
-            "INSERT INTO jobs (id, name, state, max_attempts, created_ms, updated_ms, spec) VALUES "
-            "(1, 't', 'queued', 3, 1, 1, '{\"kernel\":{\"family\":\"a\",\"language\":\"triton\"}}'),"
-            "(2, 'p', 'passed', 3, 1, 1, '{\"kernel\":{\"language\":\"torch\"}}'),"
-            "(3, 'h', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"hip\"}}'),"
-            "(4, 'c', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"cuda\"}}'),"
-            "(5, 'none', 'queued', 3, 1, 1, '{\"kernel\":\"gemm\"}'),"
-            "(6, 'null', 'queued', 3, 1, 1, 'null'),"
-            "(7, 'number', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":3}}')");
-  auto s = open_or_fail(url);
+  auto s = migrated_from(pg::kJobLanguageSchemaVersion - 1, kJobsBeforeLanguageColumn);
   ASSERT_TRUE(s);
-  std::vector<std::string> langs;
-  for (std::int64_t id = 1; id <= 7; ++id) langs.push_back(s->get_job(id)->language);
-  EXPECT_EQ(langs, (std::vector<std::string>{"triton", "torch", "hip", "cuda", "cuda", "cuda",
-                                             "cuda"}));
-  EXPECT_EQ(s->pending_jobs().at(0).language, "triton");
-  EXPECT_EQ(query_one(url, "SELECT version FROM schema_version"),
-            std::to_string(pg::latest_schema_version()));
+  expect_languages_migrated(*s);
 }
 
 TEST(PostgresStore, RefusesANewerSchema) {

@@ -7,6 +7,7 @@
 #include "../src/migrations.hpp"
 #include "../src/sqlite_db.hpp"
 #include "kfleet/store/store.hpp"
+#include "old_sqlite.hpp"
 #include "temp_dir.hpp"
 
 namespace kfleet::store::testing {
@@ -22,20 +23,15 @@ StorePtr open_store(const std::string& path) {
 // migrated in place: each old agent becomes a host of its own, its run keeps its lease, and
 // the unique index refuses a second running lease on the same slot.
 TEST(StoreSlots, MigratesADatabaseFromThePreviousSchemaVersion) {
-  const std::string path = make_temp_dir() + "/old.db";
-  {
-    auto db = sqlite::Db::open(path, false);
-    ASSERT_TRUE(db.ok()) << db.error().message;
-    ASSERT_TRUE(sqlite::migrate_to(**db, sqlite::kSlotsSchemaVersion - 1).ok());
-    (*db)->exec(
-        "INSERT INTO jobs (name, state, max_attempts, created_ms, updated_ms, current_run_id, "
-        "attempts) VALUES ('old', 'benchmarking', 3, 1, 1, 1, 1);"
-        "INSERT INTO agents (name, state, current_run_id, enrolled_ms, last_seen_ms) "
-        "VALUES ('old-agent', 'busy', 1, 1, 1);"
-        "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
-        "lease_expires_ms) VALUES (1, 1, 1, 7, 'running', 1, 100000);"
-        "UPDATE counters SET value = 7 WHERE name = 'fencing_token';");
-  }
+  const std::string path = sqlite_at_schema(
+      sqlite::kSlotsSchemaVersion - 1,
+      "INSERT INTO jobs (name, state, max_attempts, created_ms, updated_ms, current_run_id, "
+      "attempts) VALUES ('old', 'benchmarking', 3, 1, 1, 1, 1);"
+      "INSERT INTO agents (name, state, current_run_id, enrolled_ms, last_seen_ms) "
+      "VALUES ('old-agent', 'busy', 1, 1, 1);"
+      "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms, "
+      "lease_expires_ms) VALUES (1, 1, 1, 7, 'running', 1, 100000);"
+      "UPDATE counters SET value = 7 WHERE name = 'fencing_token';");
   auto s = open_store(path);
   ASSERT_TRUE(s);
   auto agent = s->get_agent(1);

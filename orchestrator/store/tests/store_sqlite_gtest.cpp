@@ -10,6 +10,8 @@
 #include "../src/migrations.hpp"
 #include "../src/shared/in_flight_sql.hpp"
 #include "../src/sqlite_db.hpp"
+#include "migration_rows.hpp"
+#include "old_sqlite.hpp"
 #include "store_contract.hpp"
 #include "temp_dir.hpp"
 
@@ -49,6 +51,15 @@ std::string query_one(const std::string& path, const std::string& sql) {
   sqlite3_finalize(s);
   sqlite3_close(db);
   return out;
+}
+
+// A store opened on a database at schema `version` holding `rows`: migrated to the latest.
+StorePtr migrated_from(int version, const std::string& rows) {
+  const std::string path = sqlite_at_schema(version, rows);
+  auto s = open_or_die(path);
+  const std::string latest = std::to_string(sqlite::latest_schema_version());
+  EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"), latest);
+  return s;
 }
 
 TEST(SqliteStore, ReopenedFileKeepsEverything) {
@@ -135,40 +146,9 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
 // the API wrote then ("set by X", "<reason> (set by X)", "cancelled by X"), or from the job's
 // submitter for a baseline kfleetd set itself; anything else is "".
 TEST(SqliteStore, MigrationFillsSetByAndCancelledByOfOldRows) {
-  const std::string path = make_temp_dir() + "/old.db";
-  {
-    auto db = sqlite::Db::open(path, false);
-    ASSERT_TRUE(db.ok()) << db.error().message;
-    ASSERT_TRUE(sqlite::migrate_to(**db, sqlite::kAuditFieldsSchemaVersion - 1).ok());
-    (*db)->exec(
-        "INSERT INTO jobs (name, state, state_reason, max_attempts, created_ms, updated_ms, "
-        "submitted_by) VALUES ('v1', 'passed', '', 3, 1, 1, 'carol'),"
-        "('c1', 'cancelled', 'cancelled by sam', 3, 1, 1, 'alice'),"
-        "('c2', 'cancelled', 'cancelled by user', 3, 1, 1, 'alice'),"
-        "('q1', 'error', 'cancelled by nobody', 3, 1, 1, 'alice');"
-        "INSERT INTO baselines (kernel, case_name, gpu_class, simulated, run_id, job_id, "
-        "median_us, reason, set_ms) VALUES "
-        "('k', 'c', 'L4', 0, 1, 1, 10, 'set by sam', 1),"
-        "('k', 'c', 'L4', 0, 1, 1, 10, 'stage-2 accepted (set by alice@lab.example)', 2),"
-        "('k', 'c', 'L4', 0, 1, 1, 10, 'odd (set by x) (set by bob)', 3),"
-        "('k', 'c', 'L4', 0, 1, 1, 10, 'kept win of campaign k (job 1)', 4),"
-        "('k', 'c', 'L4', 0, 1, 1, 10, 'first result in regression run 3', 5),"
-        "('k', 'c', 'L4', 0, 1, 1, 10, 'by hand', 6),"
-        "('k', 'c', 'L4', 0, 1, 1, 10, 'set by ', 7);");
-  }
-  auto s = open_or_die(path);
+  auto s = migrated_from(sqlite::kAuditFieldsSchemaVersion - 1, kRowsBeforeAuditFields);
   ASSERT_TRUE(s);
-  auto hist = s->baseline_history("k");  // newest first
-  std::vector<std::string> by;
-  for (const auto& b : hist) by.push_back(b.set_by);
-  EXPECT_EQ(by, (std::vector<std::string>{"", "", "carol", "carol", "", "alice@lab.example",
-                                          "sam"}));
-  EXPECT_EQ(s->get_job(1)->cancelled_by, "");
-  EXPECT_EQ(s->get_job(2)->cancelled_by, "sam");
-  EXPECT_EQ(s->get_job(3)->cancelled_by, "");
-  EXPECT_EQ(s->get_job(4)->cancelled_by, "");  // not cancelled
-  EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"),
-            std::to_string(sqlite::latest_schema_version()));
+  expect_audit_fields_migrated(*s);
 }
 
 // A token's jobs in flight are counted from its live jobs, not its history: the migration that
@@ -176,17 +156,12 @@ TEST(SqliteStore, MigrationFillsSetByAndCancelledByOfOldRows) {
 // reads the partial index of live jobs (a token with thousands of finished jobs would
 // otherwise cost every submit a walk through all of them).
 TEST(SqliteStore, ATokensInFlightCountReadsItsLiveJobsNotItsHistory) {
-  const std::string path = make_temp_dir() + "/old.db";
-  {
-    auto db = sqlite::Db::open(path, false);
-    ASSERT_TRUE(db.ok()) << db.error().message;
-    ASSERT_TRUE(sqlite::migrate_to(**db, sqlite::kLiveTokenSchemaVersion - 1).ok());
-    (*db)->exec(
-        "INSERT INTO jobs (name, state, max_attempts, created_ms, updated_ms) VALUES "
-        "('old-done', 'passed', 3, 1, 1), ('old-queued', 'queued', 3, 1, 1), "
-        "('other', 'running', 3, 1, 1), ('no-origin', 'queued', 3, 1, 1);"
-        "INSERT INTO job_origins (job_id, token_key) VALUES (1, 'tok'), (2, 'tok'), (3, 'tok-2');");
-  }
+  const std::string path = sqlite_at_schema(
+      sqlite::kLiveTokenSchemaVersion - 1,
+      "INSERT INTO jobs (name, state, max_attempts, created_ms, updated_ms) VALUES "
+      "('old-done', 'passed', 3, 1, 1), ('old-queued', 'queued', 3, 1, 1), "
+      "('other', 'running', 3, 1, 1), ('no-origin', 'queued', 3, 1, 1);"
+      "INSERT INTO job_origins (job_id, token_key) VALUES (1, 'tok'), (2, 'tok'), (3, 'tok-2');");
   auto s = open_or_die(path);
   ASSERT_TRUE(s);
   EXPECT_EQ(query_one(path, "SELECT GROUP_CONCAT(token_key, ',') FROM (SELECT token_key FROM "
@@ -220,30 +195,9 @@ TEST(SqliteStore, ATokensInFlightCountReadsItsLiveJobsNotItsHistory) {
 // Jobs stored before a job's language was a column get it from their stored spec, or cuda
 // when it names none (or is not an object), so the scheduler's scan of the queue reads it.
 TEST(SqliteStore, MigrationGivesOldJobsTheLanguageOfTheirSpec) {
-  const std::string path = make_temp_dir() + "/old.db";
-  {
-    auto db = sqlite::Db::open(path, false);
-    ASSERT_TRUE(db.ok()) << db.error().message;
-    ASSERT_TRUE(sqlite::migrate_to(**db, sqlite::kJobLanguageSchemaVersion - 1).ok());
-    (*db)->exec(
-        "INSERT INTO jobs (name, state, max_attempts, created_ms, updated_ms, spec) VALUES "
-        "('t', 'queued', 3, 1, 1, '{\"kernel\":{\"family\":\"a\",\"language\":\"triton\"}}'),"
-        "('p', 'passed', 3, 1, 1, '{\"kernel\":{\"language\":\"torch\"}}'),"
-        "('h', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"hip\"}}'),"
-        "('c', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":\"cuda\"}}'),"
-        "('none', 'queued', 3, 1, 1, '{\"kernel\":\"gemm\"}'),"
-        "('null', 'queued', 3, 1, 1, 'null'),"
-        "('number', 'queued', 3, 1, 1, '{\"kernel\":{\"language\":3}}');");
-  }
-  auto s = open_or_die(path);
+  auto s = migrated_from(sqlite::kJobLanguageSchemaVersion - 1, kJobsBeforeLanguageColumn);
   ASSERT_TRUE(s);
-  std::vector<std::string> langs;
-  for (std::int64_t id = 1; id <= 7; ++id) langs.push_back(s->get_job(id)->language);
-  EXPECT_EQ(langs, (std::vector<std::string>{"triton", "torch", "hip", "cuda", "cuda", "cuda",
-                                             "cuda"}));
-  EXPECT_EQ(s->pending_jobs().at(0).language, "triton");
-  EXPECT_EQ(query_one(path, "SELECT version FROM schema_version"),
-            std::to_string(sqlite::latest_schema_version()));
+  expect_languages_migrated(*s);
 }
 
 TEST(SqliteStore, ADatabaseFromANewerVersionIsRefused) {

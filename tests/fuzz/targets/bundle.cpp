@@ -37,13 +37,10 @@ std::string slurp(const fs::path& p) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kfleet;
-  auto doc = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return 0;
-  auto b = bundle_from_json(doc);
-  if (!b) {
-    fuzz::check(!b.error().message.empty(), "a refused bundle must say why");
-    return 0;
-  }
+  const auto doc = fuzz::json_input(data, size);
+  if (!doc) return 0;
+  auto b = bundle_from_json(*doc);
+  if (fuzz::refused(b, "a refused bundle must say why")) return 0;
   for (std::size_t i = 0; i < b->files.size(); ++i) {
     const auto& f = b->files[i];
     auto again = normalize_bundle_path(f.path);

@@ -10,13 +10,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kfleet;
-  auto doc = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return 0;
-  auto spec = job_spec_from_json(doc);
-  if (!spec) {
-    fuzz::check(!spec.error().message.empty(), "a refused JSON job must say why");
-    return 0;
-  }
+  const auto doc = fuzz::json_input(data, size);
+  if (!doc) return 0;
+  auto spec = job_spec_from_json(*doc);
+  if (fuzz::refused(spec, "a refused JSON job must say why")) return 0;
   const nlohmann::json wire = to_json(*spec);
   auto back = job_spec_from_json(wire);
   if (!back) fuzz::broken("an accepted job does not parse from its own JSON: " + back.error().message);

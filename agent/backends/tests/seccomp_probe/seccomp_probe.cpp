@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/seccomp_filter.hpp"
+
 namespace {
 
 std::string result(long r) {
@@ -93,16 +95,7 @@ std::string attempt(const std::string& what) {
   if (what == "mount") return result(::mount("none", "/nonexistent-kfleet-probe", "tmpfs", 0, nullptr));
   if (what == "bpf") return result(::syscall(SYS_bpf, 0, nullptr, 0));
   if (what == "keyctl") return result(::syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0));
-  if (what == "seccomp") {
-    std::string mode = "?";
-    if (FILE* f = std::fopen("/proc/self/status", "r")) {
-      char line[256];
-      while (std::fgets(line, sizeof line, f))
-        if (std::strncmp(line, "Seccomp:", 8) == 0) mode = std::to_string(std::atoi(line + 8));
-      std::fclose(f);
-    }
-    return mode;
-  }
+  if (what == "seccomp") return kfleet::backends::seccomp::own_seccomp_mode();
   if (what == "speculation") {  // the mitigations the kernel applies to this process
     std::string s;
     if (FILE* f = std::fopen("/proc/self/status", "r")) {

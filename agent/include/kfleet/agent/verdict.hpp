@@ -24,6 +24,8 @@ Verdict verdict_for_failed_stage(const std::string& stage, const StageResult& r)
 
 // The verdict after a successful benchmark, from the bench.result fields (median_us and, when a
 // comparison was made, perf, delta_pct, ci_low_pct, ci_high_pct, baseline_us, threshold_pct).
+// A problem's kernel's `versus` (its comparisons with kfleet's PyTorch references) becomes the
+// verdict's, and the reason's last line (kfleet::versus_line).
 Verdict verdict_from_benchmark(const nlohmann::json& bench);
 
 }  // namespace kfleet::agent

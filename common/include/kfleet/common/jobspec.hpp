@@ -34,7 +34,7 @@ struct CustomSteps {  // family: custom
 };
 
 struct KernelSpec {
-  // A problem of the library (kernels/problems, docs/problems.md): `problem: rmsnorm@1`. The
+  // A problem of the library (kernels/problems, docs/problems.md): `problem: rmsnorm@2`. The
   // library's attention and scaled_mm problems are the families of the same name (family is set
   // from them); any other problem is a generic one: family stays "" and the kernel implements
   // kfleet_problem_launch (kernels/harness/PROBLEM-ABI.md).
@@ -127,6 +127,10 @@ struct SimulationSpec {
   double time_us = 100;             // median kernel time on the reference class
   double noise_pct = 0.2;
   std::map<std::string, double> slower_pct;  // per GPU class: "L4" -> 5.0
+  // A problem's kernel: the median of kfleet's PyTorch references on the reference class
+  // (eager, torch.compile), slowed like the kernel on other classes. Unset: 1.3 and 1.05 times
+  // time_us.
+  std::optional<double> eager_us, compile_us;
   std::string fail_stage;           // "" | build | resources | correctness | performance | crash | hang
   std::string fail_reason;
   int stage_ms = 20;                // simulated wall time of each stage
@@ -167,7 +171,7 @@ SpecParse parse_job_spec_file(const std::string& path, const ProblemLibrary* lib
 
 // A job on a generic problem of the library: kernel.problem is set and names no family.
 bool is_generic_problem(const KernelSpec& k);
-// "rmsnorm@1", or "" when the job names no problem.
+// "rmsnorm@2", or "" when the job names no problem.
 std::string problem_ref(const KernelSpec& k);
 
 // JSON form used on the wire and in the store (lossless round trip with the structs).

@@ -40,6 +40,7 @@ struct BaselineComparison {
   nlohmann::json key = nlohmann::json::object();
   bool cached = false;                      // from the agent's cache, not timed in this run
   std::string note;                         // why there is no speedup, or what to know about it
+  bool simulated = false;                   // made up by a simulated agent, not timed on a GPU
 };
 nlohmann::json to_json(const BaselineComparison& c);
 BaselineComparison baseline_comparison_from_json(const nlohmann::json& j);

@@ -45,6 +45,18 @@ struct ProblemInit {
   // fp8 with block scales: each block's values multiplied by a log-uniform factor in
   // [lo, hi], so that a kernel ignoring the scales is wrong.
   std::optional<std::pair<double, double>> block_amplitude;
+  // The shapes of real data at its edge (normal and uniform; docs/problems.md, "Inputs as real
+  // models make them"), along each row (the last dimension):
+  std::optional<std::pair<double, double>> row_scale;   // each row times a log-uniform factor
+  std::optional<std::pair<double, double>> row_offset;  // each row plus a uniform offset
+  std::optional<std::pair<double, double>> neg_inf;     // a uniform fraction of each row is -inf
+  struct Outliers {
+    int columns = 0;                // how many columns (the same in every row)
+    std::vector<std::int64_t> at;   // which ones (columns: [5, 37]); empty: drawn per tensor
+    double min = 0, max = 0;        // their values: +-uniform(min, max)
+  };
+  std::optional<Outliers> outliers;  // massive channels
+  double step = 0;                   // > 0: values rounded to a multiple of it (repeats, ties)
 };
 
 // An fp8 tensor's dequantisation: per block of `block` elements (one entry per dimension) by a
@@ -98,6 +110,10 @@ struct ProblemCase {
   std::string name;
   std::map<std::string, std::int64_t> dims;
   std::map<std::string, double> scalars;  // overrides of the scalars' values
+  // Every job of the problem runs a required case (a job may add cases, never drop this one).
+  bool required = false;
+  std::string doc;  // where the case's shapes and distributions come from
+  std::map<std::string, ProblemInit> init;  // input name -> how it is drawn in this case
   int line = 0;
 };
 
@@ -143,6 +159,9 @@ struct ProblemDef {
   // The case's dimensions, or an error naming a missing one.
   Result<std::vector<std::int64_t>> shape_of(const ProblemTensor& t, const ProblemCase& c) const;
   double scalar_value(const ProblemScalar& s, const ProblemCase& c) const;  // NaN: no value
+  // How input `t` is drawn in case `c`: the case's own init, else the input's.
+  const ProblemInit& init_of(const ProblemTensor& t, const ProblemCase& c) const;
+  std::vector<std::string> required_cases() const;  // the names of the required cases, in order
 };
 
 struct ProblemParse {
@@ -168,6 +187,12 @@ ProblemLibrary load_problem_library(const std::string& root);
 // The path a ProblemFile names, for a problem read from `problem_dir` in library `root`.
 std::string problem_file_path(const std::string& root, const std::string& problem_dir,
                               const ProblemFile& f);
+
+// Required cases (ProblemCase::required): every job of the problem runs them. The ones the job's
+// correctness gate leaves out (none when it has every one), in the problem's order, and the
+// error that names them ("" when none is missing). kfleet submit, kfleetd and the agent all say it.
+std::vector<std::string> missing_required_cases(const ProblemDef& def, const JobSpec& job);
+std::string missing_required_message(const ProblemDef& def, const std::vector<std::string>& missing);
 
 // Where the library is: $KFLEET_PROBLEMS_DIR, else `fallback` (the build's source tree).
 std::string problem_library_dir(const char* env_value, const std::string& fallback);

@@ -4,6 +4,7 @@
 // improved (CI entirely below -δ), regressed (entirely above +δ), same (entirely within ±δ),
 // else inconclusive. Deterministic for a given seed.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,36 @@ PerfComparison compare_samples(const std::vector<double>& candidate,
 PerfComparison compare_to_value(const std::vector<double>& candidate, double baseline_value,
                                 double threshold_pct, double confidence = 0.95,
                                 int resamples = 2000, std::uint64_t seed = 1);
+
+// How many times faster a kernel is than a reference (kfleet's PyTorch references of a problem:
+// eager, torch.compile), both timed by the same replay: median(reference) / median(kernel),
+// above 1 when the kernel is faster. The interval is the bootstrap percentile interval of that
+// ratio, each resample drawing both sample sets anew (they are independent: two processes).
+struct Speedup {
+  bool ok = false;             // false: a side has no samples, a non-finite one, or a median <= 0
+  double point = 0;            // the ratio of the medians
+  // Absent below 3 samples on a side: two values say nothing about the spread.
+  std::optional<double> ci_low, ci_high;
+  std::size_t n = 0;           // the smaller side's sample count
+};
+Speedup speedup(const std::vector<double>& kernel_us, const std::vector<double>& reference_us,
+                double confidence = 0.95, int resamples = 2000, std::uint64_t seed = 1);
+
+// fast_p (KernelBench): the share of a set of kernels that are correct and more than p times
+// faster than a baseline. Every kernel counts in the denominator, including those with no
+// speedup (a reference that could not be timed, a kernel that failed its gates): they are not
+// fast.
+struct FastPKernel {
+  bool correct = false;             // passed correctness (a performance rejection still did)
+  std::optional<double> speedup;    // over the baseline, the point estimate
+};
+struct FastP {
+  double p = 1;
+  std::size_t fast = 0;    // correct and speedup > p
+  std::size_t total = 0;   // the denominator: every kernel given
+  std::size_t timed = 0;   // of them, those with a speedup at all
+  double share() const { return total ? static_cast<double>(fast) / static_cast<double>(total) : 0; }
+};
+FastP fast_p(const std::vector<FastPKernel>& kernels, double p);
 
 }  // namespace kfleet::stats

@@ -7,6 +7,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "kfleet/testing/loopback.hpp"
+
 namespace kfleet::provision::testing {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -48,11 +50,7 @@ struct LoopbackHttpServer::Impl {
 
 LoopbackHttpServer::LoopbackHttpServer(Handler handler) : impl_(std::make_unique<Impl>()) {
   impl_->handler = std::move(handler);
-  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
-  impl_->acceptor.open(ep.protocol());
-  impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
-  impl_->acceptor.bind(ep);
-  impl_->acceptor.listen();
+  kfleet::testing::listen_on_loopback(impl_->acceptor);
   asio::co_spawn(impl_->io, impl_->accept_loop(), asio::detached);
   impl_->thread = std::thread([i = impl_.get()] { i->io.run(); });
 }

@@ -82,6 +82,18 @@ int main(int argc, char** argv) {
     return bad ? 1 : 0;
   }
   if (mode == "benchmark") {
+    // kfleet's PyTorch references as the fake recorder names their device code: eager at
+    // 150 µs, torch.compile at 80 µs; every other kernel at 100 µs.
+    if (device_code.find("eeeeeeeeeeeeeeee.cubin") != std::string::npos) {
+      std::printf("{\"type\":\"bench\",\"case\":\"%s\",\"n\":5,\"median_us\":150,\"samples_us\":[149,150,150,151,150],"
+                  "\"suspect\":false,\"recheck\":{\"pass\":true}}\n", name.c_str());
+      return 0;
+    }
+    if (device_code.find("cccccccccccccccc.cubin") != std::string::npos) {
+      std::printf("{\"type\":\"bench\",\"case\":\"%s\",\"n\":5,\"median_us\":80,\"samples_us\":[79,80,80,81,80],"
+                  "\"suspect\":false,\"recheck\":{\"pass\":true}}\n", name.c_str());
+      return 0;
+    }
     std::printf("{\"type\":\"bench\",\"case\":\"%s\",\"n\":5,\"median_us\":%d,\"samples_us\":[99,100,100,101,100],"
                 "\"suspect\":false,\"recheck\":{\"pass\":true}}\n", name.c_str(), 100 + (fake_launch ? fake_launch(nullptr, 0) : 0));
     return 0;

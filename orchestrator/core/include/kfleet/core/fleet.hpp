@@ -60,11 +60,16 @@ void on_run_finished(ControlPlane& cp, const store::FinishedRun& finished,
 // Starts a regression run from a POST /api/v1/regressions body (load_suite_request form).
 Result<store::RegressionRecord> start_regression(ControlPlane& cp, const nlohmann::json& request,
                                                  const std::string& submitted_by);
-// {id, suite, created, state, regressed, cells: [...]} recomputed from its jobs (and stored).
+// {id, suite, created, state, regressed, cells: [...], fast_p} recomputed from its jobs (and
+// stored; fast_p is computed from the cells each time).
 Result<nlohmann::json> regression_view(ControlPlane& cp, std::int64_t id);
 nlohmann::json regression_summary(const store::RegressionRecord& r);  // for the list
+// fast_p (kfleet::fast_p_json) over a regression run's cells: those of a problem's kernel that
+// are no longer pending, each cell (a kernel on a GPU class) one kernel of the denominator.
+nlohmann::json regression_fast_p(const nlohmann::json& cells);
 
-// {name, jobs, current_best, kept_wins: [...], rejections: [...], pending: [...]}
+// {name, jobs, current_best, kept_wins: [...], rejections: [...], pending: [...], no_repeat,
+// fast_p}: fast_p over the campaign's finished jobs on a problem's kernel.
 Result<nlohmann::json> campaign_view(store::Store& st, const std::string& name);
 
 }  // namespace kfleet::core
