@@ -1,5 +1,7 @@
 #include "swarm.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -265,6 +267,12 @@ Swarm::Swarm(std::vector<SwarmAgent> agents, SwarmOptions o)
 Swarm::~Swarm() { stop(); }
 
 void Swarm::start() {
+  // One socket per agent: 10,000 agents are past the usual soft limit of 1,024 open files.
+  rlimit l{};
+  if (getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < l.rlim_max) {
+    l.rlim_cur = l.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &l);
+  }
   for (std::size_t i = 0; i < impl_->agents.size(); ++i)
     asio::co_spawn(impl_->io, impl_->agent(i), asio::detached);
   thread_ = std::thread([this] { impl_->io.run(); });
