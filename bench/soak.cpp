@@ -174,7 +174,7 @@ struct SoakResult {
   // --takeover
   double takeover_s = -1;
   std::vector<std::int64_t> back_after_ms;
-  std::int64_t never_back = 0;
+  std::int64_t never_back = 0, takeover_errors = 0;
 };
 
 void soak_one(const std::string& bin, const std::string& backend, const Options& o,
@@ -352,6 +352,7 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   out.upload_errors = st.upload_errors;
   out.lost_leases = st.lost_leases;
   out.connect_errors = st.connect_errors;
+  out.takeover_errors = st.takeover_errors;
   for (auto b : st.back_after_ms) {
     if (b >= 0) out.back_after_ms.push_back(b);
     else ++out.never_back;
@@ -421,9 +422,11 @@ void print(const std::string& backend, SoakResult& r, const Options& o) {
   std::printf("\n");
   if (r.takeover_s >= 0 || o.takeover) {
     std::printf("takeover: a standby served as leader %.2f s after the leader's kill -9; agents "
-                "answered again after p50 %.2f s, p99 %.2f s, max %.2f s (%lld never)\n",
+                "answered again after p50 %.2f s, p99 %.2f s, max %.2f s (%lld never); heartbeats "
+                "and polls refused or cut meanwhile: %lld (not counted above)\n",
                 r.takeover_s, pct(r.back_after_ms, 0.5) / 1000, pct(r.back_after_ms, 0.99) / 1000,
-                pct(r.back_after_ms, 1.0) / 1000, static_cast<long long>(r.never_back));
+                pct(r.back_after_ms, 1.0) / 1000, static_cast<long long>(r.never_back),
+                static_cast<long long>(r.takeover_errors));
   }
   const double p99 = r.user["all"].q(0.99);
   const double hb99 = pct(r.heartbeat_ms, 0.99);

@@ -130,6 +130,14 @@ struct Swarm::Impl {
     co_return Reply{res.result_int(), std::move(res.body())};
   }
 
+  // Since the leader was killed (--takeover): what fails or is slow then is the failover's,
+  // counted apart from the soak's figures.
+  bool in_takeover(const Clock::time_point& t) const {
+    const std::int64_t kill = st.kill_at_ns.load();
+    return kill != 0 &&
+           std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count() >= kill;
+  }
+
   // A heartbeat, timed; nullopt on a transport failure or an answer other than 200.
   asio::awaitable<std::optional<nlohmann::json>> heartbeat(std::size_t i, Conn& c,
                                                            const std::string& body) {
@@ -137,15 +145,17 @@ struct Swarm::Impl {
     const auto t0 = Clock::now();
     auto r = co_await call(c, a.token, "/api/v1/agents/" + std::to_string(a.id) + "/heartbeat",
                            body, milliseconds(10'000));
+    const bool takeover = in_takeover(t0) || in_takeover(Clock::now());
     if (!r || r->status != 200) {
-      ++st.heartbeat_errors;
+      ++(takeover ? st.takeover_errors : st.heartbeat_errors);
       co_return std::nullopt;
     }
-    st.heartbeat_ms.push_back(std::chrono::duration<float, std::milli>(Clock::now() - t0).count());
-    ++st.heartbeats;
-    if (const std::int64_t kill = st.kill_at_ns.load(); kill != 0 && st.back_after_ms[i] < 0 &&
-                                                        mono_ns() > kill)
-      st.back_after_ms[i] = (mono_ns() - kill) / 1'000'000;
+    if (!takeover) {
+      st.heartbeat_ms.push_back(std::chrono::duration<float, std::milli>(Clock::now() - t0).count());
+      ++st.heartbeats;
+    } else if (st.back_after_ms[i] < 0) {
+      st.back_after_ms[i] = (mono_ns() - st.kill_at_ns.load()) / 1'000'000;
+    }
     co_return nlohmann::json::parse(r->body, nullptr, false);
   }
 
@@ -225,7 +235,7 @@ struct Swarm::Impl {
       if (stopping) break;
       auto r = co_await call(c, a.token, poll, "{}", milliseconds(o.poll_wait_ms + 10'000));
       if (!r || (r->status != 200 && r->status != 204)) {
-        ++st.poll_errors;
+        ++(in_takeover(Clock::now()) ? st.takeover_errors : st.poll_errors);
         co_await backoff();
         continue;
       }

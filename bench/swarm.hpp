@@ -44,6 +44,9 @@ struct SwarmStats {
   // Failover: per agent, the time (ms since kill_at_ns, CLOCK_MONOTONIC) of its first
   // answered heartbeat after kill_at_ns was set; -1 until then.
   std::atomic<std::int64_t> kill_at_ns{0};
+  // Heartbeats and polls that failed after kill_at_ns (the failover's, not the soak's); the
+  // counts and latencies above are from before it.
+  std::atomic<std::int64_t> takeover_errors{0};
   std::vector<std::int64_t> back_after_ms;
 };
 
