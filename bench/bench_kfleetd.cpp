@@ -143,7 +143,8 @@ std::unique_ptr<Kfleetd> start_kfleetd(const std::string& bin, const std::string
     for (int i = 0; i < standbys; ++i) {
       const std::string name = "standby" + std::to_string(i + 1);
       k->standbys.push_back(spawn(name));
-      wait_port(name, k->standbys.back());
+      k->standby_urls.push_back("http://127.0.0.1:" +
+                                std::to_string(wait_port(name, k->standbys.back())));
     }
   }
   return k;

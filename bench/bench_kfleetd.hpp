@@ -43,6 +43,7 @@ struct Kfleetd {
   int db_server_pid = 0;  // a scratch PostgreSQL server's postmaster; 0 for SQLite or a --db URL
   e2e::Proc leader;
   std::vector<e2e::Proc> standbys;
+  std::vector<std::string> standby_urls;  // each standby's http://127.0.0.1:port
   // On a scratch PostgreSQL started with profile = true: runs one statement on the bench's
   // database and returns its rows (pg_stat_statements for the bench notes); else an error.
   std::function<Result<std::string>(const std::string& sql)> pg_query;

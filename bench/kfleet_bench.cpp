@@ -26,6 +26,7 @@
 #include "bench_kfleetd.hpp"
 #include "bench_report.hpp"
 #include "soak.hpp"
+#include "swarm.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/http_client.hpp"
 #include "support.hpp"
@@ -313,31 +314,57 @@ void ingest_end(Subject& s) {
                                   batches, "batch of 500 events");
 }
 
-// 3. Scheduling throughput: n_agents H100 agents enrol and drain the backlog through HTTP.
+// 3. Scheduling throughput: n_agents H100 agents enrol and drain the backlog through HTTP, each
+// a coroutine of the bench's swarm (swarm.hpp: one connection per agent, all on one thread, so
+// that 10,000 agents are 10,000 connections and not 10,000 threads), which long-polls and
+// finishes each lease at once.
 void schedule(Subject& s, int n_agents) {
   Figures& f = s.f;
   const int depth = f.depth;
   const std::string& url = s.k->url;
   auto& k = s.k;
-  std::vector<Agent> agents;
-  for (int i = 0; i < n_agents; ++i) agents.push_back(enrol(url, "a" + std::to_string(i), "H100"));
-  std::atomic<int> done{0};
+  std::vector<Agent> agents(static_cast<std::size_t>(n_agents));
+  {
+    std::atomic<int> next{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+      ts.emplace_back([&] {
+        for (int i = next++; i < n_agents; i = next++) {
+          agents[static_cast<std::size_t>(i)] = enrol(url, "a" + std::to_string(i), "H100");
+        }
+      });
+    for (auto& t : ts) t.join();
+  }
+  kfleet::bench::SwarmOptions so;
+  so.urls = {url};
+  so.drain = true;
+  so.poll_wait_ms = 1000;
+  so.drain_target = depth;
+  kfleet::bench::Swarm swarm(std::move(agents), so);
   kfleet::bench::reset_pg_profile(*k);
   const auto trips0 = kfleet::bench::round_trips(*k);
   const auto cpu0 = kfleet::bench::cpu_ms(*k);
   auto t0 = Clock::now();
-  {
-    std::vector<std::thread> threads;
-    for (const auto& a : agents)
-      threads.emplace_back([&, a] {
-        HttpClient c(url, a.token);
-        while (done.load() < depth)
-          if (take_one(c, a, 1000)) ++done;
-      });
-    for (auto& t : threads) t.join();
+  swarm.start();
+  while (swarm.stats().finishes.load() < depth) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (ms_since(t0) > 900'000) {
+      std::fprintf(stderr, "bench: the drain stalled: %lld of %d jobs finished in 15 min\n",
+                   static_cast<long long>(swarm.stats().finishes.load()), depth);
+      std::exit(1);
+    }
   }
   f.jobs_per_s = depth / (ms_since(t0) / 1000.0);
   const auto cpu1 = kfleet::bench::cpu_ms(*k);
+  swarm.stop();
+  const auto& st = swarm.stats();
+  std::fprintf(stderr,
+               "kfleet_bench: %d queued, %s: %d agents drained them at %.0f jobs/s (poll errors "
+               "%lld, finish errors %lld, leases lost %lld)\n",
+               depth, s.backend.c_str(), n_agents, f.jobs_per_s,
+               static_cast<long long>(st.poll_errors.load()),
+               static_cast<long long>(st.finish_errors.load()),
+               static_cast<long long>(st.lost_leases.load()));
   f.kfleetd_cpu_per_job = (cpu1.kfleetd - cpu0.kfleetd) / depth;
   f.db_cpu_per_job = (cpu1.db_server - cpu0.db_server) / depth;
   // The drain's window on CLOCK_MONOTONIC, for a trace taken beside the bench

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 
 namespace kfleet {
 namespace {
@@ -20,11 +21,6 @@ constexpr OutcomeName kOutcomes[] = {
     {RunOutcome::rejected, "rejected"}, {RunOutcome::error, "error"},
     {RunOutcome::lost, "lost"},         {RunOutcome::cancelled, "cancelled"},
 };
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 template <class T>
 void opt_to(nlohmann::json& j, const char* k, const std::optional<T>& v) {
@@ -161,14 +157,25 @@ GpuInfo gpu_info_from_json(const nlohmann::json& j) {
   return g;
 }
 
+namespace {
+// a == b ignoring ASCII case, without copying either (a scheduling pass asks this of every
+// agent for each kind of queued job).
+bool iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+}  // namespace
+
 bool gpu_matches(const std::string& wanted, const GpuInfo& gpu) {
-  const std::string w = lower(wanted);
-  if (w.empty()) return false;
-  if (w == lower(gpu.gpu_class)) return true;
-  const std::string a = lower(gpu.arch);
-  if (w == a) return true;
+  if (wanted.empty()) return false;
+  if (iequal(wanted, gpu.gpu_class) || iequal(wanted, gpu.arch)) return true;
   // "sm_90" is served by an "sm_90a" agent (the arch-specific variant is a superset).
-  return a.size() == w.size() + 1 && a.compare(0, w.size(), w) == 0 && a.back() == 'a';
+  const std::string& a = gpu.arch;
+  return a.size() == wanted.size() + 1 && (a.back() == 'a' || a.back() == 'A') &&
+         iequal(std::string_view(a).substr(0, wanted.size()), wanted);
 }
 
 }  // namespace kfleet

@@ -126,7 +126,11 @@ Awaitable get_job(Ctx& c) {
   auto j = c.cp.store().get_job(c.id());
   if (!j) co_return error_response(c.req, http::status::not_found, "not_found", "no such job");
   nlohmann::json runs = nlohmann::json::array();
-  for (const auto& r : c.cp.store().runs_for_job(j->id)) runs.push_back(run_json(r));
+  // A running run's lease as the leader holds it (the store's is renewed lazily).
+  for (auto& r : c.cp.store().runs_for_job(j->id)) {
+    c.cp.overlay_live(r);
+    runs.push_back(run_json(r));
+  }
   nlohmann::json job = job_json(*j, true);
   // Submitted as parent + change: the diff against the parent, for every view to show.
   auto origin = c.cp.store().job_origin(j->id);
@@ -143,6 +147,7 @@ Awaitable cancel_job(Ctx& c) {
 Awaitable get_run(Ctx& c) {
   auto r = c.cp.store().get_run(c.id());
   if (!r) co_return error_response(c.req, http::status::not_found, "not_found", "no such run");
+  c.cp.overlay_live(*r);
   auto j = c.cp.store().get_job(r->job_id);
   co_return json_response(c.req, http::status::ok,
                           {{"run", run_json(*r)}, {"job", j ? job_json(*j) : nlohmann::json()}});
@@ -190,7 +195,11 @@ Awaitable list_agents(Ctx& c) {
   auto rows = c.cp.store().list_agents(f);
   const bool more = static_cast<int>(rows.size()) > page;
   if (more) rows.resize(static_cast<std::size_t>(page));
-  for (const auto& a : rows) agents.push_back(agent_json(a));
+  // Last seen as the leader heard it: heartbeats are not written to the store.
+  for (auto& a : rows) {
+    c.cp.overlay_live(a);
+    agents.push_back(agent_json(a));
+  }
   for (const auto& b : c.cp.store().region_blocks())
     if (b.until_ms > now) blocks.push_back(block_json(b, now));
   nlohmann::json out = {{"agents", agents}, {"blocks", blocks}};

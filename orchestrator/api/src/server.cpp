@@ -3,6 +3,8 @@
 // throws gets 500 and the server keeps serving.
 #include "kfleet/api/server.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -96,6 +99,29 @@ Response unauthorized(const Request& req, const std::string& message) {
   Response res = error_response(req, http::status::unauthorized, "unauthorized", message);
   res.set(http::field::www_authenticate, "Bearer realm=\"kfleetd\"");
   return res;
+}
+
+// Each connection is a socket (a file descriptor) and the coroutine that serves it: an agent
+// waiting in a long poll holds one (kfleet-agent keeps a second for its heartbeats), so the
+// process's soft limit on open files (often 1,024) is raised to its hard limit. Returns the
+// limit in force.
+rlim_t raise_open_files_limit() {
+  rlimit l{};
+  if (getrlimit(RLIMIT_NOFILE, &l) != 0) return 0;
+  if (l.rlim_cur < l.rlim_max) {
+    rlimit want = l;
+    want.rlim_cur = l.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) l = want;
+  }
+  return l.rlim_cur;
+}
+
+// accept() failed for want of a file descriptor (or kernel memory): the connections already
+// open are served on, and accepting resumes a moment later instead of spinning.
+bool out_of_descriptors(const boost::system::error_code& ec) {
+  const int e = ec.value();
+  return ec.category() == boost::system::system_category() &&
+         (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM);
 }
 
 Response forbidden(const Request& req, const std::string& message) {
@@ -188,12 +214,26 @@ struct Server::Impl {
   }
 
   asio::awaitable<void> accept_loop() {
+    asio::steady_timer pause(acceptor.get_executor());
+    auto last_warned = std::chrono::steady_clock::time_point{};
     for (;;) {
       boost::system::error_code ec;
       tcp::socket sock = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-        log::warn("api", "accept: ", ec.message());
+        if (!out_of_descriptors(ec)) {
+          log::warn("api", "accept: ", ec.message());
+          continue;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_warned > std::chrono::minutes(1)) {
+          last_warned = now;
+          log::warn("api", "accept: ", ec.message(), " (open files limit ",
+                    raise_open_files_limit(), "): new connections wait while the ",
+                    "open ones are served; raise LimitNOFILE (systemd) or ulimit -n");
+        }
+        pause.expires_after(std::chrono::milliseconds(100));
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
 #ifdef KFLEET_HAVE_TLS
@@ -464,6 +504,9 @@ Server::~Server() = default;
 
 Result<std::uint16_t> Server::listen() {
   if (auto t = impl_->setup_tls(); !t) return t.error();
+  const rlim_t files = raise_open_files_limit();
+  log::debug("api", "open files limit ", files, ": about ", files > 64 ? files - 64 : 0,
+             " connections");
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(impl_->opts.address, ec);
   if (ec) return make_error(Errc::invalid_argument, "bad listen address '" + impl_->opts.address + "'");

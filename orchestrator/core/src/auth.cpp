@@ -184,6 +184,7 @@ Result<store::AgentRecord> ControlPlane::retire_agent(std::int64_t id, const std
   if (a->current_run_id != 0) {
     auto j = store_.expire_run(a->current_run_id,
                                "agent " + std::to_string(id) + " was retired by " + by, clock_->now_ms());
+    fleet_.freed(id, a->current_run_id, store::AgentState::lost, clock_->now_ms());
     if (j) {
       requeued_run = a->current_run_id;
       run_agents_.erase(requeued_run);
@@ -199,8 +200,8 @@ Result<store::AgentRecord> ControlPlane::retire_agent(std::int64_t id, const std
   // Its token dies with it: forget it everywhere it is looked up.
   agent_by_hash_.erase(a->token_hash);
   agent_hash_cache_[id] = std::string(64, '-');
-  agent_identity_.erase(id);
-  finished_at_.erase(id);
+  if (auto w = waiters_.find(id); w != waiters_.end()) end_wait(id, *w->second);
+  fleet_.remove(id);
   audit(by, "agent.retire", {{"agent_id", id}, {"name", a->name}, {"requeued_run", requeued_run}});
   request_plan();
   auto out = store_.get_agent(id);

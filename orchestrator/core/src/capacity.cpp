@@ -47,11 +47,17 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
     // A regional quota blocks every zone of the region, not only the one asked.
     const std::string where = res.block_region.empty() ? r.region : res.block_region;
     std::optional<store::RegionBlock> prev;
-    for (const auto& b : store_.region_blocks())
-      if (b.provider == prov_.name() && b.region == where && b.gpu_class == gpu_class) prev = b;
+    auto& blocks = region_blocks();
+    auto same = [&](const store::RegionBlock& b) {
+      return b.provider == prov_.name() && b.region == where && b.gpu_class == gpu_class;
+    };
+    for (const auto& b : blocks)
+      if (same(b)) prev = b;
     auto b = sched::next_block(cfg_.block_policy, prev, prov_.name(), where, gpu_class, kind,
                                res.message, now, jitter_unit());
     store_.put_region_block(b);
+    blocks.erase(std::remove_if(blocks.begin(), blocks.end(), same), blocks.end());
+    blocks.push_back(b);
     ev["blocked_region"] = where;
     ev["blocked_until_ms"] = b.until_ms;
     ev["blocked_until"] = format_iso8601(b.until_ms);
@@ -64,6 +70,13 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
                                                  now + cfg_.enrol_deadline_ms};
       // Capacity came: a region's earlier stockout no longer stands.
       store_.clear_region_block(prov_.name(), r.region, r.gpu);
+      auto& blocks = region_blocks();
+      blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
+                                  [&](const store::RegionBlock& b) {
+                                    return b.provider == prov_.name() && b.region == r.region &&
+                                           b.gpu_class == r.gpu;
+                                  }),
+                   blocks.end());
       break;
     }
     case provision::Outcome::stockout:
@@ -94,6 +107,12 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
   request_plan();
 }
 
+std::vector<store::RegionBlock>& ControlPlane::region_blocks() {
+  // Only the leader writes them (above): read once, then kept as it writes them.
+  if (!blocks_) blocks_ = store_.region_blocks();
+  return *blocks_;
+}
+
 void ControlPlane::tick() {
   if (stopped_) return;
   const TimeMs now = clock_->now_ms();
@@ -115,7 +134,7 @@ void ControlPlane::tick() {
     request_plan();
   }
   // A block that ended since the last tick, or a backoff that ran out, may unblock a job.
-  for (const auto& b : store_.region_blocks())
+  for (const auto& b : region_blocks())
     if (b.until_ms > last_tick_ms_ && b.until_ms <= now) request_plan();
   for (const auto& [job, until] : retry_after_)
     if (until > last_tick_ms_ && until <= now) request_plan();
@@ -124,21 +143,39 @@ void ControlPlane::tick() {
   // scale-to-zero, every spot reclaim) does not carry its dead on every pass.
   // A database from before retirement may hold thousands of long-lost agents: retire a
   // bounded number a tick, so that no tick holds the control-plane thread for long.
+  // Silence is read from memory (the live fleet's last-heard times, which heartbeats keep
+  // without writing); only the change, idle to lost, is written.
   int retire_budget = 100;
-  for (const auto& a : store_.list_agents()) {
+  std::vector<std::int64_t> silent, gone;
+  for (const auto& [id, live] : fleet_.agents()) {
+    const store::AgentRecord& a = live.rec;
+    const TimeMs heard = std::max(live.heard_ms, liveness_from_ms_);
     if (a.state == store::AgentState::idle && a.current_run_id == 0 &&
-        now - a.last_seen_ms > cfg_.lease_ttl_ms && !waiters_.count(a.id)) {
-      if (auto r = store_.set_agent_state(a.id, store::AgentState::lost, now); !r)
-        log::warn("core", "cannot mark silent agent ", a.id, " lost: ", r.error().message);
+        now - heard > cfg_.lease_ttl_ms && !waiters_.count(a.id)) {
+      silent.push_back(id);
     } else if (a.state == store::AgentState::lost && a.current_run_id == 0 &&
-               cfg_.lost_agent_retire_ms > 0 && now - a.last_seen_ms > cfg_.lost_agent_retire_ms &&
+               cfg_.lost_agent_retire_ms > 0 && now - live.heard_ms > cfg_.lost_agent_retire_ms &&
                retire_budget-- > 0) {
-      if (auto r = retire_agent(a.id, "kfleetd"); !r)
-        log::warn("core", "cannot retire lost agent ", a.id, ": ", r.error().message);
-      else
-        log::info("core", "agent ", a.id, " (", a.name, ") lost for ",
-                  (now - a.last_seen_ms) / 1000, " s: retired");
+      gone.push_back(id);
     }
+  }
+  for (const std::int64_t id : silent) {
+    if (auto r = store_.set_agent_state(id, store::AgentState::lost, now); !r) {
+      log::warn("core", "cannot mark silent agent ", id, " lost: ", r.error().message);
+    } else if (auto* live = fleet_.find(id)) {
+      live->rec.state = store::AgentState::lost;
+      live->rec.last_seen_ms = std::max(live->rec.last_seen_ms, now);  // as the store writes it
+      live->heard_ms = std::max(live->heard_ms, now);
+    }
+  }
+  for (const std::int64_t id : gone) {
+    const auto* live = fleet_.find(id);
+    const std::string name = live ? live->rec.name : "";
+    const TimeMs silent_ms = live ? now - live->heard_ms : 0;
+    if (auto r = retire_agent(id, "kfleetd"); !r)
+      log::warn("core", "cannot retire lost agent ", id, ": ", r.error().message);
+    else
+      log::info("core", "agent ", id, " (", name, ") lost for ", silent_ms / 1000, " s: retired");
   }
   release_idle_agents(now);
   last_tick_ms_ = now;
@@ -149,18 +186,24 @@ void ControlPlane::tick() {
 }
 
 void ControlPlane::expire_leases(TimeMs now) {
-  for (const auto& run : store_.expired_runs(now)) {
-    auto j = store_.expire_run(run.id,
+  // The leases' expiries are the leader's (memory): an expiry is written when it happens.
+  std::vector<std::pair<std::int64_t, LiveFleet::Run>> expired;
+  for (const auto& [id, run] : fleet_.runs())
+    if (run.expires_ms <= now) expired.emplace_back(id, run);
+  for (const auto& [run_id, run] : expired) {
+    auto j = store_.expire_run(run_id,
                                "agent " + std::to_string(run.agent_id) + " silent for more than " +
                                    std::to_string(cfg_.lease_ttl_ms / 1000) + " s (lease expired)",
                                now);
+    // Refused, the store holds the run ended already (memory missed it): memory follows.
+    fleet_.freed(run.agent_id, run_id, store::AgentState::lost, now);
     if (!j) {
-      log::warn("core", "cannot expire run ", run.id, ": ", j.error().message);
+      log::warn("core", "cannot expire run ", run_id, ": ", j.error().message);
       continue;
     }
-    run_agents_.erase(run.id);
+    run_agents_.erase(run_id);
     remember_pending(*j);  // requeued (or, out of attempts, gone from the queue)
-    log::warn("core", "run ", run.id, " of job ", run.job_id, " lost its agent ", run.agent_id,
+    log::warn("core", "run ", run_id, " of job ", run.job_id, " lost its agent ", run.agent_id,
               "; job is now ", to_string(j->state));
     events_changed();
     request_plan();
@@ -169,9 +212,13 @@ void ControlPlane::expire_leases(TimeMs now) {
 
 void ControlPlane::release_idle_agents(TimeMs now) {
   if (cfg_.idle_agent_ttl_ms <= 0) return;
-  for (const auto& a : store_.list_agents()) {
+  std::vector<store::AgentRecord> idle;
+  for (const auto& [id, live] : fleet_.agents()) {
+    const store::AgentRecord& a = live.rec;
     if (a.provider == "static" || a.instance_id.empty() || a.current_run_id != 0) continue;
-    if (a.state == store::AgentState::retired) continue;
+    if (idle_since_.count(id)) idle.push_back(a);
+  }
+  for (const auto& a : idle) {
     auto it = idle_since_.find(a.id);
     if (it == idle_since_.end() || now - it->second < cfg_.idle_agent_ttl_ms) continue;
     log::info("core", "agent ", a.id, " idle for ", (now - it->second) / 1000,
@@ -183,13 +230,9 @@ void ControlPlane::release_idle_agents(TimeMs now) {
                 r.error().message);
       continue;
     }
-    if (auto w = waiters_.find(a.id); w != waiters_.end()) {
-      w->second->done = true;
-      w->second->timer.cancel();
-    }
+    if (auto w = waiters_.find(a.id); w != waiters_.end()) end_wait(a.id, *w->second);
     idle_since_.erase(it);
-    agent_identity_.erase(a.id);
-    finished_at_.erase(a.id);
+    fleet_.remove(a.id);
     const std::string id = a.instance_id;
     prov_.release(id, [id](Result<void> r) {
       if (!r) log::warn("core", "release of ", id, " failed: ", r.error().message);

@@ -26,16 +26,31 @@ ControlPlane::~ControlPlane() { stop(); }
 
 void ControlPlane::start() {
   const TimeMs now = clock_->now_ms();
-  // A restarted kfleetd gives every running lease a fresh TTL so that agents which kept
-  // working while it was down can reconnect, renew and deliver their spooled events.
-  for (const auto& run : store_.running_runs()) {
-    auto r = store_.renew_lease(run.id, run.fencing_token, cfg_.lease_ttl_ms, now);
-    if (!r) log::warn("core", "cannot renew run ", run.id, " on recovery: ", r.error().message);
-  }
+  // The live fleet into memory. Last-heard times died with the previous kfleetd: an agent's
+  // silence counts from now at the latest (liveness_from_ms_), so a live agent has a TTL to
+  // speak again before it is marked lost.
+  fleet_.clear();
+  blocks_.reset();
+  liveness_from_ms_ = now;
   for (const auto& a : store_.list_agents()) {
     idle_since_[a.id] = now;
     if (!a.token_hash.empty() && a.state != store::AgentState::retired)
       agent_by_hash_[a.token_hash] = a.id;
+    fleet_.add(a, a.last_seen_ms);
+  }
+  // A restarted kfleetd gives every running lease a fresh TTL so that agents which kept
+  // working while it was down can reconnect, renew and deliver their spooled events. The TTL
+  // is the leader's, in memory; the store's is written at the run's next heartbeat (its
+  // stored expiry being behind), one write per run as the agents come back, not all here.
+  for (const auto& run : store_.running_runs()) {
+    const auto* a = fleet_.find(run.agent_id);
+    fleet_.runs()[run.id] = LiveFleet::Run{run.agent_id,      run.job_id,
+                                           run.fencing_token, now + cfg_.lease_ttl_ms,
+                                           run.lease_expires_ms, run.host, run.slot,
+                                           run.host_exclusive};
+    if (a && a->rec.current_run_id != run.id)
+      log::warn("core", "run ", run.id, " is running but agent ", run.agent_id, " holds run ",
+                a->rec.current_run_id);
   }
   bootstrap_tokens();
   for (const auto& j : store_.pending_jobs()) remember_pending(j);
@@ -146,9 +161,7 @@ std::variant<SubmitResult, SubmitError> ControlPlane::submit(const SubmitRequest
                                          assign_decision(*planned, *planned_agent),
                                          cfg_.lease_ttl_ms};
   // The checks, the bundle, the job and its lease: one store transaction (one round trip on
-  // PostgreSQL). Without a lease the submit asks for a pass; when that will run at once, the
-  // fleet view it needs comes back with the submit.
-  if (!sub.grant && plan_runs_at_once()) store_.read_fleet_view_with_next_commit();
+  // PostgreSQL). Without a lease the submit asks for a pass, which reads the fleet from memory.
   auto done = store_.submit_job(sub, clock_->now_ms());
   if (!done) return SubmitError{done.error(), {}};
   if (done->duplicate) return SubmitResult{done->job, done->job.id, {}};
@@ -190,6 +203,9 @@ Result<store::JobRecord> ControlPlane::cancel(std::int64_t job_id, const std::st
                                 by.empty() ? "cancelled by user" : "cancelled by " + by,
                                 clock_->now_ms(), by);
   if (r) {
+    // The store ended its run and freed the run's agent (idle): so does memory.
+    if (const auto* run = fleet_.run(job->current_run_id))
+      fleet_.freed(run->agent_id, job->current_run_id, store::AgentState::idle, clock_->now_ms());
     remember_pending(*r);
     audit(by, "job.cancel", {{"job_id", job_id}, {"run_id", job->current_run_id}});
   }
@@ -234,8 +250,7 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
   out.agent_id = a->id;
   agent_hash_cache_[a->id] = a->token_hash;
   agent_by_hash_[a->token_hash] = a->id;
-  agent_identity_.emplace(a->id, *a);  // its first lease reads nothing for it
-  last_fleet_.agents.push_back(*a);    // a submit's plan sees it before the next pass does
+  fleet_.add(*a, a->last_seen_ms);  // its leases read nothing for it; the next plan sees it
   idle_since_[a->id] = clock_->now_ms();
   log::info("core", "agent ", a->id, " '", a->name, "' enrolled in ", a->region, " (", a->backend,
             ", ", r.gpus.front().gpu_class, ")");
@@ -246,25 +261,86 @@ Result<EnrolResult> ControlPlane::enrol(const EnrolRequest& r) {
 Result<HeartbeatReply> ControlPlane::heartbeat(std::int64_t agent_id, std::int64_t run_id,
                                                std::int64_t fencing_token) {
   const TimeMs now = clock_->now_ms();
-  auto a = store_.touch_agent(agent_id, now);
-  if (!a) return a.error();
+  LiveFleet::Agent* a = live_agent(agent_id);
+  if (!a)
+    return make_error(Errc::not_found, "agent " + std::to_string(agent_id) +
+                                           " is not in the live fleet (retired or unknown); enrol again");
+  if (auto h = heard_from(*a, now); !h) return h.error();
   HeartbeatReply rep;
   if (run_id == 0) return rep;
-  auto run = store_.get_run(run_id);
-  if (!run || run->agent_id != agent_id || run->outcome != RunOutcome::running ||
-      run->fencing_token != fencing_token) {
-    rep.lease_valid = false;
-    rep.cancel = cancel_requested_.count(run_id) > 0;
-    return rep;
-  }
-  auto lease = store_.renew_lease(run_id, fencing_token, cfg_.lease_ttl_ms, now);
-  if (!lease) {
-    rep.lease_valid = false;
-    return rep;
-  }
-  rep.lease_expires_ms = lease->expires_ms;
   rep.cancel = cancel_requested_.count(run_id) > 0;
+  LiveFleet::Run* run = live_run(run_id);
+  if (!run || run->agent_id != agent_id || run->fencing_token != fencing_token) {
+    rep.lease_valid = false;
+    return rep;
+  }
+  // Renewed in memory. The store's expiry is written only when it has fallen half a TTL
+  // behind: what a reader of the store (a standby, a restarted kfleetd) sees is at most that
+  // early, and a restarted or new leader gives every running lease a fresh TTL anyway.
+  run->expires_ms = now + cfg_.lease_ttl_ms;
+  if (run->expires_ms - run->stored_expires_ms >= cfg_.lease_ttl_ms / 2) {
+    ++beats_written_;
+    auto lease = store_.renew_lease(run_id, fencing_token, cfg_.lease_ttl_ms, now);
+    if (!lease) {  // the store holds it ended or given to another: so does memory from now on
+      fleet_.runs().erase(run_id);
+      rep.lease_valid = false;
+      return rep;
+    }
+    run->stored_expires_ms = lease->expires_ms;
+  }
+  rep.lease_expires_ms = run->expires_ms;
   return rep;
+}
+
+LiveFleet::Agent* ControlPlane::live_agent(std::int64_t agent_id) {
+  if (auto* a = fleet_.find(agent_id)) return a;
+  auto stored = store_.get_agent(agent_id);
+  if (!stored || stored->state == store::AgentState::retired) return nullptr;
+  fleet_.add(*stored, stored->last_seen_ms);
+  return fleet_.find(agent_id);
+}
+
+LiveFleet::Run* ControlPlane::live_run(std::int64_t run_id) {
+  auto& runs = fleet_.runs();
+  if (auto it = runs.find(run_id); it != runs.end()) return &it->second;
+  auto r = store_.get_run(run_id);
+  if (!r || r->outcome != RunOutcome::running) return nullptr;
+  return &(runs[run_id] = LiveFleet::Run{r->agent_id, r->job_id, r->fencing_token,
+                                        r->lease_expires_ms, r->lease_expires_ms, r->host,
+                                        r->slot, r->host_exclusive});
+}
+
+Result<void> ControlPlane::heard_from(LiveFleet::Agent& a, TimeMs now) {
+  ++beats_heard_;
+  a.heard_ms = std::max(a.heard_ms, now);
+  if (a.rec.state != store::AgentState::lost || a.rec.current_run_id != 0) return ok_result();
+  // Back from lost: the store must know it is idle again (its row's state changes).
+  ++beats_written_;
+  auto r = store_.touch_agent(a.rec.id, now);
+  if (!r) return r.error();
+  a.rec.state = r->state;
+  a.rec.current_run_id = r->current_run_id;
+  a.rec.last_seen_ms = r->last_seen_ms;
+  log::info("core", "agent ", a.rec.id, " (", a.rec.name, ") speaks again: ",
+            store::to_string(a.rec.state));
+  request_plan();
+  return ok_result();
+}
+
+void ControlPlane::overlay_live(store::AgentRecord& a) const {
+  if (const auto* live = fleet_.find(a.id)) a.last_seen_ms = std::max(a.last_seen_ms, live->heard_ms);
+}
+
+void ControlPlane::overlay_live(store::RunRecord& r) const {
+  if (r.outcome != RunOutcome::running) return;
+  if (const auto* live = fleet_.run(r.id); live && live->fencing_token == r.fencing_token)
+    r.lease_expires_ms = live->expires_ms;
+}
+
+std::map<store::AgentState, std::int64_t> ControlPlane::agents_by_state() const {
+  std::map<store::AgentState, std::int64_t> out;
+  for (const auto& [id, a] : fleet_.agents()) ++out[a.rec.state];
+  return out;
 }
 
 Result<store::IngestResult> ControlPlane::ingest(std::int64_t agent_id, std::int64_t run_id,
@@ -333,16 +409,14 @@ Result<store::RunRecord> ControlPlane::finish(std::int64_t agent_id, std::int64_
                                 });
   }
   if (!r) return r.error();
-  return after_finish(agent_id, leased_here, *r);
+  return after_finish(agent_id, *r);
 }
 
-store::RunRecord ControlPlane::after_finish(std::int64_t agent_id, bool leased_here,
-                                            store::FinishedRun& r) {
+store::RunRecord ControlPlane::after_finish(std::int64_t agent_id, store::FinishedRun& r) {
   const std::int64_t run_id = r.run.id;
   run_agents_.erase(run_id);
-  // The agent held this run since this kfleetd leased it (a retire or an expiry would have
-  // refused the finish): the finish left its row idle, with no run, last seen now.
-  if (leased_here) finished_at_[agent_id] = clock_->now_ms();
+  // The finish left the agent's row idle, with no run, last seen now: so does memory.
+  fleet_.freed(agent_id, run_id, store::AgentState::idle, clock_->now_ms());
   record_cost(r.run);
   // Baselines from kept wins, regression matrices (fleet.hpp).
   if (const auto a = agent_identity(agent_id)) on_run_finished(*this, r, *a);
@@ -389,7 +463,7 @@ void ControlPlane::finish_gathered_now() {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto& p = *batch[i];
     if (results[i])
-      p.result = after_finish(p.call.agent_id, true, *results[i]);
+      p.result = after_finish(p.call.agent_id, *results[i]);
     else
       p.result = results[i].error();
     p.done = true;
@@ -410,6 +484,7 @@ Result<store::RunRecord> ControlPlane::hand_off(const store::RunRecord& run,
                                clock_->now_ms());
   if (!r) return r.error();
   run_agents_.erase(run.id);
+  fleet_.freed(agent.id, run.id, store::AgentState::idle, clock_->now_ms());
   built_.insert(r->id);
   remember_pending(*r);
   cancel_requested_.erase(run.id);
@@ -429,11 +504,9 @@ std::optional<std::int64_t> ControlPlane::run_agent(std::int64_t run_id) {
 }
 
 std::optional<store::AgentRecord> ControlPlane::agent_identity(std::int64_t agent_id) {
-  if (auto it = agent_identity_.find(agent_id); it != agent_identity_.end()) return it->second;
-  auto a = store_.get_agent(agent_id);
+  if (const auto* live = fleet_.find(agent_id)) return live->rec;
   // A standby's view comes from the leader's writes: it keeps nothing.
-  if (a && !cfg_.read_only) agent_identity_.emplace(agent_id, *a);
-  return a;
+  return store_.get_agent(agent_id);
 }
 
 // An instance the provisioner has a price for costs the job the hours its agent held the run,

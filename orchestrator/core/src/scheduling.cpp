@@ -20,47 +20,66 @@ namespace asio = boost::asio;
 
 asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
     std::int64_t agent_id, TimeMs wait_ms) {
-  // Right after the agent's finish its row is known without asking the store: the finish
-  // wrote it (idle, no run, last seen then), and its identity is read once per agent.
+  // The agent's state is the live fleet's (memory): a poll reads and writes nothing in the
+  // store, unless the agent comes back from lost.
   const TimeMs now = clock_->now_ms();
-  Result<store::AgentRecord> a = make_error(Errc::not_found, "agent " + std::to_string(agent_id));
-  if (auto f = finished_at_.find(agent_id); f != finished_at_.end()) {
-    const TimeMs finished = f->second;
-    finished_at_.erase(f);
-    if (auto known = now - finished < last_seen_resolution() ? agent_identity(agent_id)
-                                                             : std::nullopt) {
-      known->state = store::AgentState::idle;
-      known->current_run_id = 0;
-      known->last_seen_ms = finished;
-      a = std::move(*known);
-    }
+  LiveFleet::Agent* a = live_agent(agent_id);
+  if (!a) {
+    auto stored = store_.get_agent(agent_id);
+    if (stored && stored->state == store::AgentState::retired)
+      co_return make_error(Errc::forbidden, "agent " + std::to_string(agent_id) + " was retired");
+    co_return make_error(Errc::not_found,
+                         "agent " + std::to_string(agent_id) + " not found; enrol again");
   }
-  if (!a) a = store_.touch_agent(agent_id, now);
-  if (!a) co_return a.error();
-  if (a->current_run_id != 0)
+  if (auto h = heard_from(*a, now); !h) co_return h.error();
+  if (a->rec.current_run_id != 0)
     co_return make_error(Errc::conflict, "agent " + std::to_string(agent_id) + " holds run " +
-                                             std::to_string(a->current_run_id) +
+                                             std::to_string(a->rec.current_run_id) +
                                              "; finish it before asking for another");
-  if (a->state == store::AgentState::retired)
-    co_return make_error(Errc::forbidden, "agent " + std::to_string(agent_id) + " was retired");
   if (stopped_) co_return std::optional<LeaseOffer>{};
   // Capacity asked for on a job's behalf counts as coming until its agent asks for work (not
   // merely enrols): otherwise a plan in between would ask the cloud for it a second time.
-  if (!a->instance_id.empty()) pending_instances_.erase(a->instance_id);
-  if (auto old = waiters_.find(agent_id); old != waiters_.end()) {
-    old->second->done = true;  // a newer poll from the same agent replaces the old one
-    old->second->timer.cancel();
-  }
+  bool pass = !a->rec.instance_id.empty() && pending_instances_.erase(a->rec.instance_id) > 0;
+  if (auto old = waiters_.find(agent_id); old != waiters_.end())
+    end_wait(agent_id, *old->second);  // a newer poll from the same agent replaces the old one
   auto w = std::make_shared<Waiter>(ex_);
   w->timer.expires_after(std::chrono::milliseconds(std::max<TimeMs>(wait_ms, 0)));
   waiters_[agent_id] = w;
-  request_plan();
+  fleet_.set_waiting(agent_id, true);
+  // An agent back for work changes nothing for the queue unless it could run a queued job:
+  // 10,000 idle agents polling must not each cost a pass.
+  if (pass || worth_a_pass(*a)) request_plan();
   boost::system::error_code ec;
   co_await w->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  if (auto it = waiters_.find(agent_id); it != waiters_.end() && it->second == w)
+  if (auto it = waiters_.find(agent_id); it != waiters_.end() && it->second == w) {
+    end_wait(agent_id, *w);
     waiters_.erase(it);
+  }
   w->done = true;
   co_return std::move(w->offer);
+}
+
+void ControlPlane::end_wait(std::int64_t agent_id, Waiter& w) {
+  w.done = true;
+  w.timer.cancel();
+  fleet_.set_waiting(agent_id, false);
+}
+
+bool ControlPlane::worth_a_pass(const LiveFleet::Agent& a) const {
+  if (queue_.empty()) return false;
+  if (a.rec.backend == "compile") return true;  // builds: any job not yet built
+  const auto& slots = fleet_.slots();
+  auto slot = std::lower_bound(slots.begin(), slots.end(), a.rec.id,
+                               [](const sched::AgentSlot& x, std::int64_t id) { return x.id < id; });
+  if (slot == slots.end() || slot->id != a.rec.id) return true;
+  // Each class's jobs share what decides who can run them: its first job stands for them.
+  for (const auto& [key, c] : classes_) {
+    const QueuedJob& j = queue_.at(c.order.begin()->second);
+    if (sched::could_run(*slot, {j.id, j.priority, j.gpu, j.regions, false, j.host_exclusive,
+                                 j.language}))
+      return true;
+  }
+  return false;
 }
 
 bool ControlPlane::plan_runs_at_once() const {
@@ -147,33 +166,20 @@ void ControlPlane::forget_pending(std::int64_t job_id) {
   queue_.erase(it);
 }
 
-sched::Snapshot ControlPlane::snapshot() {
-  // The agents, the running runs and the region blocks: one read of the store (one round trip
-  // on PostgreSQL), one snapshot of the three.
-  last_fleet_ = store_.fleet_view();
-  return snapshot_of(last_fleet_, false);
-}
-
-sched::Snapshot ControlPlane::snapshot_of(const store::Store::FleetView& fleet, bool preview) {
+sched::Snapshot ControlPlane::snapshot(bool preview) {
   sched::Snapshot s;
   s.now = clock_->now_ms();
-  bool compilers = false;  // with compile agents in the fleet, every job builds on one first
-  for (const auto& a : fleet.agents) {
-    if (a.state == store::AgentState::retired) continue;
-    auto w = waiters_.find(a.id);
-    bool idle = w != waiters_.end() && !w->second->done && a.current_run_id == 0;
-    const bool compiler = a.backend == "compile";
-    compilers = compilers || compiler;
-    s.agents.push_back({a.id, a.region, a.gpus, idle, compiler, a.host, a.slot});
-  }
-  // How deep into a class a pass must look: past every job that could be given an agent, ask
-  // for capacity or ride on capacity asked for, plus one that can only wait.
+  // The live fleet, as memory holds it (a waiting agent is idle): no read of the store and no
+  // copy. With compile agents in the fleet, every job builds on one first.
+  s.fleet = &fleet_.slots();
+  const bool compilers = fleet_.compile_agents() > 0;
+  // How deep into a class a pass must look: past every job that could be given an agent (an
+  // idle one; a host-exclusive job may wait for any host), ask for capacity or ride on
+  // capacity asked for, plus one that can only wait.
   const int gpus_per_instance = std::max(prov_.gpus_per_instance(""), 1);
-  const std::size_t per_class =
-      s.agents.size() +
+  const std::size_t capacity =
       static_cast<std::size_t>(gpus_per_instance) * (in_flight_.size() + pending_instances_.size() +
-                           static_cast<std::size_t>(std::max(prov_.capacity_budget(), 0))) +
-      1;
+                           static_cast<std::size_t>(std::max(prov_.capacity_budget(), 0)));
   auto backing_off = [&](std::int64_t id) {
     auto it = retry_after_.find(id);
     if (it == retry_after_.end()) return false;
@@ -187,6 +193,9 @@ sched::Snapshot ControlPlane::snapshot_of(const store::Store::FleetView& fleet, 
   };
   for (auto& [key, c] : classes_) {
     if (!preview) c.planned_last.reset();
+    const bool exclusive = queue_.at(c.order.begin()->second).host_exclusive;
+    const std::size_t per_class =
+        (exclusive ? fleet_.slots().size() : fleet_.waiting()) + capacity + 1;
     std::size_t n = 0;
     std::optional<std::optional<sched::Wait>> parent_wait;  // looked up once per class and pass
     for (const auto& k : c.order) {
@@ -229,10 +238,10 @@ sched::Snapshot ControlPlane::snapshot_of(const store::Store::FleetView& fleet, 
     if (auto it = queue_.find(id); it != queue_.end())
       if (auto c = wait_change(it->second, w)) changes.push_back(std::move(*c));
   apply_waits(changes);
-  for (const auto& r : fleet.running) s.running.push_back({r.host, r.slot, r.host_exclusive});
+  s.running = fleet_.slot_uses();
   if (compilers)
     for (auto& j : s.queue) j.compile = built_.count(j.id) == 0;
-  s.blocks = fleet.blocks;
+  s.blocks = region_blocks();
   for (const auto& [job, f] : in_flight_) s.in_flight.push_back(f);
   for (const auto& [id, p] : pending_instances_)
     s.in_flight.push_back({p.job_id, p.region, p.gpu, gpus_per_instance});
@@ -253,10 +262,23 @@ std::optional<sched::Assign> ControlPlane::plan_for_new_job(const store::NewJob&
   // A child waits for its parent's result, which only a pass looks up. While passes are paced
   // this plan still runs: it is the submit's own work, without the store reads and the wait
   // reasons a pass writes.
-  if (stopped_ || !j.parent.empty()) return std::nullopt;
-  if (std::none_of(waiters_.begin(), waiters_.end(), [](const auto& w) { return !w.second->done; }))
-    return std::nullopt;
-  sched::Snapshot s = snapshot_of(last_fleet_, true);
+  if (stopped_ || !j.parent.empty() || fleet_.waiting() == 0) return std::nullopt;
+  // Behind as many jobs of its class (of its priority or higher) as there are agents waiting,
+  // it gets none now: the pass after the submit plans it, and the preview is not made.
+  QueuedJob q;
+  q.gpu = j.gpu;
+  q.regions = j.regions;
+  q.host_exclusive = j.host_exclusive;
+  q.language = store::job_language(j);
+  q.campaign = j.campaign;
+  if (auto c = classes_.find(class_key(q)); c != classes_.end()) {
+    std::size_t ahead = 0;
+    for (const auto& k : c->second.order) {
+      if (k.first > -j.priority || ++ahead >= fleet_.waiting()) break;
+    }
+    if (ahead >= fleet_.waiting()) return std::nullopt;
+  }
+  sched::Snapshot s = snapshot(true);
   // Its id is not known yet; it will be the newest, after every queued job of its priority.
   constexpr std::int64_t kNewJob = INT64_MAX;
   const bool compile = std::any_of(s.agents.begin(), s.agents.end(),
@@ -277,6 +299,7 @@ nlohmann::json ControlPlane::assign_decision(const sched::Assign& a,
 void ControlPlane::plan_now() {
   plan_pending_ = false;
   if (stopped_) return;
+  ++passes_;
   const auto t0 = std::chrono::steady_clock::now();
   struct Pace {  // records the pass's cost however it returns
     ControlPlane& cp;
@@ -415,6 +438,21 @@ void ControlPlane::deliver_offer(const sched::Assign& a, const store::AgentRecor
                                  const store::Store::GrantedLease& granted) {
   // Its agent for good (see run_agent()), and what finish() would otherwise read its job for.
   run_agents_[granted.lease.run_id] = {a.agent_id, self_reported_job(granted.job)};
+  // The lease in memory (its renewals are heartbeats), its agent busy.
+  fleet_.runs()[granted.lease.run_id] =
+      LiveFleet::Run{a.agent_id,
+                     granted.job.id,
+                     granted.lease.fencing_token,
+                     granted.lease.expires_ms,
+                     granted.lease.expires_ms,
+                     agent_record.host,
+                     agent_record.slot,
+                     granted.job.host_exclusive};
+  fleet_.leased(a.agent_id, granted.lease.run_id);
+  forget_pending(a.job_id);
+  in_flight_.erase(a.job_id);
+  wait_reason_.erase(a.job_id);
+  idle_since_.erase(a.agent_id);
   auto w = waiters_.find(a.agent_id);
   if (w == waiters_.end() || w->second->done) return;  // nothing suspends since grant() looked
   const store::Lease* lease = &granted.lease;
@@ -429,10 +467,9 @@ void ControlPlane::deliver_offer(const sched::Assign& a, const store::AgentRecor
     offer.phase = "compile";
     // The arch the job's GPU class runs, from any agent that has one; the compile agent
     // falls back to its own table when no such agent has enrolled yet.
-    for (const auto& other : store_.list_agents())
+    for (const auto& other : fleet_.slots())
       for (const auto& g : other.gpus)
-        if (other.backend != "compile" && offer.arch.empty() && gpu_matches(job.gpu, g))
-          offer.arch = g.arch;
+        if (!other.compiler && offer.arch.empty() && gpu_matches(job.gpu, g)) offer.arch = g.arch;
     if (offer.arch.empty() && job.gpu.rfind("sm_", 0) == 0) offer.arch = job.gpu;
     if (offer.arch.empty() && job.gpu.rfind("gfx", 0) == 0) offer.arch = job.gpu;
   } else {
@@ -442,12 +479,7 @@ void ControlPlane::deliver_offer(const sched::Assign& a, const store::AgentRecor
   auto waiter = w->second;
   waiters_.erase(w);
   waiter->offer = std::move(offer);
-  waiter->done = true;
-  waiter->timer.cancel();
-  forget_pending(a.job_id);
-  in_flight_.erase(a.job_id);
-  wait_reason_.erase(a.job_id);
-  idle_since_.erase(a.agent_id);
+  end_wait(a.agent_id, *waiter);  // wakes this agent's poll, and no other
   events_changed();
 }
 

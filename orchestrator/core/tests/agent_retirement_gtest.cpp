@@ -46,7 +46,7 @@ TEST(AgentRetirement, ALostAgentIsRetiredAfterTheGracePeriodAndItsRowKept) {
   p.cp->start();
   p.clock->advance_ms(2'000);  // past the lease TTL: both silent agents are lost
   ASSERT_TRUE(p.run_until([&] { return p.state(gone.agent_id) == store::AgentState::lost; }));
-  ASSERT_TRUE(p.st->touch_agent(alive.agent_id, p.clock->now_ms()).ok());  // this one speaks again
+  ASSERT_TRUE(p.cp->heartbeat(alive.agent_id, 0, 0).ok());  // this one speaks again
   ASSERT_TRUE(p.run_until([&] { return p.state(alive.agent_id) == store::AgentState::idle; }));
 
   p.clock->advance_ms(30'000);  // within the grace period: still lost, still in the live fleet
@@ -56,7 +56,7 @@ TEST(AgentRetirement, ALostAgentIsRetiredAfterTheGracePeriodAndItsRowKept) {
   EXPECT_TRUE(p.cp->is_agent_token(gone.agent_id, gone.token));
 
   p.clock->advance_ms(31'000);  // 61 s silent: retired; the other one spoke just now
-  ASSERT_TRUE(p.st->touch_agent(alive.agent_id, p.clock->now_ms()).ok());
+  ASSERT_TRUE(p.cp->heartbeat(alive.agent_id, 0, 0).ok());
   ASSERT_TRUE(p.run_until([&] { return p.state(gone.agent_id) == store::AgentState::retired; }));
   EXPECT_FALSE(p.cp->is_agent_token(gone.agent_id, gone.token));  // it must enrol again
   auto live = p.st->list_agents();

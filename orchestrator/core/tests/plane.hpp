@@ -1,6 +1,6 @@
-// The core tests' control plane: an in-memory SQLite store, a static provisioner and a clock the
-// test moves, on an io_context the test runs. No HTTP and no agent process: a test calls the
-// control plane as the API would.
+// The core tests' control plane: an in-memory SQLite store (or a file, when a test must watch the
+// database from outside), a static provisioner and a clock the test moves, on an io_context the
+// test runs. No HTTP and no agent process: a test calls the control plane as the API would.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -61,10 +61,12 @@ struct Plane {
   std::shared_ptr<ManualClock> clock = std::make_shared<ManualClock>();
   std::unique_ptr<ControlPlane> cp;
 
-  // cfg as given, with "e" as the fleet's enrolment token; the static provisioner unless `p`.
-  explicit Plane(Config cfg = {}, provision::ProvisionerPtr p = nullptr)
+  // cfg as given, with "e" as the fleet's enrolment token; the static provisioner unless `p`;
+  // the store in `db` (a SQLite file when a test watches the database from outside).
+  explicit Plane(Config cfg = {}, provision::ProvisionerPtr p = nullptr,
+                 const std::string& db = ":memory:")
       : prov(p ? std::move(p) : provision::make_static_provisioner()) {
-    auto s = store::open_sqlite_store({":memory:"});
+    auto s = store::open_sqlite_store({db});
     EXPECT_TRUE(s.ok());
     st = std::move(*s);
     cfg.enrol_token = "e";

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "kfleet/common/language.hpp"
 #include "kfleet/scheduler/scheduler.hpp"
@@ -77,11 +78,58 @@ struct HostUse {
 };
 
 struct Planner {
+  explicit Planner(const Snapshot& snap) : s(snap), agents(snap.all_agents()) {}
   const Snapshot& s;
+  const std::vector<AgentSlot>& agents;  // s.all_agents()
   Plan out;
-  std::set<std::int64_t> taken;  // agents given a job in this plan
+  std::unordered_set<std::int64_t> taken;  // agents given a job in this plan
   int requested = 0;             // capacity requests issued in this plan
   std::map<std::string, HostUse> hosts;
+
+  // A kind of job: what decides which agents can run it (GPU, language, regions). Listed at
+  // the first job of the kind, once per plan: the idle GPU agents that can run it, best first
+  // (the job's region order, then agent id), of which jobs of the kind take the first free
+  // one in turn; and every agent that serves it, idle or not, for its waits and counts.
+  struct Candidate {
+    std::size_t rank = 0;  // region_rank
+    std::size_t pos = 0;   // index in `agents`
+    const AgentSlot* a = nullptr;
+  };
+  struct Kind {
+    std::vector<Candidate> idle;
+    std::size_t next = 0;  // idle[0, next) are taken
+    std::vector<const AgentSlot*> serving;  // in `agents` order
+  };
+  std::map<std::string, Kind> kinds;
+
+  static std::string kind_key(const PendingJob& j) {
+    std::string key = j.gpu + '\x1e' + j.language;
+    for (const auto& r : j.regions) key += '\x1f' + r;
+    return key;
+  }
+
+  Kind& kind(const PendingJob& j) {
+    auto [it, fresh] = kinds.try_emplace(kind_key(j));
+    Kind& k = it->second;
+    if (!fresh) return k;
+    for (std::size_t pos = 0; pos < agents.size(); ++pos) {
+      const AgentSlot& a = agents[pos];
+      if (!serves_gpu(a, j)) continue;
+      const std::size_t rank = region_rank(j, a);
+      if (rank == 0) continue;
+      k.serving.push_back(&a);
+      if (a.idle) k.idle.push_back({rank, pos, &a});
+    }
+    std::sort(k.idle.begin(), k.idle.end(), [](const Candidate& x, const Candidate& y) {
+      return x.rank != y.rank ? x.rank < y.rank : x.a->id < y.a->id;
+    });
+    return k;
+  }
+
+  // The idle compile agents in `agents` order, and how many of them builds have taken.
+  std::optional<std::vector<const AgentSlot*>> idle_compilers;
+  std::size_t next_compiler = 0;
+  std::optional<std::string> compiler_wait;
 
   void start() {
     for (const auto& r : s.running) {
@@ -132,11 +180,19 @@ struct Planner {
     out.wait.push_back(Wait{j.id, false, cannot_grow_reason(j), 0});
   }
 
-  // The idle compile agent with the lowest id: builds are the same everywhere.
+  // The first idle compile agent (the lowest id, agents being in id order): builds are the
+  // same everywhere.
   bool try_assign_compile(const PendingJob& j) {
-    for (const auto& a : s.agents) {
-      if (!a.compiler || !a.idle || taken.count(a.id)) continue;
+    if (!idle_compilers) {
+      idle_compilers.emplace();
+      for (const auto& a : agents)
+        if (a.compiler && a.idle) idle_compilers->push_back(&a);
+    }
+    for (; next_compiler < idle_compilers->size(); ++next_compiler) {
+      const AgentSlot& a = *(*idle_compilers)[next_compiler];
+      if (taken.count(a.id)) continue;
       taken.insert(a.id);
+      ++next_compiler;
       out.assign.push_back(Assign{j.id, a.id, a.region,
                                   "idle compile agent " + std::to_string(a.id) +
                                       ": build and resources gate before any GPU time"});
@@ -145,25 +201,29 @@ struct Planner {
     return false;
   }
 
-  std::string waiting_for_compiler() const {
-    int busy = 0;
-    for (const auto& a : s.agents)
-      if (a.compiler) ++busy;
-    return "waiting for an idle compile agent (" + std::to_string(busy) + " busy, 0 idle)";
+  std::string waiting_for_compiler() {
+    if (!compiler_wait) {
+      int busy = 0;
+      for (const auto& a : agents)
+        if (a.compiler) ++busy;
+      compiler_wait = "waiting for an idle compile agent (" + std::to_string(busy) + " busy, 0 idle)";
+    }
+    return *compiler_wait;
   }
 
+  // The best free agent for the job: the first of its kind's candidates (best first) that is
+  // not taken and whose host lets it.
   bool try_assign(const PendingJob& j) {
+    Kind& k = kind(j);
+    while (k.next < k.idle.size() && taken.count(k.idle[k.next].a->id)) ++k.next;
     const AgentSlot* best = nullptr;
     std::size_t best_rank = 0;
-    for (const auto& a : s.agents) {
-      if (a.compiler || !a.idle || taken.count(a.id) || !serves_gpu(a, j)) continue;
-      const std::size_t rank = region_rank(j, a);
-      if (rank == 0) continue;
-      if (!host_allows(j, a)) continue;
-      if (!best || rank < best_rank || (rank == best_rank && a.id < best->id)) {
-        best = &a;
-        best_rank = rank;
-      }
+    for (std::size_t i = k.next; i < k.idle.size(); ++i) {
+      const Candidate& c = k.idle[i];
+      if (taken.count(c.a->id) || !host_allows(j, *c.a)) continue;
+      best = c.a;
+      best_rank = c.rank;
+      break;
     }
     if (!best) return false;
     taken.insert(best->id);
@@ -188,25 +248,35 @@ struct Planner {
   // the fewest leases), so jobs behind it cannot keep it busy forever; a job blocked only by a
   // host-exclusive job says so.
   bool wait_for_host(const PendingJob& j) {
+    Kind& k = kind(j);
+    if (!j.host_exclusive) {
+      // A free slot (an idle agent) kept from us only by its host's exclusive holder or
+      // reservation: the first such agent in `agents` order.
+      const Candidate* first = nullptr;
+      for (std::size_t i = k.next; i < k.idle.size(); ++i) {
+        const Candidate& c = k.idle[i];
+        if (taken.count(c.a->id) || (first && first->pos < c.pos)) continue;
+        const auto& h = hosts[host_of(*c.a)];
+        if (!h.busy_slots.count(c.a->slot) &&
+            (h.exclusive || (h.reserved_for != 0 && h.reserved_for != j.id)))
+          first = &c;
+      }
+      if (!first) return false;
+      const std::string name = host_of(*first->a);
+      const auto& h = hosts[name];
+      const char* what = h.exclusive ? "runs a host-exclusive job" : "is draining for a host-exclusive job";
+      out.wait.push_back(Wait{j.id, false,
+                              "waiting for host " + name + ": it " + what + " (" +
+                                  std::to_string(h.running + h.assigned) + " of its GPUs busy)",
+                              0, "host", name});
+      return true;
+    }
     const AgentSlot* pick = nullptr;
     int pick_load = 0;
-    for (const auto& a : s.agents) {
-      if (!serves_gpu(a, j) || region_rank(j, a) == 0) continue;
+    for (const AgentSlot* ap : k.serving) {
+      const AgentSlot& a = *ap;
       const std::string name = host_of(a);
       auto& h = hosts[name];
-      if (!j.host_exclusive) {
-        // Free slot (idle agent) kept from us only by the host's exclusive holder or reservation.
-        if (a.idle && !taken.count(a.id) && !h.busy_slots.count(a.slot) &&
-            (h.exclusive || (h.reserved_for != 0 && h.reserved_for != j.id))) {
-          const char* what = h.exclusive ? "runs a host-exclusive job" : "is draining for a host-exclusive job";
-          out.wait.push_back(Wait{j.id, false,
-                                  "waiting for host " + name + ": it " + what + " (" +
-                                      std::to_string(h.running + h.assigned) + " of its GPUs busy)",
-                                  0, "host", name});
-          return true;
-        }
-        continue;
-      }
       if (h.reserved_for != 0 && h.reserved_for != j.id) continue;
       const int load = h.running + h.assigned;
       if (!pick || load < pick_load || (load == pick_load && host_of(*pick) > name)) {
@@ -358,30 +428,23 @@ struct Planner {
         Wait{j.id, true, "no capacity in any region: " + join(skipped, "; "), retry_at});
   }
 
-  mutable std::map<std::string, std::string> reason_cache;
+  std::map<std::string, std::string> reason_cache;
 
-  std::string waiting_for_agent(const PendingJob& j) const {
-    int busy = 0;
-    for (const auto& a : s.agents)
-      if (serves_gpu(a, j) && region_rank(j, a) != 0) ++busy;  // none is idle and free
+  std::string waiting_for_agent(const PendingJob& j) {
+    const std::size_t busy = kind(j).serving.size();  // none is idle and free
     return "waiting for an idle " + j.gpu + " agent (" + std::to_string(busy) + " busy, 0 idle)";
   }
 
   // Many queued jobs share a GPU and region list: the reason is computed once per pass for
   // each such pair (a long queue would otherwise scan every agent for every job).
-  std::string cannot_grow_reason(const PendingJob& j) const {
-    std::string key = j.gpu + '\x1e' + j.language;
-    for (const auto& r : j.regions) key += '\x1f' + r;
-    auto [it, fresh] = reason_cache.try_emplace(std::move(key));
+  std::string cannot_grow_reason(const PendingJob& j) {
+    auto [it, fresh] = reason_cache.try_emplace(kind_key(j));
     if (fresh) it->second = compute_cannot_grow_reason(j);
     return it->second;
   }
 
-  std::string compute_cannot_grow_reason(const PendingJob& j) const {
-    const bool any = std::any_of(s.agents.begin(), s.agents.end(), [&](const AgentSlot& a) {
-      return serves_gpu(a, j) && region_rank(j, a) != 0;
-    });
-    if (any) return waiting_for_agent(j);
+  std::string compute_cannot_grow_reason(const PendingJob& j) {
+    if (!kind(j).serving.empty()) return waiting_for_agent(j);
     std::string where = j.regions.empty() ? "" : " in " + join(j.regions, ", ");
     std::string tail = " and the fleet cannot grow";
     if (s.provisioner && s.provisioner->can_grow)
@@ -391,7 +454,7 @@ struct Planner {
     // said of it.
     bool of_gpu = false;
     std::string reported;
-    for (const auto& a : s.agents) {
+    for (const auto& a : agents) {
       if (!serves_gpu(a, j, /*any_language=*/true) || region_rank(j, a) == 0) continue;
       of_gpu = true;
       for (const auto& g : a.gpus) {
@@ -413,6 +476,10 @@ struct Planner {
 
 }  // namespace
 
+bool could_run(const AgentSlot& a, const PendingJob& j) {
+  return serves_gpu(a, j) && region_rank(j, a) != 0;
+}
+
 Plan plan(const Snapshot& s) {
   std::vector<const PendingJob*> order;
   order.reserve(s.queue.size());
@@ -421,7 +488,7 @@ Plan plan(const Snapshot& s) {
     if (a->priority != b->priority) return a->priority > b->priority;
     return a->id < b->id;
   });
-  Planner p{s, {}, {}, 0, {}, {}, {}};
+  Planner p(s);
   p.start();
   for (const auto* j : order) p.job(*j);
   return std::move(p.out);

@@ -73,6 +73,70 @@ TEST(PlanProperty, NeverDoubleAssignsOrMismatches) {
   }
 }
 
+// Each job, in the plan's order (priority, then id), gets the agent a scan of every agent would
+// give it: of the idle ones not given to a job before it that run it, the one in the job's
+// earliest region, then the lowest id; and a job given none had none such. What the plan's
+// per-kind candidate lists must keep of the scan they replace.
+TEST(PlanProperty, EachJobGetsTheBestFreeAgentAScanWouldFind) {
+  std::mt19937 rng(31337);
+  for (int round = 0; round < 2000; ++round) {
+    Snapshot s = random_snapshot(rng);
+    // Agents in the order a control plane keeps them: by id.
+    std::sort(s.agents.begin(), s.agents.end(),
+              [](const AgentSlot& a, const AgentSlot& b) { return a.id < b.id; });
+    const Plan p = plan(s);
+    std::map<std::int64_t, std::int64_t> given;  // job -> agent
+    for (const auto& a : p.assign) given[a.job_id] = a.agent_id;
+    std::vector<const PendingJob*> order;
+    for (const auto& j : s.queue) order.push_back(&j);
+    std::sort(order.begin(), order.end(), [](const PendingJob* a, const PendingJob* b) {
+      return a->priority != b->priority ? a->priority > b->priority : a->id < b->id;
+    });
+    std::set<std::int64_t> taken;
+    for (const PendingJob* j : order) {
+      const AgentSlot* best = nullptr;
+      std::size_t best_rank = 0;
+      for (const auto& a : s.agents) {
+        if (!a.idle || taken.count(a.id) || !could_run(a, *j)) continue;
+        std::size_t rank = 1;
+        if (!j->regions.empty())
+          for (rank = 1; rank <= j->regions.size(); ++rank)
+            if (region_matches(j->regions[rank - 1], a.region)) break;
+        if (!best || rank < best_rank) best = &a, best_rank = rank;
+      }
+      auto g = given.find(j->id);
+      if (!best) {
+        EXPECT_EQ(g, given.end()) << "job " << j->id << " given an agent no scan finds, round " << round;
+        continue;
+      }
+      ASSERT_NE(g, given.end()) << "job " << j->id << " left waiting beside idle agent "
+                                << best->id << ", round " << round;
+      EXPECT_EQ(g->second, best->id) << "job " << j->id << ", round " << round;
+      taken.insert(g->second);
+    }
+  }
+}
+
+// The same plan from the agents held elsewhere (Snapshot::fleet) as from the snapshot's own.
+TEST(PlanProperty, AFleetHeldElsewherePlansAsTheSnapshotsOwn) {
+  std::mt19937 rng(99);
+  for (int round = 0; round < 300; ++round) {
+    Snapshot s = random_snapshot(rng);
+    const Plan own = plan(s);
+    std::vector<AgentSlot> held = std::move(s.agents);
+    s.agents.clear();
+    s.fleet = &held;
+    const Plan ref = plan(s);
+    ASSERT_EQ(own.assign.size(), ref.assign.size()) << "round " << round;
+    for (std::size_t i = 0; i < own.assign.size(); ++i) {
+      EXPECT_EQ(own.assign[i].job_id, ref.assign[i].job_id);
+      EXPECT_EQ(own.assign[i].agent_id, ref.assign[i].agent_id);
+    }
+    ASSERT_EQ(own.wait.size(), ref.wait.size()) << "round " << round;
+    for (std::size_t i = 0; i < own.wait.size(); ++i) EXPECT_EQ(own.wait[i].reason, ref.wait[i].reason);
+  }
+}
+
 TEST(PlanProperty, IsDeterministic) {
   std::mt19937 rng(7);
   for (int round = 0; round < 200; ++round) {

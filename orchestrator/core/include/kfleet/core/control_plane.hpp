@@ -27,6 +27,7 @@
 #include "kfleet/common/jobspec.hpp"
 #include "kfleet/common/problem.hpp"
 #include "kfleet/common/result.hpp"
+#include "kfleet/core/live_fleet.hpp"
 #include "kfleet/provision/provisioner.hpp"
 #include "kfleet/scheduler/scheduler.hpp"
 #include "kfleet/store/store.hpp"
@@ -37,10 +38,6 @@ struct Config {
   TimeMs lease_ttl_ms = 30'000;       // an agent silent this long loses its run
   TimeMs heartbeat_ms = 5'000;        // what agents are told to use
   TimeMs tick_ms = 200;               // lease-expiry and block-expiry checks
-  // An agent's long-poll this soon after its finish (of a run this kfleetd leased) takes the
-  // agent's row as the finish left it (idle, last seen at the finish) instead of reading and
-  // writing it again: one database round trip less per job. At most lease_ttl_ms / 8.
-  TimeMs last_seen_resolution_ms = 1'000;
   TimeMs enrol_deadline_ms = 10 * 60'000;  // a provisioned instance must enrol within this
   TimeMs idle_agent_ttl_ms = 0;       // provisioned agents idle this long are released (0: never)
   // A lost agent silent this long is retired (0: never): its row stays for history, its token
@@ -200,10 +197,16 @@ class ControlPlane {
 
   // --- agents
   Result<EnrolResult> enrol(const EnrolRequest& r);
+  // Liveness is held in memory (live_fleet.hpp): a heartbeat of an agent whose state does not
+  // change, holding no run or a run whose stored lease is recent enough, writes nothing. What
+  // the store must know is written when it happens: a lost agent heard from again (idle), and
+  // a run's lease expiry once the stored one is half a TTL behind the leader's.
   Result<HeartbeatReply> heartbeat(std::int64_t agent_id, std::int64_t run_id,
                                    std::int64_t fencing_token);
   // Long-poll: completes with an offer, or nullopt after wait_ms. conflict if the agent holds
-  // a run already.
+  // a run already. It is a heartbeat too, and costs the agent's socket, a timer and its
+  // coroutine's frames while it waits (no thread); it asks for a scheduling pass only when a
+  // queued job is one the agent could run. A job leased to it wakes it alone.
   boost::asio::awaitable<Result<std::optional<LeaseOffer>>> wait_for_lease(std::int64_t agent_id,
                                                                            TimeMs wait_ms);
   // The agent run `run_id` was granted to; nullopt when there is no such run. A run's agent
@@ -233,7 +236,20 @@ class ControlPlane {
   const Config& config() const { return cfg_; }
   Clock& clock() { return *clock_; }
   provision::Provisioner& provisioner() { return prov_; }
-  // Counters for /metrics.
+  // The leader's word on liveness and leases, which the store's rows lag (see heartbeat()):
+  // the agent as last heard from, the run's lease as last renewed. Nothing changes on a
+  // standby, or for an agent or run the leader does not hold.
+  void overlay_live(store::AgentRecord& a) const;
+  void overlay_live(store::RunRecord& r) const;
+  // The live fleet by state, counted in memory (/metrics), and the agents waiting in a
+  // long-poll now.
+  std::map<store::AgentState, std::int64_t> agents_by_state() const;
+  std::size_t waiting_agents() const { return fleet_.waiting(); }
+  // Counters for /metrics: heartbeats and long polls heard, and of those the ones that wrote
+  // to the store (a lost agent back, a lease's stored expiry renewed).
+  std::int64_t beats_heard() const { return beats_heard_; }
+  std::int64_t passes() const { return passes_; }  // scheduling passes run
+  std::int64_t beats_written() const { return beats_written_; }
   std::int64_t finishes_gathered() const { return finishes_gathered_; }
   std::int64_t finish_batches() const { return finish_batches_; }
   const std::map<std::string, std::int64_t>& stockouts_by_region() const { return stockouts_; }
@@ -306,19 +322,15 @@ class ControlPlane {
   void forget_pending(std::int64_t job_id);
   std::string class_key(const QueuedJob& j) const;
   void sync_tails();
-  // What a pass plans with: the queue's heads and the fleet (read from the store, kept in
-  // last_fleet_).
-  sched::Snapshot snapshot();
-  // The same from a fleet already read. preview: for a plan made beside the passes (a
+  // What a pass plans with: the queue's heads, the live fleet and its running leases (both in
+  // memory: fleet_), the region blocks. preview: for a plan made beside the passes (a
   // submit's), which reads and writes nothing in the store and leaves the pass's bookkeeping
   // as it is; a job waiting for its parent is planned as if it could run (the preview only
-  // gives way to it).
-  sched::Snapshot snapshot_of(const store::Store::FleetView& fleet, bool preview);
-  store::Store::FleetView last_fleet_;  // as the last pass read it, and agents enrolled since
-  // The waiting agent the pass after a submit would give the job `j` (not yet written),
-  // planned with the fleet as the last pass read it: then the submit grants that lease in its
-  // own transaction (one round trip on PostgreSQL from a submit to its lease). Nothing when
-  // no agent waits, or when the job goes elsewhere.
+  // gives way to it). The snapshot points at fleet_'s agents: plan it before fleet_ changes.
+  sched::Snapshot snapshot(bool preview = false);
+  // The waiting agent the pass after a submit would give the job `j` (not yet written): then
+  // the submit grants that lease in its own transaction (one round trip on PostgreSQL from a
+  // submit to its lease). Nothing when no agent waits, or when the job goes elsewhere.
   std::optional<sched::Assign> plan_for_new_job(const store::NewJob& j);
   // The sched.decision event's data for a lease.
   static nlohmann::json assign_decision(const sched::Assign& a, const store::AgentRecord& agent);
@@ -334,16 +346,31 @@ class ControlPlane {
   void ask_capacity(const sched::RequestCapacity& r);
   void on_capacity(const sched::RequestCapacity& r, const provision::CapacityResult& res);
   void tick();
+  // The region blocks, as the store holds them: read at the first use, then kept by the
+  // writes this control plane makes (it is their only writer).
+  std::vector<store::RegionBlock>& region_blocks();
+  std::optional<std::vector<store::RegionBlock>> blocks_;
   void expire_leases(TimeMs now);
   void release_idle_agents(TimeMs now);
   nlohmann::json resolve_compare(const store::JobRecord& j, const store::AgentRecord& a);
   void job_event(std::int64_t job_id, const std::string& type, const nlohmann::json& data);
   void record_cost(const store::RunRecord& run);
   // An agent's identity (name, backend, GPUs, host and slot, provider, instance), which is
-  // fixed at enrolment: read from the store once per agent, not on every lease and finish
-  // (on PostgreSQL each read is a round trip). The record's state, run and last-seen time
-  // are those of that first read: read the store for them.
+  // fixed at enrolment: the live fleet's, else (a retired agent, a standby) read from the store.
   std::optional<store::AgentRecord> agent_identity(std::int64_t agent_id);
+  // The live agent, from memory; one the store holds and memory does not (enrolled behind the
+  // control plane's back, as tests do) is taken in. nullptr for a retired or unknown agent.
+  LiveFleet::Agent* live_agent(std::int64_t agent_id);
+  // The agent spoke (a heartbeat, a long poll): heard now. Writes only when that changes its
+  // state: a lost agent is idle again.
+  Result<void> heard_from(LiveFleet::Agent& a, TimeMs now);
+  // The agent's long poll ended (answered, replaced, timed out, or the agent retired).
+  void end_wait(std::int64_t agent_id, Waiter& w);
+  // A running run's lease as the leader holds it; one the store holds and memory does not is
+  // taken in (a run granted behind the control plane's back). nullptr when it is not running.
+  LiveFleet::Run* live_run(std::int64_t run_id);
+  // Could the waiting agent be given a queued job now? Then its poll asks for a pass.
+  bool worth_a_pass(const LiveFleet::Agent& a) const;
   void events_changed();
   double jitter_unit();
 
@@ -368,7 +395,9 @@ class ControlPlane {
   TimeMs last_tick_ms_ = 0;
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
-  std::map<std::int64_t, store::AgentRecord> agent_identity_;  // see agent_identity()
+  LiveFleet fleet_;                 // the leader's live agents and running leases
+  TimeMs liveness_from_ms_ = 0;     // start(): an agent's silence counts from here at the latest
+  std::int64_t beats_heard_ = 0, beats_written_ = 0, passes_ = 0;
   // A run this kfleetd leased: its agent (see run_agent()), and whether its job is a custom
   // one, whose numbers are self-reported (read with the lease: finish() needs no read for it).
   struct LeasedRun {
@@ -376,9 +405,6 @@ class ControlPlane {
     bool self_reported = false;
   };
   std::map<std::int64_t, LeasedRun> run_agents_;  // run id -> LeasedRun
-  // Agents whose finish of a run this kfleetd leased left them idle: agent id -> when. Their
-  // next long-poll within last_seen_resolution() skips touch_agent (see wait_for_lease()).
-  std::map<std::int64_t, TimeMs> finished_at_;
   std::vector<std::shared_ptr<PendingFinish>> finishes_;  // see finish_gathered()
   std::int64_t finishes_gathered_ = 0, finish_batches_ = 0;
   void finish_gathered_now();
@@ -386,11 +412,8 @@ class ControlPlane {
   // an outcome other than passed or rejected is an error.
   static Verdict agent_verdict(const std::optional<store::AgentRecord>& a, const Verdict& v);
   // The bookkeeping after a run ended in the store (costs, baselines, regressions, the
-  // agent idle, the next pass); leased_here: this kfleetd leased the run.
-  store::RunRecord after_finish(std::int64_t agent_id, bool leased_here, store::FinishedRun& r);
-  TimeMs last_seen_resolution() const {
-    return std::min(cfg_.last_seen_resolution_ms, cfg_.lease_ttl_ms / 8);
-  }
+  // agent idle, the next pass).
+  store::RunRecord after_finish(std::int64_t agent_id, store::FinishedRun& r);
   std::map<std::string, std::int64_t> agent_by_hash_;       // token hash -> agent id
   std::map<std::string, Principal> static_users_;           // hash -> in-memory user token
   std::map<std::string, Principal> user_cache_;             // hash -> stored, unrevoked token

@@ -63,6 +63,10 @@ struct InFlight {                    // a capacity request under way
 struct Snapshot {
   std::vector<PendingJob> queue;     // any order; plan() orders by priority desc, id asc
   std::vector<AgentSlot> agents;
+  // The agents when the caller keeps them between plans (the control plane's live fleet, which
+  // a pass would otherwise copy whole): plan() reads these instead of `agents`.
+  const std::vector<AgentSlot>* fleet = nullptr;
+  const std::vector<AgentSlot>& all_agents() const { return fleet ? *fleet : agents; }
   std::vector<SlotUse> running;      // leases held now (a lost agent's slot stays held)
   std::vector<store::RegionBlock> blocks;
   std::optional<ProvisionerView> provisioner;
@@ -95,7 +99,16 @@ struct Plan {
   std::vector<Wait> wait;
 };
 
+// The whole decision for one snapshot. Its cost grows with the queued jobs planned and the
+// agents once each, not their product: the idle agents that serve each kind of job (GPU,
+// language, regions) are listed once per plan, best first, and jobs of that kind take them in
+// turn.
 Plan plan(const Snapshot& s);
+
+// Could `a` run `j` at all: a GPU agent of the job's GPU (and language) in one of its regions?
+// Host slots, idleness and other jobs aside: a cheap first question (does an agent that just
+// asked for work need a pass?).
+bool could_run(const AgentSlot& a, const PendingJob& j);
 
 // Does an agent in `have` serve a job that lists `want`? Exact, or `have` is a zone of the
 // region `want` ("us-east-1a" in "us-east-1", "us-central1-a" in "us-central1").
