@@ -31,8 +31,11 @@ for want in "bubblewrap" "kfleet-kernels (=" "libcurl4 (>= 7.74) | libcurl4t64";
 done
 grep -qF "libsqlite3-0" <<<"$(dpkg-deb -f "$tmp/packages"/kfleetd_*.deb Depends)" || fail "kfleetd does not depend on libsqlite3-0"
 [ "$(dpkg-deb -f "$tmp/packages"/kfleet-kernels_*.deb Architecture)" = all ] || fail "kfleet-kernels is not Architecture: all"
+# The listing read whole first: grep -q ending early would stop tar with SIGPIPE, which
+# pipefail reads as a failure.
+ctrl=$(dpkg-deb --ctrl-tarfile "$tmp/packages"/kfleetd_*.deb | tar -t)
 for f in postinst prerm postrm; do
-  dpkg-deb --ctrl-tarfile "$tmp/packages"/kfleetd_*.deb | tar -t | grep -qx "./$f" || fail "kfleetd has no $f"
+  grep -qx "./$f" <<<"$ctrl" || fail "kfleetd has no $f: $ctrl"
 done
 echo "ok: dependencies and maintainer scripts declared"
 
