@@ -281,8 +281,8 @@ std::optional<sched::Assign> ControlPlane::plan_for_new_job(const store::NewJob&
   sched::Snapshot s = snapshot(true);
   // Its id is not known yet; it will be the newest, after every queued job of its priority.
   constexpr std::int64_t kNewJob = INT64_MAX;
-  const bool compile = std::any_of(s.agents.begin(), s.agents.end(),
-                                   [](const sched::AgentSlot& a) { return a.compiler; });
+  // With compile agents in the fleet it builds on one first, as snapshot() plans queued jobs.
+  const bool compile = fleet_.compile_agents() > 0;
   s.queue.push_back({kNewJob, j.priority, j.gpu, j.regions, compile, j.host_exclusive,
                      store::job_language(j)});
   for (auto& a : sched::plan(s).assign)

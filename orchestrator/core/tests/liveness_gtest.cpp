@@ -240,6 +240,32 @@ TEST(Liveness, ANewJobWakesOneWaitingAgentNotAll) {
   p.run_until([&] { return polls->answered() == agents.size(); });
 }
 
+// With a compile agent in the fleet every job builds on one first, the job a submit plans at
+// once as much as those a pass plans: a waiting GPU agent that could run it is not woken.
+TEST(Liveness, ANewJobBuildsOnAWaitingCompileAgentFirst) {
+  Plane p;
+  const auto gpu = p.enrol("gpu");
+  EnrolRequest er{"builder", "us-east-1", "compile", "static", "", {}, {}};
+  GpuInfo none;  // what a compile agent reports: one entry whose class no job targets
+  none.gpu_class = "compile";
+  none.vendor = "none";
+  er.gpus = {none};
+  auto b = p.cp->enrol(er);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  const auto builder = b->agent_id;
+  p.cp->start();
+  auto polls = p.poll({gpu, builder}, 60'000);
+  p.run_until([&] { return p.cp->waiting_agents() == 2; });
+  p.submit("built-first");
+  p.run_until([&] { return polls->answered() == 1; });
+  p.run_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(polls->got[0].has_value()) << "the GPU agent was offered a job not yet built";
+  ASSERT_TRUE(polls->got[1].has_value() && polls->got[1]->ok() && polls->got[1]->value().has_value());
+  EXPECT_EQ(polls->got[1]->value()->phase, "compile");
+  p.cp->stop();
+  p.run_until([&] { return polls->answered() == 2; });
+}
+
 TEST(Liveness, AnIdleAgentsPollCostsAPassOnlyWhenItCouldRunAQueuedJob) {
   Plane p;
   std::vector<std::int64_t> l4;
