@@ -272,6 +272,9 @@ class HarnessBackend : public agent::Backend {
   // read-only file (problem_spec_file) that the recorder and the measuring process read and are
   // given as --problem-spec; "" for every other job.
   std::string problem_spec_file_;
+  // What the last Python recording launched, each kernel with its origin (recorded_kernels): the
+  // recorder's report, for the verdict; set by run_stage, read by the stage that called it.
+  std::optional<nlohmann::json> recorded_kernels_;
   // A job naming a family's problem: the flags of each of its cases (family_problem_case_args).
   std::map<std::string, std::vector<std::string>> family_case_args_;
   std::vector<std::string> problem_reads() const {

@@ -153,7 +153,6 @@ void HarnessReport::add(const nlohmann::json& m) {
   else if (t == "bench") bench = m;
   else if (t == "error") error = m;
   else if (t == "reference_check" && !reference_check) reference_check = m;
-  else if (t == "kernels" && !kernels) kernels = m;
   else if (t == "correctness") correctness.push_back(m);
 }
 

@@ -54,8 +54,7 @@ nlohmann::json array_at(const nlohmann::json& j, const char* key);
 struct HarnessReport {
   // reference_check: the measuring process's GPU reference against the fp64 CPU reference
   // (a problem of the library; PROBLEM-ABI.md, "The GPU reference, checked").
-  // kernels: what a Python kernel's recorder said it launched (recorded_kernels).
-  std::optional<nlohmann::json> device, warmup, bench, error, reference_check, kernels;
+  std::optional<nlohmann::json> device, warmup, bench, error, reference_check;
   std::vector<nlohmann::json> correctness;
   void add(const nlohmann::json& msg);
 };
@@ -65,7 +64,8 @@ struct HarnessReport {
 // "kernels":[...]} line; null when it named none. The recorder is the job's process, so this is
 // its report, shown as such and never judged on: only the fields the recorder defines are kept,
 // as strings of at most 256 bytes, "origin" is "job" or "library", and at most 256 kernels
-// ("more": how many were left out).
+// ("more": how many were left out). The agent keeps it apart from the harness's lines, which
+// a job's process may write (in-process timing): no harness line can add to it.
 nlohmann::json recorded_kernels(const std::vector<nlohmann::json>& said);
 
 // Why a benchmark ended without a result when the cause is named (`"no_result"` on an

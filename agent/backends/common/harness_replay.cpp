@@ -239,6 +239,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   // A Python kernel's torch allocates during its launch: from a buffer of the arena that the plan
   // and the replay both map (PYTHON.md, "torch programs"), so those addresses replay.
   std::vector<std::string> args = args_in;
+  recorded_kernels_.reset();
   if (python) args.insert(args.end(), {"--python-scratch-mib", std::to_string(kPythonScratchMib)});
   if (!python && in_process_timing(c.spec)) {
     if (const std::string no = in_process_refusal(c.spec); !no.empty())
@@ -335,9 +336,9 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     return failed;
   }
   // What the recorder said it launched, and where each kernel came from: its report, kept for the
-  // verdict as such (recorded_kernels).
+  // verdict as such (recorded_kernels), apart from the lines any process here writes.
   if (python)
-    if (auto k = recorded_kernels(said); !k.is_null()) messages.push_back(std::move(k));
+    if (auto k = recorded_kernels(said); !k.is_null()) recorded_kernels_ = std::move(k);
   // The launch list is the recorder's file, in a folder the recorder could write: it is read
   // only as the regular file it must be (a link the recorder left there, to a host file the
   // sandbox would bind for the measuring process, is refused, and so is anything else).

@@ -251,8 +251,8 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     for (const auto& m : msgs) rep.add(m);
     if (rep.device) r.data["device"] = *rep.device;
     // A Python kernel's kernels and their origins, as its recorder reported them (once).
-    if (rep.kernels && !r.data.contains("kernels")) {
-      r.data["kernels"] = *rep.kernels;
+    if (recorded_kernels_ && !r.data.contains("kernels")) {
+      r.data["kernels"] = *recorded_kernels_;
       r.data["kernels"].erase("type");
     }
     // The pipeline publishes data.rows as correctness events.

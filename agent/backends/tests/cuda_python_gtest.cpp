@@ -32,6 +32,13 @@ TEST(CudaBackend, APythonKernelIsRecordedByPythonAndReplayedByTheMeasuringProces
   ASSERT_TRUE(corr.ok) << corr.reason;
   ASSERT_EQ(corr.data["rows"].size(), 2u);
   EXPECT_EQ(f.python_recordings(), 1);
+  // The verdict's metrics.kernels: what the recorder said it launched, as its report.
+  ASSERT_TRUE(corr.data.contains("kernels")) << corr.data.dump();
+  EXPECT_EQ(corr.data["kernels"]["reported_by"], "recorder");
+  ASSERT_EQ(corr.data["kernels"]["kernels"].size(), 2u);
+  EXPECT_EQ(corr.data["kernels"]["kernels"][0]["function"], "attn_fwd");
+  EXPECT_EQ(corr.data["kernels"]["kernels"][1]["origin"], "library");
+  EXPECT_EQ(corr.data["kernels"]["kernels"][1]["file"], "libtorch_cuda.so");
 
   auto bench = f.backend->benchmark(c);
   ASSERT_TRUE(bench.ok) << bench.reason;

@@ -102,9 +102,6 @@ TEST(HarnessProtocol, ParsesLinesAndClassifiesEndings) {
   EXPECT_FALSE(infra);
 }
 
-// Found by the agent_output fuzz target (tests/fuzz/corpus/agent_output/regression-*.txt): the
-// kernel runs inside the harness and can print any line, and members of another type made
-// harness_failure throw nlohmann's type_error, which nothing in the agent catches.
 // A Python kernel's recorder is the job's process: what it says it launched is kept as its report,
 // with only the recorder's fields, bounded, and an origin that is "job" unless it says "library".
 TEST(HarnessProtocol, TheRecordersKernelsAreItsReportBoundedAndShaped) {
@@ -129,13 +126,11 @@ TEST(HarnessProtocol, TheRecordersKernelsAreItsReportBoundedAndShaped) {
   EXPECT_EQ(k["kernels"][1]["origin"], "job");
   EXPECT_EQ(k["kernels"][1]["file"].get<std::string>().size(), 256u);
   EXPECT_EQ(k["kernels"][2]["function"], "k0");
-  // The report reads back from its line like any other.
-  kb::HarnessReport rep;
-  rep.add(k);
-  ASSERT_TRUE(rep.kernels.has_value());
-  EXPECT_EQ((*rep.kernels)["kernels"].size(), 256u);
 }
 
+// Found by the agent_output fuzz target (tests/fuzz/corpus/agent_output/regression-*.txt): the
+// kernel runs inside the harness and can print any line, and members of another type made
+// harness_failure throw nlohmann's type_error, which nothing in the agent catches.
 TEST(HarnessProtocol, MembersOfAnotherTypeAreReadAsAbsent) {
   kb::HarnessReport rep;
   rep.add(*kb::parse_harness_line(R"j({"type":"correctness","case":5,"seed":"x","pass":"no","reason":[1]})j"));

@@ -90,7 +90,10 @@ struct PythonFixture : Fixture {
         << "  *) echo cubin > \"$d/0123456789abcdef.cubin\";;\n"
         << "esac\n"
         << "echo 'kfleet-launch-list 1' > \"$l\"\n"
-        << "echo '{\"type\":\"recorded\",\"lists\":1,\"by\":\"python\"}'\n";
+        << "echo '{\"type\":\"recorded\",\"lists\":1,\"by\":\"python\",\"kernels\":[{\"function\":"
+           "\"attn_fwd\",\"image\":\"0123456789abcdef.cubin\",\"origin\":\"job\",\"how\":\"Triton cubin\"},"
+           "{\"function\":\"fill_kernel\",\"origin\":\"library\",\"file\":\"libtorch_cuda.so\","
+           "\"package\":\"torch 2.11.0\"}]}'\n";
     ::chmod(python.c_str(), 0755);
     CudaBackendOptions o;
     o.harness_dir = kTests + "/fake_harness";
