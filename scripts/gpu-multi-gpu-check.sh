@@ -76,12 +76,17 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,uuid,pci.bus_id
 
 # The job as given, and the same job marked host-exclusive.
 cp "$job" "$run/jobs/job.yaml"
+# Section 2's jobs keep every GPU busy until the host-exclusive one is sent (the same job).
+cp "$job" "$run/jobs/busy.yaml"
 sed 's/^\(name: .*\)/\1-exclusive/; s/^benchmark: {/benchmark: {host_exclusive: true, /' "$job" >"$run/jobs/exclusive.yaml"
 grep -q 'host_exclusive: true' "$run/jobs/exclusive.yaml" || die "could not write the host-exclusive job"
 if [ "$backend" = simulated ]; then
   for f in "$run"/jobs/*.yaml; do
     grep -q '^simulate:' "$f" || printf 'simulate: {time_us: 50, stage_ms: 800}\n' >>"$f"
   done
+  # Simulated stages take what the job says: the busy ones long enough that the exclusive job
+  # is sent while they still run, however slowly the submits go on a loaded machine.
+  sed -i 's/^simulate: {time_us: 50, stage_ms: 800}$/simulate: {time_us: 50, stage_ms: 4000}/' "$run/jobs/busy.yaml"
 fi
 submit() { kf --json submit "$1" --force 2>>"$run/submit.err" | python3 -c '
 import json, sys
@@ -165,7 +170,7 @@ if [ -s "$run/apps.log" ]; then
 fi
 
 echo; echo "== 2. a host-exclusive job while every GPU is busy"
-busy=(); for ((g = 0; g < gpus; g++)); do busy+=("$(submit "$run/jobs/job.yaml")"); done
+busy=(); for ((g = 0; g < gpus; g++)); do busy+=("$(submit "$run/jobs/busy.yaml")"); done
 need_ids "${busy[@]}"
 busy_first=1
 wait_running "${busy[@]}" || { busy_first=0; echo "  (the busy jobs finished before the exclusive one was sent)"; }
