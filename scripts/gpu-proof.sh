@@ -37,7 +37,7 @@ build() {
     -DKFLEET_BUILD_BENCH=OFF -DKFLEET_WERROR=OFF "${cm[@]}" >"$b.configure.log" 2>&1 ||
     { tail -30 "$b.configure.log"; die "configure failed (log: $b.configure.log)"; }
   # -Werror off here: a GPU machine's compilers (g++ 13) are not CI's; their warnings are counted
-  # instead, so the proof's log shows whether the build is quiet there too (issue 52).
+  # instead, so the proof's log shows whether the build is quiet there too.
   cmake --build "$b" -j"$(nproc)" --target kfleetd kfleet-agent kfleet-seccomp-exec kfleet >"$b.build.log" 2>&1
   local rc=$?
   tail -40 "$b.build.log"

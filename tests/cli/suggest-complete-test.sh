@@ -34,7 +34,7 @@ expect_suggestion 2 "kfleet-agent: unknown option '--backnd'; did you mean '--ba
 out=$("$kfleet" frobnicate 2>&1)
 grep -q "did you mean" <<<"$out" && bad "kfleet frobnicate guessed: $out"
 
-# One mistake, one line (issue 52): the whole of stderr is that line and the hint, nothing on
+# One mistake, one line: the whole of stderr is that line and the hint, nothing on
 # stdout; CLI11's own "The following arguments were not expected" is never printed beside it.
 # expect_exactly WANT_LINE HELP_FOR COMMAND...
 expect_exactly() {

@@ -54,7 +54,7 @@ run exploits 1 "$root/scripts/gpu-exploits.sh" --backend simulated --only '^0[0-
 has exploits '^00-honest-control +passed/- +passed/- .* OK '
 has exploits '^gpu-exploits: 3 exploit\(s\) accepted, 3 job\(s\) not as expected'
 
-# Shell in a define, a flag or an entry: refused by the CLI before a job exists (issue 49), and the
+# Shell in a define, a flag or an entry: refused by the CLI before a job exists, and the
 # script reports each as refused at submit, as expected: nothing accepted, every row as expected.
 run refused 0 "$root/scripts/gpu-exploits.sh" --backend simulated --only '^2[0-2]-'
 has refused '^20-define-shell-substitution +refused/submit +refused/submit .* OK +.*kernel\.defines\.TILE'
