@@ -108,7 +108,7 @@ std::string recorder_failure(const SubprocessResult& r, const std::vector<nlohma
     // Killed (an abort in the launch function, a fault): what it printed last says why; its
     // lines are not read, a process that died mid-way says nothing reliable on stdout.
     std::string why = recorder + " was " + r.describe();
-    if (const std::string t = tail_lines(r.err, 1); !t.empty()) why += ": " + t;
+    if (const std::string t = crash_line(r.err); !t.empty()) why += ": " + t;
     return why;
   }
   std::string why = r.describe();

@@ -149,7 +149,8 @@ StageResult HarnessBackend::run_custom_step(StageContext& c, const std::string& 
   r.data = {{"command", command}, {"duration_s", res->duration_s}};
   if (!r.ok) {
     r.reason = "'" + command + "' " + res->describe();
-    if (auto t = tail_lines(res->err, 1); !t.empty()) r.reason += ": " + t;
+    if (auto t = res->signal != 0 ? crash_line(res->err) : tail_lines(res->err, 1); !t.empty())
+      r.reason += ": " + t;
     return r;
   }
   if (parse_metrics) {

@@ -172,6 +172,32 @@ std::string tail_lines(const std::string& text, std::size_t n) {
   return text.substr(pos, end - pos);
 }
 
+std::string crash_line(const std::string& err) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start <= err.size()) {
+    std::size_t nl = err.find('\n', start);
+    if (nl == std::string::npos) nl = err.size();
+    std::string line = err.substr(start, nl - start);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    std::size_t b = line.find_first_not_of(" \t");
+    if (b != std::string::npos) lines.push_back(line.substr(b));
+    start = nl + 1;
+  }
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (it->rfind("what():", 0) == 0) {
+      std::string what = it->substr(7);
+      std::size_t b = what.find_first_not_of(" \t");
+      if (b != std::string::npos) return what.substr(b);
+    }
+  }
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (it->rfind("frame #", 0) == 0 || it->rfind("Exception raised from", 0) == 0) continue;
+    return *it;
+  }
+  return "";
+}
+
 namespace {
 
 // fork + exec for a sandboxed child: unlike posix_spawn it can put the child into its cgroup

@@ -78,4 +78,9 @@ std::string find_program(const std::string& name);
 // The last `n` lines of text, for short error messages.
 std::string tail_lines(const std::string& text, std::size_t n);
 
+// Why a process that died said it died, from its stderr: a C++ exception's message (the text
+// after "what():", as std::terminate prints it before SIGABRT), else its last line that is not a
+// stack frame (torch prints "frame #N: ..." lines after its errors' messages).
+std::string crash_line(const std::string& err);
+
 }  // namespace kfleet::backends

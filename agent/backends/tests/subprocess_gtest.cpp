@@ -199,3 +199,21 @@ TEST(Subprocess, TailLines) {
   EXPECT_EQ(kb::tail_lines("a\nb\nc", 5), "a\nb\nc");
   EXPECT_EQ(kb::tail_lines("", 3), "");
 }
+
+// What torch prints when an error ends the process: the message, then its stack. The reason
+// names the message, not the stack's last frame (the recorder's abort on the H200 read
+// "frame #27: _start + 0x25").
+TEST(Subprocess, CrashLineIsTheExceptionsMessageNotTheLastFrame) {
+  const std::string torch_abort =
+      "warnings.warn(\n"
+      "terminate called after throwing an instance of 'c10::Error'\n"
+      "  what():  Trying to free a pointer not allocated here\n"
+      "Exception raised from raw_delete at CUDAPluggableAllocator.cpp:130 (most recent call first):\n"
+      "frame #0: c10::Error::Error(...) + 0x9b (0x7f in libc10.so)\n"
+      "frame #27: _start + 0x25 (0x657a05 in /opt/torch/.venv/bin/python)\n\n";
+  EXPECT_EQ(kb::crash_line(torch_abort), "Trying to free a pointer not allocated here");
+  EXPECT_EQ(kb::crash_line("Segmentation fault at 0x0\nframe #0: f()\n"), "Segmentation fault at 0x0");
+  EXPECT_EQ(kb::crash_line("last words\r\n"), "last words");
+  EXPECT_EQ(kb::crash_line("frame #0: f()\n"), "");
+  EXPECT_EQ(kb::crash_line(""), "");
+}

@@ -87,14 +87,24 @@ class Scratch:
         self.lib.kfleet_scratch_failed.restype = C.c_ulong
         self.lib.kfleet_scratch_largest_failed.restype = C.c_size_t
         self.lib.kfleet_scratch_region(C.c_uint64(va), C.c_size_t(nbytes))
-        mem = torch.cuda.memory
+        mem = self.torch_memory = torch.cuda.memory
         if not hasattr(torch.cuda, "MemPool") or not hasattr(mem, "CUDAPluggableAllocator"):
             raise ScratchError("this torch has no torch.cuda.MemPool (torch 2.8 or later is needed)")
-        self.allocator = mem.CUDAPluggableAllocator(so_path, "kfleet_scratch_alloc", "kfleet_scratch_free")
+        self.so_path = so_path
+        self.allocator = self._pluggable()
         self.torch = torch
         self.pool = torch.cuda.MemPool(self.allocator.allocator())  # the uncaptured calls'
         self.capture_pools = []
         self._use = getattr(torch.cuda, "use_mem_pool", None) or getattr(mem, "use_mem_pool")
+
+    def _pluggable(self):
+        # One allocator object per pool: each keeps its own table of the pointers it handed out
+        # and refuses to free one it has no entry for, and two captures' pools are given the same
+        # addresses (one table shared by both lost an entry when the first pool freed it, and the
+        # second's free aborted the process: "Trying to free a pointer not allocated here").
+        # The objects share the library's bump pointer: it is loaded once.
+        return self.torch_memory.CUDAPluggableAllocator(self.so_path, "kfleet_scratch_alloc",
+                                                        "kfleet_scratch_free")
 
     def active(self):
         """A context in which torch allocates from the scratch range."""
@@ -114,13 +124,14 @@ class Scratch:
         class _Ctx:
             def __enter__(self):
                 scratch.lib.kfleet_scratch_reset()
-                self.pool = scratch.torch.cuda.MemPool(scratch.allocator.allocator())
+                self.allocator = scratch._pluggable()
+                self.pool = scratch.torch.cuda.MemPool(self.allocator.allocator())
                 return {"pool": self.pool.id}
 
             def __exit__(self, *exc):
                 # Kept alive: torch frees into a pool it knows until the process ends (dropping
                 # one with blocks in use made a later free fail: "invalid device pointer").
-                scratch.capture_pools.append(self.pool)
+                scratch.capture_pools.append((self.allocator, self.pool))
                 return False
         return _Ctx()
 

@@ -176,6 +176,34 @@ class Refusals(Base):
         msg = self.refused(doc, dev=lambda v: v >= 0x7f0000000000)
         self.assertIn("device memory the harness did not give the launch", msg)
 
+    def test_a_library_kernels_uninitialised_struct_entries_are_not_a_difference(self):
+        # torch's cat: a by-value struct with room for 64 input pointers, the unused ones left as
+        # the stack had them, so two captures of the same launch differ there.
+        def cat(garbage, origin="library", scalar=7, entry=0x600000600000):
+            params = entry.to_bytes(8, "little") + garbage.to_bytes(8, "little") + bytes(8)
+            params += scalar.to_bytes(4, "little") + bytes(4)
+            k = ll.Kernel("CatArrayBatchedCopy", (4, 1, 1), (128, 1, 1), slots=[(0, 24), (24, 4)],
+                          params=params)
+            k.origin = {"origin": origin}
+            return k
+
+        def lists(x, y):
+            return ll.LaunchList("benchmark", nodes=[x]), ll.LaunchList("benchmark", nodes=[y])
+
+        def is_address(v):
+            return ARENA[0] <= v < ARENA[1]
+        self.assertEqual(ll.difference(*lists(cat(0xedec5826), cat(0x3ab4b24c)), is_address), "")
+        # Strict without the address test, for a kernel the job built, for a scalar parameter,
+        # for an entry that is an address in either capture, and for a launch shape.
+        self.assertIn("parameter 0 byte 8", ll.difference(*lists(cat(0xedec5826), cat(0x3ab4b24c))))
+        self.assertNotEqual(ll.difference(*lists(cat(1, "job"), cat(2, "job")), is_address), "")
+        self.assertNotEqual(ll.difference(*lists(cat(1, scalar=1), cat(1, scalar=2)), is_address), "")
+        self.assertNotEqual(ll.difference(*lists(cat(1), cat(0x600000700000)), is_address), "")
+        self.assertNotEqual(ll.difference(*lists(cat(1), cat(1, entry=0x600000700000)), is_address), "")
+        wide = cat(2)
+        wide.grid = (8, 1, 1)
+        self.assertNotEqual(ll.difference(*lists(cat(1), wide), is_address), "")
+
     def test_a_memset_outside_the_buffers_is_refused(self):
         doc = copy.deepcopy(self.doc)
         for pair in doc["captures"]:
