@@ -82,6 +82,7 @@ class Images:
         self.triton = {}      # CUfunction handle -> (name, cubin bytes)
         self.modules = modules  # modules.ModuleLog: every module the process loaded (CUPTI)
         self._ext_files = None
+        self._run_cubins = {}  # path -> sha256 of each cubin seen under the run's folders
         os.makedirs(staging, exist_ok=True)
 
     def _stage(self, data, ext):
@@ -180,6 +181,27 @@ class Images:
             self._ext_files = staged
         return self._ext_files
 
+    def compiled_in_run(self, blob):
+        """True when `blob` is the image of a cubin file under the run's folders (Triton's and
+        inductor's caches are there): device code the job's run compiled, whatever library
+        loaded it (inductor loads its kernels through libtorch_python). Looked at again on each
+        call: a later recording may compile more."""
+        want = hashlib.sha256(blob).hexdigest()
+        staging = os.path.abspath(self.staging) + os.sep  # the recorder's own copies, not the run's
+        for root in [r for r in self.roots + [self.triton_cache] if r]:
+            for p in glob.glob(os.path.join(root, "**", "*.cubin"), recursive=True):
+                if os.path.abspath(p).startswith(staging):
+                    continue
+                if p not in self._run_cubins:
+                    try:
+                        with open(p, "rb") as f:
+                            self._run_cubins[p] = hashlib.sha256(f.read()).hexdigest()
+                    except OSError:
+                        continue
+                if self._run_cubins[p] == want:
+                    return True
+        return False
+
     def resolve(self, func, name):
         """(image path or None, note, origin) for the kernel `name` of CUfunction `func`."""
         hit = self.triton.get(int(func))
@@ -212,6 +234,9 @@ class Images:
                 if not self.driver.image_defines(path, name):
                     return None, "its module's image does not load the way kfleet-measure loads it", None
                 origin = modlog.describe_origin(modlog.loader_of(m["stack"]), self.roots)
+                if origin.get("origin") == "library" and self.compiled_in_run(m["blob"]):
+                    origin = {"origin": "job", "file": "", "package": "",
+                              "how": "compiled in the run, loaded by " + (origin.get("file") or "a library")}
                 return path, "", origin
         # A Triton kernel loaded before the hook (from a cache it did not pass through): its
         # cubin in the run's Triton cache, when exactly one there defines the name.

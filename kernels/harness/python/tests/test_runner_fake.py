@@ -383,3 +383,32 @@ class ExtensionImages(unittest.TestCase):
             path, note, _ = images.resolve(0x1, "at_missing_kernel")
             self.assertIsNone(path)
             self.assertIn("no module the process loaded defines it", note)
+
+    def test_a_kernel_compiled_in_the_run_is_the_jobs_whichever_library_loads_it(self):
+        # torch.compile's Triton kernels: inductor writes each cubin into its cache in the run's
+        # folder and loads it through libtorch_python; the verdict must not call it a library's.
+        with tempfile.TemporaryDirectory() as d:
+            blob = b"\x7fELF" + b"triton_poi_fused_0".ljust(40, b"\0")
+            os.makedirs(os.path.join(d, "inductor", "ab"))
+            with open(os.path.join(d, "inductor", "ab", "triton_poi_fused_0.cubin"), "wb") as f:
+                f.write(blob)
+
+            class Drv:
+                def image_defines(self, path, name):
+                    with open(path, "rb") as f:
+                        return name.encode() in f.read()
+
+            class Mods:
+                error = ""
+
+                def defining(self, name):
+                    return [{"blob": blob, "stack": ["/x/libcuda.so.1", "/v/torch/lib/libtorch_python.so"]}]
+            images = runner.Images(Drv(), os.path.join(d, "staging"), None, None, roots=[d], modules=Mods())
+            path, note, origin = images.resolve(0x1, "triton_poi_fused_0")
+            self.assertEqual(note, "")
+            self.assertEqual(origin["origin"], "job")
+            self.assertEqual(origin["how"], "compiled in the run, loaded by libtorch_python.so")
+            # The same image with no cubin of it in the run's folders is the library's.
+            other = runner.Images(Drv(), os.path.join(d, "staging2"), None, None,
+                                  roots=[os.path.join(d, "elsewhere")], modules=Mods())
+            self.assertEqual(other.resolve(0x1, "triton_poi_fused_0")[2]["origin"], "library")
