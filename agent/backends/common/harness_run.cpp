@@ -251,6 +251,12 @@ StageResult HarnessBackend::correctness(StageContext& c) {
     HarnessReport rep;
     for (const auto& m : msgs) rep.add(m);
     if (rep.device) r.data["device"] = *rep.device;
+    // A family's harness checks its GPU reference against its fp64 CPU reference in the case's
+    // own run (small cases); the first such record is the verdict's, named by the job's problem.
+    if (rep.reference_check && !r.data.contains("reference_check")) {
+      r.data["reference_check"] = *rep.reference_check;
+      if (!c.spec.kernel.problem.empty()) r.data["reference_check"]["problem"] = problem_ref(c.spec.kernel);
+    }
     // A Python kernel's kernels and their origins, as its recorder reported them (once).
     if (recorded_kernels_ && !r.data.contains("kernels")) {
       r.data["kernels"] = *recorded_kernels_;

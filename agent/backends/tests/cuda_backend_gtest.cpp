@@ -36,6 +36,10 @@ TEST(CudaBackend, BuildsGatesAndRunsTheHarness) {
   EXPECT_TRUE(corr.ok) << corr.reason;
   ASSERT_EQ(corr.data["rows"].size(), 2u);
   EXPECT_EQ(corr.data["rows"][1]["seed"], 1);
+  // The family harness's check of its GPU reference, in the verdict as a problem's is.
+  EXPECT_EQ(corr.data["reference_check"].value("against", ""), "fp64 CPU reference") << corr.data.dump();
+  EXPECT_EQ(corr.data["reference_check"].value("problem", ""), "attention");
+  EXPECT_TRUE(corr.data["reference_check"].value("pass", false));
 
   c.compare.kind = "value";
   c.compare.median_us = 120;

@@ -43,10 +43,25 @@ int run_correctness(const Options& o) {
     const auto reference = problem->reference_host();
     problem->scrub_reference();
     if (problem->flops <= kCpuCrossCheckMaxFlops) {
+      const auto check_start = std::chrono::steady_clock::now();
       const auto cpu = problem->cpu_reference();
       std::vector<float> gpu(reference.begin(), reference.end());
       const Metrics agree = compute_metrics(gpu.data(), cpu.data(), n);
-      if (!(agree.rel_l2 <= kReferenceAgreement) || agree.nan_count || agree.inf_count)
+      const bool agrees = agree.rel_l2 <= kReferenceAgreement && !agree.nan_count && !agree.inf_count;
+      // The same record as a problem's (run_reference_check), for the verdict's
+      // metrics.reference_check: which case and seed, against what, by how much.
+      const std::string reason =
+          agrees ? "" : "rel_l2 " + JsonLine::number(agree.rel_l2) + " above " + JsonLine::number(kReferenceAgreement);
+      const double check_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - check_start).count();
+      JsonLine("reference_check").str("problem", o.shape.count("M") ? "scaled_mm" : "attention")
+          .str("case", o.case_name).integer("seed", static_cast<long long>(seed)).boolean("pass", agrees)
+          .str("reason", reason).str("against", "fp64 CPU reference")
+          .raw("outputs", "{\"out\":" + JsonLine("o").str("check", "rel_l2").boolean("pass", agrees)
+                                           .str("reason", reason).num("max_abs", agree.max_abs)
+                                           .num("rel_l2", agree.rel_l2).text() + "}")
+          .num("time_ms", check_ms).print();
+      if (!agrees)
         fail_setup("the harness's GPU reference disagrees with its CPU reference (rel_l2 " +
                    std::to_string(agree.rel_l2) + "): a harness or device fault, not the kernel's");
     }

@@ -74,6 +74,11 @@ int main(int argc, char** argv) {
   if (shape.find("S=99") != std::string::npos) for (;;) pause();
   bool bad = shape.find("S=7") != std::string::npos;
   if (mode == "correctness") {
+    // A family harness checks its GPU reference against its fp64 CPU reference on a small case.
+    std::printf("{\"type\":\"reference_check\",\"problem\":\"attention\",\"case\":\"%s\",\"seed\":0,"
+                "\"pass\":true,\"reason\":\"\",\"against\":\"fp64 CPU reference\",\"outputs\":{\"out\":"
+                "{\"check\":\"rel_l2\",\"pass\":true,\"max_abs\":1e-06,\"rel_l2\":2e-07}},\"time_ms\":3}\n",
+                name.c_str());
     for (int seed = 0; seed < 2; ++seed) {
       std::printf("{\"type\":\"correctness\",\"case\":\"%s\",\"seed\":%d,\"pass\":%s,\"reason\":\"%s\","
                   "\"max_abs\":%g}\n", name.c_str(), seed, bad ? "false" : "true",
