@@ -8,7 +8,7 @@
 namespace kfleet::harness {
 namespace {
 
-std::string fmt(const char* f, double v) {
+std::string us_text(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
@@ -68,11 +68,11 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
   // window's edges (kEdgeNs) before calling activity early or late.
   constexpr std::uint64_t kEdgeNs = 50'000;
   if (first + kEdgeNs < w.t0)
-    flag("GPU activity began " + fmt("%.1f", (w.t0 - first) / 1000.0) +
+    flag("GPU activity began " + us_text("%.1f", (w.t0 - first) / 1000.0) +
          " us before the sample did: work left running from an earlier launch (deferred or "
          "persistent work)");
   if (last > w.t1 + kEdgeNs)
-    flag("GPU activity went on " + fmt("%.1f", (last - w.t1) / 1000.0) +
+    flag("GPU activity went on " + us_text("%.1f", (last - w.t1) / 1000.0) +
          " us after the device was synchronised: work the synchronisation did not wait for");
   // Idle time inside the span: the union of the records' intervals against the span.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> iv;
@@ -92,25 +92,25 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
   t.idle_us = t.span_us - static_cast<double>(busy) / 1000.0;
   const double slack = bound.slack(t.span_us, w.event_us);
   if (t.idle_us > bound.abs_us + bound.launch_overhead_us && t.idle_us > 0.5 * t.span_us)
-    flag("the GPU sat idle for " + fmt("%.1f", t.idle_us) + " of the " + fmt("%.1f", t.span_us) +
+    flag("the GPU sat idle for " + us_text("%.1f", t.idle_us) + " of the " + us_text("%.1f", t.span_us) +
              " us between the launch's first and last operation: the launch did its work on the "
              "host in between (host-side precompute?)",
          false);
   if (t.span_us > w.event_us + slack)
-    flag("work outside the timing events: GPU activity spans " + fmt("%.1f", t.span_us) +
+    flag("work outside the timing events: GPU activity spans " + us_text("%.1f", t.span_us) +
          " us on " + std::to_string(t.streams) + " stream(s) but the events saw " +
-         fmt("%.1f", w.event_us) +
+         us_text("%.1f", w.event_us) +
          " us (a side stream or graph the launch did not join, or work after the stop event)",
          false);
   else if (w.event_us > t.span_us + slack)
-    flag("the events saw " + fmt("%.1f", w.event_us) + " us but GPU activity spans only " +
-             fmt("%.1f", t.span_us) +
+    flag("the events saw " + us_text("%.1f", w.event_us) + " us but GPU activity spans only " +
+             us_text("%.1f", t.span_us) +
              " us: the launch's time went to host work before its GPU work (host-side precompute?)",
          false);
   const double wall_us = w.t1 > w.t0 ? (w.t1 - w.t0) / 1000.0 : 0.0;
   if (t.span_us > wall_us + 1.0)
-    flag("GPU activity spans " + fmt("%.1f", t.span_us) + " us, longer than the host's " +
-         fmt("%.1f", wall_us) + " us around the launch: clocks disagree");
+    flag("GPU activity spans " + us_text("%.1f", t.span_us) + " us, longer than the host's " +
+         us_text("%.1f", wall_us) + " us around the launch: clocks disagree");
   return t;
 }
 
@@ -163,14 +163,14 @@ FloorJudgement judge_floor(double median_us, double flops, double bytes, const P
   j.tflops_frac = p.tflops > 0 ? flops / (median_us * 1e6) / p.tflops : 0;
   j.gbs_frac = p.gbs > 0 ? bytes / (median_us * 1e3) / p.gbs : 0;
   if (j.tflops_frac > max_frac)
-    j.suspect = "achieved " + fmt("%.1f", flops / (median_us * 1e6)) + " TFLOP/s is " +
-                fmt("%.0f", 100 * j.tflops_frac) + " % of the " + p.tflops_basis + " peak " +
-                fmt("%.1f", p.tflops) + " TFLOP/s (over " + fmt("%.0f", 100 * max_frac) +
+    j.suspect = "achieved " + us_text("%.1f", flops / (median_us * 1e6)) + " TFLOP/s is " +
+                us_text("%.0f", 100 * j.tflops_frac) + " % of the " + p.tflops_basis + " peak " +
+                us_text("%.1f", p.tflops) + " TFLOP/s (over " + us_text("%.0f", 100 * max_frac) +
                 " % is not believed: the kernel skips work or fools the timer)";
   else if (j.gbs_frac > max_frac)
-    j.suspect = "achieved " + fmt("%.1f", bytes / (median_us * 1e3)) + " GB/s is " +
-                fmt("%.0f", 100 * j.gbs_frac) + " % of the memory bandwidth " +
-                fmt("%.1f", p.gbs) + " GB/s (over " + fmt("%.0f", 100 * max_frac) +
+    j.suspect = "achieved " + us_text("%.1f", bytes / (median_us * 1e3)) + " GB/s is " +
+                us_text("%.0f", 100 * j.gbs_frac) + " % of the memory bandwidth " +
+                us_text("%.1f", p.gbs) + " GB/s (over " + us_text("%.0f", 100 * max_frac) +
                 " % is not believed: the kernel skips reading its inputs or fools the timer)";
   return j;
 }
@@ -214,9 +214,9 @@ std::string gate_strength_failure(const std::vector<double>& reference,
     if (scores) scores->emplace_back(o.name, m);
     if (failure.empty() && check_tolerance(m, v, tol).empty())
       failure = "refused: the tolerance is too loose to tell a kernel from a do-nothing output: " +
-                o.name + " passes it (max_abs " + fmt("%.4g", m.max_abs) + ", max_rel " +
-                fmt("%.4g", m.max_rel) + ", rel_l2 " + fmt("%.4g", m.rel_l2) +
-                "); tighten it (e.g. rel_l2 well below " + fmt("%.3g", m.rel_l2) + ")";
+                o.name + " passes it (max_abs " + us_text("%.4g", m.max_abs) + ", max_rel " +
+                us_text("%.4g", m.max_rel) + ", rel_l2 " + us_text("%.4g", m.rel_l2) +
+                "); tighten it (e.g. rel_l2 well below " + us_text("%.3g", m.rel_l2) + ")";
   }
   return failure;
 }
