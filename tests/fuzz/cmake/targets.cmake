@@ -24,7 +24,7 @@ option(KFLEET_WERROR "Fail the fuzz build on a warning in kfleet's own code" ON)
 add_compile_options(-Wall -Wextra -Wno-missing-field-initializers $<$<BOOL:${KFLEET_WERROR}>:-Werror>)
 add_link_options(${KFLEET_SANITIZE})
 # Unity batches, as kfleet's own build: the product sources compiled here again were half of the
-# test build's CPU (1,054 s of 153 compiler runs, one per file, on the 2-core CI machine).
+# test build's CPU (1,054 s of CPU in 153 compiler runs, one per file, on a 2-core machine).
 set(CMAKE_UNITY_BUILD ON)
 set(CMAKE_UNITY_BUILD_BATCH_SIZE 8)
 
