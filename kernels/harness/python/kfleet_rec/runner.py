@@ -185,7 +185,10 @@ class Images:
         """True when `blob` is the image of a cubin file under the run's folders (Triton's and
         inductor's caches are there): device code the job's run compiled, whatever library
         loaded it (inductor loads its kernels through libtorch_python). Looked at again on each
-        call: a later recording may compile more."""
+        call: a later recording may compile more. Only a cubin (ELF) can match: a library's
+        fatbin (cuBLAS, aten) is answered without walking the folders."""
+        if blob[:4] != b"\x7fELF":
+            return False
         want = hashlib.sha256(blob).hexdigest()
         staging = os.path.abspath(self.staging) + os.sep  # the recorder's own copies, not the run's
         for root in [r for r in self.roots + [self.triton_cache] if r]:

@@ -333,6 +333,24 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class NameDriver:
+    """A driver whose image defines a kernel when the kernel's name is in its bytes."""
+
+    def image_defines(self, path, name):
+        with open(path, "rb") as f:
+            return name.encode() in f.read()
+
+    @staticmethod
+    def modules(blob, loader, only=None):
+        """A module log of one module, `blob`, loaded by the library `loader`."""
+        class Mods:
+            error = ""
+
+            def defining(self, name):
+                return [{"blob": blob, "stack": ["/x/libcuda.so.1", loader]}] if only in (None, name) else []
+        return Mods()
+
+
 class ExtensionImages(unittest.TestCase):
     def test_an_extension_built_in_the_run_is_found_by_kernel_name(self):
         from test_recording import DeviceCode
@@ -343,11 +361,7 @@ class ExtensionImages(unittest.TestCase):
             with open(os.path.join(ext, "mm_ext.so"), "wb") as f:
                 f.write(DeviceCode.elf_with(fb))
 
-            class Drv:
-                def image_defines(self, path, name):
-                    with open(path, "rb") as f:
-                        return name.encode() in f.read()
-            images = runner.Images(Drv(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
+            images = runner.Images(NameDriver(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
                                    os.path.join(d, "triton"))
             path, note, origin = images.resolve(0x1234, "kfleet_scaled_mm_fp8")
             self.assertEqual(note, "")
@@ -362,19 +376,9 @@ class ExtensionImages(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             blob = b"\x7fELF" + b"nvjet_sm90_gemm".ljust(40, b"\0")
 
-            class Drv:
-                def image_defines(self, path, name):
-                    with open(path, "rb") as f:
-                        return name.encode() in f.read()
-
-            class Mods:
-                error = ""
-
-                def defining(self, name):
-                    return [{"blob": blob, "stack": ["/x/libcuda.so.1", "/v/nvidia/cublas/lib/libcublasLt.so.13"]}] \
-                        if name == "nvjet_sm90_gemm" else []
-            images = runner.Images(Drv(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
-                                   os.path.join(d, "triton"), roots=[d], modules=Mods())
+            mods = NameDriver.modules(blob, "/v/nvidia/cublas/lib/libcublasLt.so.13", only="nvjet_sm90_gemm")
+            images = runner.Images(NameDriver(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
+                                   os.path.join(d, "triton"), roots=[d], modules=mods)
             path, note, origin = images.resolve(0x1, "nvjet_sm90_gemm")
             self.assertEqual(note, "")
             with open(path, "rb") as f:
@@ -393,22 +397,13 @@ class ExtensionImages(unittest.TestCase):
             with open(os.path.join(d, "inductor", "ab", "triton_poi_fused_0.cubin"), "wb") as f:
                 f.write(blob)
 
-            class Drv:
-                def image_defines(self, path, name):
-                    with open(path, "rb") as f:
-                        return name.encode() in f.read()
-
-            class Mods:
-                error = ""
-
-                def defining(self, name):
-                    return [{"blob": blob, "stack": ["/x/libcuda.so.1", "/v/torch/lib/libtorch_python.so"]}]
-            images = runner.Images(Drv(), os.path.join(d, "staging"), None, None, roots=[d], modules=Mods())
+            mods = NameDriver.modules(blob, "/v/torch/lib/libtorch_python.so")
+            images = runner.Images(NameDriver(), os.path.join(d, "staging"), None, None, roots=[d], modules=mods)
             path, note, origin = images.resolve(0x1, "triton_poi_fused_0")
             self.assertEqual(note, "")
             self.assertEqual(origin["origin"], "job")
             self.assertEqual(origin["how"], "compiled in the run, loaded by libtorch_python.so")
             # The same image with no cubin of it in the run's folders is the library's.
-            other = runner.Images(Drv(), os.path.join(d, "staging2"), None, None,
-                                  roots=[os.path.join(d, "elsewhere")], modules=Mods())
+            other = runner.Images(NameDriver(), os.path.join(d, "staging2"), None, None,
+                                  roots=[os.path.join(d, "elsewhere")], modules=mods)
             self.assertEqual(other.resolve(0x1, "triton_poi_fused_0")[2]["origin"], "library")
