@@ -57,9 +57,19 @@ def line(kind, **kw):
     print(json.dumps(dict(type=kind, **kw), separators=(",", ":")), flush=True)
 
 
+def leave(code):
+    """Ends the process at once once its last line is out: the job's code ran here, and the
+    interpreter's teardown (torch's pools and allocator, CUDA contexts, the job's own atexit
+    handlers and destructors) may abort or hang after it, which would turn a refusal or a
+    recording into "killed by SIGABRT". Nothing is left to write by then."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def fail(code, phase, message, **kw):
     line("error", phase=phase, message=message, **kw)
-    sys.exit(code)
+    leave(code)
 
 
 def parse(argv):
@@ -171,4 +181,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave(main(sys.argv[1:]))

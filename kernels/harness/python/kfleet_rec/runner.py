@@ -14,6 +14,7 @@ import traceback
 
 from . import fatbin, modules as modlog, scratch as scratchmod
 from .cuda import Driver, DriverError
+from . import recording
 from .recording import Refusal
 
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
@@ -410,7 +411,16 @@ def record(opts, plan):
                           (f" ({short})" if short else ""))
         if scratch:
             scratch.mark()  # what the uncaptured call keeps (cuBLAS's workspace) stays below
-        pair = [capture(torch, driver, images, fn, args, stream, scratch) for _ in range(2)]
+        pair = []
+        for _ in range(2):
+            cap = capture(torch, driver, images, fn, args, stream, scratch)
+            if cap.get("error"):
+                # Refused here, before the launch is called again: a capture that failed leaves
+                # torch's allocator believing it still runs (capture_end never ran its
+                # bookkeeping), and the next allocation, sync or pool teardown in this process
+                # aborts it (captures_underway.empty() INTERNAL ASSERT), which would hide why.
+                recording.capture_to_list(rec, cap)
+            pair.append(cap)
         if scratch and scratch.exhausted():
             raise Refusal(rec["what"], scratch.exhausted())
         captures.append(pair)

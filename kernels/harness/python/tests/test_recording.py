@@ -345,6 +345,25 @@ class CommandLine(Base):
         self.assertEqual(lines[-1]["recording"], "benchmark")
         self.assertIn("a host function node", lines[-1]["message"])
 
+    def test_a_teardown_that_aborts_cannot_hide_the_last_line(self):
+        # torch's pools and the job's own atexit handlers run at interpreter exit; the recorder
+        # leaves before them, so its refusal or its recording is what the agent reads.
+        path = os.path.join(self.dir, "capture.json")
+        refused = copy.deepcopy(self.doc)
+        for pair in refused["captures"]:
+            for cap in pair:
+                cap["nodes"][1] = {"type": "host"}
+        for doc, want_rc, want in ((self.doc, 0, "recorded"), (refused, 4, "error")):
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            argv = ["kfleet_record.py", "--from-captures", path, "--record",
+                    os.path.join(self.dir, "l.txt"), "--device-code-dir", os.path.join(self.dir, "dc")]
+            code = ("import atexit, os, runpy, sys; atexit.register(os.abort); sys.argv = %r; "
+                    "runpy.run_path(%r, run_name='__main__')" % (argv, os.path.join(PYDIR, "kfleet_record.py")))
+            p = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True)
+            self.assertEqual(p.returncode, want_rc, p.stderr[-400:])
+            self.assertEqual(json.loads(p.stdout.splitlines()[-1])["type"], want)
+
     def test_usage(self):
         p = subprocess.run([sys.executable, "-B", os.path.join(PYDIR, "kfleet_record.py"), "correctness"],
                            capture_output=True, text=True)
