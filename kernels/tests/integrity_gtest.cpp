@@ -31,6 +31,26 @@ TEST(ActivitySpan, HonestKernelSpansFirstToLastRecord) {
   EXPECT_EQ(t.suspect, "");
 }
 
+TEST(ActivitySpan, WindowActivityNamesWhatTheSpanHeldBesidesTheKernel) {
+  // A 17 us kernel whose span also holds a copy on another stream that began 18 us before it:
+  // the bench line's window_activity shows both, by stream and kind, and the lead over t0.
+  WindowActivityLog log;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<R> in = {{R::kernel_kind, 1'030'000, 1'047'000, 7}};
+    if (i > 0) in.push_back({R::memcpy_kind, 1'010'000, 1'012'000, 9});
+    const auto t = judge_sample(in, {}, kHarness, window(1'000'000, 1'200'000, 40.0));
+    ASSERT_EQ(t.parts.size(), i > 0 ? 2u : 1u);
+    EXPECT_DOUBLE_EQ(t.lead_us, i > 0 ? 10.0 : 30.0);
+    log.add(t);
+  }
+  const std::string j = log.json();
+  EXPECT_NE(j.find(R"("kind":"kernel","stream":7,"records":3,"samples":3,"median_busy_us":17)"),
+            std::string::npos) << j;
+  EXPECT_NE(j.find(R"("kind":"memcpy","stream":9,"records":2,"samples":2,"median_busy_us":2)"),
+            std::string::npos) << j;
+  EXPECT_DOUBLE_EQ(log.lead_median_us(), 10.0);
+}
+
 TEST(ActivitySpan, SideStreamWorkTheEventsMissedIsSuspect) {
   // The non-blocking side stream case from the field: events 1.3 us, real work 9,615 us.
   std::vector<R> in = {{R::kernel_kind, 1'002'000, 1'002'000 + 9'615'000, 21}};

@@ -1,8 +1,12 @@
 #include "integrity.hpp"
 
+#include "bench_summary.hpp"
+#include "json_line.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace kfleet::harness {
@@ -14,15 +18,6 @@ std::string us_text(const char* f, double v) {
   return buf;
 }
 
-const char* kind_name(ActivityRecord::Kind k) {
-  switch (k) {
-    case ActivityRecord::kernel_kind: return "kernel";
-    case ActivityRecord::memcpy_kind: return "memcpy";
-    case ActivityRecord::memset_kind: return "memset";
-    default: return "activity";
-  }
-}
-
 std::uint64_t mix64(std::uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -31,6 +26,15 @@ std::uint64_t mix64(std::uint64_t z) {
 }
 
 }  // namespace
+
+const char* activity_kind_name(ActivityRecord::Kind k) {
+  switch (k) {
+    case ActivityRecord::kernel_kind: return "kernel";
+    case ActivityRecord::memcpy_kind: return "memcpy";
+    case ActivityRecord::memset_kind: return "memset";
+    default: return "activity";
+  }
+}
 
 SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
                           const std::vector<ActivityRecord>& between, std::uint32_t harness_stream,
@@ -45,7 +49,7 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
   };
   for (const auto& r : between) {
     if (r.stream != harness_stream) {
-      flag(std::string("a ") + kind_name(r.kind) + " ran on stream " + std::to_string(r.stream) +
+      flag(std::string("a ") + activity_kind_name(r.kind) + " ran on stream " + std::to_string(r.stream) +
            " between samples, outside every launch's window: work deferred past the stop event");
       break;
     }
@@ -64,6 +68,16 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
   }
   t.streams = streams.size();
   t.span_us = last > first ? static_cast<double>(last - first) / 1000.0 : 0.0;
+  t.lead_us = (static_cast<double>(first) - static_cast<double>(w.t0)) / 1000.0;
+  std::map<std::pair<std::uint32_t, int>, WindowPart> parts;
+  for (const auto& r : in_window) {
+    WindowPart& p = parts[{r.stream, static_cast<int>(r.kind)}];
+    p.kind = r.kind;
+    p.stream = r.stream;
+    ++p.records;
+    p.busy_us += static_cast<double>(r.end > r.start ? r.end - r.start : 0) / 1000.0;
+  }
+  for (auto& [key, p] : parts) t.parts.push_back(p);
   // CUPTI converts GPU timestamps to the host clock; allow that conversion a little slack at the
   // window's edges (kEdgeNs) before calling activity early or late.
   constexpr std::uint64_t kEdgeNs = 50'000;
@@ -113,6 +127,33 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
          us_text("%.1f", wall_us) + " us around the launch: clocks disagree");
   return t;
 }
+
+void WindowActivityLog::add(const SampleTiming& t) {
+  if (t.records == 0) return;
+  leads_.push_back(t.lead_us);
+  for (const WindowPart& w : t.parts) {
+    auto it = std::find_if(parts_.begin(), parts_.end(),
+                           [&](const Part& p) { return p.kind == w.kind && p.stream == w.stream; });
+    if (it == parts_.end()) it = parts_.insert(parts_.end(), Part{w.kind, w.stream, 0, {}});
+    it->records += w.records;
+    it->busy_us.push_back(w.busy_us);
+  }
+}
+
+std::string WindowActivityLog::json() const {
+  std::string s = "[";
+  for (const Part& p : parts_) {
+    const double most = p.busy_us.empty() ? 0 : *std::max_element(p.busy_us.begin(), p.busy_us.end());
+    s += (s.size() > 1 ? "," : "") +
+         JsonLine("window_activity").str("kind", activity_kind_name(p.kind))
+             .integer("stream", p.stream).integer("records", (long long)p.records)
+             .integer("samples", (long long)p.busy_us.size())
+             .num("median_busy_us", quantile(p.busy_us, 0.5)).num("max_busy_us", most).text();
+  }
+  return s + "]";
+}
+
+double WindowActivityLog::lead_median_us() const { return leads_.empty() ? 0 : quantile(leads_, 0.5); }
 
 void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0,
               std::vector<ActivityRecord>* between, std::vector<ActivityRecord>* in_window) {

@@ -45,14 +45,49 @@ struct CrossCheckBound {
   }
 };
 
+// What ran inside a sample's window on one stream, of one kind: its records and busy time (the
+// sum of their durations). The bench line reports these over all samples (window_activity), so
+// a span that holds more than the launch's kernels shows what else it held.
+struct WindowPart {
+  ActivityRecord::Kind kind = ActivityRecord::kernel_kind;
+  std::uint32_t stream = 0;
+  std::size_t records = 0;
+  double busy_us = 0;
+};
+
+const char* activity_kind_name(ActivityRecord::Kind k);
+
 struct SampleTiming {
   double span_us = 0;          // first start to last end of everything the launch caused
   std::size_t records = 0;     // activity records inside the window
   std::size_t streams = 0;     // distinct streams they ran on
   double idle_us = 0;          // time inside the span when no recorded activity ran
+  double lead_us = 0;          // first record's start - t0 (negative: it began before the sample)
+  std::vector<WindowPart> parts;  // by stream, then kind, in that order
   std::string suspect;         // "" or why this sample cannot be trusted, naming the trick
   bool structural = false;     // work outside every launch / none recorded (vs a disagreement
                                // of span and events, or idle gaps, which one hiccup can cause)
+};
+
+// The bench line's window_activity: what ran inside the samples' windows, per stream and kind,
+// over all samples (records, the samples that had any, the median and largest busy time in
+// one), and the median lead of the first record over t0. It explains a span longer than the
+// kernels (a copy, a second stream) without a profiler.
+class WindowActivityLog {
+ public:
+  void add(const SampleTiming& t);
+  std::string json() const;  // a JSON array
+  double lead_median_us() const;
+
+ private:
+  struct Part {
+    ActivityRecord::Kind kind;
+    std::uint32_t stream;
+    std::size_t records = 0;
+    std::vector<double> busy_us;
+  };
+  std::vector<Part> parts_;
+  std::vector<double> leads_;
 };
 
 // The records flushed after a sample, split by the sample's start t0: those that ended before

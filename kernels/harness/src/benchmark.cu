@@ -139,6 +139,7 @@ class ColdTimer {
 struct TrialLog {
   std::vector<double> samples, clocks, event_samples, idle_us;  // samples: not throttled
   std::size_t timed_runs = 0, records = 0, max_streams = 0;
+  WindowActivityLog window;  // what ran inside the windows, per stream and kind
   // Suspect samples: structural signs, and the span and the events disagreeing; the first of
   // each kind is named.
   std::size_t structural = 0, disagreements = 0;
@@ -281,6 +282,7 @@ class ColdBenchmark {
     log_.records += t.records;
     log_.idle_us.push_back(t.idle_us);
     log_.max_streams = std::max(log_.max_streams, t.streams);
+    log_.window.add(t);
     if (!t.suspect.empty()) {
       std::string& first = t.structural ? log_.structural_reason : log_.disagreement_reason;
       (t.structural ? log_.structural : log_.disagreements) += 1;
@@ -451,6 +453,8 @@ class ColdBenchmark {
         .nums("replay_us", replay_)
         .integer("activity_records", (long long)log_.records)
         .integer("max_streams", (long long)log_.max_streams)
+        .raw("window_activity", log_.window.json())
+        .num("lead_median_us", log_.window.lead_median_us())
         .integer("timing_disagreements", (long long)log_.disagreements)
         .num("launch_overhead_us", bound_.launch_overhead_us)
         .boolean("inputs_read_only", timer_->read_only())
