@@ -374,7 +374,12 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
       return refuse("replay mode refused the recorder's device code: it left " + removed +
                     " (links and special files are not device code)");
     auto files = python_device_code(device_code_dir);
-    if (!files) return refuse(files.error().message);
+    if (!files) {
+      std::error_code ec;
+      const std::string declined =
+          fs::is_empty(device_code_dir, ec) ? python_launches_declined(list) : "";
+      return refuse(declined.empty() ? files.error().message : declined);
+    }
     std::stringstream in(*files);
     for (std::string f; std::getline(in, f, ',');) {
       struct stat st {};

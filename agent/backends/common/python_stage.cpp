@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 namespace kfleet::backends {
 namespace fs = std::filesystem;
@@ -90,6 +91,20 @@ Result<std::string> python_device_code(const std::string& dir) {
   std::string joined;
   for (const auto& f : files) joined += (joined.empty() ? "" : ",") + f;
   return joined;
+}
+
+std::string python_launches_declined(const std::string& list_path) {
+  std::ifstream in(list_path);
+  std::size_t lists = 0, declined = 0, bytes = 0;
+  for (std::string line; std::getline(in, line) && bytes < (4u << 20);) {
+    bytes += line.size() + 1;
+    if (line.rfind("status ", 0) != 0) continue;
+    ++lists;
+    if (line != "status 0") ++declined;
+  }
+  if (lists == 0 || declined != lists) return "";
+  return "the launch declined the case (it returned kfleet.UNSUPPORTED) and launched no kernel: "
+         "there is nothing to replay or time";
 }
 
 }  // namespace kfleet::backends

@@ -60,4 +60,9 @@ std::string python_recorder_path_env(const PythonRuntime& py, const std::string&
 // process wrote them: this is its failure), or when there are none.
 Result<std::string> python_device_code(const std::string& dir);
 
+// When the recorder wrote no device code: why, if its launch list says so: every recording's
+// launch returned kfleet.UNSUPPORTED (declined the case) and launched nothing. "" otherwise.
+// Only words for the error that follows either way: nothing is replayed from such a list.
+std::string python_launches_declined(const std::string& list_path);
+
 }  // namespace kfleet::backends

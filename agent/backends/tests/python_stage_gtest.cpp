@@ -118,6 +118,18 @@ TEST_F(DeviceCodeDir, AnythingElseIsTheJobsFailureNamed) {
   EXPECT_FALSE(kb::python_device_code(dir_.string()));
 }
 
+TEST_F(DeviceCodeDir, ALaunchThatDeclinedEveryRecordingIsSaidToHave) {
+  const std::string list = (dir_ / "launches.txt").string();
+  std::ofstream(list) << "kfleet-launch-list 1\nlist correctness\nstatus 1\nargs 00\nend\n"
+                         "list benchmark\nstatus 1\nargs 00\nend\n";
+  EXPECT_NE(kb::python_launches_declined(list).find("declined the case"), std::string::npos);
+  std::ofstream(list) << "kfleet-launch-list 1\nlist correctness\nstatus 1\nend\nlist b\nstatus 0\nend\n";
+  EXPECT_EQ(kb::python_launches_declined(list), "");  // one recording launched: not declined
+  std::ofstream(list) << "garbage\n";
+  EXPECT_EQ(kb::python_launches_declined(list), "");
+  EXPECT_EQ(kb::python_launches_declined((dir_ / "missing").string()), "");
+}
+
 TEST_F(DeviceCodeDir, NoDeviceCodeIsNamed) {
   auto r = kb::python_device_code(dir_.string());
   ASSERT_FALSE(r);
