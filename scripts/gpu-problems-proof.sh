@@ -14,6 +14,7 @@
 # come last. Exits 1 on any row not as expected, 2 on a setup failure.
 #   scripts/gpu-problems-proof.sh [--bin DIR] [--out DIR] [--only REGEX] [--python PY]
 #                                 [--no-python-corpus] [--backend cuda|simulated] [--arch A]
+#                                 [--reference-timeout S]
 #     --bin DIR            kfleetd/kfleet-agent/kfleet already built in DIR (skips the build)
 #     --out DIR            the database, the agent's work dir, the logs, each job's `kfleet status`
 #                          and `kfleet logs` (default ./problems-run); --run-dir too
@@ -23,9 +24,14 @@
 #     --no-python-corpus   leave the Python corpus out (its rows are then not proven here)
 #     --backend B          cuda; `simulated --arch sm_90a` only tests this script (nothing runs
 #                          there, so every wrong kernel "passes" and is reported ACCEPTED)
+#     --reference-timeout S  the agent's bound on recording one of kfleet's PyTorch references
+#                          (default 300: the comparisons are not what this run proves, and one
+#                          torch.compile reference autotuned for over 7 minutes on an H200;
+#                          scripts/gpu-versus-pytorch.sh keeps the agent's 1800)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" out="$root/problems-run" only=. backend=cuda arch="" py=python3 python_corpus=1
+reference_timeout=300
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -35,7 +41,8 @@ while [ $# -gt 0 ]; do
     --no-python-corpus) python_corpus=0; shift ;;
     --backend) backend=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
-    -h|--help) sed -n 2,26p "$0"; exit 0 ;;
+    --reference-timeout) reference_timeout=$2; shift 2 ;;
+    -h|--help) sed -n 2,30p "$0"; exit 0 ;;
     *) echo "gpu-problems-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,7 +58,7 @@ export KFLEET_HARNESS_DIR=$root/kernels/harness KFLEET_PROBLEMS_DIR=$root/kernel
 KFLEET_PYTHON=$(command -v "$py" || echo "$py"); export KFLEET_PYTHON
 # shellcheck source=lib/local-cluster.sh
 source "$root/scripts/lib/local-cluster.sh"
-agent_flags=(--backend "$backend" --problems-dir "$KFLEET_PROBLEMS_DIR")
+agent_flags=(--backend "$backend" --problems-dir "$KFLEET_PROBLEMS_DIR" --reference-timeout "$reference_timeout")
 [ -n "$arch" ] && agent_flags+=(--arch "$arch" --gpu-class "$arch")
 start_local_cluster "$bin" "$out" "${agent_flags[@]}" || die "kfleetd and agent gpu0 did not come up"
 kf() { "$bin/kfleet" --no-color "$@"; }

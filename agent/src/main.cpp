@@ -91,6 +91,7 @@ struct BackendChoice {
   double throttle_pct = -1;
   unsigned gpu = 0;
   std::string problems_dir;
+  int reference_timeout_s = 1800;
 };
 
 #ifdef KFLEET_HAVE_GPU_BACKENDS
@@ -108,7 +109,8 @@ Result<BackendPtr> make_real_backend(const BackendChoice& b, backends::SandboxPo
     if (b.arch_given) o.arch = b.sim.arch;
     return o;
   };
-  const CudaBackendOptions cuda_opts = options(CudaBackendOptions{});
+  CudaBackendOptions cuda_opts = options(CudaBackendOptions{});
+  cuda_opts.reference_timeout_s = b.reference_timeout_s;
   const HipBackendOptions hip_opts = options(HipBackendOptions{});
   if (b.kind == "compile") {
     CompileBackendOptions o;
@@ -173,6 +175,7 @@ int main(int argc, char** argv) {
   double busy_wait_s = 60;
   double throttle_pct = -1;
   std::string problems_dir;
+  int reference_timeout_s = 1800;
   bool check = false;
   app.add_option("--server", server,
                  "kfleetd URL, e.g. http://127.0.0.1:8470; several, comma-separated, for a "
@@ -230,6 +233,12 @@ int main(int argc, char** argv) {
                  "benchmark beside it")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--reference-timeout", reference_timeout_s,
+                 "seconds recording one of kfleet's PyTorch references (eager, torch.compile with "
+                 "max-autotune-no-cudagraphs) may take; past it that comparison is a note in the "
+                 "verdict, never the job's failure")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--throttle-pct", throttle_pct,
                  "benchmark throttle filter: drop samples whose SM clock is more than this % "
                  "below the best seen (the harness default is 2; 0 keeps every sample, for GPUs "
@@ -275,7 +284,7 @@ int main(int argc, char** argv) {
   sandbox.gid = sandbox.uid;
   sim.host_id = cfg.host_id.empty() ? cfg.name : cfg.host_id;
   BackendChoice choice{backend_kind, sim, arch_opt->count() > 0, cfg.work_dir, busy_wait_s,
-                       throttle_pct, cfg.gpu, problems_dir};
+                       throttle_pct, cfg.gpu, problems_dir, reference_timeout_s};
   if (check) {
     CheckOptions co;
     co.backend = backend_kind;

@@ -17,6 +17,7 @@ class CudaBackend final : public HarnessBackend {
                         o.sandbox, o.python}),
         nvcc_override_(o.nvcc) {
     if (!o.problems_dir.empty()) cfg_.problems_dir = o.problems_dir;
+    cfg_.reference_timeout_s = o.reference_timeout_s;
   }
 
   std::string name() const override { return "cuda"; }

@@ -9,7 +9,9 @@
 // µs). A reference that can see the job's bundle or runs in the job's run folder is refused, so
 // a test that passes shows it ran without them. Its source's text picks a failure:
 // SETUP_FAIL (exit 3 before any reference code ran: the fleet's setup), COMPILE_REFUSED (the
-// compile reference's recording refused, exit 4).
+// compile reference's recording refused, exit 4), COMPILE_HANGS (its recording never ends: the
+// agent's reference timeout ends it), EAGER_DECLINES (the eager reference returns
+// kfleet.UNSUPPORTED and launches nothing: a list of status 1, no device code).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,7 +26,8 @@ struct PythonFixture : Fixture {
   fs::path python = root / "py" / "python3";
   // `triton`: whether the probe finds triton (without it: torch only). `problems_dir`: the
   // agent's problem library ("" = the source tree's).
-  explicit PythonFixture(bool triton = true, const std::string& problems_dir = "") {
+  explicit PythonFixture(bool triton = true, const std::string& problems_dir = "",
+                         int reference_timeout_s = 1800) {
     fs::create_directories(bundle);
     fs::create_directories(python.parent_path());
     std::ofstream(bundle / "attn.py") << "def kfleet_attention_launch(args, stream):\n    return 0\n";
@@ -61,7 +64,11 @@ struct PythonFixture : Fixture {
         << "      grep -q COMPILE_REFUSED \"$src\" && { echo '{\"type\":\"error\",\"phase\":\"record\","
            "\"message\":\"replay mode refused the launch (benchmark): kernel cudnn_x (operation 1) has "
            "no device code the recorder can give the measuring process\"}'; exit 4; }\n"
+        << "      grep -q COMPILE_HANGS \"$src\" && exec sleep 600\n"
         << "      echo c > \"$d/cccccccccccccccc.cubin\"\n"
+        << "    elif grep -q EAGER_DECLINES \"$src\"; then\n"
+        << "      printf 'kfleet-launch-list 1\\nlist benchmark\\nstatus 1\\nargs 00\\nend\\n' > \"$l\"\n"
+        << "      echo '{\"type\":\"recorded\",\"lists\":1,\"by\":\"reference\"}'; exit 0\n"
         << "    else\n"
         << "      echo e > \"$d/eeeeeeeeeeeeeeee.cubin\"\n"
         << "    fi\n"
@@ -104,6 +111,7 @@ struct PythonFixture : Fixture {
     o.sandbox = test_sandbox();
     o.python = python.string();
     o.problems_dir = problems_dir;
+    o.reference_timeout_s = reference_timeout_s;
     backend = make_cuda_backend(o);
   }
   static JobSpec py_job(std::int64_t s_dim) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -188,8 +189,9 @@ struct ReferenceFixture : PythonFixture {
     return lib.string();
   }
   explicit ReferenceFixture(const std::string& text = "def kfleet_attention_launch(args, stream): ...\n",
-                            bool triton = true)
-      : PythonFixture(triton, library(fs::temp_directory_path() / ("kfleet_cuda_be_" + std::to_string(::getpid())), text)) {}
+                            bool triton = true, int reference_timeout_s = 1800)
+      : PythonFixture(triton, library(fs::temp_directory_path() / ("kfleet_cuda_be_" + std::to_string(::getpid())), text),
+                      reference_timeout_s) {}
   StageContext gpu_ctx(const JobSpec& s) {
     StageContext c = py_ctx(s);
     c.gpu.gpu_class = "L4";
@@ -316,6 +318,38 @@ TEST(CudaBackend, AReferenceThatCannotBeTimedIsANoteNeverTheJobsFailure) {
     EXPECT_FALSE(compile.contains("speedup"));
     EXPECT_NE(compile.value("note", "").find("torch.compile needs triton"), std::string::npos) << compile.dump();
     EXPECT_EQ(f.recordings_by("reference"), 1);
+  }
+}
+
+// A compile reference still tuning at the agent's --reference-timeout is ended there, and one
+// that declines the case says so: notes, and the kernel's verdict as it was.
+TEST(CudaBackend, AReferencePastTheAgentsTimeoutOrDecliningTheCaseIsANote) {
+  {
+    ReferenceFixture f("COMPILE_HANGS\n", true, 2);
+    auto spec = PythonFixture::py_job(64);
+    auto c = f.gpu_ctx(spec);
+    ASSERT_TRUE(f.backend->build(c).ok);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto bench = f.backend->benchmark(c);
+    ASSERT_TRUE(bench.ok) << bench.reason;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+    EXPECT_DOUBLE_EQ(comparison(bench, "eager")->value("speedup", -1.0), 1.5);
+    const auto& compile = *comparison(bench, "compile");
+    EXPECT_FALSE(compile.contains("speedup"));
+    EXPECT_NE(compile.value("note", "").find("its recording (at most 2 s)"), std::string::npos) << compile.dump();
+  }
+  {
+    ReferenceFixture f("EAGER_DECLINES\n");
+    auto spec = PythonFixture::py_job(64);
+    auto c = f.gpu_ctx(spec);
+    ASSERT_TRUE(f.backend->build(c).ok);
+    auto bench = f.backend->benchmark(c);
+    ASSERT_TRUE(bench.ok) << bench.reason;
+    const auto& eager = *comparison(bench, "eager");
+    EXPECT_FALSE(eager.contains("speedup"));
+    EXPECT_NE(eager.value("note", "").find("declined the case (it returned kfleet.UNSUPPORTED)"),
+              std::string::npos) << eager.dump();
+    EXPECT_DOUBLE_EQ(comparison(bench, "compile")->value("speedup", -1.0), 0.8);
   }
 }
 

@@ -140,6 +140,9 @@ struct CudaBackendOptions {
   // The problem library a job's kernel.problem is resolved in; "" = $KFLEET_PROBLEMS_DIR, else
   // the source tree's kernels/problems.
   std::string problems_dir;
+  // How long recording one of kfleet's PyTorch references may take (torch.compile's
+  // max-autotune tunes for minutes); past it the comparison is a note, never the job's failure.
+  int reference_timeout_s = 1800;
 };
 BackendPtr make_cuda_backend(const CudaBackendOptions& o);
 
