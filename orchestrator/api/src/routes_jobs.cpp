@@ -100,6 +100,7 @@ Awaitable submit_job(Ctx& c) {
 
 Awaitable list_jobs(Ctx& c) {
   store::JobFilter f;
+  f.with_spec = false;  // the list shows no spec (GET /api/v1/jobs/{id} has it)
   f.limit = static_cast<int>(std::clamp<std::int64_t>(c.query_int("limit", 100), 1, 1000));
   f.before_id = c.query_int("before", 0);
   if (auto it = c.query.find("campaign"); it != c.query.end()) f.campaign = it->second;

@@ -194,6 +194,17 @@ TEST_P(StoreContract, ListJobsIsNewestFirstAndFilters) {
   auto by_name = store().list_jobs(f);
   ASSERT_EQ(by_name.size(), 1u);
   EXPECT_EQ(by_name[0].id, c.id);
+  EXPECT_FALSE(by_name[0].spec.is_null());
+  // A listing's page without the spec: everything else as before.
+  f.with_spec = false;
+  auto bare = store().list_jobs(f);
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_TRUE(bare[0].spec.is_null());
+  EXPECT_EQ(bare[0].spec_yaml, "");
+  EXPECT_EQ(bare[0].name, "c");
+  EXPECT_EQ(bare[0].campaign, by_name[0].campaign);
+  EXPECT_EQ(bare[0].content_hash, by_name[0].content_hash);
+  EXPECT_EQ(bare[0].state, by_name[0].state);
 
   f = {};
   f.limit = 2;

@@ -81,6 +81,7 @@ struct JobFilter {
   std::string name;                  // "" = all
   std::int64_t before_id = 0;        // paging: ids < before_id (0 = from the newest)
   int limit = 100;
+  bool with_spec = true;             // false: spec and spec_yaml left empty (a listing's page)
 };
 
 struct RunRecord {
