@@ -58,7 +58,7 @@ def line(kind, **kw):
 
 
 def leave(code):
-    """Ends the process at once once its last line is out: the job's code ran here, and the
+    """Ends the process as soon as its last line is out: the job's code ran here, and the
     interpreter's teardown (torch's pools and allocator, CUDA contexts, the job's own atexit
     handlers and destructors) may abort or hang after it, which would turn a refusal or a
     recording into "killed by SIGABRT". Nothing is left to write by then."""
