@@ -198,6 +198,14 @@ struct ReferenceFixture : PythonFixture {
     c.gpu.driver = "580.95.05";
     return c;
   }
+  // The Python job (S=64) on an L4 agent: built, then benchmarked; each benchmark() after it
+  // is the next iteration of a search.
+  JobSpec spec = PythonFixture::py_job(64);
+  StageContext ctx = gpu_ctx(spec);
+  StageResult build_and_benchmark() {
+    EXPECT_TRUE(backend->build(ctx).ok);
+    return backend->benchmark(ctx);
+  }
 };
 
 const nlohmann::json* comparison(const StageResult& r, const std::string& baseline) {
@@ -214,10 +222,7 @@ const nlohmann::json* comparison(const StageResult& r, const std::string& baseli
 // replayed by the same measuring process; the second benchmark reads both from the cache.
 TEST(CudaBackend, AProblemsKernelIsComparedWithKfleetsPyTorchReferencesByTheSameReplay) {
   ReferenceFixture f;
-  auto spec = PythonFixture::py_job(64);
-  auto c = f.gpu_ctx(spec);
-  ASSERT_TRUE(f.backend->build(c).ok);
-  auto bench = f.backend->benchmark(c);
+  auto bench = f.build_and_benchmark();
   ASSERT_TRUE(bench.ok) << bench.reason;
   EXPECT_EQ(bench.data["median_us"], 100);
   ASSERT_EQ(bench.data["versus"].size(), 2u) << bench.data.dump();
@@ -244,7 +249,7 @@ TEST(CudaBackend, AProblemsKernelIsComparedWithKfleetsPyTorchReferencesByTheSame
   EXPECT_TRUE(fs::is_empty(f.root / "cache" / "torch-references" / "work"));
 
   // The next iteration of the search: both from the cache, nothing recorded again.
-  auto again = f.backend->benchmark(c);
+  auto again = f.backend->benchmark(f.ctx);
   ASSERT_TRUE(again.ok) << again.reason;
   EXPECT_EQ(f.recordings_by("reference"), 2);
   ASSERT_TRUE(comparison(again, "eager") && comparison(again, "compile"));
@@ -253,7 +258,7 @@ TEST(CudaBackend, AProblemsKernelIsComparedWithKfleetsPyTorchReferencesByTheSame
   EXPECT_DOUBLE_EQ(comparison(again, "compile")->value("speedup", -1.0), 0.8);
 
   // Other bench options are another key: timed again.
-  auto more = spec;
+  auto more = f.spec;
   more.benchmark.min_samples = 20;
   auto c2 = f.gpu_ctx(more);
   ASSERT_TRUE(f.backend->build(c2).ok);
@@ -269,10 +274,7 @@ TEST(CudaBackend, AProblemsKernelIsComparedWithKfleetsPyTorchReferencesByTheSame
 TEST(CudaBackend, AReferenceThatCannotBeTimedIsANoteNeverTheJobsFailure) {
   {
     ReferenceFixture f("COMPILE_REFUSED\n");
-    auto spec = PythonFixture::py_job(64);
-    auto c = f.gpu_ctx(spec);
-    ASSERT_TRUE(f.backend->build(c).ok);
-    auto bench = f.backend->benchmark(c);
+    auto bench = f.build_and_benchmark();
     ASSERT_TRUE(bench.ok) << bench.reason;
     EXPECT_FALSE(bench.infra_error);
     EXPECT_DOUBLE_EQ(comparison(bench, "eager")->value("speedup", -1.0), 1.5);
@@ -281,17 +283,14 @@ TEST(CudaBackend, AReferenceThatCannotBeTimedIsANoteNeverTheJobsFailure) {
     const std::string note = compile.value("note", "");
     EXPECT_NE(note.find("kfleet's PyTorch torch.compile reference could not be timed"), std::string::npos) << note;
     EXPECT_NE(note.find("cudnn_x"), std::string::npos) << note;
-    auto again = f.backend->benchmark(c);
+    auto again = f.backend->benchmark(f.ctx);
     ASSERT_TRUE(again.ok);
     EXPECT_TRUE(comparison(again, "compile")->value("cached", false));
     EXPECT_EQ(f.recordings_by("reference"), 1);  // the eager one, once
   }
   {
     ReferenceFixture f("SETUP_FAIL\n");
-    auto spec = PythonFixture::py_job(64);
-    auto c = f.gpu_ctx(spec);
-    ASSERT_TRUE(f.backend->build(c).ok);
-    auto bench = f.backend->benchmark(c);
+    auto bench = f.build_and_benchmark();
     ASSERT_TRUE(bench.ok) << bench.reason;
     for (const char* b : {"eager", "compile"}) {
       const auto& cmp = *comparison(bench, b);
@@ -299,7 +298,7 @@ TEST(CudaBackend, AReferenceThatCannotBeTimedIsANoteNeverTheJobsFailure) {
       EXPECT_NE(cmp.value("note", "").find("torch sees no CUDA device"), std::string::npos) << cmp.dump();
       EXPECT_NE(cmp.value("note", "").find("the fleet's failure"), std::string::npos) << cmp.dump();
     }
-    auto again = f.backend->benchmark(c);
+    auto again = f.backend->benchmark(f.ctx);
     ASSERT_TRUE(again.ok);
     EXPECT_FALSE(comparison(again, "eager")->value("cached", false));
   }
@@ -326,11 +325,8 @@ TEST(CudaBackend, AReferenceThatCannotBeTimedIsANoteNeverTheJobsFailure) {
 TEST(CudaBackend, AReferencePastTheAgentsTimeoutOrDecliningTheCaseIsANote) {
   {
     ReferenceFixture f("COMPILE_HANGS\n", true, 2);
-    auto spec = PythonFixture::py_job(64);
-    auto c = f.gpu_ctx(spec);
-    ASSERT_TRUE(f.backend->build(c).ok);
     const auto t0 = std::chrono::steady_clock::now();
-    auto bench = f.backend->benchmark(c);
+    auto bench = f.build_and_benchmark();
     ASSERT_TRUE(bench.ok) << bench.reason;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
     EXPECT_DOUBLE_EQ(comparison(bench, "eager")->value("speedup", -1.0), 1.5);
@@ -340,10 +336,7 @@ TEST(CudaBackend, AReferencePastTheAgentsTimeoutOrDecliningTheCaseIsANote) {
   }
   {
     ReferenceFixture f("EAGER_DECLINES\n");
-    auto spec = PythonFixture::py_job(64);
-    auto c = f.gpu_ctx(spec);
-    ASSERT_TRUE(f.backend->build(c).ok);
-    auto bench = f.backend->benchmark(c);
+    auto bench = f.build_and_benchmark();
     ASSERT_TRUE(bench.ok) << bench.reason;
     const auto& eager = *comparison(bench, "eager");
     EXPECT_FALSE(eager.contains("speedup"));
