@@ -116,12 +116,32 @@ TEST(ActivitySpan, SplitAtTheSampleStart) {
   std::vector<R> all = {{R::memset_kind, 10'000, 20'000, 7}, {R::kernel_kind, 250'000, 400'000, 3},
                         {R::kernel_kind, 20'000, 300'000, 3}};
   std::vector<R> between, in;
-  split_at(all, 250'000, &between, &in);
+  split_at(all, 250'000, kHarness, &between, &in);
   ASSERT_EQ(between.size(), 1u);  // ended by t0
   ASSERT_EQ(in.size(), 2u);       // started at/after t0, or straddling it (then flagged)
   EXPECT_NE(judge_sample(in, between, kHarness, window(250'000, 1'000'000, 380.0))
                 .suspect.find("earlier launch"),
             std::string::npos);
+}
+
+TEST(ActivitySpan, TheHarnessStreamsLastKernelIsNeverInTheWindow) {
+  // Seen on an H200: warm_translations' page touch ran on the harness's stream and the device was
+  // synchronised before t0, but CUPTI's clock conversion put its end 2 us after t0. Taken into
+  // the window, it began a span 17 us of launch latency before the 17 us kernel, on two streams.
+  constexpr std::uint32_t kLaunch = 3;
+  const std::vector<R> all = {{R::kernel_kind, 990'000, 1'002'000, kHarness},
+                              {R::kernel_kind, 1'019'000, 1'036'000, kLaunch}};
+  std::vector<R> between, in;
+  split_at(all, 1'000'000, kHarness, &between, &in);
+  ASSERT_EQ(between.size(), 1u);
+  ASSERT_EQ(in.size(), 1u);
+  const auto t = judge_sample(in, between, kHarness, window(1'000'000, 1'100'000, 25.0));
+  EXPECT_DOUBLE_EQ(t.span_us, 17.0);
+  EXPECT_EQ(t.streams, 1u);
+  EXPECT_EQ(t.suspect, "");
+  // A record of another stream that straddles t0 stays in the window (and is judged there).
+  split_at({{R::kernel_kind, 990'000, 1'002'000, 9}}, 1'000'000, kHarness, &between, &in);
+  EXPECT_EQ(in.size(), 2u);
 }
 
 TEST(ActivitySpan, NoActivityIsSuspect) {

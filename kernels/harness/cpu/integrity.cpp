@@ -155,9 +155,10 @@ std::string WindowActivityLog::json() const {
 
 double WindowActivityLog::lead_median_us() const { return leads_.empty() ? 0 : quantile(leads_, 0.5); }
 
-void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0,
+void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0, std::uint32_t harness_stream,
               std::vector<ActivityRecord>* between, std::vector<ActivityRecord>* in_window) {
-  for (const auto& r : all) (r.end <= t0 ? between : in_window)->push_back(r);
+  for (const auto& r : all)
+    (r.end <= t0 || r.stream == harness_stream ? between : in_window)->push_back(r);
 }
 
 std::uint64_t sample_input_seed(std::uint64_t run_nonce, std::uint64_t sample_index) {

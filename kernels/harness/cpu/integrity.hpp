@@ -92,7 +92,12 @@ class WindowActivityLog {
 
 // The records flushed after a sample, split by the sample's start t0: those that ended before
 // it (the harness's work between samples, or work left over from earlier launches) and the rest.
-void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0,
+// Every record on `harness_stream` is between samples, whatever its timestamps: the harness
+// synchronises the device after its own work and only then takes t0, and the launch never runs
+// on that stream. CUPTI's conversion of GPU timestamps to the host clock drifts by microseconds,
+// which can place the end of the harness's last kernel (warm_translations' page touch) after t0;
+// a span taken from there would add the host's launch latency to the kernel (17 us on an H200).
+void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0, std::uint32_t harness_stream,
               std::vector<ActivityRecord>* between, std::vector<ActivityRecord>* in_window);
 
 // Judges one sample: `in_window` are the records flushed after t1 (everything that completed

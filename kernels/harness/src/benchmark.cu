@@ -293,7 +293,7 @@ class ColdBenchmark {
 
   SampleTiming judge(const Launch& l) {
     std::vector<ActivityRecord> between, in_window;
-    split_at(tracer_->flush(), l.t0, &between, &in_window);
+    split_at(tracer_->flush(), l.t0, tracer_->harness_stream_id(), &between, &in_window);
     return judge_sample(in_window, between, tracer_->harness_stream_id(),
                         SampleWindow{l.t0, l.t_return, l.t1, l.event_us}, bound_);
   }
