@@ -173,11 +173,15 @@ def _where(x, y):
 
 def struct_padding_only(x, y, is_address):
     """True when kernel operations x and y are one library kernel launched alike whose parameters
-    differ only in 8-byte words that lie inside a parameter passed by value as a struct (a slot of
-    more than 8 bytes) and hold an address in neither: what a library leaves uninitialised in a
-    fixed-size parameter struct's unused entries (torch's cat passes CatArrInputTensorMetadata,
-    room for 64 input pointers, whatever the count of its inputs). A kernel the job built, a
-    scalar parameter, the launch shape or an address that differs is still a difference."""
+    differ only where a library leaves bytes uninitialised:
+    - 8-byte words that lie inside a parameter passed by value as a struct (a slot of more than
+      8 bytes) and hold an address in neither: a fixed-size parameter struct's unused entries
+      (torch's cat passes CatArrInputTensorMetadata, room for 64 input pointers, whatever the
+      count of its inputs);
+    - a one-byte parameter: an empty functor passed by value (torch's elementwise kernels take
+      their lambda so; an empty class is one byte that nothing writes, as pow's x*x has).
+    A kernel the job built, a wider scalar parameter, the launch shape or an address that differs
+    is still a difference. Replay uses the first capture's bytes either way."""
     if getattr(x, "kind", "") != "kernel" or getattr(y, "kind", "") != "kernel":
         return False
     if any((getattr(n, "origin", None) or {}).get("origin") != "library" for n in (x, y)):
@@ -187,13 +191,18 @@ def struct_padding_only(x, y, is_address):
     if any(getattr(x, k) != getattr(y, k) for k in same) or len(x.params) != len(y.params):
         return False
     px, py = bytes(x.params), bytes(y.params)
-    for o in range(0, len(px), 8):
-        if px[o:o + 8] == py[o:o + 8]:
+    for o in range(len(px)):
+        if px[o] == py[o]:
             continue
-        slot = next(((off, size) for off, size in x.slots if off <= o and o + 8 <= off + size), None)
-        if slot is None or slot[1] <= 8 or (o - slot[0]) % 8:
+        slot = next(((off, size) for off, size in x.slots if off <= o < off + size), None)
+        if slot is None:
             return False
-        if any(is_address(int.from_bytes(w[o:o + 8], "little")) for w in (px, py)):
+        if slot[1] == 1:
+            continue
+        w = o - (o - slot[0]) % 8  # the slot's 8-byte word holding byte o
+        if slot[1] <= 8 or w + 8 > slot[0] + slot[1]:
+            return False
+        if any(is_address(int.from_bytes(v[w:w + 8], "little")) for v in (px, py)):
             return False
     return True
 

@@ -204,6 +204,27 @@ class Refusals(Base):
         wide.grid = (8, 1, 1)
         self.assertNotEqual(ll.difference(*lists(cat(1), wide), is_address), "")
 
+    def test_a_library_kernels_empty_functor_byte_is_not_a_difference(self):
+        # torch's pow(x, 2): vectorized_elementwise_kernel(int N, lambda f, Array<char*, 2> data),
+        # the lambda empty, so its one byte is whatever the host stack held (seen on an H200).
+        def pow2(functor_byte, origin="library", n=4096):
+            params = n.to_bytes(4, "little") + bytes([functor_byte]) + bytes(3)
+            params += (0x600000600000).to_bytes(8, "little") + (0x600000700000).to_bytes(8, "little")
+            k = ll.Kernel("vectorized_elementwise_kernel", (4, 1, 1), (128, 1, 1),
+                          slots=[(0, 4), (4, 1), (8, 16)], params=params)
+            k.origin = {"origin": origin}
+            return k
+
+        def lists(x, y):
+            return ll.LaunchList("benchmark", nodes=[x]), ll.LaunchList("benchmark", nodes=[y])
+
+        def is_address(v):
+            return ARENA[0] <= v < ARENA[1]
+        self.assertEqual(ll.difference(*lists(pow2(0x10), pow2(0xa7)), is_address), "")
+        # The same byte in a kernel the job built, or a different count, is still a difference.
+        self.assertIn("then", ll.difference(*lists(pow2(0x10, "job"), pow2(0xa7, "job")), is_address))
+        self.assertNotEqual(ll.difference(*lists(pow2(1, n=4096), pow2(1, n=4095)), is_address), "")
+
     def test_a_memset_outside_the_buffers_is_refused(self):
         doc = copy.deepcopy(self.doc)
         for pair in doc["captures"]:
