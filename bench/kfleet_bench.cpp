@@ -365,6 +365,9 @@ void schedule(Subject& s, int n_agents) {
                static_cast<long long>(st.poll_errors.load()),
                static_cast<long long>(st.finish_errors.load()),
                static_cast<long long>(st.lost_leases.load()));
+  for (const auto& [kind, n] : st.poll_error_kinds)
+    std::fprintf(stderr, "kfleet_bench: %d queued, %s: poll errors: %lld x %s\n", depth,
+                 s.backend.c_str(), static_cast<long long>(n), kind.c_str());
   f.kfleetd_cpu_per_job = (cpu1.kfleetd - cpu0.kfleetd) / depth;
   f.db_cpu_per_job = (cpu1.db_server - cpu0.db_server) / depth;
   // The drain's window on CLOCK_MONOTONIC, for a trace taken beside the bench

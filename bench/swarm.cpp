@@ -159,6 +159,20 @@ struct Swarm::Impl {
     co_return nlohmann::json::parse(r->body, nullptr, false);
   }
 
+  void count_poll_error(const std::optional<Reply>& r) {
+    if (!r) {
+      ++st.poll_error_kinds["no answer"];
+      return;
+    }
+    const std::string status = "HTTP " + std::to_string(r->status);
+    for (auto& [kind, n] : st.poll_error_kinds)
+      if (kind.rfind(status + ":", 0) == 0) {
+        ++n;
+        return;
+      }
+    st.poll_error_kinds[status + ": " + r->body.substr(0, 160)] = 1;
+  }
+
   asio::awaitable<void> backoff() {
     co_await sleep(milliseconds(std::uniform_int_distribution<int>(100, 400)(rng)));
   }
@@ -235,7 +249,9 @@ struct Swarm::Impl {
       if (stopping) break;
       auto r = co_await call(c, a.token, poll, "{}", milliseconds(o.poll_wait_ms + 10'000));
       if (!r || (r->status != 200 && r->status != 204)) {
-        ++(in_takeover(Clock::now()) ? st.takeover_errors : st.poll_errors);
+        const bool takeover = in_takeover(Clock::now());
+        ++(takeover ? st.takeover_errors : st.poll_errors);
+        if (!takeover) count_poll_error(r);
         co_await backoff();
         continue;
       }
@@ -244,6 +260,7 @@ struct Swarm::Impl {
       auto l = nlohmann::json::parse(r->body, nullptr, false);
       if (!l.is_object() || !l.contains("lease")) {
         ++st.poll_errors;
+        ++st.poll_error_kinds["HTTP 200 without a lease"];
         continue;
       }
       ++st.leases;

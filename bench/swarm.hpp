@@ -10,6 +10,7 @@
 // next, as kfleet-agent does.
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,6 +38,10 @@ struct SwarmStats {
   std::vector<float> heartbeat_ms;        // answered heartbeats' latency, idle and running
   std::atomic<std::int64_t> heartbeats{0}, heartbeat_errors{0};
   std::atomic<std::int64_t> polls{0}, poll_errors{0};
+  // The poll errors by what came back ("no answer": the connection failed or timed out; else
+  // "HTTP <status>: <the first such answer's body>"): written by the swarm's thread, read after
+  // stop().
+  std::map<std::string, std::int64_t> poll_error_kinds;
   std::atomic<std::int64_t> leases{0}, finishes{0}, finish_errors{0}, upload_errors{0};
   std::atomic<std::int64_t> lost_leases{0};  // a heartbeat said lease_valid false, or a finish 409
   std::atomic<std::int64_t> connects{0}, connect_errors{0};

@@ -33,9 +33,7 @@ asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
   }
   if (auto h = heard_from(*a, now); !h) co_return h.error();
   if (a->rec.current_run_id != 0)
-    co_return make_error(Errc::conflict, "agent " + std::to_string(agent_id) + " holds run " +
-                                             std::to_string(a->rec.current_run_id) +
-                                             "; finish it before asking for another");
+    if (auto r = lose_undelivered_run(*a, now); !r) co_return r.error();
   if (stopped_) co_return std::optional<LeaseOffer>{};
   // Capacity asked for on a job's behalf counts as coming until its agent asks for work (not
   // merely enrols): otherwise a plan in between would ask the cloud for it a second time.
@@ -57,6 +55,36 @@ asio::awaitable<Result<std::optional<LeaseOffer>>> ControlPlane::wait_for_lease(
   }
   w->done = true;
   co_return std::move(w->offer);
+}
+
+Result<void> ControlPlane::lose_undelivered_run(LiveFleet::Agent& a, TimeMs now) {
+  // kfleet-agent asks for work only when it holds none: it reports or gives up its run first,
+  // and a restarted agent resumes none. An agent asking while kfleetd counts a run as its never
+  // got that lease (the answer was cut off or timed out on the way), or restarted without it.
+  // The run ends now, as lost: its job goes back to the queue with a new fencing token, rather
+  // than waiting out the lease's TTL while every poll of a working agent is refused. Nothing
+  // posted under the old token is accepted any more.
+  const std::int64_t run_id = a.rec.current_run_id;
+  auto j = store_.expire_run(run_id,
+                             "agent " + std::to_string(a.rec.id) + " asked for work while run " +
+                                 std::to_string(run_id) +
+                                 " was its: the lease never reached it (its answer was cut off "
+                                 "or timed out), or the agent restarted without it",
+                             now);
+  fleet_.freed(a.rec.id, run_id, store::AgentState::lost, now);
+  if (j) {
+    run_agents_.erase(run_id);
+    remember_pending(*j);
+    log::warn("core", "run ", run_id, " of job ", j->id, ": agent ", a.rec.id,
+              " asked for work without it (the lease never reached it); job is now ",
+              to_string(j->state));
+    events_changed();
+    request_plan();
+  } else {
+    log::warn("core", "cannot end run ", run_id, " that agent ", a.rec.id,
+              " no longer holds: ", j.error().message);
+  }
+  return heard_from(a, now);  // the store's row says the agent is idle again
 }
 
 void ControlPlane::end_wait(std::int64_t agent_id, Waiter& w) {

@@ -195,6 +195,46 @@ TEST(Liveness, ALeaseIsRenewedInMemoryAndWrittenOnlyWhenItsStoredExpiryFallsHalf
   EXPECT_FALSE(late->lease_valid);
 }
 
+TEST(Liveness, AnAgentAskingForWorkWithoutItsRunGetsTheJobBackUnderANewToken) {
+  // The lease's answer never reached the agent (cut off, or past the agent's timeout): it asks
+  // for work again. Its run ends as lost at once and the job is leased anew, to it, with a new
+  // run and fencing token, not held until the TTL runs out while every poll is refused.
+  Plane p;
+  const auto a = p.enrol("a");
+  const auto job = p.submit("j");
+  p.cp->start();
+  auto first = p.poll({a}, 5'000);
+  p.run_until([&] { return first->answered() == 1; });
+  ASSERT_TRUE(first->got[0]->ok() && first->got[0]->value().has_value());
+  const LeaseOffer lost = *first->got[0]->value();
+  ASSERT_EQ(lost.lease.job_id, job);
+
+  auto again = p.poll({a}, 5'000);
+  p.run_until([&] { return again->answered() == 1; });
+  ASSERT_TRUE(again->got[0]->ok()) << again->got[0]->error().message;
+  ASSERT_TRUE(again->got[0]->value().has_value());
+  const LeaseOffer next = *again->got[0]->value();
+  EXPECT_EQ(next.lease.job_id, job);
+  EXPECT_NE(next.lease.run_id, lost.lease.run_id);
+  EXPECT_NE(next.lease.fencing_token, lost.lease.fencing_token);
+  EXPECT_EQ(next.attempt, lost.attempt + 1);
+  EXPECT_EQ(p.st->get_run(lost.lease.run_id)->outcome, RunOutcome::lost);
+  bool said_why = false;
+  for (const auto& e : p.st->job_events(job, 0, 100))
+    if (e.type == event_type::lease_lost)
+      said_why = e.data.value("reason", std::string()).find("the lease never reached it") != std::string::npos;
+  EXPECT_TRUE(said_why);
+  // Nothing under the old token is taken any more; the new run is the agent's.
+  auto hb = p.cp->heartbeat(a, lost.lease.run_id, lost.lease.fencing_token);
+  ASSERT_TRUE(hb.ok());
+  EXPECT_FALSE(hb->lease_valid);
+  EXPECT_FALSE(p.cp->finish(a, lost.lease.run_id, lost.lease.fencing_token, Verdict{}).ok());
+  auto live = p.cp->heartbeat(a, next.lease.run_id, next.lease.fencing_token);
+  ASSERT_TRUE(live.ok());
+  EXPECT_TRUE(live->lease_valid);
+  EXPECT_EQ(p.st->get_agent(a)->state, store::AgentState::busy);
+}
+
 TEST(Liveness, ARestartedLeaderGivesEveryAgentATtlToSpeakAgain) {
   testing::TempDir dir("kfleet-liveness");
   const std::string db = (dir / "kfleet.db").string();

@@ -364,6 +364,9 @@ class ControlPlane {
   // The agent spoke (a heartbeat, a long poll): heard now. Writes only when that changes its
   // state: a lost agent is idle again.
   Result<void> heard_from(LiveFleet::Agent& a, TimeMs now);
+  // An agent asked for work while kfleetd counted a run as its: that run ends as lost and its
+  // job is requeued (scheduling.cpp says why).
+  Result<void> lose_undelivered_run(LiveFleet::Agent& a, TimeMs now);
   // The agent's long poll ended (answered, replaced, timed out, or the agent retired).
   void end_wait(std::int64_t agent_id, Waiter& w);
   // A running run's lease as the leader holds it; one the store holds and memory does not is
