@@ -346,7 +346,7 @@ void schedule(Subject& s, int n_agents) {
   const auto cpu0 = kfleet::bench::cpu_ms(*k);
   auto t0 = Clock::now();
   swarm.start();
-  while (swarm.stats().finishes.load() < depth) {
+  while (swarm.stats().finishes.load() + swarm.stats().finishes_unheard.load() < depth) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (ms_since(t0) > 900'000) {
       std::fprintf(stderr, "bench: the drain stalled: %lld of %d jobs finished in 15 min\n",
@@ -360,11 +360,15 @@ void schedule(Subject& s, int n_agents) {
   const auto& st = swarm.stats();
   std::fprintf(stderr,
                "kfleet_bench: %d queued, %s: %d agents drained them at %.0f jobs/s (poll errors "
-               "%lld, finish errors %lld, leases lost %lld)\n",
+               "%lld, finish errors %lld, finishes landed unheard %lld, leases lost %lld; connections %lld, "
+               "failed to connect %lld)\n",
                depth, s.backend.c_str(), n_agents, f.jobs_per_s,
                static_cast<long long>(st.poll_errors.load()),
                static_cast<long long>(st.finish_errors.load()),
-               static_cast<long long>(st.lost_leases.load()));
+               static_cast<long long>(st.finishes_unheard.load()),
+               static_cast<long long>(st.lost_leases.load()),
+               static_cast<long long>(st.connects.load()),
+               static_cast<long long>(st.connect_errors.load()));
   for (const auto& [kind, n] : st.poll_error_kinds)
     std::fprintf(stderr, "kfleet_bench: %d queued, %s: poll errors: %lld x %s\n", depth,
                  s.backend.c_str(), static_cast<long long>(n), kind.c_str());

@@ -224,7 +224,7 @@ struct Swarm::Impl {
         co_return;
       }
       if (r && r->status == 409) {
-        if (!cut) ++st.lost_leases;
+        ++(cut ? st.finishes_unheard : st.lost_leases);
         co_return;
       }
       ++st.finish_errors;
@@ -266,7 +266,8 @@ struct Swarm::Impl {
       ++st.leases;
       co_await run(i, c, l["lease"]["run_id"].get<std::int64_t>(),
                    l["lease"]["fencing_token"].get<std::int64_t>());
-      if (o.drain && o.drain_target > 0 && st.finishes.load() >= o.drain_target) stopping = true;
+      if (o.drain && o.drain_target > 0 && st.finishes.load() + st.finishes_unheard.load() >= o.drain_target)
+        stopping = true;
     }
     if (c.stream) {
       boost::system::error_code ec;

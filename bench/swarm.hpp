@@ -44,6 +44,9 @@ struct SwarmStats {
   std::map<std::string, std::int64_t> poll_error_kinds;
   std::atomic<std::int64_t> leases{0}, finishes{0}, finish_errors{0}, upload_errors{0};
   std::atomic<std::int64_t> lost_leases{0};  // a heartbeat said lease_valid false, or a finish 409
+  // A finish whose answer was cut off (a timeout, a dropped connection) and whose retry was
+  // refused (409): the first one had landed. The run is done; the swarm never heard it say so.
+  std::atomic<std::int64_t> finishes_unheard{0};
   std::atomic<std::int64_t> connects{0}, connect_errors{0};
   std::atomic<std::int64_t> connected{0};    // connections open now
   // Failover: per agent, the time (ms since kill_at_ns, CLOCK_MONOTONIC) of its first
