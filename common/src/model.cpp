@@ -160,11 +160,14 @@ GpuInfo gpu_info_from_json(const nlohmann::json& j) {
 namespace {
 // a == b ignoring ASCII case, without copying either (a scheduling pass asks this of every
 // agent for each kind of queued job).
+// ASCII case folding, inline: GPU classes and archs are ASCII names, and the scheduler compares
+// them for every agent of the fleet in each pass (std::tolower is a call into the locale).
+constexpr char fold(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
 bool iequal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
+    if (a[i] != b[i] && fold(a[i]) != fold(b[i])) return false;
   return true;
 }
 }  // namespace
