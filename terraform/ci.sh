@@ -49,4 +49,20 @@ $out"
   grep -q "\"KfleetRegion\" *= \"$region\"" <<<"$out" || fail "plan for $region lacks the KfleetRegion tag"
 done
 
+# The kfleet tests reach their fake EC2 through AWS_ENDPOINT_URL_EC2; the ec2_endpoint variable
+# must still route EC2 calls where it says. Without an ami_id the AMI lookup calls EC2: at a
+# loopback port where nothing listens it fails, and the error names that endpoint.
+step "fleet: ec2_endpoint reaches the provider"
+if out=$(AWS_ACCESS_KEY_ID=AKIAKFLEETCIDUMMY000 AWS_SECRET_ACCESS_KEY=ci-dummy-secret \
+  AWS_EC2_METADATA_DISABLED=true TF_VAR_enrol_token=enrol-ci-0123456789abcdef \
+  terraform -chdir="$work/fleet" plan -no-color -lock=false -input=false \
+  -var region=us-east-1 -var offline=true -var aws_max_retries=1 \
+  -var ec2_endpoint=http://127.0.0.1:1 -var server_url=https://kfleet.example.com \
+  -var owner=ci -var cost_center=cc-ci -var agent_count=1 2>&1); then
+  fail "a plan whose EC2 endpoint refuses connections succeeded:
+$out"
+fi
+grep -q 'http://127.0.0.1:1/' <<<"$out" || fail "the AMI lookup did not go to ec2_endpoint:
+$out"
+
 echo "terraform/ci.sh: OK"
