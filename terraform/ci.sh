@@ -15,7 +15,8 @@ command -v terraform >/dev/null 2>&1 || fail "terraform is not on PATH (install 
 
 # Work on a scratch copy so .terraform dirs and lock files never land in the source tree.
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+provider_pid=
+trap '[ -z "$provider_pid" ] || { kill "$provider_pid"; wait "$provider_pid"; } 2>/dev/null; rm -rf "$work"' EXIT
 cp -r "$here/modules" "$here/fleet" "$work/"
 export TF_CLI_CONFIG_FILE="$work/terraformrc"
 : >"$TF_CLI_CONFIG_FILE"
@@ -27,12 +28,37 @@ step "terraform fmt -check -recursive"
 terraform -chdir="$here" fmt -check -recursive -diff || fail "run: terraform -chdir=terraform fmt -recursive"
 
 for dir in modules/l4-agents fleet; do
-  step "$dir: init / validate / test"
+  step "$dir: init"
   terraform -chdir="$work/$dir" init -backend=false -plugin-dir="$plugin_dir" -no-color >/dev/null ||
     fail "$dir: terraform init -plugin-dir=$plugin_dir failed"
-  terraform -chdir="$work/$dir" validate -no-color || fail "$dir: validate failed"
-  terraform -chdir="$work/$dir" test -no-color || fail "$dir: terraform test failed"
 done
+
+# validate and the mocked `terraform test` runs only read the provider's schema, but each starts
+# the provider (a 700 MB Go binary, about 0.7 s of CPU to start) anew: twice per run block, 50
+# times in all. Here one process of the very provider that init selected serves them all, one
+# command after another: started in the provider's debug mode, attached through
+# TF_REATTACH_PROVIDERS, stopped when this script exits. The plans below start their own.
+provider_bin=$(find -L "$work/fleet/.terraform/providers/registry.terraform.io/hashicorp/aws" \
+  -name 'terraform-provider-aws_*' -type f | head -1)
+[[ -x "$provider_bin" ]] || fail "init installed no AWS provider binary under $work/fleet/.terraform"
+TMPDIR=$work "$provider_bin" -debug >"$work/provider.out" 2>"$work/provider.log" &
+provider_pid=$!
+reattach=
+for _ in $(seq 600); do # until it says where it listens: 60 s at most
+  reattach=$(sed -n "s/^[[:space:]]*TF_REATTACH_PROVIDERS='\(.*\)'$/\1/p" "$work/provider.out")
+  [[ -n "$reattach" ]] && break
+  kill -0 "$provider_pid" 2>/dev/null || fail "the AWS provider exited in debug mode: $(cat "$work/provider.log")"
+  sleep 0.1
+done
+[[ -n "$reattach" ]] || fail "the AWS provider printed no TF_REATTACH_PROVIDERS within 60 s"
+
+for dir in modules/l4-agents fleet; do
+  step "$dir: validate / test"
+  TF_REATTACH_PROVIDERS=$reattach terraform -chdir="$work/$dir" validate -no-color || fail "$dir: validate failed"
+  TF_REATTACH_PROVIDERS=$reattach terraform -chdir="$work/$dir" test -no-color || fail "$dir: terraform test failed"
+done
+kill "$provider_pid" && wait "$provider_pid" 2>/dev/null || true
+provider_pid=
 
 # A plan of the real root with the real provider, offline: skip flags + a dummy credential, and
 # an explicit AMI so no data source needs the EC2 API.
