@@ -16,7 +16,14 @@ command -v terraform >/dev/null 2>&1 || fail "terraform is not on PATH (install 
 # Work on a scratch copy so .terraform dirs and lock files never land in the source tree.
 work=$(mktemp -d)
 provider_pid=
-trap '[ -z "$provider_pid" ] || { kill "$provider_pid"; wait "$provider_pid"; } 2>/dev/null; rm -rf "$work"' EXIT
+stop_provider() {
+  if [ -n "$provider_pid" ]; then
+    kill "$provider_pid" 2>/dev/null || true
+    wait "$provider_pid" 2>/dev/null || true
+    provider_pid=
+  fi
+}
+trap 'stop_provider; rm -rf "$work"' EXIT
 cp -r "$here/modules" "$here/fleet" "$work/"
 export TF_CLI_CONFIG_FILE="$work/terraformrc"
 : >"$TF_CLI_CONFIG_FILE"
@@ -34,8 +41,8 @@ for dir in modules/l4-agents fleet; do
 done
 
 # validate and the mocked `terraform test` runs only read the provider's schema, but each starts
-# the provider (a 700 MB Go binary, about 0.7 s of CPU to start) anew: twice per run block, 50
-# times in all. Here one process of the very provider that init selected serves them all, one
+# the provider (a 700 MB Go binary, about 0.7 s of CPU to start) anew: twice per run block, about
+# 70 times in all. Here one process of the very provider that init selected serves them all, one
 # command after another: started in the provider's debug mode, attached through
 # TF_REATTACH_PROVIDERS, stopped when this script exits. The plans below start their own.
 provider_bin=$(find -L "$work/fleet/.terraform/providers/registry.terraform.io/hashicorp/aws" \
@@ -57,8 +64,7 @@ for dir in modules/l4-agents fleet; do
   TF_REATTACH_PROVIDERS=$reattach terraform -chdir="$work/$dir" validate -no-color || fail "$dir: validate failed"
   TF_REATTACH_PROVIDERS=$reattach terraform -chdir="$work/$dir" test -no-color || fail "$dir: terraform test failed"
 done
-kill "$provider_pid" && wait "$provider_pid" 2>/dev/null || true
-provider_pid=
+stop_provider
 
 # A plan of the real root with the real provider, offline: skip flags + a dummy credential, and
 # an explicit AMI so no data source needs the EC2 API.
