@@ -10,9 +10,16 @@ provider "aws" {
   skip_metadata_api_check     = var.offline
   skip_region_validation      = var.offline
 
-  endpoints {
-    ec2 = var.ec2_endpoint
-    sts = var.sts_endpoint
+  # Only when an endpoint is overridden: the provider validates an endpoints block (one attribute
+  # per AWS service) each time it checks its configuration, about 2 s of CPU every time even with
+  # every endpoint null, and a terraform apply checks it several times. The AWS SDK's own
+  # AWS_ENDPOINT_URL_EC2 (and _STS) environment variables reach the same place without it.
+  dynamic "endpoints" {
+    for_each = var.ec2_endpoint != null || var.sts_endpoint != null ? [1] : []
+    content {
+      ec2 = var.ec2_endpoint
+      sts = var.sts_endpoint
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
@@ -24,12 +25,15 @@ using testing::RegionBehaviour;
 constexpr const char* kToken = "enrol-test-0123456789abcdef";
 
 // Runs the control-plane loop until `ready` or the deadline; the provisioner posts results here.
+// The work guard keeps run_one_for waiting for the next handler: without it an idle loop returns
+// at once, and this would spin a core for the minutes terraform runs.
 template <class Pred>
 bool run_until(boost::asio::io_context& io, Pred ready, std::chrono::seconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;
+  auto guard = boost::asio::make_work_guard(io);
   while (!ready() && std::chrono::steady_clock::now() < until) {
     io.restart();
-    io.run_for(std::chrono::milliseconds(100));
+    io.run_one_for(std::chrono::milliseconds(100));
   }
   return ready();
 }
