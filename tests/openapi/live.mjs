@@ -291,9 +291,13 @@ async function mainWalk() {
   const CHILD = JOB_SPEC("livecamp/child", "parent: livecamp/base\n");
   await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: CHILD, source_name: "job.yaml", bundle: BUNDLE, parent_job: MISSING }, expect: 404 });
   await call("POST /api/v1/jobs", {}, { token: sam, body: { spec_yaml: CHILD, source_name: "job.yaml", bundle: BUNDLE, parent_job: job.id }, expect: 409 });
+  const lost = (await call("POST /api/v1/agents/{id}/lease", { id: a.agent_id }, { token: a.token, query: { wait_ms: 5000 }, expect: 200 })).body.lease;
+  // As if that answer had been cut off on its way: the agent asks again, and its run ends as lost
+  // and the job comes back to it under a new run and fencing token.
   const lease = (await call("POST /api/v1/agents/{id}/lease", { id: a.agent_id }, { token: a.token, query: { wait_ms: 5000 }, expect: 200 })).body.lease;
+  if (lease.job_id !== lost.job_id || lease.run_id === lost.run_id || lease.fencing_token === lost.fencing_token)
+    fail(`a second poll did not lease the job again under a new run: ${JSON.stringify(lost)} then ${JSON.stringify(lease)}`);
   const run = lease.run_id, ft = lease.fencing_token;
-  await call("POST /api/v1/agents/{id}/lease", { id: a.agent_id }, { token: a.token, query: { wait_ms: 0 }, expect: 409 });
   await call("POST /api/v1/agents/{id}/heartbeat", { id: a.agent_id }, { token: a.token, body: { run_id: run, fencing_token: ft }, expect: 200 });
   // A stale fencing token is no error for a heartbeat: the answer says the lease is gone.
   const stale = await call("POST /api/v1/agents/{id}/heartbeat", { id: a.agent_id }, { token: a.token, body: { run_id: run, fencing_token: ft + 7 }, expect: 200 });
