@@ -346,8 +346,23 @@ void schedule(Subject& s, int n_agents) {
   const auto cpu0 = kfleet::bench::cpu_ms(*k);
   auto t0 = Clock::now();
   swarm.start();
-  while (swarm.stats().finishes.load() + swarm.stats().finishes_unheard.load() < depth) {
+  // A job also ends in error when its lease never reached an agent on each of its attempts (the
+  // answer cut off or timed out under the load): counted from the API once a second, so that a
+  // drain ends when every job has ended, not only when every job has passed.
+  HttpClient user(url, kUser);
+  std::int64_t errored = 0;
+  auto last_count = Clock::now();
+  auto count_errored = [&] {
+    auto r = user.get("/api/v1/jobs?state=error&limit=1000");
+    if (!r.ok() || r->status != 200) return;
+    if (auto j = r->json(); j && j->contains("jobs")) errored = static_cast<std::int64_t>((*j)["jobs"].size());
+  };
+  while (swarm.stats().finishes.load() + swarm.stats().finishes_unheard.load() + errored < depth) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (ms_since(last_count) > 1000) {
+      count_errored();
+      last_count = Clock::now();
+    }
     if (ms_since(t0) > 900'000) {
       std::fprintf(stderr, "bench: the drain stalled: %lld of %d jobs finished in 15 min\n",
                    static_cast<long long>(swarm.stats().finishes.load()), depth);
@@ -360,13 +375,13 @@ void schedule(Subject& s, int n_agents) {
   const auto& st = swarm.stats();
   std::fprintf(stderr,
                "kfleet_bench: %d queued, %s: %d agents drained them at %.0f jobs/s (poll errors "
-               "%lld, finish errors %lld, finishes landed unheard %lld, leases lost %lld; connections %lld, "
-               "failed to connect %lld)\n",
+               "%lld, finish errors %lld, finishes landed unheard %lld, leases lost %lld, jobs ended in "
+               "error %lld; connections %lld, failed to connect %lld)\n",
                depth, s.backend.c_str(), n_agents, f.jobs_per_s,
                static_cast<long long>(st.poll_errors.load()),
                static_cast<long long>(st.finish_errors.load()),
                static_cast<long long>(st.finishes_unheard.load()),
-               static_cast<long long>(st.lost_leases.load()),
+               static_cast<long long>(st.lost_leases.load()), static_cast<long long>(errored),
                static_cast<long long>(st.connects.load()),
                static_cast<long long>(st.connect_errors.load()));
   for (const auto& [kind, n] : st.poll_error_kinds)
