@@ -100,6 +100,15 @@ class Writer(Base):
         self.assertEqual(out.stdout.strip(), "False False", out.stderr)
 
 
+def _one_kernel_lists(x, y):
+    """Two captures of one launch, each the one kernel operation given."""
+    return ll.LaunchList("benchmark", nodes=[x]), ll.LaunchList("benchmark", nodes=[y])
+
+
+def _in_arena(v):
+    return ARENA[0] <= v < ARENA[1]
+
+
 class Refusals(Base):
     def test_a_kernel_without_device_code_is_refused_by_name(self):
         doc = copy.deepcopy(self.doc)
@@ -187,22 +196,17 @@ class Refusals(Base):
             k.origin = {"origin": origin}
             return k
 
-        def lists(x, y):
-            return ll.LaunchList("benchmark", nodes=[x]), ll.LaunchList("benchmark", nodes=[y])
-
-        def is_address(v):
-            return ARENA[0] <= v < ARENA[1]
-        self.assertEqual(ll.difference(*lists(cat(0xedec5826), cat(0x3ab4b24c)), is_address), "")
+        self.assertEqual(ll.difference(*_one_kernel_lists(cat(0xedec5826), cat(0x3ab4b24c)), _in_arena), "")
         # Strict without the address test, for a kernel the job built, for a scalar parameter,
         # for an entry that is an address in either capture, and for a launch shape.
-        self.assertIn("parameter 0 byte 8", ll.difference(*lists(cat(0xedec5826), cat(0x3ab4b24c))))
-        self.assertNotEqual(ll.difference(*lists(cat(1, "job"), cat(2, "job")), is_address), "")
-        self.assertNotEqual(ll.difference(*lists(cat(1, scalar=1), cat(1, scalar=2)), is_address), "")
-        self.assertNotEqual(ll.difference(*lists(cat(1), cat(0x600000700000)), is_address), "")
-        self.assertNotEqual(ll.difference(*lists(cat(1), cat(1, entry=0x600000700000)), is_address), "")
+        self.assertIn("parameter 0 byte 8", ll.difference(*_one_kernel_lists(cat(0xedec5826), cat(0x3ab4b24c))))
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1, "job"), cat(2, "job")), _in_arena), "")
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1, scalar=1), cat(1, scalar=2)), _in_arena), "")
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1), cat(0x600000700000)), _in_arena), "")
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1), cat(1, entry=0x600000700000)), _in_arena), "")
         wide = cat(2)
         wide.grid = (8, 1, 1)
-        self.assertNotEqual(ll.difference(*lists(cat(1), wide), is_address), "")
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1), wide), _in_arena), "")
 
     def test_a_library_kernels_empty_functor_byte_is_not_a_difference(self):
         # torch's pow(x, 2): vectorized_elementwise_kernel(int N, lambda f, Array<char*, 2> data),
@@ -215,15 +219,10 @@ class Refusals(Base):
             k.origin = {"origin": origin}
             return k
 
-        def lists(x, y):
-            return ll.LaunchList("benchmark", nodes=[x]), ll.LaunchList("benchmark", nodes=[y])
-
-        def is_address(v):
-            return ARENA[0] <= v < ARENA[1]
-        self.assertEqual(ll.difference(*lists(pow2(0x10), pow2(0xa7)), is_address), "")
+        self.assertEqual(ll.difference(*_one_kernel_lists(pow2(0x10), pow2(0xa7)), _in_arena), "")
         # The same byte in a kernel the job built, or a different count, is still a difference.
-        self.assertIn("then", ll.difference(*lists(pow2(0x10, "job"), pow2(0xa7, "job")), is_address))
-        self.assertNotEqual(ll.difference(*lists(pow2(1, n=4096), pow2(1, n=4095)), is_address), "")
+        self.assertIn("then", ll.difference(*_one_kernel_lists(pow2(0x10, "job"), pow2(0xa7, "job")), _in_arena))
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(pow2(1, n=4096), pow2(1, n=4095)), _in_arena), "")
 
     def test_a_memset_outside_the_buffers_is_refused(self):
         doc = copy.deepcopy(self.doc)
