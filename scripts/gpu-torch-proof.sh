@@ -267,7 +267,8 @@ if want_part triton softmax rmsnorm; then
   for p in softmax rmsnorm; do
     want "triton:$p" || continue
     # the first case and the largest: every ABI path (an odd size, the size a verdict times)
-    cases="$(grep -o '{name: [a-z0-9_]*' "$P/$p/problem.yaml" | sed 's/{name: //' | head -1) ${LARGEST[$p]}"
+    cases="$(awk '/^cases:/ {c = 1; next} /^[a-z]/ {c = 0} c && match($0, /name: [a-z0-9_]+/) {
+               print substr($0, RSTART + 6, RLENGTH - 6); exit }' "$P/$p/problem.yaml") ${LARGEST[$p]}"
     for c in $cases; do
       both "triton-$p-$c" "$P/$p/triton.py" triton - - "--problem-spec $out/spec/$p.spec --case $c --seeds 0,1" \
         "--problem-spec $out/spec/$p.spec --case $c --seed 0" >/dev/null || true
