@@ -173,15 +173,18 @@ def _where(x, y):
 
 def struct_padding_only(x, y, is_address):
     """True when kernel operations x and y are one library kernel launched alike whose parameters
-    differ only where a library leaves bytes uninitialised:
-    - 8-byte words that lie inside a parameter passed by value as a struct (a slot of more than
-      8 bytes) and hold an address in neither: a fixed-size parameter struct's unused entries
-      (torch's cat passes CatArrInputTensorMetadata, room for 64 input pointers, whatever the
-      count of its inputs);
-    - a one-byte parameter: an empty functor passed by value (torch's elementwise kernels take
-      their lambda so; an empty class is one byte that nothing writes, as pow's x*x has).
-    A kernel the job built, a wider scalar parameter, the launch shape or an address that differs
-    is still a difference. Replay uses the first capture's bytes either way."""
+    differ only in bytes that hold no address in either: what a library leaves uninitialised or
+    sets from the host's state, as
+    - a fixed-size parameter struct's unused entries (torch's cat passes CatArrInputTensorMetadata,
+      room for 64 input pointers, whatever the count of its inputs);
+    - an empty functor passed by value, one byte that nothing writes (torch's elementwise kernels
+      take their lambda so, as pow's x*x has), and the padding inside a captured lambda;
+    - a scalar or a struct's tail too short to hold an address (torch's pow and rope's multiply
+      kernels on an H200: four bytes that differed from one capture to the next).
+    An address is looked for as check_addresses does: in every 8-byte-aligned word of a slot of 8
+    bytes or more; a word that is an address in either capture and differs is a difference, as are
+    a kernel the job built and the launch shape. Replay uses the first capture's bytes, and every
+    timed run's output is checked as for any kernel."""
     if getattr(x, "kind", "") != "kernel" or getattr(y, "kind", "") != "kernel":
         return False
     if any((getattr(n, "origin", None) or {}).get("origin") != "library" for n in (x, y)):
@@ -197,13 +200,10 @@ def struct_padding_only(x, y, is_address):
         slot = next(((off, size) for off, size in x.slots if off <= o < off + size), None)
         if slot is None:
             return False
-        if slot[1] == 1:
-            continue
-        w = o - (o - slot[0]) % 8  # the slot's 8-byte word holding byte o
-        if slot[1] <= 8 or w + 8 > slot[0] + slot[1]:
-            return False
-        if any(is_address(int.from_bytes(v[w:w + 8], "little")) for v in (px, py)):
-            return False
+        w = o - o % 8  # the 8-byte-aligned word holding byte o
+        if slot[1] >= 8 and slot[0] <= w and w + 8 <= slot[0] + slot[1]:
+            if any(is_address(int.from_bytes(v[w:w + 8], "little")) for v in (px, py)):
+                return False
     return True
 
 

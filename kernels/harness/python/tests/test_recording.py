@@ -197,11 +197,13 @@ class Refusals(Base):
             return k
 
         self.assertEqual(ll.difference(*_one_kernel_lists(cat(0xedec5826), cat(0x3ab4b24c)), _in_arena), "")
-        # Strict without the address test, for a kernel the job built, for a scalar parameter,
-        # for an entry that is an address in either capture, and for a launch shape.
+        # Strict without the address test, for a kernel the job built (its scalars too), for an
+        # entry that is an address in either capture, and for a launch shape.
         self.assertIn("parameter 0 byte 8", ll.difference(*_one_kernel_lists(cat(0xedec5826), cat(0x3ab4b24c))))
         self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1, "job"), cat(2, "job")), _in_arena), "")
-        self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1, scalar=1), cat(1, scalar=2)), _in_arena), "")
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1, "job", scalar=1), cat(1, "job", scalar=2)),
+                                          _in_arena), "")
+        self.assertEqual(ll.difference(*_one_kernel_lists(cat(1, scalar=1), cat(1, scalar=2)), _in_arena), "")
         self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1), cat(0x600000700000)), _in_arena), "")
         self.assertNotEqual(ll.difference(*_one_kernel_lists(cat(1), cat(1, entry=0x600000700000)), _in_arena), "")
         wide = cat(2)
@@ -220,9 +222,29 @@ class Refusals(Base):
             return k
 
         self.assertEqual(ll.difference(*_one_kernel_lists(pow2(0x10), pow2(0xa7)), _in_arena), "")
-        # The same byte in a kernel the job built, or a different count, is still a difference.
+        # The same byte, or a different count, in a kernel the job built is still a difference.
         self.assertIn("then", ll.difference(*_one_kernel_lists(pow2(0x10, "job"), pow2(0xa7, "job")), _in_arena))
-        self.assertNotEqual(ll.difference(*_one_kernel_lists(pow2(1, n=4096), pow2(1, n=4095)), _in_arena), "")
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(pow2(1, "job", n=4096), pow2(1, "job", n=4095)),
+                                          _in_arena), "")
+
+    def test_a_library_kernels_words_too_short_for_an_address_are_not_a_difference(self):
+        # On an H200 (torch 2.11): pow's functor and a lambda's last four bytes in rope's multiply
+        # (elementwise_kernel(int N, lambda f), f 100 bytes) held host-stack values that changed
+        # from one capture to the next. Four bytes hold no address, so they cannot move the work.
+        def mul(tail, lead=0x600000600000, origin="library"):
+            params = (4096).to_bytes(4, "little") + bytes(4)
+            params += lead.to_bytes(8, "little") + bytes(88) + tail.to_bytes(4, "little")
+            k = ll.Kernel("elementwise_kernel", (4, 1, 1), (128, 1, 1), slots=[(0, 4), (8, 100)],
+                          params=params)
+            k.origin = {"origin": origin}
+            return k
+
+        self.assertEqual(ll.difference(*_one_kernel_lists(mul(0x13168b20), mul(0x135aa840)), _in_arena), "")
+        self.assertIn("parameter 1 byte 96: 0x13168b20 then 0x135aa840",
+                      ll.difference(*_one_kernel_lists(mul(0x13168b20, origin="job"), mul(0x135aa840, origin="job")),
+                                    _in_arena))
+        # A pointer the lambda holds that differs is still a difference.
+        self.assertNotEqual(ll.difference(*_one_kernel_lists(mul(1), mul(1, lead=0x600000700000)), _in_arena), "")
 
     def test_a_memset_outside_the_buffers_is_refused(self):
         doc = copy.deepcopy(self.doc)
