@@ -26,7 +26,7 @@
 #          The C++ exploit corpus is scripts/gpu-exploits.sh's (--cpp-corpus runs it here too).
 #   scripts/gpu-python-proof.sh [--python PY] [--arch sm_90a] [--out DIR] [--bin DIR]
 #                               [--only REGEX] [--direct] [--direct-only] [--tries N]
-#                               [--direct-corpus] [--cpp-corpus] [--dry-run]
+#                               [--direct-corpus] [--cpp-corpus] [--slow1-entry E] [--dry-run]
 #     --python PY   the interpreter with torch (CUDA) and triton (default: python3)
 #     --arch A      nvcc arch for kfleet-measure (default: from nvidia-smi, sm_90a on H100/H200)
 #     --out DIR     every log and file of the run (default: ./python-proof-run; --run-dir too)
@@ -34,6 +34,9 @@
 #     --only REGEX  only the checks whose name matches: agents, corpus[:ROW], inproc[:triton|:torch],
 #                   pair, campaign[:cli|:mcp]; a comma list is an alternation (--only inproc,pair)
 #     --tries N     tries of each of the pair's jobs (default 1: about 2.5 minutes a try)
+#     --slow1-entry E  the pair's 1 % copy: the entry of attention_pair.py that
+#                   `gpu-torch-proof.sh --only calib` found 1 % +- 0.3 % slower on this GPU
+#                   (default: the one slow1.yaml names)
 #     --dry-run     no GPU: checks this script's helpers, jobs and sources and prints the plan
 #     --backend simulated  tests the fleet part's plumbing without a GPU (needs --bin; a ctest
 #                   does): only the campaign checks, whose jobs carry simulate: blocks
@@ -52,10 +55,11 @@ set -uo pipefail
 t_start=$(date +%s)
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD py=python3 arch="" run="$root/python-proof-run" bin="" only=. direct_only=0 fleet_only=1
-tries=1 direct_corpus=0 cpp_corpus=0 dry=0 backend=cuda
+slow1_entry="" tries=1 direct_corpus=0 cpp_corpus=0 dry=0 backend=cuda
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) py=$2; shift 2 ;;
+    --slow1-entry) slow1_entry=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --out|--run-dir) run=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
@@ -127,8 +131,9 @@ d = json.loads(subprocess.run([sys.executable] + sys.argv[1:], capture_output=Tr
 assert d["median_us"] == 17.6 and d["samples"] == 5 and d["kernels_per_launch"] == [1, 2], d' \
     "$INPROC" --from-trace "$root/bench/gpu/testdata/inprocess-profiler-trace.json"
   chk grep -q kfleet_attention_launch_bn16 kernels/triton/attention.py
-  chk grep -q "entry: kfleet_attention_launch_slow_t2" "$Q/slow1.yaml"
-  chk grep -q "def kfleet_attention_launch_slow_t2" "$Q/attention_pair.py"
+  for e in "$(sed -n 's/^ *entry: //p' "$Q/slow1.yaml")" ${slow1_entry:+"$slow1_entry"}; do
+    chk grep -q "^def $e(" "$Q/attention_pair.py"
+  done
   n=$(grep -vc '^#\|^$' "$X/expected.tsv")
   echo "plan: direct ($([ "$fleet_only" = 0 ] && echo "3 kernels" || echo "off: --direct")$([ "$direct_corpus" = 1 ] && echo ", $n corpus rows")); fleet: agents, $n corpus" \
        "jobs, 2 in-process comparisons, 1 + 2 x $tries pair jobs, 2 x 4 campaign jobs (kfleet submit, kfleet mcp)"
@@ -418,6 +423,11 @@ YAML
   # -- pair: a Triton copy 1 % slower is regressed, an identical copy same, each --tries times.
   if [[ pair =~ $only ]]; then
     part "pair ($tries tries)"
+    if [ -n "$slow1_entry" ]; then  # the calibrated copy, in the run's own snapshot of the jobs
+      grep -q "^def $slow1_entry(" "$Q/attention_pair.py" || die "--slow1-entry: no $slow1_entry in $Q/attention_pair.py"
+      sed -i "s/^\( *entry: \).*/\1$slow1_entry/" "$Q/slow1.yaml"
+    fi
+    echo "  slow1: entry $(sed -n 's/^ *entry: //p' "$Q/slow1.yaml")"
     submit "$Q/base.yaml"
     if [ "$STATE" != passed ]; then
       note "pair:base" passed MISMATCH "$STATE/${GATE:--}: $REASON"
