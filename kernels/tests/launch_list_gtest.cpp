@@ -109,6 +109,8 @@ TEST(LaunchListFormat, MalformedInputSaysWhereAndWhat) {
             std::string::npos);
   EXPECT_NE(parse_error(head + "empty\nedge 0 5\nend\n").find("names a node the list does not have"),
             std::string::npos);
+  EXPECT_NE(parse_error(head + "empty\nempty\nedge 0 1 sideways\nend\n").find("'programmatic' or 'launch-completion'"),
+            std::string::npos);
   EXPECT_NE(parse_error(head + "empty\n").find("no 'end' (a truncated file)"), std::string::npos);
   EXPECT_NE(parse_error(head + "list y\n").find("line 3: 'list' before the previous list's 'end'"),
             std::string::npos);
@@ -236,6 +238,40 @@ TEST(GraphRebuild, SideStreamsJoinedBackFormADiamondNotAChain) {
   EXPECT_EQ(plan.order.front(), 0u);
   EXPECT_EQ(plan.order.back(), 3u);
   EXPECT_EQ(plan.deps[3], (std::vector<std::uint32_t>{1, 2}));
+}
+
+// A library kernel launched with programmatic stream serialization (CUDA's programmatic
+// dependent launch) is captured as a programmatic edge: the next kernel may begin before it
+// ends. The list keeps the edge's port, and the plan adds it apart from the ordinary edges, so
+// replay does not turn it into a full wait (and the launch gap it hides).
+TEST(GraphRebuild, ProgrammaticEdgesKeepTheirPortAndAreAddedApart) {
+  LaunchList l;
+  l.what = "benchmark";
+  l.nodes = {kernel("_Z1aPf", {kLo}), kernel("_Z1bPf", {kLo}), kernel("_Z1cPf", {kLo})};
+  l.edges = {{0, 1, kEdgePortProgrammatic}, {1, 2, kEdgePortLaunchCompletion}, {0, 2}};
+  const std::string text = serialize({l});
+  EXPECT_NE(text.find("edge 0 1 programmatic\n"), std::string::npos);
+  EXPECT_NE(text.find("edge 1 2 launch-completion\n"), std::string::npos);
+  EXPECT_NE(text.find("edge 0 2\n"), std::string::npos);
+  std::vector<LaunchList> back;
+  ASSERT_EQ(parse_launch_lists(text, &back), "");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].edges, l.edges);
+  EXPECT_EQ(launch_list_difference(l, back[0]), "");
+  LaunchList ordinary = l;
+  ordinary.edges[0].port = 0;
+  EXPECT_EQ(launch_list_difference(l, ordinary), "the dependencies between operations differ");
+
+  GraphPlan plan;
+  ASSERT_EQ(plan_graph(l, &plan), "");
+  EXPECT_EQ(plan.order, (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_TRUE(plan.deps[1].empty());
+  EXPECT_EQ(plan.deps[2], (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(plan.programmatic, (std::vector<LaunchEdge>{{0, 1, 1}, {1, 2, 2}}));
+  EXPECT_FALSE(is_chain(plan));
+  // Only kernels have the ports: a programmatic edge to a memset is refused.
+  l.nodes[2].kind = LaunchNode::Kind::memset;
+  EXPECT_EQ(plan_graph(l, &plan), "edge 1 -> 2 is programmatic but not from a kernel to a kernel");
 }
 
 TEST(GraphRebuild, CyclesRepeatsAndSelfEdgesAreErrors) {

@@ -165,6 +165,11 @@ bool from_hex(const std::string& text, std::vector<std::uint8_t>* out) {
   return true;
 }
 
+// " programmatic" | " launch-completion" | "" (an ordinary edge), after "edge FROM TO".
+static std::string edge_port_word(std::uint8_t port) {
+  return port == kEdgePortProgrammatic ? " programmatic" : port == kEdgePortLaunchCompletion ? " launch-completion" : "";
+}
+
 std::string serialize(const std::vector<LaunchList>& lists) {
   std::ostringstream o;
   o << kMagic << "\n";
@@ -174,7 +179,7 @@ std::string serialize(const std::vector<LaunchList>& lists) {
     o << "args " << (l.args.empty() ? "-" : to_hex(l.args)) << "\n";
     for (const auto& b : l.buffers) o << "buffer " << hex64(b.va) << ' ' << b.bytes << ' ' << b.name << "\n";
     for (const auto& n : l.nodes) o << node_text(n) << "\n";
-    for (const auto& [from, to] : l.edges) o << "edge " << from << ' ' << to << "\n";
+    for (const auto& e : l.edges) o << "edge " << e.from << ' ' << e.to << edge_port_word(e.port) << "\n";
     o << "end\n";
   }
   return o.str();
@@ -212,9 +217,9 @@ std::string parse_launch_lists(const std::string& text, std::vector<LaunchList>*
     if (!open) return fail("'" + kind + "' outside a list (each list starts with 'list')");
     if (kind == "end") {
       if (w.size() != 1) return fail("'end' takes nothing");
-      for (const auto& [from, to] : cur.edges)
-        if (from >= cur.nodes.size() || to >= cur.nodes.size())
-          return fail("edge " + std::to_string(from) + " -> " + std::to_string(to) +
+      for (const auto& e : cur.edges)
+        if (e.from >= cur.nodes.size() || e.to >= cur.nodes.size())
+          return fail("edge " + std::to_string(e.from) + " -> " + std::to_string(e.to) +
                       " names a node the list does not have (" + std::to_string(cur.nodes.size()) +
                       " nodes)");
       out->push_back(std::move(cur));
@@ -269,9 +274,12 @@ std::string parse_launch_lists(const std::string& text, std::vector<LaunchList>*
       cur.nodes.push_back(LaunchNode{});
     } else if (kind == "edge") {
       std::uint32_t from = 0, to = 0;
-      if (w.size() != 3 || !to_uint(w[1], &from) || !to_uint(w[2], &to))
-        return fail("'edge' wants FROM TO node indices");
-      cur.edges.emplace_back(from, to);
+      std::uint8_t port = 0;
+      if (w.size() == 4 && w[3] == "programmatic") port = kEdgePortProgrammatic;
+      else if (w.size() == 4 && w[3] == "launch-completion") port = kEdgePortLaunchCompletion;
+      if ((w.size() != 3 && !port) || !to_uint(w[1], &from) || !to_uint(w[2], &to))
+        return fail("'edge' wants FROM TO node indices, then 'programmatic' or 'launch-completion' or nothing");
+      cur.edges.emplace_back(from, to, port);
     } else {
       return fail("unknown record '" + kind + "'");
     }
@@ -367,14 +375,23 @@ std::string plan_graph(const LaunchList& l, GraphPlan* out) {
   out->deps.assign(n, {});
   std::vector<std::vector<std::uint32_t>> next(n);
   std::vector<std::size_t> indegree(n, 0);
+  out->programmatic.clear();
   std::set<std::pair<std::uint32_t, std::uint32_t>> seen;
-  for (const auto& [from, to] : l.edges) {
+  for (const auto& e : l.edges) {
+    const std::uint32_t from = e.from, to = e.to;
     if (from >= n || to >= n)
       return "edge " + std::to_string(from) + " -> " + std::to_string(to) + " names a missing node";
     if (from == to) return "node " + std::to_string(from) + " depends on itself";
     if (!seen.insert({from, to}).second)
       return "edge " + std::to_string(from) + " -> " + std::to_string(to) + " is listed twice";
-    out->deps[to].push_back(from);
+    if (e.port) {
+      if (l.nodes[from].kind != LaunchNode::Kind::kernel || l.nodes[to].kind != LaunchNode::Kind::kernel)
+        return "edge " + std::to_string(from) + " -> " + std::to_string(to) +
+               " is programmatic but not from a kernel to a kernel";
+      out->programmatic.push_back(e);
+    } else {
+      out->deps[to].push_back(from);
+    }
     next[from].push_back(to);
     ++indegree[to];
   }
@@ -392,6 +409,7 @@ std::string plan_graph(const LaunchList& l, GraphPlan* out) {
 }
 
 bool is_chain(const GraphPlan& plan) {
+  if (!plan.programmatic.empty()) return false;
   for (std::size_t i = 0; i < plan.order.size(); ++i) {
     const auto& deps = plan.deps[plan.order[i]];
     if (i == 0 ? !deps.empty() : deps.size() != 1 || deps[0] != plan.order[i - 1]) return false;

@@ -51,13 +51,33 @@ struct LaunchNode {
   MemcpyNode memcpy;
 };
 
+// An edge of the captured graph. `port` 0 is an ordinary dependency; else the edge is CUDA's
+// programmatic dependency (programmatic dependent launch) from that outgoing port of the upstream
+// kernel: 1 programmatic (the downstream kernel may begin once every upstream block has
+// triggered it or ended), 2 launch completion (once every upstream block has begun). Libraries
+// launch with it (the attribute becomes such an edge under capture); replaying it as an ordinary
+// edge would add the launch gap it hides. Only between kernels.
+struct LaunchEdge {
+  std::uint32_t from = 0, to = 0;
+  std::uint8_t port = 0;
+  LaunchEdge() = default;
+  LaunchEdge(std::uint32_t f, std::uint32_t t, std::uint8_t p = 0) : from(f), to(t), port(p) {}
+  friend bool operator<(const LaunchEdge& a, const LaunchEdge& b) {
+    return a.from != b.from ? a.from < b.from : a.to != b.to ? a.to < b.to : a.port < b.port;
+  }
+  friend bool operator==(const LaunchEdge& a, const LaunchEdge& b) {
+    return a.from == b.from && a.to == b.to && a.port == b.port;
+  }
+};
+inline constexpr std::uint8_t kEdgePortProgrammatic = 1, kEdgePortLaunchCompletion = 2;
+
 struct LaunchList {
   int status = 0;                        // what the launch function returned
   std::string what;                      // "correctness seed 3" | "benchmark": which args
   std::vector<std::uint8_t> args;        // the ABI args struct the launch function was given
   std::vector<FixedBuffer> buffers;
   std::vector<LaunchNode> nodes;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // from -> to (node indices)
+  std::vector<LaunchEdge> edges;         // from -> to (node indices)
 };
 
 // Text form, one record a line (ABI.md gives the grammar). Several lists go in one file.
@@ -84,10 +104,11 @@ std::string lds_over_limit(const std::string& kernel, std::int64_t static_bytes,
                            std::int64_t dynamic_bytes, std::int64_t limit, const std::string& arch);
 
 // The order the measurer adds nodes in and each node's dependencies, or an error for edges that
-// name missing nodes, repeat, or form a cycle.
+// name missing nodes, repeat, form a cycle, or are programmatic but not from a kernel to a kernel.
 struct GraphPlan {
   std::vector<std::uint32_t> order;
-  std::vector<std::vector<std::uint32_t>> deps;  // by node index
+  std::vector<std::vector<std::uint32_t>> deps;  // by node index: the ordinary edges
+  std::vector<LaunchEdge> programmatic;          // added once every node is there
 };
 std::string plan_graph(const LaunchList& l, GraphPlan* out);
 // True when the plan is one chain (each operation waits for the one before): the measurer then

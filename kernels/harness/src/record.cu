@@ -241,15 +241,21 @@ LaunchList capture_once(Problem& p, const std::string& what) {
     }
   }
   std::size_t ne = 0;
-  KFLEET_GPU_CHECK(gpuGraphGetEdges(g, nullptr, nullptr, &ne));
+  KFLEET_GPU_CHECK(gpuGraphGetEdges(g, nullptr, nullptr, nullptr, &ne));
   std::vector<gpuGraphNode_t> from(ne), to(ne);
-  if (ne) KFLEET_GPU_CHECK(gpuGraphGetEdges(g, from.data(), to.data(), &ne));
+  std::vector<std::uint8_t> ports(ne);
+  if (ne) KFLEET_GPU_CHECK(gpuGraphGetEdges(g, from.data(), to.data(), ports.data(), &ne));
   auto index = [&](gpuGraphNode_t x) {
     for (std::size_t i = 0; i < nodes.size(); ++i)
       if (nodes[i] == x) return static_cast<std::uint32_t>(i);
     refuse(what, "an edge to a node outside the captured graph");
   };
-  for (std::size_t i = 0; i < ne; ++i) l.edges.emplace_back(index(from[i]), index(to[i]));
+  for (std::size_t i = 0; i < ne; ++i) {
+    if (ports[i] == 255)
+      refuse(what, "a graph edge of a kind replay does not take (only ordinary and programmatic "
+                   "dependencies between the launch's operations)");
+    l.edges.emplace_back(index(from[i]), index(to[i]), ports[i]);
+  }
   KFLEET_GPU_CHECK(gpuGraphDestroy(g));
   KFLEET_GPU_CHECK(gpuStreamDestroy(s));
   return l;

@@ -171,6 +171,15 @@ void set_cluster(cudaGraphNode_t node, const KernelNode& k) {
   }
 }
 
+// A programmatic dependency between two kernel nodes, as it was captured (LaunchEdge::port): the
+// downstream kernel may begin before the upstream one ends, as when the library launched it.
+void add_programmatic_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::uint8_t port) {
+  cudaGraphEdgeData d{};
+  d.from_port = port;
+  d.type = cudaGraphDependencyTypeProgrammatic;
+  KFLEET_GPU_CHECK(cudaGraphAddDependencies(g, &from, &to, &d, 1));
+}
+
 }  // namespace
 
 #else  // HIP: the job's device code is loaded as modules (replay_hip.cu: find_kernel)
@@ -189,6 +198,10 @@ void launch_kernel(const KernelNode& k, hipFunction_t function, void** args, gpu
 }
 
 void set_cluster(hipGraphNode_t, const KernelNode&) {}  // there are no clusters on HIP
+
+void add_programmatic_edge(hipGraph_t, hipGraphNode_t, hipGraphNode_t, std::uint8_t) {
+  fail_replay("the launch list has a programmatic dependency, which HIP's graphs do not have");
+}
 
 }  // namespace
 
@@ -335,6 +348,7 @@ gpuGraphExec_t build_graph(const Options& o, const LaunchList& l, const GraphPla
     }
     made[i] = node;
   }
+  for (const auto& e : plan.programmatic) add_programmatic_edge(g, made[e.from], made[e.to], e.port);
   gpuGraphExec_t exec{};
   KFLEET_GPU_CHECK(gpuGraphInstantiate(&exec, g));
   KFLEET_GPU_CHECK(gpuGraphDestroy(g));

@@ -70,13 +70,30 @@
 
 namespace kfleet::harness {
 
-// A graph's edges (CUDA's call also gives each edge's data, which replay does not use).
+// A graph's edges, and with `ports` each one's LaunchEdge::port: 0 an ordinary dependency, 1 or
+// 2 CUDA's programmatic dependency from that port of the upstream kernel (what a launch with
+// programmatic stream serialization becomes under capture), 255 an edge of a kind replay does
+// not know. HIP's edges are all ordinary.
 inline gpuError_t gpuGraphGetEdges(gpuGraph_t g, gpuGraphNode_t* from, gpuGraphNode_t* to,
-                                   std::size_t* count) {
+                                   std::uint8_t* ports, std::size_t* count) {
 #if defined(KFLEET_HIP)
-  return hipGraphGetEdges(g, from, to, count);
+  const gpuError_t e = hipGraphGetEdges(g, from, to, count);
+  if (e == hipSuccess && from && ports)
+    for (std::size_t i = 0; i < *count; ++i) ports[i] = 0;
+  return e;
 #else
-  return cudaGraphGetEdges(g, from, to, nullptr, count);
+  std::vector<cudaGraphEdgeData> data(from ? *count : 0);
+  const gpuError_t e = cudaGraphGetEdges(g, from, to, from ? data.data() : nullptr, count);
+  if (e == cudaSuccess && from && ports)
+    for (std::size_t i = 0; i < *count; ++i) {
+      const cudaGraphEdgeData& d = data[i];
+      const bool ordinary = d.type == cudaGraphDependencyTypeDefault && !d.from_port && !d.to_port;
+      const bool programmatic = d.type == cudaGraphDependencyTypeProgrammatic && !d.to_port &&
+                                (d.from_port == cudaGraphKernelNodePortProgrammatic ||
+                                 d.from_port == cudaGraphKernelNodePortLaunchCompletion);
+      ports[i] = ordinary ? 0 : programmatic ? d.from_port : 255;
+    }
+  return e;
 #endif
 }
 

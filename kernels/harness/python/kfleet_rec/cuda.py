@@ -10,6 +10,7 @@ GPU proof (scripts/gpu-python-proof.sh) exercises it; CI tests what it produces 
 recording.py.
 """
 import ctypes as C
+from .launch_list import edge_port
 
 CU_GRAPH_NODE_TYPES = {
     0: "kernel", 1: "memcpy", 2: "memset", 3: "host", 4: "graph", 5: "empty", 6: "wait_event",
@@ -33,6 +34,11 @@ class KernelNodeParams(C.Structure):  # CUDA_KERNEL_NODE_PARAMS_v2
                 ("blockDimZ", C.c_uint), ("sharedMemBytes", C.c_uint),
                 ("kernelParams", C.POINTER(C.c_void_p)), ("extra", C.POINTER(C.c_void_p)),
                 ("kern", C.c_void_p), ("ctx", C.c_void_p)]
+
+
+class GraphEdgeData(C.Structure):  # CUgraphEdgeData: a programmatic dependency's ports and type
+    _fields_ = [("from_port", C.c_ubyte), ("to_port", C.c_ubyte), ("type", C.c_ubyte),
+                ("reserved", C.c_ubyte * 5)]
 
 
 class MemsetNodeParams(C.Structure):  # CUDA_MEMSET_NODE_PARAMS
@@ -279,11 +285,13 @@ class Driver:
                 out.append({"type": kind})
         e = C.c_size_t(0)
         edges = []
+        data = None
         if self.has("cuGraphGetEdges_v2"):
             self.call("cuGraphGetEdges_v2", C.c_void_p(graph), None, None, None, C.byref(e))
             fr, to = (C.c_void_p * max(e.value, 1))(), (C.c_void_p * max(e.value, 1))()
+            data = (GraphEdgeData * max(e.value, 1))()
             if e.value:
-                self.call("cuGraphGetEdges_v2", C.c_void_p(graph), fr, to, None, C.byref(e))
+                self.call("cuGraphGetEdges_v2", C.c_void_p(graph), fr, to, data, C.byref(e))
         else:
             self.call("cuGraphGetEdges", C.c_void_p(graph), None, None, C.byref(e))
             fr, to = (C.c_void_p * max(e.value, 1))(), (C.c_void_p * max(e.value, 1))()
@@ -294,5 +302,6 @@ class Driver:
             if fr[i] not in index or to[i] not in index:
                 edges.append([len(handles), len(handles)])  # refused by recording.py
             else:
-                edges.append([index[fr[i]], index[to[i]]])
+                port = 0 if data is None else edge_port(data[i].type, data[i].from_port, data[i].to_port)
+                edges.append([index[fr[i]], index[to[i]], port])
         return {"error": None, "nodes": out, "edges": edges}

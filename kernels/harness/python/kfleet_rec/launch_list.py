@@ -130,7 +130,23 @@ class LaunchList:
     def __init__(self, what, status=0, args=b"", buffers=(), nodes=(), edges=()):
         self.what, self.status, self.args = what, status, bytes(args)
         self.buffers, self.nodes = list(buffers), list(nodes)
-        self.edges = [tuple(e) for e in edges]
+        # (from, to, port): port 0 an ordinary dependency, 1 or 2 CUDA's programmatic one from
+        # that port of the upstream kernel (cpu/launch_list.hpp, LaunchEdge)
+        self.edges = [tuple(e) + (0,) * (3 - len(e)) for e in edges]
+
+
+EDGE_PORT_WORDS = {0: "", 1: " programmatic", 2: " launch-completion"}
+
+
+def edge_port(dep_type, from_port, to_port):
+    """A captured edge's port as the list writes it (CUgraphEdgeData's fields): 0 an ordinary
+    dependency, 1 or 2 a programmatic one from that port of the upstream kernel, -1 a kind of edge
+    that replay does not take (replay.cu's gpuGraphGetEdges makes the same choice)."""
+    if dep_type == 0 and from_port == 0 and to_port == 0:
+        return 0
+    if dep_type == 1 and to_port == 0 and from_port in (1, 2):
+        return from_port
+    return -1
 
 
 def serialize(lists):
@@ -144,10 +160,12 @@ def serialize(lists):
                                             _line(b.name, "buffer name")))
         for n in l.nodes:
             out.append(n.text())
-        for a, b in l.edges:
+        for a, b, port in l.edges:
             if a >= len(l.nodes) or b >= len(l.nodes):
                 raise LaunchError(f"edge {a} -> {b} names a node the list does not have")
-            out.append("edge %d %d" % (_u(a, 32, "edge"), _u(b, 32, "edge")))
+            if port not in EDGE_PORT_WORDS:
+                raise LaunchError(f"edge {a} -> {b} has port {port}, which replay does not take")
+            out.append("edge %d %d%s" % (_u(a, 32, "edge"), _u(b, 32, "edge"), EDGE_PORT_WORDS[port]))
         out.append("end")
     return "\n".join(out) + "\n"
 

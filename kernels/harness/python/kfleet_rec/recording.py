@@ -17,7 +17,7 @@ A capture, as the graph reader describes it:
              {"type": "empty"},
              {"type": "host" | "graph" | "wait_event" | "event_record" | "ext_semaphore" |
                       "mem_alloc" | "mem_free" | "batch_mem_op" | "conditional" | "other"}],
-   "edges": [[from, to], ...]}
+   "edges": [[from, to, port], ...]}   (port: launch_list.edge_port; [from, to] is port 0)
 A plan (written by kfleet-measure --plan, kernels/harness/src/plan.cu):
   {"type": "plan", "version": 1, "family": "attention", "arena": [lo, hi],
    "recordings": [{"what": "correctness seed 0", "args": "hex", "fields": {...},
@@ -130,10 +130,13 @@ def capture_to_list(rec, cap):
         raise Refusal(what, f"the launch function returned {status!r}: return kfleet.OK (0), "
                             "kfleet.UNSUPPORTED (1) or None")
     nodes = [_node(d, what, i) for i, d in enumerate(cap.get("nodes", []))]
-    edges = [tuple(e) for e in cap.get("edges", [])]
-    for a, b in edges:
+    edges = [tuple(e) + (0,) * (3 - len(e)) for e in cap.get("edges", [])]
+    for a, b, port in edges:
         if not (0 <= a < len(nodes) and 0 <= b < len(nodes)):
             raise Refusal(what, "an edge to a node outside the captured graph")
+        if port not in (0, 1, 2):
+            raise Refusal(what, "a graph edge of a kind replay does not take (only ordinary and "
+                                "programmatic dependencies between the launch's operations)")
     return ll.LaunchList(what, status, rec["args"], rec["buffers"], nodes, edges)
 
 

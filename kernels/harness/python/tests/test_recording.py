@@ -316,6 +316,29 @@ class Refusals(Base):
                 cap["edges"].append([0, 2])
         self.assertIn("kernel _attn_fwd comes from two different device-code images", self.refused(doc))
 
+    def test_a_programmatic_edge_keeps_its_port_and_an_unknown_kind_is_refused(self):
+        # A library kernel launched with programmatic stream serialization is captured with a
+        # programmatic edge to the next kernel (CUgraphEdgeData type 1, from port 1 or 2).
+        self.assertEqual([ll.edge_port(0, 0, 0), ll.edge_port(1, 1, 0), ll.edge_port(1, 2, 0)], [0, 1, 2])
+        self.assertEqual([ll.edge_port(1, 0, 0), ll.edge_port(0, 1, 0), ll.edge_port(1, 1, 1), ll.edge_port(2, 0, 0)],
+                         [-1, -1, -1, -1])
+        doc = copy.deepcopy(self.doc)
+        for pair in doc["captures"]:
+            for cap in pair:
+                cap["nodes"].append(copy.deepcopy(cap["nodes"][0]))
+                cap["edges"].append([0, 2, 1])
+        self.run_doc(doc)
+        with open(os.path.join(self.dir, "l.txt"), encoding="ascii") as f:
+            self.assertIn("edge 0 2 programmatic", f.read().splitlines())
+        for pair in doc["captures"]:
+            for cap in pair:
+                cap["edges"][-1] = [0, 2, -1]
+        self.assertIn("a graph edge of a kind replay does not take", self.refused(doc))
+        # The same edge once programmatic and once ordinary: the two recordings differ.
+        doc["captures"][0][0]["edges"][-1] = [0, 2, 1]
+        doc["captures"][0][1]["edges"][-1] = [0, 2, 0]
+        self.assertIn("the dependencies between operations differ", self.refused(doc))
+
     def test_nothing_is_written_when_refused(self):
         doc = copy.deepcopy(self.doc)
         for n in self.kernel(doc):
