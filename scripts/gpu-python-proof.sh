@@ -77,6 +77,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$run" in /*) ;; *) run=$root/$run ;; esac
+case "$bin" in ""|/*) ;; *) bin=$root/$bin ;; esac  # as --out: the run goes on in a snapshot folder
 only=${only//,/|}
 src_root=$root
 die() { echo "gpu-python-proof: $*" >&2; exit 2; }
