@@ -11,8 +11,9 @@ The proof calibrates in-process (bench/gpu/inprocess_python_kernel.py, CUPTI) wh
 1 % +- 0.3 % slower than the base on the machine at hand and submits that one
 (scripts/gpu-python-proof.sh --slow1-entry). On three H200s one tile measured +0.60 to +0.78 %
 and two +1.18 to +1.44 %, so a fixed entry does not hold everywhere; a half step (a second tile
-in every other head's programs) measured +0.79 % (docs/evidence/2026-12-02-h200-calib-torch-jobs-
-eager-refs.log). slow1.yaml names the half step, slow5.yaml eight tiles (+5.47 to +5.57 %).
+in every other head's programs) measured +0.79 %
+(docs/evidence/2026-12-02-h200-calib-torch-jobs-eager-refs.log). slow1.yaml names the half step,
+slow5.yaml eight tiles (+5.47 to +5.57 %).
 """
 import triton
 import triton.language as tl
