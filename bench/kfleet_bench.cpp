@@ -347,15 +347,27 @@ void schedule(Subject& s, int n_agents) {
   auto t0 = Clock::now();
   swarm.start();
   // A job also ends in error when its lease never reached an agent on each of its attempts (the
-  // answer cut off or timed out under the load): counted from the API once a second, so that a
-  // drain ends when every job has ended, not only when every job has passed.
+  // answer cut off or timed out under the load): counted from the API once a second, page by
+  // page (1,000 a page, newest first), so that a drain ends when every job has ended, not only
+  // when every job has passed.
   HttpClient user(url, kUser);
   std::int64_t errored = 0;
   auto last_count = Clock::now();
   auto count_errored = [&] {
-    auto r = user.get("/api/v1/jobs?state=error&limit=1000");
-    if (!r.ok() || r->status != 200) return;
-    if (auto j = r->json(); j && j->contains("jobs")) errored = static_cast<std::int64_t>((*j)["jobs"].size());
+    std::int64_t n = 0, before = 0;
+    for (;;) {
+      auto r = user.get("/api/v1/jobs?state=error&limit=1000" +
+                        (before ? "&before=" + std::to_string(before) : std::string()));
+      if (!r.ok() || r->status != 200) return;
+      auto j = r->json();
+      if (!j || !j->contains("jobs")) return;
+      const auto& page = (*j)["jobs"];
+      n += static_cast<std::int64_t>(page.size());
+      if (page.size() < 1000) break;
+      before = page.back().value("id", std::int64_t{0});
+      if (before <= 0) return;  // a page without ids: count nothing rather than loop
+    }
+    errored = n;
   };
   while (swarm.stats().finishes.load() + swarm.stats().finishes_unheard.load() + errored < depth) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

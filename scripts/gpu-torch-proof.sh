@@ -21,8 +21,8 @@
 #   gap        the Triton attention of kernels/triton/attention.py on fa-s512's mission case:
 #              replay against in-process (1 %, or 0.3 us under 30 us).
 #   calib      jobs/gpu/quality-triton's pair, in-process: one, one and a half (a second tile in
-#              every other head's programs), two, three and eight masked tiles more against base, so the fleet's pair uses the copy that is 1 % +- 0.3 % slower
-#              (and the 5 % one).
+#              every other head's programs), two, three and eight masked tiles more against base,
+#              so the fleet's pair uses the copy that is 1 % +- 0.3 % slower (and the 5 % one).
 # One line per check in DIR/summary.tsv (PART WHAT EXPECTED OK|MISMATCH|INFO GOT), printed last as
 # a table; every log under DIR. Exits 1 on a mismatch, 2 on a setup failure. The problems' specs
 # are written by kfleet-problem-spec: --specs DIR takes them ready-made (<name>.spec), else it is

@@ -189,7 +189,7 @@ def _where(x, y):
     return ""
 
 
-def struct_padding_only(x, y, is_address):
+def only_non_addresses_differ(x, y, is_address):
     """True when kernel operations x and y are one library kernel launched alike whose parameters
     differ only in bytes that hold no address in either: what a library leaves uninitialised or
     sets from the host's state, as
@@ -228,7 +228,7 @@ def struct_padding_only(x, y, is_address):
 def difference(a, b, is_address=None):
     """'' when a and b enqueue the same work, else the first difference, in the C++ words.
     With `is_address` (a word -> whether it is an address the launch may use or the device's),
-    a library kernel's uninitialised struct entries are not a difference (struct_padding_only)."""
+    a library kernel's bytes that hold no address are not a difference (only_non_addresses_differ)."""
     if a.status != b.status:
         return f"the launch function returned {a.status} then {b.status}"
     if len(a.nodes) != len(b.nodes):
@@ -236,7 +236,7 @@ def difference(a, b, is_address=None):
     for i, (x, y) in enumerate(zip(a.nodes, b.nodes)):
         tx, ty = x.text(), y.text()
         if tx != ty:
-            if is_address is not None and struct_padding_only(x, y, is_address):
+            if is_address is not None and only_non_addresses_differ(x, y, is_address):
                 continue
             return f"operation {i} was '{tx[:120]}' then '{ty[:120]}'{_where(x, y)}"
     if sorted(a.edges) != sorted(b.edges):

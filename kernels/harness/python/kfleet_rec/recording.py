@@ -130,14 +130,14 @@ def capture_to_list(rec, cap):
         raise Refusal(what, f"the launch function returned {status!r}: return kfleet.OK (0), "
                             "kfleet.UNSUPPORTED (1) or None")
     nodes = [_node(d, what, i) for i, d in enumerate(cap.get("nodes", []))]
-    edges = [tuple(e) + (0,) * (3 - len(e)) for e in cap.get("edges", [])]
-    for a, b, port in edges:
+    l = ll.LaunchList(what, status, rec["args"], rec["buffers"], nodes, cap.get("edges", []))
+    for a, b, port in l.edges:
         if not (0 <= a < len(nodes) and 0 <= b < len(nodes)):
             raise Refusal(what, "an edge to a node outside the captured graph")
-        if port not in (0, 1, 2):
+        if port not in ll.EDGE_PORT_WORDS:
             raise Refusal(what, "a graph edge of a kind replay does not take (only ordinary and "
                                 "programmatic dependencies between the launch's operations)")
-    return ll.LaunchList(what, status, rec["args"], rec["buffers"], nodes, edges)
+    return l
 
 
 def record_one(rec, first, second, arena, is_device_address=None):
@@ -158,8 +158,9 @@ def record_one(rec, first, second, arena, is_device_address=None):
     bad = ll.check_addresses(a, arena[0], arena[1], is_device_address)
     if bad:
         raise Refusal(what, bad)
-    # Words a library kernel leaves uninitialised in a struct parameter may differ; the list
-    # written is the first capture's, whose every word check_addresses has just looked at.
+    # A library kernel's bytes that hold no address may differ
+    # (launch_list.only_non_addresses_differ); the list written is the first capture's, whose
+    # every word check_addresses has just looked at.
     lo, hi = arena
 
     def is_address(v):
