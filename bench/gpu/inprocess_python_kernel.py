@@ -6,7 +6,8 @@ against.
   inprocess_python_kernel.py --plan PLAN.json --source kernel.py [--entry NAME]
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
-                             [--torch-compile MODE] [--graph]
+                             [--torch-compile MODE] [--graph] [--back-to-back]
+                             [--gap-ms MS] [--lead-us US]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
@@ -30,6 +31,16 @@ With `--inputs DIR` (kfleet-measure ... --plan PLAN.json --plan-inputs DIR wrote
 holds the case's own inputs (a problem's structured inputs: positions, group ends), not random
 values; an output is poisoned before each launch and an in-place (inout) tensor given its input
 again. `--torch-compile MODE` times the entry under torch.compile (kfleet's compile reference).
+Before each launch the whole device is synchronised, so that every launch begins on an idle GPU
+after its flush, as kfleet-measure's timed runs do (PROTOCOL.md, "What a sample is"); then the
+host waits `--gap-ms` (the replay's timed runs are that far apart: its refresh and re-checks sit
+between them, so a long GEMM begins at the clock and power of a rested GPU, not of one that has
+run it back to back: torch's grouped GEMM took 1,122 us 1.2 ms apart and 1,025 us 17 ms apart on
+an H200). `--lead-us` queues a spin of that long on the GPU before each launch (default none).
+`--back-to-back` leaves all of them out (the GPU never idle). `copy_engine_ops` counts a launch's
+memsets and copies that ran on a copy engine: torch's captured graph sends some there, and a graph
+launched on a rested GPU waits for the engine (11 to 55 us more on an H200), where kfleet-measure
+issues memsets and copies as kernels.
 `--graph` captures the launch into a CUDA graph once and times its replays, as kfleet-measure
 replays a recording: then `span_median_us`, the first-to-last device activity of a launch, is
 the number to hold a replayed median against for a launch of several kernels (its gaps between
@@ -48,6 +59,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
                 "fp32": "float32", "u8": "uint8", "int32": "int32", "int64": "int64"}
@@ -68,7 +80,7 @@ def launch_times(trace):
     """From a torch.profiler Chrome trace (a dict with traceEvents, or the list): per launch
     (record_function ranges named kfleet_launch_<i>, in order), in microseconds, (the sum of its
     device events' durations, the span from the first's start to the last's end, [their names],
-    how many).
+    how many, how many of them were memsets or copies on a copy engine).
     A launch's device events are those whose CUPTI correlation id is a runtime or driver call
     made inside its range on the host. Launches with no device event are left out. When no launch
     call was seen at all, each run of device work between this script's own (the flush and the
@@ -126,7 +138,8 @@ def launch_times(trace):
         total = sum(float(d.get("dur", 0)) for d in ds)
         first = min(float(d["ts"]) for d in ds)
         last = max(float(d["ts"]) + float(d.get("dur", 0)) for d in ds)
-        out.append((total, last - first, sorted({str(d.get("name", "")) for d in ds}), len(ds)))
+        engine = sum(1 for d in ds if d.get("cat") in ("gpu_memset", "gpu_memcpy"))
+        out.append((total, last - first, sorted({str(d.get("name", "")) for d in ds}), len(ds), engine))
     return out
 
 
@@ -141,7 +154,8 @@ def summarize(times):
     return {"cupti_median_us": round(statistics.median(us), 3),
             "span_median_us": round(statistics.median(spans), 3),
             "mean_us": round(statistics.mean(us), 3), "min_us": round(us[0], 3),
-            "samples": len(us), "kernels_per_launch": counts, "kernel_names": names[:8]}
+            "samples": len(us), "kernels_per_launch": counts, "kernel_names": names[:8],
+            "copy_engine_ops": max(t[4] for t in times)}
 
 
 def main():
@@ -159,6 +173,12 @@ def main():
     ap.add_argument("--inputs", default="", help="the case's buffers (kfleet-measure --plan-inputs)")
     ap.add_argument("--torch-compile", default="", help="time the entry under torch.compile(mode=...)")
     ap.add_argument("--graph", action="store_true", help="time replays of a CUDA graph of the launch")
+    ap.add_argument("--back-to-back", action="store_true",
+                    help="no device synchronisation between the flush and the launch")
+    ap.add_argument("--gap-ms", type=float, default=0.0,
+                    help="the host's wait between the synchronisation and each launch")
+    ap.add_argument("--lead-us", type=float, default=0.0,
+                    help="a GPU spin queued before each launch (0: none)")
     a = ap.parse_args()
     if a.from_trace:
         with open(a.from_trace, encoding="utf-8") as f:
@@ -176,7 +196,9 @@ def main():
     fields = plan["recordings"][-1]["fields"]  # the benchmark's recording
     if a.kernel_lib:
         sys.path.insert(0, a.kernel_lib)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(a.source)))
+    # After the installed packages: a problem's folder holds its Triton kernel as triton.py,
+    # which must not stand in for the triton package that torch.compile imports.
+    sys.path.append(os.path.dirname(os.path.abspath(a.source)))
     spec = importlib.util.spec_from_file_location("kfleet_job", a.source)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["kfleet_job"] = mod
@@ -216,7 +238,8 @@ def main():
     flush_bytes = max(2 * l2, 64 << 20) if a.l2_flush else 0
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
     result = {"l2_flush_bytes": flush_bytes, "entry": entry, "graph": a.graph,
-              "torch_compile": a.torch_compile}
+              "torch_compile": a.torch_compile, "idle_before_launch": not a.back_to_back,
+              "gap_ms": 0 if a.back_to_back else a.gap_ms, "lead_us": 0 if a.back_to_back else a.lead_us}
     with torch.cuda.stream(stream):
         r = fn(args, stream)  # compiles (Triton's JIT, load_inline's build is at import)
         if r not in (None, 0):
@@ -247,6 +270,12 @@ def main():
                         flush.fill_(i & 0xff)
                     for out in outs:
                         out.view(torch.uint8).fill_(0xff)
+                    if not a.back_to_back:
+                        torch.cuda.synchronize()
+                        if a.gap_ms > 0:
+                            time.sleep(a.gap_ms / 1000.0)
+                        if a.lead_us > 0:
+                            torch.cuda._sleep(int(a.lead_us * 2000))  # cycles: ~1 us at 2 GHz
                     with record_function(f"{LABEL}{i}"):
                         launch(args, stream)
                 torch.cuda.synchronize()

@@ -170,39 +170,50 @@ def serialize(lists):
     return "\n".join(out) + "\n"
 
 
-def _where(x, y):
-    """Where two kernel operations of one name differ: the launch shape, or the first 8-byte
-    word of their parameters that differs (an address the launch allocated differently is the
-    usual one), with both values."""
+def _where(x, y, is_address=None):
+    """Where two kernel operations of one name differ: the launch shape, or the 8-byte words of
+    their parameters that differ (an address the launch allocated differently is the usual one),
+    with both values, the first four; with `is_address`, each value that is an address says so."""
     if getattr(x, "kind", "") != "kernel" or getattr(y, "kind", "") != "kernel" or x.function != y.function:
         return ""
     if (x.grid, x.block, x.shared_bytes) != (y.grid, y.block, y.shared_bytes):
         return (f" (grid {list(x.grid)} block {list(x.block)} shared {x.shared_bytes} then grid "
                 f"{list(y.grid)} block {list(y.block)} shared {y.shared_bytes})")
     px, py = bytes(x.params), bytes(y.params)
+
+    def word(v):
+        return f"0x{v:x}" + (" (an address)" if is_address is not None and is_address(v) else "")
+    found = []
     for o in range(0, min(len(px), len(py)), 8):
         if px[o:o + 8] != py[o:o + 8]:
             slot = next((k for k, (off, size) in enumerate(x.slots) if off <= o < off + size), -1)
-            return (f" (parameter {slot} byte {o - x.slots[slot][0] if slot >= 0 else o}: "
-                    f"0x{int.from_bytes(px[o:o + 8], 'little'):x} then "
-                    f"0x{int.from_bytes(py[o:o + 8], 'little'):x})")
-    return ""
+            found.append(f"parameter {slot} byte {o - x.slots[slot][0] if slot >= 0 else o}: "
+                         f"{word(int.from_bytes(px[o:o + 8], 'little'))} then "
+                         f"{word(int.from_bytes(py[o:o + 8], 'little'))}")
+    if not found:
+        return ""
+    more = f"; {len(found) - 4} more words differ" if len(found) > 4 else ""
+    return " (" + "; ".join(found[:4]) + more + ")"
 
 
-def only_non_addresses_differ(x, y, is_address):
+def only_non_addresses_differ(x, y, is_address, in_buffers=None):
     """True when kernel operations x and y are one library kernel launched alike whose parameters
-    differ only in bytes that hold no address in either: what a library leaves uninitialised or
-    sets from the host's state, as
+    differ only in words that point nowhere outside the harness's buffers: what a library leaves
+    uninitialised or sets from the host's state, as
     - a fixed-size parameter struct's unused entries (torch's cat passes CatArrInputTensorMetadata,
-      room for 64 input pointers, whatever the count of its inputs);
+      room for 64 input pointers, whatever the count of its inputs; the OffsetCalculator in
+      torch's elementwise lambdas, room for 25 dimensions, of which rope's multiply fills 3 and
+      leaves the host stack's values, stale tensor addresses among them, in the rest: 20 words
+      differed between two captures on an H200);
     - an empty functor passed by value, one byte that nothing writes (torch's elementwise kernels
       take their lambda so, as pow's x*x has), and the padding inside a captured lambda;
-    - a scalar or a struct's tail too short to hold an address (torch's pow and rope's multiply
-      kernels on an H200: four bytes that differed from one capture to the next).
+    - a scalar or a struct's tail too short to hold an address.
     An address is looked for as check_addresses does: in every 8-byte-aligned word of a slot of 8
-    bytes or more; a word that is an address in either capture and differs is a difference, as are
-    a kernel the job built and the launch shape. Replay uses the first capture's bytes, and every
-    timed run's output is checked as for any kernel."""
+    bytes or more. A differing word is a difference when either value is an address outside the
+    buffers (`in_buffers`: the addresses the harness gave the launch), as are a kernel the job
+    built and the launch shape. Replay runs the first capture, whose every word check_addresses
+    vetted, and the second is held to the same rule word by word; every timed run's output is
+    checked as for any kernel."""
     if getattr(x, "kind", "") != "kernel" or getattr(y, "kind", "") != "kernel":
         return False
     if any((getattr(n, "origin", None) or {}).get("origin") != "library" for n in (x, y)):
@@ -220,25 +231,30 @@ def only_non_addresses_differ(x, y, is_address):
             return False
         w = o - o % 8  # the 8-byte-aligned word holding byte o
         if slot[1] >= 8 and slot[0] <= w and w + 8 <= slot[0] + slot[1]:
-            if any(is_address(int.from_bytes(v[w:w + 8], "little")) for v in (px, py)):
-                return False
+            for v in (int.from_bytes(px[w:w + 8], "little"), int.from_bytes(py[w:w + 8], "little")):
+                if is_address(v) and not (in_buffers is not None and in_buffers(v)):
+                    return False
     return True
 
 
 def difference(a, b, is_address=None):
     """'' when a and b enqueue the same work, else the first difference, in the C++ words.
     With `is_address` (a word -> whether it is an address the launch may use or the device's),
-    a library kernel's bytes that hold no address are not a difference (only_non_addresses_differ)."""
+    a library kernel's words that point nowhere outside both captures' buffers are not a
+    difference (only_non_addresses_differ)."""
     if a.status != b.status:
         return f"the launch function returned {a.status} then {b.status}"
     if len(a.nodes) != len(b.nodes):
         return f"{len(a.nodes)} operations the first time, {len(b.nodes)} the second"
+    def in_buffers(v):
+        return any(buf.contains(v, 0) for buf in a.buffers) and any(buf.contains(v, 0) for buf in b.buffers)
+
     for i, (x, y) in enumerate(zip(a.nodes, b.nodes)):
         tx, ty = x.text(), y.text()
         if tx != ty:
-            if is_address is not None and only_non_addresses_differ(x, y, is_address):
+            if is_address is not None and only_non_addresses_differ(x, y, is_address, in_buffers):
                 continue
-            return f"operation {i} was '{tx[:120]}' then '{ty[:120]}'{_where(x, y)}"
+            return f"operation {i} was '{tx[:120]}' then '{ty[:120]}'{_where(x, y, is_address)}"
     if sorted(a.edges) != sorted(b.edges):
         return "the dependencies between operations differ"
     return ""
