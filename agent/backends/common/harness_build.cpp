@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -61,12 +62,41 @@ std::string first_error(const std::string& log) {
   return tail_lines(log, 1);
 }
 
-// The harness's translation units: kernels/harness/src and cpu.
+// The sources a unit of kernels/harness/units includes (its `#include "../src/x.cu"` lines),
+// as paths under hdir.
+std::vector<std::string> unit_members(const fs::path& hdir, const std::string& unit) {
+  std::vector<std::string> out;
+  std::istringstream in(read_all(unit));
+  const std::string lead = "#include \"../";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(lead, 0) != 0 || line.size() < lead.size() + 2 || line.back() != '"') continue;
+    out.push_back((hdir / line.substr(lead.size(), line.size() - lead.size() - 1)).lexically_normal().string());
+  }
+  return out;
+}
+
+// The harness's translation units: the units of kernels/harness/units (sources compiled
+// together: their shared headers once, not once a source), then every source of src and cpu
+// that no unit includes, on its own.
 std::vector<std::string> harness_sources(const fs::path& hdir) {
-  auto srcs = files_in(hdir / "src", {".cu", ".cpp"});
+  std::vector<std::string> out = files_in(hdir / "units", {".cu", ".cpp"});
+  std::set<std::string> in_units;
+  for (const auto& u : out)
+    for (auto& m : unit_members(hdir, u)) in_units.insert(std::move(m));
+  auto alone = files_in(hdir / "src", {".cu", ".cpp"});
   auto cpu = files_in(hdir / "cpu", {".cpp"});
-  srcs.insert(srcs.end(), cpu.begin(), cpu.end());
-  return srcs;
+  alone.insert(alone.end(), cpu.begin(), cpu.end());
+  for (const auto& f : alone)
+    if (!in_units.count(fs::path(f).lexically_normal().string())) out.push_back(f);
+  return out;
+}
+
+// A translation unit's text: a unit's is its members' (what a define applies to).
+std::string source_text(const fs::path& hdir, const std::string& src) {
+  std::string text = read_all(src);
+  if (fs::path(src).parent_path().filename() == "units")
+    for (const auto& m : unit_members(hdir, src)) text += read_all(m);
+  return text;
 }
 
 // Every harness file's name and text: a change anywhere in the harness rebuilds its objects.
@@ -75,7 +105,7 @@ std::vector<std::string> harness_sources(const fs::path& hdir) {
 // through src/problem_ref_*.cu and cpu/problem_cpu_references.cpp, so a change to one counts too.
 std::string harness_digest(const fs::path& hdir) {
   std::string text;
-  for (const char* sub : {"src", "cpu", "include/kfleet_harness"}) {
+  for (const char* sub : {"units", "src", "cpu", "include/kfleet_harness"}) {
     for (const auto& f : files_in(hdir / sub, {".cu", ".cpp", ".h", ".hpp"}))
       text += f + "\n" + read_all(f) + "\n";
   }
@@ -213,7 +243,7 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
   if ((*measurer)->built) out.compiled += static_cast<int>(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     const std::string& src = sources[i];
-    const std::string text = read_all(src);
+    const std::string text = source_text(hdir, src);
     std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
     for (const auto& d : defines)
       if (text.find(macro_of(d)) != std::string::npos) flags.push_back(d);

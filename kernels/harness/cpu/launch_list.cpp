@@ -1,4 +1,5 @@
 #include "launch_list.hpp"
+#include "words.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -48,19 +49,6 @@ bool to_int(const std::string& s, std::int32_t* v) {
   if (s[0] != '-' && (s[0] < '0' || s[0] > '9')) return false;  // no leading space or '+'
   *v = static_cast<std::int32_t>(x);
   return true;
-}
-
-// Words are separated by spaces only, as serialize() writes them and as rest_after() counts
-// them: a tab or a carriage return is part of a word (and makes it wrong), never a separator.
-std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while ((pos = line.find_first_not_of(' ', pos)) != std::string::npos) {
-    const std::size_t end = line.find(' ', pos);
-    out.push_back(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
-    pos = end;
-  }
-  return out;
 }
 
 // The rest of `line` after its first `n` words (names with spaces).
@@ -204,7 +192,7 @@ std::string parse_launch_lists(const std::string& text, std::vector<LaunchList>*
                     line.substr(0, 40) + "'");
       continue;
     }
-    const auto w = words(line);
+    const auto w = space_words(line);
     if (w.empty()) continue;
     const std::string& kind = w[0];
     if (kind == "list") {

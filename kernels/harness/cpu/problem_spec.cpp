@@ -1,4 +1,5 @@
 #include "problem_spec.hpp"
+#include "words.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -8,17 +9,6 @@
 
 namespace kfleet::harness {
 namespace {
-
-std::vector<std::string> words(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while ((pos = line.find_first_not_of(' ', pos)) != std::string::npos) {
-    const std::size_t end = line.find(' ', pos);
-    out.push_back(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
-    pos = end;
-  }
-  return out;
-}
 
 bool to_i64(const std::string& s, std::int64_t* v) {
   if (s.empty() || !(s[0] == '-' || (s[0] >= '0' && s[0] <= '9'))) return false;
@@ -205,7 +195,7 @@ std::string parse_problem_spec(const std::string& text, ProblemSpec* out) {
     }
     if (line.empty()) continue;
     if (line.find_first_of("\t\r") != std::string::npos) return at("a tab or carriage return (words are separated by spaces)");
-    const auto w = words(line);
+    const auto w = space_words(line);
     const std::string& kind = w[0];
     std::string err;
     std::map<std::string, std::string> f;

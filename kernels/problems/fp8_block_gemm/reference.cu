@@ -9,6 +9,9 @@
 #include "kfleet_harness/kernel.hpp"
 
 namespace kfleet::harness {
+// In a namespace of its own: the harness compiles the references in one translation unit
+// (kernels/harness/units), where another reference's names would clash.
+namespace fp8_block_gemm_ref {
 namespace {
 
 enum { A = 0, B = 1, A_SCALE = 2, B_SCALE = 3 };
@@ -42,12 +45,16 @@ __global__ void fp8_block_gemm_reference(const uint8_t* a, const uint8_t* b, con
 
 }  // namespace
 
-void gpu_reference_fp8_block_gemm(const ProblemRefArgs& a) {
+void launch(const ProblemRefArgs& a) {
   const long long M = a.dims[DIM_M], N = a.dims[DIM_N], K = a.dims[DIM_K];
   const dim3 threads(kTile, kTile), blocks(ref_blocks(N, kTile), ref_blocks(M, kTile));
   fp8_block_gemm_reference<<<blocks, threads, 0, a.stream>>>(
       static_cast<const uint8_t*>(a.raw[A]), static_cast<const uint8_t*>(a.raw[B]), a.in[A_SCALE],
       a.in[B_SCALE], a.out[OUT], M, N, K);
 }
+
+}  // namespace fp8_block_gemm_ref
+
+void gpu_reference_fp8_block_gemm(const ProblemRefArgs& a) { fp8_block_gemm_ref::launch(a); }
 
 }  // namespace kfleet::harness

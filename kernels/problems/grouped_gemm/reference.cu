@@ -8,6 +8,9 @@
 #include "../../harness/src/problem_reference.hpp"
 
 namespace kfleet::harness {
+// In a namespace of its own: the harness compiles the references in one translation unit
+// (kernels/harness/units), where another reference's names would clash.
+namespace grouped_gemm_ref {
 namespace {
 
 enum { A = 0, W = 1, ENDS = 2 };
@@ -56,11 +59,15 @@ __global__ void grouped_gemm_reference(const float* a, const float* w, const int
 
 }  // namespace
 
-void gpu_reference_grouped_gemm(const ProblemRefArgs& a) {
+void launch(const ProblemRefArgs& a) {
   const long long G = a.dims[DIM_G], M = a.dims[DIM_M], N = a.dims[DIM_N], K = a.dims[DIM_K];
   const dim3 threads(kTile, kTile), blocks(ref_blocks(N, kTile), ref_blocks(M, kTile));
   grouped_gemm_reference<<<blocks, threads, 0, a.stream>>>(a.in[A], a.in[W], static_cast<const int32_t*>(a.raw[ENDS]),
                                                            a.out[OUT], G, M, N, K);
 }
+
+}  // namespace grouped_gemm_ref
+
+void gpu_reference_grouped_gemm(const ProblemRefArgs& a) { grouped_gemm_ref::launch(a); }
 
 }  // namespace kfleet::harness

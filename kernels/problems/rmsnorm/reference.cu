@@ -4,6 +4,9 @@
 #include "../../harness/src/problem_reference.hpp"
 
 namespace kfleet::harness {
+// In a namespace of its own: the harness compiles the references in one translation unit
+// (kernels/harness/units), where another reference's names would clash.
+namespace rmsnorm_ref {
 namespace {
 
 enum { X = 0, WEIGHT = 1 };
@@ -24,10 +27,14 @@ __global__ void rmsnorm_reference(const float* x, const float* w, float* y, long
 
 }  // namespace
 
-void gpu_reference_rmsnorm(const ProblemRefArgs& a) {
+void launch(const ProblemRefArgs& a) {
   const long long T = a.dims[DIM_T], H = a.dims[DIM_H];
   rmsnorm_reference<<<ref_blocks(T, 128), 128, 0, a.stream>>>(a.in[X], a.in[WEIGHT], a.out[OUT_Y], T, H,
                                                               a.scalars[SCALAR_EPS]);
 }
+
+}  // namespace rmsnorm_ref
+
+void gpu_reference_rmsnorm(const ProblemRefArgs& a) { rmsnorm_ref::launch(a); }
 
 }  // namespace kfleet::harness

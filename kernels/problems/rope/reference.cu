@@ -7,6 +7,9 @@
 #include "../../harness/src/problem_reference.hpp"
 
 namespace kfleet::harness {
+// In a namespace of its own: the harness compiles the references in one translation unit
+// (kernels/harness/units), where another reference's names would clash.
+namespace rope_ref {
 namespace {
 
 enum { Q = 0, K = 1, POSITIONS = 2, COS_SIN = 3 };
@@ -35,11 +38,15 @@ __global__ void rope_reference(const float* x, const int32_t* pos, const float* 
 
 }  // namespace
 
-void gpu_reference_rope(const ProblemRefArgs& a) {
+void launch(const ProblemRefArgs& a) {
   const long long T = a.dims[DIM_T], D = a.dims[DIM_D], P = a.dims[DIM_P];
   const auto* pos = static_cast<const int32_t*>(a.raw[POSITIONS]);
   rope_reference<<<1024, 256, 0, a.stream>>>(a.in[Q], pos, a.in[COS_SIN], a.out[OUT_Q], T, a.dims[DIM_HQ], D, P);
   rope_reference<<<1024, 256, 0, a.stream>>>(a.in[K], pos, a.in[COS_SIN], a.out[OUT_K], T, a.dims[DIM_HK], D, P);
 }
+
+}  // namespace rope_ref
+
+void gpu_reference_rope(const ProblemRefArgs& a) { rope_ref::launch(a); }
 
 }  // namespace kfleet::harness

@@ -4,6 +4,9 @@
 #include "../../harness/src/problem_reference.hpp"
 
 namespace kfleet::harness {
+// In a namespace of its own: the harness compiles the references in one translation unit
+// (kernels/harness/units), where another reference's names would clash.
+namespace softmax_ref {
 namespace {
 
 enum { X = 0 };
@@ -23,9 +26,13 @@ __global__ void softmax_reference(const float* x, float* y, long long R, long lo
 
 }  // namespace
 
-void gpu_reference_softmax(const ProblemRefArgs& a) {
+void launch(const ProblemRefArgs& a) {
   const long long R = a.dims[DIM_R], V = a.dims[DIM_V];
   softmax_reference<<<ref_blocks(R, 32), 32, 0, a.stream>>>(a.in[X], a.out[OUT_Y], R, V);
 }
+
+}  // namespace softmax_ref
+
+void gpu_reference_softmax(const ProblemRefArgs& a) { softmax_ref::launch(a); }
 
 }  // namespace kfleet::harness

@@ -6,6 +6,9 @@
 #include "../../harness/src/problem_reference.hpp"
 
 namespace kfleet::harness {
+// In a namespace of its own: the harness compiles the references in one translation unit
+// (kernels/harness/units), where another reference's names would clash.
+namespace topk_ref {
 namespace {
 
 enum { X = 0 };
@@ -39,9 +42,13 @@ __global__ void topk_reference(const float* x, float* values, float* indices, lo
 
 }  // namespace
 
-void gpu_reference_topk(const ProblemRefArgs& a) {
+void launch(const ProblemRefArgs& a) {
   const long long R = a.dims[DIM_R], V = a.dims[DIM_V], KK = a.dims[DIM_KK];
   topk_reference<<<ref_blocks(R, 64), 64, 0, a.stream>>>(a.in[X], a.out[OUT_VALUES], a.out[OUT_INDICES], R, V, KK);
 }
+
+}  // namespace topk_ref
+
+void gpu_reference_topk(const ProblemRefArgs& a) { topk_ref::launch(a); }
 
 }  // namespace kfleet::harness
