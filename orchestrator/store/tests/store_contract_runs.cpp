@@ -442,6 +442,8 @@ TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
   auto a = enrol("a");
   auto b = enrol("b");
   auto l1 = lease(j.id, a.id, 10'000);
+  // The run started (an event under it): its loss uses up the attempt.
+  ASSERT_TRUE(store().append_run_events(l1.run_id, l1.fencing_token, {ev(1)}, ++now_).ok());
   EXPECT_TRUE(store().expired_runs(now_ + 9'000).empty());
   auto due = store().expired_runs(now_ + 10'000);
   ASSERT_EQ(due.size(), 1u);
@@ -482,9 +484,10 @@ TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
   EXPECT_EQ(store().finish_run(l1.run_id, l1.fencing_token, verdict(RunOutcome::passed, ""),
                                ++now_).error().code,
             Errc::conflict);
-  EXPECT_TRUE(store().run_events(l1.run_id, 0, 10).empty());
+  EXPECT_EQ(store().run_events(l1.run_id, 0, 10).size(), 1u);
   EXPECT_EQ(store().touch_agent(a.id, ++now_)->state, AgentState::idle);
 
+  ASSERT_TRUE(store().append_run_events(l2.run_id, l2.fencing_token, {ev(1)}, ++now_).ok());
   auto last = store().expire_run(l2.run_id, "lease expired", ++now_);
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(last->state, JobState::error);
@@ -493,6 +496,32 @@ TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
   EXPECT_EQ(store().grant_lease(j.id, a.id, 1000, ++now_).error().code, Errc::conflict);
   EXPECT_EQ(state_history(j.id),
             (std::vector<std::string>{"leased", "queued", "leased", "error"}));
+}
+
+TEST_P(StoreContract, ARunThatNeverStartedGivesItsAttemptBackAFewTimes) {
+  // One attempt: leases that never reached a working agent (nothing posted under them) do not
+  // use it up, kNeverStartedRefunds times; after that they count, and the job ends.
+  auto j = create("j", 0, 1);
+  for (int i = 1; i <= kNeverStartedRefunds; ++i) {
+    auto a = enrol("a" + std::to_string(i));
+    auto l = lease(j.id, a.id);
+    EXPECT_EQ(store().get_run(l.run_id)->attempt, 1);
+    auto r = store().expire_run(l.run_id, "asked for work without it", ++now_);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->state, JobState::queued) << r->state_reason;
+    EXPECT_EQ(r->attempts, 0);
+    EXPECT_NE(r->state_reason.find("before its run started: the attempt is not counted (" +
+                                   std::to_string(i) + " of " + std::to_string(kNeverStartedRefunds) +
+                                   " such); requeued, attempt 1 of 1"),
+              std::string::npos)
+        << r->state_reason;
+  }
+  auto a = enrol("last");
+  auto l = lease(j.id, a.id);
+  auto r = store().expire_run(l.run_id, "asked for work without it", ++now_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->state, JobState::error) << r->state_reason;
+  EXPECT_EQ(r->attempts, 1);
 }
 
 TEST_P(StoreContract, CancellingAnActiveJobEndsItsRunAndFreesTheAgent) {

@@ -101,6 +101,9 @@ struct RunRecord {
   bool host_exclusive = false;       // it holds the whole host
 };
 
+// How many runs of one job that never started (expire_run) may give their attempt back.
+inline constexpr int kNeverStartedRefunds = 3;
+
 struct Lease {
   std::int64_t run_id = 0, job_id = 0, agent_id = 0, fencing_token = 0;
   TimeMs expires_ms = 0;
@@ -437,7 +440,9 @@ class Store {
   virtual Result<JobRecord> hand_off_run(std::int64_t run_id, std::int64_t fencing_token,
                                          const std::string& reason, TimeMs now) = 0;
   // The lease expired: run -> lost, agent -> lost, job -> queued again (attempts < max) or
-  // error "agent lost" (+ lease.lost and job.state events).
+  // error "agent lost" (+ lease.lost and job.state events). A run under which nothing was
+  // posted (no stage, no event: its lease never reached a working agent) gives its attempt
+  // back, kNeverStartedRefunds times a job at most.
   virtual Result<JobRecord> expire_run(std::int64_t run_id, const std::string& reason,
                                        TimeMs now) = 0;
   virtual std::vector<RunRecord> expired_runs(TimeMs now) = 0;  // running, lease_expires <= now
