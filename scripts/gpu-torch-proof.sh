@@ -14,7 +14,9 @@
 #   refs       kfleet's eager and torch.compile (max-autotune-no-cudagraphs) references of every
 #              problem and both families on their largest case: recorded and replayed (the
 #              median), then timed in-process on the same inputs (CUPTI through torch.profiler,
-#              the launch captured in a CUDA graph as replay runs it): the ratio within 1 %.
+#              the launch captured in a CUDA graph as replay runs it, each launch on an idle GPU
+#              and as far apart as the replay's timed runs): the ratio of the spans within 1 %,
+#              or of the device times where torch's graph used a copy engine (replay does not).
 #   naive      each problem's naive CUDA kernel timed by replay: "x eager, x compile".
 # refs and naive run per problem (and refs per mode): --only refs:softmax,naive:softmax takes one
 # problem, --only 'refs:[a-z_]*:eager' every eager reference.

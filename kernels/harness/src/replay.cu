@@ -257,7 +257,6 @@ void launch_memset(const MemsetNode& m, gpuStream_t stream) {
 
 }  // namespace
 
-
 // One recorded operation, ready to issue on a stream (a chain).
 struct ReplayOp {
   const LaunchNode* node = nullptr;

@@ -34,7 +34,6 @@
 #define gpuGraphKernelNodeGetParams hipGraphKernelNodeGetParams
 #define gpuGraphMemsetNodeGetParams hipGraphMemsetNodeGetParams
 #define gpuGraphAddKernelNode hipGraphAddKernelNode
-#define gpuGraphAddMemsetNode hipGraphAddMemsetNode
 #define gpuGraphAddMemcpyNode1D hipGraphAddMemcpyNode1D
 #define gpuGraphAddEmptyNode hipGraphAddEmptyNode
 #define gpuGraphLaunch hipGraphLaunch
@@ -61,7 +60,6 @@
 #define gpuGraphKernelNodeGetParams cudaGraphKernelNodeGetParams
 #define gpuGraphMemsetNodeGetParams cudaGraphMemsetNodeGetParams
 #define gpuGraphAddKernelNode cudaGraphAddKernelNode
-#define gpuGraphAddMemsetNode cudaGraphAddMemsetNode
 #define gpuGraphAddMemcpyNode1D cudaGraphAddMemcpyNode1D
 #define gpuGraphAddEmptyNode cudaGraphAddEmptyNode
 #define gpuGraphLaunch cudaGraphLaunch
