@@ -242,21 +242,20 @@ inproc() {
   local extra=()
   [ "$entry" != - ] && extra+=(--entry "$entry")
   [ "$comp" != - ] && extra+=(--torch-compile "$comp")
-  # the recorder's inductor cache: its torch.compile autotuning is not done twice
-  TORCHINDUCTOR_CACHE_DIR=$d/cache/inductor \
-  timeout "$ctimeout" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
-    --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 --gap-ms "${GAP_MS:-0}" \
-    >"$d/inproc.out" 2>"$d/inproc.err" || return 1
+  # inproc_run OUT ARGS...: the in-process script on the case's inputs, into $d/OUT.out, with the
+  # recorder's inductor cache, so that its torch.compile autotuning is not done twice
+  inproc_run() {
+    local o=$1; shift
+    TORCHINDUCTOR_CACHE_DIR=$d/cache/inductor \
+    timeout "$ctimeout" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
+      --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
+  }
+  inproc_run inproc --gap-ms "${GAP_MS:-0}" || return 1
   IN_SPAN=$(field span_median_us <"$d/inproc.out")
   IN_SUM=$(field median_us <"$d/inproc.out")
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
-  if [ -n "${B2B:-}" ]; then
-    TORCHINDUCTOR_CACHE_DIR=$d/cache/inductor \
-    timeout "$ctimeout" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
-      --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 --back-to-back \
-      >"$d/inproc-b2b.out" 2>"$d/inproc-b2b.err" && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
-  fi
+  [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
 }

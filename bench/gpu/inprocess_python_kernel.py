@@ -7,7 +7,7 @@ against.
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
                              [--torch-compile MODE] [--graph] [--back-to-back]
-                             [--gap-ms MS] [--lead-us US]
+                             [--gap-ms MS]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
@@ -36,8 +36,7 @@ after its flush, as kfleet-measure's timed runs do (PROTOCOL.md, "What a sample 
 host waits `--gap-ms` (the replay's timed runs are that far apart: its refresh and re-checks sit
 between them, so a long GEMM begins at the clock and power of a rested GPU, not of one that has
 run it back to back: torch's grouped GEMM took 1,122 us 1.2 ms apart and 1,025 us 17 ms apart on
-an H200). `--lead-us` queues a spin of that long on the GPU before each launch (default none).
-`--back-to-back` leaves all of them out (the GPU never idle). `copy_engine_ops` counts a launch's
+an H200). `--back-to-back` leaves both out (the GPU never idle). `copy_engine_ops` counts a launch's
 memsets and copies that ran on a copy engine: torch's captured graph sends some there, and a graph
 launched on a rested GPU waits for the engine (11 to 55 us more on an H200), where kfleet-measure
 issues memsets and copies as kernels.
@@ -177,8 +176,6 @@ def main():
                     help="no device synchronisation between the flush and the launch")
     ap.add_argument("--gap-ms", type=float, default=0.0,
                     help="the host's wait between the synchronisation and each launch")
-    ap.add_argument("--lead-us", type=float, default=0.0,
-                    help="a GPU spin queued before each launch (0: none)")
     a = ap.parse_args()
     if a.from_trace:
         with open(a.from_trace, encoding="utf-8") as f:
@@ -239,7 +236,7 @@ def main():
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
     result = {"l2_flush_bytes": flush_bytes, "entry": entry, "graph": a.graph,
               "torch_compile": a.torch_compile, "idle_before_launch": not a.back_to_back,
-              "gap_ms": 0 if a.back_to_back else a.gap_ms, "lead_us": 0 if a.back_to_back else a.lead_us}
+              "gap_ms": 0 if a.back_to_back else a.gap_ms}
     with torch.cuda.stream(stream):
         r = fn(args, stream)  # compiles (Triton's JIT, load_inline's build is at import)
         if r not in (None, 0):
@@ -274,8 +271,6 @@ def main():
                         torch.cuda.synchronize()
                         if a.gap_ms > 0:
                             time.sleep(a.gap_ms / 1000.0)
-                        if a.lead_us > 0:
-                            torch.cuda._sleep(int(a.lead_us * 2000))  # cycles: ~1 us at 2 GHz
                     with record_function(f"{LABEL}{i}"):
                         launch(args, stream)
                 torch.cuda.synchronize()
