@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +16,7 @@
 
 #include "common/harness_backend.hpp"
 #include "common/harness_problem.hpp"
+#include "common/harness_sources.hpp"
 #include "common/resources.hpp"
 #include "kfleet/common/bundle.hpp"
 #include "kfleet/common/compile_flags.hpp"
@@ -32,26 +32,6 @@ using agent::StageResult;
 
 namespace {
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The agent's own failure (no compiler here, the harness missing): never the job's verdict.
-std::vector<std::string> files_in(const fs::path& dir, std::initializer_list<const char*> exts) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    for (const char* x : exts) {
-      if (e.path().extension() == x) out.push_back(e.path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The first compiler error line, for a one-line reason.
 std::string first_error(const std::string& log) {
   std::istringstream in(log);
@@ -60,65 +40,6 @@ std::string first_error(const std::string& log) {
     if (line.find("error") != std::string::npos) return line;
   }
   return tail_lines(log, 1);
-}
-
-// The sources a unit of kernels/harness/units includes (its `#include "../src/x.cu"` lines),
-// as paths under hdir.
-std::vector<std::string> unit_members(const fs::path& hdir, const std::string& unit) {
-  std::vector<std::string> out;
-  std::istringstream in(read_all(unit));
-  const std::string lead = "#include \"../";
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(lead, 0) != 0 || line.size() < lead.size() + 2 || line.back() != '"') continue;
-    out.push_back((hdir / line.substr(lead.size(), line.size() - lead.size() - 1)).lexically_normal().string());
-  }
-  return out;
-}
-
-// The harness's translation units: the units of kernels/harness/units (sources compiled
-// together: their shared headers once, not once a source), then every source of src and cpu
-// that no unit includes, on its own.
-std::vector<std::string> harness_sources(const fs::path& hdir) {
-  std::vector<std::string> out = files_in(hdir / "units", {".cu", ".cpp"});
-  std::set<std::string> in_units;
-  for (const auto& u : out)
-    for (auto& m : unit_members(hdir, u)) in_units.insert(std::move(m));
-  auto alone = files_in(hdir / "src", {".cu", ".cpp"});
-  auto cpu = files_in(hdir / "cpu", {".cpp"});
-  alone.insert(alone.end(), cpu.begin(), cpu.end());
-  for (const auto& f : alone)
-    if (!in_units.count(fs::path(f).lexically_normal().string())) out.push_back(f);
-  return out;
-}
-
-// A translation unit's text: a unit's is its members' (what a define applies to).
-std::string source_text(const fs::path& hdir, const std::string& src) {
-  std::string text = read_all(src);
-  if (fs::path(src).parent_path().filename() == "units")
-    for (const auto& m : unit_members(hdir, src)) text += read_all(m);
-  return text;
-}
-
-// Every harness file's name and text: a change anywhere in the harness rebuilds its objects.
-// The problem library's GPU and CPU references (kernels/problems/<name>/reference.cu and
-// reference.cpp, with problems/cpu/problem_data.hpp) are compiled into the measuring process
-// through src/problem_ref_*.cu and cpu/problem_cpu_references.cpp, so a change to one counts too.
-std::string harness_digest(const fs::path& hdir) {
-  std::string text;
-  for (const char* sub : {"units", "src", "cpu", "include/kfleet_harness"}) {
-    for (const auto& f : files_in(hdir / sub, {".cu", ".cpp", ".h", ".hpp"}))
-      text += f + "\n" + read_all(f) + "\n";
-  }
-  std::error_code ec;
-  std::vector<std::string> refs;
-  const fs::path data = hdir.parent_path() / "problems" / "cpu" / "problem_data.hpp";
-  if (fs::is_regular_file(data)) refs.push_back(data.string());
-  for (fs::directory_iterator it(hdir.parent_path() / "problems", ec), end; !ec && it != end; it.increment(ec))
-    for (const char* ref : {"reference.cu", "reference.cpp"})
-      if (fs::is_regular_file(it->path() / ref)) refs.push_back((it->path() / ref).string());
-  std::sort(refs.begin(), refs.end());
-  for (const auto& f : refs) text += f + "\n" + read_all(f) + "\n";
-  return sha256_hex(text);
 }
 
 // The compiler's install prefix (/usr/local/cuda for .../bin/nvcc): its headers and libraries
@@ -243,7 +164,7 @@ Result<std::optional<HarnessBackend::HarnessObjects>> HarnessBackend::harness_ob
   if ((*measurer)->built) out.compiled += static_cast<int>(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     const std::string& src = sources[i];
-    const std::string text = source_text(hdir, src);
+    const std::string text = harness_source_text(hdir, src);
     std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
     for (const auto& d : defines)
       if (text.find(macro_of(d)) != std::string::npos) flags.push_back(d);
@@ -470,7 +391,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
   std::vector<std::string> flags = {"-I" + (hdir / "include").string()};
   for (const auto& [name, value] : k.defines) flags.push_back("-D" + name + "=" + value);
   std::string sources_text;
-  for (const auto& s : k.sources) sources_text += read_all(fs::path(c.bundle_dir) / source_bundle_path(s));
+  for (const auto& s : k.sources) sources_text += read_whole_file(fs::path(c.bundle_dir) / source_bundle_path(s));
   if (!k.entry.empty()) {
     // A generic problem's kernel is kfleet_problem_launch(const kfleet_problem_args*, ...):
     // renamed as the families' are (PROBLEM-ABI.md), by KFLEET_PROBLEM_ENTRY.
@@ -519,7 +440,7 @@ StageResult HarnessBackend::build_one(StageContext& c) {
     }
   }
   if (fs::exists(entry / "done")) {
-    compile_log_ = read_all(log_file);
+    compile_log_ = read_whole_file(log_file);
     harness_binary_ = fs::exists(binary) ? binary.string() : "";
     r.ok = true;
     r.data["cache_hit"] = true;

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "common/harness_backend.hpp"
+#include "common/harness_sources.hpp"
 #include "kfleet/common/log.hpp"
 #include "kfleet/common/sha256.hpp"
 
@@ -47,13 +48,6 @@ std::string not_the_agents(const fs::path& p) {
     return p.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not the agent's";
   if (st.st_mode & (S_IWGRP | S_IWOTH)) return p.string() + " is writable by others";
   return "";
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string first_error_line(const std::string& log) {
@@ -218,7 +212,7 @@ Result<std::optional<MeasuringProcess>> HarnessBackend::measuring_process(
     if (auto why = not_the_agents(m.binary); !why.empty()) return why;
     const fs::path digest_file = dir / kMeasureDigestFile;
     if (auto why = not_the_agents(digest_file); !why.empty()) return why;
-    std::string want = read_file(digest_file);
+    std::string want = read_whole_file(digest_file);
     while (!want.empty() && (want.back() == '\n' || want.back() == ' ')) want.pop_back();
     m.sha256 = file_sha256(m.binary);
     if (m.sha256.empty() || m.sha256 != want)
