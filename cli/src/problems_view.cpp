@@ -59,8 +59,7 @@ std::string init_text(const ProblemTensor& t) {
   return s;
 }
 
-std::string check_text(const ProblemTensor& o) {
-  const auto& c = o.check;
+std::string bounds_text(const ProblemCheck& c) {
   std::string s = c.kind;
   if (c.kind == "tolerance") {
     if (c.atol >= 0) s += " |x - ref| <= " + num(c.atol) + " + " + num(c.rtol) + " * |ref|";
@@ -72,6 +71,11 @@ std::string check_text(const ProblemTensor& o) {
   } else {
     s += ": equal to the reference";
   }
+  return s;
+}
+
+std::string check_text(const ProblemTensor& o) {
+  const std::string s = bounds_text(o.check);
   std::string lazy;
   for (const auto& l : o.lazy) lazy += (lazy.empty() ? "" : ", ") + l.to_string();
   return s + "; must reject: " + lazy;
@@ -151,6 +155,8 @@ std::string render_problem_contract(const ProblemDef& d) {
     o << "  " << c.name << (c.required ? " (required)" : "") << ": " << case_line(d, c) << "  ("
       << (f ? std::to_string(*f) : "?") << " flops, " << (b ? std::to_string(*b) : "?") << " bytes)\n";
     for (const auto& [name, init] : c.init) o << "    " << name << ": " << draw_text(init) << "\n";
+    for (const auto& [name, chk] : c.check)
+      if (const ProblemTensor* out = d.output(name)) o << "    " << name << " checked: " << bounds_text(d.check_of(*out, c)) << "\n";
     if (!c.doc.empty()) o << "    " << c.doc << "\n";
   }
   const auto required = d.required_cases();
@@ -269,6 +275,12 @@ nlohmann::json problem_contract_json(const ProblemDef& p) {
       nlohmann::json init = nlohmann::json::object();
       for (const auto& [name, i] : c.init) init[name] = draw_text(i);
       cj["init"] = init;
+    }
+    if (!c.check.empty()) {
+      nlohmann::json check = nlohmann::json::object();
+      for (const auto& [name, chk] : c.check)
+        if (const ProblemTensor* out = p.output(name)) check[name] = bounds_text(p.check_of(*out, c));
+      cj["check"] = check;
     }
     cases.push_back(cj);
   }

@@ -183,6 +183,18 @@ void check_cases(spec::Issues& is, const Where& w, const ProblemDef& d) {
     const YAML::Mark at = w.at("cases", ci);
     const std::string p = item("cases", ci);
     auto fail = [&](const std::string& why) { is.add(at, p, "case " + c.name + ": " + why); };
+    for (const auto& [name, bounds] : c.check) {
+      const ProblemTensor* o = d.output(name);
+      if (!o) continue;  // the parser named it
+      if (d.abi == "generic")
+        fail("check." + name + ": a case's own bounds are for the families (abi: attention or scaled_mm) "
+             "so far; a generic problem's spec has one check per output");
+      else if (o->check.kind != "tolerance")
+        fail("check." + name + ": only an output checked with kind: tolerance takes a case's bounds (" + name +
+             " is checked with kind: " + o->check.kind + ")");
+      else if (const ProblemCheck m = d.check_of(*o, c); m.atol < 0 && m.rtol >= 0)
+        fail("check." + name + ": rtol without atol (|x - r| <= atol + rtol * |r|)");
+    }
     std::map<std::string, std::vector<std::int64_t>> shapes;
     for (const auto* list : {&d.inputs, &d.outputs}) {
       for (const auto& t : *list) {

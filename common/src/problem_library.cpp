@@ -59,6 +59,16 @@ const ProblemInit& ProblemDef::init_of(const ProblemTensor& t, const ProblemCase
   return it == c.init.end() ? t.init : it->second;
 }
 
+ProblemCheck ProblemDef::check_of(const ProblemTensor& t, const ProblemCase& c) const {
+  ProblemCheck out = t.check;
+  const auto it = c.check.find(t.name);
+  if (it == c.check.end()) return out;
+  for (const auto& [mine, theirs] : {std::pair<double*, double>{&out.atol, it->second.atol}, {&out.rtol, it->second.rtol},
+                                     {&out.max_abs, it->second.max_abs}, {&out.rel_l2, it->second.rel_l2}})
+    if (theirs >= 0) *mine = theirs;
+  return out;
+}
+
 std::vector<std::string> ProblemDef::required_cases() const {
   std::vector<std::string> out;
   for (const auto& c : cases)

@@ -352,6 +352,27 @@ void read_case(Issues& is, const YAML::Node& n, const std::string& path, const Y
       c.init[name] = std::move(init);
     }
   }
+  if (m.has("check")) {
+    // The case's own tolerance bounds of some outputs: {d: {atol: 0.03}}, each replacing the
+    // output's bound of that name (problem_check.cpp: only for kind tolerance).
+    std::vector<std::string> names;
+    for (const auto& t : def.outputs) names.push_back(t.name);
+    MapReader r(is, m.get("check"), m.path("check"), names, m.mark());
+    static const std::vector<std::string> bounds = {"atol", "rtol", "max_abs", "rel_l2"};
+    for (const auto& name : names) {
+      if (!r.is_map() || !r.has(name)) continue;
+      MapReader b(is, r.get(name), r.path(name), bounds, r.mark());
+      if (!b.is_map()) continue;
+      ProblemCheck chk;
+      chk.kind = "tolerance";
+      for (const auto& [key, out] : {std::pair<const char*, double*>{"atol", &chk.atol}, {"rtol", &chk.rtol},
+                                     {"max_abs", &chk.max_abs}, {"rel_l2", &chk.rel_l2}})
+        if (b.has(key)) *out = spec::read_number(is, b.get(key), b.path(key), b.mark(), 0, true, 1e6).value_or(-1);
+      if (!b.has("atol") && !b.has("rtol") && !b.has("max_abs") && !b.has("rel_l2"))
+        is.add(b.mark(), r.path(name), "a case's check sets at least one of atol, rtol, max_abs, rel_l2");
+      c.check[name] = chk;
+    }
+  }
 }
 
 }  // namespace

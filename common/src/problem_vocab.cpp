@@ -51,7 +51,7 @@ const std::vector<Level>& key_tables() {
       {"outputs[]", {"name", "dtype", "shape", "layout", "in_place_of", "check", "lazy", "doc"}},
       {"outputs[].check", {"kind", "atol", "rtol", "max_abs", "rel_l2", "of", "largest"}},
       {"outputs[].lazy[]", {"copy"}},
-      {"cases[]", {"name", "dims", "scalars", "required", "doc", "init"}},
+      {"cases[]", {"name", "dims", "scalars", "required", "doc", "init", "check"}},
       {"reference", {"cpu", "cuda", "hip"}},
       {"kernels[]", {"name", "source", "languages"}},
   };

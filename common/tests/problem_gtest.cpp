@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "kfleet/common/problem.hpp"
+#include "kfleet/testing/files.hpp"
+#include "test_paths.hpp"
 
 namespace kfleet {
 namespace {
@@ -202,6 +204,44 @@ TEST(ProblemFormat, CasesDrawTheirOwnInputsAndCanBeRequired) {
   // Past a row, and -inf in an integer tensor: refused.
   auto bad = parse_problem(replace(doc, "columns: [1, 6]", "columns: [1, 8]"), "p.yaml");
   EXPECT_NE(bad.error_text().find("outlier column 8 is past its rows of 8"), std::string::npos) << bad.error_text();
+}
+
+// A family's case may widen its output's bounds (scaled_mm@3's n8192: an fp8 GEMM's error grows
+// with K); the other cases keep the output's own. A generic problem's spec has one check per
+// output, so it is refused there, and so is a bound on an output that is not checked by tolerance.
+TEST(ProblemFormat, AFamilysCaseMaySetItsOwnBounds) {
+  const std::string doc = kfleet::testing::read_file(testing::source_dir() / "kernels/problems/scaled_mm/problem.yaml");
+  auto p = parse_problem(doc, "scaled_mm.yaml");
+  ASSERT_TRUE(p.ok()) << p.error_text();
+  const ProblemDef& d = *p.def;
+  const ProblemTensor& out = *d.output("d");
+  const ProblemCheck big = d.check_of(out, *d.find_case("n8192"));
+  EXPECT_DOUBLE_EQ(big.atol, 0.028);
+  EXPECT_DOUBLE_EQ(big.rtol, 0.01);   // the output's own, kept
+  EXPECT_DOUBLE_EQ(big.rel_l2, 0.01);
+  EXPECT_EQ(big.kind, "tolerance");
+  EXPECT_DOUBLE_EQ(d.check_of(out, *d.find_case("small")).atol, 0.01);
+  EXPECT_DOUBLE_EQ(d.check_of(out, *d.find_case("stress")).atol, 0.01);
+  // The library's file changes; its lines are not part of what is checked here.
+  const std::string from = "check: {d: {atol: 0.028}}";
+  const std::vector<std::pair<std::string, std::string>> table = {
+      {"check: {e: {atol: 0.028}}", "cases[2].check.e: unknown key 'e'; did you mean 'd'? allowed: d"},
+      {"check: {d: {atl: 0.028}}", "cases[2].check.d.atl: unknown key 'atl'; did you mean 'atol'? allowed: atol, rtol, max_abs, rel_l2"},
+      {"check: {d: {}}", "cases[2].check.d: a case's check sets at least one of atol, rtol, max_abs, rel_l2"},
+      {"check: {d: {atol: -1}}", "cases[2].check.d.atol: is -1; must be >= 0 and <= 1000000"},
+  };
+  for (const auto& [to, issue] : table) {
+    const auto bad = parse_problem(replace(doc, from, to), "scaled_mm.yaml");
+    ASSERT_FALSE(bad.issues.empty()) << "accepted: " << to;
+    const std::string got = bad.issues[0].to_string();
+    EXPECT_EQ(got.substr(got.find(": ") + 2), issue) << got;
+  }
+  const auto generic = parse_problem(replace(kGood, "{name: small, dims: {T: 2, H: 8}}",
+                                             "{name: small, dims: {T: 2, H: 8}, check: {y: {atol: 1}}}"), "p.yaml");
+  ASSERT_FALSE(generic.issues.empty());
+  EXPECT_EQ(generic.issues[0].to_string(),
+            "p.yaml:14:5: cases[0]: case small: check.y: a case's own bounds are for the families (abi: attention "
+            "or scaled_mm) so far; a generic problem's spec has one check per output");
 }
 
 TEST(ProblemFormat, Fp8ScalesAndGroupEnds) {

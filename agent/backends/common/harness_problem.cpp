@@ -89,8 +89,8 @@ std::string exact_num(double v) {
 Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args(const ProblemDef& def) {
   std::map<std::string, std::vector<std::string>> out;
   if (def.outputs.size() != 1) return make_error(Errc::invalid_argument, def.name + ": a family has one output");
-  const ProblemCheck& chk = def.outputs.front().check;
   for (const auto& c : def.cases) {
+    const ProblemCheck chk = def.check_of(def.outputs.front(), c);  // the case's bounds in place
     std::vector<std::string> a;
     std::string shape;
     for (const auto& d : def.dims) {

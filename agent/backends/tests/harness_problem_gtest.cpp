@@ -99,6 +99,26 @@ TEST(HarnessProblem, AFamilyProblemsOwnCaseTakesTheProblemsShapeCheckAndDraws) {
   EXPECT_TRUE(none->empty());
 }
 
+// scaled_mm@3's n8192 case widens atol for K = 8192 (problem.yaml); its other cases keep the
+// output's 0.01. What reaches the harness is each case's own bound.
+TEST(HarnessProblem, AFamilyCasesOwnBoundsReachTheHarness) {
+  kfleet::KernelSpec k;
+  k.problem = k.family = "scaled_mm";  // a family job naming its problem
+  k.problem_version = 3;
+  const std::string lib = (kfleet::testing::source_dir() / "kernels/problems").string();
+  auto cases = kb::family_problem_case_args(lib, k);
+  ASSERT_TRUE(cases.ok()) << cases.error().message;
+  auto flag = [&](const std::string& c, const std::string& f) {
+    const auto& a = cases->at(c);
+    const auto it = std::find(a.begin(), a.end(), f);
+    return it == a.end() || it + 1 == a.end() ? std::string("(none)") : *(it + 1);
+  };
+  EXPECT_EQ(flag("n8192", "--atol"), "0.028000000000000001");  // %.17g: the double itself
+  EXPECT_EQ(flag("n8192", "--rtol"), "0.01");
+  EXPECT_EQ(flag("n1024", "--atol"), "0.01");
+  EXPECT_EQ(flag("stress", "--atol"), "0.01");
+}
+
 TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {
   const std::string lib = (kfleet::testing::source_dir() / "kernels/problems").string();
   const fs::path out = fs::temp_directory_path() / ("kfleet-problem-spec-" + std::to_string(::getpid()));

@@ -79,10 +79,13 @@ std::string check_output(const CaseData& data, const ProblemTensor& out, const T
                          const Tensor& actual) {
   if (actual.real.size() != reference.real.size())
     return fmt("has %.0f elements, want %.0f", static_cast<double>(actual.real.size()), static_cast<double>(reference.real.size()));
-  const std::string& kind = out.check.kind;
-  std::string why = kind == "tolerance" ? check_tolerance(out.check, reference, actual)
+  // The case's own bounds where it sets them (ProblemCase::check).
+  const ProblemCase* c = data.def ? data.def->find_case(data.case_name) : nullptr;
+  const ProblemCheck check = c ? data.def->check_of(out, *c) : out.check;
+  const std::string& kind = check.kind;
+  std::string why = kind == "tolerance" ? check_tolerance(check, reference, actual)
                     : kind == "exact"   ? check_exact(reference, actual)
-                                        : check_topk(data, out.check, actual);
+                                        : check_topk(data, check, actual);
   return why.empty() ? "" : out.name + ": " + why;
 }
 

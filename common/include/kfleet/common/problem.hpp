@@ -114,6 +114,9 @@ struct ProblemCase {
   bool required = false;
   std::string doc;  // where the case's shapes and distributions come from
   std::map<std::string, ProblemInit> init;  // input name -> how it is drawn in this case
+  // Output name -> the tolerance bounds this case sets in place of the output's own (negative:
+  // the output's). An fp8 GEMM's error grows with K, so its largest case may need a wider atol.
+  std::map<std::string, ProblemCheck> check;
   int line = 0;
 };
 
@@ -161,6 +164,8 @@ struct ProblemDef {
   double scalar_value(const ProblemScalar& s, const ProblemCase& c) const;  // NaN: no value
   // How input `t` is drawn in case `c`: the case's own init, else the input's.
   const ProblemInit& init_of(const ProblemTensor& t, const ProblemCase& c) const;
+  // What output `t` must satisfy in case `c`: its check, with the case's bounds in place.
+  ProblemCheck check_of(const ProblemTensor& t, const ProblemCase& c) const;
   std::vector<std::string> required_cases() const;  // the names of the required cases, in order
 };
 
