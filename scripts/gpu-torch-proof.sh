@@ -22,6 +22,10 @@
 # problem, --only 'refs:[a-z_]*:eager' every eager reference.
 #   gap        the Triton attention of kernels/triton/attention.py on fa-s512's mission case:
 #              replay against in-process (1 %, or 0.3 us under 30 us).
+#   edges      bench/gpu/graph_edge_gap.cu: a chain of 16 copy kernels as graphs made each way
+#              (captured or built, the kernel compiled in or loaded as a library), without and
+#              with CUPTI tracing: what a graph adds between dependent kernels (INFO; replay
+#              builds its graphs node by node, with kernels from libraries, under CUPTI).
 #   calib      jobs/gpu/quality-triton's pair, in-process: one, one and a half (a second tile in
 #              every other head's programs), two, three and eight masked tiles more against base,
 #              so the fleet's pair uses the copy that is 1 % +- 0.3 % slower (and the 5 % one).
@@ -60,7 +64,7 @@ declare -A LARGEST=([softmax]=qwen2_vocab [rmsnorm]=llama3_70b [rope]=llama3_8b_
 PROBLEMS=(softmax rmsnorm rope topk grouped_gemm fp8_block_gemm)
 # The two families' largest cases, as harness options.
 ATT_LONG="--shape B=4,H=16,S=2048,D=64"
-MM_N8192="--shape M=8192,N=8192,K=8192 --dtype a=fp8_e4m3,b=fp8_e4m3,out=fp16"
+MM_N8192="--shape M=8192,N=8192,K=8192 --dtype a=fp8_e4m3,b=fp8_e4m3,out=fp16 --atol 0.028 --rtol 0.01"  # scaled_mm@3's n8192 check
 
 rm -rf "$out"; mkdir -p "$out" || die "cannot create $out"
 # The run reads a copy of what it needs (a later device call may re-sync the checkout).
@@ -105,6 +109,7 @@ if [ "$dry" = 1 ]; then
   fail=0
   chk() { if "$@" >/dev/null 2>&1; then echo "  ok   $*"; else echo "  FAIL $*"; fail=1; fi; }
   chk bash -n "$0"
+  chk test -s "$root/bench/gpu/graph_edge_gap.cu"
   for f in "$REC" "$INPROC" "$root/jobs/torch/attention_torch.py" "$root/jobs/gpu/quality-triton/attention_pair.py" \
            "$P"/*/reference_torch.py "$P"/softmax/triton.py "$P"/rmsnorm/triton.py; do
     chk python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$f"
@@ -113,7 +118,7 @@ if [ "$dry" = 1 ]; then
     chk grep -q "name: ${LARGEST[$p]}" "$P/$p/problem.yaml"
     [ -n "$specs" ] && chk test -s "$specs/$p.spec"
   done
-  echo "plan: launches (3 programs), triton (2 problems), refs (${#PROBLEMS[@]} problems + 2 families, eager and compile), naive (${#PROBLEMS[@]}), gap, calib"
+  echo "plan: launches (3 programs), triton (2 problems), refs (${#PROBLEMS[@]} problems + 2 families, eager and compile), naive (${#PROBLEMS[@]}), gap, edges, calib"
   [ "$fail" = 0 ] && echo "gpu-torch-proof: dry run OK" || echo "gpu-torch-proof: dry run FAILED"
   exit "$fail"
 fi
@@ -339,7 +344,32 @@ print(round(min(20.0,max(0.0,1000*wall/n-float(d.get("median_us",0) or 0)/1000))
     judged=$r basis="span: replay $med us, in-process $IN_SPAN us, ratio $r (device time: busy $busy against $IN_SUM us, ratio $rb)"
   fi
   local ok=OK; within "$judged" "$med" || ok=MISMATCH
-  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
+  # Where the spans differ: each gap between consecutive operations, replay beside in-process
+  # (both medians by position; the full lists in edge-gaps.txt).
+  local gaps; gaps=$(python3 - "$out/r/$name/measure-benchmark.out" "$out/r/$name/inproc.out" "$out/r/$name/edge-gaps.txt" <<'PY' 2>/dev/null
+import json, sys
+def last(path, want):
+    d = {}
+    for l in open(path, encoding="utf-8", errors="replace"):
+        if l.startswith("{"):
+            try: x = json.loads(l)
+            except ValueError: continue
+            if want is None or x.get("type") == want: d = x
+    return d.get("edge_gaps_us") or []
+r, i = last(sys.argv[1], "bench"), last(sys.argv[2], None)
+with open(sys.argv[3], "w") as f:
+    f.write("edge\treplay_us\tinprocess_us\n")
+    for k in range(max(len(r), len(i))):
+        f.write("%d\t%s\t%s\n" % (k + 1, r[k] if k < len(r) else "", i[k] if k < len(i) else ""))
+if r and len(r) == len(i):
+    d = sorted(((a - b, k + 1) for k, (a, b) in enumerate(zip(r, i))), reverse=True)[:3]
+    print("gaps: replay %.2f us, in-process %.2f us over %d edges (most at %s)" % (
+        sum(r), sum(i), len(r), ", ".join("edge %d +%.2f" % (k, v) for v, k in d)))
+elif r or i:
+    print("gaps: replay %d edges, in-process %d" % (len(r), len(i)))
+PY
+)
+  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
 }
 PART=refs
 started=0
@@ -390,6 +420,23 @@ if want gap; then
     else
       note gap triton-attention "in-process" MISMATCH "$(tail -2 "$out/r/triton-attention/inproc.err" | tr '\n' ' ')"
     fi
+  fi
+fi
+
+# ---- edges: what a graph adds between dependent kernels, by how it was made ----
+if want edges; then
+  PART=edges; echo "== edges ($(elapsed) s)"
+  d=$out/r/edges; mkdir -p "$d"
+  if "$nvcc" -std=c++17 -O3 $gen -cubin -o "$d/edge.cubin" "$root/bench/gpu/graph_edge_gap.cu" >"$d/build.log" 2>&1 &&
+     "$nvcc" -std=c++17 -O3 $gen -o "$d/graph_edge_gap" "$root/bench/gpu/graph_edge_gap.cu" >>"$d/build.log" 2>&1; then
+    cupti=$(ls "${CUDA_HOME:-/usr/local/cuda}"/lib64/libcupti.so /usr/local/cuda/extras/CUPTI/lib64/libcupti.so 2>/dev/null | head -1)
+    for run in "2" "16" "16 cupti"; do
+      n=${run%% *} with=(); [ "$run" != "$n" ] && with=(--cupti "$cupti")
+      "$d/graph_edge_gap" "$d/edge.cubin" --nodes "$n" "${with[@]}" >"$d/nodes-${run// /-}.out" 2>&1
+      while IFS= read -r l; do note edges "nodes $run" "span by how the graph was made" INFO "$l"; done <"$d/nodes-${run// /-}.out"
+    done
+  else
+    note edges build "graph_edge_gap builds" MISMATCH "$(grep -m3 -i error "$d/build.log" | tr '\n' ' ')"
   fi
 fi
 

@@ -79,7 +79,8 @@ def launch_times(trace):
     """From a torch.profiler Chrome trace (a dict with traceEvents, or the list): per launch
     (record_function ranges named kfleet_launch_<i>, in order), in microseconds, (the sum of its
     device events' durations, the span from the first's start to the last's end, [their names],
-    how many, how many of them were memsets or copies on a copy engine).
+    how many, how many of them were memsets or copies on a copy engine, [each event's start minus
+    the end of the one before it, in start order]).
     A launch's device events are those whose CUPTI correlation id is a runtime or driver call
     made inside its range on the host. Launches with no device event are left out. When no launch
     call was seen at all, each run of device work between this script's own (the flush and the
@@ -138,7 +139,9 @@ def launch_times(trace):
         first = min(float(d["ts"]) for d in ds)
         last = max(float(d["ts"]) + float(d.get("dur", 0)) for d in ds)
         engine = sum(1 for d in ds if d.get("cat") in ("gpu_memset", "gpu_memcpy"))
-        out.append((total, last - first, sorted({str(d.get("name", "")) for d in ds}), len(ds), engine))
+        iv = sorted((float(d["ts"]), float(d["ts"]) + float(d.get("dur", 0))) for d in ds)
+        gaps = [iv[i][0] - iv[i - 1][1] for i in range(1, len(iv))]
+        out.append((total, last - first, sorted({str(d.get("name", "")) for d in ds}), len(ds), engine, gaps))
     return out
 
 
@@ -154,7 +157,11 @@ def summarize(times):
             "span_median_us": round(statistics.median(spans), 3),
             "mean_us": round(statistics.mean(us), 3), "min_us": round(us[0], 3),
             "samples": len(us), "kernels_per_launch": counts, "kernel_names": names[:8],
-            "copy_engine_ops": max(t[4] for t in times)}
+            "copy_engine_ops": max(t[4] for t in times),
+            # Each gap's median by position (kfleet-measure's bench line has the same field):
+            # where a chain's span exceeds its kernels. Empty when launches differ in length.
+            "edge_gaps_us": [round(statistics.median(g), 3) for g in zip(*(t[5] for t in times))]
+            if len(counts) == 1 else []}
 
 
 def main():

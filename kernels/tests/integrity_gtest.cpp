@@ -51,6 +51,30 @@ TEST(ActivitySpan, WindowActivityNamesWhatTheSpanHeldBesidesTheKernel) {
   EXPECT_DOUBLE_EQ(log.lead_median_us(), 10.0);
 }
 
+TEST(ActivitySpan, EdgeGapsSayWhereAChainsSpanExceedsItsKernels) {
+  // Three kernels, 0.4 us apart then overlapping by 0.2 us, whatever order the records came in:
+  // the gaps are by start order; the log keeps each position's median over the samples.
+  WindowActivityLog log;
+  for (std::uint64_t shift : {0, 100, 300}) {
+    std::vector<R> in = {{R::kernel_kind, 1'010'400 + shift, 1'020'000, 7},
+                         {R::kernel_kind, 1'000'000, 1'010'000, 7},
+                         {R::kernel_kind, 1'019'800, 1'030'000, 7}};
+    const auto t = judge_sample(in, {}, kHarness, window(1'000'000, 1'100'000, 31.0));
+    ASSERT_EQ(t.gaps_us.size(), 2u);
+    EXPECT_NEAR(t.gaps_us[0], 0.4 + shift / 1000.0, 1e-9);
+    EXPECT_NEAR(t.gaps_us[1], -0.2, 1e-9);
+    log.add(t);
+  }
+  const auto m = log.gap_medians_us();
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_NEAR(m[0], 0.5, 1e-9);
+  EXPECT_NEAR(m[1], -0.2, 1e-9);
+  // A sample with another number of records: the positions no longer line up, so none is given.
+  log.add(judge_sample({{R::kernel_kind, 1'000'000, 1'010'000, 7}}, {}, kHarness,
+                       window(1'000'000, 1'100'000, 11.0)));
+  EXPECT_TRUE(log.gap_medians_us().empty());
+}
+
 TEST(ActivitySpan, SideStreamWorkTheEventsMissedIsSuspect) {
   // The non-blocking side stream case from the field: events 1.3 us, real work 9,615 us.
   std::vector<R> in = {{R::kernel_kind, 1'002'000, 1'002'000 + 9'615'000, 21}};

@@ -92,6 +92,8 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
   std::vector<std::pair<std::uint64_t, std::uint64_t>> iv;
   for (const auto& r : in_window) iv.emplace_back(r.start, std::max(r.start, r.end));
   std::sort(iv.begin(), iv.end());
+  for (std::size_t i = 1; i < iv.size(); ++i)
+    t.gaps_us.push_back((static_cast<double>(iv[i].first) - static_cast<double>(iv[i - 1].second)) / 1000.0);
   std::uint64_t busy = 0, cur_s = iv.front().first, cur_e = iv.front().second;
   for (const auto& [s0, e0] : iv) {
     if (s0 > cur_e) {
@@ -131,6 +133,11 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
 void WindowActivityLog::add(const SampleTiming& t) {
   if (t.records == 0) return;
   leads_.push_back(t.lead_us);
+  if (gaps_.empty() && !t.gaps_us.empty()) gaps_.resize(t.gaps_us.size());
+  if (t.gaps_us.size() == gaps_.size())
+    for (std::size_t i = 0; i < gaps_.size(); ++i) gaps_[i].push_back(t.gaps_us[i]);
+  else
+    gaps_differ_ = true;
   for (const WindowPart& w : t.parts) {
     auto it = std::find_if(parts_.begin(), parts_.end(),
                            [&](const Part& p) { return p.kind == w.kind && p.stream == w.stream; });
@@ -154,6 +161,13 @@ std::string WindowActivityLog::json() const {
 }
 
 double WindowActivityLog::lead_median_us() const { return leads_.empty() ? 0 : quantile(leads_, 0.5); }
+
+std::vector<double> WindowActivityLog::gap_medians_us() const {
+  std::vector<double> m;
+  if (gaps_differ_) return m;
+  for (const auto& g : gaps_) m.push_back(quantile(g, 0.5));
+  return m;
+}
 
 void split_at(const std::vector<ActivityRecord>& all, std::uint64_t t0, std::uint32_t harness_stream,
               std::vector<ActivityRecord>* between, std::vector<ActivityRecord>* in_window) {

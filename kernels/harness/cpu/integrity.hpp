@@ -63,6 +63,9 @@ struct SampleTiming {
   std::size_t streams = 0;     // distinct streams they ran on
   double idle_us = 0;          // time inside the span when no recorded activity ran
   double lead_us = 0;          // first record's start - t0 (negative: it began before the sample)
+  // Between each record and the one before it, in start order: its start minus that one's end
+  // (negative where they overlap). Where a chain's span exceeds its kernels, these say where.
+  std::vector<double> gaps_us;
   std::vector<WindowPart> parts;  // by stream, then kind, in that order
   std::string suspect;         // "" or why this sample cannot be trusted, naming the trick
   bool structural = false;     // work outside every launch / none recorded (vs a disagreement
@@ -78,6 +81,9 @@ class WindowActivityLog {
   void add(const SampleTiming& t);
   std::string json() const;  // a JSON array
   double lead_median_us() const;
+  // The median of each gap (SampleTiming::gaps_us) over the samples, by position; empty when
+  // the samples had different numbers of records, or one record each.
+  std::vector<double> gap_medians_us() const;
 
  private:
   struct Part {
@@ -88,6 +94,8 @@ class WindowActivityLog {
   };
   std::vector<Part> parts_;
   std::vector<double> leads_;
+  std::vector<std::vector<double>> gaps_;  // by position: every sample's gap there
+  bool gaps_differ_ = false;
 };
 
 // The records flushed after a sample, split by the sample's start t0: those that ended before

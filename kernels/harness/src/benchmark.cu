@@ -455,6 +455,7 @@ class ColdBenchmark {
         .integer("max_streams", (long long)log_.max_streams)
         .raw("window_activity", log_.window.json())
         .num("lead_median_us", log_.window.lead_median_us())
+        .nums("edge_gaps_us", log_.window.gap_medians_us())
         .integer("timing_disagreements", (long long)log_.disagreements)
         .num("launch_overhead_us", bound_.launch_overhead_us)
         .boolean("inputs_read_only", timer_->read_only())

@@ -1,0 +1,283 @@
+// The time a CUDA graph adds between dependent kernels, by how the graph was made: captured from
+// a stream (as torch's graphs are) or built node by node (cudaGraphAddKernelNode), with the
+// kernel compiled in or loaded from a cubin as a library (as replay loads a job's device code),
+// one library for every node or one each (replay loads each recorded module on its own).
+// Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters; each variant's median span (events around the graph launch, the GPU idle before
+// each) is printed with its excess over the captured, compiled-in chain, per edge.
+//   nvcc -std=c++17 -O3 -arch=sm_90a -cubin -o edge.cubin bench/gpu/graph_edge_gap.cu
+//   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
+//   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB]
+// --cupti: with CUPTI's kernel tracing on (libcupti.so by path), as when kfleet-measure times;
+// each variant then also prints CUPTI's median span and gap between kernels (its second pass).
+#include <cuda_runtime.h>
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct Pad { unsigned char bytes[1024]; };  // what a TensorIterator kernel's offset calculator weighs
+
+extern "C" __global__ void edge_copy(float* dst, const float* src, long n, Pad pad) {
+  const long stride = static_cast<long>(gridDim.x) * blockDim.x;
+  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    dst[i] = src[i] * 1.0001f + pad.bytes[i & 7];
+}
+
+#ifndef __CUDA_ARCH__
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) { std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e)); std::exit(2); }
+}
+#define CK(x) check((x), #x)
+
+struct Chain {
+  int nodes = 16;
+  long elems = 1 << 22;
+  int runs = 300;
+  float* a = nullptr;
+  float* b = nullptr;
+  Pad pad{};
+  dim3 grid{1056}, block{256};
+};
+
+// Kernel parameters of node i: ping-pong between a and b so each node reads what the last wrote.
+struct Args {
+  float* dst; const float* src; long n; Pad pad;
+  void* ptrs[4];
+  void bind() { ptrs[0] = &dst; ptrs[1] = &src; ptrs[2] = &n; ptrs[3] = &pad; }
+};
+
+std::vector<Args> args_of(const Chain& c) {
+  std::vector<Args> v(c.nodes);
+  for (int i = 0; i < c.nodes; ++i) {
+    v[i].dst = i % 2 ? c.a : c.b;
+    v[i].src = i % 2 ? c.b : c.a;
+    v[i].n = c.elems;
+    v[i].pad = c.pad;
+    v[i].bind();
+  }
+  return v;
+}
+
+// func(i): the kernel of node i, as a runtime handle (a __global__ address or a cudaKernel_t).
+template <class F>
+cudaGraphExec_t captured(const Chain& c, F func, cudaStream_t s) {
+  std::vector<Args> args = args_of(c);
+  cudaGraph_t g{};
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < c.nodes; ++i) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = c.grid, cfg.blockDim = c.block, cfg.stream = s;
+    CK(cudaLaunchKernelExC(&cfg, func(i), args[i].ptrs));
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t e{};
+  CK(cudaGraphInstantiate(&e, g));
+  CK(cudaGraphDestroy(g));
+  return e;
+}
+
+template <class F>
+cudaGraphExec_t built(const Chain& c, F func) {
+  std::vector<Args> args = args_of(c);
+  cudaGraph_t g{};
+  CK(cudaGraphCreate(&g, 0));
+  cudaGraphNode_t last{};
+  for (int i = 0; i < c.nodes; ++i) {
+    cudaKernelNodeParams kp{};
+    kp.func = const_cast<void*>(func(i));
+    kp.gridDim = c.grid, kp.blockDim = c.block;
+    kp.kernelParams = args[i].ptrs;
+    cudaGraphNode_t n{};
+    CK(cudaGraphAddKernelNode(&n, g, i ? &last : nullptr, i ? 1 : 0, &kp));
+    last = n;
+  }
+  cudaGraphExec_t e{};
+  CK(cudaGraphInstantiate(&e, g));
+  CK(cudaGraphDestroy(g));
+  return e;
+}
+
+// CUPTI's concurrent-kernel activity on, as the measuring process has it while it times, loaded
+// from `lib` by path. Its kernel records (start@16, end@24: the offsets kfleet-measure reads) are
+// kept, so each variant also gets CUPTI's own span and gaps beside the events'.
+struct Cupti {
+  int (*next)(std::uint8_t*, std::size_t, void**) = nullptr;
+  int (*flush)(std::uint32_t) = nullptr;
+  std::mutex mu;  // CUPTI may hand buffers back on a thread of its own
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> kernels;  // start, end
+};
+Cupti g_cupti;
+
+bool trace_with_cupti(const char* lib) {
+  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) { std::fprintf(stderr, "cannot load %s: %s\n", lib, dlerror()); return false; }
+  using Request = void (*)(std::uint8_t**, std::size_t*, std::size_t*);
+  using Complete = void (*)(void*, std::uint32_t, std::uint8_t*, std::size_t, std::size_t);
+  auto reg = reinterpret_cast<int (*)(Request, Complete)>(dlsym(h, "cuptiActivityRegisterCallbacks"));
+  auto enable = reinterpret_cast<int (*)(int)>(dlsym(h, "cuptiActivityEnable"));
+  g_cupti.next = reinterpret_cast<int (*)(std::uint8_t*, std::size_t, void**)>(dlsym(h, "cuptiActivityGetNextRecord"));
+  g_cupti.flush = reinterpret_cast<int (*)(std::uint32_t)>(dlsym(h, "cuptiActivityFlushAll"));
+  if (!reg || !enable || !g_cupti.next || !g_cupti.flush) return false;
+  Request req = [](std::uint8_t** b, std::size_t* size, std::size_t* max) {
+    *size = 8 << 20;
+    *b = static_cast<std::uint8_t*>(std::aligned_alloc(8, *size));
+    *max = 0;
+  };
+  Complete done = [](void*, std::uint32_t, std::uint8_t* b, std::size_t, std::size_t valid) {
+    void* rec = nullptr;
+    while (g_cupti.next(b, valid, &rec) == 0) {
+      const auto* r = static_cast<const std::uint8_t*>(rec);
+      std::uint32_t kind = 0;
+      std::uint64_t start = 0, end = 0;
+      std::memcpy(&kind, r, 4);
+      std::memcpy(&start, r + 16, 8);
+      std::memcpy(&end, r + 24, 8);
+      if (kind == 10) {
+        std::lock_guard<std::mutex> lock(g_cupti.mu);
+        g_cupti.kernels.emplace_back(start, end);
+      }
+    }
+    std::free(b);
+  };
+  constexpr int kConcurrentKernel = 10;  // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+  return reg(req, done) == 0 && enable(kConcurrentKernel) == 0;
+}
+
+// CUPTI's view of the launches since the last call: the median span (first start to last end
+// of each launch's `nodes` kernels) and the median gap between consecutive kernels, in us.
+std::pair<double, double> cupti_span_and_gap(int nodes) {
+  g_cupti.flush(1);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> k;
+  {
+    std::lock_guard<std::mutex> lock(g_cupti.mu);
+    k.swap(g_cupti.kernels);
+  }
+  std::sort(k.begin(), k.end());
+  std::vector<double> spans, gaps;
+  for (std::size_t i = 0; i + nodes <= k.size(); i += nodes) {
+    spans.push_back((k[i + nodes - 1].second - k[i].first) / 1000.0);
+    for (int j = 1; j < nodes; ++j)
+      gaps.push_back((static_cast<double>(k[i + j].first) - static_cast<double>(k[i + j - 1].second)) / 1000.0);
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  return {median(spans), median(gaps)};
+}
+
+// Median span in us of `runs` launches, each on an idle GPU (synchronized, then 200 us of rest).
+double span_us(cudaGraphExec_t e, const Chain& c, cudaStream_t s) {
+  cudaEvent_t t0, t1;
+  CK(cudaEventCreate(&t0));
+  CK(cudaEventCreate(&t1));
+  std::vector<float> ms;
+  for (int r = 0; r < c.runs + 10; ++r) {
+    CK(cudaStreamSynchronize(s));
+    CK(cudaEventRecord(t0, s));
+    CK(cudaGraphLaunch(e, s));
+    CK(cudaEventRecord(t1, s));
+    CK(cudaEventSynchronize(t1));
+    float m = 0;
+    CK(cudaEventElapsedTime(&m, t0, t1));
+    if (r >= 10) ms.push_back(m);
+  }
+  CK(cudaEventDestroy(t0));
+  CK(cudaEventDestroy(t1));
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2] * 1000.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help")) {
+    std::printf("usage: graph_edge_gap CUBIN [--nodes N] [--elems N] [--runs N] [--cupti LIB]\n");
+    return argc < 2 ? 2 : 0;
+  }
+  Chain c;
+  const char* cubin = argv[1];
+  const char* cupti = nullptr;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--nodes")) c.nodes = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--elems")) c.elems = std::atol(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--runs")) c.runs = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--cupti")) cupti = argv[i + 1];
+    else { std::fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
+  }
+  if (cupti && !trace_with_cupti(cupti)) return 2;
+  CK(cudaMalloc(&c.a, c.elems * sizeof(float)));
+  CK(cudaMalloc(&c.b, c.elems * sizeof(float)));
+  CK(cudaMemset(c.a, 0, c.elems * sizeof(float)));
+  cudaStream_t s{};
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+  FILE* f = std::fopen(cubin, "rb");
+  if (!f) { std::perror(cubin); return 2; }
+  std::string image;
+  char buf[65536];
+  for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) image.append(buf, got);
+  std::fclose(f);
+  auto library = [&] {
+    cudaLibrary_t lib{};
+    CK(cudaLibraryLoadData(&lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    cudaKernel_t k{};
+    CK(cudaLibraryGetKernel(&k, lib, "edge_copy"));
+    return k;
+  };
+  const cudaKernel_t shared = library();
+  std::vector<cudaKernel_t> each;
+  for (int i = 0; i < c.nodes; ++i) each.push_back(library());
+
+  auto compiled = [](int) { return reinterpret_cast<const void*>(edge_copy); };
+  auto one_lib = [&](int) { return reinterpret_cast<const void*>(shared); };
+  auto own_lib = [&](int i) { return reinterpret_cast<const void*>(each[i]); };
+  struct Variant { const char* name; cudaGraphExec_t exec; };
+  std::vector<Variant> v = {
+      {"captured, compiled in", captured(c, compiled, s)},
+      {"built, compiled in", built(c, compiled)},
+      {"captured, one library", captured(c, one_lib, s)},
+      {"built, one library", built(c, one_lib)},
+      {"captured, a library each", captured(c, own_lib, s)},
+      {"built, a library each (replay)", built(c, own_lib)},
+  };
+  // One kernel alone, for what a node costs without an edge.
+  Chain single = c;
+  single.nodes = 1;
+  const double one = span_us(captured(single, compiled, s), single, s);
+  std::printf("chain of %d copies of %ld floats, 1 KiB of parameters each%s; one kernel alone %.3f us\n",
+              c.nodes, c.elems, cupti ? ", CUPTI tracing kernels" : "", one);
+  // Two passes, interleaved, so a drift of the GPU's clock shows as a difference between them.
+  std::vector<double> first(v.size()), second(v.size());
+  std::vector<std::pair<double, double>> seen(v.size());  // CUPTI's span and gap, second pass
+  if (cupti) cupti_span_and_gap(c.nodes);  // what ran so far
+  for (std::size_t i = 0; i < v.size(); ++i) first[i] = span_us(v[i].exec, c, s);
+  for (std::size_t i = v.size(); i-- > 0;) {
+    if (cupti) cupti_span_and_gap(c.nodes);
+    second[i] = span_us(v[i].exec, c, s);
+    if (cupti) seen[i] = cupti_span_and_gap(c.nodes);
+  }
+  const double base = (first[0] + second[0]) / 2;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double m = (first[i] + second[i]) / 2;
+    std::printf("%-32s %9.3f us (%9.3f %9.3f)  %+7.3f us, %+6.3f us per edge, ratio %.4f", v[i].name,
+                m, first[i], second[i], m - base, (m - base) / (c.nodes - 1), m / base);
+    if (cupti) std::printf("; CUPTI: span %.3f us, median gap %+.3f us", seen[i].first, seen[i].second);
+    std::printf("\n");
+  }
+  return 0;
+}
+#endif
