@@ -275,6 +275,19 @@ class HarnessBackend : public agent::Backend {
   // What the last Python recording launched, each kernel with its origin (recorded_kernels): the
   // recorder's report, for the verdict; set by run_stage, read by the stage that called it.
   std::optional<nlohmann::json> recorded_kernels_;
+  // A Python job's benchmark recordings, kept for the job's later rounds (run_stage): each round
+  // times the same launch with the same arguments, and recording it costs a Python with torch
+  // and triton (10 to 15 s) where replaying costs about a second. Keyed by the recorder's
+  // module and the stage's arguments; the launch list and device code are copies the agent took
+  // into a folder of its own (under the build cache) as soon as the recorder ended and its files
+  // passed the checks, so no later process of the job can change them. Dropped by build.
+  struct KeptRecording {
+    std::string folder, list;
+    std::vector<std::string> device_code;
+  };
+  std::mutex kept_mu_;
+  std::map<std::string, KeptRecording> kept_;
+  void drop_kept_recordings();
   // A job naming a family's problem: the flags of each of its cases (family_problem_case_args).
   std::map<std::string, std::vector<std::string>> family_case_args_;
   std::vector<std::string> problem_reads() const {

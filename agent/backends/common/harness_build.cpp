@@ -102,6 +102,7 @@ HarnessBackend::HarnessBackend(HarnessBackendConfig cfg) : cfg_(std::move(cfg)) 
 StageResult HarnessBackend::build(StageContext& c) {
   baseline_binary_.clear();
   python_jobs_.clear();
+  drop_kept_recordings();  // a new job: its recordings are its own
   StageResult r = build_one(c);
   if (!r.ok || !c.compare.interleave) return r;
   if (!c.compare.interleave_error.empty()) return infra("interleaved comparison: " + c.compare.interleave_error);

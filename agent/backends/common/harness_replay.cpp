@@ -100,6 +100,42 @@ std::string join(const std::vector<std::string>& v, char sep) {
   return s;
 }
 
+// Copies `from` to `to` only if `from` is a regular file of its own (opened without following a
+// link, then checked on the open descriptor, so it cannot be swapped in between): "" or why not.
+std::string copy_own_file(const std::string& from, const std::string& to) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (in < 0) return from + " cannot be read as a file of its own";
+  struct stat st {};
+  if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    ::close(in);
+    return from + " is not a regular file of its own";
+  }
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (out < 0) {
+    ::close(in);
+    return "cannot create " + to;
+  }
+  char buf[1 << 16];
+  bool ok = true;
+  for (ssize_t n; ok && (n = ::read(in, buf, sizeof buf)) != 0;) {
+    if (n < 0) { ok = false; break; }
+    for (ssize_t done = 0; ok && done < n;) {
+      const ssize_t w = ::write(out, buf + done, static_cast<std::size_t>(n - done));
+      if (w <= 0) ok = false;
+      else done += w;
+    }
+  }
+  ::close(in);
+  if (::close(out) != 0) ok = false;
+  return ok ? "" : "cannot copy " + from + " to " + to;
+}
+
+std::string joined(const std::vector<std::string>& v, char sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : std::string(1, sep)) + x;
+  return out;
+}
+
 }  // namespace
 
 std::string recorder_failure(const SubprocessResult& r, const std::vector<nlohmann::json>& said) {
@@ -224,6 +260,15 @@ Result<SubprocessResult> HarnessBackend::run_reference_check(StageContext& c, co
                    measurer_ ? Child::measure : Child::job);
 }
 
+void HarnessBackend::drop_kept_recordings() {
+  std::lock_guard<std::mutex> lock(kept_mu_);
+  for (const auto& [key, k] : kept_) {
+    std::error_code ec;
+    fs::remove_all(k.folder, ec);
+  }
+  kept_.clear();
+}
+
 Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::string& stage,
                                                    const std::vector<std::string>& args_in,
                                                    std::vector<nlohmann::json>& messages,
@@ -250,6 +295,33 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   // job's code runs at all.
   if (!measurer_) return make_error(Errc::unavailable, "no measuring process on this agent (was the build stage run?)");
   if (auto ok = check_measurer(*measurer_); !ok) return ok.error();
+  // The measuring process on a launch list and the device code it names: all the job's data.
+  auto measure_with = [&](const std::string& list, const std::vector<std::string>& device_code) {
+    std::vector<std::string> measure = {measurer_->binary};
+    measure.insert(measure.end(), args.begin(), args.end());
+    measure.insert(measure.end(), {"--replay", list, "--device-code", join(device_code, ',')});
+    std::vector<std::string> readable = device_code;
+    readable.push_back(list);
+    for (const auto& f : problem_reads()) readable.push_back(f);  // the resolved problem, agent-owned
+    return run_child(c, stage, measure, messages, /*result_pipe=*/true, readable, Child::measure);
+  };
+  // A Python job's later rounds replay the recording its first round took (kept_).
+  const bool keep = python && !reference && stage == stage::benchmark;
+  const std::string key = keep ? binary + '\n' + joined(args, '\n') : "";
+  if (keep) {
+    std::optional<KeptRecording> k;
+    {
+      std::lock_guard<std::mutex> lock(kept_mu_);
+      if (auto it = kept_.find(key); it != kept_.end()) k = it->second;
+    }
+    if (k) {
+      c.sink.emit(event_type::log_line,
+                  {{"stage", stage}, {"stream", "stdout"},
+                   {"text", "replaying this job's recording of the same launch from its first round (the "
+                            "agent's copy; PYTHON.md, \"Rounds\")"}});
+      return measure_with(k->list, k->device_code);
+    }
+  }
   // 1. Record: the job's code, whose output is its log; only its error line explains a refusal.
   const std::string n = std::to_string(++recordings_);
   // kfleet's PyTorch reference records into a fresh folder of the agent's, outside the run's
@@ -391,13 +463,43 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   } else {
     device_code = job_device_code(binary);
   }
-  std::vector<std::string> measure = {measurer_->binary};
-  measure.insert(measure.end(), args.begin(), args.end());
-  measure.insert(measure.end(), {"--replay", list, "--device-code", join(device_code, ',')});
-  std::vector<std::string> readable = device_code;
-  readable.push_back(list);
-  for (const auto& f : problem_reads()) readable.push_back(f);  // the resolved problem, agent-owned
-  return run_child(c, stage, measure, messages, /*result_pipe=*/true, readable, Child::measure);
+  if (keep) {
+    // Taken into the agent's folder now, and replayed from there, this round and the later ones.
+    KeptRecording k;
+    k.folder = (fs::path(build_cache_dir(cfg_.cache_dir, c.work_dir)) / "recordings" /
+                (std::to_string(::getpid()) + "-" + n)).string();
+    std::error_code ec;
+    fs::remove_all(k.folder, ec);
+    fs::create_directories(k.folder, ec);
+    std::string why = ec ? "cannot create " + k.folder + ": " + ec.message() : "";
+    if (why.empty()) {
+      k.list = (fs::path(k.folder) / "launches.txt").string();
+      why = copy_own_file(list, k.list);
+    }
+    for (std::size_t i = 0; why.empty() && i < device_code.size(); ++i) {
+      k.device_code.push_back((fs::path(k.folder) / ("code-" + std::to_string(i) + "-" +
+                                                     fs::path(device_code[i]).filename().string())).string());
+      why = copy_own_file(device_code[i], k.device_code.back());
+    }
+    if (!why.empty()) {
+      fs::remove_all(k.folder, ec);
+      messages.push_back({{"type", "error"}, {"phase", "record"},
+                          {"message", "replay mode refused the recorder's files: " + why}});
+      SubprocessResult failed = *r;
+      failed.exit_code = 4;
+      return failed;
+    }
+    KeptRecording use = k;
+    {
+      std::lock_guard<std::mutex> lock(kept_mu_);
+      if (auto [it, fresh] = kept_.emplace(key, k); !fresh) {  // a pooled process recorded it first
+        fs::remove_all(k.folder, ec);
+        use = it->second;
+      }
+    }
+    return measure_with(use.list, use.device_code);
+  }
+  return measure_with(list, device_code);
 }
 
 const Result<PythonRuntime>& HarnessBackend::python_runtime() {

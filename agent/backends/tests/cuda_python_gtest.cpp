@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -133,9 +134,30 @@ TEST(CudaBackend, APythonCandidateInterleavesWithACudaReference) {
   ASSERT_TRUE(b.data.contains("baseline_build"));
   auto bench = f.backend->benchmark(c);
   ASSERT_TRUE(bench.ok) << bench.reason << "\n" << bench.data.dump();
-  EXPECT_GE(f.python_recordings(), 2);
-  int cuda_recordings = 0;
-  for (const auto& [type, data] : f.sink.events)
+  // Two rounds, one Python recording: the second round replays the agent's copy of the first
+  // (PYTHON.md, "Rounds"), and says so; the C++ reference records each round as before.
+  EXPECT_EQ(f.python_recordings(), 1);
+  int cuda_recordings = 0, reused = 0;
+  for (const auto& [type, data] : f.sink.events) {
     cuda_recordings += type == event_type::log_line && data.value("text", "") == "{\"lists\":1,\"type\":\"recorded\"}";
+    reused += type == event_type::log_line &&
+              data.value("text", "").rfind("replaying this job's recording of the same launch", 0) == 0;
+  }
   EXPECT_GE(cuda_recordings, 2);
+  EXPECT_EQ(reused, 1);
+  // The copy is the agent's, outside the run folder the job's processes write, and equal to
+  // what the recorder wrote.
+  std::vector<fs::path> kept;
+  for (const auto& e : fs::recursive_directory_iterator(f.root / "cache" / "recordings"))
+    if (e.is_regular_file()) kept.push_back(e.path());
+  ASSERT_EQ(kept.size(), 2u);  // the launch list and the one cubin
+  std::sort(kept.begin(), kept.end());
+  std::ifstream code(kept[0]);
+  std::string text((std::istreambuf_iterator<char>(code)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "cubin\n") << kept[0];
+  EXPECT_EQ(kept[1].filename(), "launches.txt");
+  // The agent's next job starts without them.
+  auto again = f.backend->build(c);
+  ASSERT_TRUE(again.ok) << again.reason;
+  EXPECT_FALSE(fs::exists(kept[0].parent_path()));
 }
