@@ -18,7 +18,8 @@
 #                    triton.testing.do_bench printed beside)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`
-#                    (interleaved, 3 rounds: max_rounds 3, 7 recorder+replay processes a verdict)
+#                    (interleaved, 3 rounds: max_rounds 3; each side recorded once, its later
+#                    rounds replaying that recording: PYTHON.md, "Rounds")
 #          campaign  jobs/fa-s512-triton (CUDA baseline, the Triton seed, bn64, bn16 that must be
 #                    rejected) through `kfleet submit`, then again through `kfleet mcp` (JSON-RPC
 #                    over stdio, scripts/lib/mcp_campaign.py); prints each campaign's current
@@ -33,7 +34,8 @@
 #     --bin DIR     kfleetd/kfleet-agent/kfleet already built (fleet part; else gpu-proof.sh builds)
 #     --only REGEX  only the checks whose name matches: agents, corpus[:ROW], inproc[:triton|:torch],
 #                   pair, campaign[:cli|:mcp]; a comma list is an alternation (--only inproc,pair)
-#     --tries N     tries of each of the pair's jobs (default 1: about 2.5 minutes a try)
+#     --tries N     tries of each of the pair's jobs (default 1: about 2.5 minutes a try when each
+#                   round recorded again; with one recording a side, base and same took < 2 min)
 #     --slow1-entry E  the pair's 1 % copy: the entry of attention_pair.py that
 #                   `gpu-torch-proof.sh --only calib` found 1 % +- 0.3 % slower on this GPU
 #                   (default: the one slow1.yaml names)
@@ -72,7 +74,7 @@ while [ $# -gt 0 ]; do
     --cpp-corpus) cpp_corpus=1; shift ;;
     --dry-run) dry=1; shift ;;
     --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,53p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,55p "$0"; exit 0 ;;
     *) echo "gpu-python-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,30p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,38p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
