@@ -130,12 +130,6 @@ std::string copy_own_file(const std::string& from, const std::string& to) {
   return ok ? "" : "cannot copy " + from + " to " + to;
 }
 
-std::string joined(const std::vector<std::string>& v, char sep) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : std::string(1, sep)) + x;
-  return out;
-}
-
 }  // namespace
 
 std::string recorder_failure(const SubprocessResult& r, const std::vector<nlohmann::json>& said) {
@@ -307,7 +301,7 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
   };
   // A Python job's later rounds replay the recording its first round took (kept_).
   const bool keep = python && !reference && stage == stage::benchmark;
-  const std::string key = keep ? binary + '\n' + joined(args, '\n') : "";
+  const std::string key = keep ? binary + '\n' + join(args, '\n') : "";
   if (keep) {
     std::optional<KeptRecording> k;
     {
