@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "inputs.hpp"
 #include "json_line.hpp"
 #include "kfleet_harness/abi.h"
 #include "problem_spec.hpp"
@@ -15,16 +16,9 @@ namespace {
 static_assert(KFLEET_FP16 == 0 && KFLEET_BF16 == 1 && KFLEET_FP8_E4M3 == 2 && KFLEET_FP32 == 3 &&
               KFLEET_INT32 == 4 && KFLEET_INT64 == 5);
 
+// The dtype's name (inputs.hpp), or nullptr for a value that is none of them.
 const char* dtype_name(int t) {
-  switch (t) {
-    case KFLEET_FP16: return "fp16";
-    case KFLEET_BF16: return "bf16";
-    case KFLEET_FP8_E4M3: return "fp8_e4m3";
-    case KFLEET_FP32: return "fp32";
-    case KFLEET_INT32: return "int32";
-    case KFLEET_INT64: return "int64";
-    default: return nullptr;
-  }
+  return t >= KFLEET_FP16 && t <= KFLEET_INT64 ? harness::dtype_name(static_cast<kfleet_dtype>(t)) : nullptr;
 }
 
 std::uint64_t dtype_bytes(int t) {

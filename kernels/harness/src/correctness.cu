@@ -6,6 +6,28 @@
 #include "harness.hpp"
 
 namespace kfleet::harness {
+
+CheckedLaunch checked_launch(const Options& o, std::uint64_t seed, const std::function<int()>& launch) {
+  CheckedLaunch r;
+  r.read_only = inputs_read_only(true);  // a write to an input faults at once
+  const auto start = std::chrono::steady_clock::now();
+  set_phase("kernel");
+  r.status = launch();
+  KFLEET_GPU_CHECK(gpuGetLastError());
+  // The whole device, side streams too, and bounded: work that never ends fails the case.
+  device_sync_bounded(o.idle_timeout_s, [&] {
+    JsonLine("correctness").str("case", o.case_name).integer("seed", static_cast<long long>(seed))
+        .boolean("pass", false)
+        .str("reason", "the device did not go idle within " + JsonLine::number(o.idle_timeout_s) +
+                           " s after the launch returned: a persistent kernel or work left running")
+        .print();
+  });
+  set_phase("setup");
+  inputs_read_only(false);
+  r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
 namespace {
 
 // Small cases also check the GPU fp32 reference against the CPU fp64 one: a wrong reference
@@ -85,23 +107,7 @@ int run_correctness(const Options& o) {
     }
     KFLEET_GPU_CHECK(gpuMemset(problem->output().get(), 0xFF, problem->output().bytes()));
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    const bool read_only = inputs_read_only(true);  // a write to an input faults at once
-    const auto start = std::chrono::steady_clock::now();
-    set_phase("kernel");
-    const int status = problem->launch(nullptr);
-    KFLEET_GPU_CHECK(gpuGetLastError());
-    // The whole device, side streams too, and bounded: work that never ends fails the case.
-    device_sync_bounded(o.idle_timeout_s, [&] {
-      JsonLine("correctness").str("case", o.case_name).integer("seed", static_cast<long long>(seed))
-          .boolean("pass", false)
-          .str("reason", "the device did not go idle within " + JsonLine::number(o.idle_timeout_s) +
-                             " s after the launch returned: a persistent kernel or work left running")
-          .print();
-    });
-    set_phase("setup");
-    inputs_read_only(false);
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const auto [status, ms, read_only] = checked_launch(o, seed, [&] { return problem->launch(nullptr); });
 
     JsonLine line("correctness");
     line.str("case", o.case_name).integer("seed", static_cast<long long>(seed));

@@ -636,21 +636,7 @@ int run_generic_correctness(const Options& o) {
     }
     p.prepare_outputs(harness_stream());
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    const bool read_only = inputs_read_only(true);  // a write to an input faults at once
-    const auto start = std::chrono::steady_clock::now();
-    set_phase("kernel");
-    const int status = p.launch(nullptr);
-    KFLEET_GPU_CHECK(gpuGetLastError());
-    device_sync_bounded(o.idle_timeout_s, [&] {
-      JsonLine("correctness").str("case", o.case_name).integer("seed", static_cast<long long>(seed))
-          .boolean("pass", false)
-          .str("reason", "the device did not go idle within " + JsonLine::number(o.idle_timeout_s) +
-                             " s after the launch returned: a persistent kernel or work left running")
-          .print();
-    });
-    set_phase("setup");
-    inputs_read_only(false);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const auto [status, ms, read_only] = checked_launch(o, seed, [&] { return p.launch(nullptr); });
 
     std::string reason;
     if (status == KFLEET_UNSUPPORTED) reason = "kernel returned KFLEET_UNSUPPORTED for this case";

@@ -45,6 +45,16 @@ void device_sync_bounded(double timeout_s, const std::function<void()>& on_timeo
 void* protected_alloc(std::size_t bytes);
 bool protected_free(void* p);
 bool inputs_read_only(bool read_only);  // false when no input is protected or it failed
+// One correctness launch (correctness.cu): the inputs read-only, `launch()`, the whole device
+// idle (bounded: a launch whose work never ends fails seed `seed` of the case with its line and
+// the process exits), then the inputs writable again. The launch's status, its wall time, and
+// whether the inputs were read-only.
+struct CheckedLaunch {
+  int status = 0;
+  double ms = 0;
+  bool read_only = false;
+};
+CheckedLaunch checked_launch(const Options& o, std::uint64_t seed, const std::function<int()>& launch);
 bool inputs_protected();
 // After inputs_read_only flips: every buffer a launch may use read once per 64 KiB on the
 // harness's stream, so the launch does not pay the page walks the flip caused (protect.cu).
