@@ -4,6 +4,18 @@
 #include "store_contract.hpp"
 
 namespace kfleet::store::testing {
+namespace {
+
+// The data of the job's one event of `type`; a test failure when it has none or several.
+nlohmann::json only_event(Store& s, std::int64_t job_id, const std::string& type) {
+  std::vector<nlohmann::json> found;
+  for (const auto& e : s.job_events(job_id, 0, 100))
+    if (e.type == type) found.push_back(e.data);
+  EXPECT_EQ(found.size(), 1u) << "events of type " << type;
+  return found.empty() ? nlohmann::json::object() : found.front();
+}
+
+}  // namespace
 
 TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
   auto j = create("j", 0, 2);
@@ -28,15 +40,10 @@ TEST_P(StoreContract, ExpiredLeasesRequeueUntilAttemptsRunOut) {
   EXPECT_EQ(store().get_run(l1.run_id)->outcome, RunOutcome::lost);
   EXPECT_EQ(store().get_agent(a.id)->state, AgentState::lost);
   EXPECT_EQ(store().get_agent(a.id)->current_run_id, 0);
-  bool saw_lost = false;
-  for (const auto& e : store().job_events(j.id, 0, 100))
-    if (e.type == event_type::lease_lost) {
-      saw_lost = true;
-      EXPECT_EQ(e.data["run_id"], l1.run_id);
-      EXPECT_EQ(e.data["agent_id"], a.id);
-      EXPECT_EQ(e.data["reason"], "silent for 30 s");
-    }
-  EXPECT_TRUE(saw_lost);
+  const auto lost = only_event(store(), j.id, event_type::lease_lost);
+  EXPECT_EQ(lost["run_id"], l1.run_id);
+  EXPECT_EQ(lost["agent_id"], a.id);
+  EXPECT_EQ(lost["reason"], "silent for 30 s");
   EXPECT_EQ(store().expire_run(l1.run_id, "again", ++now_).error().code, Errc::conflict);
 
   auto l2 = lease(j.id, b.id, 10'000);
@@ -152,14 +159,9 @@ TEST_P(StoreContract, HandOffEndsTheCompileRunAndQueuesTheJobForAGpuAgent) {
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0].id, j.id);
 
-  bool handed = false;
-  for (const auto& e : store().job_events(j.id, 0, 100))
-    if (e.type == event_type::run_handed_off) {
-      handed = true;
-      EXPECT_EQ(e.data["run_id"], l.run_id);
-      EXPECT_EQ(e.data["agent_id"], builder.id);
-    }
-  EXPECT_TRUE(handed);
+  const auto handed = only_event(store(), j.id, event_type::run_handed_off);
+  EXPECT_EQ(handed["run_id"], l.run_id);
+  EXPECT_EQ(handed["agent_id"], builder.id);
 
   // The same run cannot hand on twice, and its late events are refused.
   EXPECT_EQ(store().hand_off_run(l.run_id, l.fencing_token, "again", ++now_).error().code,
