@@ -73,6 +73,13 @@ TEST(ActivitySpan, EdgeGapsSayWhereAChainsSpanExceedsItsKernels) {
   log.add(judge_sample({{R::kernel_kind, 1'000'000, 1'010'000, 7}}, {}, kHarness,
                        window(1'000'000, 1'100'000, 11.0)));
   EXPECT_TRUE(log.gap_medians_us().empty());
+  // The same when the first sample is the one with a single record.
+  WindowActivityLog first_alone;
+  first_alone.add(judge_sample({{R::kernel_kind, 1'000'000, 1'010'000, 7}}, {}, kHarness,
+                               window(1'000'000, 1'100'000, 11.0)));
+  first_alone.add(judge_sample({{R::kernel_kind, 1'000'000, 1'010'000, 7}, {R::kernel_kind, 1'010'400, 1'020'000, 7}},
+                               {}, kHarness, window(1'000'000, 1'100'000, 21.0)));
+  EXPECT_TRUE(first_alone.gap_medians_us().empty());
 }
 
 TEST(ActivitySpan, SideStreamWorkTheEventsMissedIsSuspect) {

@@ -133,7 +133,7 @@ SampleTiming judge_sample(const std::vector<ActivityRecord>& in_window,
 void WindowActivityLog::add(const SampleTiming& t) {
   if (t.records == 0) return;
   leads_.push_back(t.lead_us);
-  if (gaps_.empty() && !t.gaps_us.empty()) gaps_.resize(t.gaps_us.size());
+  if (leads_.size() == 1) gaps_.resize(t.gaps_us.size());  // the first sample sets the positions
   if (t.gaps_us.size() == gaps_.size())
     for (std::size_t i = 0; i < gaps_.size(); ++i) gaps_[i].push_back(t.gaps_us[i]);
   else
