@@ -2,8 +2,9 @@
 // a stream (as torch's graphs are) or built node by node (cudaGraphAddKernelNode), with the
 // kernel compiled in or loaded from a cubin as a library (as replay loads a job's device code),
 // one library for every node or one each (replay loads each recorded module on its own).
-// Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters; each variant's median span (events around the graph launch, the GPU idle before
-// each) is printed with its excess over the captured, compiled-in chain, per edge.
+// Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters;
+// each variant's median span (events around the graph launch, the GPU idle before each) is
+// printed with its excess over the captured, compiled-in chain, per edge.
 //   nvcc -std=c++17 -O3 -arch=sm_90a -cubin -o edge.cubin bench/gpu/graph_edge_gap.cu
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
 //   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB]
@@ -12,8 +13,6 @@
 #include <cuda_runtime.h>
 
 #include <dlfcn.h>
-
-#include <mutex>
 
 #include <algorithm>
 #include <cstddef>
