@@ -49,6 +49,33 @@ TEST(Options, RejectsBadInputWithAMessageNamingIt) {
   EXPECT_NE(parse({"probe", "--b-layout", "mk"}, &o).find("--b-layout"), std::string::npos);
 }
 
+// The diagnostic that issues a replayed chain op by op: only with --replay, graph or stream.
+TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
+  Options o;
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "stream"}, &o), "");
+  EXPECT_TRUE(o.replay_on_stream);
+  Options g;
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "graph"}, &g), "");
+  EXPECT_FALSE(g.replay_on_stream);
+  Options bad;
+  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "host"}, &bad)
+                .find("--replay-issue"), std::string::npos);
+  Options alone, dot;
+  EXPECT_NE(parse({"benchmark", "--replay-issue", "stream"}, &alone).find("go with --replay"), std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);
+}
+
+TEST(Options, CuptiHardwareTraceIsForTheBenchmarkStage) {
+  Options b;
+  EXPECT_EQ(parse({"benchmark", "--cupti-hw-trace"}, &b), "");
+  EXPECT_TRUE(b.cupti_hw_trace);
+  Options none;
+  EXPECT_EQ(parse({"benchmark"}, &none), "");
+  EXPECT_FALSE(none.cupti_hw_trace);
+  Options c;
+  EXPECT_NE(parse({"correctness", "--cupti-hw-trace"}, &c).find("benchmark stage"), std::string::npos);
+}
+
 TEST(StopRule, StopsOnNoiseTargetOnlyAfterMinSamples) {
   StopRule rule({5, 100, 0.5, 15});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(rule.add(100.0, 0.1), "");

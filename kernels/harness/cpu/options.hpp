@@ -36,6 +36,14 @@ struct Options {
   // instead of running them. replay_path + device_code: run the recorded launches from the
   // job's device code only. va_base: where both map the kernel's buffers.
   std::string record_path, replay_path, device_code;
+  // How replay issues a recording of several operations: as the graph it was captured as (what
+  // every verdict uses), or op by op on the stream (--replay-issue stream: a diagnostic of the
+  // method, to hold a graph's gaps between kernels against a stream's; the agent never asks it).
+  bool replay_on_stream = false;
+  std::string replay_dot;  // --replay-dot F: the replay's graph written there (DOT, verbose)
+  // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
+  // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).
+  bool cupti_hw_trace = false;
   // Python kernels (PYTHON.md): kfleet-measure writes the stage's recordings'
   // args, buffers and fields there (python_plan.hpp) for the Python recorder, and exits.
   std::string plan_path;

@@ -163,6 +163,36 @@ ActivityTracer* ActivityTracer::start(std::string* why_not) {
   return tracer;
 }
 
+bool ActivityTracer::enable_hw_trace(std::string* why_not) {
+  std::string lib;
+  void* h = open_cupti(&lib);
+  if (!h) {
+    *why_not = "CUPTI could not be loaded: no " + lib;
+    return false;
+  }
+  auto fn = reinterpret_cast<CUptiResult (*)(std::uint8_t)>(dlsym(h, "cuptiActivityEnableHWTrace"));
+  if (!fn) {
+    *why_not = lib + " has no cuptiActivityEnableHWTrace";
+    return false;
+  }
+  // CUPTI asks for an initialised driver without a context (asked before cuInit, it answered
+  // CUPTI_ERROR_NOT_INITIALIZED on an H200): cuInit makes none.
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto cu_init = driver ? reinterpret_cast<int (*)(unsigned)>(dlsym(driver, "cuInit")) : nullptr;
+  if (!cu_init || cu_init(0) != 0) {
+    *why_not = "the CUDA driver (libcuda.so.1) could not be initialised";
+    return false;
+  }
+  const CUptiResult r = fn(1);
+  if (r == 0) return true;
+  const char* s = nullptr;
+  if (auto str = reinterpret_cast<CUptiResult (*)(CUptiResult, const char**)>(
+          dlsym(h, "cuptiGetResultString")))
+    str(r, &s);
+  *why_not = "cuptiActivityEnableHWTrace failed in " + lib + ": " + (s ? s : std::to_string(r));
+  return false;
+}
+
 std::uint64_t ActivityTracer::now() const {
   std::uint64_t t = 0;
   g_cupti.timestamp(&t);
@@ -182,6 +212,10 @@ std::vector<ActivityRecord> ActivityTracer::flush() {
 ActivityTracer* ActivityTracer::start(std::string* why_not) {
   *why_not = "this harness has no ROCm activity tracer (rocprofiler-sdk) yet";
   return nullptr;
+}
+bool ActivityTracer::enable_hw_trace(std::string* why_not) {
+  *why_not = "this harness has no ROCm activity tracer";
+  return false;
 }
 std::uint64_t ActivityTracer::now() const { return 0; }
 std::vector<ActivityRecord> ActivityTracer::flush() { return {}; }

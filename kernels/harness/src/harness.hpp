@@ -111,6 +111,9 @@ class ActivityTracer {
  public:
   // The process's tracer, or nullptr with *why_not saying why there is none.
   static ActivityTracer* start(std::string* why_not);
+  // CUPTI's hardware event system for kernel timestamps (--cupti-hw-trace, a diagnostic): only
+  // before the CUDA context exists. False with *why_not where CUPTI or the GPU refuses it.
+  static bool enable_hw_trace(std::string* why_not);
   std::uint64_t now() const;               // ns, the records' clock
   std::vector<ActivityRecord> flush();     // every record completed since the last flush
   std::uint32_t harness_stream_id() const { return harness_stream_id_; }

@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
     if (!f) fail_usage("--result-fd " + std::to_string(o.result_fd) + " is not an open descriptor");
     JsonLine::result_stream() = f;
   }
+  if (o.cupti_hw_trace) {  // before probe_device makes the context, as CUPTI requires
+    std::string why_not;
+    std::fprintf(stderr, "kfleet-measure: CUPTI hardware event tracing %s\n",
+                 ActivityTracer::enable_hw_trace(&why_not) ? "on" : ("not on: " + why_not).c_str());
+  }
   const DeviceInfo dev = probe_device(o.device);
   if (o.stage == "probe") {
     JsonLine("clock").num("sm_clock_mhz", measure_sm_clock_mhz()).print();

@@ -7,6 +7,7 @@
 // (loading the device code, launching one kernel) is each runtime's own, the rest is shared.
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -396,6 +397,10 @@ gpuGraphExec_t build_graph(const Options& o, const LaunchList& l, const GraphPla
     made[i] = node;
   }
   for (const auto& e : plan.programmatic) add_programmatic_edge(g, made[e.from], made[e.to], e.port);
+#if defined(KFLEET_CUDA)
+  if (!o.replay_dot.empty())  // a diagnostic (PROTOCOL.md): every node with its launch attributes
+    KFLEET_GPU_CHECK(cudaGraphDebugDotPrint(g, o.replay_dot.c_str(), cudaGraphDebugDotFlagsVerbose));
+#endif
   gpuGraphExec_t exec{};
   KFLEET_GPU_CHECK(gpuGraphInstantiate(&exec, g));
   KFLEET_GPU_CHECK(gpuGraphDestroy(g));
@@ -436,10 +441,14 @@ void attach_replay(const Options& o, Problem& p, const std::string& what) {
   // an H200, and a copy issued on the stream goes to a copy engine, whose switch left the GPU idle
   // 10 us of a 176 us torch attention (args.o.copy_(result)). What is timed is the launch's work on
   // the GPU, not the host's pace of issuing it.
-  const bool streamable = is_chain(plan) && l.nodes.size() <= 1;
+  // --replay-issue stream (a diagnostic, PROTOCOL.md) issues any chain op by op.
+  const bool streamable = is_chain(plan) && (l.nodes.size() <= 1 || o.replay_on_stream);
   gpuGraphExec_t exec = kGraphForEveryRecording || !streamable ? build_graph(o, l, plan) : nullptr;
   std::vector<ReplayOp> chain;
   if (streamable) chain = chain_of(o, l, plan);
+  if (o.replay_on_stream)
+    std::fprintf(stderr, "replay of %s: %zu operation(s) issued %s\n", what.c_str(), l.nodes.size(),
+                 streamable ? "op by op on the stream" : "as its graph (not a chain)");
   p.replay = std::make_shared<ReplayGraph>(exec, l.status, std::move(chain));
 }
 
