@@ -6,8 +6,8 @@ against.
   inprocess_python_kernel.py --plan PLAN.json --source kernel.py [--entry NAME]
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
-                             [--torch-compile MODE] [--graph] [--back-to-back]
-                             [--gap-ms MS]
+                             [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
+                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
@@ -24,6 +24,9 @@ up, then times it two ways:
   launch: the sum of those device durations (`median_us`, the kernel's own GPU time; the
   harness's replay times the span of all the launch's device work, the same for one kernel)
   and that span (`span_median_us`). The median over launches.
+  With `--cupti-raw LIBCUPTI` CUPTI is set up as kfleet-measure sets it instead (raw_cupti.py:
+  three activity kinds, no torch.profiler; each launch is the device work begun between two of
+  CUPTI's host timestamps around it), to tell the tracer's part in a difference from the launch's.
 - triton.testing.do_bench (median, its own L2 clearing): events around each call, so a short
   kernel's Python launch cost is in it; printed beside, not checked.
 
@@ -164,6 +167,49 @@ def summarize(times):
             if len(counts) == 1 else []}
 
 
+def raw_launch_times(records, windows):
+    """launch_times' tuples from raw CUPTI records (start_ns, end_ns, kind) and each launch's
+    window (t0_ns, t1_ns): a launch is the device work begun inside its window; memsets and
+    copies (any kind but the kernel's, 10) count as copy-engine work. No name is known."""
+    times = []
+    for t0, t1 in windows:
+        iv = sorted(r for r in records if t0 <= r[0] <= t1)
+        if not iv:
+            continue
+        gaps = [(iv[k][0] - iv[k - 1][1]) / 1000.0 for k in range(1, len(iv))]
+        times.append((sum(e - b for b, e, _ in iv) / 1000.0, (max(e for _, e, _ in iv) - iv[0][0]) / 1000.0,
+                      [], len(iv), sum(1 for r in iv if r[2] != 10), gaps))
+    return times
+
+
+def raw_cupti_times(raw, a, launch, args, stream, inouts, flush, outs):
+    """--cupti-raw: the launches timed by raw_cupti.RawCupti, each alone on an idle GPU between
+    two of CUPTI's host timestamps; the same fields as summarize(), and which tracer it was."""
+    import torch
+    raw.enable()
+    windows = []
+    for i in range(a.samples):
+        for x, pristine in inouts:
+            x.copy_(pristine)
+        if flush is not None:
+            flush.fill_(i & 0xff)
+        for out in outs:
+            out.view(torch.uint8).fill_(0xff)
+        torch.cuda.synchronize()
+        if a.gap_ms > 0:
+            time.sleep(a.gap_ms / 1000.0)
+        t0 = raw.now()
+        launch(args, stream)
+        torch.cuda.synchronize()
+        windows.append((t0, raw.now()))
+    raw.kernels(0, 0)  # flushes every buffer
+    times = raw_launch_times(raw.records, windows)
+    s = summarize(times)
+    s["tracer"] = "raw CUPTI (%s%s)" % (a.cupti_raw, ", hardware trace %s" % raw.hw_trace
+                                        if a.cupti_hw_trace else "")
+    return s if times else {"cupti_error": "raw CUPTI recorded no device work in the launches"}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plan")
@@ -179,10 +225,15 @@ def main():
     ap.add_argument("--inputs", default="", help="the case's buffers (kfleet-measure --plan-inputs)")
     ap.add_argument("--torch-compile", default="", help="time the entry under torch.compile(mode=...)")
     ap.add_argument("--graph", action="store_true", help="time replays of a CUDA graph of the launch")
+    ap.add_argument("--graph-dot", default="", help="with --graph: write the graph (DOT, verbose) here")
     ap.add_argument("--back-to-back", action="store_true",
                     help="no device synchronisation between the flush and the launch")
     ap.add_argument("--gap-ms", type=float, default=0.0,
                     help="the host's wait between the synchronisation and each launch")
+    ap.add_argument("--cupti-raw", default="", metavar="LIBCUPTI",
+                    help="time with CUPTI set up as kfleet-measure sets it (raw_cupti.py), not torch.profiler")
+    ap.add_argument("--cupti-hw-trace", action="store_true",
+                    help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA context)")
     a = ap.parse_args()
     if a.from_trace:
         with open(a.from_trace, encoding="utf-8") as f:
@@ -191,6 +242,15 @@ def main():
         return 0 if s else 1
     if not a.plan or not a.source:
         ap.error("--plan and --source are needed (or --from-trace)")
+    if a.cupti_hw_trace and not a.cupti_raw:
+        ap.error("--cupti-hw-trace goes with --cupti-raw")
+    if a.cupti_raw and a.back_to_back:
+        ap.error("--cupti-raw times launches on an idle GPU: it excludes --back-to-back")
+    tracer = None
+    if a.cupti_raw:  # before torch makes the CUDA context: hardware tracing must precede it
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from raw_cupti import RawCupti
+        tracer = RawCupti(a.cupti_raw, hw_trace=a.cupti_hw_trace)
     import torch
 
     with open(a.plan, encoding="utf-8") as f:
@@ -256,15 +316,28 @@ def main():
         launch = fn
         if a.graph:
             g = torch.cuda.CUDAGraph()
+            if a.graph_dot:
+                # The captured graph is kept to be written out (torch destroys it once
+                # instantiated unless asked to keep it; older torch keeps it in debug mode).
+                try:
+                    g = torch.cuda.CUDAGraph(keep_graph=True)
+                except TypeError:
+                    g.enable_debug_mode()
             with torch.cuda.graph(g, stream=stream):
                 fn(args, stream)
             torch.cuda.synchronize()
+            if a.graph_dot:
+                g.debug_dump(a.graph_dot)  # every node with its launch attributes (DOT)
 
             def launch(_args, _stream):
                 g.replay()
 
+        if tracer is not None:
+            result.update(raw_cupti_times(tracer, a, launch, args, stream, inouts, flush, outs))
         # CUPTI, through torch.profiler: each launch's own device work.
         try:
+            if tracer is not None:
+                raise StopIteration
             from torch.profiler import ProfilerActivity, profile, record_function
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 for i in range(a.samples):
@@ -293,6 +366,8 @@ def main():
             else:
                 cats = sorted({str(e.get("cat")) for e in trace.get("traceEvents", [])})
                 result["cupti_error"] = f"no device work matched to a launch (event kinds: {cats})"
+        except StopIteration:
+            pass
         except Exception as e:  # noqa: BLE001 - said in the output, do_bench still runs
             result["cupti_error"] = f"{type(e).__name__}: {e}"
 

@@ -40,5 +40,30 @@ class InProcessTrace(unittest.TestCase):
         self.assertEqual(s["edge_gaps_us"], [])
 
 
+    def test_raw_cupti_records_group_by_window(self):
+        # --cupti-raw: two launches' windows in ns; a fill before the first window and a memset
+        # inside the second; records out of order.
+        records = [(2_000, 12_000, 10), (-5_000, -1_000, 10), (12_256, 22_256, 10),
+                   (100_000, 110_000, 10), (110_000, 110_500, 2), (110_512, 120_512, 10)]
+        windows = [(0, 50_000), (90_000, 150_000)]
+        s = m.summarize(m.raw_launch_times(records, windows))
+        self.assertEqual(s["samples"], 2)
+        self.assertEqual(s["kernels_per_launch"], [2, 3])
+        self.assertEqual(m.raw_launch_times(records, windows)[0][5], [0.256])
+        self.assertEqual(m.raw_launch_times(records, windows)[1][4], 1)  # the memset
+        self.assertEqual(m.raw_launch_times(records, windows)[1][5], [0.0, 0.012])
+        self.assertAlmostEqual(m.raw_launch_times(records, windows)[0][1], 20.256)
+        self.assertEqual(m.raw_launch_times(records, [(200_000, 300_000)]), [])
+
+    def test_raw_cupti_options_are_checked(self):
+        import subprocess
+        me = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inprocess_python_kernel.py")
+        for extra, said in ((["--cupti-hw-trace"], "goes with --cupti-raw"),
+                            (["--cupti-raw", "x.so", "--back-to-back"], "excludes --back-to-back")):
+            r = subprocess.run([sys.executable, "-B", me, "--plan", "p", "--source", "s"] + extra,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(said, r.stderr)
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,72 @@
+"""CUPTI's kernel activity as kfleet-measure collects it, from Python through ctypes: only the
+concurrent-kernel, memcpy and memset kinds, each record's start and end as CUPTI gives them, no
+profiler of torch's in between (inprocess_python_kernel.py --cupti-raw). It answers whether a
+difference between replay and torch.profiler's in-process timing lies in what is timed or in
+how the tracer was set up: torch.profiler (kineto) enables more kinds and options than the
+measuring process does.
+
+  t = RawCupti(lib)            # loads libcupti by path; hw_trace=True asks for CUPTI's
+                               # hardware event tracing: after cuInit, before the CUDA context
+  t.enable()                   # the activity kinds, as kfleet-measure's tracer enables them
+  t0 = t.now(); ...; t1 = t.now()
+  t.kernels(t0, t1)            # [(start_ns, end_ns, kind)] of the device work begun in [t0, t1]
+"""
+import ctypes
+
+KERNEL, MEMCPY, MEMSET = 10, 1, 2  # CUPTI_ACTIVITY_KIND_{CONCURRENT_KERNEL, MEMCPY, MEMSET}
+_BUF = 8 << 20
+
+
+class RawCupti:
+    def __init__(self, lib, hw_trace=False):
+        self.lib = ctypes.CDLL(lib)
+        self.records = []
+        self._bufs = {}
+        self.hw_trace = None
+        if hw_trace:  # with the driver initialised and no CUDA context yet (the caller's duty)
+            ctypes.CDLL("libcuda.so.1").cuInit(0)
+            fn = getattr(self.lib, "cuptiActivityEnableHWTrace", None)
+            self.hw_trace = "missing" if fn is None else int(fn(ctypes.c_uint8(1)))
+        req_t = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                                 ctypes.POINTER(ctypes.c_size_t))
+        done_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                  ctypes.c_size_t, ctypes.c_size_t)
+
+        def requested(buf, size, max_records):
+            b = (ctypes.c_uint64 * (_BUF // 8))()  # 8-byte aligned, kept alive until completed
+            self._bufs[ctypes.addressof(b)] = b
+            buf[0] = ctypes.addressof(b)
+            size[0] = _BUF
+            max_records[0] = 0
+
+        def completed(_ctx, _stream, buf, _size, valid):
+            rec = ctypes.c_void_p()
+            while self.lib.cuptiActivityGetNextRecord(ctypes.c_void_p(buf), ctypes.c_size_t(valid),
+                                                      ctypes.byref(rec)) == 0:
+                kind = ctypes.c_uint32.from_address(rec.value).value
+                if kind in (KERNEL, MEMCPY, MEMSET):
+                    start = ctypes.c_uint64.from_address(rec.value + 16).value
+                    end = ctypes.c_uint64.from_address(rec.value + 24).value
+                    self.records.append((start, end, kind))
+            self._bufs.pop(buf, None)
+
+        self._cbs = (req_t(requested), done_t(completed))  # referenced while CUPTI may call them
+        r = self.lib.cuptiActivityRegisterCallbacks(*self._cbs)
+        if r != 0:
+            raise RuntimeError(f"cuptiActivityRegisterCallbacks failed ({r})")
+
+    def enable(self):
+        for kind in (KERNEL, MEMCPY, MEMSET):
+            r = self.lib.cuptiActivityEnable(ctypes.c_int(kind))
+            if r != 0:
+                raise RuntimeError(f"cuptiActivityEnable({kind}) failed ({r})")
+
+    def now(self):
+        t = ctypes.c_uint64()
+        self.lib.cuptiGetTimestamp(ctypes.byref(t))
+        return t.value
+
+    def kernels(self, t0, t1):
+        """The records begun between t0 and t1 (CUPTI's clock), in start order."""
+        self.lib.cuptiActivityFlushAll(ctypes.c_uint32(1))
+        return sorted(r for r in self.records if t0 <= r[0] <= t1)
