@@ -34,7 +34,15 @@
 # are written by kfleet-problem-spec: --specs DIR takes them ready-made (<name>.spec), else it is
 # built here with CMake (orchestrator off), as scripts/gpu-problems-direct.sh does.
 # B2B=1 in the environment: each in-process timing is taken back to back as well (the GPU never
-# idle between launches), printed beside the judged one.
+# idle between launches), printed beside the judged one. EDGE_DIAG=1: each reference is also
+# replayed op by op on the stream (kfleet-measure --replay-issue stream), without the L2 flush and
+# with CUDA_MODULE_LOADING=EAGER, and timed in-process with torch's allocator on mapped memory
+# (expandable_segments, as the arena is) and without the flush, in an INFO line: whether replay's
+# gaps between kernels come with the graph, the memory, the flush or the loading; both graphs are
+# written as DOT (replay.dot, inproc.dot: every node's launch attributes) to be held side by side.
+# With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
+# trace (--cupti-hw-trace), and in-process under CUPTI set up as kfleet-measure sets it
+# (bench/gpu/raw_cupti.py, not torch.profiler), without and with the hardware trace.
 # --dry-run: no GPU; checks the script's inputs (sources, references, specs) and prints the plan.
 set -uo pipefail
 t_start=$(date +%s)
@@ -49,7 +57,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,38p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,45p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -135,6 +143,8 @@ fi
 if [ "${arch%a}" != "$arch" ]; then gen="-gencode=arch=compute_${arch#sm_},code=$arch"; else gen="-arch=$arch"; fi
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 export nvcc gen H
+# The CUPTI kfleet-measure loads (activity.cu's first choice), for the in-process tracer variants.
+CUPTI_LIB=${KFLEET_CUPTI_LIB:-$(ls "${CUDA_HOME:-/usr/local/cuda}"/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{,.13,.12} 2>/dev/null | head -1)}
 
 # ---- Build: kfleet-measure, the naive kernels' recorders, the spec writer ----
 echo "== build ($(elapsed) s)"
@@ -261,6 +271,14 @@ inproc() {
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
+  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ]; then
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
+    inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
+  fi
+  if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
+    inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB"
+    inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
+  fi
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
 }
@@ -370,6 +388,66 @@ elif r or i:
 PY
 )
   note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
+  [ -n "${EDGE_DIAG:-}" ] && edge_diag "$name" "$med" "$IN_SPAN" "$@"
+}
+# edge_diag NAME REPLAY_SPAN INPROC_SPAN ARGS...: the same recording replayed op by op on the
+# stream, without the L2 flush and with every module loaded eagerly, and the in-process timing on
+# mapped memory and without the flush (inproc-*.out): each span and its gaps' sum.
+edge_diag() {
+  local name=$1 med=$2 span=$3; shift 3
+  local d=$out/r/$name dc; dc=$(ls "$d/dc-benchmark"/* 2>/dev/null | paste -sd, -)
+  local bargs=("$@")
+  rep() {  # OUT [VAR=VALUE...] -- OPTIONS...: one replay variant into $d/OUT.out
+    local o=$1 envs=(); shift
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    env "${envs[@]}" "$M" benchmark "${bargs[@]}" "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 \
+      --replay "$d/launches-benchmark.txt" --device 0 --device-code "$dc" "$@" >"$d/$o.out" 2>"$d/$o.err"
+  }
+  if [ "$EDGE_DIAG" != tracer ]; then
+    rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
+    rep measure-noflush -- --no-l2-flush
+    rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
+  fi
+  rep measure-hwtrace -- --cupti-hw-trace
+  python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
+import json, os, sys
+d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+def last(path, want):
+    r = {}
+    try:
+        for l in open(path, encoding="utf-8", errors="replace"):
+            if l.startswith("{"):
+                try: x = json.loads(l)
+                except ValueError: continue
+                if want is None or x.get("type") == want: r = x
+    except OSError: pass
+    return r
+def one(label, f, want, key, base, of):
+    if not os.path.exists(f"{d}/{f}"): return None  # a variant this run left out
+    x = last(f"{d}/{f}", want)
+    if not x.get(key): return label + ": none"
+    g = x.get("edge_gaps_us") or []
+    return "%s %.3f us (x%.4f of %s), gaps %.2f us over %d edges" % (label, x[key], x[key] / base, of, sum(g), len(g))
+def hw_state():  # whether CUPTI took the hardware trace where it was asked (0: it did)
+    if not os.path.exists(f"{d}/measure-hwtrace.err"): return None
+    r = [l.split("tracing ", 1)[1].strip() for l in open(f"{d}/measure-hwtrace.err", errors="replace")
+         if "CUPTI hardware event tracing" in l]
+    t = last(f"{d}/inproc-hwtrace.out", None).get("tracer", "")
+    return "hardware trace: replay %s, in-process %s" % (r[0] if r else "?", t.rsplit("hardware trace ", 1)[-1].rstrip(")") or "?")
+print("; ".join(v for v in [
+    one("replayed on the stream", "measure-stream.out", "bench", "median_us", med, "graph replay"),
+    one("replayed without the flush", "measure-noflush.out", "bench", "median_us", med, "graph replay"),
+    one("replayed with modules loaded eagerly", "measure-eagerload.out", "bench", "median_us", med, "graph replay"),
+    one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
+    one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
+    one("replayed with CUPTI's hardware trace", "measure-hwtrace.out", "bench", "median_us", med, "graph replay"),
+    one("in-process under CUPTI as kfleet-measure sets it", "inproc-rawcupti.out", None, "span_median_us", span,
+        "in-process"),
+    one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
+        "in-process"),
+    hw_state()] if v))
+PY
+  note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }
 PART=refs
 started=0
