@@ -1,7 +1,8 @@
 // The time a CUDA graph adds between dependent kernels, by how the graph was made: captured from
 // a stream (as torch's graphs are) or built node by node (cudaGraphAddKernelNode), with the
 // kernel compiled in or loaded from a cubin as a library (as replay loads a job's device code),
-// one library for every node or one each (replay loads each recorded module on its own).
+// one library for every node or one each (replay loads each recorded module on its own), and
+// one each with the kernel's max dynamic shared memory set to the value it had.
 // Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters;
 // each variant's median span (events around the graph launch, the GPU idle before each) is
 // printed with its excess over the captured, compiled-in chain, per edge.
@@ -238,12 +239,22 @@ int main(int argc, char** argv) {
     return k;
   };
   const cudaKernel_t shared = library();
-  std::vector<cudaKernel_t> each;
+  std::vector<cudaKernel_t> each, each_set;
   for (int i = 0; i < c.nodes; ++i) each.push_back(library());
+  // As replay did before 2026-12-04: every kernel's max dynamic shared memory set, to the value
+  // it already had (the recorder reads it whether or not the launch function set it).
+  for (int i = 0; i < c.nodes; ++i) {
+    each_set.push_back(library());
+    cudaFuncAttributes fa{};
+    CK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(each_set.back())));
+    CK(cudaKernelSetAttributeForDevice(each_set.back(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       fa.maxDynamicSharedSizeBytes, 0));
+  }
 
   auto compiled = [](int) { return reinterpret_cast<const void*>(edge_copy); };
   auto one_lib = [&](int) { return reinterpret_cast<const void*>(shared); };
   auto own_lib = [&](int i) { return reinterpret_cast<const void*>(each[i]); };
+  auto own_set = [&](int i) { return reinterpret_cast<const void*>(each_set[i]); };
   struct Variant { const char* name; cudaGraphExec_t exec; };
   std::vector<Variant> v = {
       {"captured, compiled in", captured(c, compiled, s)},
@@ -252,6 +263,7 @@ int main(int argc, char** argv) {
       {"built, one library", built(c, one_lib)},
       {"captured, a library each", captured(c, own_lib, s)},
       {"built, a library each (replay)", built(c, own_lib)},
+      {"the same, max dynamic smem set", built(c, own_set)},
   };
   // One kernel alone, for what a node costs without an edge.
   Chain single = c;

@@ -128,8 +128,13 @@ cudaKernel_t find_kernel(const Options& o, const KernelNode& k) {
       int dev = 0;
       KFLEET_GPU_CHECK(cudaGetDevice(&dev));
       // What the launch function set on its function in the recorder; a kernel's other
-      // attributes are in its code.
-      if (k.max_dynamic_shared > 0)
+      // attributes are in its code. The recorder reads the attribute whether or not anyone set
+      // it (48 KiB less the static shared memory, untouched), so it is set here only where it
+      // differs from what this fresh load already has: an attribute set to its own default is
+      // still a setting the driver keeps.
+      cudaFuncAttributes fa{};  // a cudaKernel_t goes where a function's address does
+      KFLEET_GPU_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(kernel)));
+      if (k.max_dynamic_shared > 0 && k.max_dynamic_shared != fa.maxDynamicSharedSizeBytes)
         KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.max_dynamic_shared, dev));
       if (k.non_portable_cluster > 0)
