@@ -17,10 +17,13 @@
 #     --only REGEX   only the jobs whose file matches
 #     --backend B    cuda; `simulated --arch sm_90a` only tests this script without a GPU (its
 #                    comparisons are simulated and say so)
+#     --keep-cache   keep the agent's build cache of the last run in --out (its timed references
+#                    among it), so that runs split by --only over several calls of a GPU machine
+#                    (each under its time limit) end in one run that reads every reference
 # The agent's Python is $KFLEET_PYTHON (else python3): it needs torch and triton.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD bin="" out="$root/versus-pytorch-run" gpu=sm_90 only=. backend=cuda arch=""
+cd "$(dirname "$0")/.." || exit 2
+root=$PWD bin="" out="$root/versus-pytorch-run" gpu=sm_90 only=. backend=cuda arch="" keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -29,7 +32,8 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
-    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
+    --keep-cache) keep=1; shift ;;
+    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
     *) echo "gpu-versus-pytorch: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -37,7 +41,15 @@ die() { echo "gpu-versus-pytorch: $*" >&2; exit 2; }
 if [ -z "$bin" ]; then scripts/gpu-proof.sh --build-only || die "build failed"; bin=$root/build-gpu/bin; fi
 for x in kfleetd kfleet-agent kfleet; do [ -x "$bin/$x" ] || die "$bin/$x is missing"; done
 
+kept=""
+if [ "$keep" = 1 ] && [ -d "$out/agent/build-cache" ]; then
+  kept=$(mktemp -d "${out%/}.cache.XXXXXX") && mv "$out/agent/build-cache" "$kept/" || die "cannot keep $out/agent/build-cache"
+fi
 rm -rf "$out"; mkdir -p "$out/jobs" "$out/yaml"
+if [ -n "$kept" ]; then
+  mkdir -p "$out/agent" && mv "$kept/build-cache" "$out/agent/" && rmdir "$kept" || die "cannot put the kept cache back"
+  echo "gpu-versus-pytorch: the agent's build cache of the last run kept ($out/agent/build-cache)"
+fi
 export KFLEET_HARNESS_DIR=$root/kernels/harness KFLEET_PROBLEMS_DIR=$root/kernels/problems
 # shellcheck source=lib/local-cluster.sh
 source "$root/scripts/lib/local-cluster.sh"
@@ -121,6 +133,7 @@ for r in "${rows[@]}"; do
   IFS=$'\t' read -r n run c m e k s ok <<<"$r"
   printf '%-26s %-3s %-12s %-9s %-44s %-44s %-6s %s\n' "$n" "$run" "$c" "${m:0:8}" "${e:0:44}" "${k:0:44}" "$s" "$ok"
 done
+# shellcheck disable=SC2154  # pids: local-cluster.sh's
 kill -0 "${pids[1]}" 2>/dev/null || { echo "gpu-versus-pytorch: agent gpu0 DIED"; failures=$((failures + 1)); }
 echo "gpu-versus-pytorch: ${#rows[@]} run(s), $failures failure(s); logs in $out"
 [ "${#rows[@]}" -gt 0 ] && [ "$failures" = 0 ]

@@ -89,6 +89,18 @@ has versus '^scaled-mm-cuda-suite +2 +n4096 .* OK$'
 [ "$(grep -cE ' OK$' "$tmp/versus.log")" = 16 ] || bad "versus: not 16 OK rows"
 has versus '^fast_1 +eager [0-9]+/16 '
 has versus '^gpu-versus-pytorch: 16 run\(s\), 0 failure\(s\)'
+# --keep-cache: the agent's build cache (its timed references) outlives the run, so a run split
+# by --only over several calls of a GPU machine ends reading every reference; without it, gone.
+mkdir -p "$tmp/versus/agent/build-cache" && echo kept >"$tmp/versus/agent/build-cache/marker"
+timeout 240 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a --only rmsnorm \
+  --keep-cache --bin "$tmp/bin" --run-dir "$tmp/versus" >"$tmp/versus-keep.log" 2>&1 || bad "versus --keep-cache: exit $?"
+[ "$(cat "$tmp/versus/agent/build-cache/marker" 2>/dev/null)" = kept ] || bad "versus --keep-cache lost the cache"
+has versus-keep "build cache of the last run kept"
+has versus-keep '^gpu-versus-pytorch: 2 run\(s\), 0 failure\(s\)'
+ls "$tmp"/versus.cache.* >/dev/null 2>&1 && bad "versus --keep-cache left its holding folder"
+timeout 240 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a --only rmsnorm \
+  --bin "$tmp/bin" --run-dir "$tmp/versus" >"$tmp/versus-fresh.log" 2>&1 || bad "versus again: exit $?"
+[ -e "$tmp/versus/agent/build-cache/marker" ] && bad "versus without --keep-cache kept the cache"
 
 run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'
