@@ -276,7 +276,7 @@ inproc() {
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
   fi
   if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
-    inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB"
+    inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
     inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
   rm -rf "$d/inputs"
@@ -408,7 +408,7 @@ edge_diag() {
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
   fi
-  rep measure-hwtrace -- --cupti-hw-trace
+  rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
