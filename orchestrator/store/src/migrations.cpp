@@ -274,6 +274,13 @@ UPDATE jobs SET language = json_extract(spec, '$.kernel.language')
   WHERE json_valid(spec) AND json_type(spec, '$.kernel.language') = 'text'
     AND json_extract(spec, '$.kernel.language') NOT IN ('', 'cuda');
 )sql",
+      // 11: a job's runs by outcome (PostgreSQL's step 14, where the planner read every lost
+      // run of the fleet to count one job's: a lost run that never started counts its job's).
+      // The pair replaces runs_job: a lookup by job alone reads its prefix.
+      R"sql(
+CREATE INDEX runs_job_outcome ON runs (job_id, outcome);
+DROP INDEX runs_job;
+)sql",
   };
   return s;
 }

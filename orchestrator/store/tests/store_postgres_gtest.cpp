@@ -67,6 +67,31 @@ TEST(PostgresStore, ReopenedDatabaseKeepsEverything) {
             std::to_string(pg::latest_schema_version()));
 }
 
+// A lost run that never started counts its job's lost runs (runs.inc). Its generic plan once
+// ANDed in the outcome index and read every lost run of the fleet (0.61 ms a call at 13,000 lost
+// runs, docs/performance.md): it must reach the job's entries through runs_job_outcome, with
+// the rows a drain leaves before the table is analyzed.
+TEST(PostgresStore, ALostRunCountsItsJobsLostRunsThroughTheJobsEntries) {
+  const std::string url = fresh_database();
+  ASSERT_FALSE(url.empty());
+  ASSERT_TRUE(open_or_fail(url));
+  query_one(url,
+            "SET session_replication_role = replica;"
+            "INSERT INTO jobs (id, name, state, max_attempts, created_ms, updated_ms)"
+            " SELECT g, 'j' || g, 'passed', 3, 0, 0 FROM generate_series(1, 5000) g;"
+            "INSERT INTO runs (job_id, agent_id, attempt, fencing_token, outcome, started_ms,"
+            " lease_expires_ms) SELECT 1 + (g * 7919) % 5000, 1, 1, g, 'lost', 0, g"
+            " FROM generate_series(1, 3000) g");
+  const std::string plan = query_one(
+      url,
+      "SET plan_cache_mode = force_generic_plan;"
+      "PREPARE c(bigint) AS SELECT COUNT(*) FROM runs WHERE job_id = $1 AND outcome = 'lost'"
+      " AND stage = '' AND events_contiguous = 0;"
+      "EXPLAIN (FORMAT JSON) EXECUTE c(777)");
+  EXPECT_NE(plan.find("runs_job_outcome"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("runs_outcome_expiry"), std::string::npos) << plan;
+}
+
 // A store opened on a database at schema `version` holding `rows`: migrated to the latest.
 StorePtr migrated_from(int version, const std::string& rows) {
   const std::string url = database_at_schema(version);

@@ -125,12 +125,12 @@ TEST(SqliteStore, MigrationsRunOnceAndReopeningChangesNothing) {
     ASSERT_TRUE(s->create_job(nj, 1).ok());
   }
   const std::string version = query_one(path, "SELECT version FROM schema_version");
-  EXPECT_EQ(version, "10");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
+  EXPECT_EQ(version, "11");  // 1: core tables; 2: baselines, regression runs; 3: tokens, audit;
                             // 4: GPU slots; 5: baselines.set_by, jobs.cancelled_by;
                             // 6: the live agents' index
                             // 7: job_origins; 8: enrolment tokens, who enrolled each agent;
                             // 9: jobs.token_key, the live jobs by token
-                            // 10: jobs.language
+                            // 10: jobs.language; 11: runs by job and outcome
   for (int i = 0; i < 3; ++i) {
     auto s = open_or_die(path);
     ASSERT_TRUE(s);
