@@ -391,8 +391,9 @@ PY
   [ -n "${EDGE_DIAG:-}" ] && edge_diag "$name" "$med" "$IN_SPAN" "$@"
 }
 # edge_diag NAME REPLAY_SPAN INPROC_SPAN ARGS...: the same recording replayed op by op on the
-# stream, without the L2 flush and with every module loaded eagerly, and the in-process timing on
-# mapped memory and without the flush (inproc-*.out): each span and its gaps' sum.
+# stream, without the L2 flush and with every module loaded eagerly (EDGE_DIAG=tracer: none of
+# these), and with CUPTI's hardware trace; beside the in-process timings inproc() took
+# (inproc-*.out): each span and its gaps' sum, in one INFO line.
 edge_diag() {
   local name=$1 med=$2 span=$3; shift 3
   local d=$out/r/$name dc; dc=$(ls "$d/dc-benchmark"/* 2>/dev/null | paste -sd, -)
