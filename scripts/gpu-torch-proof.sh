@@ -47,10 +47,10 @@
 set -uo pipefail
 t_start=$(date +%s)
 cd "$(dirname "$0")/.." || exit 2
-src_root=$PWD out=$PWD/torch-proof py=python3 arch="" specs="" only=. ctimeout=240 dry=0
+src_root=$PWD out=$PWD/torch-proof py=python3 arch="" specs="" only=. ctimeout=240 dry=0 out_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) out=$2; shift 2 ;;
+    --out) out=$2; out_given=1; shift 2 ;;
     --python) py=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --specs) specs=$(realpath "$2"); shift 2 ;;
@@ -62,6 +62,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$out" in /*) ;; *) out=$src_root/$out ;; esac
+# A dry run without --out checks a copy in a folder of its own, removed after: never the tree.
+if [ "$dry" = 1 ] && [ "$out_given" = 0 ]; then
+  out=$(mktemp -d) || exit 2
+  trap 'rm -rf "$out"' EXIT
+fi
 die() { echo "gpu-torch-proof: $*" >&2; exit 2; }
 elapsed() { echo $(( $(date +%s) - t_start )); }
 

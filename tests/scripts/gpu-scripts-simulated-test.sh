@@ -102,6 +102,13 @@ timeout 240 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_
   --bin "$tmp/bin" --run-dir "$tmp/versus" >"$tmp/versus-fresh.log" 2>&1 || bad "versus again: exit $?"
 [ -e "$tmp/versus/agent/build-cache/marker" ] && bad "versus without --keep-cache kept the cache"
 
+# gpu-torch-proof.sh has no simulated backend: its dry run checks its inputs, and without --out
+# it writes nothing into the checkout (it once left ./torch-proof there).
+had=$(ls -d "$root/torch-proof" 2>/dev/null)
+(cd "$root" && scripts/gpu-torch-proof.sh --dry-run >"$tmp/torch-dry.log" 2>&1) || bad "gpu-torch-proof --dry-run failed"
+has torch-dry 'gpu-torch-proof: dry run OK'
+[ -z "$had" ] && [ -e "$root/torch-proof" ] && bad "gpu-torch-proof --dry-run wrote $root/torch-proof"
+
 run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'
 has campaigns '== kfleet campaign show fp8-sdpa-stage3'
