@@ -182,6 +182,22 @@ def raw_launch_times(records, windows):
     return times
 
 
+def before_launch(i, a, inouts, flush, outs):
+    """What precedes launch i, as kfleet-measure's timed runs have it: in-place inputs given back,
+    the L2 flush, the outputs poisoned; then (unless --back-to-back) an idle GPU and --gap-ms."""
+    import torch
+    for x, pristine in inouts:
+        x.copy_(pristine)
+    if flush is not None:
+        flush.fill_(i & 0xff)
+    for out in outs:
+        out.view(torch.uint8).fill_(0xff)
+    if not a.back_to_back:
+        torch.cuda.synchronize()
+        if a.gap_ms > 0:
+            time.sleep(a.gap_ms / 1000.0)
+
+
 def raw_cupti_times(raw, a, launch, args, stream, inouts, flush, outs):
     """--cupti-raw: the launches timed by raw_cupti.RawCupti, each alone on an idle GPU between
     two of CUPTI's host timestamps; the same fields as summarize(), and which tracer it was."""
@@ -189,20 +205,12 @@ def raw_cupti_times(raw, a, launch, args, stream, inouts, flush, outs):
     raw.enable()
     windows = []
     for i in range(a.samples):
-        for x, pristine in inouts:
-            x.copy_(pristine)
-        if flush is not None:
-            flush.fill_(i & 0xff)
-        for out in outs:
-            out.view(torch.uint8).fill_(0xff)
-        torch.cuda.synchronize()
-        if a.gap_ms > 0:
-            time.sleep(a.gap_ms / 1000.0)
+        before_launch(i, a, inouts, flush, outs)  # --cupti-raw excludes --back-to-back
         t0 = raw.now()
         launch(args, stream)
         torch.cuda.synchronize()
         windows.append((t0, raw.now()))
-    raw.kernels(0, 0)  # flushes every buffer
+    raw.flush()
     times = raw_launch_times(raw.records, windows)
     s = summarize(times)
     s["tracer"] = "raw CUPTI (%s%s)" % (a.cupti_raw, ", hardware trace %s" % raw.hw_trace
@@ -334,42 +342,29 @@ def main():
 
         if tracer is not None:
             result.update(raw_cupti_times(tracer, a, launch, args, stream, inouts, flush, outs))
-        # CUPTI, through torch.profiler: each launch's own device work.
-        try:
-            if tracer is not None:
-                raise StopIteration
-            from torch.profiler import ProfilerActivity, profile, record_function
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                for i in range(a.samples):
-                    for x, pristine in inouts:
-                        x.copy_(pristine)
-                    if flush is not None:
-                        flush.fill_(i & 0xff)
-                    for out in outs:
-                        out.view(torch.uint8).fill_(0xff)
-                    if not a.back_to_back:
-                        torch.cuda.synchronize()
-                        if a.gap_ms > 0:
-                            time.sleep(a.gap_ms / 1000.0)
-                    with record_function(f"{LABEL}{i}"):
-                        launch(args, stream)
-                torch.cuda.synchronize()
-            path = a.trace or tempfile.mkstemp(suffix=".json")[1]
-            prof.export_chrome_trace(path)
-            with open(path, encoding="utf-8") as f:
-                trace = json.load(f)
-            if not a.trace:
-                os.unlink(path)
-            s = summarize(launch_times(trace))
-            if s:
-                result.update(s)
-            else:
-                cats = sorted({str(e.get("cat")) for e in trace.get("traceEvents", [])})
-                result["cupti_error"] = f"no device work matched to a launch (event kinds: {cats})"
-        except StopIteration:
-            pass
-        except Exception as e:  # noqa: BLE001 - said in the output, do_bench still runs
-            result["cupti_error"] = f"{type(e).__name__}: {e}"
+        else:  # CUPTI, through torch.profiler: each launch's own device work.
+            try:
+                from torch.profiler import ProfilerActivity, profile, record_function
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    for i in range(a.samples):
+                        before_launch(i, a, inouts, flush, outs)
+                        with record_function(f"{LABEL}{i}"):
+                            launch(args, stream)
+                    torch.cuda.synchronize()
+                path = a.trace or tempfile.mkstemp(suffix=".json")[1]
+                prof.export_chrome_trace(path)
+                with open(path, encoding="utf-8") as f:
+                    trace = json.load(f)
+                if not a.trace:
+                    os.unlink(path)
+                s = summarize(launch_times(trace))
+                if s:
+                    result.update(s)
+                else:
+                    cats = sorted({str(e.get("cat")) for e in trace.get("traceEvents", [])})
+                    result["cupti_error"] = f"no device work matched to a launch (event kinds: {cats})"
+            except Exception as e:  # noqa: BLE001 - said in the output, do_bench still runs
+                result["cupti_error"] = f"{type(e).__name__}: {e}"
 
         # triton.testing.do_bench: events around each call (its launch cost included).
         if not a.no_do_bench:

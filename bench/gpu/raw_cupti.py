@@ -9,7 +9,7 @@ measuring process does.
                                # hardware event tracing: after cuInit, before the CUDA context
   t.enable()                   # the activity kinds, as kfleet-measure's tracer enables them
   t0 = t.now(); ...; t1 = t.now()
-  t.kernels(t0, t1)            # [(start_ns, end_ns, kind)] of the device work begun in [t0, t1]
+  t.flush(); t.records         # [(start_ns, end_ns, kind)] of the device work so far
 """
 import ctypes
 
@@ -66,7 +66,6 @@ class RawCupti:
         self.lib.cuptiGetTimestamp(ctypes.byref(t))
         return t.value
 
-    def kernels(self, t0, t1):
-        """The records begun between t0 and t1 (CUPTI's clock), in start order."""
+    def flush(self):
+        """Every completed record into self.records (start_ns, end_ns, kind)."""
         self.lib.cuptiActivityFlushAll(ctypes.c_uint32(1))
-        return sorted(r for r in self.records if t0 <= r[0] <= t1)
