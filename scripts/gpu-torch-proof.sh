@@ -25,7 +25,8 @@
 #   edges      bench/gpu/graph_edge_gap.cu: a chain of 16 copy kernels as graphs made each way
 #              (captured or built, the kernel compiled in or loaded as a library), without and
 #              with CUPTI tracing: what a graph adds between dependent kernels (INFO; replay
-#              builds its graphs node by node, with kernels from libraries, under CUPTI).
+#              builds its graphs node by node, with kernels from libraries, under CUPTI), then
+#              each variant alone in a process of its own (--only I).
 #   calib      jobs/gpu/quality-triton's pair, in-process: one, one and a half (a second tile in
 #              every other head's programs), two, three and eight masked tiles more against base,
 #              so the fleet's pair uses the copy that is 1 % +- 0.3 % slower (and the 5 % one).
@@ -518,6 +519,12 @@ if want edges; then
       n=${run%% *} with=(); [ "$run" != "$n" ] && with=(--cupti "$cupti")
       "$d/graph_edge_gap" "$d/edge.cubin" --nodes "$n" "${with[@]}" >"$d/nodes-${run// /-}.out" 2>&1
       while IFS= read -r l; do note edges "nodes $run" "span by how the graph was made" INFO "$l"; done <"$d/nodes-${run// /-}.out"
+    done
+    # Each variant alone, in a process of its own under CUPTI: in one process the library chains
+    # were as fast as the compiled-in one until the max-smem variant had run (2026-12-04).
+    for i in 0 1 2 3 4 5 6; do
+      "$d/graph_edge_gap" "$d/edge.cubin" --nodes 16 --cupti "$cupti" --only "$i" >"$d/alone-$i.out" 2>&1
+      note edges "alone $i" "span, this variant alone" INFO "$(tail -1 "$d/alone-$i.out")"
     done
   else
     note edges build "graph_edge_gap builds" MISMATCH "$(grep -m3 -i error "$d/build.log" | tr '\n' ' ')"

@@ -8,9 +8,12 @@
 // printed with its excess over the captured, compiled-in chain, per edge.
 //   nvcc -std=c++17 -O3 -arch=sm_90a -cubin -o edge.cubin bench/gpu/graph_edge_gap.cu
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
-//   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB]
+//   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB] [--only I]
 // --cupti: with CUPTI's kernel tracing on (libcupti.so by path), as when kfleet-measure times;
 // each variant then also prints CUPTI's median span and gap between kernels (its second pass).
+// --only I: variant I alone (0 = captured, compiled in; the order printed), in a context where no
+// other variant was loaded: on an H200 (2026-12-04) every library variant was as fast as the
+// compiled-in chain until the max-smem variant had run, and 0.45 us per edge slower after it.
 #include <cuda_runtime.h>
 
 #include <dlfcn.h>
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -205,17 +209,19 @@ double span_us(cudaGraphExec_t e, const Chain& c, cudaStream_t s) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help")) {
-    std::printf("usage: graph_edge_gap CUBIN [--nodes N] [--elems N] [--runs N] [--cupti LIB]\n");
+    std::printf("usage: graph_edge_gap CUBIN [--nodes N] [--elems N] [--runs N] [--cupti LIB] [--only I]\n");
     return argc < 2 ? 2 : 0;
   }
   Chain c;
   const char* cubin = argv[1];
   const char* cupti = nullptr;
+  int only = -1;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--nodes")) c.nodes = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--elems")) c.elems = std::atol(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--runs")) c.runs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--cupti")) cupti = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--only")) only = std::atoi(argv[i + 1]);
     else { std::fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
   }
   if (cupti && !trace_with_cupti(cupti)) return 2;
@@ -238,33 +244,48 @@ int main(int argc, char** argv) {
     CK(cudaLibraryGetKernel(&k, lib, "edge_copy"));
     return k;
   };
-  const cudaKernel_t shared = library();
-  std::vector<cudaKernel_t> each, each_set;
-  for (int i = 0; i < c.nodes; ++i) each.push_back(library());
-  // As replay did before 2026-12-04: every kernel's max dynamic shared memory set, to the value
-  // it already had (the recorder reads it whether or not the launch function set it).
-  for (int i = 0; i < c.nodes; ++i) {
-    each_set.push_back(library());
-    cudaFuncAttributes fa{};
-    CK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(each_set.back())));
-    CK(cudaKernelSetAttributeForDevice(each_set.back(), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       fa.maxDynamicSharedSizeBytes, 0));
-  }
-
+  // Each variant's kernels are loaded (and the last one's attribute set) only when it is run, so
+  // that with --only nothing of another variant is in the context.
   auto compiled = [](int) { return reinterpret_cast<const void*>(edge_copy); };
-  auto one_lib = [&](int) { return reinterpret_cast<const void*>(shared); };
-  auto own_lib = [&](int i) { return reinterpret_cast<const void*>(each[i]); };
-  auto own_set = [&](int i) { return reinterpret_cast<const void*>(each_set[i]); };
-  struct Variant { const char* name; cudaGraphExec_t exec; };
-  std::vector<Variant> v = {
-      {"captured, compiled in", captured(c, compiled, s)},
-      {"built, compiled in", built(c, compiled)},
-      {"captured, one library", captured(c, one_lib, s)},
-      {"built, one library", built(c, one_lib)},
-      {"captured, a library each", captured(c, own_lib, s)},
-      {"built, a library each (replay)", built(c, own_lib)},
-      {"the same, max dynamic smem set", built(c, own_set)},
+  auto set_max_smem = [](cudaKernel_t k) {
+    cudaFuncAttributes fa{};
+    CK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(k)));
+    CK(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       fa.maxDynamicSharedSizeBytes, 0));
   };
+  using Make = std::function<cudaGraphExec_t()>;
+  auto one_library = [&](bool capture) {
+    const cudaKernel_t k = library();
+    auto f = [k](int) { return reinterpret_cast<const void*>(k); };
+    return capture ? captured(c, f, s) : built(c, f);
+  };
+  auto library_each = [&](bool capture, bool set) {
+    std::vector<cudaKernel_t> each;
+    for (int i = 0; i < c.nodes; ++i) {
+      each.push_back(library());
+      if (set) set_max_smem(each.back());
+    }
+    auto f = [each](int i) { return reinterpret_cast<const void*>(each[i]); };
+    return capture ? captured(c, f, s) : built(c, f);
+  };
+  struct Variant { const char* name; Make make; cudaGraphExec_t exec = nullptr; };
+  std::vector<Variant> v = {
+      {"captured, compiled in", [&] { return captured(c, compiled, s); }},
+      {"built, compiled in", [&] { return built(c, compiled); }},
+      {"captured, one library", [&] { return one_library(true); }},
+      {"built, one library", [&] { return one_library(false); }},
+      {"captured, a library each", [&] { return library_each(true, false); }},
+      {"built, a library each (replay)", [&] { return library_each(false, false); }},
+      // As replay did before 2026-12-04: every kernel's max dynamic shared memory set, to the
+      // value it already had (the recorder reads it whether or not the launch function set it).
+      {"the same, max dynamic smem set", [&] { return library_each(false, true); }},
+  };
+  if (only >= static_cast<int>(v.size())) {
+    std::fprintf(stderr, "--only %d: there are %zu variants (0..%zu)\n", only, v.size(), v.size() - 1);
+    return 2;
+  }
+  if (only >= 0) v = {v[only]};
+  for (auto& x : v) x.exec = x.make();
   // One kernel alone, for what a node costs without an edge.
   Chain single = c;
   single.nodes = 1;
