@@ -28,10 +28,14 @@ bool Ctx::wants_sse() const {
 }
 
 Response json_response(const Request& req, http::status st, const nlohmann::json& body) {
+  return json_text_response(req, st, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+Response json_text_response(const Request& req, http::status st, std::string body) {
   Response res{st, req.version()};
   res.set(http::field::content_type, "application/json");
   res.set(http::field::cache_control, "no-store");
-  res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  res.body() = std::move(body);
   res.keep_alive(req.keep_alive());
   res.prepare_payload();
   return res;

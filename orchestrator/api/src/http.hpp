@@ -56,6 +56,8 @@ struct Ctx {
 };
 
 Response json_response(const Request& req, http::status st, const nlohmann::json& body);
+// The same, for a body already written as JSON text (a listing's page: views.hpp's append_*).
+Response json_text_response(const Request& req, http::status st, std::string body);
 Response error_response(const Request& req, http::status st, const std::string& code,
                         const std::string& message,
                         const nlohmann::json& details = nlohmann::json::array());

@@ -118,9 +118,15 @@ Awaitable list_jobs(Ctx& c) {
       s.remove_prefix(comma + 1);
     }
   }
-  nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& j : c.cp.store().list_jobs(f)) jobs.push_back(job_json(j));
-  co_return json_response(c.req, http::status::ok, {{"jobs", jobs}});
+  std::string out = "{\"jobs\":[";
+  const auto rows = c.cp.store().list_jobs(f);
+  out.reserve(out.size() + rows.size() * 640);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i) out += ',';
+    append_job_json(out, rows[i]);
+  }
+  out += "]}";
+  co_return json_text_response(c.req, http::status::ok, std::move(out));
 }
 
 Awaitable get_job(Ctx& c) {
@@ -189,25 +195,32 @@ Awaitable list_agents(Ctx& c) {
       s.remove_prefix(comma + 1);
     }
   }
-  nlohmann::json agents = nlohmann::json::array(), blocks = nlohmann::json::array();
   // One more than the page tells whether another page follows.
   const int page = f.limit;
   ++f.limit;
   auto rows = c.cp.store().list_agents(f);
   const bool more = static_cast<int>(rows.size()) > page;
   if (more) rows.resize(static_cast<std::size_t>(page));
-  // Last seen as the leader heard it: heartbeats are not written to the store.
-  for (auto& a : rows) {
-    c.cp.overlay_live(a);
-    agents.push_back(agent_json(a));
+  // Keys in the order json::dump sorts them: agents, blocks, next_after, provisioning_stopped.
+  std::string out = "{\"agents\":[";
+  out.reserve(out.size() + rows.size() * 640);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    // Last seen as the leader heard it: heartbeats are not written to the store.
+    c.cp.overlay_live(rows[i]);
+    if (i) out += ',';
+    append_agent_json(out, rows[i]);
   }
+  nlohmann::json blocks = nlohmann::json::array();
   for (const auto& b : c.cp.store().region_blocks())
     if (b.until_ms > now) blocks.push_back(block_json(b, now));
-  nlohmann::json out = {{"agents", agents}, {"blocks", blocks}};
-  if (more) out["next_after"] = rows.back().id;
+  out += "],\"blocks\":" + blocks.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (more) out += ",\"next_after\":" + std::to_string(rows.back().id);
   if (!c.cp.provisioning_stopped_reason().empty())
-    out["provisioning_stopped"] = c.cp.provisioning_stopped_reason();
-  co_return json_response(c.req, http::status::ok, out);
+    out += ",\"provisioning_stopped\":" +
+           nlohmann::json(c.cp.provisioning_stopped_reason())
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out += '}';
+  co_return json_text_response(c.req, http::status::ok, std::move(out));
 }
 
 Awaitable get_bundle(Ctx& c) {
