@@ -145,9 +145,15 @@ void ControlPlane::tick() {
   // bounded number a tick, so that no tick holds the control-plane thread for long.
   // Silence is read from memory (the live fleet's last-heard times, which heartbeats keep
   // without writing); only the change, idle to lost, is written.
+  // The sweep takes a slice of the fleet a tick: all of a fleet up to kSweepAtOnce agents, else a
+  // kSweepSlices-th of it (each agent once a second at the default 200 ms tick), so that no tick
+  // holds the API thread for a walk over 10,000 agents: 1.6-1.9 ms a tick on 2 cores, which a
+  // user's request arriving then waited for (2026-12-04).
+  constexpr std::size_t kSweepAtOnce = 2000, kSweepSlices = 5;
   int retire_budget = 100;
-  std::vector<std::int64_t> silent, gone;
-  for (const auto& [id, live] : fleet_.agents()) {
+  std::vector<std::int64_t> silent, gone, idle;
+  sweep_from_ = fleet_.sweep(sweep_from_, kSweepAtOnce, kSweepSlices,
+                             [&](std::int64_t id, const LiveFleet::Agent& live) {
     const store::AgentRecord& a = live.rec;
     const TimeMs heard = std::max(live.heard_ms, liveness_from_ms_);
     if (a.state == store::AgentState::idle && a.current_run_id == 0 &&
@@ -158,7 +164,10 @@ void ControlPlane::tick() {
                retire_budget-- > 0) {
       gone.push_back(id);
     }
-  }
+    if (cfg_.idle_agent_ttl_ms > 0 && a.current_run_id == 0 && !a.instance_id.empty() &&
+        a.provider != "static")
+      idle.push_back(id);
+  });
   for (const std::int64_t id : silent) {
     if (auto r = store_.set_agent_state(id, store::AgentState::lost, now); !r) {
       log::warn("core", "cannot mark silent agent ", id, " lost: ", r.error().message);
@@ -177,7 +186,7 @@ void ControlPlane::tick() {
     else
       log::info("core", "agent ", id, " (", name, ") lost for ", silent_ms / 1000, " s: retired");
   }
-  release_idle_agents(now);
+  release_idle_agents(now, idle);
   last_tick_ms_ = now;
   tick_timer_->expires_after(std::chrono::milliseconds(cfg_.tick_ms));
   tick_timer_->async_wait([this](boost::system::error_code ec) {
@@ -210,21 +219,19 @@ void ControlPlane::expire_leases(TimeMs now) {
   }
 }
 
-void ControlPlane::release_idle_agents(TimeMs now) {
-  if (cfg_.idle_agent_ttl_ms <= 0) return;
+void ControlPlane::release_idle_agents(TimeMs now, const std::vector<std::int64_t>& candidates) {
+  // Provisioned agents of the tick's slice, without a run: each may have been idle too long.
   std::vector<store::AgentRecord> idle;
-  for (const auto& [id, live] : fleet_.agents()) {
-    const store::AgentRecord& a = live.rec;
-    if (a.provider == "static" || a.instance_id.empty() || a.current_run_id != 0) continue;
-    if (idle_since_.count(id)) idle.push_back(a);
-  }
+  for (const std::int64_t id : candidates)
+    if (idle_since_.count(id))
+      if (const auto* live = fleet_.find(id)) idle.push_back(live->rec);
   for (const auto& a : idle) {
     auto it = idle_since_.find(a.id);
     if (it == idle_since_.end() || now - it->second < cfg_.idle_agent_ttl_ms) continue;
     log::info("core", "agent ", a.id, " idle for ", (now - it->second) / 1000,
               " s: releasing instance ", a.instance_id);
     // Retire the agent before its instance goes, so that nothing is leased to it meanwhile; if
-    // that write fails, keep the instance and try again on the next tick.
+    // that write fails, keep the instance and try again when the sweep comes round to it.
     if (auto r = store_.set_agent_state(a.id, store::AgentState::retired, now); !r) {
       log::warn("core", "cannot retire idle agent ", a.id, " (its instance stays): ",
                 r.error().message);

@@ -351,7 +351,7 @@ class ControlPlane {
   std::vector<store::RegionBlock>& region_blocks();
   std::optional<std::vector<store::RegionBlock>> blocks_;
   void expire_leases(TimeMs now);
-  void release_idle_agents(TimeMs now);
+  void release_idle_agents(TimeMs now, const std::vector<std::int64_t>& candidates);
   nlohmann::json resolve_compare(const store::JobRecord& j, const store::AgentRecord& a);
   void job_event(std::int64_t job_id, const std::string& type, const nlohmann::json& data);
   void record_cost(const store::RunRecord& run);
@@ -396,6 +396,7 @@ class ControlPlane {
   std::string provisioning_stopped_;
   std::vector<std::shared_ptr<boost::asio::steady_timer>> event_waiters_;
   TimeMs last_tick_ms_ = 0;
+  std::int64_t sweep_from_ = 0;  // the first agent id of the next tick's slice (tick())
   std::map<std::int64_t, std::string> wait_reason_;  // job id -> last persisted wait reason
   std::map<std::int64_t, std::string> agent_hash_cache_;
   LiveFleet fleet_;                 // the leader's live agents and running leases

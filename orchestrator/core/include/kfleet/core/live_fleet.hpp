@@ -6,6 +6,7 @@
 // mirror is kept by the calls that change the store; it is loaded from the store at start.
 // What lives only here, and so dies with the process: the last-heard times and the lease
 // expiries since their last write (docs/architecture.md, "what survives a crash").
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -39,6 +40,18 @@ class LiveFleet {
   Agent* find(std::int64_t agent_id);
   const Agent* find(std::int64_t agent_id) const;
   const std::map<std::int64_t, Agent>& agents() const { return agents_; }
+  // One slice of a periodic sweep over the fleet, from agent id `from` on: the whole fleet when
+  // it holds at most `at_once` agents, else `at_once` or a `slices`-th of it, whichever is more.
+  // Calls f(id, agent) for each agent of the slice, in id order; returns the id the next slice
+  // starts from (0 once the sweep reached the end: the next one starts again at the front).
+  template <class F>
+  std::int64_t sweep(std::int64_t from, std::size_t at_once, std::size_t slices, F&& f) const {
+    const std::size_t n = agents_.size() <= at_once ? agents_.size()
+                          : std::max(at_once, agents_.size() / slices + 1);
+    auto it = agents_.lower_bound(from);
+    for (std::size_t i = 0; it != agents_.end() && i < n; ++it, ++i) f(it->first, it->second);
+    return it == agents_.end() ? 0 : it->first;
+  }
 
   // The agent waits in a long poll (the scheduler's "idle"), or no longer does.
   void set_waiting(std::int64_t agent_id, bool waiting);
