@@ -58,8 +58,8 @@ void key(std::string& out, const char* k, bool first = false) {
 }
 }  // namespace
 
-// Built key by key: a braced list of pairs builds every value twice (an array of pairs, then
-// the object), which was half of a page of 100 jobs' time at 10,000 live agents.
+// Trees built key by key: a braced list of pairs builds every value twice (an array of pairs,
+// then the object), a third of a tree's cost in a page of 100 jobs (2026-12-04).
 nlohmann::json job_json(const store::JobRecord& j, bool with_spec) {
   nlohmann::json o(nlohmann::json::value_t::object);
   o["id"] = j.id;
