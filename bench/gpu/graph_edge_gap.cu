@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
     CK(cudaLibraryGetKernel(&k, lib, "edge_copy"));
     return k;
   };
-  // Each variant's kernels are loaded (and the last one's attribute set) only when it is run, so
+  // Each variant's kernels are loaded (for the last, with the attribute set) only when it is run, so
   // that with --only nothing of another variant is in the context.
   auto compiled = [](int) { return reinterpret_cast<const void*>(edge_copy); };
   auto set_max_smem = [](cudaKernel_t k) {
