@@ -28,7 +28,8 @@ bool Ctx::wants_sse() const {
 }
 
 Response json_response(const Request& req, http::status st, const nlohmann::json& body) {
-  return json_text_response(req, st, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return json_text_response(req, st,
+                            body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 Response json_text_response(const Request& req, http::status st, std::string body) {

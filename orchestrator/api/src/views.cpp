@@ -9,12 +9,15 @@ nlohmann::json time_or_null(TimeMs t) {
   return t > 0 ? nlohmann::json(format_iso8601(t)) : nlohmann::json(nullptr);
 }
 
+void put(std::string& out, const nlohmann::json& v) {
+  out += v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 // A JSON string as json::dump writes it (error_handler replace, as json_response dumps): ASCII
 // escaped here, anything else through the library.
 void put(std::string& out, std::string_view s) {
   for (unsigned char c : s)
     if (c >= 0x80) {
-      out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      put(out, nlohmann::json(std::string(s)));
       return;
     }
   static constexpr char kHex[] = "0123456789abcdef";
@@ -42,9 +45,6 @@ void put(std::string& out, std::string_view s) {
 }
 void put(std::string& out, std::int64_t v) { out += std::to_string(v); }
 void put(std::string& out, bool v) { out += v ? "true" : "false"; }
-void put(std::string& out, const nlohmann::json& v) {
-  out += v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 void put_time(std::string& out, TimeMs t) {
   if (t > 0) put(out, std::string_view(format_iso8601(t)));
   else out += "null";

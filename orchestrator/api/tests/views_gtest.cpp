@@ -12,8 +12,8 @@
 namespace kfleet::api {
 namespace {
 
-std::string dumped(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string dumped(const nlohmann::json& j, bool ascii = false) {
+  return j.dump(-1, ' ', ascii, nlohmann::json::error_handler_t::replace);
 }
 
 // Strings a name, a reason or a user may hold.
@@ -57,7 +57,7 @@ TEST(ListingText, AJobWrittenAsTextIsItsTreesDump) {
     }
     std::string s;
     append_job_json(s, j);
-    EXPECT_EQ(s, dumped(job_json(j))) << "with " << nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+    EXPECT_EQ(s, dumped(job_json(j))) << "with " << dumped(text, true);
   }
 }
 
@@ -84,7 +84,7 @@ TEST(ListingText, AnAgentWrittenAsTextIsItsTreesDump) {
     a.gpus = {g, GpuInfo{}};
     std::string s;
     append_agent_json(s, a);
-    EXPECT_EQ(s, dumped(agent_json(a))) << "with " << nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+    EXPECT_EQ(s, dumped(agent_json(a))) << "with " << dumped(text, true);
   }
 }
 
