@@ -58,31 +58,28 @@ void key(std::string& out, const char* k, bool first = false) {
 }
 }  // namespace
 
-// Trees built key by key: a braced list of pairs builds every value twice (an array of pairs,
-// then the object), a third of a tree's cost in a page of 100 jobs (2026-12-04).
 nlohmann::json job_json(const store::JobRecord& j, bool with_spec) {
-  nlohmann::json o(nlohmann::json::value_t::object);
-  o["id"] = j.id;
-  o["name"] = j.name;
-  o["campaign"] = j.campaign;
-  o["parent"] = j.parent;
-  o["priority"] = j.priority;
-  o["gpu"] = j.gpu;
-  o["regions"] = j.regions;
-  o["state"] = to_string(j.state);
-  o["state_reason"] = j.state_reason;
-  o["attempts"] = j.attempts;
-  o["max_attempts"] = j.max_attempts;
-  o["current_run_id"] = j.current_run_id;
-  o["bundle_hash"] = j.bundle_hash;
-  o["content_hash"] = j.content_hash;
-  o["source_name"] = j.source_name;
-  o["submitted_by"] = j.submitted_by;
-  o["cancelled_by"] = j.cancelled_by;
-  o["created"] = time_or_null(j.created_ms);
-  o["updated"] = time_or_null(j.updated_ms);
-  o["simulated"] = j.simulated;
-  o["verdict"] = j.verdict ? to_json(*j.verdict) : nlohmann::json(nullptr);
+  nlohmann::json o = {{"id", j.id},
+                      {"name", j.name},
+                      {"campaign", j.campaign},
+                      {"parent", j.parent},
+                      {"priority", j.priority},
+                      {"gpu", j.gpu},
+                      {"regions", j.regions},
+                      {"state", to_string(j.state)},
+                      {"state_reason", j.state_reason},
+                      {"attempts", j.attempts},
+                      {"max_attempts", j.max_attempts},
+                      {"current_run_id", j.current_run_id},
+                      {"bundle_hash", j.bundle_hash},
+                      {"content_hash", j.content_hash},
+                      {"source_name", j.source_name},
+                      {"submitted_by", j.submitted_by},
+                      {"cancelled_by", j.cancelled_by},
+                      {"created", time_or_null(j.created_ms)},
+                      {"updated", time_or_null(j.updated_ms)},
+                      {"simulated", j.simulated},
+                      {"verdict", j.verdict ? to_json(*j.verdict) : nlohmann::json(nullptr)}};
   if (with_spec) {
     o["spec"] = j.spec;
     o["spec_yaml"] = j.spec_yaml;
@@ -160,68 +157,56 @@ void append_agent_json(std::string& out, const store::AgentRecord& a) {
 }
 
 nlohmann::json run_json(const store::RunRecord& r) {
-  nlohmann::json o(nlohmann::json::value_t::object);
-  o["id"] = r.id;
-  o["job_id"] = r.job_id;
-  o["agent_id"] = r.agent_id;
-  o["attempt"] = r.attempt;
-  o["fencing_token"] = r.fencing_token;
-  o["outcome"] = to_string(r.outcome);
-  o["stage"] = r.stage;
-  o["started"] = time_or_null(r.started_ms);
-  o["finished"] = time_or_null(r.finished_ms);
-  o["lease_expires"] = time_or_null(r.lease_expires_ms);
-  o["verdict"] = r.verdict ? to_json(*r.verdict) : nlohmann::json(nullptr);
-  o["simulated"] = r.simulated;
-  o["events_contiguous"] = r.events_contiguous;
-  o["host"] = r.host;
-  o["slot"] = r.slot;
-  o["host_exclusive"] = r.host_exclusive;
-  return o;
+  return {{"id", r.id},
+          {"job_id", r.job_id},
+          {"agent_id", r.agent_id},
+          {"attempt", r.attempt},
+          {"fencing_token", r.fencing_token},
+          {"outcome", to_string(r.outcome)},
+          {"stage", r.stage},
+          {"started", time_or_null(r.started_ms)},
+          {"finished", time_or_null(r.finished_ms)},
+          {"lease_expires", time_or_null(r.lease_expires_ms)},
+          {"verdict", r.verdict ? to_json(*r.verdict) : nlohmann::json(nullptr)},
+          {"simulated", r.simulated},
+          {"events_contiguous", r.events_contiguous},
+          {"host", r.host},
+          {"slot", r.slot},
+          {"host_exclusive", r.host_exclusive}};
 }
 
 nlohmann::json agent_json(const store::AgentRecord& a) {
-  nlohmann::json o(nlohmann::json::value_t::object);
-  o["id"] = a.id;
-  o["name"] = a.name;
-  o["region"] = a.region;
-  o["backend"] = a.backend;
-  o["provider"] = a.provider;
-  o["instance_id"] = a.instance_id;
-  o["state"] = store::to_string(a.state);
-  o["current_run_id"] = a.current_run_id;
-  o["host"] = a.host;
-  o["slot"] = a.slot;
-  nlohmann::json& gpus = o["gpus"] = nlohmann::json::array();
+  nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : a.gpus) gpus.push_back(to_json(g));
-  o["enrolled"] = time_or_null(a.enrolled_ms);
-  o["last_seen"] = time_or_null(a.last_seen_ms);
-  o["simulated"] = a.simulated();
-  nlohmann::json& by = o["enrolled_by"] = nlohmann::json::object();
-  if (a.enrol_token_id == 0) {
-    by["kind"] = "fleet_token";
-  } else {
-    by["kind"] = "enrol_token";
-    by["enrol_token_id"] = a.enrol_token_id;
-    by["name"] = a.enrol_token_name;
-    by["minted_by"] = a.enrol_token_by;
-  }
-  o["info"] = a.info;
-  return o;
+  return {{"id", a.id},
+          {"name", a.name},
+          {"region", a.region},
+          {"backend", a.backend},
+          {"provider", a.provider},
+          {"instance_id", a.instance_id},
+          {"state", store::to_string(a.state)},
+          {"current_run_id", a.current_run_id},
+          {"host", a.host},
+          {"slot", a.slot},
+          {"gpus", gpus},
+          {"enrolled", time_or_null(a.enrolled_ms)},
+          {"last_seen", time_or_null(a.last_seen_ms)},
+          {"simulated", a.simulated()},
+          {"enrolled_by", a.enrol_token_id == 0
+                              ? nlohmann::json{{"kind", "fleet_token"}}
+                              : nlohmann::json{{"kind", "enrol_token"},
+                                               {"enrol_token_id", a.enrol_token_id},
+                                               {"name", a.enrol_token_name},
+                                               {"minted_by", a.enrol_token_by}}},
+          {"info", a.info}};
 }
 
 nlohmann::json block_json(const store::RegionBlock& b, TimeMs now) {
-  nlohmann::json o(nlohmann::json::value_t::object);
-  o["provider"] = b.provider;
-  o["region"] = b.region;
-  o["gpu_class"] = b.gpu_class;
-  o["kind"] = b.kind;
-  o["reason"] = b.reason;
-  o["strikes"] = b.strikes;
-  o["since"] = time_or_null(b.since_ms);
-  o["until"] = time_or_null(b.until_ms);
-  o["seconds_left"] = b.until_ms > now ? (b.until_ms - now) / 1000.0 : 0.0;
-  return o;
+  return {{"provider", b.provider}, {"region", b.region},
+          {"gpu_class", b.gpu_class}, {"kind", b.kind},
+          {"reason", b.reason},     {"strikes", b.strikes},
+          {"since", time_or_null(b.since_ms)}, {"until", time_or_null(b.until_ms)},
+          {"seconds_left", b.until_ms > now ? (b.until_ms - now) / 1000.0 : 0.0}};
 }
 
 }  // namespace kfleet::api
