@@ -37,8 +37,11 @@ MODULE_LOAD_CBIDS = (18, 19, 20, 21)
 
 # Shared objects on the stack that are plumbing, not the loader: the driver, CUPTI, the C
 # library, and the interpreter's own (ctypes' callback trampoline runs through them).
-PLUMBING = ("libcuda.so", "libcupti.so", "libc.so", "libpthread.so", "libdl.so", "libffi.so",
-            "_ctypes", "libpython", "ld-linux")
+# libcudart loads a library's registered fatbin for it (lazily: at the kernel's first launch, with
+# that library's call below it on the stack), so it is plumbing too: torch's aten kernels were
+# named "libcudart.so.13 (nvidia-cuda-runtime)" on an H200 before it was.
+PLUMBING = ("libcuda.so", "libcupti.so", "libcudart.so", "libc.so", "libpthread.so", "libdl.so",
+            "libffi.so", "_ctypes", "libpython", "ld-linux")
 
 
 class _ResourceData(C.Structure):  # CUpti_ResourceData

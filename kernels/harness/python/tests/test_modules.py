@@ -83,6 +83,14 @@ class Origins(unittest.TestCase):
         self.assertEqual(modules.loader_of(self.STACK), "/opt/v/nvidia/cublas/lib/libcublasLt.so.13")
         self.assertEqual(modules.loader_of(self.STACK[:5]), "")
 
+    def test_the_runtime_loads_for_the_library_that_launched(self):
+        # torch's aten kernels: cudart loads libtorch_cuda's fatbin lazily, inside its launch
+        lazy = ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/opt/v/nvidia/cu13/lib/libcudart.so.13",
+                "/opt/v/torch/lib/libtorch_cuda.so", "/opt/v/torch/lib/libtorch_python.so"]
+        self.assertEqual(modules.loader_of(lazy), "/opt/v/torch/lib/libtorch_cuda.so")
+        # the job calling the runtime from Python (ctypes) is the job's own doing
+        self.assertEqual(modules.loader_of(lazy[:2] + self.STACK[1:3]), "")
+
     def test_a_library_is_named_with_its_package(self):
         o = modules.describe_origin("/opt/v/nvidia/cublas/lib/libcublasLt.so.13", ["/run/job"],
                                     distribution_of=lambda p: "nvidia-cublas 13.0.2")
