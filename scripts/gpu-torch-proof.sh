@@ -522,7 +522,7 @@ if want edges; then
     done
     # Each variant alone, in a process of its own under CUPTI: in one process the library chains
     # were as fast as the compiled-in one until the max-smem variant had run (2026-12-04).
-    for i in 0 1 2 3 4 5 6; do
+    for i in 0 1 2 3 4 5 6 7; do
       "$d/graph_edge_gap" "$d/edge.cubin" --nodes 16 --cupti "$cupti" --only "$i" >"$d/alone-$i.out" 2>&1
       note edges "alone $i" "span, this variant alone" INFO "$(tail -1 "$d/alone-$i.out")"
     done

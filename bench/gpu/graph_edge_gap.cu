@@ -2,7 +2,8 @@
 // a stream (as torch's graphs are) or built node by node (cudaGraphAddKernelNode), with the
 // kernel compiled in or loaded from a cubin as a library (as replay loads a job's device code),
 // one library for every node or one each (replay loads each recorded module on its own), and
-// one each with the kernel's max dynamic shared memory set to the value it had.
+// one each with the kernel's max dynamic shared memory set to the value it had, and one each with
+// its attributes asked (cudaFuncGetAttributes), as replay did before it asked only where needed.
 // Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters;
 // each variant's median span (events around the graph launch, the GPU idle before each) is
 // printed with its excess over the captured, compiled-in chain, per edge.
@@ -259,11 +260,17 @@ int main(int argc, char** argv) {
     auto f = [k](int) { return reinterpret_cast<const void*>(k); };
     return capture ? captured(c, f, s) : built(c, f);
   };
-  auto library_each = [&](bool capture, bool set) {
+  auto get_attributes = [](cudaKernel_t k) {
+    cudaFuncAttributes fa{};
+    CK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(k)));
+  };
+  enum class Touch { none, get, set };
+  auto library_each = [&](bool capture, Touch touch) {
     std::vector<cudaKernel_t> each;
     for (int i = 0; i < c.nodes; ++i) {
       each.push_back(library());
-      if (set) set_max_smem(each.back());
+      if (touch == Touch::get) get_attributes(each.back());
+      if (touch == Touch::set) set_max_smem(each.back());
     }
     auto f = [each](int i) { return reinterpret_cast<const void*>(each[i]); };
     return capture ? captured(c, f, s) : built(c, f);
@@ -274,11 +281,14 @@ int main(int argc, char** argv) {
       {"built, compiled in", [&] { return built(c, compiled); }},
       {"captured, one library", [&] { return one_library(true); }},
       {"built, one library", [&] { return one_library(false); }},
-      {"captured, a library each", [&] { return library_each(true, false); }},
-      {"built, a library each (replay)", [&] { return library_each(false, false); }},
+      {"captured, a library each", [&] { return library_each(true, Touch::none); }},
+      {"built, a library each (replay)", [&] { return library_each(false, Touch::none); }},
       // As replay did before 2026-12-04: every kernel's max dynamic shared memory set, to the
       // value it already had (the recorder reads it whether or not the launch function set it).
-      {"the same, max dynamic smem set", [&] { return library_each(false, true); }},
+      {"the same, max dynamic smem set", [&] { return library_each(false, Touch::set); }},
+      // As replay did until 2026-12-05: every kernel's attributes asked (cudaFuncGetAttributes),
+      // none set.
+      {"the same, attributes asked", [&] { return library_each(false, Touch::get); }},
   };
   if (only >= static_cast<int>(v.size())) {
     std::fprintf(stderr, "--only %d: there are %zu variants (0..%zu)\n", only, v.size(), v.size() - 1);

@@ -95,6 +95,7 @@ struct DeviceCode {
   std::vector<cudaLibrary_t> libraries;
   std::vector<std::string> paths;
   std::map<std::string, cudaKernel_t> kernels;
+  std::map<std::string, int> max_dynamic_shared;  // what each kernel's attribute is, once asked
 };
 
 DeviceCode& device_code(const Options& o) {
@@ -119,24 +120,37 @@ DeviceCode& device_code(const Options& o) {
   return *code;
 }
 
+// What the launch function set on a kernel in the recorder (a kernel's other attributes are in
+// its code), settled before the kernel's first launch that needs it. The recorder reads the
+// attribute whether or not anyone set it (48 KiB less the static shared memory, untouched), so it
+// is set only where it differs from what this fresh load already has: an attribute set to its
+// own default is still a setting the driver keeps. A launch without dynamic shared memory needs
+// none; its kernel is neither asked nor set, left as the library left it.
+void settle_max_dynamic_shared(DeviceCode& code, cudaKernel_t kernel, const KernelNode& k, int dev) {
+  if (k.shared_bytes <= 0 || k.max_dynamic_shared <= 0) return;
+  if (auto it = code.max_dynamic_shared.find(k.function);
+      it != code.max_dynamic_shared.end() && it->second >= k.max_dynamic_shared)
+    return;
+  cudaFuncAttributes fa{};  // a cudaKernel_t goes where a function's address does
+  KFLEET_GPU_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(kernel)));
+  if (k.max_dynamic_shared > fa.maxDynamicSharedSizeBytes)
+    KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.max_dynamic_shared, dev));
+  code.max_dynamic_shared[k.function] = std::max(k.max_dynamic_shared, fa.maxDynamicSharedSizeBytes);
+}
+
 cudaKernel_t find_kernel(const Options& o, const KernelNode& k) {
   DeviceCode& code = device_code(o);
-  if (auto it = code.kernels.find(k.function); it != code.kernels.end()) return it->second;
+  int dev = 0;
+  KFLEET_GPU_CHECK(cudaGetDevice(&dev));
+  if (auto it = code.kernels.find(k.function); it != code.kernels.end()) {
+    settle_max_dynamic_shared(code, it->second, k, dev);
+    return it->second;
+  }
   for (auto lib : code.libraries) {
     cudaKernel_t kernel{};
     if (cudaLibraryGetKernel(&kernel, lib, k.function.c_str()) == cudaSuccess) {
-      int dev = 0;
-      KFLEET_GPU_CHECK(cudaGetDevice(&dev));
-      // What the launch function set on its function in the recorder; a kernel's other
-      // attributes are in its code. The recorder reads the attribute whether or not anyone set
-      // it (48 KiB less the static shared memory, untouched), so it is set here only where it
-      // differs from what this fresh load already has: an attribute set to its own default is
-      // still a setting the driver keeps.
-      cudaFuncAttributes fa{};  // a cudaKernel_t goes where a function's address does
-      KFLEET_GPU_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(kernel)));
-      if (k.max_dynamic_shared > 0 && k.max_dynamic_shared != fa.maxDynamicSharedSizeBytes)
-        KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k.max_dynamic_shared, dev));
+      settle_max_dynamic_shared(code, kernel, k, dev);
       if (k.non_portable_cluster > 0)
         KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
             kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, dev));
