@@ -371,6 +371,9 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     std::vector<std::pair<std::string, std::string>> env = {
         {"CUDA_HOME", cuda_home}, {"PATH", python_recorder_path_env(*py, cuda_home)}, {"TMPDIR", tmp}, {"HOME", home}};
     if (!py->cc.empty()) env.push_back({"CC", py->cc});
+    if (const unsigned w = recorder_compile_workers(
+            sandboxed() ? cfg_.sandbox->defaults.memory_bytes : 0, std::thread::hardware_concurrency()))
+      env.push_back({"TORCHINDUCTOR_COMPILE_THREADS", std::to_string(w)});
     r = run_child(c, stage, rec, said, /*result_pipe=*/false, readable,
                   reference ? Child::reference : Child::job, env, folder);
   } else {

@@ -3,6 +3,7 @@
 // agent's replay path (harness_replay.cpp) calls instead of running the job's binary: the
 // recorder's command line, what its sandbox must read, and the device code it wrote, checked
 // before kfleet-measure is given it. Plain functions, tested without a GPU or torch.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,15 @@ std::vector<std::string> python_recorder_read_paths(const PythonRuntime& py,
 // where a virtualenv keeps the tools its packages run (ninja, which load_inline needs), then
 // the system's. Every folder on it is one the sandbox reads anyway (python_recorder_read_paths).
 std::string python_recorder_path_env(const PythonRuntime& py, const std::string& cuda_home);
+
+// How many compile workers torch.compile's inductor may start in a recorder's sandbox
+// (TORCHINDUCTOR_COMPILE_THREADS): by default one per CPU, each a Python process with torch
+// imported, which on a 16-CPU H200 host do not fit the sandbox's memory (8 GiB by default) beside
+// the recorder itself. One worker a GiB above the recorder's 2, at most one a CPU, at least one;
+// 0 (leave inductor's default) when the sandbox sets no memory limit.
+// fp8_block_gemm's reference compiled and tuned in 10.6 s outside the sandbox and had not
+// finished after 210 s inside it (2026-12-04, H200), silent after lowering.
+unsigned recorder_compile_workers(std::uint64_t memory_bytes, unsigned cpus);
 
 // The device code the recorder wrote, comma-separated for --device-code: every entry of `dir`
 // must be a regular file (no symlink, no folder) named <16 hex>.cubin or <16 hex>.fatbin, at most
