@@ -63,6 +63,7 @@ std::string bounds_text(const ProblemCheck& c) {
   std::string s = c.kind;
   if (c.kind == "tolerance") {
     if (c.atol >= 0) s += " |x - ref| <= " + num(c.atol) + " + " + num(c.rtol) + " * |ref|";
+    if (c.atol >= 0 && c.dot_rtol >= 0) s += " + " + num(c.dot_rtol) + " * sum |terms|";
     if (c.max_abs >= 0) s += " max_abs <= " + num(c.max_abs);
     if (c.rel_l2 >= 0) s += " rel_l2 <= " + num(c.rel_l2);
   } else if (c.kind == "topk") {

@@ -194,6 +194,12 @@ void check_cases(spec::Issues& is, const Where& w, const ProblemDef& d) {
              " is checked with kind: " + o->check.kind + ")");
       else if (const ProblemCheck m = d.check_of(*o, c); m.atol < 0 && m.rtol >= 0)
         fail("check." + name + ": rtol without atol (|x - r| <= atol + rtol * |r|)");
+      else if (bounds.dot_rtol >= 0 && d.abi != "scaled_mm")
+        fail("check." + name + ": dot_rtol is for the scaled_mm family (a sum of products, whose "
+             "sums of |terms| the harness computes); abi " + d.abi + " has no such sums");
+      else if (bounds.dot_rtol >= 0 && m.atol < 0)
+        fail("check." + name + ": dot_rtol widens allclose (|x - r| <= atol + rtol * |r| + "
+             "dot_rtol * sum |terms|), which needs the output's atol and rtol");
     }
     std::map<std::string, std::vector<std::int64_t>> shapes;
     for (const auto* list : {&d.inputs, &d.outputs}) {

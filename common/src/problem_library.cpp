@@ -64,7 +64,8 @@ ProblemCheck ProblemDef::check_of(const ProblemTensor& t, const ProblemCase& c) 
   const auto it = c.check.find(t.name);
   if (it == c.check.end()) return out;
   for (const auto& [mine, theirs] : {std::pair<double*, double>{&out.atol, it->second.atol}, {&out.rtol, it->second.rtol},
-                                     {&out.max_abs, it->second.max_abs}, {&out.rel_l2, it->second.rel_l2}})
+                                     {&out.max_abs, it->second.max_abs}, {&out.rel_l2, it->second.rel_l2},
+                                     {&out.dot_rtol, it->second.dot_rtol}})
     if (theirs >= 0) *mine = theirs;
   return out;
 }

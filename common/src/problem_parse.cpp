@@ -358,7 +358,7 @@ void read_case(Issues& is, const YAML::Node& n, const std::string& path, const Y
     std::vector<std::string> names;
     for (const auto& t : def.outputs) names.push_back(t.name);
     MapReader r(is, m.get("check"), m.path("check"), names, m.mark());
-    static const std::vector<std::string> bounds = {"atol", "rtol", "max_abs", "rel_l2"};
+    static const std::vector<std::string> bounds = {"atol", "rtol", "max_abs", "rel_l2", "dot_rtol"};
     for (const auto& name : names) {
       if (!r.is_map() || !r.has(name)) continue;
       MapReader b(is, r.get(name), r.path(name), bounds, r.mark());
@@ -366,10 +366,11 @@ void read_case(Issues& is, const YAML::Node& n, const std::string& path, const Y
       ProblemCheck chk;
       chk.kind = "tolerance";
       for (const auto& [key, out] : {std::pair<const char*, double*>{"atol", &chk.atol}, {"rtol", &chk.rtol},
-                                     {"max_abs", &chk.max_abs}, {"rel_l2", &chk.rel_l2}})
+                                     {"max_abs", &chk.max_abs}, {"rel_l2", &chk.rel_l2},
+                                     {"dot_rtol", &chk.dot_rtol}})
         if (b.has(key)) *out = spec::read_number(is, b.get(key), b.path(key), b.mark(), 0, true, 1e6).value_or(-1);
-      if (!b.has("atol") && !b.has("rtol") && !b.has("max_abs") && !b.has("rel_l2"))
-        is.add(b.mark(), r.path(name), "a case's check sets at least one of atol, rtol, max_abs, rel_l2");
+      if (!b.has("atol") && !b.has("rtol") && !b.has("max_abs") && !b.has("rel_l2") && !b.has("dot_rtol"))
+        is.add(b.mark(), r.path(name), "a case's check sets at least one of atol, rtol, max_abs, rel_l2, dot_rtol");
       c.check[name] = chk;
     }
   }

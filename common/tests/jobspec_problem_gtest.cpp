@@ -82,7 +82,7 @@ TEST(JobProblem, ErrorsNameTheirPlace) {
             "j.yaml:3:19: kernel.problem: no problem 'rmsnrom' in the problem library (" +
                 library().root +
                 "); it has attention@2, fp8_block_gemm@2, grouped_gemm@2, rmsnorm@2, rope@2, "
-                "scaled_mm@3, softmax@2, topk@2; did you mean 'rmsnorm'?");
+                "scaled_mm@4, softmax@2, topk@2; did you mean 'rmsnorm'?");
   EXPECT_EQ(errors(problem_job("{problem: rmsnorm@1, language: cuda, sources: [k.cu]}", kCases)),
             "j.yaml:3:19: kernel.problem: rmsnorm@1 is not in the problem library (" + library().root +
                 "): it has rmsnorm@2 (the version pins the contract a kernel is judged by)");

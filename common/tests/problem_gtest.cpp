@@ -206,7 +206,7 @@ TEST(ProblemFormat, CasesDrawTheirOwnInputsAndCanBeRequired) {
   EXPECT_NE(bad.error_text().find("outlier column 8 is past its rows of 8"), std::string::npos) << bad.error_text();
 }
 
-// A family's case may widen its output's bounds (scaled_mm@3's n8192: an fp8 GEMM's error grows
+// A family's case may widen its output's bounds (scaled_mm@4's n8192: an fp8 GEMM's error grows
 // with K); the other cases keep the output's own. A generic problem's spec has one check per
 // output, so it is refused there, and so is a bound on an output that is not checked by tolerance.
 TEST(ProblemFormat, AFamilysCaseMaySetItsOwnBounds) {
@@ -222,12 +222,16 @@ TEST(ProblemFormat, AFamilysCaseMaySetItsOwnBounds) {
   EXPECT_EQ(big.kind, "tolerance");
   EXPECT_DOUBLE_EQ(d.check_of(out, *d.find_case("small")).atol, 0.01);
   EXPECT_DOUBLE_EQ(d.check_of(out, *d.find_case("stress")).atol, 0.01);
+  // stress widens allclose by its outputs' sums of |terms| (version 4); the others do not
+  EXPECT_DOUBLE_EQ(d.check_of(out, *d.find_case("stress")).dot_rtol, 0.001);
+  EXPECT_DOUBLE_EQ(d.check_of(out, *d.find_case("stress")).rtol, 0.01);
+  EXPECT_LT(big.dot_rtol, 0);
   // The library's file changes; its lines are not part of what is checked here.
   const std::string from = "check: {d: {atol: 0.028}}";
   const std::vector<std::pair<std::string, std::string>> table = {
       {"check: {e: {atol: 0.028}}", "cases[2].check.e: unknown key 'e'; did you mean 'd'? allowed: d"},
-      {"check: {d: {atl: 0.028}}", "cases[2].check.d.atl: unknown key 'atl'; did you mean 'atol'? allowed: atol, rtol, max_abs, rel_l2"},
-      {"check: {d: {}}", "cases[2].check.d: a case's check sets at least one of atol, rtol, max_abs, rel_l2"},
+      {"check: {d: {atl: 0.028}}", "cases[2].check.d.atl: unknown key 'atl'; did you mean 'atol'? allowed: atol, rtol, max_abs, rel_l2, dot_rtol"},
+      {"check: {d: {}}", "cases[2].check.d: a case's check sets at least one of atol, rtol, max_abs, rel_l2, dot_rtol"},
       {"check: {d: {atol: -1}}", "cases[2].check.d.atol: is -1; must be >= 0 and <= 1000000"},
   };
   for (const auto& [to, issue] : table) {
@@ -242,6 +246,14 @@ TEST(ProblemFormat, AFamilysCaseMaySetItsOwnBounds) {
   EXPECT_EQ(generic.issues[0].to_string(),
             "p.yaml:14:5: cases[0]: case small: check.y: a case's own bounds are for the families (abi: attention "
             "or scaled_mm) so far; a generic problem's spec has one check per output");
+  // dot_rtol needs a sum of products whose sums of |terms| the harness computes: scaled_mm's
+  const std::string att = kfleet::testing::read_file(testing::source_dir() / "kernels/problems/attention/problem.yaml");
+  const auto softmax = parse_problem(replace(att, "{name: small, dims: {B: 1, H: 2, S: 64, D: 64}}",
+                                             "{name: small, dims: {B: 1, H: 2, S: 64, D: 64}, check: {o: {dot_rtol: 0.001}}}"),
+                                     "attention.yaml");
+  ASSERT_FALSE(softmax.issues.empty());
+  EXPECT_NE(softmax.issues[0].to_string().find("case small: check.o: dot_rtol is for the scaled_mm family"),
+            std::string::npos) << softmax.issues[0].to_string();
 }
 
 TEST(ProblemFormat, Fp8ScalesAndGroupEnds) {

@@ -50,6 +50,23 @@ TEST(Metrics, AllcloseCountsElementsOutsideBand) {
   EXPECT_NE(check_tolerance(compute_metrics(x, r, 4), 2, t).find("2 of 4"), std::string::npos);
 }
 
+// dot_rtol: each element's band also takes dot_rtol times its sum of |terms| (an output near 0
+// in a row of large terms carries their rounding); without the sums the band is allclose's.
+TEST(Metrics, AllcloseWidensByEachOutputsSumOfTerms) {
+  const float x[] = {0.5f, 1.0f, 30.0f};
+  const double r[] = {0.0, 1.0, 40.0};
+  const double terms[] = {1000.0, 1.0, 1000.0};  // a near-zero output of large terms; a small one
+  EXPECT_EQ(allclose_violations(x, r, 3, 0.01, 0.01), 2u);
+  EXPECT_EQ(allclose_violations(x, r, 3, 0.01, 0.01, terms, 0.001), 1u);  // 0.5 <= 0.01 + 1; 10 > 1.41
+  EXPECT_EQ(allclose_violations(x, r, 3, 0.01, 0.01, nullptr, 0.001), 2u);
+  Tolerance t;
+  t.atol = 0.01;
+  t.rtol = 0.01;
+  t.dot_rtol = 0.001;
+  EXPECT_NE(check_tolerance(compute_metrics(x, r, 3), 1, t).find("+ dot_rtol 0.001 * sum |terms|"),
+            std::string::npos);
+}
+
 TEST(Metrics, BoundsNameTheFailedMetric) {
   const float x[] = {1.3f};
   const double r[] = {1.0};

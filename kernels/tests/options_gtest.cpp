@@ -49,6 +49,25 @@ TEST(Options, RejectsBadInputWithAMessageNamingIt) {
   EXPECT_NE(parse({"probe", "--b-layout", "mk"}, &o).find("--b-layout"), std::string::npos);
 }
 
+// dot_rtol widens allclose by each output's sum of |terms| (scaled_mm@4's stress): with --atol
+// and --rtol only, and not for a problem's spec, whose outputs have no such sums.
+TEST(Options, DotRtolWidensAllcloseAndNeedsIt) {
+  Options o;
+  ASSERT_EQ(parse({"correctness", "--shape", "M=64,N=256,K=512", "--atol", "0.01", "--rtol", "0.01",
+                   "--dot-rtol", "0.001"}, &o), "");
+  EXPECT_DOUBLE_EQ(o.tolerance.dot_rtol, 0.001);
+  Options alone;
+  EXPECT_NE(parse({"correctness", "--dot-rtol", "0.001"}, &alone).find("give --atol and --rtol"),
+            std::string::npos);
+  Options spec;
+  EXPECT_NE(parse({"correctness", "--problem-spec", "p.spec", "--case", "c", "--atol", "0.01",
+                   "--rtol", "0", "--dot-rtol", "0.001"}, &spec).find("scaled_mm family"),
+            std::string::npos);
+  Options bare;
+  ASSERT_EQ(parse({"correctness", "--shape", "M=8,N=8,K=8"}, &bare), "");
+  EXPECT_LT(bare.tolerance.dot_rtol, 0);  // the default allclose takes no sums
+}
+
 // The diagnostic that issues a replayed chain op by op: only with --replay, graph or stream.
 TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   Options o;

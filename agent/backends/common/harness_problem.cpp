@@ -105,6 +105,7 @@ Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args
       if (s.name == "softmax_scale" && v > 0) a.insert(a.end(), {"--softmax-scale", exact_num(v)});
     }
     if (chk.atol >= 0) a.insert(a.end(), {"--atol", exact_num(chk.atol), "--rtol", exact_num(chk.rtol >= 0 ? chk.rtol : 0)});
+    if (chk.atol >= 0 && chk.dot_rtol >= 0) a.insert(a.end(), {"--dot-rtol", exact_num(chk.dot_rtol)});
     if (chk.max_abs >= 0) a.insert(a.end(), {"--max-abs", exact_num(chk.max_abs)});
     if (chk.rel_l2 >= 0) a.insert(a.end(), {"--rel-l2", exact_num(chk.rel_l2)});
     for (const auto& [name, init] : c.init) {

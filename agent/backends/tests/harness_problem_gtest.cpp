@@ -99,12 +99,13 @@ TEST(HarnessProblem, AFamilyProblemsOwnCaseTakesTheProblemsShapeCheckAndDraws) {
   EXPECT_TRUE(none->empty());
 }
 
-// scaled_mm@3's n8192 case widens atol for K = 8192 (problem.yaml); its other cases keep the
-// output's 0.01. What reaches the harness is each case's own bound.
+// scaled_mm@4's n8192 case widens atol for K = 8192 (problem.yaml), its stress case adds
+// dot_rtol; its other cases keep the output's 0.01. What reaches the harness is each case's own
+// bound.
 TEST(HarnessProblem, AFamilyCasesOwnBoundsReachTheHarness) {
   kfleet::KernelSpec k;
   k.problem = k.family = "scaled_mm";  // a family job naming its problem
-  k.problem_version = 3;
+  k.problem_version = 4;
   const std::string lib = (kfleet::testing::source_dir() / "kernels/problems").string();
   auto cases = kb::family_problem_case_args(lib, k);
   ASSERT_TRUE(cases.ok()) << cases.error().message;
@@ -117,6 +118,8 @@ TEST(HarnessProblem, AFamilyCasesOwnBoundsReachTheHarness) {
   EXPECT_EQ(flag("n8192", "--rtol"), "0.01");
   EXPECT_EQ(flag("n1024", "--atol"), "0.01");
   EXPECT_EQ(flag("stress", "--atol"), "0.01");
+  EXPECT_EQ(flag("stress", "--dot-rtol"), "0.001");
+  EXPECT_EQ(flag("n1024", "--dot-rtol"), "(none)");
 }
 
 TEST(HarnessProblem, AProblemMissingFromTheAgentsLibraryIsTheFleetsFailure) {

@@ -259,13 +259,16 @@ std::vector<float> mean_of_v_output(const AttentionShape& s, const std::vector<d
 
 std::string gate_strength_failure(const std::vector<double>& reference,
                                   const std::vector<DoNothing>& outputs, const Tolerance& tol,
-                                  std::vector<std::pair<std::string, Metrics>>* scores) {
+                                  std::vector<std::pair<std::string, Metrics>>* scores,
+                                  const std::vector<double>* terms) {
   std::string failure;
+  const double* t = terms && terms->size() == reference.size() ? terms->data() : nullptr;
   for (const auto& o : outputs) {
     if (o.output.size() != reference.size()) continue;
     const Metrics m = compute_metrics(o.output.data(), reference.data(), reference.size());
     const std::size_t v = tol.atol >= 0 ? allclose_violations(o.output.data(), reference.data(),
-                                                              reference.size(), tol.atol, tol.rtol)
+                                                              reference.size(), tol.atol, tol.rtol,
+                                                              t, tol.dot_rtol)
                                         : 0;
     if (scores) scores->emplace_back(o.name, m);
     if (failure.empty() && check_tolerance(m, v, tol).empty())

@@ -213,9 +213,11 @@ struct DoNothing {
 };
 
 // "" when no do-nothing output passes `tol` against `reference`; else a refusal naming the
-// output that passes, with its metrics. `scores` gets one entry per output either way.
+// output that passes, with its metrics. `scores` gets one entry per output either way. `terms`:
+// each output's sum of |terms|, for tol.dot_rtol (allclose_violations).
 std::string gate_strength_failure(const std::vector<double>& reference,
                                   const std::vector<DoNothing>& outputs, const Tolerance& tol,
-                                  std::vector<std::pair<std::string, Metrics>>* scores = nullptr);
+                                  std::vector<std::pair<std::string, Metrics>>* scores = nullptr,
+                                  const std::vector<double>* terms = nullptr);
 
 }  // namespace kfleet::harness

@@ -28,25 +28,31 @@ Metrics compute_metrics(const float* actual, const double* reference, std::size_
 }
 
 std::size_t allclose_violations(const float* actual, const double* reference, std::size_t n,
-                                double atol, double rtol) {
+                                double atol, double rtol, const double* terms, double dot_rtol) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double x = actual[i], r = reference[i];
-    if (!std::isfinite(x) || !(std::abs(x - r) <= atol + rtol * std::abs(r))) ++bad;
+    const double bound = atol + rtol * std::abs(r) + (terms ? dot_rtol * terms[i] : 0.0);
+    if (!std::isfinite(x) || !(std::abs(x - r) <= bound)) ++bad;
   }
   return bad;
 }
 
 std::string check_tolerance(const Metrics& m, std::size_t violations, const Tolerance& tol) {
-  char buf[160];
+  char buf[200];
   if (m.nan_count || m.inf_count) {
     std::snprintf(buf, sizeof buf, "output has %zu NaN and %zu Inf of %zu elements", m.nan_count,
                   m.inf_count, m.elements);
     return buf;
   }
   if (tol.atol >= 0 && violations) {
-    std::snprintf(buf, sizeof buf, "%zu of %zu elements outside atol %g + rtol %g * |ref|",
-                  violations, m.elements, tol.atol, std::max(tol.rtol, 0.0));
+    if (tol.dot_rtol >= 0)
+      std::snprintf(buf, sizeof buf,
+                    "%zu of %zu elements outside atol %g + rtol %g * |ref| + dot_rtol %g * sum |terms|",
+                    violations, m.elements, tol.atol, std::max(tol.rtol, 0.0), tol.dot_rtol);
+    else
+      std::snprintf(buf, sizeof buf, "%zu of %zu elements outside atol %g + rtol %g * |ref|",
+                    violations, m.elements, tol.atol, std::max(tol.rtol, 0.0));
     return buf;
   }
   auto over = [&](const char* name, double v, double bound) {

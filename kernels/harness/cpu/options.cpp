@@ -72,7 +72,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     double d = 0;
     bool good = true;
     for (const char* f : {"--shape", "--dtype", "--causal", "--bias", "--softmax-scale", "--b-layout",
-                          "--init", "--atol", "--rtol", "--max-abs", "--max-rel", "--rel-l2"})
+                          "--init", "--atol", "--rtol", "--dot-rtol", "--max-abs", "--max-rel", "--rel-l2"})
       if (flag == f && o->family_option.empty()) o->family_option = flag;
     if (flag == "--case") good = value(&o->case_name);
     else if (flag == "--shape") {
@@ -114,6 +114,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--max-abs") good = number(&o->tolerance.max_abs);
     else if (flag == "--max-rel") good = number(&o->tolerance.max_rel);
     else if (flag == "--rel-l2") good = number(&o->tolerance.rel_l2);
+    else if (flag == "--dot-rtol") good = number(&o->tolerance.dot_rtol);
     else if (flag == "--workspace-mib") { good = integer(&n) && n >= 0; o->workspace_mib = (int)n; }
     else if (flag == "--python-scratch-mib") {
       good = integer(&n) && n >= 0 && n <= (1 << 20);
@@ -153,6 +154,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   Tolerance& t = o->tolerance;
   if (t.atol >= 0 && t.rtol < 0) t.rtol = 0;
   if (t.rtol >= 0 && t.atol < 0) t.atol = 0;
+  if (t.dot_rtol >= 0 && t.atol < 0)
+    return "--dot-rtol widens allclose (|x - r| <= atol + rtol * |r| + dot_rtol * sum |terms|): "
+           "give --atol and --rtol with it";
   if (!t.any()) t.atol = t.rtol = 1e-2;
   if (o->stop.max_samples < o->stop.min_samples) o->stop.max_samples = o->stop.min_samples;
   if (!o->record_path.empty() && !o->replay_path.empty())
@@ -160,6 +164,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (!o->plan_path.empty() && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--plan excludes --record and --replay: it only writes the plan a Python recorder "
            "records on (PYTHON.md)";
+  if (!o->problem_spec.empty() && t.dot_rtol >= 0)
+    return "--dot-rtol is a check of the scaled_mm family (its outputs' sums of |terms|); a "
+           "problem's spec checks each output as the spec says";
   if (!o->problem_spec.empty() && !o->family_option.empty())
     return o->family_option + " does not apply with --problem-spec: the problem's spec gives its "
            "shapes, dtypes and checks";

@@ -43,6 +43,7 @@ std::string tolerance_json(const Tolerance& t) {
   };
   add("atol", t.atol);
   add("rtol", t.atol >= 0 ? t.rtol : -1);
+  add("dot_rtol", t.atol >= 0 ? t.dot_rtol : -1);
   add("max_abs", t.max_abs);
   add("max_rel", t.max_rel);
   add("rel_l2", t.rel_l2);
@@ -87,11 +88,22 @@ int run_correctness(const Options& o) {
         fail_setup("the harness's GPU reference disagrees with its CPU reference (rel_l2 " +
                    std::to_string(agree.rel_l2) + "): a harness or device fault, not the kernel's");
     }
+    // dot_rtol: each output's sum of |terms|, in fp64 on the host from the inputs as generated
+    // (a sum of products' own magnitude: cases small enough for the CPU alone).
+    std::vector<double> terms;
+    if (o.tolerance.dot_rtol >= 0) {
+      if (problem->flops > kCpuCrossCheckMaxFlops)
+        fail_usage("--dot-rtol needs each output's sum of |terms| from the CPU, which this case is "
+                   "too large for (" + std::to_string(static_cast<long long>(problem->flops)) +
+                   " flops; at most " + std::to_string(static_cast<long long>(kCpuCrossCheckMaxFlops)) + ")");
+      terms = problem->cpu_reference_terms();
+      if (terms.size() != n) fail_usage("--dot-rtol: this problem gives no sums of |terms|");
+    }
     // Gate strength: if an output that does no work passes this tolerance, no verdict the gate
     // gives can be trusted; the case is refused before the kernel runs (PROTOCOL.md).
     std::vector<std::pair<std::string, Metrics>> scores;
-    const std::string weak =
-        gate_strength_failure(reference, problem->do_nothing_outputs(), o.tolerance, &scores);
+    const std::string weak = gate_strength_failure(reference, problem->do_nothing_outputs(),
+                                                   o.tolerance, &scores, terms.empty() ? nullptr : &terms);
     std::string strength = "{";
     for (const auto& [name, m] : scores)
       strength += (strength.size() > 1 ? "," : "") + JsonLine::quote(name) + ":{\"max_abs\":" +
@@ -122,7 +134,9 @@ int run_correctness(const Options& o) {
     const Metrics m = compute_metrics(out.data(), reference.data(), n);
     const std::size_t violations =
         o.tolerance.atol >= 0 ? allclose_violations(out.data(), reference.data(), n,
-                                                    o.tolerance.atol, o.tolerance.rtol)
+                                                    o.tolerance.atol, o.tolerance.rtol,
+                                                    terms.empty() ? nullptr : terms.data(),
+                                                    o.tolerance.dot_rtol)
                               : 0;
     const std::string changed = problem->inputs_changed();
     if (reason.empty() && unwritten)

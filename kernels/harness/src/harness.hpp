@@ -159,6 +159,9 @@ class Problem {
   // (--python-scratch-mib; with_python_scratch), mapped last, the same in the plan and replay.
   std::unique_ptr<DeviceBuffer> python_scratch;
   virtual std::vector<double> cpu_reference() const = 0;
+  // Each output's sum of |terms| (for a sum of products: the reference of the inputs' absolute
+  // values, in fp64), for the check's dot_rtol; empty where the problem has no such sums.
+  virtual std::vector<double> cpu_reference_terms() const { return {}; }
   // Outputs that do no work (all zeros; for attention the mean of V), for the gate-strength
   // check: host-side, from the inputs as generated.
   virtual std::vector<DoNothing> do_nothing_outputs() const = 0;

@@ -96,6 +96,16 @@ class ScaledMmProblem : public Problem {
                                1.0, bias);
   }
 
+  std::vector<double> cpu_reference_terms() const override {
+    auto magnitude = [](std::vector<double> v) {
+      for (double& x : v) x = std::abs(x);
+      return v;
+    };
+    const std::vector<double> bias = inputs_.size() > 2 ? magnitude(inputs_[2].host.real) : std::vector<double>{};
+    return scaled_mm_reference(m_, n_, k_, magnitude(inputs_[0].host.real),
+                               magnitude(inputs_[1].host.real), b_nk_, 1.0, 1.0, bias);
+  }
+
  private:
   int m_ = 0, n_ = 0, k_ = 0;
   bool b_nk_ = true;

@@ -17,7 +17,17 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 
   return buf;
 }
 
-std::string check_tolerance(const ProblemCheck& k, const Tensor& ref, const Tensor& act) {
+// dot_rtol's sums of |terms|: the problem's reference of the inputs' absolute values (the
+// scaled_mm family, a sum of products; the harness computes the same, scaled_mm_problem.cu).
+std::vector<double> terms_of(const CaseData& data, const std::string& output) {
+  CaseData abs_data = data;
+  for (auto& [name, t] : abs_data.inputs)
+    for (double& x : t.real) x = std::abs(x);
+  return find_reference(data.def->name)(abs_data).at(output).real;
+}
+
+std::string check_tolerance(const CaseData& data, const std::string& output, const ProblemCheck& k,
+                            const Tensor& ref, const Tensor& act) {
   std::vector<float> a(act.real.begin(), act.real.end());
   const auto m = harness::compute_metrics(a.data(), ref.real.data(), a.size());
   harness::Tolerance tol;
@@ -25,7 +35,13 @@ std::string check_tolerance(const ProblemCheck& k, const Tensor& ref, const Tens
   tol.rtol = k.rtol;
   tol.max_abs = k.max_abs;
   tol.rel_l2 = k.rel_l2;
-  const std::size_t bad = k.atol >= 0 ? harness::allclose_violations(a.data(), ref.real.data(), a.size(), k.atol, std::max(k.rtol, 0.0)) : 0;
+  tol.dot_rtol = k.atol >= 0 && data.def ? k.dot_rtol : -1;
+  const std::vector<double> terms = tol.dot_rtol >= 0 ? terms_of(data, output) : std::vector<double>{};
+  const std::size_t bad = k.atol >= 0 ? harness::allclose_violations(a.data(), ref.real.data(), a.size(), k.atol,
+                                                                     std::max(k.rtol, 0.0),
+                                                                     terms.size() == a.size() ? terms.data() : nullptr,
+                                                                     tol.dot_rtol)
+                                      : 0;
   return harness::check_tolerance(m, bad, tol);
 }
 
@@ -83,7 +99,7 @@ std::string check_output(const CaseData& data, const ProblemTensor& out, const T
   const ProblemCase* c = data.def ? data.def->find_case(data.case_name) : nullptr;
   const ProblemCheck check = c ? data.def->check_of(out, *c) : out.check;
   const std::string& kind = check.kind;
-  std::string why = kind == "tolerance" ? check_tolerance(check, reference, actual)
+  std::string why = kind == "tolerance" ? check_tolerance(data, out.name, check, reference, actual)
                     : kind == "exact"   ? check_exact(reference, actual)
                                         : check_topk(data, check, actual);
   return why.empty() ? "" : out.name + ": " + why;

@@ -72,6 +72,10 @@ struct ProblemScaledBy {
 struct ProblemCheck {
   std::string kind;  // tolerance | exact | topk
   double atol = -1, rtol = -1, max_abs = -1, rel_l2 = -1;  // tolerance (negative: not checked)
+  // A case's own widening of allclose for the scaled_mm family: + dot_rtol * sum_k |a b| of
+  // each output (its sum of products' own magnitude, what a dot product's rounding is stated
+  // against). Set in a case's check only.
+  double dot_rtol = -1;
   std::string of;      // topk: the input whose rows are searched
   bool largest = true;  // topk: largest (true) or smallest values
 };
