@@ -78,7 +78,7 @@ declare -A LARGEST=([softmax]=qwen2_vocab [rmsnorm]=llama3_70b [rope]=llama3_8b_
 PROBLEMS=(softmax rmsnorm rope topk grouped_gemm fp8_block_gemm)
 # The two families' largest cases, as harness options.
 ATT_LONG="--shape B=4,H=16,S=2048,D=64"
-MM_N8192="--shape M=8192,N=8192,K=8192 --dtype a=fp8_e4m3,b=fp8_e4m3,out=fp16 --atol 0.028 --rtol 0.01"  # scaled_mm@3's n8192 check
+MM_N8192="--shape M=8192,N=8192,K=8192 --dtype a=fp8_e4m3,b=fp8_e4m3,out=fp16 --atol 0.028 --rtol 0.01"  # scaled_mm@4's n8192 check
 
 rm -rf "$out"; mkdir -p "$out" || die "cannot create $out"
 # The run reads a copy of what it needs (a later device call may re-sync the checkout).

@@ -32,7 +32,7 @@ Result<std::string> problem_spec_file(const std::string& library_dir, const Kern
 // refused such a job already, unless its library differs from this agent's), and, for a generic
 // problem, the case the measuring process checks kfleet's GPU reference on against the fp64 CPU
 // reference (the smallest of the job's cases by the problem's `bytes`).
-// The harness flags of a family problem's case (attention@2, scaled_mm@3): --shape, --causal,
+// The harness flags of a family problem's case (attention@2, scaled_mm@4): --shape, --causal,
 // --softmax-scale, the output's check (--atol, --rtol, --max-abs, --rel-l2) and an --init per
 // input the case draws its own way. Every case of the problem, by name.
 Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args(const ProblemDef& def);

@@ -17,7 +17,7 @@ namespace kfleet::backends {
 // A job on a generic problem of the library (is_generic_problem): "--case NAME --problem-spec
 // FILE" instead, FILE being the resolved problem (problem_spec_file): the problem gives the
 // case's shape, dtypes and checks, so no family flag is passed.
-// A job naming a family's problem (attention@2, scaled_mm@3): a case without a shape is the
+// A job naming a family's problem (attention@2, scaled_mm@4): a case without a shape is the
 // problem's, and `problem_cases` holds its flags by name (family_problem_case_args: its shape,
 // scalars, check and --init draws), which replace the job's dtype, tolerance and family params.
 using ProblemCaseArgs = std::map<std::string, std::vector<std::string>>;

@@ -40,7 +40,7 @@ Result<std::string> torch_reference_source(const std::string& library_dir, const
 }
 
 std::string torch_reference_entry(const KernelSpec& k) {
-  // A job naming problem attention@2 or scaled_mm@3 is a family job (family is set from it).
+  // A job naming problem attention@2 or scaled_mm@4 is a family job (family is set from it).
   if (k.family == "attention") return "kfleet_attention_launch";
   if (k.family == "scaled_mm") return "kfleet_scaled_mm_launch";
   return "kfleet_problem_launch";

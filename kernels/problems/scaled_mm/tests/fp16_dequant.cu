@@ -1,7 +1,7 @@
 // A SHORTCUT fp8 GEMM (right on benign data, wrong at the edge): each operand dequantised to
 // fp16 (code times its tensor's scale, rounded to half, as a kernel does that feeds fp16 tensor
 // cores instead of fp8 ones), then fp32 accumulation. On the family's uniform [-1, 1) inputs the
-// dequantised values lie in [-1, 1] and fp16 holds them to 2^-11; in scaled_mm@3's case `stress`
+// dequantised values lie in [-1, 1] and fp16 holds them to 2^-11; in scaled_mm@4's case `stress`
 // the massive tokens' activations pass 65504, become inf, and their outputs inf or NaN. The
 // harness must reject it on that case, naming output d's check.
 // kernels/tests/problems_shortcuts_gtest.cpp runs the same arithmetic on the CPU. b as [N, K],

@@ -2,7 +2,7 @@
 // exponent and mantissa bits into an fp32 with the bias corrected, the branch for subnormal codes
 // (exponent bits 0) left out: they decode as 0. On the family's uniform [-1, 1) inputs, scaled
 // by amax / 448, a code is subnormal only below 1/28672 of the largest value, and those few add
-// nothing measurable; in scaled_mm@3's case `stress` the ordinary tokens of activations whose
+// nothing measurable; in scaled_mm@4's case `stress` the ordinary tokens of activations whose
 // massive ones pass fp16 are mostly subnormal codes, and their outputs come out 0. The harness
 // must reject it on that case, naming output d's check. kernels/tests/problems_shortcuts_gtest.cpp
 // runs the same arithmetic on the CPU. b as [N, K], no bias.
