@@ -18,7 +18,7 @@
 #                    triton.testing.do_bench printed beside)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`
-#                    (interleaved, 3 rounds: max_rounds 3; each side recorded once, its later
+#                    (interleaved, 3 rounds, up to 7 when 3 disagree; each side recorded once, its later
 #                    rounds replaying that recording: PYTHON.md, "Rounds")
 #          campaign  jobs/fa-s512-triton (CUDA baseline, the Triton seed, bn64, bn16 that must be
 #                    rejected) through `kfleet submit`, then again through `kfleet mcp` (JSON-RPC

@@ -216,6 +216,7 @@ class SimulatedBackend final : public Backend {
       double drift = 0;
       backends::RoundPlan plan;
       plan.max_rounds = c.spec.benchmark.max_rounds;
+      if (c.spec.benchmark.min_rounds > 0) plan.min_rounds = c.spec.benchmark.min_rounds;
       plan.threshold_pct = threshold;
       r = backends::run_rounds(plan, [&](bool baseline, int) {
         backends::TimedRun t;

@@ -130,6 +130,7 @@ nlohmann::json benchmark_json(const BenchmarkSpec& b) {
                       {"warmup_max_s", b.warmup_max_s}, {"max_rounds", b.max_rounds}};
   // Written only when set, so jobs that do not use them keep their content hashes.
   if (b.interleave) j["interleave"] = true;
+  if (b.min_rounds) j["min_rounds"] = b.min_rounds;
   if (b.processes != 1) j["processes"] = b.processes;
   if (b.host_exclusive) j["host_exclusive"] = *b.host_exclusive;
   return j;

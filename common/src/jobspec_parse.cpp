@@ -231,6 +231,15 @@ void parse_benchmark(Issues& is, const YAML::Node& n, const YAML::Mark& at, Benc
       b.max_rounds = static_cast<int>(*v);
     }
   }
+  if (m.has("min_rounds")) {
+    if (auto v = read_int(is, m.get("min_rounds"), m.path("min_rounds"), m.mark(), 3, 10000)) {
+      b.min_rounds = static_cast<int>(*v);
+      if (b.min_rounds > b.max_rounds)
+        is.add(m.mark(), m.path("min_rounds"),
+               "min_rounds " + std::to_string(b.min_rounds) + " is above max_rounds " +
+                   std::to_string(b.max_rounds) + ": the rounds before the first decision fit in the cap");
+    }
+  }
   if (m.has("interleave")) {
     if (auto v = read_bool(is, m.get("interleave"), m.path("interleave"), m.mark())) b.interleave = *v;
   }

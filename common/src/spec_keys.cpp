@@ -23,7 +23,7 @@ const std::vector<KeyTable>& key_tables() {
       {"gates.performance.compare_to", {"job", "value_us", "value_ms", "label", "reference"}},
       {"benchmark",
        {"min_samples", "max_noise_pct", "max_time_s", "l2_flush", "warmup_max_s", "max_rounds",
-        "interleave", "processes", "host_exclusive"}},
+        "min_rounds", "interleave", "processes", "host_exclusive"}},
       {"profile", {"tool", "metrics", "when"}},
       {"simulate", {"time_us", "noise_pct", "slower_pct", "eager_us", "compile_us", "fail_stage",
                     "fail_reason", "stage_ms"}},

@@ -1,4 +1,4 @@
-// benchmark.interleave and benchmark.processes: parsed, validated, kept on the wire, and left out
+// benchmark.interleave, processes and min_rounds: parsed, validated, kept on the wire, and left out
 // of the content hash when unset so existing jobs keep theirs.
 #include <gtest/gtest.h>
 
@@ -45,12 +45,27 @@ TEST(JobSpecBenchmark, ProcessesOutOfRangeIsRefused) {
   EXPECT_TRUE(has_issue(parse_job_spec(benchmark_job("{interleave: maybe}", ""), "b.yaml"), "benchmark.interleave"));
 }
 
+TEST(JobSpecBenchmark, MinRoundsParsesTravelsAndFitsUnderTheCap) {
+  auto p = parse_job_spec(benchmark_job("{interleave: true, min_rounds: 3, max_rounds: 7}", ", compare_to: parent"), "b.yaml");
+  ASSERT_TRUE(p.ok()) << p.error_text();
+  EXPECT_EQ(p.spec->benchmark.min_rounds, 3);
+  auto back = job_spec_from_json(to_json(*p.spec));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->benchmark.min_rounds, 3);
+  EXPECT_EQ(back->benchmark.max_rounds, 7);
+  const auto above = parse_job_spec(benchmark_job("{min_rounds: 9, max_rounds: 7}", ""), "b.yaml");
+  ASSERT_TRUE(has_issue(above, "benchmark.min_rounds")) << above.error_text();
+  EXPECT_NE(above.error_text().find("min_rounds 9 is above max_rounds 7"), std::string::npos) << above.error_text();
+  EXPECT_TRUE(has_issue(parse_job_spec(benchmark_job("{min_rounds: 2}", ""), "b.yaml"), "benchmark.min_rounds"));
+}
+
 TEST(JobSpecBenchmark, UnsetKeysKeepTheContentHash) {
   auto p = parse_job_spec(benchmark_job("{min_samples: 20}", ""), "b.yaml");
   ASSERT_TRUE(p.ok()) << p.error_text();
   JobSpec s = *p.spec;
   const auto h = job_content_hash(s, "sha256:x");
   EXPECT_FALSE(to_json(s)["benchmark"].contains("processes"));
+  EXPECT_FALSE(to_json(s)["benchmark"].contains("min_rounds"));
   s.benchmark.processes = 1;
   EXPECT_EQ(job_content_hash(s, "sha256:x"), h);
   s.benchmark.processes = 3;

@@ -335,6 +335,7 @@ StageResult HarnessBackend::benchmark(StageContext& c) {
                              std::to_string(std::min(0.5, b.warmup_max_s))});
     RoundPlan plan;
     plan.max_rounds = c.spec.benchmark.max_rounds;
+    if (c.spec.benchmark.min_rounds > 0) plan.min_rounds = c.spec.benchmark.min_rounds;
     plan.threshold_pct = thr;
     r = run_rounds(plan, [&](bool baseline, int) {
       return time_once(c, baseline ? baseline_binary_ : harness_binary_, args);

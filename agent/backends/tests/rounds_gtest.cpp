@@ -73,6 +73,50 @@ TEST(Rounds, AThrottledRoundIsTimedAgainAndTheVerdictHasAMedian) {
   EXPECT_DOUBLE_EQ(r.data.value("median_us", 0.0), 100.0);
 }
 
+// The bootstrap CI of the median of 3 round ratios is their whole range (so it is for 4 and 5):
+// one round 0.6 % off leaves an identical copy inconclusive at a 0.5 % threshold after 3 rounds
+// (the pair's old cap); by 7 rounds (here 6) that round no longer decides. min_rounds 3 with
+// max_rounds 7 decides after 3 when every round agrees and goes on only when they do not.
+TEST(Rounds, OneOutlyingRoundIsOutvotedBySevenNotByThree) {
+  const std::vector<double> candidate = {100.0, 100.6, 100.05, 99.95, 100.0, 100.02, 99.98};
+  auto run = [&](int min_rounds, int max_rounds) {
+    ka::StopFlag stop;
+    LogSink sink;
+    ka::Comparison cmp;
+    cmp.label = "reference";
+    kb::RoundPlan plan;
+    plan.min_rounds = min_rounds;
+    plan.max_rounds = max_rounds;
+    plan.threshold_pct = 0.5;
+    std::size_t next = 0;
+    return kb::run_rounds(plan, [&](bool baseline, int) {
+      return baseline ? timed(100) : timed(candidate[next++ % candidate.size()]);
+    }, cmp, stop, sink);
+  };
+  const auto three = run(3, 3);
+  ASSERT_TRUE(three.ok) << three.reason;
+  EXPECT_EQ(three.data.value("perf", ""), "inconclusive");
+  const auto seven = run(3, 7);
+  ASSERT_TRUE(seven.ok) << seven.reason;
+  EXPECT_EQ(seven.data.value("perf", ""), "same") << seven.data.dump();
+  EXPECT_GT(seven.data.value("rounds", 0), 5);  // the outlier outvoted, not merely diluted at 4 or 5
+  // The same plan on rounds that agree: decided after 3.
+  std::size_t i = 0;
+  ka::StopFlag stop;
+  LogSink sink;
+  ka::Comparison cmp;
+  kb::RoundPlan plan;
+  plan.min_rounds = 3;
+  plan.max_rounds = 7;
+  plan.threshold_pct = 0.5;
+  const auto agree = kb::run_rounds(plan, [&](bool baseline, int) {
+    return baseline ? timed(100) : timed(100.0 + 0.01 * static_cast<double>(i++ % 3));
+  }, cmp, stop, sink);
+  ASSERT_TRUE(agree.ok) << agree.reason;
+  EXPECT_EQ(agree.data.value("perf", ""), "same");
+  EXPECT_EQ(agree.data.value("rounds", 0), 3);
+}
+
 TEST(Rounds, AGpuThatStaysThrottledFailsTheStageAsTheFleetsWithItsCause) {
   ka::StopFlag stop;
   int calls = 0;

@@ -107,6 +107,10 @@ struct BenchmarkSpec {
   bool l2_flush = true;
   double warmup_max_s = 2;
   int max_rounds = 30;              // interleaved A/B rounds cap for verdicts
+  // Rounds before the first decision (0: the agent's 5, or max_rounds when fewer). The
+  // bootstrap CI of the median of 3 to 5 round ratios is their range; by 6 or 7 one outlying
+  // round no longer decides: a job may decide after 3 and go on to 7 only when 3 did not.
+  int min_rounds = 0;
   bool interleave = false;          // verdicts from A/B rounds against the reference's own build
   int processes = 1;                // harness processes whose samples are pooled (per-process
                                     // offsets average out instead of deciding the median)
