@@ -33,7 +33,7 @@ Result<std::string> problem_spec_file(const std::string& library_dir, const Kern
 // problem, the case the measuring process checks kfleet's GPU reference on against the fp64 CPU
 // reference (the smallest of the job's cases by the problem's `bytes`).
 // The harness flags of a family problem's case (attention@2, scaled_mm@4): --shape, --causal,
-// --softmax-scale, the output's check (--atol, --rtol, --max-abs, --rel-l2) and an --init per
+// --softmax-scale, the output's check (--atol, --rtol, --dot-rtol, --max-abs, --rel-l2) and an --init per
 // input the case draws its own way. Every case of the problem, by name.
 Result<std::map<std::string, std::vector<std::string>>> family_problem_case_args(const ProblemDef& def);
 // The same, from this agent's library, for a job naming a family problem ({} for any other job).

@@ -123,9 +123,9 @@ DeviceCode& device_code(const Options& o) {
 // What the launch function set on a kernel in the recorder (a kernel's other attributes are in
 // its code), settled before the kernel's first launch that needs it. The recorder reads the
 // attribute whether or not anyone set it (48 KiB less the static shared memory, untouched), so it
-// is set only where it differs from what this fresh load already has: an attribute set to its
-// own default is still a setting the driver keeps. A launch without dynamic shared memory needs
-// none; its kernel is neither asked nor set, left as the library left it.
+// is set only where it is more than this fresh load allows (which is all a launch needs): an
+// attribute set to its own default is still a setting the driver keeps. A launch without dynamic
+// shared memory needs none; its kernel is neither asked nor set, left as the library left it.
 void settle_max_dynamic_shared(DeviceCode& code, cudaKernel_t kernel, const KernelNode& k, int dev) {
   if (k.shared_bytes <= 0 || k.max_dynamic_shared <= 0) return;
   if (auto it = code.max_dynamic_shared.find(k.function);
