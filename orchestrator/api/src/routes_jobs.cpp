@@ -130,17 +130,18 @@ Awaitable list_jobs(Ctx& c) {
 }
 
 Awaitable get_job(Ctx& c) {
-  auto j = c.cp.store().get_job(c.id());
-  if (!j) co_return error_response(c.req, http::status::not_found, "not_found", "no such job");
+  // The job, its runs and its origin in one read (one round trip on PostgreSQL).
+  auto page = c.cp.store().job_page(c.id());
+  if (!page.job) co_return error_response(c.req, http::status::not_found, "not_found", "no such job");
   nlohmann::json runs = nlohmann::json::array();
   // A running run's lease as the leader holds it (the store's is renewed lazily).
-  for (auto& r : c.cp.store().runs_for_job(j->id)) {
+  for (auto& r : page.runs) {
     c.cp.overlay_live(r);
     runs.push_back(run_json(r));
   }
-  nlohmann::json job = job_json(*j, true);
+  nlohmann::json job = job_json(*page.job, true);
   // Submitted as parent + change: the diff against the parent, for every view to show.
-  auto origin = c.cp.store().job_origin(j->id);
+  const auto& origin = page.origin;
   job["change"] = origin && origin->parent_job_id ? origin->change : nlohmann::json();
   co_return json_response(c.req, http::status::ok, {{"job", job}, {"runs", runs}});
 }

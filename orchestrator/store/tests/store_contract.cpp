@@ -336,6 +336,42 @@ TEST_P(StoreContract, FindJobByContentHashReturnsTheNewest) {
   EXPECT_FALSE(store().find_job_by_content_hash(""));
 }
 
+// One job's page (the API's GET /api/v1/jobs/{id}) is what the three reads it replaces give:
+// the job, its runs oldest first, its origin; nothing for a job that does not exist.
+TEST_P(StoreContract, AJobsPageIsTheJobItsRunsAndItsOrigin) {
+  auto root = create("root");
+  NewJob a = job("a");
+  a.token_key = "tok-1";
+  a.parent_job_id = root.id;
+  a.change = json{{"summary", "kernel.defines +X=1"}};
+  auto child = store().create_job(a, ++now_);
+  ASSERT_TRUE(child.ok());
+  auto ag = enrol("g");
+  lease(child->id, ag.id);
+  const auto page = store().job_page(child->id);
+  ASSERT_TRUE(page.job);
+  const auto job = store().get_job(child->id);
+  EXPECT_EQ(page.job->id, job->id);
+  EXPECT_EQ(page.job->state, job->state);
+  EXPECT_EQ(page.job->spec, job->spec);
+  EXPECT_EQ(page.job->current_run_id, job->current_run_id);
+  const auto runs = store().runs_for_job(child->id);
+  ASSERT_EQ(page.runs.size(), 1u);
+  EXPECT_EQ(page.runs[0].id, runs[0].id);
+  EXPECT_EQ(page.runs[0].agent_id, ag.id);
+  ASSERT_TRUE(page.origin);
+  EXPECT_EQ(page.origin->parent_job_id, root.id);
+  EXPECT_EQ(page.origin->change["summary"], "kernel.defines +X=1");
+  const auto plain = store().job_page(root.id);
+  ASSERT_TRUE(plain.job);
+  EXPECT_TRUE(plain.runs.empty());
+  EXPECT_FALSE(plain.origin);
+  const auto none = store().job_page(child->id + 100);
+  EXPECT_FALSE(none.job);
+  EXPECT_TRUE(none.runs.empty());
+  EXPECT_FALSE(none.origin);
+}
+
 // Where a job came from: the token that submitted it (its in-flight count) and, for a child
 // submitted as parent + change, the parent and the change, listed by parent.
 TEST_P(StoreContract, JobOriginsRecordTokenParentAndChange) {

@@ -212,6 +212,22 @@ std::vector<Store::LeaseGrant> grants_of_new_jobs(Store& s, int n, const nlohman
 
 // A scheduling pass's leases cost one round trip together, however many there are; a refused
 // one costs one more, to say why.
+// A user's view of one job (GET /api/v1/jobs/{id}) reads the job, its runs and its origin:
+// three reads, sent together, one round trip.
+TEST(PostgresStore, AJobsPageIsOneRoundTrip) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  auto job = s.create_job(a_job("j"), 2);
+  ASSERT_TRUE(job.ok());
+  (void)s.job_page(job->id);  // the statements prepared
+  const auto before = s.round_trips();
+  const auto page = s.job_page(job->id);
+  EXPECT_EQ(s.round_trips() - before, 1);
+  ASSERT_TRUE(page.job);
+  EXPECT_EQ(page.job->id, job->id);
+}
+
 TEST(PostgresStore, APassOfGrantsIsOneRoundTrip) {
   auto opened = open_as_leader();
   ASSERT_TRUE(opened.store);

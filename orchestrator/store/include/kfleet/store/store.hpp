@@ -313,6 +313,18 @@ class Store {
   // create_job with its checks and its bundle (Submission): what a user's submit makes.
   virtual Result<Submitted> submit_job(const Submission& s, TimeMs now) = 0;
   virtual std::optional<JobRecord> get_job(std::int64_t id) = 0;
+  // One job's page (GET /api/v1/jobs/{id}): the job, its runs oldest first, where it came from.
+  // One round trip on PostgreSQL (the three reads pipelined, one snapshot), not three.
+  struct JobPage {
+    std::optional<JobRecord> job;
+    std::vector<RunRecord> runs;
+    std::optional<JobOrigin> origin;
+  };
+  virtual JobPage job_page(std::int64_t id) {
+    JobPage p;
+    if ((p.job = get_job(id))) p.runs = runs_for_job(id), p.origin = job_origin(id);
+    return p;
+  }
   virtual std::vector<JobRecord> list_jobs(const JobFilter& f) = 0;   // newest first
   // queued and waiting_capacity jobs: priority desc, then id asc (FIFO). The scheduler reads
   // this on every pass, so spec and spec_yaml are left empty (get_job has them).
