@@ -47,6 +47,16 @@ JobRecord StoreContract::create(const std::string& name, int priority, int max_a
   return r.ok() ? *r : JobRecord{};
 }
 
+JobRecord StoreContract::create_child(const std::string& name, std::int64_t parent_job_id) {
+  NewJob j = job(name);
+  j.token_key = "tok-1";
+  j.parent_job_id = parent_job_id;
+  j.change = nlohmann::json{{"summary", "kernel.defines +X=1"}};
+  auto r = store().create_job(j, ++now_);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : JobRecord{};
+}
+
 AgentRecord StoreContract::enrol(const std::string& name) {
   auto r = store().enrol_agent(agent(name), ++now_);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
@@ -340,22 +350,18 @@ TEST_P(StoreContract, FindJobByContentHashReturnsTheNewest) {
 // the job, its runs oldest first, its origin; nothing for a job that does not exist.
 TEST_P(StoreContract, AJobsPageIsTheJobItsRunsAndItsOrigin) {
   auto root = create("root");
-  NewJob a = job("a");
-  a.token_key = "tok-1";
-  a.parent_job_id = root.id;
-  a.change = json{{"summary", "kernel.defines +X=1"}};
-  auto child = store().create_job(a, ++now_);
-  ASSERT_TRUE(child.ok());
+  const JobRecord child = create_child("a", root.id);
+  ASSERT_NE(child.id, 0);
   auto ag = enrol("g");
-  lease(child->id, ag.id);
-  const auto page = store().job_page(child->id);
+  lease(child.id, ag.id);
+  const auto page = store().job_page(child.id);
   ASSERT_TRUE(page.job);
-  const auto job = store().get_job(child->id);
+  const auto job = store().get_job(child.id);
   EXPECT_EQ(page.job->id, job->id);
   EXPECT_EQ(page.job->state, job->state);
   EXPECT_EQ(page.job->spec, job->spec);
   EXPECT_EQ(page.job->current_run_id, job->current_run_id);
-  const auto runs = store().runs_for_job(child->id);
+  const auto runs = store().runs_for_job(child.id);
   ASSERT_EQ(page.runs.size(), 1u);
   EXPECT_EQ(page.runs[0].id, runs[0].id);
   EXPECT_EQ(page.runs[0].agent_id, ag.id);
@@ -366,7 +372,7 @@ TEST_P(StoreContract, AJobsPageIsTheJobItsRunsAndItsOrigin) {
   ASSERT_TRUE(plain.job);
   EXPECT_TRUE(plain.runs.empty());
   EXPECT_FALSE(plain.origin);
-  const auto none = store().job_page(child->id + 100);
+  const auto none = store().job_page(child.id + 100);
   EXPECT_FALSE(none.job);
   EXPECT_TRUE(none.runs.empty());
   EXPECT_FALSE(none.origin);
@@ -376,19 +382,15 @@ TEST_P(StoreContract, AJobsPageIsTheJobItsRunsAndItsOrigin) {
 // submitted as parent + change, the parent and the change, listed by parent.
 TEST_P(StoreContract, JobOriginsRecordTokenParentAndChange) {
   auto root = create("root");
-  NewJob a = job("a");
-  a.token_key = "tok-1";
-  a.parent_job_id = root.id;
-  a.change = json{{"summary", "kernel.defines +X=1"}};
-  auto child = store().create_job(a, ++now_);
-  ASSERT_TRUE(child.ok());
+  const JobRecord child = create_child("a", root.id);
+  ASSERT_NE(child.id, 0);
   NewJob b = job("b");
   b.token_key = "tok-1";
   auto other = store().create_job(b, ++now_);
   ASSERT_TRUE(other.ok());
 
   EXPECT_FALSE(store().job_origin(root.id));  // made without a token or a parent
-  auto o = store().job_origin(child->id);
+  auto o = store().job_origin(child.id);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->token_key, "tok-1");
   EXPECT_EQ(o->parent_job_id, root.id);
@@ -400,8 +402,8 @@ TEST_P(StoreContract, JobOriginsRecordTokenParentAndChange) {
 
   auto children = store().children_of(root.id);
   ASSERT_EQ(children.size(), 1u);
-  EXPECT_EQ(children[0].job_id, child->id);
-  EXPECT_TRUE(store().children_of(child->id).empty());
+  EXPECT_EQ(children[0].job_id, child.id);
+  EXPECT_TRUE(store().children_of(child.id).empty());
 
   // In flight: queued counts, finished does not; another token's jobs do not.
   EXPECT_EQ(store().in_flight_jobs_of("tok-1"), 2);

@@ -66,6 +66,8 @@ class StoreContract : public ::testing::TestWithParam<StoreBackend> {
   static NewJob job(const std::string& name, int priority = 0, int max_attempts = 3);
   static NewAgent agent(const std::string& name, bool simulated_gpu = false);
   JobRecord create(const std::string& name, int priority = 0, int max_attempts = 3);
+  // A job submitted by token tok-1 as parent + change ("kernel.defines +X=1").
+  JobRecord create_child(const std::string& name, std::int64_t parent_job_id);
   AgentRecord enrol(const std::string& name);
   Lease lease(std::int64_t job_id, std::int64_t agent_id, TimeMs ttl = 30'000);
   static Event ev(std::int64_t seq, const std::string& type = "log",
