@@ -320,11 +320,7 @@ class Store {
     std::vector<RunRecord> runs;
     std::optional<JobOrigin> origin;
   };
-  virtual JobPage job_page(std::int64_t id) {
-    JobPage p;
-    if ((p.job = get_job(id))) p.runs = runs_for_job(id), p.origin = job_origin(id);
-    return p;
-  }
+  virtual JobPage job_page(std::int64_t id) = 0;
   virtual std::vector<JobRecord> list_jobs(const JobFilter& f) = 0;   // newest first
   // queued and waiting_capacity jobs: priority desc, then id asc (FIFO). The scheduler reads
   // this on every pass, so spec and spec_yaml are left empty (get_job has them).
