@@ -43,9 +43,7 @@
 # written as DOT (replay.dot, inproc.dot: every node's launch attributes) to be held side by side.
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
 # trace (--cupti-hw-trace), and in-process under CUPTI set up as kfleet-measure sets it
-# (bench/gpu/raw_cupti.py, not torch.profiler), without and with the hardware trace. Every
-# EDGE_DIAG (=legacy: only this) replays on the legacy default stream as well
-# (--replay-stream legacy), where kfleet-measure timed before it took a stream of its own.
+# (bench/gpu/raw_cupti.py, not torch.profiler), without and with the hardware trace.
 # --dry-run: no GPU; checks the script's inputs (sources, references, specs) and prints the plan.
 set -uo pipefail
 t_start=$(date +%s)
@@ -60,7 +58,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,48p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,45p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -279,11 +277,11 @@ inproc() {
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != legacy ]; then
+  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ]; then
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
   fi
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != legacy ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
+  if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
     inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
@@ -412,13 +410,12 @@ edge_diag() {
     env "${envs[@]}" "$M" benchmark "${bargs[@]}" "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 \
       --replay "$d/launches-benchmark.txt" --device 0 --device-code "$dc" "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
-  rep measure-legacy -- --replay-stream legacy
-  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != legacy ]; then
+  if [ "$EDGE_DIAG" != tracer ]; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
   fi
-  [ "$EDGE_DIAG" != legacy ] && rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
+  rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -445,7 +442,6 @@ def hw_state():  # whether CUPTI took the hardware trace where it was asked (0: 
     t = last(f"{d}/inproc-hwtrace.out", None).get("tracer", "")
     return "hardware trace: replay %s, in-process %s" % (r[0] if r else "?", t.rsplit("hardware trace ", 1)[-1].rstrip(")") or "?")
 print("; ".join(v for v in [
-    one("replayed on the legacy default stream", "measure-legacy.out", "bench", "median_us", med, "graph replay"),
     one("replayed on the stream", "measure-stream.out", "bench", "median_us", med, "graph replay"),
     one("replayed without the flush", "measure-noflush.out", "bench", "median_us", med, "graph replay"),
     one("replayed with modules loaded eagerly", "measure-eagerload.out", "bench", "median_us", med, "graph replay"),

@@ -84,18 +84,6 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);
 }
 
-// Which stream replay times on: its own (the default) or the legacy default stream (a diagnostic).
-TEST(Options, ReplayStreamIsOwnOrLegacyAndGoesWithReplay) {
-  Options own, legacy, bad, alone;
-  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o"}, &own), "");
-  EXPECT_FALSE(own.replay_legacy_stream);
-  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-stream", "legacy"}, &legacy), "");
-  EXPECT_TRUE(legacy.replay_legacy_stream);
-  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-stream", "null"}, &bad)
-                .find("--replay-stream"), std::string::npos);
-  EXPECT_NE(parse({"benchmark", "--replay-stream", "legacy"}, &alone).find("go with --replay"), std::string::npos);
-}
-
 TEST(Options, CuptiHardwareTraceIsForTheBenchmarkStage) {
   Options b;
   EXPECT_EQ(parse({"benchmark", "--cupti-hw-trace"}, &b), "");

@@ -40,9 +40,6 @@ struct Options {
   // every verdict uses), or op by op on the stream (--replay-issue stream: a diagnostic of the
   // method, to hold a graph's gaps between kernels against a stream's; the agent never asks it).
   bool replay_on_stream = false;
-  // Replay issues the timed launch on a non-blocking stream of its own (benchmark.cu, ColdTimer);
-  // --replay-stream legacy on the legacy default stream (a diagnostic of the method).
-  bool replay_legacy_stream = false;
   std::string replay_dot;  // --replay-dot F: the replay's graph written there (DOT, verbose)
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).

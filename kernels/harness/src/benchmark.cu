@@ -46,8 +46,7 @@ struct Launch {
 // is one.
 class ColdTimer {
  public:
-  ColdTimer(const Options& o, const ActivityTracer* tracer)
-      : o_(o), tracer_(tracer), stream_(launch_stream(o)) {
+  ColdTimer(const Options& o, const ActivityTracer* tracer) : o_(o), tracer_(tracer) {
     KFLEET_GPU_CHECK(gpuEventCreate(&start_));
     KFLEET_GPU_CHECK(gpuEventCreate(&stop_));
   }
@@ -83,11 +82,11 @@ class ColdTimer {
     read_only_ = inputs_read_only(true);  // a write to an input faults at once
     if (read_only_) warm_translations();  // the flip dropped the GPU's translations
     l.t0 = tracer_ ? tracer_->now() : 0;
-    KFLEET_GPU_CHECK(gpuEventRecord(start_, stream_));
+    KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
     set_phase("kernel");
-    l.status = p.launch(stream_);
+    l.status = p.launch(nullptr);
     KFLEET_GPU_CHECK(gpuGetLastError());
-    KFLEET_GPU_CHECK(gpuEventRecord(stop_, stream_));
+    KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
     l.t_return = tracer_ ? tracer_->now() : 0;
     device_sync_bounded(o_.idle_timeout_s, [&] {
       const std::string why = "the device did not go idle within " +
@@ -108,10 +107,10 @@ class ColdTimer {
   Launch time_noop() {
     Launch l;
     l.t0 = tracer_->now();
-    KFLEET_GPU_CHECK(gpuEventRecord(start_, stream_));
-    harness_noop<<<1, 1, 0, stream_>>>();
+    KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
+    harness_noop<<<1, 1, 0, nullptr>>>();
     KFLEET_GPU_CHECK(gpuGetLastError());
-    KFLEET_GPU_CHECK(gpuEventRecord(stop_, stream_));
+    KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
     l.t_return = tracer_->now();
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
     l.t1 = tracer_->now();
@@ -128,22 +127,8 @@ class ColdTimer {
     return 1000.0 * ms;
   }
 
-  // Where the timed launch is issued. A replay on a stream of its own (non-blocking, as torch's
-  // streams and Triton's are): a graph launched on the legacy default stream ran a torch chain
-  // with 0.256 or 0.512 us between every two kernels on an H200 (rmsnorm's eight kernels 1.3 %
-  // slower than torch's own graph of them). --replay-stream legacy keeps the default stream (a
-  // diagnostic). A job's own launch function in-process gets the legacy stream as before: it
-  // may launch on stream 0 whatever it is given, and the events must bracket its work.
-  static gpuStream_t launch_stream(const Options& o) {
-    if (o.replay_path.empty() || o.replay_legacy_stream) return nullptr;
-    gpuStream_t s{};
-    KFLEET_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
-    return s;  // never destroyed: one per process, the runtime frees it at exit
-  }
-
   const Options& o_;
   const ActivityTracer* tracer_;
-  gpuStream_t stream_ = nullptr;
   gpuEvent_t start_{}, stop_{};
   std::size_t flush_bytes_ = 0;
   std::unique_ptr<DeviceBuffer> flush_;
