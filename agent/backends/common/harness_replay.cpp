@@ -371,9 +371,12 @@ Result<SubprocessResult> HarnessBackend::run_stage(StageContext& c, const std::s
     std::vector<std::pair<std::string, std::string>> env = {
         {"CUDA_HOME", cuda_home}, {"PATH", python_recorder_path_env(*py, cuda_home)}, {"TMPDIR", tmp}, {"HOME", home}};
     if (!py->cc.empty()) env.push_back({"CC", py->cc});
-    if (const unsigned w = recorder_compile_workers(
-            sandboxed() ? cfg_.sandbox->defaults.memory_bytes : 0, std::thread::hardware_concurrency()))
+    if (const unsigned w = recorder_compile_workers(sandboxed() ? cfg_.sandbox->defaults.memory_bytes : 0))
       env.push_back({"TORCHINDUCTOR_COMPILE_THREADS", std::to_string(w)});
+    // A recorder still running 15 s before its time limit writes every thread's Python stack to
+    // its stderr (the run's log): where a hung compile or launch waits, before it is killed.
+    if (const int limit = reference ? cfg_.reference_timeout_s : static_cast<int>(c.spec.timeout_s); limit > 30)
+      env.push_back({"KFLEET_STACKS_AFTER_S", std::to_string(limit - 15)});
     r = run_child(c, stage, rec, said, /*result_pipe=*/false, readable,
                   reference ? Child::reference : Child::job, env, folder);
   } else {

@@ -60,12 +60,7 @@ std::string python_recorder_path_env(const PythonRuntime& py, const std::string&
   return path + ":/usr/bin:/bin";
 }
 
-unsigned recorder_compile_workers(std::uint64_t memory_bytes, unsigned cpus) {
-  if (memory_bytes == 0) return 0;
-  constexpr std::uint64_t kGiB = 1ull << 30;
-  const std::uint64_t above = memory_bytes > 2 * kGiB ? (memory_bytes - 2 * kGiB) / kGiB : 0;
-  return static_cast<unsigned>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(above, std::max(1u, cpus))));
-}
+unsigned recorder_compile_workers(std::uint64_t memory_bytes) { return memory_bytes == 0 ? 0 : 1; }
 
 Result<std::string> python_device_code(const std::string& dir) {
   constexpr std::size_t kMaxFiles = 256;

@@ -57,12 +57,12 @@ std::string python_recorder_path_env(const PythonRuntime& py, const std::string&
 
 // How many compile workers torch.compile's inductor may start in a recorder's sandbox
 // (TORCHINDUCTOR_COMPILE_THREADS): by default one per CPU, each a Python process with torch
-// imported, which on a 16-CPU H200 host do not fit the sandbox's memory (8 GiB by default) beside
-// the recorder itself. One worker a GiB above the recorder's 2, at most one a CPU, at least one;
-// 0 (leave inductor's default) when the sandbox sets no memory limit.
-// fp8_block_gemm's reference compiled and tuned in 10.6 s outside the sandbox and had not
-// finished after 210 s inside it (2026-12-04, H200), silent after lowering.
-unsigned recorder_compile_workers(std::uint64_t memory_bytes, unsigned cpus);
+// imported. In a sandbox with a memory limit, one: inductor then compiles in the recorder's own
+// process and starts no pool, so no worker the limit kills can leave the pool waiting on it until
+// the time limit. On an H200 (16 CPUs, 8 GiB sandbox, 2026-12-04) fp8_block_gemm's reference,
+// 10.6 s outside any sandbox, was silent after lowering past 210 s with 16 workers and past 360 s
+// with 6; scaled_mm's past 190 s. 0 (inductor's default) where the sandbox sets no memory limit.
+unsigned recorder_compile_workers(std::uint64_t memory_bytes);
 
 // The device code the recorder wrote, comma-separated for --device-code: every entry of `dir`
 // must be a regular file (no symlink, no folder) named <16 hex>.cubin or <16 hex>.fatbin, at most

@@ -128,7 +128,11 @@ std::string signal_name(int sig) {
 std::string SubprocessResult::describe() const {
   std::ostringstream os;
   if (timed_out) {
+    // A process the sandbox killed for memory, or a fork it refused, can leave the rest waiting
+    // on it until the time limit: said, so the limit is not blamed on the time alone.
     os << "timed out after " << static_cast<long long>(duration_s + 0.5) << " s";
+    if (memory_limit_hit) os << " (a process hit the sandbox's memory limit on the way)";
+    else if (process_limit_hit) os << " (the sandbox's process limit refused a new process or thread on the way)";
   } else if (stopped) {
     os << "stopped";
   } else if (signal != 0) {

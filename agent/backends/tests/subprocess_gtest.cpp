@@ -183,6 +183,20 @@ TEST(Subprocess, TheAgentsTokensStayOutOfTheChildsEnvironment) {
   EXPECT_EQ(pg.out.find("pg-secret-of-kfleetd"), std::string::npos) << pg.out;
 }
 
+// A time limit reached after the sandbox killed a process for memory (a compile worker, whose
+// pool then waits for it forever) or refused a fork says so: the limit is what to look at.
+TEST(Subprocess, ATimeoutSaysWhichSandboxLimitWasHitOnTheWay) {
+  kb::SubprocessResult r;
+  r.timed_out = true;
+  r.duration_s = 120.2;
+  EXPECT_EQ(r.describe(), "timed out after 120 s");
+  r.memory_limit_hit = true;
+  EXPECT_EQ(r.describe(), "timed out after 120 s (a process hit the sandbox's memory limit on the way)");
+  r.memory_limit_hit = false;
+  r.process_limit_hit = true;
+  EXPECT_NE(r.describe().find("process limit refused"), std::string::npos) << r.describe();
+}
+
 TEST(Subprocess, AMissingProgramIsAnErrorNamingIt) {
   kb::SubprocessSpec s;
   s.trust = kb::ProcessTrust::agent_tool;  // the spawning machinery itself

@@ -139,8 +139,22 @@ def set_caches(o):
         os.makedirs(os.environ[k], exist_ok=True)
 
 
+def stacks_later():
+    """KFLEET_STACKS_AFTER_S=N (the agent sets it a little under the recorder's time limit): if
+    this process is still running after N seconds, every thread's Python stack goes to stderr
+    (the run's log), once, so a recording that hangs says where before it is killed."""
+    try:
+        after = float(os.environ.get("KFLEET_STACKS_AFTER_S", "0"))
+    except ValueError:
+        return
+    if after > 0:
+        import faulthandler
+        faulthandler.dump_traceback_later(after, repeat=False, file=sys.stderr, exit=False)
+
+
 def main(argv):
     o = parse(argv)
+    stacks_later()
     try:
         if o.from_captures:
             with open(o.from_captures, encoding="utf-8") as f:

@@ -407,3 +407,28 @@ class ExtensionImages(unittest.TestCase):
             other = runner.Images(NameDriver(), os.path.join(d, "staging2"), None, None,
                                   roots=[os.path.join(d, "elsewhere")], modules=mods)
             self.assertEqual(other.resolve(0x1, "triton_poi_fused_0")[2]["origin"], "library")
+
+
+class StacksBeforeTheLimit(unittest.TestCase):
+    """KFLEET_STACKS_AFTER_S: a recorder still running then writes every thread's Python stack to
+    its stderr (the run's log), so a hang says where it waits before the agent kills it."""
+
+    def run_recorder_stub(self, after):
+        import subprocess
+        code = ("import os, sys, time; sys.path.insert(0, %r); import kfleet_record; "
+                "kfleet_record.stacks_later(); time.sleep(1.5)" % os.path.dirname(HERE))
+        env = dict(os.environ, KFLEET_STACKS_AFTER_S=after)
+        return subprocess.run([sys.executable, "-B", "-c", code], env=env, capture_output=True,
+                              text=True, timeout=30)
+
+    def test_a_recorder_past_the_mark_writes_its_stacks(self):
+        r = self.run_recorder_stub("0.3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("most recent call first", r.stderr)
+        self.assertIn('File "<string>", line 1', r.stderr)
+
+    def test_none_without_the_variable_or_before_the_mark(self):
+        for after in ("", "0", "60", "not a number"):
+            r = self.run_recorder_stub(after)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("most recent call first", r.stderr, after)
