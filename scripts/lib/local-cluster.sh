@@ -5,7 +5,7 @@
 #     through its environment) and KFLEET_ENROL_TOKEN (kfleetd's, through its environment; the
 #     agent reads it from RUN/enrol.token, mode 0600);
 #     no token is ever on a command line. Exports KFLEET_SERVER; appends the two pids to
-#     `pids` (kfleetd first) and traps EXIT/INT/TERM to stop them; returns once gpu0 is enrolled
+#     `pids` (kfleetd first) and traps EXIT to stop them (INT/TERM: stops them and exits, saying so); returns once gpu0 is enrolled
 #     (non-zero, having said why, if kfleetd or the agent does not come up).
 #   json_field PATH [--table]   the field PATH (a.b.c) of the first JSON object on stdin; ""
 #     when absent (with --table: "-", and floats rounded to 3 decimals).
@@ -23,10 +23,19 @@
 pids=()
 random_token() { echo "${1}$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"; }
 stop_local_cluster() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+# A signal (a time limit's TERM, a ^C) ends the script where it is: the cluster stopped, the
+# script does not go on to fail every later step against a kfleetd that is gone.
+stopped_by() {
+  echo "${0##*/}: stopped by SIG$1 after $SECONDS s; kfleetd and the agent stopped, their logs in ${LOCAL_CLUSTER_RUN:-the run folder}" >&2
+  exit "$2"
+}
 
 start_local_cluster() {
   local bin=$1 run=$2; shift 2
-  trap stop_local_cluster EXIT INT TERM
+  LOCAL_CLUSTER_RUN=$run
+  trap stop_local_cluster EXIT
+  trap 'stopped_by INT 130' INT
+  trap 'stopped_by TERM 143' TERM
   export KFLEET_TOKEN KFLEET_ENROL_TOKEN
   KFLEET_TOKEN=$(random_token kft_)
   KFLEET_ENROL_TOKEN=$(random_token kfe_)

@@ -16,7 +16,8 @@
 #   gpu-suite-campaigns.sh both campaigns to their verdicts
 #   gpu-versus-pytorch.sh  8 jobs twice, each verdict with its (simulated) comparisons with
 #                          PyTorch: timed on the first run, from the agent's cache on the second;
-#                          the campaign's fast_p
+#                          the campaign's fast_p; under a TERM to its group it stops, says so
+#                          and leaves no kfleetd
 #   gpu-python-proof.sh    the Triton campaign through kfleet submit and through kfleet mcp
 #                          (JSON-RPC over stdio): each step's verdict, bn16 rejected, both
 #                          campaigns' current best, kept wins and rejections printed; run from a
@@ -101,6 +102,22 @@ ls "$tmp"/versus.cache.* >/dev/null 2>&1 && bad "versus --keep-cache left its ho
 timeout 240 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a --only rmsnorm \
   --bin "$tmp/bin" --run-dir "$tmp/versus" >"$tmp/versus-fresh.log" 2>&1 || bad "versus again: exit $?"
 [ -e "$tmp/versus/agent/build-cache/marker" ] && bad "versus without --keep-cache kept the cache"
+
+# A time limit's TERM to the whole group (as `timeout` sends it) while a job is in flight: the
+# script stops there, says so, exits 143 and leaves no kfleetd; it does not go on to fail every
+# later job against the kfleetd the signal ended (an H200 run printed "not submitted" and
+# "agent gpu0 DIED" for a reference that was only slow).
+setsid "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a --only rmsnorm \
+  --bin "$tmp/bin" --run-dir "$tmp/versus-sig" >"$tmp/versus-sig.log" 2>&1 &
+sig_pid=$!
+for _ in $(seq 600); do grep -q '^  1 GPU(s)' "$tmp/versus-sig.log" 2>/dev/null && break; sleep 0.1; done
+kill -TERM -- "-$sig_pid"
+wait "$sig_pid"; rc=$?
+echo "== versus-sig: exit $rc"; tail -5 "$tmp/versus-sig.log"
+[ "$rc" = 143 ] || bad "versus under TERM exited $rc, want 143"
+has versus-sig '^gpu-versus-pytorch.sh: stopped by SIGTERM after [0-9]+ s; kfleetd and the agent stopped'
+grep -q 'cannot reach kfleetd\|not submitted\|DIED' "$tmp/versus-sig.log" && bad "versus went on after TERM"
+pgrep -f "$tmp/versus-sig/kfleet.db" >/dev/null && bad "versus left its kfleetd running after TERM"
 
 # gpu-torch-proof.sh has no simulated backend: its dry run checks its inputs, and without --out
 # it writes nothing into the checkout (it once left ./torch-proof there).
