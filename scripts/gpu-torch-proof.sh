@@ -23,7 +23,8 @@
 #   gap        the Triton attention of kernels/triton/attention.py on fa-s512's mission case:
 #              replay against in-process (1 %, or 0.3 us under 30 us).
 #   edges      bench/gpu/graph_edge_gap.cu: a chain of 16 copy kernels as graphs made each way
-#              (captured or built, the kernel compiled in or loaded as a library), without and
+#              (captured or built, the kernel compiled in or loaded as a library; and chains
+#              of two different kernels alternating, as a torch chain's differ), without and
 #              with CUPTI tracing: what a graph adds between dependent kernels (INFO; replay
 #              builds its graphs node by node, with kernels from libraries, under CUPTI), then
 #              each variant alone in a process of its own (--only I).
@@ -58,7 +59,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,45p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,48p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -522,7 +523,7 @@ if want edges; then
     done
     # Each variant alone, in a process of its own under CUPTI: in one process the library chains
     # were as fast as the compiled-in one until the max-smem variant had run (2026-12-04).
-    for i in 0 1 2 3 4 5 6 7; do
+    for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
       "$d/graph_edge_gap" "$d/edge.cubin" --nodes 16 --cupti "$cupti" --only "$i" >"$d/alone-$i.out" 2>&1
       note edges "alone $i" "span, this variant alone" INFO "$(tail -1 "$d/alone-$i.out")"
     done

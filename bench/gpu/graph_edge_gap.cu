@@ -4,6 +4,9 @@
 // one library for every node or one each (replay loads each recorded module on its own), and
 // one each with the kernel's max dynamic shared memory set to the value it had, and one each with
 // its attributes asked (cudaFuncGetAttributes), as replay did before it asked only where needed.
+// The last four alternate two different kernels (another copy; one staging through 16 KiB of
+// static shared memory), compiled in and captured, or each from a library in a built graph: a
+// torch chain's consecutive kernels differ, every other variant's are one kernel.
 // Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters;
 // each variant's median span (events around the graph launch, the GPU idle before each) is
 // printed with its excess over the captured, compiled-in chain, per edge.
@@ -36,6 +39,26 @@ extern "C" __global__ void edge_copy(float* dst, const float* src, long n, Pad p
   const long stride = static_cast<long>(gridDim.x) * blockDim.x;
   for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     dst[i] = src[i] * 1.0001f + pad.bytes[i & 7];
+}
+
+// Two other kernels of the same signature, for chains whose consecutive kernels differ (as a
+// torch chain's do): another copy, and one that stages through static shared memory (so the SM's
+// shared-memory configuration differs from the copies').
+extern "C" __global__ void edge_scale(float* dst, const float* src, long n, Pad pad) {
+  const long stride = static_cast<long>(gridDim.x) * blockDim.x;
+  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    dst[i] = src[i] * 0.9999f - pad.bytes[i & 15];
+}
+extern "C" __global__ void edge_smem(float* dst, const float* src, long n, Pad pad) {
+  __shared__ float tile[4096];  // 16 KiB
+  const long stride = static_cast<long>(gridDim.x) * blockDim.x;
+  for (long base = static_cast<long>(blockIdx.x) * blockDim.x; base < n; base += stride) {
+    const long i = base + threadIdx.x;
+    tile[threadIdx.x * 16 % 4096] = i < n ? src[i] : 0.f;
+    __syncthreads();
+    if (i < n) dst[i] = tile[threadIdx.x * 16 % 4096] * 1.0001f + pad.bytes[i & 7];
+    __syncthreads();
+  }
 }
 
 #ifndef __CUDA_ARCH__
@@ -238,11 +261,11 @@ int main(int argc, char** argv) {
   char buf[65536];
   for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) image.append(buf, got);
   std::fclose(f);
-  auto library = [&] {
+  auto library = [&](const char* name = "edge_copy") {
     cudaLibrary_t lib{};
     CK(cudaLibraryLoadData(&lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
     cudaKernel_t k{};
-    CK(cudaLibraryGetKernel(&k, lib, "edge_copy"));
+    CK(cudaLibraryGetKernel(&k, lib, name));
     return k;
   };
   // Each variant's kernels are loaded (for the last, with the attribute set) only when it is run, so
@@ -275,6 +298,20 @@ int main(int argc, char** argv) {
     auto f = [each](int i) { return reinterpret_cast<const void*>(each[i]); };
     return capture ? captured(c, f, s) : built(c, f);
   };
+  // Consecutive kernels that differ: edge_copy, then `other`, alternating; compiled in and
+  // captured (as torch's graph), or each from a library of its own in a built graph (as replay).
+  auto alternate = [&](bool from_libraries, const void* other, const char* other_name) {
+    if (!from_libraries) {
+      auto f = [other](int i) { return i % 2 ? other : reinterpret_cast<const void*>(edge_copy); };
+      return captured(c, f, s);
+    }
+    std::vector<cudaKernel_t> each;
+    for (int i = 0; i < c.nodes; ++i) each.push_back(library(i % 2 ? other_name : "edge_copy"));
+    auto f = [each](int i) { return reinterpret_cast<const void*>(each[i]); };
+    return built(c, f);
+  };
+  const void* scale = reinterpret_cast<const void*>(edge_scale);
+  const void* smem = reinterpret_cast<const void*>(edge_smem);
   struct Variant { const char* name; Make make; cudaGraphExec_t exec = nullptr; };
   std::vector<Variant> v = {
       {"captured, compiled in", [&] { return captured(c, compiled, s); }},
@@ -289,6 +326,10 @@ int main(int argc, char** argv) {
       // As replay did until 2026-12-05: every kernel's attributes asked (cudaFuncGetAttributes),
       // none set.
       {"the same, attributes asked", [&] { return library_each(false, Touch::get); }},
+      {"captured, compiled in, copy/scale", [&] { return alternate(false, scale, "edge_scale"); }},
+      {"built, libraries, copy/scale", [&] { return alternate(true, scale, "edge_scale"); }},
+      {"captured, compiled in, copy/smem", [&] { return alternate(false, smem, "edge_smem"); }},
+      {"built, libraries, copy/smem", [&] { return alternate(true, smem, "edge_smem"); }},
   };
   if (only >= static_cast<int>(v.size())) {
     std::fprintf(stderr, "--only %d: there are %zu variants (0..%zu)\n", only, v.size(), v.size() - 1);
