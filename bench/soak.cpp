@@ -149,13 +149,16 @@ ProcView view(pid_t pid) {
   return v;
 }
 
-// A counter of kfleetd's /metrics ("" when it cannot be read).
-std::int64_t metric(HttpClient& c, const std::string& name) {
+// A counter of kfleetd's /metrics (-1 when it cannot be read).
+double metric_value(HttpClient& c, const std::string& name) {
   auto r = c.request("GET", "/metrics", "", "");
   if (!r.ok() || r->status != 200) return -1;
   const std::string key = "\n" + name + " ";
   const auto at = r->body.find(key);
-  return at == std::string::npos ? -1 : std::atoll(r->body.c_str() + at + key.size());
+  return at == std::string::npos ? -1 : std::strtod(r->body.c_str() + at + key.size(), nullptr);
+}
+std::int64_t metric(HttpClient& c, const std::string& name) {
+  return static_cast<std::int64_t>(metric_value(c, name));
 }
 
 struct SoakResult {
@@ -170,6 +173,7 @@ struct SoakResult {
   long rss_seeded_kib = 0, rss_peak_kib = 0, fds_seeded = 0, fds_peak = 0;
   std::int64_t connected_peak = 0;
   double kfleetd_cpu_pct = 0, db_cpu_pct = 0;
+  double store_wait_s = -1, wall_s = 0;  // the control plane's thread blocked on the database
   std::string load_before, load_after;
   // --takeover
   double takeover_s = -1;
@@ -243,6 +247,7 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   const std::int64_t heard0 = metric(admin, "kfleet_heartbeats_total");
   const std::int64_t written0 = metric(admin, "kfleet_heartbeat_writes_total");
   const std::int64_t passes0 = metric(admin, "kfleet_scheduling_passes_total");
+  const double wait0 = metric_value(admin, "kfleet_store_wait_seconds_total");
   const CpuMs cpu0 = cpu_ms(*k);
   const auto t0 = Clock::now();
   std::atomic<bool> stop{false};
@@ -303,6 +308,9 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   const std::int64_t heard1 = metric(admin, "kfleet_heartbeats_total");
   const std::int64_t written1 = metric(admin, "kfleet_heartbeat_writes_total");
   const std::int64_t passes1 = metric(admin, "kfleet_scheduling_passes_total");
+  const double wait1 = metric_value(admin, "kfleet_store_wait_seconds_total");
+  if (wait0 >= 0 && wait1 >= 0) out.store_wait_s = wait1 - wait0;
+  out.wall_s = wall_ms / 1000.0;
   if (heard0 >= 0 && heard1 >= 0) out.beats_heard = heard1 - heard0;
   if (written0 >= 0 && written1 >= 0) out.beats_written = written1 - written0;
   if (passes0 >= 0 && passes1 >= 0) out.passes = passes1 - passes0;
@@ -420,6 +428,10 @@ void print(const std::string& backend, SoakResult& r, const Options& o) {
               r.fds_peak, static_cast<long long>(r.connected_peak), r.kfleetd_cpu_pct);
   if (backend != "sqlite") std::printf("; PostgreSQL server CPU %.1f%%", r.db_cpu_pct);
   std::printf("\n");
+  if (backend != "sqlite" && r.store_wait_s >= 0 && r.wall_s > 0)
+    std::printf("kfleetd's one thread blocked on PostgreSQL: %.1f s of %.0f s (%.2f%%), serving "
+                "no request meanwhile\n",
+                r.store_wait_s, r.wall_s, 100.0 * r.store_wait_s / r.wall_s);
   if (r.takeover_s >= 0 || o.takeover) {
     std::printf("takeover: a standby served as leader %.2f s after the leader's kill -9; agents "
                 "answered again after p50 %.2f s, p99 %.2f s, max %.2f s (%lld never); heartbeats "

@@ -187,6 +187,13 @@ Awaitable metrics(Ctx& c) {
   out += "# HELP kfleet_store_round_trips_total Round trips to the database server (0 on "
          "SQLite, which runs in process).\n# TYPE kfleet_store_round_trips_total counter\n";
   out += "kfleet_store_round_trips_total " + std::to_string(st.round_trips()) + "\n";
+  {
+    char wait[32];
+    std::snprintf(wait, sizeof wait, "%.6f", static_cast<double>(st.wait_ns()) / 1e9);
+    out += "# HELP kfleet_store_wait_seconds_total Time the control plane's thread spent blocked "
+           "on the database server (0 on SQLite).\n# TYPE kfleet_store_wait_seconds_total counter\n";
+    out += "kfleet_store_wait_seconds_total " + std::string(wait) + "\n";
+  }
   out += "# HELP kfleet_finishes_gathered_total Agents' finishes written in batches (one "
          "transaction a batch).\n# TYPE kfleet_finishes_gathered_total counter\n";
   out += "kfleet_finishes_gathered_total " + std::to_string(c.cp.finishes_gathered()) + "\n";

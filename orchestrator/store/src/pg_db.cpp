@@ -266,6 +266,7 @@ PGresult* Db::run_prepared(const std::string& sql, const std::vector<unsigned>& 
   key += '\x1f';
   for (auto t : types) key += std::to_string(t) + ",";
   auto it = prepared_.find(key);
+  Waiting waiting(this);
   if (it == prepared_.end()) {
     std::string name = "k" + std::to_string(++next_name_);
     static_assert(sizeof(unsigned) == sizeof(Oid));
@@ -300,6 +301,7 @@ std::int64_t Db::changes() {
 void Db::exec(const std::string& sql) {
   flush();
   ++round_trips_;
+  Waiting waiting(this);
   PGresult* r = PQexec(conn_, sql.c_str());
   check(conn_, r, sql.substr(0, 60));
   PQclear(r);
@@ -383,6 +385,7 @@ void Db::flush() {
 
 void Db::send_batch(std::vector<Pending>& batch) {
   ++round_trips_;
+  Waiting waiting(this);
   if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF && !PQenterPipelineMode(conn_))
     throw_conn(conn_, "entering pipeline mode");
   // What went out, in order: each statement's prepare (first use on this connection) and
@@ -589,6 +592,7 @@ void Db::rollback() {
   if (PQstatus(conn_) != CONNECTION_OK) return;
   if (PQtransactionStatus(conn_) != PQTRANS_IDLE) {
     ++round_trips_;
+    Waiting waiting(this);
     PGresult* r = PQexec(conn_, "ROLLBACK");
     if (r) PQclear(r);
   }

@@ -16,6 +16,7 @@
 // server (kfleet_lock_and_fence(), a migration step), so a deposed leader's queued writes fail there,
 // before its COMMIT, without a round trip of their own. A call still returns only after its
 // COMMIT's result came back.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -199,6 +200,10 @@ class Db {
 
   // Round trips to the server since the connection opened (what the bench and tests count).
   std::int64_t round_trips() const { return round_trips_; }
+  // Nanoseconds the caller's thread spent blocked in those round trips (sending, the server's
+  // work and its commit's flush, reading the results): on kfleetd the control plane's one thread,
+  // which serves no request meanwhile (/metrics' kfleet_store_wait_seconds_total).
+  std::int64_t wait_ns() const { return wait_ns_; }
 
  private:
   struct Pending {
@@ -236,6 +241,17 @@ class Db {
   bool commit_next_ = false;    // commit_with_next_read(): the COMMIT goes behind the next read
   bool commit_queued_ = false;  // it did: the COMMIT is queued or sent
   std::int64_t round_trips_ = 0;
+  std::int64_t wait_ns_ = 0;
+  // Adds the time from its making to its end to wait_ns_.
+  struct Waiting {
+    explicit Waiting(Db* d) : db(d), t0(std::chrono::steady_clock::now()) {}
+    ~Waiting() {
+      db->wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - t0).count();
+    }
+    Db* db;
+    std::chrono::steady_clock::time_point t0;
+  };
   std::function<void()> after_commit_;  // read_after_next_commit()
   bool after_commit_open_ = false;      // its reads are being queued behind the COMMIT
 };

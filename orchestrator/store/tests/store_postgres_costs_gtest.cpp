@@ -4,9 +4,11 @@
 // and that an agent's state changes are HOT updates. Part of store_postgres_gtest (one scratch
 // server for the process).
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -226,6 +228,41 @@ TEST(PostgresStore, AJobsPageIsOneRoundTrip) {
   EXPECT_EQ(s.round_trips() - before, 1);
   ASSERT_TRUE(page.job);
   EXPECT_EQ(page.job->id, job->id);
+}
+
+// The time the caller is blocked on the server is counted (/metrics'
+// kfleet_store_wait_seconds_total): a read held behind another session's lock on jobs (held
+// for a second) counts the time it waited, and no call counts nothing.
+TEST(PostgresStore, TheTimeBlockedOnTheServerIsCounted) {
+  auto opened = open_as_leader();
+  ASSERT_TRUE(opened.store);
+  Store& s = *opened.store;
+  auto job = s.create_job(a_job("j"), 2);
+  ASSERT_TRUE(job.ok());
+  (void)s.job_page(job->id);  // the statements prepared
+  EXPECT_GT(s.wait_ns(), 0);
+  const auto idle = s.wait_ns();
+  EXPECT_EQ(s.wait_ns(), idle) << "nothing sent, nothing waited";
+  std::thread holder([&] {
+    (void)query_one(opened.url, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE; "
+                                "SELECT pg_sleep(1); COMMIT; SELECT 1");
+  });
+  const std::string held = "SELECT count(*) FROM pg_locks WHERE relation = 'jobs'::regclass AND "
+                           "mode = 'AccessExclusiveLock' AND granted";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (query_one(opened.url, held) != "1" && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto before = s.wait_ns();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto page = s.job_page(job->id);
+  const auto blocked = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - t0).count();
+  holder.join();
+  ASSERT_TRUE(page.job);
+  EXPECT_GE(blocked, 100'000'000) << "the page did not wait for the lock";
+  EXPECT_GE(s.wait_ns() - before, blocked * 9 / 10) << "counted " << (s.wait_ns() - before)
+                                                    << " ns of " << blocked;
+  EXPECT_LE(s.wait_ns() - before, blocked);
 }
 
 TEST(PostgresStore, APassOfGrantsIsOneRoundTrip) {

@@ -307,6 +307,10 @@ class Store {
   // kfleet_store_round_trips_total; what a control-plane call costs on PostgreSQL). 0 for
   // SQLite, which runs in process.
   virtual std::int64_t round_trips() const { return 0; }
+  // Nanoseconds the caller spent blocked on the database server in those round trips
+  // (/metrics' kfleet_store_wait_seconds_total: the control plane's thread serves nothing
+  // meanwhile). 0 for SQLite, whose work is the caller's own CPU time.
+  virtual std::int64_t wait_ns() const { return 0; }
 
   // --- jobs
   virtual Result<JobRecord> create_job(const NewJob& j, TimeMs now) = 0;  // + job.submitted event
