@@ -394,7 +394,15 @@ elif r or i:
     print("gaps: replay %d edges, in-process %d" % (len(r), len(i)))
 PY
 )
-  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
+  # A compile reference: whether the in-process run took the recorder's compiled graph from the
+  # shared inductor cache or compiled and tuned again (then it may time another kernel).
+  local tuned; tuned=$(python3 -c 'import json, sys
+for l in open(sys.argv[1], errors="replace"):
+    if l.startswith("{") and "inductor_counters" in l:
+        c = json.loads(l)["inductor_counters"]
+        print("in-process inductor: " + (", ".join("%s %s" % kv for kv in sorted(c.items())) if isinstance(c, dict) else c))' \
+    "$out/r/$name/inproc.out" 2>/dev/null)
+  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${tuned:+$tuned; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
   [ -n "${EDGE_DIAG:-}" ] && edge_diag "$name" "$med" "$IN_SPAN" "$@"
 }
 # edge_diag NAME REPLAY_SPAN INPROC_SPAN ARGS...: the same recording replayed op by op on the

@@ -317,6 +317,16 @@ def main():
         if r not in (None, 0):
             print(json.dumps({"error": f"{entry} returned {r} (unsupported?)"}))
             return 1
+        if a.torch_compile:
+            # Whether inductor took the recorder's compiled graph from the shared cache or
+            # compiled (and tuned) it again here: a fresh tuning may pick another kernel than
+            # the one replay times.
+            try:
+                from torch._dynamo.utils import counters
+                result["inductor_counters"] = {k: v for k, v in counters["inductor"].items()
+                                               if "cache" in k or "autotune" in k}
+            except Exception as e:  # noqa: BLE001 (a diagnostic: its absence is said)
+                result["inductor_counters"] = f"{type(e).__name__}: {e}"
         torch.cuda.synchronize()
         for _ in range(20):
             fn(args, stream)
