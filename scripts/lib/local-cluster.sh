@@ -5,8 +5,9 @@
 #     through its environment) and KFLEET_ENROL_TOKEN (kfleetd's, through its environment; the
 #     agent reads it from RUN/enrol.token, mode 0600);
 #     no token is ever on a command line. Exports KFLEET_SERVER; appends the two pids to
-#     `pids` (kfleetd first) and traps EXIT to stop them (INT/TERM: stops them and exits, saying so); returns once gpu0 is enrolled
-#     (non-zero, having said why, if kfleetd or the agent does not come up).
+#     `pids` (kfleetd first) and traps EXIT to stop them (INT or TERM: stops them and exits,
+#     saying so); returns once gpu0 is enrolled (non-zero, having said why, if kfleetd or the
+#     agent does not come up).
 #   json_field PATH [--table]   the field PATH (a.b.c) of the first JSON object on stdin; ""
 #     when absent (with --table: "-", and floats rounded to 3 decimals).
 #   job_outcome ID   sets state, gate and reason as `kfleet status ID` has them (through the
