@@ -59,6 +59,9 @@ struct PythonFixture : Fixture {
            "\"message\":\"not called as a reference\"}'; exit 3; }\n"
         << "    grep -q SETUP_FAIL \"$src\" && { echo '{\"type\":\"error\",\"phase\":\"setup\",\"message\":"
            "\"torch sees no CUDA device\"}'; exit 3; }\n"
+        // What the agent set for inductor and for the stacks before its time limit, said back.
+        << "    echo \"{\\\"type\\\":\\\"reference_env\\\",\\\"compile_threads\\\":\\\"$TORCHINDUCTOR_COMPILE_THREADS\\\","
+           "\\\"stacks_after_s\\\":\\\"$KFLEET_STACKS_AFTER_S\\\"}\"\n"
         << "    if [ -n \"$tc\" ]; then\n"
         << "      [ \"$tc\" = max-autotune-no-cudagraphs ] || exit 2\n"
         << "      grep -q COMPILE_REFUSED \"$src\" && { echo '{\"type\":\"error\",\"phase\":\"record\","

@@ -245,6 +245,17 @@ TEST(CudaBackend, AProblemsKernelIsComparedWithKfleetsPyTorchReferencesByTheSame
   EXPECT_EQ(key["driver"], "580.95.05");
   EXPECT_EQ(key["measurer"], bench.data["measurer_sha256"].get<std::string>().substr(0, 16));
   EXPECT_EQ(f.recordings_by("reference"), 2);
+  // Each recording was told to compile in its own process (the sandbox limits memory: no
+  // inductor worker pool) and to write its Python stacks 15 s before the agent's time limit.
+  int told = 0;
+  for (const auto& [type, data] : f.sink.events)
+    if (type == event_type::log_line && data.value("text", "").find("reference_env") != std::string::npos) {
+      const auto said = nlohmann::json::parse(data.value("text", ""));
+      EXPECT_EQ(said.value("compile_threads", ""), "1") << said.dump();
+      EXPECT_EQ(said.value("stacks_after_s", ""), "1785") << said.dump();
+      ++told;
+    }
+  EXPECT_EQ(told, 2);
   // Nothing of the references' folders is left behind.
   EXPECT_TRUE(fs::is_empty(f.root / "cache" / "torch-references" / "work"));
 
