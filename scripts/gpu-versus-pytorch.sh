@@ -10,6 +10,7 @@
 # per job. Exits 1 when a verdict has no comparison, a reference was not timed (its note is
 # printed) or the second run timed a reference again; 2 on a setup failure.
 #   scripts/gpu-versus-pytorch.sh [--bin DIR] [--out DIR] [--gpu G] [--only REGEX] [--backend B] [--arch A]
+#                                 [--keep-cache] [--reference-timeout S]
 #     --bin DIR      kfleetd/kfleet-agent/kfleet already built in DIR (skips the build)
 #     --out DIR      the database, the agent's work dir, the logs, each job's `kfleet status`
 #                    (default ./versus-pytorch-run)
@@ -20,10 +21,13 @@
 #     --keep-cache   keep the agent's build cache of the last run in --out (its timed references
 #                    among it), so that runs split by --only over several calls of a GPU machine
 #                    (each under its time limit) end in one run that reads every reference
+#     --reference-timeout S  the agent's bound on recording one reference (default 1800, the
+#                    agent's own): past it the verdict carries a note, not a comparison, and
+#                    the run goes on (a GPU call with a time limit of its own wants it shorter)
 # The agent's Python is $KFLEET_PYTHON (else python3): it needs torch and triton.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-root=$PWD bin="" out="$root/versus-pytorch-run" gpu=sm_90 only=. backend=cuda arch="" keep=0
+root=$PWD bin="" out="$root/versus-pytorch-run" gpu=sm_90 only=. backend=cuda arch="" keep=0 reference_timeout=1800
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -33,7 +37,8 @@ while [ $# -gt 0 ]; do
     --backend) backend=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --keep-cache) keep=1; shift ;;
-    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
+    --reference-timeout) reference_timeout=$2; shift 2 ;;
+    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
     *) echo "gpu-versus-pytorch: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,7 +58,7 @@ fi
 export KFLEET_HARNESS_DIR=$root/kernels/harness KFLEET_PROBLEMS_DIR=$root/kernels/problems
 # shellcheck source=lib/local-cluster.sh
 source "$root/scripts/lib/local-cluster.sh"
-agent_flags=(--backend "$backend" --problems-dir "$KFLEET_PROBLEMS_DIR")
+agent_flags=(--backend "$backend" --problems-dir "$KFLEET_PROBLEMS_DIR" --reference-timeout "$reference_timeout")
 [ -n "$arch" ] && agent_flags+=(--arch "$arch" --gpu-class "$arch")
 start_local_cluster "$bin" "$out" "${agent_flags[@]}" || die "kfleetd and agent gpu0 did not come up"
 kf() { "$bin/kfleet" --no-color "$@"; }

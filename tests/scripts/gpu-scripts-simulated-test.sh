@@ -100,7 +100,9 @@ has versus-keep "build cache of the last run kept"
 has versus-keep '^gpu-versus-pytorch: 2 run\(s\), 0 failure\(s\)'
 ls "$tmp"/versus.cache.* >/dev/null 2>&1 && bad "versus --keep-cache left its holding folder"
 timeout 240 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a --only rmsnorm \
-  --bin "$tmp/bin" --run-dir "$tmp/versus" >"$tmp/versus-fresh.log" 2>&1 || bad "versus again: exit $?"
+  --reference-timeout 120 --bin "$tmp/bin" --run-dir "$tmp/versus" >"$tmp/versus-fresh.log" 2>&1 ||
+  bad "versus again (--reference-timeout 120): exit $?"
+has versus-fresh '^gpu-versus-pytorch: 2 run\(s\), 0 failure\(s\)'  # the agent took the flag
 [ -e "$tmp/versus/agent/build-cache/marker" ] && bad "versus without --keep-cache kept the cache"
 
 # A time limit's TERM to the whole group (as `timeout` sends it) while a job is in flight: the
