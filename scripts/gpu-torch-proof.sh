@@ -531,7 +531,10 @@ if want edges; then
     done
     # Each variant alone, in a process of its own under CUPTI: in one process the library chains
     # were as fast as the compiled-in one until the max-smem variant had run (2026-12-04).
-    for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+    # How many variants there are, as the program says it when asked for one past the last.
+    variants=$("$d/graph_edge_gap" "$d/edge.cubin" --only 999 2>&1 | sed -n 's/.*there are \([0-9]*\) variants.*/\1/p')
+    [ -n "$variants" ] || note edges variants "graph_edge_gap says its variants" MISMATCH "no count from --only 999"
+    for i in $(seq 0 $(( ${variants:-0} - 1 ))); do
       "$d/graph_edge_gap" "$d/edge.cubin" --nodes 16 --cupti "$cupti" --only "$i" >"$d/alone-$i.out" 2>&1
       note edges "alone $i" "span, this variant alone" INFO "$(tail -1 "$d/alone-$i.out")"
     done

@@ -4,12 +4,12 @@
 // one library for every node or one each (replay loads each recorded module on its own), and
 // one each with the kernel's max dynamic shared memory set to the value it had, and one each with
 // its attributes asked (cudaFuncGetAttributes), as replay did before it asked only where needed.
-// The last four alternate two different kernels (another copy; one staging through 16 KiB of
-// static shared memory), compiled in and captured, or each from a library in a built graph: a
-// torch chain's consecutive kernels differ, every other variant's are one kernel.
-// Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters;
-// each variant's median span (events around the graph launch, the GPU idle before each) is
-// printed with its excess over the captured, compiled-in chain, per edge.
+// Every graph is a chain of --nodes launches of one copy kernel that takes 1 KiB of parameters,
+// but the last four variants', which alternate it with another kernel (another copy; one staging
+// through 16 KiB of static shared memory), compiled in and captured, or each from a library in a
+// built graph: a torch chain's consecutive kernels differ. Each variant's median span (events
+// around the graph launch, the GPU idle before each) is printed with its excess over the
+// captured, compiled-in chain, per edge.
 //   nvcc -std=c++17 -O3 -arch=sm_90a -cubin -o edge.cubin bench/gpu/graph_edge_gap.cu
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
 //   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB] [--only I]
