@@ -297,9 +297,9 @@ def _capture(torch, driver, images, fn, args, stream, pool_kwargs):
                     raised = e
         except Exception as e:  # noqa: BLE001 (capture_end: the capture was invalidated)
             if raised is None:
-                return {"error": f"{type(e).__name__}: {str(e).strip()[:400]}"}
+                return {"error": said(e)}
         if raised is not None:
-            return {"error": f"{type(raised).__name__}: {str(raised).strip()[:400]}", "raised": True}
+            return {"error": said(raised), "raised": True}
         handle = g.raw_cuda_graph()
         cap = driver.read_graph(handle, images.resolve)
         g.reset()
@@ -314,7 +314,7 @@ def _capture(torch, driver, images, fn, args, stream, pool_kwargs):
         graph = C.c_void_p()
         r = driver.lib.cuStreamEndCapture(s, C.byref(graph))
         if raised is not None:
-            return {"error": f"{type(raised).__name__}: {str(raised).strip()[:400]}", "raised": True}
+            return {"error": said(raised), "raised": True}
         if r != 0 or not graph.value:
             return {"error": f"cuStreamEndCapture returned {r}"}
         cap = driver.read_graph(graph.value, images.resolve)
@@ -405,9 +405,10 @@ def record(opts, plan):
                 fn(args, stream)
             driver.call("cuCtxSynchronize")  # not torch.cuda.synchronize: the job may patch it
         except Exception as e:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)  # whole, in the run's log; the refusal quotes it
             short = scratch.exhausted() if scratch else ""
             raise Refusal(rec["what"], "the launch function failed outside capture (its first "
-                          f"call, which compiles): {type(e).__name__}: {str(e).strip()[:400]}" +
+                          f"call, which compiles): {said(e)}" +
                           (f" ({short})" if short else ""))
         if scratch:
             scratch.mark()  # what the uncaptured call keeps (cuBLAS's workspace) stays below
@@ -419,6 +420,10 @@ def record(opts, plan):
                 # torch's allocator believing it still runs (capture_end never ran its
                 # bookkeeping), and the next allocation, sync or pool teardown in this process
                 # aborts it (captures_underway.empty() INTERNAL ASSERT), which would hide why.
+                # torch's "CUDA out of memory ... 138 GiB free" under capture is the scratch
+                # buffer running out: the refusal says so, with the sizes.
+                if scratch and scratch.exhausted():
+                    raise Refusal(rec["what"], f"{scratch.exhausted()}; under capture: {cap['error'][:300]}")
                 recording.capture_to_list(rec, cap)
             pair.append(cap)
         if scratch and scratch.exhausted():
@@ -429,6 +434,17 @@ def record(opts, plan):
         for m in maps:
             driver.unmap(m)
     return captures, driver.is_device_address
+
+
+def said(e, limit=700):
+    """An exception as a refusal quotes it: its type and text, whole when short. A long one keeps
+    its first line and its end: the end of a traceback carried in the text (inductor's compile
+    worker sends its subprocess's whole traceback) is the line that names what went wrong."""
+    text = str(e).strip()
+    if len(text) > limit:
+        head = text.splitlines()[0][:160]
+        text = head + " [...] " + text[-(limit - len(head) - 7):]
+    return f"{type(e).__name__}: {text}"
 
 
 def format_exception():

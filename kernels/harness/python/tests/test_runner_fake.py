@@ -282,6 +282,21 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.log.count(("capture", "begin", "pool", ("pool", 1))), 4)
         self.assertEqual(FakeDriver.instances[0].maps[:3], [0x600000000000, 0x600000200000, 0x600000400000])
 
+    def test_scratch_run_out_under_capture_is_named_with_its_sizes(self):
+        # torch says "CUDA out of memory" with the GPU nearly free: the scratch ran out
+        doc = dict(PLAN)
+        doc["recordings"] = [dict(r, buffers=r["buffers"] + [{"name": "python scratch",
+                                                              "va": 0x600000400000, "bytes": 1 << 22}])
+                             for r in PLAN["recordings"]]
+        saved = runner.scratchmod.Scratch.exhausted
+        runner.scratchmod.Scratch.exhausted = lambda s: "the launch's torch allocations needed more than the 4 MiB"
+        try:
+            with self.assertRaises(recording.Refusal) as cm:
+                runner.record(self.opts("raise"), recording.read_plan(doc))
+        finally:
+            runner.scratchmod.Scratch.exhausted = saved
+        self.assertIn("needed more than the 4 MiB; under capture: RuntimeError", str(cm.exception))
+
     def test_a_reference_is_compiled_before_its_first_call(self):
         o = self.opts()
         o.torch_compile = "max-autotune-no-cudagraphs"
@@ -297,6 +312,16 @@ class Runner(unittest.TestCase):
         # allocator still counts it as running, so nothing else may run in the process.
         self.assertEqual(len(sys.modules["kfleet_job"].calls), 2)
         self.assertEqual(self.log.count(("capture", "end")), 1)
+
+    def test_a_long_exception_is_quoted_by_its_first_line_and_its_end(self):
+        # inductor's compile worker: the subprocess's traceback in the text, its cause last
+        e = RuntimeError("SubprocException: An exception occurred in a subprocess:\n"
+                         + "  File x, line 1, in do_job\n" * 80 + "OutOfResources: shared memory, 232448 > 227328")
+        s = runner.said(e)
+        self.assertLessEqual(len(s), 700 + len("RuntimeError: "))
+        self.assertTrue(s.startswith("RuntimeError: SubprocException: An exception occurred in a subprocess: [...]"), s)
+        self.assertTrue(s.endswith("OutOfResources: shared memory, 232448 > 227328"), s)
+        self.assertEqual(runner.said(ValueError(" short ")), "ValueError: short")
 
     def test_a_harness_without_kfleet_is_a_setup_error_before_the_job_code(self):
         saved = sys.modules.get("kfleet")
