@@ -25,7 +25,7 @@ namespace kfleet::backends {
 namespace fs = std::filesystem;
 using agent::StageContext;
 
-// The megabytes of the arena's python scratch buffer beyond four times the case's own buffers
+// The megabytes of the arena's python scratch buffer beyond eight times the case's own buffers
 // (kfleet-measure --python-scratch-mib): room for torch's temporaries, cuBLAS's and cuDNN's
 // workspaces.
 constexpr int kPythonScratchMib = 256;

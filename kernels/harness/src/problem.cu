@@ -71,11 +71,14 @@ std::string Problem::inputs_changed() const {
 std::unique_ptr<Problem> with_python_scratch(const Options& o, std::unique_ptr<Problem> p) {
   if (o.python_scratch_mib <= 0 || (o.plan_path.empty() && o.replay_path.empty())) return p;
   // torch's temporaries are a few times a case's own data (an op's result, an fp32 copy of an
-  // fp16 input): the option's megabytes plus four times the buffers mapped so far.
+  // fp16 input), held twice over: the uncaptured first call's pool keeps its blocks while each
+  // capture allocates its own (the scratch allocator never hands memory back). The option's
+  // megabytes plus eight times the buffers mapped so far: four each (fp8_block_gemm's eager
+  // reference on its largest case, 122 MiB of buffers, needed about 850 MiB on an H200).
   std::uint64_t own = 0;
   for (const auto& b : fixed_buffers()) own += b.bytes;
   const std::uint64_t granule = 2ull << 20;
-  const std::uint64_t want = (static_cast<std::uint64_t>(o.python_scratch_mib) << 20) + 4 * own;
+  const std::uint64_t want = (static_cast<std::uint64_t>(o.python_scratch_mib) << 20) + 8 * own;
   p->python_scratch = std::make_unique<DeviceBuffer>((want + granule - 1) / granule * granule,
                                                      Placement::kernel, "python scratch");
   return p;
