@@ -37,11 +37,13 @@
 # built here with CMake (orchestrator off), as scripts/gpu-problems-direct.sh does.
 # B2B=1 in the environment: each in-process timing is taken back to back as well (the GPU never
 # idle between launches), printed beside the judged one. EDGE_DIAG=1: each reference is also
-# replayed op by op on the stream (kfleet-measure --replay-issue stream), without the L2 flush and
-# with CUDA_MODULE_LOADING=EAGER, and timed in-process with torch's allocator on mapped memory
-# (expandable_segments, as the arena is) and without the flush, in an INFO line: whether replay's
-# gaps between kernels come with the graph, the memory, the flush or the loading; both graphs are
-# written as DOT (replay.dot, inproc.dot: every node's launch attributes) to be held side by side.
+# replayed op by op on the stream (kfleet-measure --replay-issue stream), without the L2 flush,
+# with CUDA_MODULE_LOADING=EAGER and with its inputs left writable (--inputs-writable: no access
+# flip before each sample, whose dropped translations are warmed again), and timed in-process
+# with torch's allocator on mapped memory (expandable_segments, as the arena is) and without the
+# flush, in an INFO line: whether replay's gaps between kernels, or a kernel's own time, come
+# with the graph, the memory, the flush, the flip or the loading; both graphs are written as DOT
+# (replay.dot, inproc.dot: every node's launch attributes) to be held side by side.
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
 # trace (--cupti-hw-trace), and in-process under CUPTI set up as kfleet-measure sets it
 # (bench/gpu/raw_cupti.py, not torch.profiler), without and with the hardware trace.
@@ -402,7 +404,10 @@ for l in open(sys.argv[1], errors="replace"):
         c = json.loads(l)["inductor_counters"]
         print("in-process inductor: " + (", ".join("%s %s" % kv for kv in sorted(c.items())) if isinstance(c, dict) else c))' \
     "$out/r/$name/inproc.out" 2>/dev/null)
-  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${tuned:+$tuned; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
+  # Each kernel's grid and block, the recording's against the in-process run's: the same names
+  # with other configs are another autotuning's kernels, and the ratio then compares two kernels.
+  local configs; configs=$(python3 "$root/bench/gpu/launch_configs.py" "$out/r/$name/launches-benchmark.txt" "$out/r/$name/inproc.out" 2>/dev/null)
+  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${tuned:+$tuned; }${configs:+$configs; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
   [ -n "${EDGE_DIAG:-}" ] && edge_diag "$name" "$med" "$IN_SPAN" "$@"
 }
 # edge_diag NAME REPLAY_SPAN INPROC_SPAN ARGS...: the same recording replayed op by op on the
@@ -423,6 +428,7 @@ edge_diag() {
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
+    rep measure-writable -- --inputs-writable
   fi
   rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
@@ -454,6 +460,7 @@ print("; ".join(v for v in [
     one("replayed on the stream", "measure-stream.out", "bench", "median_us", med, "graph replay"),
     one("replayed without the flush", "measure-noflush.out", "bench", "median_us", med, "graph replay"),
     one("replayed with modules loaded eagerly", "measure-eagerload.out", "bench", "median_us", med, "graph replay"),
+    one("replayed with inputs left writable", "measure-writable.out", "bench", "median_us", med, "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
     one("replayed with CUPTI's hardware trace", "measure-hwtrace.out", "bench", "median_us", med, "graph replay"),

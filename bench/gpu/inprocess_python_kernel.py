@@ -50,7 +50,7 @@ kernels are a graph's in both), and `median_us` stays the sum of the kernels' ow
 
 Prints one JSON line: {"median_us", "method": "cupti"|"do_bench", "cupti_median_us",
 "span_median_us", "mean_us", "min_us", "samples", "kernels_per_launch", "kernel_names",
-"do_bench_median_us", "l2_flush_bytes", "entry"} ("cupti_error" / "do_bench_error" when one
+"kernel_configs" ({name, grid, block, regs, smem} of each kernel), "do_bench_median_us", "l2_flush_bytes", "entry"} ("cupti_error" / "do_bench_error" when one
 failed; `median_us` is CUPTI's, or do_bench's when CUPTI gave nothing).
 """
 import argparse
@@ -144,8 +144,23 @@ def launch_times(trace):
         engine = sum(1 for d in ds if d.get("cat") in ("gpu_memset", "gpu_memcpy"))
         iv = sorted((float(d["ts"]), float(d["ts"]) + float(d.get("dur", 0))) for d in ds)
         gaps = [iv[i][0] - iv[i - 1][1] for i in range(1, len(iv))]
-        out.append((total, last - first, sorted({str(d.get("name", "")) for d in ds}), len(ds), engine, gaps))
+        out.append((total, last - first, sorted({str(d.get("name", "")) for d in ds}), len(ds), engine, gaps,
+                    sorted({launch_config(d) for d in ds if d.get("cat") == "kernel"})))
     return out
+
+
+def launch_config(ev):
+    """A kernel event's launch configuration as the profiler reports it, in the words the
+    torch proof prints beside the recording's (NAME grid X,Y,Z block X,Y,Z, then registers and
+    shared memory where known): a second autotuning in this process that chose another config
+    than the recorder's shows here, not as a replay slower or faster than in-process. A tuple
+    (name as the profiler demangles it, "X,Y,Z" grid, block, registers, static shared memory)."""
+    a = ev.get("args") or {}
+
+    def dims(v):
+        return ",".join(str(int(x)) for x in v) if isinstance(v, (list, tuple)) else "?"
+    return (str(ev.get("name", "")), dims(a.get("grid")), dims(a.get("block")),
+            a.get("registers per thread", ""), a.get("shared memory", ""))
 
 
 def summarize(times):
@@ -164,7 +179,9 @@ def summarize(times):
             # Each gap's median by position (kfleet-measure's bench line has the same field):
             # where a chain's span exceeds its kernels. Empty when launches differ in length.
             "edge_gaps_us": [round(statistics.median(g), 3) for g in zip(*(t[5] for t in times))]
-            if len(counts) == 1 else []}
+            if len(counts) == 1 else [],
+            "kernel_configs": [dict(zip(("name", "grid", "block", "regs", "smem"), c)) for c in
+                               sorted({c for t in times for c in (t[6] if len(t) > 6 else [])})[:32]]}
 
 
 def raw_launch_times(records, windows):

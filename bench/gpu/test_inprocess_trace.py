@@ -33,6 +33,38 @@ class InProcessTrace(unittest.TestCase):
         self.assertEqual(s["kernels_per_launch"], [3])
         self.assertEqual(s["edge_gaps_us"], [0.5, -0.1])
 
+    def test_each_kernels_launch_configuration_is_reported(self):
+        # Two launches of one kernel; the second ran with another grid (a config tuned again).
+        ev = launch(0, 0, [(10, 10)], 7) + launch(1, 100, [(110, 10)], 8)
+        ks = [e for e in ev if e["cat"] == "kernel"]
+        ks[0]["args"].update({"grid": [256, 1, 1], "block": [64, 1, 1], "registers per thread": 32,
+                              "shared memory": 64})
+        ks[1]["args"].update({"grid": [2048, 1, 1], "block": [256, 1, 1]})
+        s = m.summarize(m.launch_times({"traceEvents": ev}))
+        self.assertEqual(s["kernel_configs"], [
+            {"name": "k0", "grid": "2048,1,1", "block": "256,1,1", "regs": "", "smem": ""},
+            {"name": "k0", "grid": "256,1,1", "block": "64,1,1", "regs": 32, "smem": 64}])
+        raw = m.summarize(m.raw_launch_times([(0, 1_000, 10)], [(0, 5_000)]))
+        self.assertEqual(raw["kernel_configs"], [])  # raw CUPTI: no names, no configs
+
+    def test_recorded_configs_are_held_against_the_in_process_ones(self):
+        import launch_configs as lc
+        rec = lc.recorded("kfleet-launch-list 1\nlist benchmark\n"
+                          "kernel _Z3fooi 256 1 1 64 1 1 0 0 0 64 49152 0 0:8 00\n"
+                          "kernel triton_red_0 1024 1 1 512 1 1 0 0 0 0 0 0 0:8 00\nend\n")
+        self.assertEqual(rec, [("_Z3fooi", "256,1,1", "64,1,1"), ("triton_red_0", "1024,1,1", "512,1,1")])
+        names = {"_Z3fooi": "foo(int)"}
+        dm = lambda ns: [names.get(n, n) for n in ns]  # noqa: E731
+        same = [{"name": "foo(int)", "grid": "256,1,1", "block": "64,1,1"},
+                {"name": "triton_red_0", "grid": "1024,1,1", "block": "512,1,1"},
+                {"name": "memset32", "grid": "8,1,1", "block": "512,1,1"}]  # the driver's: left out
+        self.assertEqual(lc.compare(rec, same, dm), "launch configs the same (2 kernels)")
+        tuned = same[:1] + [{"name": "triton_red_0", "grid": "256,1,1", "block": "64,1,1"}]
+        self.assertEqual(lc.compare(rec, tuned, dm), "LAUNCH CONFIGS DIFFER: triton_red_0 replay grid "
+                         "1024,1,1 block 512,1,1, in-process grid 256,1,1 block 64,1,1")
+        self.assertEqual(lc.compare(rec, same[1:], dm), "launch configs the same (1 kernels); 1 of 2 names not matched")
+        self.assertEqual(lc.compare(rec, [], dm), "launch configs: none reported in-process")
+
     def test_launches_of_other_lengths_have_no_gaps_by_position(self):
         ev = launch(0, 0, [(10, 10), (20.4, 10)], 7) + launch(1, 100, [(110, 10)], 8)
         s = m.summarize(m.launch_times({"traceEvents": ev}))

@@ -143,6 +143,14 @@ TEST(Options, ProblemSpecTakesACaseAndRefusesFamilyOptions) {
             std::string::npos);
   Options t;
   EXPECT_NE(parse({"correctness", "--problem-spec"}, &t).find("needs a valid value"), std::string::npos);
+  // The proofs' diagnostic of the read-only flip: a replayed benchmark only.
+  Options w;
+  EXPECT_EQ(parse({"benchmark", "--problem-spec", "s", "--replay", "l.txt", "--device-code", "d.cubin",
+                   "--inputs-writable"}, &w), "");
+  EXPECT_TRUE(w.inputs_writable);
+  Options x;
+  EXPECT_NE(parse({"benchmark", "--problem-spec", "s", "--inputs-writable"}, &x)
+                .find("--inputs-writable is a diagnostic of a replayed benchmark"), std::string::npos);
 }
 
 // The reference check the agent runs once per run (PROBLEM-ABI.md, "The GPU reference,

@@ -105,6 +105,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     } else if (flag == "--causal") o->causal = true;
     else if (flag == "--bias") o->bias = true;
     else if (flag == "--no-l2-flush") o->l2_flush = false;
+    else if (flag == "--inputs-writable") o->inputs_writable = true;
     else if (flag == "--softmax-scale") good = number(&o->softmax_scale);
     else if (flag == "--b-layout") {
       good = value(&v) && (v == "nk" || v == "kn");
@@ -174,6 +175,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     return "--plan-inputs goes with --plan";
   if (o->python_scratch_mib > 0 && o->plan_path.empty() && o->replay_path.empty())
     return "--python-scratch-mib is for replaying a Python kernel (with --plan or --replay)";
+  if (o->inputs_writable && (o->replay_path.empty() || o->stage != "benchmark"))
+    return "--inputs-writable is a diagnostic of a replayed benchmark (with --replay): it times the "
+           "launch without making its inputs read-only";
   if (o->reference_check && (o->problem_spec.empty() || o->stage != "correctness"))
     return "--reference-check is a correctness stage of a problem (--problem-spec): the families check "
            "their references in their own way";

@@ -19,12 +19,15 @@ struct Options {
   std::map<std::string, kfleet_dtype> dtype;  // q,kv,out or a,b,out
   std::vector<std::uint64_t> seeds{0};
   bool causal = false, bias = false, l2_flush = true;
+  // --inputs-writable (a diagnostic for the GPU proofs, never passed by the agent): the timed
+  // launch runs with its inputs writable, without the per-sample access flip and its re-warm.
+  bool inputs_writable = false;
   double softmax_scale = -1;  // < 0: 1/sqrt(D)
   kfleet_b_layout b_layout = KFLEET_B_NK;
   Tolerance tolerance;        // defaults applied by parse_options when no bound is given
   int workspace_mib = 64, device = 0;
   // Replay of a Python kernel (PYTHON.md): a buffer of the arena that the recorder's torch
-  // allocates from during the launch; its size is this plus four times the case's own buffers.
+  // allocates from during the launch; its size is this plus eight times the case's own buffers.
   // 0: none (C++ kernels, in-process timing).
   int python_scratch_mib = 0;
   StopRuleConfig stop;

@@ -79,7 +79,7 @@ class ColdTimer {
 
   Launch time(Problem& p) {
     Launch l;
-    read_only_ = inputs_read_only(true);  // a write to an input faults at once
+    read_only_ = !o_.inputs_writable && inputs_read_only(true);  // a write to an input faults at once
     if (read_only_) warm_translations();  // the flip dropped the GPU's translations
     l.t0 = tracer_ ? tracer_->now() : 0;
     KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
