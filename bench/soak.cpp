@@ -160,6 +160,19 @@ double metric_value(HttpClient& c, const std::string& name) {
 std::int64_t metric(HttpClient& c, const std::string& name) {
   return static_cast<std::int64_t>(metric_value(c, name));
 }
+// Every series of a labelled metric: {label value -> value}, e.g. the store's waits by statement.
+std::map<std::string, double> metric_series(HttpClient& c, const std::string& name, const std::string& label) {
+  std::map<std::string, double> out;
+  auto r = c.request("GET", "/metrics", "", "");
+  if (!r.ok() || r->status != 200) return out;
+  const std::string key = "\n" + name + "{" + label + "=\"";
+  for (auto at = r->body.find(key); at != std::string::npos; at = r->body.find(key, at + 1)) {
+    const auto v0 = at + key.size(), v1 = r->body.find("\"}", v0);
+    if (v1 == std::string::npos) break;
+    out[r->body.substr(v0, v1 - v0)] = std::strtod(r->body.c_str() + v1 + 2, nullptr);
+  }
+  return out;
+}
 
 struct SoakResult {
   std::map<std::string, Samples> user;
@@ -174,6 +187,14 @@ struct SoakResult {
   std::int64_t connected_peak = 0;
   double kfleetd_cpu_pct = 0, db_cpu_pct = 0;
   double store_wait_s = -1, wall_s = 0;  // the control plane's thread blocked on the database
+  // That time by statement (/metrics' kfleet_store_statement_*), most first: the statement, its
+  // seconds, and its round trips of 1 ms or more.
+  struct Blocked {
+    std::string statement;
+    double s = 0;
+    std::int64_t slow = 0, round_trips = 0;
+  };
+  std::vector<Blocked> blocked_by;
   std::string load_before, load_after;
   // --takeover
   double takeover_s = -1;
@@ -248,6 +269,9 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   const std::int64_t written0 = metric(admin, "kfleet_heartbeat_writes_total");
   const std::int64_t passes0 = metric(admin, "kfleet_scheduling_passes_total");
   const double wait0 = metric_value(admin, "kfleet_store_wait_seconds_total");
+  const auto by0 = metric_series(admin, "kfleet_store_statement_wait_seconds_total", "statement");
+  const auto slow0 = metric_series(admin, "kfleet_store_statement_slow_round_trips_total", "statement");
+  const auto trips0 = metric_series(admin, "kfleet_store_statement_round_trips_total", "statement");
   const CpuMs cpu0 = cpu_ms(*k);
   const auto t0 = Clock::now();
   std::atomic<bool> stop{false};
@@ -310,6 +334,21 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   const std::int64_t passes1 = metric(admin, "kfleet_scheduling_passes_total");
   const double wait1 = metric_value(admin, "kfleet_store_wait_seconds_total");
   if (wait0 >= 0 && wait1 >= 0) out.store_wait_s = wait1 - wait0;
+  const auto slow1 = metric_series(admin, "kfleet_store_statement_slow_round_trips_total", "statement");
+  const auto trips1 = metric_series(admin, "kfleet_store_statement_round_trips_total", "statement");
+  for (const auto& [what, s] : metric_series(admin, "kfleet_store_statement_wait_seconds_total", "statement")) {
+    const auto before = by0.find(what), slow_before = slow0.find(what), slow_after = slow1.find(what);
+    SoakResult::Blocked b{what, s - (before == by0.end() ? 0 : before->second), 0};
+    if (slow_after != slow1.end())
+      b.slow = static_cast<std::int64_t>(slow_after->second -
+                                         (slow_before == slow0.end() ? 0 : slow_before->second));
+    if (auto t1 = trips1.find(what); t1 != trips1.end()) {
+      const auto t0 = trips0.find(what);
+      b.round_trips = static_cast<std::int64_t>(t1->second - (t0 == trips0.end() ? 0 : t0->second));
+    }
+    out.blocked_by.push_back(b);
+  }
+  std::sort(out.blocked_by.begin(), out.blocked_by.end(), [](const auto& a, const auto& b) { return a.s > b.s; });
   out.wall_s = wall_ms / 1000.0;
   if (heard0 >= 0 && heard1 >= 0) out.beats_heard = heard1 - heard0;
   if (written0 >= 0 && written1 >= 0) out.beats_written = written1 - written0;
@@ -432,6 +471,16 @@ void print(const std::string& backend, SoakResult& r, const Options& o) {
     std::printf("kfleetd's one thread blocked on PostgreSQL: %.1f s of %.0f s (%.2f%%), serving "
                 "no request meanwhile\n",
                 r.store_wait_s, r.wall_s, 100.0 * r.store_wait_s / r.wall_s);
+  if (!r.blocked_by.empty()) {
+    std::printf("blocked most in:");
+    for (std::size_t i = 0; i < r.blocked_by.size() && i < 6; ++i)
+      std::printf("%s %s %.2f s (%lld round trips, %.2f ms each, %lld of 1 ms or more)", i ? ";" : "",
+                  r.blocked_by[i].statement.c_str(), r.blocked_by[i].s,
+                  static_cast<long long>(r.blocked_by[i].round_trips),
+                  r.blocked_by[i].round_trips ? 1000.0 * r.blocked_by[i].s / r.blocked_by[i].round_trips : 0.0,
+                  static_cast<long long>(r.blocked_by[i].slow));
+    std::printf("\n");
+  }
   if (r.takeover_s >= 0 || o.takeover) {
     std::printf("takeover: a standby served as leader %.2f s after the leader's kill -9; agents "
                 "answered again after p50 %.2f s, p99 %.2f s, max %.2f s (%lld never); heartbeats "

@@ -365,6 +365,12 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
     EXPECT_EQ(ml->status, 200) << ml->body;
     EXPECT_NE(ml->body.find("\nkfleet_leader 1\n"), std::string::npos) << ml->body;
     EXPECT_NE(ml->body.find("kfleet_queue_depth{state=\"queued\"}"), std::string::npos) << ml->body;
+    // Where its thread waited on the server, by what each round trip carried: the job list's
+    // read above among them.
+    EXPECT_NE(ml->body.find("\nkfleet_store_statement_wait_seconds_total{statement=\"SELECT jobs\"} "),
+              std::string::npos) << ml->body;
+    EXPECT_NE(ml->body.find("\nkfleet_store_statement_round_trips_total{statement=\"SELECT jobs\"} "),
+              std::string::npos) << ml->body;
     // Like the leader's, it needs a read token.
     auto anon = HttpClient(pair.url(1)).get("/metrics");
     ASSERT_TRUE(anon.ok());

@@ -193,6 +193,26 @@ Awaitable metrics(Ctx& c) {
     out += "# HELP kfleet_store_wait_seconds_total Time the control plane's thread spent blocked "
            "on the database server (0 on SQLite).\n# TYPE kfleet_store_wait_seconds_total counter\n";
     out += "kfleet_store_wait_seconds_total " + std::string(wait) + "\n";
+    const auto kinds = st.statement_waits();
+    if (!kinds.empty()) {
+      out += "# HELP kfleet_store_statement_wait_seconds_total That time by what the round trip "
+             "carried (its first statement's verb and table, +COMMIT when it committed).\n"
+             "# TYPE kfleet_store_statement_wait_seconds_total counter\n";
+      for (const auto& k : kinds) {
+        std::snprintf(wait, sizeof wait, "%.6f", static_cast<double>(k.wait_ns) / 1e9);
+        out += "kfleet_store_statement_wait_seconds_total{statement=\"" + k.statement + "\"} " + wait + "\n";
+      }
+      out += "# HELP kfleet_store_statement_round_trips_total Round trips by what they carried.\n"
+             "# TYPE kfleet_store_statement_round_trips_total counter\n";
+      for (const auto& k : kinds)
+        out += "kfleet_store_statement_round_trips_total{statement=\"" + k.statement + "\"} " +
+               std::to_string(k.round_trips) + "\n";
+      out += "# HELP kfleet_store_statement_slow_round_trips_total Those round trips that took 1 ms "
+             "or more.\n# TYPE kfleet_store_statement_slow_round_trips_total counter\n";
+      for (const auto& k : kinds)
+        out += "kfleet_store_statement_slow_round_trips_total{statement=\"" + k.statement + "\"} " +
+               std::to_string(k.slow) + "\n";
+    }
   }
   out += "# HELP kfleet_finishes_gathered_total Agents' finishes written in batches (one "
          "transaction a batch).\n# TYPE kfleet_finishes_gathered_total counter\n";

@@ -2,6 +2,7 @@
 
 #include "kfleet/store/postgres.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +55,40 @@ std::string number_placeholders(const std::string& sql) {
     }
   }
   return out;
+}
+
+std::string statement_kind(std::string_view sql) {
+  // Words, upper-cased, without the punctuation around a table name.
+  std::size_t at = 0;
+  auto apart = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == ',' || c == ';' || c == '=';
+  };
+  auto word = [&]() {
+    while (at < sql.size() && apart(sql[at])) ++at;
+    std::string w;
+    while (at < sql.size() && !apart(sql[at]))
+      w += static_cast<char>(std::toupper(static_cast<unsigned char>(sql[at++])));
+    std::erase(w, '"');
+    return w;
+  };
+  auto after = [&](std::string_view key) -> std::string {
+    for (std::string w = word(); !w.empty(); w = word())
+      if (w == key) return word();
+    return "";
+  };
+  const std::string verb = word();
+  const std::size_t after_verb = at;
+  std::string table;
+  if (verb == "INSERT") table = after("INTO");
+  else if (verb == "UPDATE") table = word();
+  else if (verb == "DELETE" || verb == "SELECT" || verb == "WITH") table = after("FROM");
+  if (table.empty() && verb == "SELECT") {  // a function's call: SELECT lastval(), the fence
+    at = after_verb;
+    table = word();
+  }
+  std::transform(table.begin(), table.end(), table.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return table.empty() ? verb : verb + " " + table;
 }
 
 // --- Stmt
@@ -266,7 +301,7 @@ PGresult* Db::run_prepared(const std::string& sql, const std::vector<unsigned>& 
   key += '\x1f';
   for (auto t : types) key += std::to_string(t) + ",";
   auto it = prepared_.find(key);
-  Waiting waiting(this);
+  Waiting waiting(this, statement_kind(sql));
   if (it == prepared_.end()) {
     std::string name = "k" + std::to_string(++next_name_);
     static_assert(sizeof(unsigned) == sizeof(Oid));
@@ -301,7 +336,7 @@ std::int64_t Db::changes() {
 void Db::exec(const std::string& sql) {
   flush();
   ++round_trips_;
-  Waiting waiting(this);
+  Waiting waiting(this, statement_kind(sql));
   PGresult* r = PQexec(conn_, sql.c_str());
   check(conn_, r, sql.substr(0, 60));
   PQclear(r);
@@ -385,7 +420,18 @@ void Db::flush() {
 
 void Db::send_batch(std::vector<Pending>& batch) {
   ++round_trips_;
-  Waiting waiting(this);
+  // Named by its first statement (BEGIN, the lock and the fence passed over), +COMMIT when it
+  // commits.
+  std::string kind;
+  bool commits = false;
+  for (const auto& p : batch) {
+    if (kind.empty() && !p.sql.empty() && p.sql != kLockAndFence) kind = statement_kind(p.sql);
+    if (p.cmd == "COMMIT") commits = true;
+  }
+  if (kind.empty() && !batch.empty())
+    kind = statement_kind(batch.front().cmd.empty() ? batch.front().sql : batch.front().cmd);
+  if (commits && kind != "COMMIT") kind += " +COMMIT";
+  Waiting waiting(this, std::move(kind));
   if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF && !PQenterPipelineMode(conn_))
     throw_conn(conn_, "entering pipeline mode");
   // What went out, in order: each statement's prepare (first use on this connection) and
@@ -592,7 +638,7 @@ void Db::rollback() {
   if (PQstatus(conn_) != CONNECTION_OK) return;
   if (PQtransactionStatus(conn_) != PQTRANS_IDLE) {
     ++round_trips_;
-    Waiting waiting(this);
+    Waiting waiting(this, "ROLLBACK");
     PGresult* r = PQexec(conn_, "ROLLBACK");
     if (r) PQclear(r);
   }

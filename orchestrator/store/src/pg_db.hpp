@@ -204,6 +204,12 @@ class Db {
   // work and its commit's flush, reading the results): on kfleetd the control plane's one thread,
   // which serves no request meanwhile (/metrics' kfleet_store_wait_seconds_total).
   std::int64_t wait_ns() const { return wait_ns_; }
+  // That time by what each round trip carried (statement_kind of its first statement, with
+  // " +COMMIT" when its commit went along): round trips, nanoseconds, and those of 1 ms or more.
+  struct KindWait {
+    std::int64_t round_trips = 0, wait_ns = 0, slow = 0;
+  };
+  const std::unordered_map<std::string, KindWait>& waits_by_kind() const { return by_kind_; }
 
  private:
   struct Pending {
@@ -242,14 +248,21 @@ class Db {
   bool commit_queued_ = false;  // it did: the COMMIT is queued or sent
   std::int64_t round_trips_ = 0;
   std::int64_t wait_ns_ = 0;
-  // Adds the time from its making to its end to wait_ns_.
+  std::unordered_map<std::string, KindWait> by_kind_;
+  // Adds the time from its making to its end to wait_ns_, and to `kind`'s entry of by_kind_.
   struct Waiting {
-    explicit Waiting(Db* d) : db(d), t0(std::chrono::steady_clock::now()) {}
+    Waiting(Db* d, std::string k) : db(d), kind(std::move(k)), t0(std::chrono::steady_clock::now()) {}
     ~Waiting() {
-      db->wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - t0).count();
+      const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - t0).count();
+      db->wait_ns_ += ns;
+      KindWait& k = db->by_kind_[kind];
+      ++k.round_trips;
+      k.wait_ns += ns;
+      if (ns >= 1'000'000) ++k.slow;
     }
     Db* db;
+    std::string kind;
     std::chrono::steady_clock::time_point t0;
   };
   std::function<void()> after_commit_;  // read_after_next_commit()
@@ -258,6 +271,10 @@ class Db {
 
 // The SQLSTATE of a write in a read-only transaction.
 inline constexpr const char* kReadOnlyState = "25006";
+
+// What a statement does, for the waits by kind: its verb and the table it reads or writes,
+// "INSERT events", "SELECT jobs", "UPDATE agents"; a command alone ("BEGIN", "COMMIT").
+std::string statement_kind(std::string_view sql);
 
 // Rewrites `?` placeholders (outside quotes) to $1, $2, ...
 std::string number_placeholders(const std::string& sql);

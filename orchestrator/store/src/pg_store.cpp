@@ -1,6 +1,8 @@
 // Opening the PostgreSQL store, and the in-transaction helpers its methods share.
 #include "pg_store.hpp"
 
+#include <algorithm>
+
 #include "kfleet/store/postgres.hpp"
 
 namespace kfleet::store {
@@ -139,6 +141,13 @@ std::string job_event_insert(const std::string& job, const std::string& from,
          " CROSS JOIN LATERAL (SELECT COALESCE(MAX(max_seq), 0) + 1 AS seq FROM event_batches "
          "WHERE job_id = " + job + " AND run_id = 0) s" +
          (where.empty() ? std::string() : " WHERE " + where);
+}
+
+std::vector<Store::StatementWait> PgStore::statement_waits() const {
+  std::vector<StatementWait> out;
+  for (const auto& [kind, w] : db_->waits_by_kind()) out.push_back({kind, w.round_trips, w.wait_ns, w.slow});
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.statement < b.statement; });
+  return out;
 }
 
 Event PgStore::insert_job_event(std::int64_t job_id, const std::string& type,

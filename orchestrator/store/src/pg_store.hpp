@@ -25,6 +25,7 @@ class PgStore final : public Store {
   const char* backend() const override { return "postgresql"; }
   std::int64_t round_trips() const override { return db_->round_trips(); }
   std::int64_t wait_ns() const override { return db_->wait_ns(); }
+  std::vector<StatementWait> statement_waits() const override;
 
 #include "shared/store_overrides.inc"
   // PostgreSQL batches these into fewer round trips than the Store defaults do.

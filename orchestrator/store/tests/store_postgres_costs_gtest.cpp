@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -247,6 +248,10 @@ TEST(PostgresStore, TheTimeBlockedOnTheServerIsCounted) {
   const std::int64_t id = job_with_its_page_prepared(s);
   ASSERT_NE(id, 0);
   EXPECT_GT(s.wait_ns(), 0);
+  // A write's round trip is named by its first statement, not by the fence that goes before
+  // it (the job's insert: "WITH bundles ...").
+  for (const auto& k : s.statement_waits())
+    EXPECT_EQ(k.statement.find("kfleet_lock_and_fence"), std::string::npos) << k.statement;
   const auto idle = s.wait_ns();
   EXPECT_EQ(s.wait_ns(), idle) << "nothing sent, nothing waited";
   std::thread holder([&] {
@@ -259,6 +264,7 @@ TEST(PostgresStore, TheTimeBlockedOnTheServerIsCounted) {
   while (query_one(opened.url, held) != "1" && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const auto before = s.wait_ns();
+  const auto kinds_before = s.statement_waits();
   const auto t0 = std::chrono::steady_clock::now();
   const auto page = s.job_page(id);
   const auto blocked = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -269,6 +275,31 @@ TEST(PostgresStore, TheTimeBlockedOnTheServerIsCounted) {
   EXPECT_GE(s.wait_ns() - before, blocked * 9 / 10) << "counted " << (s.wait_ns() - before)
                                                     << " ns of " << blocked;
   EXPECT_LE(s.wait_ns() - before, blocked);
+  // By kind: the wait went to the page's read of jobs, as one round trip of 1 ms or more.
+  std::map<std::string, Store::StatementWait> was;
+  for (const auto& k : kinds_before) was[k.statement] = k;
+  std::string most;
+  std::int64_t most_ns = 0, slow = 0;
+  for (const auto& k : s.statement_waits()) {
+    const auto d = k.wait_ns - was[k.statement].wait_ns;
+    slow += k.slow - was[k.statement].slow;
+    if (d > most_ns) most = k.statement, most_ns = d;
+  }
+  EXPECT_EQ(most, "SELECT jobs");
+  EXPECT_GE(most_ns, blocked * 9 / 10);
+  EXPECT_EQ(slow, 1);
+}
+
+TEST(PostgresStore, AStatementIsNamedByItsVerbAndTable) {
+  EXPECT_EQ(pg::statement_kind("INSERT INTO events(run_id, seq) VALUES (?, ?)"), "INSERT events");
+  EXPECT_EQ(pg::statement_kind("  update \"agents\" SET x = ? WHERE id = ?"), "UPDATE agents");
+  EXPECT_EQ(pg::statement_kind("DELETE FROM leases WHERE run_id = ?"), "DELETE leases");
+  EXPECT_EQ(pg::statement_kind("SELECT count(*) FROM jobs j JOIN runs r ON r.job_id = j.id"), "SELECT jobs");
+  EXPECT_EQ(pg::statement_kind("WITH w AS (SELECT id FROM runs WHERE x) UPDATE runs SET y = 1"), "WITH runs");
+  EXPECT_EQ(pg::statement_kind("SELECT lastval()"), "SELECT lastval");
+  EXPECT_EQ(pg::statement_kind("SELECT kfleet_lock_and_fence(?, ?)"), "SELECT kfleet_lock_and_fence");
+  EXPECT_EQ(pg::statement_kind("COMMIT"), "COMMIT");
+  EXPECT_EQ(pg::statement_kind(""), "");
 }
 
 // A scheduling pass's leases cost one round trip together, however many there are; a refused

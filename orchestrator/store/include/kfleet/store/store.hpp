@@ -311,6 +311,15 @@ class Store {
   // (/metrics' kfleet_store_wait_seconds_total: the control plane's thread serves nothing
   // meanwhile). 0 for SQLite, whose work is the caller's own CPU time.
   virtual std::int64_t wait_ns() const { return 0; }
+  // The same time by what the round trip carried ("SELECT jobs", "INSERT events +COMMIT": the
+  // first statement's verb and table, +COMMIT when the commit went with it), and how many of
+  // those round trips took a millisecond or more: where the blocked stretches come from
+  // (/metrics' kfleet_store_statement_wait_seconds_total). Empty for SQLite.
+  struct StatementWait {
+    std::string statement;
+    std::int64_t round_trips = 0, wait_ns = 0, slow = 0;
+  };
+  virtual std::vector<StatementWait> statement_waits() const { return {}; }
 
   // --- jobs
   virtual Result<JobRecord> create_job(const NewJob& j, TimeMs now) = 0;  // + job.submitted event
