@@ -371,6 +371,21 @@ TEST(PostgresStandby, ServesTheLeadersReadsRefusesRevokedTokensAndRedirectsWrite
               std::string::npos) << ml->body;
     EXPECT_NE(ml->body.find("\nkfleet_store_statement_round_trips_total{statement=\"SELECT jobs\"} "),
               std::string::npos) << ml->body;
+    // The agents page reads the agents, not the region blocks the leader keeps in memory.
+    auto blocks_read = [&]() -> long {
+      auto m = HttpClient(pair.url(0), alice).get("/metrics");
+      const std::string key = "\nkfleet_store_statement_round_trips_total{statement=\"SELECT region_blocks\"} ";
+      const auto at = m.ok() ? m->body.find(key) : std::string::npos;
+      return at == std::string::npos ? 0 : std::stol(m->body.substr(at + key.size()));
+    };
+    const long blocks_before = blocks_read();
+    for (int i = 0; i < 3; ++i) {
+      auto agents = HttpClient(pair.url(0), alice).get("/api/v1/agents");
+      ASSERT_TRUE(agents.ok());
+      EXPECT_EQ(agents->status, 200) << agents->body;
+      EXPECT_NE(agents->body.find("\"blocks\":["), std::string::npos) << agents->body;
+    }
+    EXPECT_LE(blocks_read() - blocks_before, 1) << "read once at most, then kept";
     // Like the leader's, it needs a read token.
     auto anon = HttpClient(pair.url(1)).get("/metrics");
     ASSERT_TRUE(anon.ok());

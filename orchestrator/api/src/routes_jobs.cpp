@@ -212,7 +212,7 @@ Awaitable list_agents(Ctx& c) {
     append_agent_json(out, rows[i]);
   }
   nlohmann::json blocks = nlohmann::json::array();
-  for (const auto& b : c.cp.store().region_blocks())
+  for (const auto& b : c.cp.region_blocks_now())
     if (b.until_ms > now) blocks.push_back(block_json(b, now));
   out += "],\"blocks\":" + blocks.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (more) out += ",\"next_after\":" + std::to_string(rows.back().id);

@@ -107,6 +107,11 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
   request_plan();
 }
 
+std::vector<store::RegionBlock> ControlPlane::region_blocks_now() {
+  if (cfg_.read_only) return store_.region_blocks();
+  return region_blocks();
+}
+
 std::vector<store::RegionBlock>& ControlPlane::region_blocks() {
   // Only the leader writes them (above): read once, then kept as it writes them.
   if (!blocks_) blocks_ = store_.region_blocks();

@@ -257,6 +257,9 @@ class ControlPlane {
   // the leader keeps in memory: no read of the store, whose pending set it mirrors.
   std::map<JobState, std::int64_t> queue_depth_by_state() const;
   std::string provisioning_stopped_reason() const { return provisioning_stopped_; }
+  // The region blocks as a page shows them: the leader's kept copy (it writes them, so no
+  // read of the store: a round trip per agents page on PostgreSQL), a standby's from the store.
+  std::vector<store::RegionBlock> region_blocks_now();
 
   // Runs the scheduler soon (coalesced: many triggers in one loop turn make one pass).
   void request_plan();
