@@ -50,8 +50,9 @@ kernels are a graph's in both), and `median_us` stays the sum of the kernels' ow
 
 Prints one JSON line: {"median_us", "method": "cupti"|"do_bench", "cupti_median_us",
 "span_median_us", "mean_us", "min_us", "samples", "kernels_per_launch", "kernel_names",
-"kernel_configs" ({name, grid, block, regs, smem} of each kernel), "do_bench_median_us", "l2_flush_bytes", "entry"} ("cupti_error" / "do_bench_error" when one
-failed; `median_us` is CUPTI's, or do_bench's when CUPTI gave nothing).
+"kernel_configs" ({name, grid, block, regs, smem} of each kernel), "do_bench_median_us",
+"l2_flush_bytes", "entry"} ("cupti_error" / "do_bench_error" when one failed; `median_us` is
+CUPTI's, or do_bench's when CUPTI gave nothing).
 """
 import argparse
 import bisect
@@ -83,7 +84,7 @@ def launch_times(trace):
     (record_function ranges named kfleet_launch_<i>, in order), in microseconds, (the sum of its
     device events' durations, the span from the first's start to the last's end, [their names],
     how many, how many of them were memsets or copies on a copy engine, [each event's start minus
-    the end of the one before it, in start order]).
+    the end of the one before it, in start order], [launch_config() of each kernel]).
     A launch's device events are those whose CUPTI correlation id is a runtime or driver call
     made inside its range on the host. Launches with no device event are left out. When no launch
     call was seen at all, each run of device work between this script's own (the flush and the
@@ -150,11 +151,10 @@ def launch_times(trace):
 
 
 def launch_config(ev):
-    """A kernel event's launch configuration as the profiler reports it, in the words the
-    torch proof prints beside the recording's (NAME grid X,Y,Z block X,Y,Z, then registers and
-    shared memory where known): a second autotuning in this process that chose another config
-    than the recorder's shows here, not as a replay slower or faster than in-process. A tuple
-    (name as the profiler demangles it, "X,Y,Z" grid, block, registers, static shared memory)."""
+    """A kernel event's launch configuration as the profiler reports it: (name, demangled;
+    "X,Y,Z" grid; block; registers; static shared memory). A second autotuning in this process
+    that chose another config than the recorder's shows here (launch_configs.py compares them),
+    not as a replay slower or faster than in-process."""
     a = ev.get("args") or {}
 
     def dims(v):
@@ -181,13 +181,13 @@ def summarize(times):
             "edge_gaps_us": [round(statistics.median(g), 3) for g in zip(*(t[5] for t in times))]
             if len(counts) == 1 else [],
             "kernel_configs": [dict(zip(("name", "grid", "block", "regs", "smem"), c)) for c in
-                               sorted({c for t in times for c in (t[6] if len(t) > 6 else [])})[:32]]}
+                               sorted({c for t in times for c in t[6]})[:32]]}
 
 
 def raw_launch_times(records, windows):
     """launch_times' tuples from raw CUPTI records (start_ns, end_ns, kind) and each launch's
     window (t0_ns, t1_ns): a launch is the device work begun inside its window; memsets and
-    copies (any kind but the kernel's, 10) count as copy-engine work. No name is known."""
+    copies (any kind but the kernel's, 10) count as copy-engine work. No name or config is known."""
     times = []
     for t0, t1 in windows:
         iv = sorted(r for r in records if t0 <= r[0] <= t1)
@@ -195,7 +195,7 @@ def raw_launch_times(records, windows):
             continue
         gaps = [(iv[k][0] - iv[k - 1][1]) / 1000.0 for k in range(1, len(iv))]
         times.append((sum(e - b for b, e, _ in iv) / 1000.0, (max(e for _, e, _ in iv) - iv[0][0]) / 1000.0,
-                      [], len(iv), sum(1 for r in iv if r[2] != 10), gaps))
+                      [], len(iv), sum(1 for r in iv if r[2] != 10), gaps, []))
     return times
 
 

@@ -7,7 +7,6 @@ prints one line: "launch configs the same (N kernels)", or "LAUNCH CONFIGS DIFFE
 each kernel whose grid or block differs, and how many names were not matched (the recording has
 mangled names, the profiler demangled ones: c++filt joins them where it is installed)."""
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -43,10 +42,7 @@ def compare(rec, configs, demangle=cxxfilt):
     """rec: recorded()'s list; configs: kernel_configs dicts. One line, as the module says."""
     ran = {}
     for c in configs:
-        if isinstance(c, str):  # the first form (2026-12-04): "NAME grid X,Y,Z block X,Y,Z ..."
-            m = re.match(r"^(.*) grid (\S+) block (\S+)", c)
-            c = {"name": m.group(1), "grid": m.group(2), "block": m.group(3)} if m else {}
-        if c and not str(c.get("name", "")).startswith(DRIVER_KERNELS):
+        if not str(c.get("name", "")).startswith(DRIVER_KERNELS):
             ran.setdefault(c["name"], set()).add((c.get("grid"), c.get("block")))
     if not ran:
         return "launch configs: none reported in-process"
