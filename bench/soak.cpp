@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -160,16 +161,22 @@ double metric_value(HttpClient& c, const std::string& name) {
 std::int64_t metric(HttpClient& c, const std::string& name) {
   return static_cast<std::int64_t>(metric_value(c, name));
 }
-// Every series of a labelled metric: {label value -> value}, e.g. the store's waits by statement.
-std::map<std::string, double> metric_series(HttpClient& c, const std::string& name, const std::string& label) {
-  std::map<std::string, double> out;
+// The store's waits by statement (/metrics' kfleet_store_statement_*), from one scrape:
+// statement -> {seconds, round trips, round trips of 1 ms or more}.
+std::map<std::string, std::array<double, 3>> statement_waits(HttpClient& c) {
+  std::map<std::string, std::array<double, 3>> out;
   auto r = c.request("GET", "/metrics", "", "");
   if (!r.ok() || r->status != 200) return out;
-  const std::string key = "\n" + name + "{" + label + "=\"";
-  for (auto at = r->body.find(key); at != std::string::npos; at = r->body.find(key, at + 1)) {
-    const auto v0 = at + key.size(), v1 = r->body.find("\"}", v0);
-    if (v1 == std::string::npos) break;
-    out[r->body.substr(v0, v1 - v0)] = std::strtod(r->body.c_str() + v1 + 2, nullptr);
+  const char* names[] = {"kfleet_store_statement_wait_seconds_total",
+                         "kfleet_store_statement_round_trips_total",
+                         "kfleet_store_statement_slow_round_trips_total"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = std::string("\n") + names[i] + "{statement=\"";
+    for (auto at = r->body.find(key); at != std::string::npos; at = r->body.find(key, at + 1)) {
+      const auto v0 = at + key.size(), v1 = r->body.find("\"}", v0);
+      if (v1 == std::string::npos) break;
+      out[r->body.substr(v0, v1 - v0)][i] = std::strtod(r->body.c_str() + v1 + 2, nullptr);
+    }
   }
   return out;
 }
@@ -269,9 +276,7 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   const std::int64_t written0 = metric(admin, "kfleet_heartbeat_writes_total");
   const std::int64_t passes0 = metric(admin, "kfleet_scheduling_passes_total");
   const double wait0 = metric_value(admin, "kfleet_store_wait_seconds_total");
-  const auto by0 = metric_series(admin, "kfleet_store_statement_wait_seconds_total", "statement");
-  const auto slow0 = metric_series(admin, "kfleet_store_statement_slow_round_trips_total", "statement");
-  const auto trips0 = metric_series(admin, "kfleet_store_statement_round_trips_total", "statement");
+  const auto by0 = statement_waits(admin);
   const CpuMs cpu0 = cpu_ms(*k);
   const auto t0 = Clock::now();
   std::atomic<bool> stop{false};
@@ -334,19 +339,11 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   const std::int64_t passes1 = metric(admin, "kfleet_scheduling_passes_total");
   const double wait1 = metric_value(admin, "kfleet_store_wait_seconds_total");
   if (wait0 >= 0 && wait1 >= 0) out.store_wait_s = wait1 - wait0;
-  const auto slow1 = metric_series(admin, "kfleet_store_statement_slow_round_trips_total", "statement");
-  const auto trips1 = metric_series(admin, "kfleet_store_statement_round_trips_total", "statement");
-  for (const auto& [what, s] : metric_series(admin, "kfleet_store_statement_wait_seconds_total", "statement")) {
-    const auto before = by0.find(what), slow_before = slow0.find(what), slow_after = slow1.find(what);
-    SoakResult::Blocked b{what, s - (before == by0.end() ? 0 : before->second), 0};
-    if (slow_after != slow1.end())
-      b.slow = static_cast<std::int64_t>(slow_after->second -
-                                         (slow_before == slow0.end() ? 0 : slow_before->second));
-    if (auto t1 = trips1.find(what); t1 != trips1.end()) {
-      const auto t0 = trips0.find(what);
-      b.round_trips = static_cast<std::int64_t>(t1->second - (t0 == trips0.end() ? 0 : t0->second));
-    }
-    out.blocked_by.push_back(b);
+  for (const auto& [what, now] : statement_waits(admin)) {
+    const auto it = by0.find(what);
+    const std::array<double, 3> was = it == by0.end() ? std::array<double, 3>{} : it->second;
+    out.blocked_by.push_back({what, now[0] - was[0], static_cast<std::int64_t>(now[2] - was[2]),
+                              static_cast<std::int64_t>(now[1] - was[1])});
   }
   std::sort(out.blocked_by.begin(), out.blocked_by.end(), [](const auto& a, const auto& b) { return a.s > b.s; });
   out.wall_s = wall_ms / 1000.0;
