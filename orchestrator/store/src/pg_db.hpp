@@ -203,7 +203,11 @@ class Db {
   // Nanoseconds the caller's thread spent blocked in those round trips (sending, the server's
   // work and its commit's flush, reading the results): on kfleetd the control plane's one thread,
   // which serves no request meanwhile (/metrics' kfleet_store_wait_seconds_total).
-  std::int64_t wait_ns() const { return wait_ns_; }
+  std::int64_t wait_ns() const {
+    std::int64_t ns = 0;
+    for (const auto& [kind, w] : by_kind_) ns += w.wait_ns;
+    return ns;
+  }
   // That time by what each round trip carried (statement_kind of its first statement, with
   // " +COMMIT" when its commit went along): round trips, nanoseconds, and those of 1 ms or more.
   struct KindWait {
@@ -247,15 +251,13 @@ class Db {
   bool commit_next_ = false;    // commit_with_next_read(): the COMMIT goes behind the next read
   bool commit_queued_ = false;  // it did: the COMMIT is queued or sent
   std::int64_t round_trips_ = 0;
-  std::int64_t wait_ns_ = 0;
   std::unordered_map<std::string, KindWait> by_kind_;
-  // Adds the time from its making to its end to wait_ns_, and to `kind`'s entry of by_kind_.
+  // Adds the time from its making to its end to `kind`'s entry of by_kind_.
   struct Waiting {
     Waiting(Db* d, std::string k) : db(d), kind(std::move(k)), t0(std::chrono::steady_clock::now()) {}
     ~Waiting() {
       const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                   std::chrono::steady_clock::now() - t0).count();
-      db->wait_ns_ += ns;
       KindWait& k = db->by_kind_[kind];
       ++k.round_trips;
       k.wait_ns += ns;
