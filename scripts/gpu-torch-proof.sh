@@ -40,8 +40,13 @@
 # replayed op by op on the stream (kfleet-measure --replay-issue stream), without the L2 flush,
 # with CUDA_MODULE_LOADING=EAGER and with its inputs left writable (--inputs-writable: no access
 # flip before each sample, whose dropped translations are warmed again), and timed in-process
-# with torch's allocator on mapped memory (expandable_segments, as the arena is) and without the
-# flush, in an INFO line: whether replay's gaps between kernels, or a kernel's own time, come
+# with torch's allocator on mapped memory (expandable_segments, as the arena is), without the
+# flush and with the buffers at the arena's relative addresses (--layout plan); each kernel's
+# executed config as CUPTI reports it (shared memory carve-out, registers), replay's
+# (kfleet-measure --kernel-configs) against in-process's; with NCU=path/to/ncu each kernel's DRAM
+# bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); and replayed
+# with the device code loaded as modules (--replay-load module); in an INFO line (EDGE_DIAG=load:
+# only the two loadings and their configs): whether replay's gaps between kernels, or a kernel's own time, come
 # with the graph, the memory, the flush, the flip or the loading; both graphs are written as DOT
 # (replay.dot, inproc.dot: every node's launch attributes) to be held side by side.
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
@@ -61,7 +66,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,48p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,55p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -262,6 +267,15 @@ inproc() {
   local name=$1 src=$2 entry=$3 comp=$4; shift 4
   local d=$out/r/$name; mkdir -p "$d/inputs"
   IN_SPAN="" IN_SUM=""
+  NCU_ARGS=()
+  if [ -n "${NCU:-}" ] && [ -n "${EDGE_DIAG:-}" ]; then  # the recording's kernels, by their mangled names
+    local re; re=$(python3 -c 'import re, sys
+print("|".join(dict.fromkeys(re.escape(l.split()[1]) for l in open(sys.argv[1]) if l.startswith("kernel "))))' \
+      "$d/launches-benchmark.txt" 2>/dev/null)
+    NCU_ARGS=(--csv --page details --print-units base --cache-control none --clock-control none --launch-skip 5
+      --launch-count 24 --kernel-name-base mangled --kernel-name "regex:^($re)\$"
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,l1tex__t_sector_hit_rate.pct)
+  fi
   "$M" benchmark "$@" "${SCRATCH[@]}" --plan "$d/plan.json" --plan-inputs "$d/inputs" --device 0 >"$d/plan.out" 2>"$d/plan.err" || return 1
   local extra=()
   [ "$entry" != - ] && extra+=(--entry "$entry")
@@ -270,8 +284,10 @@ inproc() {
   # recorder's inductor cache, so that its torch.compile autotuning is not done twice
   inproc_run() {
     local o=$1; shift
+    local pre=() limit=$ctimeout
+    [ "$o" = inproc-ncu-run ] && pre=("$NCU" "${NCU_ARGS[@]}" --log-file "$d/ncu-inproc.csv") limit=120
     TORCHINDUCTOR_CACHE_DIR=$d/cache/inductor \
-    timeout "$ctimeout" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
+    timeout "$limit" "${pre[@]}" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
       --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
   inproc_run inproc --gap-ms "${GAP_MS:-0}" || return 1
@@ -280,13 +296,18 @@ inproc() {
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ]; then
+  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != load ]; then
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
+    inproc_run inproc-layout --gap-ms "${GAP_MS:-0}" --layout plan
+    # NCU=path/to/ncu: each of the launch's kernels under Nsight Compute, its DRAM bytes and
+    # cache hit rates, the caches and clocks left as they are (the replay's beside it: edge_diag)
+    [ -n "${NCU:-}" ] && inproc_run inproc-ncu-run --samples 30 --gap-ms 0 &&
+      mv "$d/inproc-ncu-run.out" "$d/inproc-ncu-run.txt"
   fi
   if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
-    inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
+    [ "$EDGE_DIAG" = load ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
@@ -425,12 +446,19 @@ edge_diag() {
       --replay "$d/launches-benchmark.txt" --device 0 --device-code "$dc" "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
   if [ "$EDGE_DIAG" != tracer ]; then
+    rep measure-configs -- --kernel-configs
+    rep measure-modules -- --kernel-configs --replay-load module
+  fi
+  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != load ]; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
     rep measure-writable -- --inputs-writable
+    [ -n "${NCU:-}" ] && timeout 120 "$NCU" "${NCU_ARGS[@]}" --log-file "$d/ncu-replay.csv" "$M" benchmark "${bargs[@]}" \
+      "${SCRATCH[@]}" --max-time-s 1 --min-samples 30 --max-samples 30 --replay "$d/launches-benchmark.txt" \
+      --device 0 --device-code "$dc" >"$d/measure-ncu.out" 2>"$d/measure-ncu.err"
   fi
-  rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
+  [ "$EDGE_DIAG" = load ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -450,6 +478,47 @@ def one(label, f, want, key, base, of):
     if not x.get(key): return label + ": none"
     g = x.get("edge_gaps_us") or []
     return "%s %.3f us (x%.4f of %s), gaps %.2f us over %d edges" % (label, x[key], x[key] / base, of, sum(g), len(g))
+def configs(f, how):  # each kernel as CUPTI saw it run, replay (--kernel-configs) against in-process (raw CUPTI)
+    r = last(f"{d}/{f}", "kernel_configs").get("kernels") or []
+    i = last(f"{d}/inproc-rawcupti.out", None).get("cupti_kernel_configs") or []
+    if not r or not i: return None
+    keys = ("grid", "block", "regs", "shared_static", "shared_dynamic", "shared_executed", "carveout_requested",
+            "local_per_thread")
+    seen = [n for n in dict.fromkeys(k["name"] for k in r) if any(k["name"] == n for k in i)]
+    out, same = [], 0
+    for n in seen:
+        rc = {tuple(json.dumps(k[f]) for f in keys) for k in r if k["name"] == n}
+        ic = {tuple(json.dumps(k[f]) for f in keys) for k in i if k["name"] == n}
+        if rc == ic: same += 1; continue
+        diff = [f for j, f in enumerate(keys) if {c[j] for c in rc} != {c[j] for c in ic}]
+        out.append("%s: %s" % (n[:48], ", ".join("%s replay %s in-process %s" % (
+            f, "/".join(sorted({c[keys.index(f)] for c in rc})), "/".join(sorted({c[keys.index(f)] for c in ic})))
+            for f in diff)))
+    carve = sorted({k["shared_executed"] for k in r if k["name"] in seen})
+    head = "%s: executed configs (CUPTI) the same for %d of %d kernels (shared memory carve-outs %s bytes)" % (
+        how, same, len(seen), "/".join(map(str, carve)))
+    return head + ("; DIFFER: " + "; ".join(out) if out else "")
+def ncu():  # NCU: each kernel's median under Nsight Compute, replay against in-process
+    import csv, statistics
+    def read(f):
+        m = {}
+        try: lines = open(f"{d}/{f}", encoding="utf-8", errors="replace").read().splitlines()
+        except OSError: return m
+        at = next((j for j, l in enumerate(lines) if l.startswith('"ID"')), None)
+        if at is None: return m
+        for row in csv.DictReader(lines[at:]):
+            try: v = float(row["Metric Value"].replace(",", ""))
+            except (KeyError, ValueError): continue
+            m.setdefault(row["Kernel Name"], {}).setdefault(row["Metric Name"], []).append(v)
+        return m
+    r, i = read("ncu-replay.csv"), read("ncu-inproc.csv")
+    if not r and not i: return None
+    out = []
+    for n in r:
+        if n not in i: continue
+        fm = lambda m: ", ".join("%s %.4g" % (k.split("__", 1)[-1], statistics.median(v)) for k, v in sorted(m.items()))
+        out.append("%s: replay %s; in-process %s" % (n[:48], fm(r[n]), fm(i[n])))
+    return "ncu: " + (" | ".join(out) if out else "no kernel in both (replay %d, in-process %d)" % (len(r), len(i)))
 def hw_state():  # whether CUPTI took the hardware trace where it was asked (0: it did)
     if not os.path.exists(f"{d}/measure-hwtrace.err"): return None
     r = [l.split("tracing ", 1)[1].strip() for l in open(f"{d}/measure-hwtrace.err", errors="replace")
@@ -461,14 +530,17 @@ print("; ".join(v for v in [
     one("replayed without the flush", "measure-noflush.out", "bench", "median_us", med, "graph replay"),
     one("replayed with modules loaded eagerly", "measure-eagerload.out", "bench", "median_us", med, "graph replay"),
     one("replayed with inputs left writable", "measure-writable.out", "bench", "median_us", med, "graph replay"),
+    one("replayed from modules (--replay-load module)", "measure-modules.out", "bench", "median_us", med, "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
+    one("in-process with the arena's layout", "inproc-layout.out", None, "span_median_us", span, "in-process"),
     one("replayed with CUPTI's hardware trace", "measure-hwtrace.out", "bench", "median_us", med, "graph replay"),
     one("in-process under CUPTI as kfleet-measure sets it", "inproc-rawcupti.out", None, "span_median_us", span,
         "in-process"),
     one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
         "in-process"),
-    hw_state()] if v))
+    hw_state(), configs("measure-configs.out", "replay from libraries"),
+    configs("measure-modules.out", "replay from modules"), ncu()] if v))
 PY
   note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }

@@ -8,6 +8,7 @@ against.
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
                              [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
                              [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]]
+                             [--layout torch|plan]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
@@ -26,14 +27,18 @@ up, then times it two ways:
   and that span (`span_median_us`). The median over launches.
   With `--cupti-raw LIBCUPTI` CUPTI is set up as kfleet-measure sets it instead (raw_cupti.py:
   three activity kinds, no torch.profiler; each launch is the device work begun between two of
-  CUPTI's host timestamps around it), to tell the tracer's part in a difference from the launch's.
+  CUPTI's host timestamps around it), to tell the tracer's part in a difference from the launch's;
+  the line then has `cupti_kernel_configs` too: each kernel as its records say it ran (the shared
+  memory carve-out executed, registers, shared memory, grid, block: kfleet-measure
+  --kernel-configs prints the same of a replay).
 - triton.testing.do_bench (median, its own L2 clearing): events around each call, so a short
   kernel's Python launch cost is in it; printed beside, not checked.
 
 With `--inputs DIR` (kfleet-measure ... --plan PLAN.json --plan-inputs DIR wrote it) each tensor
 holds the case's own inputs (a problem's structured inputs: positions, group ends), not random
 values; an output is poisoned before each launch and an in-place (inout) tensor given its input
-again. `--torch-compile MODE` times the entry under torch.compile (kfleet's compile reference).
+again. `--layout plan` puts the case's buffers where the arena has them relative to each other
+(one allocation, 2 MiB aligned), not where torch's allocator would. `--torch-compile MODE` times the entry under torch.compile (kfleet's compile reference).
 Before each launch the whole device is synchronised, so that every launch begins on an idle GPU
 after its flush, as kfleet-measure's timed runs do (PROTOCOL.md, "What a sample is"); then the
 host waits `--gap-ms` (the replay's timed runs are that far apart: its refresh and re-checks sit
@@ -220,6 +225,7 @@ def raw_cupti_times(raw, a, launch, args, stream, inouts, flush, outs):
     two of CUPTI's host timestamps; the same fields as summarize(), and which tracer it was."""
     import torch
     raw.enable()
+    raw.configs.clear()  # the timed launches' kernels only (and this script's flush and poison)
     windows = []
     for i in range(a.samples):
         before_launch(i, a, inouts, flush, outs)  # --cupti-raw excludes --back-to-back
@@ -232,6 +238,7 @@ def raw_cupti_times(raw, a, launch, args, stream, inouts, flush, outs):
     s = summarize(times)
     s["tracer"] = "raw CUPTI (%s%s)" % (a.cupti_raw, ", hardware trace %s" % raw.hw_trace
                                         if a.cupti_hw_trace else "")
+    s["cupti_kernel_configs"] = raw.configs
     return s if times else {"cupti_error": "raw CUPTI recorded no device work in the launches"}
 
 
@@ -257,6 +264,9 @@ def main():
                     help="the host's wait between the synchronisation and each launch")
     ap.add_argument("--cupti-raw", default="", metavar="LIBCUPTI",
                     help="time with CUPTI set up as kfleet-measure sets it (raw_cupti.py), not torch.profiler")
+    ap.add_argument("--layout", choices=("torch", "plan"), default="torch",
+                    help="plan: the case's buffers at the arena's relative addresses (one allocation, "
+                         "2 MiB aligned, each buffer at its offset in the plan), not torch's own")
     ap.add_argument("--cupti-hw-trace", action="store_true",
                     help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA context)")
     a = ap.parse_args()
@@ -300,12 +310,26 @@ def main():
     torch.manual_seed(0)
     kw = dict(fields.get("values", {}))
     outs, inouts = [], []
+    placed = fields.get("tensors", []) if a.layout == "plan" else []
+    placed = [t for t in placed if t.get("va")]
+    if placed:  # one allocation, each buffer where the arena has it relative to the first
+        base = min(int(t["va"]) for t in placed)
+        span = max(int(t["va"]) + int(t["bytes"]) for t in placed) - base
+        arena = torch.empty(span + (2 << 20), dtype=torch.uint8, device=dev)
+        off0 = (-arena.data_ptr()) % (2 << 20)
+
+        def slot(t, x):
+            o = off0 + int(t["va"]) - base
+            y = arena[o:o + x.numel() * x.element_size()].view(x.dtype).view(x.shape)
+            y.copy_(x)
+            return y
     for t in fields.get("tensors", []):
         if not t.get("va"):
             kw[t["name"]] = None
             continue
         if t.get("dtype") in (None, "", "bytes", "u8") or t["name"] == "workspace":
-            kw[t["name"]] = torch.zeros(int(t["bytes"]), dtype=torch.uint8, device=dev)
+            x = torch.zeros(int(t["bytes"]), dtype=torch.uint8, device=dev)
+            kw[t["name"]] = slot(t, x) if placed else x
             continue
         dt = getattr(torch, TORCH_DTYPES[t["dtype"]])
         saved = os.path.join(a.inputs, f"{int(t['va']):x}.bin") if a.inputs else ""
@@ -316,6 +340,8 @@ def main():
             x = torch.zeros(tuple(t["shape"]), dtype=dt, device=dev)
         else:
             x = torch.randn(tuple(t["shape"]), dtype=torch.float16, device=dev).to(dt)
+        if placed:
+            x = slot(t, x)
         kw[t["name"]] = x
         if t.get("role") == "output" or (family != "problem" and t["name"] == OUTPUTS.get(family)):
             outs.append(x)

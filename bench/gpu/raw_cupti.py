@@ -10,6 +10,8 @@ measuring process does.
   t.enable()                   # the activity kinds, as kfleet-measure's tracer enables them
   t0 = t.now(); ...; t1 = t.now()
   t.flush(); t.records         # [(start_ns, end_ns, kind)] of the device work so far
+  t.configs                    # each kernel's config as its records say, counted (the fields
+                               # and first-seen order of kfleet-measure --kernel-configs)
 """
 import ctypes
 
@@ -17,10 +19,27 @@ KERNEL, MEMCPY, MEMSET = 10, 1, 2  # CUPTI_ACTIVITY_KIND_{CONCURRENT_KERNEL, MEM
 _BUF = 8 << 20
 
 
+def kernel_config(addr):
+    """A kernel record's config at the offsets kfleet-measure reads (activity.cu, KernelConfig:
+    CUpti_ActivityKernel 5 to 10): what the driver ran the kernel with."""
+    def u(off, t=ctypes.c_uint32):
+        return t.from_address(addr + off).value
+    name = ctypes.c_char_p.from_address(addr + 104).value
+    return {"name": name.decode("utf-8", "replace") if name else "",
+            "grid": [u(52 + 4 * i, ctypes.c_int32) for i in range(3)],
+            "block": [u(64 + 4 * i, ctypes.c_int32) for i in range(3)],
+            "regs": u(6, ctypes.c_uint16),
+            "shared_static": u(76, ctypes.c_int32), "shared_dynamic": u(80, ctypes.c_int32),
+            "shared_executed": u(140),
+            "carveout_requested": u(138, ctypes.c_uint8) if u(137, ctypes.c_uint8) else -1,
+            "local_per_thread": u(84)}
+
+
 class RawCupti:
     def __init__(self, lib, hw_trace=False):
         self.lib = ctypes.CDLL(lib)
         self.records = []
+        self.configs = []
         self._bufs = {}
         self.hw_trace = None
         if hw_trace:  # with the driver initialised and no CUDA context yet (the caller's duty)
@@ -48,12 +67,21 @@ class RawCupti:
                     start = ctypes.c_uint64.from_address(rec.value + 16).value
                     end = ctypes.c_uint64.from_address(rec.value + 24).value
                     self.records.append((start, end, kind))
+                if kind == KERNEL:
+                    self._count(kernel_config(rec.value))
             self._bufs.pop(buf, None)
 
         self._cbs = (req_t(requested), done_t(completed))  # referenced while CUPTI may call them
         r = self.lib.cuptiActivityRegisterCallbacks(*self._cbs)
         if r != 0:
             raise RuntimeError(f"cuptiActivityRegisterCallbacks failed ({r})")
+
+    def _count(self, c):
+        for k in self.configs:
+            if all(k[f] == c[f] for f in c):
+                k["count"] += 1
+                return
+        self.configs.append(dict(c, count=1))
 
     def enable(self):
         for kind in (KERNEL, MEMCPY, MEMSET):

@@ -79,6 +79,14 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   Options bad;
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "host"}, &bad)
                 .find("--replay-issue"), std::string::npos);
+  Options m, lib, badload, loadalone;
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-load", "module"}, &m), "");
+  EXPECT_TRUE(m.replay_modules);
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-load", "library"}, &lib), "");
+  EXPECT_FALSE(lib.replay_modules);
+  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-load", "jit"}, &badload)
+                .find("--replay-load"), std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--replay-load", "module"}, &loadalone).find("go with --replay"), std::string::npos);
   Options alone, dot;
   EXPECT_NE(parse({"benchmark", "--replay-issue", "stream"}, &alone).find("go with --replay"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);
@@ -151,6 +159,13 @@ TEST(Options, ProblemSpecTakesACaseAndRefusesFamilyOptions) {
   Options x;
   EXPECT_NE(parse({"benchmark", "--problem-spec", "s", "--inputs-writable"}, &x)
                 .find("--inputs-writable is a diagnostic of a replayed benchmark"), std::string::npos);
+  // The proofs' diagnostic of each kernel's executed config: the benchmark stage only.
+  Options k;
+  EXPECT_EQ(parse({"benchmark", "--problem-spec", "s", "--kernel-configs"}, &k), "");
+  EXPECT_TRUE(k.kernel_configs);
+  Options c;
+  EXPECT_NE(parse({"correctness", "--problem-spec", "s", "--kernel-configs"}, &c)
+                .find("--kernel-configs is a diagnostic of the benchmark stage"), std::string::npos);
 }
 
 // The reference check the agent runs once per run (PROBLEM-ABI.md, "The GPU reference,

@@ -106,6 +106,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--bias") o->bias = true;
     else if (flag == "--no-l2-flush") o->l2_flush = false;
     else if (flag == "--inputs-writable") o->inputs_writable = true;
+    else if (flag == "--kernel-configs") o->kernel_configs = true;
     else if (flag == "--softmax-scale") good = number(&o->softmax_scale);
     else if (flag == "--b-layout") {
       good = value(&v) && (v == "nk" || v == "kn");
@@ -135,6 +136,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--replay-issue") {
       good = value(&v) && (v == "graph" || v == "stream");
       o->replay_on_stream = v == "stream";
+    } else if (flag == "--replay-load") {
+      good = value(&v) && (v == "library" || v == "module");
+      o->replay_modules = v == "module";
     } else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
     else if (flag == "--cupti-hw-trace") o->cupti_hw_trace = true;
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
@@ -178,13 +182,16 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (o->inputs_writable && (o->replay_path.empty() || o->stage != "benchmark"))
     return "--inputs-writable is a diagnostic of a replayed benchmark (with --replay): it times the "
            "launch without making its inputs read-only";
+  if (o->kernel_configs && o->stage != "benchmark")
+    return "--kernel-configs is a diagnostic of the benchmark stage: it reports the timed kernels' "
+           "executed configs";
   if (o->reference_check && (o->problem_spec.empty() || o->stage != "correctness"))
     return "--reference-check is a correctness stage of a problem (--problem-spec): the families check "
            "their references in their own way";
   if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--reference-check runs no kernel: it takes neither --record nor --replay";
-  if ((o->replay_on_stream || !o->replay_dot.empty()) && o->replay_path.empty())
-    return "--replay-issue and --replay-dot go with --replay";
+  if ((o->replay_on_stream || o->replay_modules || !o->replay_dot.empty()) && o->replay_path.empty())
+    return "--replay-issue, --replay-load and --replay-dot go with --replay";
   if (o->cupti_hw_trace && o->stage != "benchmark")
     return "--cupti-hw-trace is for the benchmark stage: only it traces kernels with CUPTI";
   if (!o->replay_path.empty() && o->device_code.empty())

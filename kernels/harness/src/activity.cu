@@ -3,6 +3,7 @@
 // link-time dependency on it. Records kernels (concurrent-kernel records: any stream, graphs,
 // other contexts of this process), memcpys and memsets. Where CUPTI cannot be loaded the caller
 // is told why, and the result says its timing is events only (never a silent fallback).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -37,6 +38,7 @@ struct Cupti {
 Cupti g_cupti;
 std::mutex g_mu;
 std::vector<ActivityRecord> g_records;
+
 constexpr std::size_t kBufferBytes = 8u << 20;
 
 template <class T>
@@ -44,6 +46,43 @@ T field(const std::uint8_t* rec, std::size_t offset) {
   T v;
   std::memcpy(&v, rec + offset, sizeof v);
   return v;
+}
+
+// --kernel-configs: what the driver ran each kernel with, as its records say (CUpti_ActivityKernel
+// 5 to 10 keep these fields at these offsets): the shared memory carve-out it executed with and
+// whether one was asked for, registers, static and dynamic shared memory, local memory per
+// thread, grid and block. Two runs of one kernel that differ here ran differently configured.
+struct KernelConfig {
+  std::string name;
+  int regs = 0, carveout_requested = -1, shared_static = 0, shared_dynamic = 0;
+  std::uint32_t shared_executed = 0, local_per_thread = 0;
+  int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  long long count = 0;
+  bool same(const KernelConfig& o) const {
+    return name == o.name && regs == o.regs && carveout_requested == o.carveout_requested &&
+           shared_static == o.shared_static && shared_dynamic == o.shared_dynamic &&
+           shared_executed == o.shared_executed && local_per_thread == o.local_per_thread &&
+           std::equal(grid, grid + 3, o.grid) && std::equal(block, block + 3, o.block);
+  }
+};
+bool g_count_configs = false;
+std::vector<KernelConfig> g_configs;
+
+KernelConfig config_of(const std::uint8_t* r) {
+  KernelConfig c;
+  const char* name = field<const char*>(r, 104);
+  c.name = name ? name : "";
+  c.regs = field<std::uint16_t>(r, 6);
+  if (field<std::uint8_t>(r, 137)) c.carveout_requested = field<std::uint8_t>(r, 138);
+  c.shared_executed = field<std::uint32_t>(r, 140);
+  c.shared_static = field<std::int32_t>(r, 76);
+  c.shared_dynamic = field<std::int32_t>(r, 80);
+  c.local_per_thread = field<std::uint32_t>(r, 84);
+  for (int i = 0; i < 3; ++i) {
+    c.grid[i] = field<std::int32_t>(r, 52 + 4 * i);
+    c.block[i] = field<std::int32_t>(r, 64 + 4 * i);
+  }
+  return c;
 }
 
 void buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
@@ -66,6 +105,13 @@ void buffer_completed(void*, std::uint32_t, std::uint8_t* buffer, std::size_t, s
     if (kind == kKindConcurrentKernel || kind == 3) {
       a.kind = ActivityRecord::kernel_kind;
       a.stream = field<std::uint32_t>(r, 48);
+      if (g_count_configs && kind == kKindConcurrentKernel) {
+        KernelConfig c = config_of(r);
+        std::lock_guard<std::mutex> lock(g_mu);
+        auto it = std::find_if(g_configs.begin(), g_configs.end(), [&](const KernelConfig& k) { return k.same(c); });
+        if (it == g_configs.end()) it = g_configs.insert(g_configs.end(), c);
+        ++it->count;
+      }
     } else if (kind == kKindMemcpy || kind == 22) {
       a.kind = ActivityRecord::memcpy_kind;
       a.stream = field<std::uint32_t>(r, 40);
@@ -207,6 +253,32 @@ std::vector<ActivityRecord> ActivityTracer::flush() {
   return out;
 }
 
+void ActivityTracer::count_kernel_configs() {
+  flush();  // what ran before is not counted
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_count_configs = true;
+}
+
+std::string ActivityTracer::kernel_configs_json() const {
+  g_cupti.flush_all(kFlushForced);
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::string out = "[";
+  auto dim = [](const int* d) {
+    return "[" + std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]) + "]";
+  };
+  for (const auto& c : g_configs) {
+    if (out.size() > 1) out += ",";
+    out += "{\"name\":" + JsonLine::quote(c.name) + ",\"count\":" + std::to_string(c.count) +
+           ",\"grid\":" + dim(c.grid) + ",\"block\":" + dim(c.block) + ",\"regs\":" + std::to_string(c.regs) +
+           ",\"shared_static\":" + std::to_string(c.shared_static) +
+           ",\"shared_dynamic\":" + std::to_string(c.shared_dynamic) +
+           ",\"shared_executed\":" + std::to_string(c.shared_executed) +
+           ",\"carveout_requested\":" + std::to_string(c.carveout_requested) +
+           ",\"local_per_thread\":" + std::to_string(c.local_per_thread) + "}";
+  }
+  return out + "]";
+}
+
 #else  // HIP: no tracer yet (rocprofiler-sdk is not wired in); the result says so.
 
 ActivityTracer* ActivityTracer::start(std::string* why_not) {
@@ -219,6 +291,8 @@ bool ActivityTracer::enable_hw_trace(std::string* why_not) {
 }
 std::uint64_t ActivityTracer::now() const { return 0; }
 std::vector<ActivityRecord> ActivityTracer::flush() { return {}; }
+void ActivityTracer::count_kernel_configs() {}
+std::string ActivityTracer::kernel_configs_json() const { return "[]"; }
 
 #endif
 

@@ -175,7 +175,10 @@ class ColdBenchmark {
     if (!warm_up()) return declined();
     start_trials();
     calibrate_cross_check();
+    if (tracer_ && o_.kernel_configs) tracer_->count_kernel_configs();
     if (!run_trials()) return declined();
+    if (tracer_ && o_.kernel_configs)  // before replay_probe's launches (a diagnostic line)
+      JsonLine("kernel_configs").str("case", o_.case_name).raw("kernels", tracer_->kernel_configs_json()).print();
     replay_probe();
     scale_to_host_clock();
     if (log_.samples.empty()) return no_result();

@@ -118,6 +118,10 @@ class ActivityTracer {
   std::vector<ActivityRecord> flush();     // every record completed since the last flush
   std::uint32_t harness_stream_id() const { return harness_stream_id_; }
   const std::string& library() const { return library_; }
+  // --kernel-configs: from now on, each kernel record's config is counted (a diagnostic); the
+  // counts so far, as the JSON array of a `kernel_configs` line, in first-seen order.
+  void count_kernel_configs();
+  std::string kernel_configs_json() const;
 
  private:
   std::uint32_t harness_stream_id_ = 0;
