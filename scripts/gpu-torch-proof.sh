@@ -44,11 +44,10 @@
 # flush and with the buffers at the arena's relative addresses (--layout plan); each kernel's
 # executed config as CUPTI reports it (shared memory carve-out, registers), replay's
 # (kfleet-measure --kernel-configs) against in-process's; with NCU=path/to/ncu each kernel's DRAM
-# bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); and replayed
-# with the device code loaded as modules (--replay-load module); in an INFO line (EDGE_DIAG=load:
-# only the two loadings and their configs): whether replay's gaps between kernels, or a kernel's own time, come
-# with the graph, the memory, the flush, the flip or the loading; both graphs are written as DOT
-# (replay.dot, inproc.dot: every node's launch attributes) to be held side by side.
+# bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
+# line (EDGE_DIAG=configs: the executed configs only): whether replay's gaps between kernels, or
+# a kernel's own time, come with the graph, the memory, the flush, the flip or the loading; both
+# graphs are written as DOT (replay.dot, inproc.dot: every node's launch attributes).
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
 # trace (--cupti-hw-trace), and in-process under CUPTI set up as kfleet-measure sets it
 # (bench/gpu/raw_cupti.py, not torch.profiler), without and with the hardware trace.
@@ -66,7 +65,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,55p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,54p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -296,7 +295,7 @@ print("|".join(dict.fromkeys(re.escape(l.split()[1]) for l in open(sys.argv[1]) 
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != load ]; then
+  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
     inproc_run inproc-layout --gap-ms "${GAP_MS:-0}" --layout plan
@@ -307,7 +306,7 @@ print("|".join(dict.fromkeys(re.escape(l.split()[1]) for l in open(sys.argv[1]) 
   fi
   if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
-    [ "$EDGE_DIAG" = load ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
+    [ "$EDGE_DIAG" = configs ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
@@ -447,9 +446,8 @@ edge_diag() {
   }
   if [ "$EDGE_DIAG" != tracer ]; then
     rep measure-configs -- --kernel-configs
-    rep measure-modules -- --kernel-configs --replay-load module
   fi
-  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != load ]; then
+  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
@@ -458,7 +456,7 @@ edge_diag() {
       "${SCRATCH[@]}" --max-time-s 1 --min-samples 30 --max-samples 30 --replay "$d/launches-benchmark.txt" \
       --device 0 --device-code "$dc" >"$d/measure-ncu.out" 2>"$d/measure-ncu.err"
   fi
-  [ "$EDGE_DIAG" = load ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
+  [ "$EDGE_DIAG" = configs ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -530,7 +528,6 @@ print("; ".join(v for v in [
     one("replayed without the flush", "measure-noflush.out", "bench", "median_us", med, "graph replay"),
     one("replayed with modules loaded eagerly", "measure-eagerload.out", "bench", "median_us", med, "graph replay"),
     one("replayed with inputs left writable", "measure-writable.out", "bench", "median_us", med, "graph replay"),
-    one("replayed from modules (--replay-load module)", "measure-modules.out", "bench", "median_us", med, "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
     one("in-process with the arena's layout", "inproc-layout.out", None, "span_median_us", span, "in-process"),
@@ -539,8 +536,7 @@ print("; ".join(v for v in [
         "in-process"),
     one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
         "in-process"),
-    hw_state(), configs("measure-configs.out", "replay from libraries"),
-    configs("measure-modules.out", "replay from modules"), ncu()] if v))
+    hw_state(), configs("measure-configs.out", "replay"), ncu()] if v))
 PY
   note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }

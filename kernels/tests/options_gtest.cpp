@@ -79,14 +79,6 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   Options bad;
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "host"}, &bad)
                 .find("--replay-issue"), std::string::npos);
-  Options m, lib, badload, loadalone;
-  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-load", "module"}, &m), "");
-  EXPECT_TRUE(m.replay_modules);
-  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-load", "library"}, &lib), "");
-  EXPECT_FALSE(lib.replay_modules);
-  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-load", "jit"}, &badload)
-                .find("--replay-load"), std::string::npos);
-  EXPECT_NE(parse({"benchmark", "--replay-load", "module"}, &loadalone).find("go with --replay"), std::string::npos);
   Options alone, dot;
   EXPECT_NE(parse({"benchmark", "--replay-issue", "stream"}, &alone).find("go with --replay"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);

@@ -47,11 +47,6 @@ struct Options {
   // every verdict uses), or op by op on the stream (--replay-issue stream: a diagnostic of the
   // method, to hold a graph's gaps between kernels against a stream's; the agent never asks it).
   bool replay_on_stream = false;
-  // How the CUDA measurer loads the job's device code: as libraries (cudaLibraryLoadData, the
-  // kernels context-independent) or as modules of the context (--replay-load module:
-  // cuModuleLoadData, as Triton and the recorder's programs load theirs; a diagnostic of the
-  // kernels' executed configs for now). HIP loads modules either way.
-  bool replay_modules = false;
   std::string replay_dot;  // --replay-dot F: the replay's graph written there (DOT, verbose)
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).

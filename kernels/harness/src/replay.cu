@@ -16,13 +16,6 @@
 #include "../cpu/device_code.hpp"
 #include "replay_mode.hpp"
 
-#if defined(KFLEET_CUDA)
-#include <cuda.h>
-#include <dlfcn.h>
-
-#include <type_traits>
-#endif
-
 namespace kfleet::harness {
 
 std::string read_file(const std::string& path) {
@@ -98,47 +91,8 @@ std::string device_code_of(const std::string& path) {
   return code;
 }
 
-// --replay-load module: the driver's module API, resolved from libcuda with dlopen as the arena's
-// is (no link-time dependency). A module's function is a CUfunction of the context, as Triton's
-// and every in-process program's are; it is carried where a cudaKernel_t goes, and launched and
-// put in graphs through the driver.
-struct ModuleApi {
-  decltype(&cuModuleLoadData) load = nullptr;
-  decltype(&cuModuleGetFunction) get_function = nullptr;
-  decltype(&cuFuncGetAttribute) get_attribute = nullptr;
-  decltype(&cuFuncSetAttribute) set_attribute = nullptr;
-  decltype(&cuGraphAddKernelNode) add_kernel_node = nullptr;
-  decltype(&cuLaunchKernelEx) launch = nullptr;
-};
-bool g_modules = false;  // the job's kernels are module functions (CUfunction)
-
-const ModuleApi& module_api() {
-  static const ModuleApi* api = [] {
-    auto* a = new ModuleApi;
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) fail_setup("--replay-load module: libcuda.so.1 cannot be loaded");
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-      if (!fn) fail_setup(std::string("--replay-load module: libcuda.so.1 has no ") + name);
-    };
-    get(a->load, "cuModuleLoadData");
-    get(a->get_function, "cuModuleGetFunction");
-    get(a->get_attribute, "cuFuncGetAttribute");
-    get(a->set_attribute, "cuFuncSetAttribute");
-    get(a->add_kernel_node, "cuGraphAddKernelNode_v2");
-    get(a->launch, "cuLaunchKernelEx");
-    return a;
-  }();
-  return *api;
-}
-
-void check_driver(CUresult r, const std::string& what) {
-  if (r != CUDA_SUCCESS) fail_setup(what + " failed (CUresult " + std::to_string(static_cast<int>(r)) + ")");
-}
-
 struct DeviceCode {
   std::vector<cudaLibrary_t> libraries;
-  std::vector<CUmodule> modules;  // --replay-load module
   std::vector<std::string> paths;
   std::map<std::string, cudaKernel_t> kernels;
   std::map<std::string, int> max_dynamic_shared;  // what each kernel's attribute is, once asked
@@ -147,33 +101,24 @@ struct DeviceCode {
 DeviceCode& device_code(const Options& o) {
   static DeviceCode* code = [&] {
     auto* c = new DeviceCode;  // never freed: the runtime unloads libraries at exit
-    g_modules = o.replay_modules;
     std::stringstream in(o.device_code);
     std::string path;
     while (std::getline(in, path, ',')) {
       if (path.empty()) continue;
       const std::string bytes = device_code_of(path);
-      if (g_modules) {
-        CUmodule m{};
-        check_driver(module_api().load(&m, bytes.data()), "cuModuleLoadData of " + path);
-        c->modules.push_back(m);
-      } else {
-        cudaLibrary_t lib{};
-        const cudaError_t e = cudaLibraryLoadData(&lib, bytes.data(), nullptr, nullptr, 0, nullptr,
-                                                  nullptr, 0);
-        if (e != cudaSuccess)
-          fail_setup("cannot load the device code of " + path + ": " + cudaGetErrorString(e));
-        c->libraries.push_back(lib);
-      }
+      cudaLibrary_t lib{};
+      const cudaError_t e = cudaLibraryLoadData(&lib, bytes.data(), nullptr, nullptr, 0, nullptr,
+                                                nullptr, 0);
+      if (e != cudaSuccess)
+        fail_setup("cannot load the device code of " + path + ": " + cudaGetErrorString(e));
+      c->libraries.push_back(lib);
       c->paths.push_back(path);
     }
-    if (c->paths.empty()) fail_setup("replay mode needs --device-code: the job's objects");
+    if (c->libraries.empty()) fail_setup("replay mode needs --device-code: the job's objects");
     return c;
   }();
   return *code;
 }
-
-CUfunction as_function(cudaKernel_t k) { return reinterpret_cast<CUfunction>(k); }
 
 // What the launch function set on a kernel in the recorder (a kernel's other attributes are in
 // its code), settled before the kernel's first launch that needs it. The recorder reads the
@@ -186,17 +131,6 @@ void settle_max_dynamic_shared(DeviceCode& code, cudaKernel_t kernel, const Kern
   if (auto it = code.max_dynamic_shared.find(k.function);
       it != code.max_dynamic_shared.end() && it->second >= k.max_dynamic_shared)
     return;
-  if (g_modules) {
-    int now = 0;
-    check_driver(module_api().get_attribute(&now, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                            as_function(kernel)), "cuFuncGetAttribute");
-    if (k.max_dynamic_shared > now)
-      check_driver(module_api().set_attribute(as_function(kernel), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                              k.max_dynamic_shared), "cuFuncSetAttribute");
-    code.max_dynamic_shared[k.function] = std::max(k.max_dynamic_shared, now);
-    (void)dev;
-    return;
-  }
   cudaFuncAttributes fa{};  // a cudaKernel_t goes where a function's address does
   KFLEET_GPU_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(kernel)));
   if (k.max_dynamic_shared > fa.maxDynamicSharedSizeBytes)
@@ -212,17 +146,6 @@ cudaKernel_t find_kernel(const Options& o, const KernelNode& k) {
   if (auto it = code.kernels.find(k.function); it != code.kernels.end()) {
     settle_max_dynamic_shared(code, it->second, k, dev);
     return it->second;
-  }
-  for (auto m : code.modules) {
-    CUfunction f{};
-    if (module_api().get_function(&f, m, k.function.c_str()) != CUDA_SUCCESS) continue;
-    const auto kernel = reinterpret_cast<cudaKernel_t>(f);
-    settle_max_dynamic_shared(code, kernel, k, dev);
-    if (k.non_portable_cluster > 0)
-      check_driver(module_api().set_attribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-                   "cuFuncSetAttribute");
-    code.kernels[k.function] = kernel;
-    return kernel;
   }
   for (auto lib : code.libraries) {
     cudaKernel_t kernel{};
@@ -256,35 +179,7 @@ void launch_kernel(const KernelNode& k, cudaKernel_t kernel, void** args, gpuStr
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  if (g_modules) {  // the same launch through the driver (the two runtimes' structs agree)
-    CUlaunchConfig c{};
-    c.gridDimX = cfg.gridDim.x, c.gridDimY = cfg.gridDim.y, c.gridDimZ = cfg.gridDim.z;
-    c.blockDimX = cfg.blockDim.x, c.blockDimY = cfg.blockDim.y, c.blockDimZ = cfg.blockDim.z;
-    c.sharedMemBytes = k.shared_bytes;
-    c.hStream = stream;
-    c.attrs = reinterpret_cast<CUlaunchAttribute*>(cfg.attrs);
-    c.numAttrs = cfg.numAttrs;
-    check_driver(module_api().launch(&c, as_function(kernel), args, nullptr), "cuLaunchKernelEx");
-    return;
-  }
   KFLEET_GPU_CHECK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(kernel), args));
-}
-
-// A job's kernel as a graph node: a library's kernel through the runtime, a module's function
-// through the driver.
-void add_kernel_node(gpuGraphNode_t* node, gpuGraph_t g, const gpuGraphNode_t* deps, std::size_t n,
-                     const gpuKernelNodeParams& kp) {
-  if (!g_modules) {
-    KFLEET_GPU_CHECK(gpuGraphAddKernelNode(node, g, deps, n, &kp));
-    return;
-  }
-  CUDA_KERNEL_NODE_PARAMS p{};
-  p.func = reinterpret_cast<CUfunction>(kp.func);
-  p.gridDimX = kp.gridDim.x, p.gridDimY = kp.gridDim.y, p.gridDimZ = kp.gridDim.z;
-  p.blockDimX = kp.blockDim.x, p.blockDimY = kp.blockDim.y, p.blockDimZ = kp.blockDim.z;
-  p.sharedMemBytes = kp.sharedMemBytes;
-  p.kernelParams = kp.kernelParams;
-  check_driver(module_api().add_kernel_node(node, g, deps, n, &p), "cuGraphAddKernelNode");
 }
 
 // A kernel node's cluster shape, as recorded.
@@ -323,11 +218,6 @@ void launch_kernel(const KernelNode& k, hipFunction_t function, void** args, gpu
 }
 
 void set_cluster(hipGraphNode_t, const KernelNode&) {}  // there are no clusters on HIP
-
-void add_kernel_node(gpuGraphNode_t* node, gpuGraph_t g, const gpuGraphNode_t* deps, std::size_t n,
-                     const gpuKernelNodeParams& kp) {
-  KFLEET_GPU_CHECK(gpuGraphAddKernelNode(node, g, deps, n, &kp));
-}
 
 void add_programmatic_edge(hipGraph_t, hipGraphNode_t, hipGraphNode_t, std::uint8_t) {
   fail_replay("the launch list has a programmatic dependency, which HIP's graphs do not have");
@@ -487,7 +377,7 @@ gpuGraphExec_t build_graph(const Options& o, const LaunchList& l, const GraphPla
         kp.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
         kp.sharedMemBytes = k.shared_bytes;
         kp.kernelParams = ptrs.empty() ? nullptr : ptrs.data();
-        add_kernel_node(&node, g, deps.data(), deps.size(), kp);
+        KFLEET_GPU_CHECK(gpuGraphAddKernelNode(&node, g, deps.data(), deps.size(), &kp));
         set_cluster(node, k);
         break;
       }
