@@ -514,7 +514,7 @@ def ncu():  # NCU: each kernel's median under Nsight Compute, replay against in-
     out = []
     for n in r:
         if n not in i: continue
-        fm = lambda m: ", ".join("%s %.4g" % (k.split("__", 1)[-1], statistics.median(v)) for k, v in sorted(m.items()))
+        fm = lambda m: ", ".join("%s %.4g" % (k, statistics.median(v)) for k, v in sorted(m.items()))
         out.append("%s: replay %s; in-process %s" % (n[:48], fm(r[n]), fm(i[n])))
     return "ncu: " + (" | ".join(out) if out else "no kernel in both (replay %d, in-process %d)" % (len(r), len(i)))
 def hw_state():  # whether CUPTI took the hardware trace where it was asked (0: it did)
