@@ -38,7 +38,8 @@ With `--inputs DIR` (kfleet-measure ... --plan PLAN.json --plan-inputs DIR wrote
 holds the case's own inputs (a problem's structured inputs: positions, group ends), not random
 values; an output is poisoned before each launch and an in-place (inout) tensor given its input
 again. `--layout plan` puts the case's buffers where the arena has them relative to each other
-(one allocation, 2 MiB aligned), not where torch's allocator would. `--torch-compile MODE` times the entry under torch.compile (kfleet's compile reference).
+(one allocation, 2 MiB aligned), not where torch's allocator would. `--torch-compile MODE` times
+the entry under torch.compile (kfleet's compile reference).
 Before each launch the whole device is synchronised, so that every launch begins on an idle GPU
 after its flush, as kfleet-measure's timed runs do (PROTOCOL.md, "What a sample is"); then the
 host waits `--gap-ms` (the replay's timed runs are that far apart: its refresh and re-checks sit
