@@ -461,7 +461,7 @@ edge_diag() {
       --device 0 --device-code "$dc" >"$d/measure-ncu.out" 2>"$d/measure-ncu.err"
   fi
   [ "$EDGE_DIAG" = configs ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
-  python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
+  LAUNCH_CONFIGS=$root/bench/gpu/launch_configs.py python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 def last(path, want):
@@ -480,26 +480,11 @@ def one(label, f, want, key, base, of):
     if not x.get(key): return label + ": none"
     g = x.get("edge_gaps_us") or []
     return "%s %.3f us (x%.4f of %s), gaps %.2f us over %d edges" % (label, x[key], x[key] / base, of, sum(g), len(g))
-def configs(f, how):  # each kernel as CUPTI saw it run, replay (--kernel-configs) against in-process (raw CUPTI)
-    r = last(f"{d}/{f}", "kernel_configs").get("kernels") or []
-    i = last(f"{d}/inproc-rawcupti.out", None).get("cupti_kernel_configs") or []
-    if not r or not i: return None
-    keys = ("grid", "block", "regs", "shared_static", "shared_dynamic", "shared_executed", "carveout_requested",
-            "local_per_thread")
-    seen = [n for n in dict.fromkeys(k["name"] for k in r) if any(k["name"] == n for k in i)]
-    out, same = [], 0
-    for n in seen:
-        rc = {tuple(json.dumps(k[f]) for f in keys) for k in r if k["name"] == n}
-        ic = {tuple(json.dumps(k[f]) for f in keys) for k in i if k["name"] == n}
-        if rc == ic: same += 1; continue
-        diff = [f for j, f in enumerate(keys) if {c[j] for c in rc} != {c[j] for c in ic}]
-        out.append("%s: %s" % (n[:48], ", ".join("%s replay %s in-process %s" % (
-            f, "/".join(sorted({c[keys.index(f)] for c in rc})), "/".join(sorted({c[keys.index(f)] for c in ic})))
-            for f in diff)))
-    carve = sorted({k["shared_executed"] for k in r if k["name"] in seen})
-    head = "%s: executed configs (CUPTI) the same for %d of %d kernels (shared memory carve-outs %s bytes)" % (
-        how, same, len(seen), "/".join(map(str, carve)))
-    return head + ("; DIFFER: " + "; ".join(out) if out else "")
+def configs(f, how):  # each kernel as CUPTI saw it run, replay against in-process (launch_configs.py)
+    import subprocess
+    r = subprocess.run([sys.executable, os.environ["LAUNCH_CONFIGS"], "--executed", how, f"{d}/{f}",
+                        f"{d}/inproc-rawcupti.out"], capture_output=True, text=True)
+    return r.stdout.strip() or None
 def ncu():  # NCU: each kernel's median under Nsight Compute, replay against in-process
     import csv, statistics
     def read(f):

@@ -5,7 +5,11 @@ lines: a replay/in-process ratio compares one kernel only when both ran the same
    python3 launch_configs.py LAUNCH_LIST INPROC_JSON_OUTPUT
 prints one line: "launch configs the same (N kernels)", or "LAUNCH CONFIGS DIFFER: ..." naming
 each kernel whose grid or block differs, and how many names were not matched (the recording has
-mangled names, the profiler demangled ones: c++filt joins them where it is installed)."""
+mangled names, the profiler demangled ones: c++filt joins them where it is installed).
+   python3 launch_configs.py --executed HOW REPLAY_OUT INPROC_RAW_CUPTI_OUT
+holds what CUPTI says each kernel ran with (kfleet-measure --kernel-configs' `kernel_configs`
+line against the in-process `cupti_kernel_configs` of raw_cupti.py, both with mangled names):
+carve-out, registers, shared and local memory, grid and block; one line, prefixed with HOW."""
 import json
 import shutil
 import subprocess
@@ -64,7 +68,54 @@ def compare(rec, configs, demangle=cxxfilt):
     return "launch configs the same (%d kernels)%s" % (same, tail)
 
 
+EXECUTED_FIELDS = ("grid", "block", "regs", "shared_static", "shared_dynamic", "shared_executed",
+                   "carveout_requested", "local_per_thread")
+
+
+def compare_executed(replay, inproc):
+    """replay, inproc: lists of executed-config dicts (with "name"). One line: how many of the
+    kernels both ran had the same configs, the replay's carve-outs, and each field that differs."""
+    seen = [n for n in dict.fromkeys(k["name"] for k in replay) if any(k["name"] == n for k in inproc)]
+    if not seen:
+        return "executed configs: no kernel in both"
+    out, same = [], 0
+    for n in seen:
+        r = {tuple(json.dumps(k.get(f)) for f in EXECUTED_FIELDS) for k in replay if k["name"] == n}
+        i = {tuple(json.dumps(k.get(f)) for f in EXECUTED_FIELDS) for k in inproc if k["name"] == n}
+        if r == i:
+            same += 1
+            continue
+        diff = ["%s replay %s in-process %s" % (f, "/".join(sorted({c[j] for c in r})), "/".join(sorted({c[j] for c in i})))
+                for j, f in enumerate(EXECUTED_FIELDS) if {c[j] for c in r} != {c[j] for c in i}]
+        out.append("%s: %s" % (n[:48], ", ".join(diff)))
+    carve = sorted({k.get("shared_executed") for k in replay if k["name"] in seen})
+    head = "executed configs (CUPTI) the same for %d of %d kernels (shared memory carve-outs %s bytes)" % (
+        same, len(seen), "/".join(map(str, carve)))
+    return head + ("; DIFFER: " + "; ".join(out) if out else "")
+
+
+def last_json(path, key):
+    """The value of `key` in the last JSON line of the file that has it (None without one)."""
+    found = None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("{") and key in line:
+                    try:
+                        found = json.loads(line).get(key, found)
+                    except ValueError:
+                        pass
+    except OSError:
+        pass
+    return found
+
+
 def main(argv):
+    if len(argv) == 5 and argv[1] == "--executed":
+        r, i = last_json(argv[3], "kernels"), last_json(argv[4], "cupti_kernel_configs")
+        if r and i:
+            print("%s: %s" % (argv[2], compare_executed(r, i)))
+        return
     with open(argv[1], encoding="utf-8", errors="replace") as f:
         rec = recorded(f.read())
     configs = []

@@ -2,8 +2,11 @@
 (bench/gpu/inprocess_python_kernel.py: each launch's device time, span and gaps between kernels,
 as kfleet-measure's bench line has them). No torch, no GPU.
    python3 -m unittest bench/gpu/test_inprocess_trace.py"""
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -64,6 +67,28 @@ class InProcessTrace(unittest.TestCase):
                          "1024,1,1 block 512,1,1, in-process grid 256,1,1 block 64,1,1")
         self.assertEqual(lc.compare(rec, same[1:], dm), "launch configs the same (1 kernels); 1 of 2 names not matched")
         self.assertEqual(lc.compare(rec, [], dm), "launch configs: none reported in-process")
+
+    def test_executed_configs_are_held_against_the_in_process_ones(self):
+        import launch_configs as lc
+        k = {"name": "_Z3fooi", "grid": [2048, 1, 1], "block": [256, 1, 1], "regs": 32, "shared_static": 0,
+             "shared_dynamic": 32, "shared_executed": 32768, "carveout_requested": -1, "local_per_thread": 0}
+        harness = dict(k, name="_ZN6kfleet7harness4fill")  # the harness's own: not in-process
+        self.assertEqual(lc.compare_executed([k, harness], [dict(k, count=5)]),
+                         "executed configs (CUPTI) the same for 1 of 1 kernels (shared memory carve-outs 32768 bytes)")
+        self.assertEqual(lc.compare_executed([dict(k, shared_executed=0)], [k]),
+                         "executed configs (CUPTI) the same for 0 of 1 kernels (shared memory carve-outs 0 bytes); "
+                         "DIFFER: _Z3fooi: shared_executed replay 0 in-process 32768")
+        self.assertEqual(lc.compare_executed([harness], [k]), "executed configs: no kernel in both")
+        with tempfile.TemporaryDirectory() as d:
+            rep, inp = os.path.join(d, "replay.out"), os.path.join(d, "inproc.out")
+            with open(rep, "w") as f:
+                f.write('{"type":"bench","median_us":1}\n' + json.dumps({"type": "kernel_configs", "kernels": [k]}) + "\n")
+            with open(inp, "w") as f:
+                f.write(json.dumps({"span_median_us": 1, "cupti_kernel_configs": [dict(k, regs=40)]}) + "\n")
+            out = subprocess.run([sys.executable, lc.__file__, "--executed", "replay", rep, inp],
+                                 capture_output=True, text=True, check=True).stdout
+            self.assertEqual(out, "replay: executed configs (CUPTI) the same for 0 of 1 kernels (shared memory "
+                                  "carve-outs 32768 bytes); DIFFER: _Z3fooi: regs replay 32 in-process 40\n")
 
     def test_launches_of_other_lengths_have_no_gaps_by_position(self):
         ev = launch(0, 0, [(10, 10), (20.4, 10)], 7) + launch(1, 100, [(110, 10)], 8)
