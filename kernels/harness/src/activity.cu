@@ -4,6 +4,7 @@
 // other contexts of this process), memcpys and memsets. Where CUPTI cannot be loaded the caller
 // is told why, and the result says its timing is events only (never a silent fallback).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -65,7 +66,7 @@ struct KernelConfig {
            std::equal(grid, grid + 3, o.grid) && std::equal(block, block + 3, o.block);
   }
 };
-bool g_count_configs = false;
+std::atomic<bool> g_count_configs{false};  // set on the main thread, read in CUPTI's callback
 std::vector<KernelConfig> g_configs;
 
 KernelConfig config_of(const std::uint8_t* r) {
@@ -255,7 +256,6 @@ std::vector<ActivityRecord> ActivityTracer::flush() {
 
 void ActivityTracer::count_kernel_configs() {
   flush();  // what ran before is not counted
-  std::lock_guard<std::mutex> lock(g_mu);
   g_count_configs = true;
 }
 
