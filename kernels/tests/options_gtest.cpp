@@ -85,6 +85,12 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--carveout", "101"}, &over)
                 .find("--carveout"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--carveout", "14"}, &calone).find("go with --replay"), std::string::npos);
+  Options one, buf, odd;
+  EXPECT_EQ(parse({"benchmark", "--arena-backing", "one"}, &one), "");
+  EXPECT_EQ(one.arena_one_bytes, 8ull << 30);
+  EXPECT_EQ(parse({"benchmark", "--arena-backing", "buffer"}, &buf), "");
+  EXPECT_EQ(buf.arena_one_bytes, 0u);
+  EXPECT_NE(parse({"benchmark", "--arena-backing", "huge"}, &odd).find("--arena-backing"), std::string::npos);
   Options alone, dot;
   EXPECT_NE(parse({"benchmark", "--replay-issue", "stream"}, &alone).find("go with --replay"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);

@@ -139,6 +139,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     } else if (flag == "--carveout") {
       good = integer(&n) && n >= 0 && n <= 100;
       o->carveout_pct = static_cast<int>(n);
+    } else if (flag == "--arena-backing") {
+      good = value(&v) && (v == "buffer" || v == "one");
+      o->arena_one_bytes = v == "one" ? 8ull << 30 : 0;
     } else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
     else if (flag == "--cupti-hw-trace") o->cupti_hw_trace = true;
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
