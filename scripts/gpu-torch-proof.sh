@@ -46,7 +46,9 @@
 # (kfleet-measure --kernel-configs) against in-process's; with NCU=path/to/ncu each kernel's DRAM
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
 # line (EDGE_DIAG=configs: the executed configs only, and with each kernel's preferred carve-out
-# set to CARVEOUT percent, default 14, kfleet-measure --carveout): whether replay's gaps between kernels, or
+# set to CARVEOUT percent, default 14, kfleet-measure --carveout; EDGE_DIAG=arena: only replays with the
+# buffers in one physical allocation, --arena-backing one, alternated with one allocation each, as every
+# other mode also does): whether replay's gaps between kernels, or
 # a kernel's own time, come with the graph, the memory, the flush, the flip or the loading; both
 # graphs are written as DOT (replay.dot, inproc.dot: every node's launch attributes).
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
@@ -280,6 +282,18 @@ print("|".join(dict.fromkeys(re.escape(l.split()[1]) for l in open(sys.argv[1]) 
   local extra=()
   [ "$entry" != - ] && extra+=(--entry "$entry")
   [ "$comp" != - ] && extra+=(--torch-compile "$comp")
+  # A compile reference: the configs the recorder's inductor tuned its kernels to (its last
+  # inductor_configs line: the benchmark's recording), which the in-process run is pinned to
+  if [ "$comp" != - ] && python3 -c 'import json, sys
+k = None
+for l in open(sys.argv[1], errors="replace"):
+    if l.startswith("{") and "\"inductor_configs\"" in l:
+        try: k = json.loads(l).get("kernels")
+        except ValueError: pass
+if not k: sys.exit(1)
+json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-configs.json" 2>/dev/null; then
+    extra+=(--inductor-configs "$d/inductor-configs.json")
+  fi
   # inproc_run OUT ARGS...: the in-process script on the case's inputs, into $d/OUT.out, with the
   # recorder's inductor cache, so that its torch.compile autotuning is not done twice
   inproc_run() {
@@ -296,7 +310,7 @@ print("|".join(dict.fromkeys(re.escape(l.split()[1]) for l in open(sys.argv[1]) 
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
+  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != arena ]; then
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
     inproc_run inproc-layout --gap-ms "${GAP_MS:-0}" --layout plan
@@ -305,7 +319,7 @@ print("|".join(dict.fromkeys(re.escape(l.split()[1]) for l in open(sys.argv[1]) 
     [ -n "${NCU:-}" ] && inproc_run inproc-ncu-run --samples 30 --gap-ms 0 &&
       mv "$d/inproc-ncu-run.out" "$d/inproc-ncu-run.txt"
   fi
-  if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
+  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != arena ]; then  # the tracer: CUPTI as kfleet-measure sets it, then HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
     [ "$EDGE_DIAG" = configs ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
@@ -422,8 +436,12 @@ PY
   local tuned; tuned=$(python3 -c 'import json, sys
 for l in open(sys.argv[1], errors="replace"):
     if l.startswith("{") and "inductor_counters" in l:
-        c = json.loads(l)["inductor_counters"]
-        print("in-process inductor: " + (", ".join("%s %s" % kv for kv in sorted(c.items())) if isinstance(c, dict) else c))' \
+        x = json.loads(l); c = x["inductor_counters"]
+        t = "in-process inductor: " + (", ".join("%s %s" % kv for kv in sorted(c.items())) if isinstance(c, dict) else c)
+        if x.get("inductor_configs_compare"):  # the tuned configs of the recording against those run here
+            t += "; " + x["inductor_configs_compare"] + " (" + (", ".join(sorted(set(
+                (x.get("inductor_pinned") or {}).values()))) or "nothing tuned here") + ")"
+        print(t)' \
     "$out/r/$name/inproc.out" 2>/dev/null)
   # Each kernel's grid and block, the recording's against the in-process run's: the same names
   # with other configs are another autotuning's kernels, and the ratio then compares two kernels.
@@ -445,13 +463,21 @@ edge_diag() {
     env "${envs[@]}" "$M" benchmark "${bargs[@]}" "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 \
       --replay "$d/launches-benchmark.txt" --device 0 --device-code "$dc" "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
-  if [ "$EDGE_DIAG" != tracer ]; then
+  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
+    # The arena's buffers as ranges of one physical allocation against one allocation each (what
+    # every verdict uses), alternated twice: whether a kernel's time comes with the backing
+    rep measure-buffer2 -- --arena-backing buffer
+    rep measure-onealloc -- --arena-backing one
+    rep measure-buffer3 -- --arena-backing buffer
+    rep measure-onealloc2 -- --arena-backing one
+  fi
+  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != arena ]; then
     rep measure-configs -- --kernel-configs
     # The chains' kernels report a carve-out of 0 in replay, 32 KiB in-process: each kernel asked
     # for CARVEOUT percent of the most (14: 32 of an H100's or H200's 228 KiB)
     rep measure-carveout -- --kernel-configs --carveout "${CARVEOUT:-14}"
   fi
-  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
+  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != arena ]; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
@@ -460,7 +486,7 @@ edge_diag() {
       "${SCRATCH[@]}" --max-time-s 1 --min-samples 30 --max-samples 30 --replay "$d/launches-benchmark.txt" \
       --device 0 --device-code "$dc" >"$d/measure-ncu.out" 2>"$d/measure-ncu.err"
   fi
-  [ "$EDGE_DIAG" = configs ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
+  [ "$EDGE_DIAG" = configs ] || [ "$EDGE_DIAG" = arena ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   LAUNCH_CONFIGS=$root/bench/gpu/launch_configs.py python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -519,6 +545,11 @@ print("; ".join(v for v in [
     one("replayed with inputs left writable", "measure-writable.out", "bench", "median_us", med, "graph replay"),
     one("replayed with a preferred carve-out (--carveout)", "measure-carveout.out", "bench", "median_us", med,
         "graph replay"),
+    one("replayed again, one allocation per buffer", "measure-buffer2.out", "bench", "median_us", med, "graph replay"),
+    one("replayed with the buffers in one allocation (--arena-backing one)", "measure-onealloc.out", "bench",
+        "median_us", med, "graph replay"),
+    one("replayed again, one allocation per buffer", "measure-buffer3.out", "bench", "median_us", med, "graph replay"),
+    one("replayed again in one allocation", "measure-onealloc2.out", "bench", "median_us", med, "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
     one("in-process with the arena's layout", "inproc-layout.out", None, "span_median_us", span, "in-process"),

@@ -257,6 +257,9 @@ def main():
     ap.add_argument("--from-trace", default="", help="no GPU: summarize this trace (tests)")
     ap.add_argument("--inputs", default="", help="the case's buffers (kfleet-measure --plan-inputs)")
     ap.add_argument("--torch-compile", default="", help="time the entry under torch.compile(mode=...)")
+    ap.add_argument("--inductor-configs", default="", metavar="JSON",
+                    help="with --torch-compile: the recorder's tuned configs ({kernel: config}, its "
+                         "inductor_configs line), which this process's kernels are pinned to")
     ap.add_argument("--graph", action="store_true", help="time replays of a CUDA graph of the launch")
     ap.add_argument("--graph-dot", default="", help="with --graph: write the graph (DOT, verbose) here")
     ap.add_argument("--back-to-back", action="store_true",
@@ -304,8 +307,14 @@ def main():
     sys.modules["kfleet_job"] = mod
     spec.loader.exec_module(mod)
     fn = getattr(mod, entry)
+    pinned, recorded = None, None
     if a.torch_compile:
         fn = torch.compile(fn, mode=a.torch_compile)
+        if a.inductor_configs:  # tune as the recording did, not again (kfleet_rec/inductor_configs.py)
+            from kfleet_rec import inductor_configs
+            with open(a.inductor_configs, encoding="utf-8") as f:
+                recorded = json.load(f)
+            pinned = inductor_configs.pin(recorded)
 
     dev = torch.device("cuda:0")
     torch.manual_seed(0)
@@ -371,6 +380,15 @@ def main():
                                                if "cache" in k or "autotune" in k}
             except Exception as e:  # noqa: BLE001 (a diagnostic: its absence is said)
                 result["inductor_counters"] = f"{type(e).__name__}: {e}"
+            try:  # the configs this process's kernels ran, against the recording's
+                from kfleet_rec import inductor_configs
+                ran = inductor_configs.tuned()
+                result["inductor_configs"] = ran
+                if recorded is not None:
+                    result["inductor_pinned"] = pinned
+                    result["inductor_configs_compare"] = inductor_configs.compare(recorded, ran)
+            except ImportError as e:  # without --kernel-lib: not said
+                result["inductor_configs"] = f"{type(e).__name__}: {e}"
         torch.cuda.synchronize()
         for _ in range(20):
             fn(args, stream)

@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 
-from . import fatbin, modules as modlog, scratch as scratchmod
+from . import fatbin, inductor_configs, modules as modlog, scratch as scratchmod
 from .cuda import Driver, DriverError
 from . import recording
 from .recording import Refusal
@@ -410,6 +410,13 @@ def record(opts, plan):
             raise Refusal(rec["what"], "the launch function failed outside capture (its first "
                           f"call, which compiles): {said(e)}" +
                           (f" ({short})" if short else ""))
+        # Which config inductor tuned each of its kernels to (a diagnostic: bench/gpu's in-process
+        # yardstick pins its own process to them, inductor_configs.py); no verdict reads it.
+        if "torch._inductor.runtime.triton_heuristics" in sys.modules:
+            tuned = inductor_configs.tuned()
+            if tuned:
+                print(json.dumps({"type": "inductor_configs", "what": rec["what"], "kernels": tuned},
+                                 separators=(",", ":")), flush=True)
         if scratch:
             scratch.mark()  # what the uncaptured call keeps (cuBLAS's workspace) stays below
         pair = []
