@@ -20,7 +20,14 @@ def _autotuners():
         from torch._inductor.runtime.triton_heuristics import CachingAutotuner
     except Exception:  # noqa: BLE001 (no torch, or an inductor without it: nothing tuned)
         return []
-    return [o for o in gc.get_objects() if isinstance(o, CachingAutotuner)]
+    found = []
+    for o in gc.get_objects():
+        try:  # a weak proxy whose referent is gone raises on any look at it
+            if isinstance(o, CachingAutotuner):
+                found.append(o)
+        except ReferenceError:
+            continue
+    return found
 
 
 def kernel_name(autotuner):

@@ -83,6 +83,18 @@ class InductorConfigsTest(unittest.TestCase):
         self.assertNotIn("triton_poi_fused_1", got)  # never ran: still two candidates
         del a, b
 
+    def test_a_dead_weak_proxy_among_the_objects_is_passed_over(self):
+        import weakref
+
+        class Thing:
+            pass
+        t = Thing()
+        proxy = weakref.proxy(t)
+        del t  # the proxy stays in gc's objects; isinstance on it raises ReferenceError
+        a = self.CA("k0", [Config(4, XBLOCK=64)])
+        self.assertIn("k0", ic.tuned())
+        del a, proxy
+
     def test_one_name_with_two_configs_is_not_pinnable(self):
         a = self.CA("k0", [Config(4, XBLOCK=64)])
         b = self.CA("k0", [Config(8, XBLOCK=128)])
