@@ -18,6 +18,11 @@ CU_GRAPH_NODE_TYPES = {
     12: "batch_mem_op", 13: "conditional",
 }
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+# What a kernel's code fixes (CUfunction_attribute): its threads, static shared, constant and
+# local memory, registers, PTX and binary versions. Two codes of one name that agree on all of
+# them may still differ; two that differ on any are different code.
+CODE_ATTRIBUTES = (("max threads", 0), ("static shared bytes", 1), ("constant bytes", 2),
+                   ("local bytes", 3), ("registers", 4), ("PTX version", 5), ("binary version", 6))
 CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
@@ -170,6 +175,25 @@ class Driver:
             return False
         k = C.c_void_p()
         return self.lib.cuLibraryGetKernel(C.byref(k), C.c_void_p(lib), name.encode()) == 0
+
+    def code_differs(self, path, name, func):
+        """How kernel `name` of the image file differs from the function `func` the launch ran,
+        by what each one's code fixes (CODE_ATTRIBUTES): "" when they agree or cannot be asked."""
+        if not func or not self.image_defines(path, name) or not self.has("cuKernelGetAttribute"):
+            return ""
+        k, dev = C.c_void_p(), C.c_int()
+        if (self.lib.cuLibraryGetKernel(C.byref(k), C.c_void_p(self._libraries[path]), name.encode()) != 0 or
+                self.lib.cuCtxGetDevice(C.byref(dev)) != 0):
+            return ""
+        differ = []
+        for what, attr in CODE_ATTRIBUTES:
+            a, b = C.c_int(), C.c_int()
+            if (self.lib.cuKernelGetAttribute(C.byref(a), attr, k, dev) != 0 or
+                    self.lib.cuFuncGetAttribute(C.byref(b), attr, C.c_void_p(func)) != 0):
+                return ""
+            if a.value != b.value:
+                differ.append(f"{what} {a.value} in the image, {b.value} as launched")
+        return ", ".join(differ)
 
     # ---- the captured graph ----
     def _kernel(self, node, resolve):

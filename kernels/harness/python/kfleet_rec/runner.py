@@ -206,16 +206,29 @@ class Images:
                     return True
         return False
 
+    def _differs(self, path, name, func):
+        """How the image's kernel differs from the code the launch ran ("" when it does not, or
+        where the driver cannot say): replay must run the code the job's launch ran, not another
+        of the same name (an autotuner loads many)."""
+        ask = getattr(self.driver, "code_differs", None)
+        return ask(path, name, func) if ask else ""
+
     def resolve(self, func, name):
         """(image path or None, note, origin) for the kernel `name` of CUfunction `func`."""
         hit = self.triton.get(int(func))
         if hit:
             path = self._stage(hit[1], ".cubin")
-            if self.driver.image_defines(path, name):
-                return path, "", {"origin": "job", "how": "Triton cubin", "file": "", "package": ""}
-            return None, "Triton's cubin for it does not load the way kfleet-measure loads it", None
+            if not self.driver.image_defines(path, name):
+                return None, "Triton's cubin for it does not load the way kfleet-measure loads it", None
+            differs = self._differs(path, name, func)
+            if differs:
+                return None, f"Triton's cubin for it is not the code the launch ran ({differs})", None
+            return path, "", {"origin": "job", "how": "Triton cubin", "file": "", "package": ""}
         found = [p for p in self._extension_files() if self.driver.image_defines(p, name)]
         if len(found) == 1:
+            differs = self._differs(found[0], name, func)
+            if differs:
+                return None, f"the job's extension fatbin that defines it is not the code the launch ran ({differs})", None
             return found[0], "", {"origin": "job", "how": "extension fatbin", "file": "", "package": ""}
         if len(found) > 1:
             return None, f"{len(found)} of the job's extension fatbins define it", None
@@ -237,6 +250,17 @@ class Images:
                 path = self._stage(m["blob"], ".cubin" if m["blob"][:4] == b"\x7fELF" else ".fatbin")
                 if not self.driver.image_defines(path, name):
                     return None, "its module's image does not load the way kfleet-measure loads it", None
+                differs = self._differs(path, name, func)
+                if differs:
+                    # Not the code that ran: the one other module of this name whose code it is
+                    # (an autotuner's candidates), or a refusal that says how they differ.
+                    ran = [(x, p) for x in self.modules.defining(name) if x is not m
+                           for p in [self._stage(x["blob"], ".cubin" if x["blob"][:4] == b"\x7fELF" else ".fatbin")]
+                           if self.driver.image_defines(p, name) and not self._differs(p, name, func)]
+                    if len(ran) != 1:
+                        return None, (f"the module that defines it is not the code the launch ran "
+                                      f"({differs}), and {len(ran)} other loaded modules are"), None
+                    m, path = ran[0]
                 origin = modlog.describe_origin(modlog.loader_of(m["stack"]), self.roots)
                 if origin.get("origin") == "library" and self.compiled_in_run(m["blob"]):
                     origin = {"origin": "job", "file": "", "package": "",
@@ -247,7 +271,7 @@ class Images:
         cubins = sorted(glob.glob(os.path.join(self.triton_cache or "/nonexistent", "**", "*.cubin"),
                                   recursive=True))
         found = [p for p in cubins if self.driver.image_defines(p, name)]
-        if len(found) == 1:
+        if len(found) == 1 and not self._differs(found[0], name, func):
             with open(found[0], "rb") as f:
                 return self._stage(f.read(), ".cubin"), "", {"origin": "job", "how": "Triton cubin",
                                                               "file": "", "package": ""}
@@ -413,9 +437,12 @@ def record(opts, plan):
         # Which config inductor tuned each of its kernels to (a diagnostic: bench/gpu's in-process
         # yardstick pins its own process to them, inductor_configs.py); no verdict reads it.
         if "torch._inductor.runtime.triton_heuristics" in sys.modules:
-            tuned = inductor_configs.tuned()
-            if tuned:
-                print(json.dumps({"type": "inductor_configs", "what": rec["what"], "kernels": tuned},
+            try:  # never at the recording's cost
+                said = {"kernels": inductor_configs.tuned()}
+            except Exception as e:  # noqa: BLE001
+                said = {"error": f"{type(e).__name__}: {e}"}
+            if said.get("kernels") != {}:
+                print(json.dumps(dict({"type": "inductor_configs", "what": rec["what"]}, **said),
                                  separators=(",", ":")), flush=True)
         if scratch:
             scratch.mark()  # what the uncaptured call keeps (cuBLAS's workspace) stays below

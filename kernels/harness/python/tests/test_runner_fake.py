@@ -434,6 +434,68 @@ class ExtensionImages(unittest.TestCase):
             self.assertEqual(other.resolve(0x1, "triton_poi_fused_0")[2]["origin"], "library")
 
 
+class RegsDriver(NameDriver):
+    """A driver whose image's kernel has the register count written after "regs=" in its bytes,
+    and whose launched functions are {handle: register count}."""
+
+    def __init__(self, launched):
+        self.launched = launched
+
+    def module_of(self, func):
+        return 0xAB
+
+    def code_differs(self, path, name, func):
+        with open(path, "rb") as f:
+            regs = int(f.read().split(b"regs=")[1][:2])
+        ran = self.launched[func]
+        return "" if regs == ran else f"registers {regs} in the image, {ran} as launched"
+
+
+class TheCodeThatRan(unittest.TestCase):
+    """An autotuner loads many kernels of one name: replay must get the code the launch ran."""
+
+    def candidates(self, *regs):
+        blobs = [b"\x7fELF" + b"triton_red_fused_0 regs=%02d" % r for r in regs]
+
+        class Mods:
+            error = ""
+
+            def defining(self, name):
+                return [{"blob": b, "stack": ["/v/torch/lib/libtorch_python.so"], "functions": {name: b}}
+                        for b in blobs]
+
+            def of_handle(self, handle):  # the handle named the first candidate's module
+                return self.defining("triton_red_fused_0")[0]
+        return Mods()
+
+    def test_the_module_whose_code_the_launch_ran_is_taken_over_the_one_its_handle_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            images = runner.Images(RegsDriver({0x7: 30}), os.path.join(d, "staging"), None, None,
+                                   roots=[d], modules=self.candidates(22, 30))
+            path, note, _ = images.resolve(0x7, "triton_red_fused_0")
+            self.assertEqual(note, "")
+            with open(path, "rb") as f:
+                self.assertIn(b"regs=30", f.read())
+
+    def test_no_module_with_the_code_that_ran_is_a_refusal_that_says_how_they_differ(self):
+        with tempfile.TemporaryDirectory() as d:
+            images = runner.Images(RegsDriver({0x7: 30}), os.path.join(d, "staging"), None, None,
+                                   roots=[d], modules=self.candidates(22, 24))
+            path, note, _ = images.resolve(0x7, "triton_red_fused_0")
+            self.assertIsNone(path)
+            self.assertIn("not the code the launch ran (registers 22 in the image, 30 as launched)", note)
+
+    def test_a_triton_cubin_caught_at_load_is_checked_too(self):
+        with tempfile.TemporaryDirectory() as d:
+            images = runner.Images(RegsDriver({0x9: 30}), os.path.join(d, "staging"), None, None)
+            images.triton[0x9] = ("_attn_fwd", b"\x7fELF _attn_fwd regs=22")
+            path, note, _ = images.resolve(0x9, "_attn_fwd")
+            self.assertIsNone(path)
+            self.assertIn("is not the code the launch ran (registers 22", note)
+            images.triton[0x9] = ("_attn_fwd", b"\x7fELF _attn_fwd regs=30")
+            self.assertEqual(images.resolve(0x9, "_attn_fwd")[1], "")
+
+
 class StacksBeforeTheLimit(unittest.TestCase):
     """KFLEET_STACKS_AFTER_S: a recorder still running then writes every thread's Python stack to
     its stderr (the run's log), so a hang says where it waits before the agent kills it."""
