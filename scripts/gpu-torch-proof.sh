@@ -47,8 +47,9 @@
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
 # line (EDGE_DIAG=configs: the executed configs only, and with each kernel's preferred carve-out
 # set to CARVEOUT percent, default 14, kfleet-measure --carveout; EDGE_DIAG=arena: only replays with the
-# buffers in one physical allocation, --arena-backing one, alternated with one allocation each, as every
-# other mode also does): whether replay's gaps between kernels, or
+# buffers in one physical allocation, --arena-backing one, alternated with one allocation each, and with
+# the graph's nodes made by capture, --replay-build capture; every mode but configs and tracer runs
+# these): whether replay's gaps between kernels, or
 # a kernel's own time, come with the graph, the memory, the flush, the flip or the loading; both
 # graphs are written as DOT (replay.dot, inproc.dot: every node's launch attributes).
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
@@ -319,9 +320,9 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
     [ -n "${NCU:-}" ] && inproc_run inproc-ncu-run --samples 30 --gap-ms 0 &&
       mv "$d/inproc-ncu-run.out" "$d/inproc-ncu-run.txt"
   fi
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != arena ]; then  # the tracer: CUPTI as kfleet-measure sets it, then HES
+  if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
-    [ "$EDGE_DIAG" = configs ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
+    [ "$EDGE_DIAG" = configs ] || [ "$EDGE_DIAG" = arena ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
@@ -470,6 +471,9 @@ edge_diag() {
     rep measure-onealloc -- --arena-backing one
     rep measure-buffer3 -- --arena-backing buffer
     rep measure-onealloc2 -- --arena-backing one
+    # Each kernel node made by capturing its launch into the graph, as torch makes its graphs,
+    # with the executed configs CUPTI reports for them (a built node's carve-out reads 0)
+    rep measure-capture -- --replay-build capture --kernel-configs
   fi
   if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != arena ]; then
     rep measure-configs -- --kernel-configs
@@ -550,6 +554,8 @@ print("; ".join(v for v in [
         "median_us", med, "graph replay"),
     one("replayed again, one allocation per buffer", "measure-buffer3.out", "bench", "median_us", med, "graph replay"),
     one("replayed again in one allocation", "measure-onealloc2.out", "bench", "median_us", med, "graph replay"),
+    one("replayed with nodes made by capture (--replay-build capture)", "measure-capture.out", "bench", "median_us",
+        med, "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
     one("in-process with the arena's layout", "inproc-layout.out", None, "span_median_us", span, "in-process"),
@@ -559,7 +565,8 @@ print("; ".join(v for v in [
     one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
         "in-process"),
     hw_state(), configs("measure-configs.out", "replay"),
-    configs("measure-carveout.out", "replay with --carveout"), ncu()] if v))
+    configs("measure-carveout.out", "replay with --carveout"), configs("measure-capture.out", "replay with nodes made by capture"),
+    ncu()] if v))
 PY
   note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }

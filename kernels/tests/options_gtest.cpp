@@ -85,6 +85,12 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--carveout", "101"}, &over)
                 .find("--carveout"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--carveout", "14"}, &calone).find("go with --replay"), std::string::npos);
+  Options cap, bad_build, cap_alone;
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-build", "capture"}, &cap), "");
+  EXPECT_TRUE(cap.replay_build_capture);
+  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-build", "x"}, &bad_build)
+                .find("--replay-build"), std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--replay-build", "capture"}, &cap_alone).find("go with --replay"), std::string::npos);
   Options one, buf, odd;
   EXPECT_EQ(parse({"benchmark", "--arena-backing", "one"}, &one), "");
   EXPECT_EQ(one.arena_one_bytes, 8ull << 30);
