@@ -46,10 +46,7 @@
 # (kfleet-measure --kernel-configs) against in-process's; with NCU=path/to/ncu each kernel's DRAM
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
 # line (EDGE_DIAG=configs: the executed configs only, and with each kernel's preferred carve-out
-# set to CARVEOUT percent, default 14, kfleet-measure --carveout; EDGE_DIAG=arena: only replays with the
-# buffers in one physical allocation, --arena-backing one, alternated with one allocation each, and with
-# the graph's nodes made by capture, --replay-build capture; every mode but configs and tracer runs
-# these): whether replay's gaps between kernels, or
+# set to CARVEOUT percent, default 14, kfleet-measure --carveout): whether replay's gaps between kernels, or
 # a kernel's own time, come with the graph, the memory, the flush, the flip or the loading; both
 # graphs are written as DOT (replay.dot, inproc.dot: every node's launch attributes).
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
@@ -311,7 +308,7 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != arena ]; then
+  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
     inproc_run inproc-layout --gap-ms "${GAP_MS:-0}" --layout plan
@@ -322,7 +319,7 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
   fi
   if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
-    [ "$EDGE_DIAG" = configs ] || [ "$EDGE_DIAG" = arena ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
+    [ "$EDGE_DIAG" = configs ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
@@ -464,24 +461,13 @@ edge_diag() {
     env "${envs[@]}" "$M" benchmark "${bargs[@]}" "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 \
       --replay "$d/launches-benchmark.txt" --device 0 --device-code "$dc" "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
-  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
-    # The arena's buffers as ranges of one physical allocation against one allocation each (what
-    # every verdict uses), alternated twice: whether a kernel's time comes with the backing
-    rep measure-buffer2 -- --arena-backing buffer
-    rep measure-onealloc -- --arena-backing one
-    rep measure-buffer3 -- --arena-backing buffer
-    rep measure-onealloc2 -- --arena-backing one
-    # Each kernel node made by capturing its launch into the graph, as torch makes its graphs,
-    # with the executed configs CUPTI reports for them (a built node's carve-out reads 0)
-    rep measure-capture -- --replay-build capture --kernel-configs
-  fi
-  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != arena ]; then
+  if [ "$EDGE_DIAG" != tracer ]; then
     rep measure-configs -- --kernel-configs
     # The chains' kernels report a carve-out of 0 in replay, 32 KiB in-process: each kernel asked
     # for CARVEOUT percent of the most (14: 32 of an H100's or H200's 228 KiB)
     rep measure-carveout -- --kernel-configs --carveout "${CARVEOUT:-14}"
   fi
-  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != arena ]; then
+  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
@@ -490,7 +476,7 @@ edge_diag() {
       "${SCRATCH[@]}" --max-time-s 1 --min-samples 30 --max-samples 30 --replay "$d/launches-benchmark.txt" \
       --device 0 --device-code "$dc" >"$d/measure-ncu.out" 2>"$d/measure-ncu.err"
   fi
-  [ "$EDGE_DIAG" = configs ] || [ "$EDGE_DIAG" = arena ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
+  [ "$EDGE_DIAG" = configs ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   LAUNCH_CONFIGS=$root/bench/gpu/launch_configs.py python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -549,13 +535,6 @@ print("; ".join(v for v in [
     one("replayed with inputs left writable", "measure-writable.out", "bench", "median_us", med, "graph replay"),
     one("replayed with a preferred carve-out (--carveout)", "measure-carveout.out", "bench", "median_us", med,
         "graph replay"),
-    one("replayed again, one allocation per buffer", "measure-buffer2.out", "bench", "median_us", med, "graph replay"),
-    one("replayed with the buffers in one allocation (--arena-backing one)", "measure-onealloc.out", "bench",
-        "median_us", med, "graph replay"),
-    one("replayed again, one allocation per buffer", "measure-buffer3.out", "bench", "median_us", med, "graph replay"),
-    one("replayed again in one allocation", "measure-onealloc2.out", "bench", "median_us", med, "graph replay"),
-    one("replayed with nodes made by capture (--replay-build capture)", "measure-capture.out", "bench", "median_us",
-        med, "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
     one("in-process with the arena's layout", "inproc-layout.out", None, "span_median_us", span, "in-process"),
@@ -565,8 +544,7 @@ print("; ".join(v for v in [
     one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
         "in-process"),
     hw_state(), configs("measure-configs.out", "replay"),
-    configs("measure-carveout.out", "replay with --carveout"), configs("measure-capture.out", "replay with nodes made by capture"),
-    ncu()] if v))
+    configs("measure-carveout.out", "replay with --carveout"), ncu()] if v))
 PY
   note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }

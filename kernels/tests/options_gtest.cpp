@@ -85,18 +85,6 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--carveout", "101"}, &over)
                 .find("--carveout"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--carveout", "14"}, &calone).find("go with --replay"), std::string::npos);
-  Options cap, bad_build, cap_alone;
-  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-build", "capture"}, &cap), "");
-  EXPECT_TRUE(cap.replay_build_capture);
-  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-build", "x"}, &bad_build)
-                .find("--replay-build"), std::string::npos);
-  EXPECT_NE(parse({"benchmark", "--replay-build", "capture"}, &cap_alone).find("go with --replay"), std::string::npos);
-  Options one, buf, odd;
-  EXPECT_EQ(parse({"benchmark", "--arena-backing", "one"}, &one), "");
-  EXPECT_EQ(one.arena_one_bytes, 8ull << 30);
-  EXPECT_EQ(parse({"benchmark", "--arena-backing", "buffer"}, &buf), "");
-  EXPECT_EQ(buf.arena_one_bytes, 0u);
-  EXPECT_NE(parse({"benchmark", "--arena-backing", "huge"}, &odd).find("--arena-backing"), std::string::npos);
   Options alone, dot;
   EXPECT_NE(parse({"benchmark", "--replay-issue", "stream"}, &alone).find("go with --replay"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);

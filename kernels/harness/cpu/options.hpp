@@ -51,15 +51,6 @@ struct Options {
   // kernel's preferred shared memory carve-out, in percent of the most (the driver rounds up to a
   // size the GPU has); -1 leaves the driver's choice, as every verdict does.
   int carveout_pct = -1;
-  // --replay-build capture (a diagnostic, CUDA only; the agent never asks it): each kernel node of
-  // the replay's graph made by capturing its launch into the graph, as torch's graphs are made,
-  // instead of added as a node (node, what every verdict uses).
-  bool replay_build_capture = false;
-  // --arena-backing one (a diagnostic of the GPU proofs; the agent never asks it): the arena's
-  // buffers are ranges of one physical allocation of 8 GiB, each at its offset from the base,
-  // instead of one allocation per buffer (buffer, what every verdict uses); the addresses are
-  // the same either way, so a recording made with one replays with the other.
-  std::uint64_t arena_one_bytes = 0;
   std::string replay_dot;  // --replay-dot F: the replay's graph written there (DOT, verbose)
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).

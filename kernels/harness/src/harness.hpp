@@ -71,9 +71,6 @@ std::uint64_t fixed_arena_end();
 std::vector<FixedBuffer> fixed_buffers();
 void* fixed_alloc(std::size_t bytes, bool read_only_capable, const std::string& name);
 bool fixed_free(void* p);
-// --arena-backing one (Options::arena_one_bytes, a diagnostic): the buffers mapped from then on
-// are ranges of one physical allocation of `one_bytes`; 0 (every verdict): one allocation each.
-void fixed_arena_backing(std::uint64_t one_bytes);
 constexpr std::uint64_t kDefaultArenaBase = 0x600000000000ull;  // 96 TiB: far from the heap,
                                                                 // libraries and the stack
 constexpr std::uint64_t kArenaBytes = 1ull << 40;                // reserved, not backed

@@ -29,7 +29,6 @@ int main(int argc, char** argv) {
   // an in-process one differ by the launch path alone, not by where the buffers landed (a 7 us
   // kernel measured 3.5 % apart on an H200 with cudaMalloc'd buffers against the arena).
   std::string why;
-  fixed_arena_backing(o.arena_one_bytes);
   const bool arena = fixed_arena_open(o.va_base, &why);
   if (!arena && (!o.record_path.empty() || !o.replay_path.empty() || !o.plan_path.empty()))
     fail_setup(why);

@@ -102,8 +102,8 @@ int vmm_reserve(std::uint64_t* va, std::size_t size, std::size_t align, std::uin
   *va = got;
   return static_cast<int>(r);
 }
-bool vmm_map(std::uint64_t va, std::size_t size, VmmHandle h, std::uint64_t offset = 0) {
-  return g_vmm.map(va, size, offset, h, 0) == CUDA_SUCCESS;
+bool vmm_map(std::uint64_t va, std::size_t size, VmmHandle h) {
+  return g_vmm.map(va, size, 0, h, 0) == CUDA_SUCCESS;
 }
 bool vmm_set_access(std::uint64_t va, std::size_t size, bool read_only) {
   int dev = 0;
@@ -166,8 +166,8 @@ int vmm_reserve(std::uint64_t* va, std::size_t size, std::size_t align, std::uin
   *va = reinterpret_cast<std::uintptr_t>(got);
   return static_cast<int>(r);
 }
-bool vmm_map(std::uint64_t va, std::size_t size, VmmHandle h, std::uint64_t offset = 0) {
-  return hipMemMap(as_ptr(va), size, offset, as_handle(h), 0) == hipSuccess;
+bool vmm_map(std::uint64_t va, std::size_t size, VmmHandle h) {
+  return hipMemMap(as_ptr(va), size, 0, as_handle(h), 0) == hipSuccess;
 }
 bool vmm_set_access(std::uint64_t va, std::size_t size, bool read_only) {
   int dev = 0;
@@ -188,7 +188,7 @@ void vmm_address_free(std::uint64_t va, std::size_t size) { (void)hipMemAddressF
 struct Mapping {
   std::uint64_t ptr = 0;
   std::size_t size = 0;
-  VmmHandle handle = 0;  // 0: a range of the arena's one allocation (--arena-backing one)
+  VmmHandle handle = 0;
 };
 std::vector<Mapping> g_mappings;  // the inputs whose access flips around a launch
 bool g_read_only = false;
@@ -222,7 +222,7 @@ bool map_backed(Mapping* m, int dev, std::size_t gran) {
 void unmap_backed(const Mapping& m, bool own_address) {
   (void)gpuDeviceSynchronize();
   vmm_unmap(m.ptr, m.size);
-  if (m.handle) vmm_release(m.handle);
+  vmm_release(m.handle);
   if (own_address) vmm_address_free(m.ptr, m.size);
 }
 
@@ -288,28 +288,8 @@ struct Arena {
     FixedBuffer b;
   };
   std::vector<Live> live;
-  // --arena-backing one: every buffer a range of one physical allocation of this many bytes,
-  // at its own offset from the base (made at the first buffer), instead of one allocation each.
-  std::uint64_t one_bytes = 0;
-  VmmHandle one = 0;
 };
 Arena g_arena;
-
-// A buffer's range of the arena's one allocation, mapped read-write; false, nothing left, where
-// it does not fit or the driver refuses.
-bool map_in_one(Mapping* m) {
-  int dev = 0;
-  std::size_t gran = 0;
-  if (!backing(&dev, &gran) || m->ptr + m->size > g_arena.base + g_arena.one_bytes) return false;
-  if (!g_arena.one && !vmm_create(&g_arena.one, g_arena.one_bytes, dev)) return false;
-  if (!vmm_map(m->ptr, m->size, g_arena.one, m->ptr - g_arena.base)) return false;
-  if (!vmm_set_access(m->ptr, m->size, false)) {
-    vmm_unmap(m->ptr, m->size);
-    return false;
-  }
-  m->handle = 0;
-  return true;
-}
 }  // namespace
 
 bool fixed_arena_open(std::uint64_t base, std::string* why) {
@@ -394,26 +374,13 @@ void warm_translations() {
   KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));
 }
 
-void fixed_arena_backing(std::uint64_t one_bytes) { g_arena.one_bytes = one_bytes; }
-
 void* fixed_alloc(std::size_t bytes, bool protect, const std::string& name) {
   if (!g_arena.base || !bytes) return nullptr;
-  std::optional<Mapping> m;
-  if (g_arena.one_bytes) {
-    int dev = 0;
-    std::size_t gran = 0;
-    if (!backing(&dev, &gran)) return nullptr;
-    Mapping one;
-    one.size = (bytes + gran - 1) / gran * gran;
-    one.ptr = g_arena.base + g_arena.used;
-    if (map_in_one(&one)) m = one;
-  } else {
-    m = map_buffer(bytes, [](Mapping* next) {  // the arena's next free address
-      if (g_arena.used + next->size > kArenaBytes) return false;
-      next->ptr = g_arena.base + g_arena.used;
-      return true;
-    });
-  }
+  const auto m = map_buffer(bytes, [](Mapping* next) {  // the arena's next free address
+    if (g_arena.used + next->size > kArenaBytes) return false;
+    next->ptr = g_arena.base + g_arena.used;
+    return true;
+  });
   if (!m) return nullptr;
   g_arena.used += m->size;
   g_arena.live.push_back({*m, protect, FixedBuffer{name, m->ptr, bytes}});

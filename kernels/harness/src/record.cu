@@ -281,7 +281,6 @@ LaunchList record_one(Problem& p, const std::string& what) {
 
 int run_record(const Options& o) {
   std::string why;
-  fixed_arena_backing(o.arena_one_bytes);
   if (!fixed_arena_open(o.va_base, &why)) fail_setup(why);
   std::vector<LaunchList> lists;
   if (o.stage == "correctness") {

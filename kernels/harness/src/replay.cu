@@ -194,30 +194,6 @@ void set_cluster(cudaGraphNode_t node, const KernelNode& k) {
   }
 }
 
-// --replay-build capture (a diagnostic, Options::replay_build_capture): a kernel's node made the
-// way torch's graphs make theirs, by capturing its launch (cudaLaunchKernelExC, in its recorded
-// cluster shape) into the graph after `deps`, instead of adding a kernel node.
-cudaGraphNode_t capture_kernel_node(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
-                                    const KernelNode& k, cudaKernel_t kernel, void** args) {
-  static cudaStream_t cs = [] {
-    cudaStream_t s{};
-    KFLEET_GPU_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    return s;
-  }();
-  KFLEET_GPU_CHECK(cudaStreamBeginCaptureToGraph(cs, g, deps.empty() ? nullptr : deps.data(), nullptr,
-                                                 deps.size(), cudaStreamCaptureModeThreadLocal));
-  launch_kernel(k, kernel, args, cs);
-  cudaStreamCaptureStatus status{};
-  const cudaGraphNode_t* last = nullptr;
-  std::size_t n = 0;
-  KFLEET_GPU_CHECK(cudaStreamGetCaptureInfo(cs, &status, nullptr, nullptr, &last, nullptr, &n));
-  const cudaGraphNode_t node = n == 1 ? last[0] : nullptr;
-  cudaGraph_t same{};
-  KFLEET_GPU_CHECK(cudaStreamEndCapture(cs, &same));
-  if (!node) fail_replay("capturing kernel " + k.function + " into the graph left " + std::to_string(n) + " nodes at its end");
-  return node;
-}
-
 // A programmatic dependency between two kernel nodes, as it was captured (LaunchEdge::port): the
 // downstream kernel may begin before the upstream one ends, as when the library launched it.
 void add_programmatic_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::uint8_t port) {
@@ -245,10 +221,6 @@ void launch_kernel(const KernelNode& k, hipFunction_t function, void** args, gpu
 }
 
 void set_cluster(hipGraphNode_t, const KernelNode&) {}  // there are no clusters on HIP
-hipGraphNode_t capture_kernel_node(hipGraph_t, const std::vector<hipGraphNode_t>&, const KernelNode&,
-                                   hipFunction_t, void**) {
-  fail_replay("--replay-build capture is a diagnostic of CUDA's graphs");
-}
 
 void add_programmatic_edge(hipGraph_t, hipGraphNode_t, hipGraphNode_t, std::uint8_t) {
   fail_replay("the launch list has a programmatic dependency, which HIP's graphs do not have");
@@ -402,10 +374,6 @@ gpuGraphExec_t build_graph(const Options& o, const LaunchList& l, const GraphPla
         params[i] = k.params;
         std::vector<void*> ptrs;
         for (const auto& s : k.slots) ptrs.push_back(params[i].data() + s.offset);
-        if (o.replay_build_capture) {
-          node = capture_kernel_node(g, deps, k, find_kernel(o, k), ptrs.empty() ? nullptr : ptrs.data());
-          break;
-        }
         gpuKernelNodeParams kp{};
         kp.func = reinterpret_cast<void*>(find_kernel(o, k));
         kp.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
