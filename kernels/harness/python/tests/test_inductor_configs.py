@@ -101,27 +101,27 @@ class InductorConfigsTest(unittest.TestCase):
         self.assertIsNone(ic.tuned()["k0"])
         del a, b
 
+    def pinned_run(self, recorded, **tuning):
+        """Pinned to `recorded`, a reduction with two candidates and coordinate descent on, run once."""
+        said = ic.pin(recorded)
+        a = self.CA("k0", [Config(8, R0_BLOCK=1024, XBLOCK=1), Config(16, R0_BLOCK=2048, XBLOCK=1)],
+                    coordesc=True, **tuning)
+        a.run()
+        return a, said
+
     def test_pin_takes_the_recorded_config_and_skips_coordinate_descent(self):
         recorded = {"k0": ic.describe(Config(16, R0_BLOCK=2048, XBLOCK=1))}
-        said = ic.pin(recorded)
         # this process's own tuning would pick the other candidate, and descend from it
-        a = self.CA("k0", [Config(8, R0_BLOCK=1024, XBLOCK=1), Config(16, R0_BLOCK=2048, XBLOCK=1)],
-                    coordesc=True, fastest=0, descend_to=Config(8, R0_BLOCK=512, XBLOCK=1))
-        a.run()
-        self.assertEqual(a.tuned, 0)
-        self.assertEqual(a.descended, 0)
+        a, said = self.pinned_run(recorded, fastest=0, descend_to=Config(8, R0_BLOCK=512, XBLOCK=1))
+        self.assertEqual((a.tuned, a.descended), (0, 0))
         self.assertTrue(ic.same(a.launchers[0].config, recorded["k0"]))
         self.assertEqual(said["k0"], "pinned to the recording's config")
         self.assertEqual(ic.compare(recorded, ic.tuned()), "inductor configs the recording's (1 kernels)")
 
     def test_a_recorded_config_not_among_the_candidates_is_tuned_here_and_said(self):
         recorded = {"k0": ic.describe(Config(8, R0_BLOCK=512, XBLOCK=1))}  # found by coordinate descent
-        said = ic.pin(recorded)
-        a = self.CA("k0", [Config(8, R0_BLOCK=1024, XBLOCK=1), Config(16, R0_BLOCK=2048, XBLOCK=1)],
-                    coordesc=True, fastest=1, descend_to=Config(16, R0_BLOCK=4096, XBLOCK=1))
-        a.run()
-        self.assertEqual(a.tuned, 1)
-        self.assertEqual(a.descended, 1)
+        a, said = self.pinned_run(recorded, fastest=1, descend_to=Config(16, R0_BLOCK=4096, XBLOCK=1))
+        self.assertEqual((a.tuned, a.descended), (1, 1))
         self.assertIn("not among this process's 2 candidates", said["k0"])
         line = ic.compare(recorded, ic.tuned())
         self.assertTrue(line.startswith("INDUCTOR CONFIGS DIFFER (1 of 1)"), line)
