@@ -271,7 +271,10 @@ class Images:
         cubins = sorted(glob.glob(os.path.join(self.triton_cache or "/nonexistent", "**", "*.cubin"),
                                   recursive=True))
         found = [p for p in cubins if self.driver.image_defines(p, name)]
-        if len(found) == 1 and not self._differs(found[0], name, func):
+        differs = self._differs(found[0], name, func) if len(found) == 1 else ""
+        if differs:
+            return None, f"the Triton cache's cubin that defines it is not the code the launch ran ({differs})", None
+        if len(found) == 1:
             with open(found[0], "rb") as f:
                 return self._stage(f.read(), ".cubin"), "", {"origin": "job", "how": "Triton cubin",
                                                               "file": "", "package": ""}
@@ -438,11 +441,11 @@ def record(opts, plan):
         # yardstick pins its own process to them, inductor_configs.py); no verdict reads it.
         if "torch._inductor.runtime.triton_heuristics" in sys.modules:
             try:  # never at the recording's cost
-                said = {"kernels": inductor_configs.tuned()}
+                configs = {"kernels": inductor_configs.tuned()}
             except Exception as e:  # noqa: BLE001
-                said = {"error": f"{type(e).__name__}: {e}"}
-            if said.get("kernels") != {}:
-                print(json.dumps(dict({"type": "inductor_configs", "what": rec["what"]}, **said),
+                configs = {"error": f"{type(e).__name__}: {e}"}
+            if configs.get("kernels") != {}:
+                print(json.dumps(dict({"type": "inductor_configs", "what": rec["what"]}, **configs),
                                  separators=(",", ":")), flush=True)
         if scratch:
             scratch.mark()  # what the uncaptured call keeps (cuBLAS's workspace) stays below

@@ -205,6 +205,8 @@ def kfleet_attention_launch(args, stream):
     k._init_handles()
     if MODE == "raise" and len(calls) % 3 != 1:  # under capture, not the first call
         raise RuntimeError("operation not permitted when stream is capturing")
+    if MODE == "raise_first":  # the first call, outside capture
+        raise ValueError("the kernel's first compile failed")
     return None
 MODE = "ok"
 '''
@@ -312,6 +314,14 @@ class Runner(unittest.TestCase):
         # allocator still counts it as running, so nothing else may run in the process.
         self.assertEqual(len(sys.modules["kfleet_job"].calls), 2)
         self.assertEqual(self.log.count(("capture", "end")), 1)
+
+    def test_a_launch_that_fails_outside_capture_is_a_refusal_that_quotes_it(self):
+        o = self.opts("raise_first")
+        o.torch_compile = "max-autotune-no-cudagraphs"  # the recorder then also asks inductor
+        with self.assertRaises(recording.Refusal) as cm:
+            runner.record(o, recording.read_plan(PLAN))
+        self.assertIn("failed outside capture (its first call, which compiles): "
+                      "ValueError: the kernel's first compile failed", str(cm.exception))
 
     def test_a_long_exception_is_quoted_by_its_first_line_and_its_end(self):
         # inductor's compile worker: the subprocess's traceback in the text, its cause last
