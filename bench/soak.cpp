@@ -465,8 +465,8 @@ void print(const std::string& backend, SoakResult& r, const Options& o) {
   if (backend != "sqlite") std::printf("; PostgreSQL server CPU %.1f%%", r.db_cpu_pct);
   std::printf("\n");
   if (backend != "sqlite" && r.store_wait_s >= 0 && r.wall_s > 0)
-    std::printf("kfleetd's one thread blocked on PostgreSQL: %.1f s of %.0f s (%.2f%%), serving "
-                "no request meanwhile\n",
+    std::printf("kfleetd's control plane thread blocked on PostgreSQL: %.1f s of %.0f s (%.2f%%), "
+                "serving none of its requests meanwhile (the users' pages are the read thread's)\n",
                 r.store_wait_s, r.wall_s, 100.0 * r.store_wait_s / r.wall_s);
   if (!r.blocked_by.empty()) {
     std::printf("blocked most in:");

@@ -49,6 +49,10 @@ struct Ctx {
   std::optional<core::Principal> user;        // set when a user token authenticated
   std::int64_t agent_id = 0;                  // set when an agent token authenticated
   std::string role;                           // X-Kfleet-Role of the answer ("": none, SQLite)
+  // The store the handler reads: the control plane's, or on the API's read thread that
+  // thread's own connection (server.hpp); the read thread's handlers read only through it.
+  store::Store* reads = nullptr;
+  store::Store& store() const { return reads ? *reads : cp.store(); }
   std::string user_name() const { return user ? user->user : std::string(); }
   std::int64_t id() const;                    // params["id"] as an integer (0 if absent)
   std::int64_t query_int(const std::string& k, std::int64_t dflt) const;

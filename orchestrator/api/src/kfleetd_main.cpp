@@ -1,5 +1,10 @@
 // kfleetd: the orchestrator. One io_context thread runs the API, the control plane and the
 // provisioner; the store (SQLite, or PostgreSQL) holds everything that must survive a crash.
+// A second thread, with a store connection of its own, serves a user's most read pages (the
+// job list, one job, the agent list: Server::serve_reads) so that they do not queue behind the
+// agents' calls and the control plane's round trips; it reads the control plane's memory only
+// through what it shares under a lock (the live fleet's last-heard times and lease expiries,
+// the region blocks, the tokens already checked), and writes nothing (--no-read-thread: none).
 // On PostgreSQL a kfleetd that does not lead stands by: the same thread serves the reads from
 // a read-only store (standby_responder.hpp) until it takes the leader lock, then leads on the
 // socket it already listens on.
@@ -53,6 +58,7 @@ struct Options {
   std::string agent_binary;
   kfleetd::ProvisionerChoice prov;
   bool durable = false;
+  bool no_read_thread = false;
   kfleet::core::Config cfg;
   std::size_t max_body = 8u << 20;
   std::int64_t stockout_base_ms = cfg.block_policy.stockout_base_ms;
@@ -70,6 +76,9 @@ void add_options(CLI::App& app, Options& o) {
                  "(postgresql://user@host:5432/kfleet; the database must exist; put a password "
                  "in ~/.pgpass or $PGPASSWORD, not the URL)")
       ->capture_default_str();
+  app.add_flag("--no-read-thread", o.no_read_thread,
+               "serve every request on the control plane's thread, the user's pages too (by "
+               "default those are served on a thread and a store connection of their own)");
   app.add_flag("--durable", o.durable,
                "fsync every commit (survives power loss; default survives process crashes)");
   // Secrets come from files or the environment, never argv (visible to all in `ps`).
@@ -507,6 +516,27 @@ int main(int argc, char** argv) {
   if (!kfleetd::configure_provisioner(o.prov, env, slot)) return 2;
 
   cp.start();
+  // The users' pages on a thread of their own, reading a second connection: on PostgreSQL a
+  // read-only one (it can write nothing), on SQLite another connection to the file (WAL: it
+  // reads beside the writer). Without it, they are served on this thread as everything else.
+  if (!o.no_read_thread) {
+    kfleet::Result<kfleet::store::StorePtr> reads =
+        kfleet::make_error(kfleet::Errc::internal, "not opened");
+    if (postgres) {
+      kfleet::store::PostgresOptions ro{db};
+      ro.read_only = true;
+      ro.application_name = "kfleetd-reads";
+      reads = kfleet::store::open_postgres_store(ro);
+    } else {
+      reads = kfleet::store::open_sqlite_store({db, durable});
+    }
+    if (reads)
+      server->serve_reads(std::move(*reads));
+    else
+      kfleet::log::warn("kfleetd", "the users' pages are served on the control plane's thread: ",
+                        "cannot open a second connection to ", db_name, ": ",
+                        reads.error().message);
+  }
   kfleet::core::SuiteSchedule suites(io.get_executor(), cp);
   for (const auto& f : o.suite_files) {
     if (auto r = suites.add(f); !r) {
@@ -530,5 +560,6 @@ int main(int argc, char** argv) {
     io.stop();
   });
   io.run();
+  server->stop();  // the read thread ends before the control plane it reads goes
   return 0;
 }

@@ -119,7 +119,7 @@ Awaitable list_jobs(Ctx& c) {
     }
   }
   std::string out = "{\"jobs\":[";
-  const auto rows = c.cp.store().list_jobs(f);
+  const auto rows = c.store().list_jobs(f);
   out.reserve(out.size() + rows.size() * 640);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (i) out += ',';
@@ -131,7 +131,7 @@ Awaitable list_jobs(Ctx& c) {
 
 Awaitable get_job(Ctx& c) {
   // The job, its runs and its origin in one read (one round trip on PostgreSQL).
-  auto page = c.cp.store().job_page(c.id());
+  auto page = c.store().job_page(c.id());
   if (!page.job) co_return error_response(c.req, http::status::not_found, "not_found", "no such job");
   nlohmann::json runs = nlohmann::json::array();
   // A running run's lease as the leader holds it (the store's is renewed lazily).
@@ -199,7 +199,7 @@ Awaitable list_agents(Ctx& c) {
   // One more than the page tells whether another page follows.
   const int page = f.limit;
   ++f.limit;
-  auto rows = c.cp.store().list_agents(f);
+  auto rows = c.store().list_agents(f);
   const bool more = static_cast<int>(rows.size()) > page;
   if (more) rows.resize(static_cast<std::size_t>(page));
   // Keys in the order json::dump sorts them: agents, blocks, next_after, provisioning_stopped.

@@ -3,15 +3,21 @@
 // throws gets 500 and the server keeps serving.
 #include "kfleet/api/server.hpp"
 
+#include <pthread.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <mutex>
+#include <thread>
+#include <type_traits>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -47,13 +53,15 @@ bool tls_available() {
 
 namespace {
 
-// Token buckets: `per_minute` calls a minute per key, bursts up to `per_minute`.
+// Token buckets: `per_minute` calls a minute per key, bursts up to `per_minute`. Both API
+// threads (the control plane's and the read thread) use them: each call takes the lock.
 class RateLimiter {
  public:
   explicit RateLimiter(int per_minute) : per_minute_(per_minute) {}
   // Seconds to wait before the next call is allowed (0: allowed now; nothing is taken).
   int retry_after(const std::string& key) {
     if (per_minute_ <= 0) return 0;
+    std::lock_guard lk(mu_);
     Bucket& b = refill(key);
     if (b.tokens >= 1.0) return 0;
     const double rate = per_minute_ / 60.0;
@@ -61,6 +69,7 @@ class RateLimiter {
   }
   void take(const std::string& key) {
     if (per_minute_ <= 0) return;
+    std::lock_guard lk(mu_);
     Bucket& b = refill(key);
     b.tokens = std::max(0.0, b.tokens - 1.0);
   }
@@ -85,6 +94,7 @@ class RateLimiter {
     return b;
   }
   int per_minute_;
+  std::mutex mu_;
   std::map<std::string, Bucket> buckets_;
 };
 
@@ -281,9 +291,62 @@ struct Server::Impl {
   }
 #endif
 
-  // Checks the route's access rule; sets ctx.user / ctx.agent_id. nullopt: go ahead.
+  // The pages a user reads most, which the read thread serves (serve_reads()): the job list,
+  // one job and the agent list. Their handlers read the store through Ctx::store() and the
+  // control plane only through what it shares with another thread (overlay_live,
+  // region_blocks_now, provisioning_stopped_reason, cached_user).
+  static bool read_thread_route(const Request& req) {
+    if (req.method() != http::verb::get) return false;
+    const std::string_view target = req.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path == "/api/v1/jobs" || path == "/api/v1/agents") return true;
+    constexpr std::string_view job = "/api/v1/jobs/";
+    if (path.substr(0, job.size()) != job) return false;
+    const std::string_view id = path.substr(job.size());
+    return !id.empty() && id.find('/') == std::string_view::npos;
+  }
+
+  // Whether the read thread serves this request: one of its routes, on a leader, with a token
+  // this leader has checked already (cached_user) from an address not held back for failed
+  // authentications. Anything else (no token, a token not yet seen, a refusal to give) is the
+  // control plane thread's, which authorizes it in full.
+  bool for_read_thread(const Request& req, const std::string& peer) {
+    if (!reader || opts.role == "standby" || !read_thread_route(req)) return false;
+    auto it = req.find(http::field::authorization);
+    if (it == req.end()) return false;
+    const std::string_view v = it->value();
+    if (v.substr(0, 7) != "Bearer ") return false;
+    auto p = cp->cached_user(std::string(v.substr(7)));
+    if (!p) return false;
+    return auth_fail_limit.retry_after("ip:" + peer) == 0;
+  }
+
+  // Moves a plain connection to the other thread's io_context with the request it just read
+  // (and whatever the client sent after it, in buf): its session goes on there.
+  void hand_over(beast::tcp_stream& stream, beast::flat_buffer buf, Request req, bool to_reader) {
+    asio::io_context& to = to_reader ? reader->io : io;
+    boost::system::error_code ec;
+    tcp::socket& from = stream.socket();
+    const auto protocol = from.local_endpoint(ec).protocol();
+    if (ec) return;  // the client is gone
+    const auto fd = from.release(ec);
+    if (ec) return;
+    tcp::socket moved(to);
+    moved.assign(protocol, fd, ec);
+    if (ec) {
+      ::close(fd);
+      return;
+    }
+    asio::co_spawn(to,
+                   session(beast::tcp_stream(std::move(moved)), false, to_reader, std::move(buf),
+                           std::optional<Request>(std::move(req))),
+                   asio::detached);
+  }
+
+  // Checks the route's access rule; sets ctx.user / ctx.agent_id. nullopt: go ahead. On the
+  // read thread (on_reader) the user comes from the tokens this leader has checked already.
   std::optional<Response> authorize(const Route& r, Ctx& c, const std::string& peer,
-                                    bool client_cert_ok) {
+                                    bool client_cert_ok, bool on_reader = false) {
     const Request& req = c.req;
     auto failed = [&](Response res) {  // a token was shown and it was wrong
       if (!c.bearer.empty()) auth_fail_limit.take("ip:" + peer);
@@ -331,7 +394,10 @@ struct Server::Impl {
           req, std::string("this call needs an API token of scope ") + core::to_string(need) +
                    " in the Authorization header (kfleet: KFLEET_TOKEN or --token-file; "
                    "dashboards: sign in)"));
-    auto p = cp->user_for_token(c.bearer);
+    auto p = on_reader ? cp->cached_user(c.bearer) : cp->user_for_token(c.bearer);
+    if (!p && on_reader)  // revoked since the connection came here
+      return failed(unauthorized(req, "kfleetd does not know this API token (revoked, or never "
+                                      "made: an admin makes one with `kfleet token create`)"));
     if (!p) {
       if (const std::int64_t aid = cp->agent_for_token(c.bearer)) {
         if (r.access == Access::bundle) {
@@ -366,7 +432,8 @@ struct Server::Impl {
 
   template <class Stream>
   asio::awaitable<std::optional<Response>> dispatch(const Request& req, Stream& stream,
-                                                    const std::string& peer, bool client_cert_ok) {
+                                                    const std::string& peer, bool client_cert_ok,
+                                                    bool on_reader) {
     std::string_view target = req.target();
     auto qpos = target.find('?');
     std::string_view path = target.substr(0, qpos);
@@ -377,6 +444,7 @@ struct Server::Impl {
     Ctx ctx{req, [&stream](std::string s) { return write_all(stream, std::move(s)); }, *cp,
             {}, {}, {}};
     ctx.role = opts.role;
+    if (on_reader) ctx.reads = reader->store.get();
     if (qpos != std::string_view::npos) ctx.query = parse_query(target.substr(qpos + 1));
     if (auto it = req.find(http::field::authorization); it != req.end()) {
       std::string_view v = it->value();
@@ -391,7 +459,8 @@ struct Server::Impl {
       if (standby && !standby_serves(r.method, &r.access))
         co_return standby_redirect(req, leader_url, leader_epoch);
       ctx.params = std::move(params);
-      if (auto deny = authorize(r, ctx, peer, client_cert_ok)) co_return std::move(*deny);
+      if (auto deny = authorize(r, ctx, peer, client_cert_ok, on_reader))
+        co_return std::move(*deny);
       co_return co_await r.handler(ctx);
     }
     if (path_known)
@@ -407,9 +476,13 @@ struct Server::Impl {
     co_return co_await serve_static(ctx, opts.static_dir);
   }
 
+  // A connection's requests, in turn. A plain connection is served on the thread its request
+  // is for: a request of the read thread's arriving on the control plane's thread (or the
+  // other way round) moves the connection there, with that request (`first`).
   template <class Stream>
-  asio::awaitable<void> session(Stream stream, bool client_cert_ok) {
-    beast::flat_buffer buf;
+  asio::awaitable<void> session(Stream stream, bool client_cert_ok, bool on_reader = false,
+                                beast::flat_buffer buf = {},
+                                std::optional<Request> first = std::nullopt) {
     std::string peer;
     {
       boost::system::error_code ec;
@@ -417,39 +490,52 @@ struct Server::Impl {
       peer = ec ? "?" : ep.address().to_string();
     }
     for (;;) {
-      http::request_parser<http::string_body> parser;
-      parser.body_limit(opts.max_body_bytes);
-      parser.header_limit(64 * 1024);
-      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(75));
+      Request req;
       boost::system::error_code ec;
-      co_await http::async_read(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-          ec == asio::error::connection_reset || ec == beast::error::timeout ||
-          ec == asio::error::operation_aborted)
-        break;
-      if (ec) {
-        Request dummy;
-        dummy.version(11);
-        Response res = ec == http::error::body_limit
-                           ? error_response(dummy, http::status::payload_too_large, "too_large",
-                                            "request body over the " +
-                                                std::to_string(opts.max_body_bytes) +
-                                                "-byte limit (kfleetd --max-body-bytes)")
-                           : error_response(dummy, http::status::bad_request, "bad_request",
-                                            "malformed HTTP request: " + ec.message());
-        if (!opts.role.empty()) res.set("X-Kfleet-Role", opts.role);
-        res.keep_alive(false);
-        res.prepare_payload();
-        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
-        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-        if (!ec) co_await drain(stream);
-        break;
+      const bool handed_over = first.has_value();  // served here, whatever for_read_thread says now
+      if (first) {
+        req = std::move(*first);
+        first.reset();
+      } else {
+        http::request_parser<http::string_body> parser;
+        parser.body_limit(opts.max_body_bytes);
+        parser.header_limit(64 * 1024);
+        beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(75));
+        co_await http::async_read(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+            ec == asio::error::connection_reset || ec == beast::error::timeout ||
+            ec == asio::error::operation_aborted)
+          break;
+        if (ec) {
+          Request dummy;
+          dummy.version(11);
+          Response res = ec == http::error::body_limit
+                             ? error_response(dummy, http::status::payload_too_large, "too_large",
+                                              "request body over the " +
+                                                  std::to_string(opts.max_body_bytes) +
+                                                  "-byte limit (kfleetd --max-body-bytes)")
+                             : error_response(dummy, http::status::bad_request, "bad_request",
+                                              "malformed HTTP request: " + ec.message());
+          if (!opts.role.empty()) res.set("X-Kfleet-Role", opts.role);
+          res.keep_alive(false);
+          res.prepare_payload();
+          beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+          co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+          if (!ec) co_await drain(stream);
+          break;
+        }
+        req = parser.release();
       }
-      Request req = parser.release();
+      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+        if (reader && !handed_over && for_read_thread(req, peer) != on_reader) {
+          hand_over(stream, std::move(buf), std::move(req), !on_reader);
+          co_return;
+        }
+      }
       beast::get_lowest_layer(stream).expires_never();  // handlers may long-poll or stream
       std::optional<Response> res;
       try {
-        res = co_await dispatch(req, stream, peer, client_cert_ok);
+        res = co_await dispatch(req, stream, peer, client_cert_ok, on_reader);
       } catch (const nlohmann::json::exception& e) {
         res = error_response(req, http::status::bad_request, "invalid_request",
                              std::string("bad JSON value: ") + e.what());
@@ -505,6 +591,25 @@ struct Server::Impl {
   }
 #endif
 
+  // The read thread (serve_reads()): its own io_context, on which the connections of its
+  // requests are served, and its own connection to the store.
+  struct Reader {
+    asio::io_context io{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    store::StorePtr store;
+    std::thread thread;
+  };
+  void stop_reads() {
+    if (!reader || !reader->thread.joinable()) return;
+    reader->work.reset();
+    reader->io.stop();
+    reader->thread.join();
+  }
+  ~Impl() {
+    stop_reads();
+    reader.reset();  // its sessions' frames before the members they point at
+  }
+
   asio::io_context& io;
   core::ControlPlane* cp;  // the standby's until promote()
   ServerOptions opts;
@@ -517,6 +622,7 @@ struct Server::Impl {
 #ifdef KFLEET_HAVE_TLS
   std::unique_ptr<asio::ssl::context> ssl_ctx;
 #endif
+  std::unique_ptr<Reader> reader;
 };
 
 Server::Server(asio::io_context& io, core::ControlPlane& cp, ServerOptions o)
@@ -547,6 +653,19 @@ Result<std::uint16_t> Server::listen() {
 void Server::stop() {
   boost::system::error_code ec;
   impl_->acceptor.close(ec);
+  impl_->stop_reads();
+}
+
+void Server::serve_reads(store::StorePtr reads) {
+  if (impl_->reader || !reads) return;
+  auto r = std::make_unique<Impl::Reader>();
+  r->store = std::move(reads);
+  Impl::Reader* p = r.get();
+  impl_->reader = std::move(r);
+  p->thread = std::thread([p] {
+    pthread_setname_np(pthread_self(), "kfleetd-reads");  // its own line in top and perf
+    p->io.run();
+  });
 }
 
 void Server::set_leader(const std::string& url, std::int64_t epoch) {

@@ -94,8 +94,21 @@ std::optional<Principal> ControlPlane::user_for_token(const std::string& token) 
   if (!scope) return std::nullopt;
   Principal p{t->user, *scope, t->id};
   // A standby does not cache: the leader may revoke the token at any time.
-  if (!cfg_.read_only) user_cache_[hash] = p;
+  if (!cfg_.read_only) {
+    std::lock_guard lk(shared_mu_);
+    user_cache_[hash] = p;
+  }
   return p;
+}
+
+std::optional<Principal> ControlPlane::cached_user(const std::string& token) const {
+  if (token.empty() || cfg_.read_only) return std::nullopt;
+  const std::string hash = sha256_hex(token);
+  // static_users_ is filled by start(), before any request is served, and never again.
+  if (auto it = static_users_.find(hash); it != static_users_.end()) return it->second;
+  std::lock_guard lk(shared_mu_);
+  if (auto it = user_cache_.find(hash); it != user_cache_.end()) return it->second;
+  return std::nullopt;
 }
 
 bool ControlPlane::is_user_token(const std::string& token) {
@@ -236,7 +249,10 @@ Result<NewToken> ControlPlane::create_token(const std::string& user, Scope scope
 Result<store::ApiToken> ControlPlane::revoke_token(std::int64_t id, const std::string& by) {
   auto r = store_.revoke_token(id, clock_->now_ms());
   if (!r) return r.error();
-  user_cache_.erase(r->token_hash);
+  {
+    std::lock_guard lk(shared_mu_);
+    user_cache_.erase(r->token_hash);
+  }
   audit(by, "token.revoke", {{"token_id", r->id}, {"user", r->user}, {"scope", r->scope}});
   return r;
 }

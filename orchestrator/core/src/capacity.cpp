@@ -56,8 +56,11 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
     auto b = sched::next_block(cfg_.block_policy, prev, prov_.name(), where, gpu_class, kind,
                                res.message, now, jitter_unit());
     store_.put_region_block(b);
-    blocks.erase(std::remove_if(blocks.begin(), blocks.end(), same), blocks.end());
-    blocks.push_back(b);
+    {
+      std::lock_guard lk(shared_mu_);
+      blocks.erase(std::remove_if(blocks.begin(), blocks.end(), same), blocks.end());
+      blocks.push_back(b);
+    }
     ev["blocked_region"] = where;
     ev["blocked_until_ms"] = b.until_ms;
     ev["blocked_until"] = format_iso8601(b.until_ms);
@@ -71,6 +74,7 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
       // Capacity came: a region's earlier stockout no longer stands.
       store_.clear_region_block(prov_.name(), r.region, r.gpu);
       auto& blocks = region_blocks();
+      std::lock_guard lk(shared_mu_);
       blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
                                   [&](const store::RegionBlock& b) {
                                     return b.provider == prov_.name() && b.region == r.region &&
@@ -90,7 +94,10 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
       block("quota", "");
       break;
     case provision::Outcome::fatal:
-      provisioning_stopped_ = res.message;
+      {
+        std::lock_guard lk(shared_mu_);
+        provisioning_stopped_ = res.message;
+      }
       block("fatal", "");
       log::error("core", "provisioning stopped: ", res.message);
       break;
@@ -109,12 +116,26 @@ void ControlPlane::on_capacity(const sched::RequestCapacity& r,
 
 std::vector<store::RegionBlock> ControlPlane::region_blocks_now() {
   if (cfg_.read_only) return store_.region_blocks();
+  {
+    std::lock_guard lk(shared_mu_);
+    if (blocks_) return *blocks_;
+  }
+  // Not loaded: a control plane not started, on its own thread (the read thread starts after).
   return region_blocks();
+}
+
+std::string ControlPlane::provisioning_stopped_reason() const {
+  std::lock_guard lk(shared_mu_);
+  return provisioning_stopped_;
 }
 
 std::vector<store::RegionBlock>& ControlPlane::region_blocks() {
   // Only the leader writes them (above): read once, then kept as it writes them.
-  if (!blocks_) blocks_ = store_.region_blocks();
+  if (!blocks_) {
+    auto stored = store_.region_blocks();
+    std::lock_guard lk(shared_mu_);
+    blocks_ = std::move(stored);
+  }
   return *blocks_;
 }
 
@@ -179,7 +200,7 @@ void ControlPlane::tick() {
     } else if (auto* live = fleet_.find(id)) {
       live->rec.state = store::AgentState::lost;
       live->rec.last_seen_ms = std::max(live->rec.last_seen_ms, now);  // as the store writes it
-      live->heard_ms = std::max(live->heard_ms, now);
+      fleet_.heard(*live, now);
     }
   }
   for (const std::int64_t id : gone) {

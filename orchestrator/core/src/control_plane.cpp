@@ -30,7 +30,11 @@ void ControlPlane::start() {
   // silence counts from now at the latest (liveness_from_ms_), so a live agent has a TTL to
   // speak again before it is marked lost.
   fleet_.clear();
-  blocks_.reset();
+  {
+    std::lock_guard lk(shared_mu_);
+    blocks_.reset();
+  }
+  if (!cfg_.read_only) region_blocks();  // loaded now: the API's read thread reads them
   liveness_from_ms_ = now;
   for (const auto& a : store_.list_agents()) {
     idle_since_[a.id] = now;
@@ -44,10 +48,9 @@ void ControlPlane::start() {
   // stored expiry being behind), one write per run as the agents come back, not all here.
   for (const auto& run : store_.running_runs()) {
     const auto* a = fleet_.find(run.agent_id);
-    fleet_.runs()[run.id] = LiveFleet::Run{run.agent_id,      run.job_id,
-                                           run.fencing_token, now + cfg_.lease_ttl_ms,
-                                           run.lease_expires_ms, run.host, run.slot,
-                                           run.host_exclusive};
+    fleet_.put_run(run.id, LiveFleet::Run{run.agent_id, run.job_id, run.fencing_token,
+                                          now + cfg_.lease_ttl_ms, run.lease_expires_ms,
+                                          run.host, run.slot, run.host_exclusive});
     if (a && a->rec.current_run_id != run.id)
       log::warn("core", "run ", run.id, " is running but agent ", run.agent_id, " holds run ",
                 a->rec.current_run_id);
@@ -277,12 +280,12 @@ Result<HeartbeatReply> ControlPlane::heartbeat(std::int64_t agent_id, std::int64
   // Renewed in memory. The store's expiry is written only when it has fallen half a TTL
   // behind: what a reader of the store (a standby, a restarted kfleetd) sees is at most that
   // early, and a restarted or new leader gives every running lease a fresh TTL anyway.
-  run->expires_ms = now + cfg_.lease_ttl_ms;
+  fleet_.renew(*run, now + cfg_.lease_ttl_ms);
   if (run->expires_ms - run->stored_expires_ms >= cfg_.lease_ttl_ms / 2) {
     ++beats_written_;
     auto lease = store_.renew_lease(run_id, fencing_token, cfg_.lease_ttl_ms, now);
     if (!lease) {  // the store holds it ended or given to another: so does memory from now on
-      fleet_.runs().erase(run_id);
+      fleet_.erase_run(run_id);
       rep.lease_valid = false;
       return rep;
     }
@@ -301,18 +304,17 @@ LiveFleet::Agent* ControlPlane::live_agent(std::int64_t agent_id) {
 }
 
 LiveFleet::Run* ControlPlane::live_run(std::int64_t run_id) {
-  auto& runs = fleet_.runs();
-  if (auto it = runs.find(run_id); it != runs.end()) return &it->second;
+  if (auto* run = fleet_.find_run(run_id)) return run;
   auto r = store_.get_run(run_id);
   if (!r || r->outcome != RunOutcome::running) return nullptr;
-  return &(runs[run_id] = LiveFleet::Run{r->agent_id, r->job_id, r->fencing_token,
-                                        r->lease_expires_ms, r->lease_expires_ms, r->host,
-                                        r->slot, r->host_exclusive});
+  return &fleet_.put_run(run_id, LiveFleet::Run{r->agent_id, r->job_id, r->fencing_token,
+                                                r->lease_expires_ms, r->lease_expires_ms,
+                                                r->host, r->slot, r->host_exclusive});
 }
 
 Result<void> ControlPlane::heard_from(LiveFleet::Agent& a, TimeMs now) {
   ++beats_heard_;
-  a.heard_ms = std::max(a.heard_ms, now);
+  fleet_.heard(a, now);
   if (a.rec.state != store::AgentState::lost || a.rec.current_run_id != 0) return ok_result();
   // Back from lost: the store must know it is idle again (its row's state changes).
   ++beats_written_;
@@ -328,13 +330,13 @@ Result<void> ControlPlane::heard_from(LiveFleet::Agent& a, TimeMs now) {
 }
 
 void ControlPlane::overlay_live(store::AgentRecord& a) const {
-  if (const auto* live = fleet_.find(a.id)) a.last_seen_ms = std::max(a.last_seen_ms, live->heard_ms);
+  if (const auto heard = fleet_.heard_shared(a.id)) a.last_seen_ms = std::max(a.last_seen_ms, *heard);
 }
 
 void ControlPlane::overlay_live(store::RunRecord& r) const {
   if (r.outcome != RunOutcome::running) return;
-  if (const auto* live = fleet_.run(r.id); live && live->fencing_token == r.fencing_token)
-    r.lease_expires_ms = live->expires_ms;
+  if (const auto lease = fleet_.lease_shared(r.id); lease && lease->first == r.fencing_token)
+    r.lease_expires_ms = lease->second;
 }
 
 std::map<store::AgentState, std::int64_t> ControlPlane::agents_by_state() const {

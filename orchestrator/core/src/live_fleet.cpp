@@ -9,6 +9,7 @@ bool compiler(const store::AgentRecord& a) { return a.backend == "compile"; }
 }  // namespace
 
 void LiveFleet::clear() {
+  std::lock_guard lk(mu_);
   agents_.clear();
   slots_.clear();
   runs_.clear();
@@ -18,7 +19,10 @@ void LiveFleet::clear() {
 
 void LiveFleet::add(const store::AgentRecord& a, TimeMs heard_ms) {
   remove(a.id);
-  agents_[a.id] = Agent{a, heard_ms};
+  {
+    std::lock_guard lk(mu_);
+    agents_[a.id] = Agent{a, heard_ms};
+  }
   sched::AgentSlot s{a.id, a.region, a.gpus, false, compiler(a), a.host, a.slot};
   auto at = std::lower_bound(slots_.begin(), slots_.end(), a.id,
                              [](const sched::AgentSlot& x, std::int64_t id) { return x.id < id; });
@@ -31,7 +35,10 @@ void LiveFleet::remove(std::int64_t agent_id) {
   if (it == agents_.end()) return;
   if (compiler(it->second.rec)) --compile_agents_;
   set_waiting(agent_id, false);
-  agents_.erase(it);
+  {
+    std::lock_guard lk(mu_);
+    agents_.erase(it);
+  }
   auto at = std::lower_bound(slots_.begin(), slots_.end(), agent_id,
                              [](const sched::AgentSlot& x, std::int64_t id) { return x.id < id; });
   if (at != slots_.end() && at->id == agent_id) slots_.erase(at);
@@ -70,13 +77,53 @@ void LiveFleet::leased(std::int64_t agent_id, std::int64_t run_id) {
 }
 
 void LiveFleet::freed(std::int64_t agent_id, std::int64_t run_id, store::AgentState s, TimeMs now) {
-  runs_.erase(run_id);
+  erase_run(run_id);
   Agent* a = find(agent_id);
   if (!a || a->rec.current_run_id != run_id) return;  // as the store: only its holder is freed
   if (a->rec.state == store::AgentState::busy) a->rec.state = s;
   a->rec.current_run_id = 0;
   a->rec.last_seen_ms = std::max(a->rec.last_seen_ms, now);
-  a->heard_ms = std::max(a->heard_ms, now);
+  heard(*a, now);
+}
+
+void LiveFleet::heard(Agent& a, TimeMs now) {
+  if (now <= a.heard_ms) return;
+  std::lock_guard lk(mu_);
+  a.heard_ms = now;
+}
+
+LiveFleet::Run* LiveFleet::find_run(std::int64_t run_id) {
+  auto it = runs_.find(run_id);
+  return it == runs_.end() ? nullptr : &it->second;
+}
+
+LiveFleet::Run& LiveFleet::put_run(std::int64_t run_id, Run r) {
+  std::lock_guard lk(mu_);
+  return runs_[run_id] = std::move(r);
+}
+
+void LiveFleet::erase_run(std::int64_t run_id) {
+  std::lock_guard lk(mu_);
+  runs_.erase(run_id);
+}
+
+void LiveFleet::renew(Run& r, TimeMs expires_ms) {
+  std::lock_guard lk(mu_);
+  r.expires_ms = expires_ms;
+}
+
+std::optional<TimeMs> LiveFleet::heard_shared(std::int64_t agent_id) const {
+  std::lock_guard lk(mu_);
+  auto it = agents_.find(agent_id);
+  if (it == agents_.end()) return std::nullopt;
+  return it->second.heard_ms;
+}
+
+std::optional<std::pair<std::int64_t, TimeMs>> LiveFleet::lease_shared(std::int64_t run_id) const {
+  std::lock_guard lk(mu_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return std::nullopt;
+  return std::pair{it->second.fencing_token, it->second.expires_ms};
 }
 
 const LiveFleet::Run* LiveFleet::run(std::int64_t run_id) const {

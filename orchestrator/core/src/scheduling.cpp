@@ -467,15 +467,14 @@ void ControlPlane::deliver_offer(const sched::Assign& a, const store::AgentRecor
   // Its agent for good (see run_agent()), and what finish() would otherwise read its job for.
   run_agents_[granted.lease.run_id] = {a.agent_id, self_reported_job(granted.job)};
   // The lease in memory (its renewals are heartbeats), its agent busy.
-  fleet_.runs()[granted.lease.run_id] =
-      LiveFleet::Run{a.agent_id,
-                     granted.job.id,
-                     granted.lease.fencing_token,
-                     granted.lease.expires_ms,
-                     granted.lease.expires_ms,
-                     agent_record.host,
-                     agent_record.slot,
-                     granted.job.host_exclusive};
+  fleet_.put_run(granted.lease.run_id, LiveFleet::Run{a.agent_id,
+                                                       granted.job.id,
+                                                       granted.lease.fencing_token,
+                                                       granted.lease.expires_ms,
+                                                       granted.lease.expires_ms,
+                                                       agent_record.host,
+                                                       agent_record.slot,
+                                                       granted.job.host_exclusive});
   fleet_.leased(a.agent_id, granted.lease.run_id);
   forget_pending(a.job_id);
   in_flight_.erase(a.job_id);

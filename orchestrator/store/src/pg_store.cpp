@@ -14,7 +14,8 @@ Result<StorePtr> open_postgres_store(const PostgresOptions& o) {
     return make_error(Errc::invalid_argument,
                       "no PostgreSQL URL given (use --db postgresql://user@host/database)");
   if (o.read_only) {
-    auto db = pg::Db::open(o.url, "kfleetd-standby");
+    auto db = pg::Db::open(
+        o.url, o.application_name.empty() ? "kfleetd-standby" : o.application_name.c_str());
     if (!db) return db.error();
     try {
       (*db)->set_read_only();

@@ -1,7 +1,9 @@
 #pragma once
 // kfleetd's HTTP/1.1 API (Boost.Beast, C++20 coroutines) over the control plane: versioned
 // REST under /api/v1, Server-Sent Events for live progress, the dashboards at /, and
-// Prometheus metrics at /metrics. Runs on the control plane's io_context thread.
+// Prometheus metrics at /metrics. Runs on the control plane's io_context thread; with
+// serve_reads(), a user's most read pages (the job list, one job, the agent list) are served on
+// a thread and a store connection of their own.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,6 +65,15 @@ class Server {
   // listening socket stays open throughout. Streams already open keep reading through the
   // standby's control plane, which must outlive them (kfleetd keeps it to the end).
   void promote(core::ControlPlane& cp);
+  // From now on the job list, one job and the agent list, asked by a user whose token this
+  // leader has checked already, are served on a thread of their own that reads `reads` (a
+  // second connection to the same database), so that they wait neither behind the agents'
+  // calls nor behind the control plane's store round trips on the control plane's thread. A
+  // plain-HTTP connection moves to the thread its request is for; over TLS every request stays
+  // on the control plane's thread (a TLS session cannot change io_context). Call it on the
+  // control plane's thread once the control plane started (and after promote()); stop() ends
+  // the thread, which must end before the control plane goes.
+  void serve_reads(store::StorePtr reads);
 
  private:
   struct Impl;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <random>
@@ -256,10 +257,16 @@ class ControlPlane {
   // The jobs waiting for an agent, by state (queued, waiting_capacity), counted in the queue
   // the leader keeps in memory: no read of the store, whose pending set it mirrors.
   std::map<JobState, std::int64_t> queue_depth_by_state() const;
-  std::string provisioning_stopped_reason() const { return provisioning_stopped_; }
+  std::string provisioning_stopped_reason() const;
   // The region blocks as a page shows them: the leader's kept copy (it writes them, so no
-  // read of the store: a round trip per agents page on PostgreSQL), a standby's from the store.
+  // read of the store: a round trip per agents page on PostgreSQL; loaded by start()), a
+  // standby's from the store.
   std::vector<store::RegionBlock> region_blocks_now();
+  // The user of a stored token this leader has already checked (user_for_token keeps it until
+  // the token is revoked), or an in-memory one; nullopt otherwise. Reads nothing from the
+  // store, so the API's read thread may call it (as it may overlay_live, region_blocks_now
+  // and provisioning_stopped_reason): see shared_mu_.
+  std::optional<Principal> cached_user(const std::string& token) const;
 
   // Runs the scheduler soon (coalesced: many triggers in one loop turn make one pass).
   void request_plan();
@@ -424,6 +431,11 @@ class ControlPlane {
   std::map<std::string, std::int64_t> agent_by_hash_;       // token hash -> agent id
   std::map<std::string, Principal> static_users_;           // hash -> in-memory user token
   std::map<std::string, Principal> user_cache_;             // hash -> stored, unrevoked token
+  // What the API's read thread reads besides the live fleet (which has its own lock): the
+  // user cache, the region blocks and provisioning_stopped_. This thread is their only writer:
+  // it changes them under shared_mu_ and reads them without; the other thread reads them under
+  // it.
+  mutable std::mutex shared_mu_;
   std::set<std::int64_t> built_;  // jobs a compile agent built: only GPU stages are left
   Result<store::RunRecord> hand_off(const store::RunRecord& run, const store::AgentRecord& agent,
                                     std::int64_t fencing_token);

@@ -6,10 +6,20 @@
 // mirror is kept by the calls that change the store; it is loaded from the store at start.
 // What lives only here, and so dies with the process: the last-heard times and the lease
 // expiries since their last write (docs/architecture.md, "what survives a crash").
+//
+// One writer, one other reader: the control plane's thread changes everything here and reads
+// it without a lock; the API's read thread (server.hpp) reads an agent's last-heard time and a
+// running lease's expiry for the pages it serves. So every change of what that thread reads (the
+// agents and runs held, heard_ms, a run's fencing token and expiry) is made under mu_ (through
+// add, remove, clear, freed, heard, put_run, erase_run, renew), and the other thread reads it
+// only under mu_ (heard_shared, lease_shared).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -37,6 +47,8 @@ class LiveFleet {
   // A live (not retired) agent, heard from at `heard_ms`; replaces one with the same id.
   void add(const store::AgentRecord& a, TimeMs heard_ms);
   void remove(std::int64_t agent_id);  // retired: no longer part of the fleet
+  // The control plane's thread's view; heard_ms and the agents held change only through the
+  // calls of this class (a write straight to heard_ms would race the read thread).
   Agent* find(std::int64_t agent_id);
   const Agent* find(std::int64_t agent_id) const;
   const std::map<std::int64_t, Agent>& agents() const { return agents_; }
@@ -66,13 +78,26 @@ class LiveFleet {
   const std::vector<sched::AgentSlot>& slots() const { return slots_; }
   int compile_agents() const { return compile_agents_; }
 
+  // Heard from at `now` (a later time only).
+  void heard(Agent& a, TimeMs now);
+
   // Running runs, by id.
-  std::map<std::int64_t, Run>& runs() { return runs_; }
+  const std::map<std::int64_t, Run>& runs() const { return runs_; }
   const Run* run(std::int64_t run_id) const;
+  Run* find_run(std::int64_t run_id);  // to change what the read thread does not read
+  Run& put_run(std::int64_t run_id, Run r);
+  void erase_run(std::int64_t run_id);
+  void renew(Run& r, TimeMs expires_ms);  // the lease's expiry, in memory
+
+  // For another thread: the agent's last-heard time, and a running run's fencing token and
+  // lease expiry; nullopt for an agent or run not held. Each takes mu_.
+  std::optional<TimeMs> heard_shared(std::int64_t agent_id) const;
+  std::optional<std::pair<std::int64_t, TimeMs>> lease_shared(std::int64_t run_id) const;
   std::vector<sched::SlotUse> slot_uses() const;
 
  private:
   sched::AgentSlot* slot_of(std::int64_t agent_id);
+  mutable std::mutex mu_;  // see the top of this file
   std::map<std::int64_t, Agent> agents_;
   std::vector<sched::AgentSlot> slots_;  // sorted by id
   std::size_t waiting_ = 0;

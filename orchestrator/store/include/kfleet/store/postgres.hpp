@@ -25,6 +25,8 @@ struct PostgresOptions {
   // migrate: the schema must be at this build's version already (the leader election's own
   // connection migrates at start). pg_stat_activity shows it as `kfleetd-standby`.
   bool read_only = false;
+  // What pg_stat_activity shows for a read-only store's connection ("": kfleetd-standby).
+  std::string application_name;
 };
 
 // Who leads the kfleetd sharing one database.
