@@ -76,17 +76,8 @@ class Fleet {
   api::test::IoThread thread_{io_};
 };
 
-// Each a new job, not the no-repeat map's answer.
-nlohmann::json job_body(const std::string& name) {
-  auto body = api::test::submit_body(api::test::job_yaml(name));
-  body["force"] = true;
-  return body;
-}
-
-nlohmann::json enrol_body(const std::string& name) {
-  return {{"name", name}, {"region", "r1"}, {"backend", "simulated"},
-          {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}};
-}
+using api::test::enrol_body;
+using api::test::job_body;
 
 std::string make_token(const std::string& url, const std::string& user, const std::string& scope) {
   HttpClient admin(url, kAdmin);

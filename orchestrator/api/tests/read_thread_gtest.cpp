@@ -89,16 +89,8 @@ class ReadThread : public ::testing::Test {
   api::test::IoThread thread_{io_};
 };
 
-nlohmann::json job_body(const std::string& name) {
-  auto body = api::test::submit_body(api::test::job_yaml(name));
-  body["force"] = true;
-  return body;
-}
-
-nlohmann::json enrol_body(const std::string& name) {
-  return {{"name", name}, {"region", "r1"}, {"backend", "simulated"},
-          {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}};
-}
+using api::test::enrol_body;
+using api::test::job_body;
 
 TEST_F(ReadThread, AUsersPagesAreServedWhileTheControlPlanesThreadIsBusy) {
   HttpClient user(url(), "user-secret");

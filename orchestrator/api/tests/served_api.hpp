@@ -71,4 +71,17 @@ inline nlohmann::json submit_body(const std::string& yaml, const std::string& so
   return {{"spec_yaml", yaml}, {"source_name", "job.yaml"}, {"bundle", bundle_to_json(b)}};
 }
 
+// A submit of a new job (`force`: not the no-repeat map's answer).
+inline nlohmann::json job_body(const std::string& name) {
+  auto body = submit_body(job_yaml(name));
+  body["force"] = true;
+  return body;
+}
+
+// An agent's enrolment: one simulated L4 in r1.
+inline nlohmann::json enrol_body(const std::string& name) {
+  return {{"name", name}, {"region", "r1"}, {"backend", "simulated"},
+          {"gpus", {{{"gpu_class", "L4"}, {"arch", "sm_89"}}}}};
+}
+
 }  // namespace kfleet::api::test
