@@ -45,8 +45,7 @@
 # executed config as CUPTI reports it (shared memory carve-out, registers), replay's
 # (kfleet-measure --kernel-configs) against in-process's; with NCU=path/to/ncu each kernel's DRAM
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
-# line (EDGE_DIAG=configs: the executed configs only, and with each kernel's preferred carve-out
-# set to CARVEOUT percent, default 14, kfleet-measure --carveout): whether replay's gaps between kernels, or
+# line (EDGE_DIAG=configs: the executed configs only): whether replay's gaps between kernels, or
 # a kernel's own time, come with the graph, the memory, the flush, the flip or the loading; both
 # graphs are written as DOT (replay.dot, inproc.dot: every node's launch attributes).
 # With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
@@ -66,7 +65,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,55p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,54p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -463,9 +462,6 @@ edge_diag() {
   }
   if [ "$EDGE_DIAG" != tracer ]; then
     rep measure-configs -- --kernel-configs
-    # The chains' kernels report a carve-out of 0 in replay, 32 KiB in-process: each kernel asked
-    # for CARVEOUT percent of the most (14: 32 of an H100's or H200's 228 KiB)
-    rep measure-carveout -- --kernel-configs --carveout "${CARVEOUT:-14}"
   fi
   if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
@@ -533,8 +529,6 @@ print("; ".join(v for v in [
     one("replayed without the flush", "measure-noflush.out", "bench", "median_us", med, "graph replay"),
     one("replayed with modules loaded eagerly", "measure-eagerload.out", "bench", "median_us", med, "graph replay"),
     one("replayed with inputs left writable", "measure-writable.out", "bench", "median_us", med, "graph replay"),
-    one("replayed with a preferred carve-out (--carveout)", "measure-carveout.out", "bench", "median_us", med,
-        "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
     one("in-process with the arena's layout", "inproc-layout.out", None, "span_median_us", span, "in-process"),
@@ -543,8 +537,7 @@ print("; ".join(v for v in [
         "in-process"),
     one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
         "in-process"),
-    hw_state(), configs("measure-configs.out", "replay"),
-    configs("measure-carveout.out", "replay with --carveout"), ncu()] if v))
+    hw_state(), configs("measure-configs.out", "replay"), ncu()] if v))
 PY
   note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }

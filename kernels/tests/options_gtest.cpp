@@ -79,12 +79,6 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   Options bad;
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "host"}, &bad)
                 .find("--replay-issue"), std::string::npos);
-  Options c, over, calone;
-  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--carveout", "14"}, &c), "");
-  EXPECT_EQ(c.carveout_pct, 14);
-  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--carveout", "101"}, &over)
-                .find("--carveout"), std::string::npos);
-  EXPECT_NE(parse({"benchmark", "--carveout", "14"}, &calone).find("go with --replay"), std::string::npos);
   Options alone, dot;
   EXPECT_NE(parse({"benchmark", "--replay-issue", "stream"}, &alone).find("go with --replay"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);

@@ -136,9 +136,6 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--replay-issue") {
       good = value(&v) && (v == "graph" || v == "stream");
       o->replay_on_stream = v == "stream";
-    } else if (flag == "--carveout") {
-      good = integer(&n) && n >= 0 && n <= 100;
-      o->carveout_pct = static_cast<int>(n);
     } else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
     else if (flag == "--cupti-hw-trace") o->cupti_hw_trace = true;
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
@@ -190,8 +187,8 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
            "their references in their own way";
   if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--reference-check runs no kernel: it takes neither --record nor --replay";
-  if ((o->replay_on_stream || o->carveout_pct >= 0 || !o->replay_dot.empty()) && o->replay_path.empty())
-    return "--replay-issue, --carveout and --replay-dot go with --replay";
+  if ((o->replay_on_stream || !o->replay_dot.empty()) && o->replay_path.empty())
+    return "--replay-issue and --replay-dot go with --replay";
   if (o->cupti_hw_trace && o->stage != "benchmark")
     return "--cupti-hw-trace is for the benchmark stage: only it traces kernels with CUPTI";
   if (!o->replay_path.empty() && o->device_code.empty())

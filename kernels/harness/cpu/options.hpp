@@ -47,10 +47,6 @@ struct Options {
   // every verdict uses), or op by op on the stream (--replay-issue stream: a diagnostic of the
   // method, to hold a graph's gaps between kernels against a stream's; the agent never asks it).
   bool replay_on_stream = false;
-  // --carveout PCT (a diagnostic of the GPU proofs; the agent never asks it): each replayed CUDA
-  // kernel's preferred shared memory carve-out, in percent of the most (the driver rounds up to a
-  // size the GPU has); -1 leaves the driver's choice, as every verdict does.
-  int carveout_pct = -1;
   std::string replay_dot;  // --replay-dot F: the replay's graph written there (DOT, verbose)
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).

@@ -154,9 +154,6 @@ cudaKernel_t find_kernel(const Options& o, const KernelNode& k) {
       if (k.non_portable_cluster > 0)
         KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
             kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, dev));
-      if (o.carveout_pct >= 0)  // --carveout, a diagnostic (Options::carveout_pct)
-        KFLEET_GPU_CHECK(cudaKernelSetAttributeForDevice(
-            kernel, cudaFuncAttributePreferredSharedMemoryCarveout, o.carveout_pct, dev));
       code.kernels[k.function] = kernel;
       return kernel;
     }
