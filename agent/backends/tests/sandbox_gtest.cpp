@@ -3,6 +3,7 @@
 // agent and the host. Each probe runs twice: sandboxed, where it must fail, and as the agent's
 // own process, where it must succeed, so that a probe which could never succeed proves nothing.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -82,8 +83,15 @@ std::vector<pid_t> marker_processes(const std::string& marker, const std::string
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // read(2), not an ifstream: a process that exits while its cmdline is read makes the read fail
+    // with ESRCH, which libstdc++'s filebuf throws from a destructor's scan (terminate, and the
+    // test's folder left behind) while another test's processes come and go.
+    std::string cmd;
+    if (int fd = ::open((e.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) cmd.append(buf, static_cast<size_t>(n));
+      ::close(fd);
+    }
     if (cmd.find(marker) != std::string::npos && (unless.empty() || cmd.find(unless) == std::string::npos))
       out.push_back(std::atoi(e.path().filename().c_str()));
   }
