@@ -22,12 +22,11 @@ phase "configure + build" scripts/build.sh
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-ctest.XXXXXX")
 t0=$(date +%s)
 rc=0
-# -j2: the suite is sized for 2 cores; each test has its own timeout in CMake (default 600 s).
-# One test more than there are cores: about a quarter of the suite's test time is waiting (for
-# processes it started, agents' beats, the browser's demo), and a third test fills it. On this
-# 2-core machine ctest -j3 took 606 s against -j2's 694 s, every test passing in both
-# (docs/building.md). KFLEET_CTEST_JOBS=N picks another; scripts/clean-clone-check.sh runs -j2
-# and -j4.
+# Each test has its own timeout in CMake (default 600 s). ctest runs one test more than there
+# are cores: about a quarter of the suite's test time is waiting (for processes it started,
+# agents' beats, the browser's demo), and a third test fills it. On this 2-core machine ctest -j3
+# took 606 s against -j2's 694 s, every test passing in both (docs/building.md).
+# KFLEET_CTEST_JOBS=N picks another; scripts/clean-clone-check.sh runs -j2 and -j4.
 jobs=${KFLEET_CTEST_JOBS:-$(( $(nproc 2>/dev/null || echo 2) + 1 ))}
 TMPDIR=$tmp ctest --test-dir build --output-on-failure -j"$jobs" --timeout 900 || rc=$?
 echo "test.sh: phase ctest: $(( $(date +%s) - t0 )) s"
