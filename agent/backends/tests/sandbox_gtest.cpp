@@ -83,9 +83,9 @@ std::vector<pid_t> marker_processes(const std::string& marker, const std::string
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    // read(2), not an ifstream: a process that exits while its cmdline is read makes the read fail
-    // with ESRCH, which libstdc++'s filebuf throws from a destructor's scan (terminate, and the
-    // test's folder left behind) while another test's processes come and go.
+    // read(2), not an ifstream: when a process exits while its cmdline is read, the read fails
+    // with ESRCH and libstdc++'s filebuf throws; thrown from ~AgentHost, that was terminate and the
+    // test's folder left behind, whenever another test's processes came and went meanwhile.
     std::string cmd;
     if (int fd = ::open((e.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
       char buf[4096];
