@@ -138,13 +138,16 @@ cudaGraphExec_t built(const Chain& c, F func) {
 }
 
 // CUPTI's concurrent-kernel activity on, as the measuring process has it while it times, loaded
-// from `lib` by path. Its kernel records (start@16, end@24: the offsets kfleet-measure reads) are
-// kept, so each variant also gets CUPTI's own span and gaps beside the events'.
+// from `lib` by path. Its kernel records (start@16, end@24 and the shared-memory carve-out the
+// driver executed with @140: the offsets kfleet-measure reads) are kept, so each variant also gets
+// CUPTI's own span, gaps and carve-outs beside the events' (in replay, the job's kernels in a graph
+// of several read a carve-out of 0, kfleet-measure's own 32 KiB: is that the graph, or replay?).
 struct Cupti {
   int (*next)(std::uint8_t*, std::size_t, void**) = nullptr;
   int (*flush)(std::uint32_t) = nullptr;
   std::mutex mu;  // CUPTI may hand buffers back on a thread of its own
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> kernels;  // start, end
+  struct Record { std::uint64_t start, end; std::uint32_t carveout; };
+  std::vector<Record> kernels;
 };
 Cupti g_cupti;
 
@@ -169,12 +172,14 @@ bool trace_with_cupti(const char* lib) {
       const auto* r = static_cast<const std::uint8_t*>(rec);
       std::uint32_t kind = 0;
       std::uint64_t start = 0, end = 0;
+      std::uint32_t carveout = 0;
       std::memcpy(&kind, r, 4);
       std::memcpy(&start, r + 16, 8);
       std::memcpy(&end, r + 24, 8);
+      std::memcpy(&carveout, r + 140, 4);
       if (kind == 10) {
         std::lock_guard<std::mutex> lock(g_cupti.mu);
-        g_cupti.kernels.emplace_back(start, end);
+        g_cupti.kernels.push_back({start, end, carveout});
       }
     }
     std::free(b);
@@ -184,27 +189,37 @@ bool trace_with_cupti(const char* lib) {
 }
 
 // CUPTI's view of the launches since the last call: the median span (first start to last end
-// of each launch's `nodes` kernels) and the median gap between consecutive kernels, in us.
-std::pair<double, double> cupti_span_and_gap(int nodes) {
+// of each launch's `nodes` kernels), the median gap between consecutive kernels, in us, and the
+// carve-outs the kernels executed with (bytes, each value once).
+struct Seen {
+  double span = 0, gap = 0;
+  std::string carveouts;
+};
+Seen cupti_span_and_gap(int nodes) {
   g_cupti.flush(1);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> k;
+  std::vector<Cupti::Record> k;
   {
     std::lock_guard<std::mutex> lock(g_cupti.mu);
     k.swap(g_cupti.kernels);
   }
-  std::sort(k.begin(), k.end());
+  std::sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
   std::vector<double> spans, gaps;
+  std::vector<std::uint32_t> carve;
+  for (const auto& r : k)
+    if (std::find(carve.begin(), carve.end(), r.carveout) == carve.end()) carve.push_back(r.carveout);
   for (std::size_t i = 0; i + nodes <= k.size(); i += nodes) {
-    spans.push_back((k[i + nodes - 1].second - k[i].first) / 1000.0);
+    spans.push_back((k[i + nodes - 1].end - k[i].start) / 1000.0);
     for (int j = 1; j < nodes; ++j)
-      gaps.push_back((static_cast<double>(k[i + j].first) - static_cast<double>(k[i + j - 1].second)) / 1000.0);
+      gaps.push_back((static_cast<double>(k[i + j].start) - static_cast<double>(k[i + j - 1].end)) / 1000.0);
   }
   auto median = [](std::vector<double> v) {
     if (v.empty()) return 0.0;
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     return v[v.size() / 2];
   };
-  return {median(spans), median(gaps)};
+  Seen seen{median(spans), median(gaps), {}};
+  for (auto c : carve) seen.carveouts += (seen.carveouts.empty() ? "" : " ") + std::to_string(c);
+  return seen;
 }
 
 // Median span in us of `runs` launches, each on an idle GPU (synchronized, then 200 us of rest).
@@ -345,7 +360,7 @@ int main(int argc, char** argv) {
               c.nodes, c.elems, cupti ? ", CUPTI tracing kernels" : "", one);
   // Two passes, interleaved, so a drift of the GPU's clock shows as a difference between them.
   std::vector<double> first(v.size()), second(v.size());
-  std::vector<std::pair<double, double>> seen(v.size());  // CUPTI's span and gap, second pass
+  std::vector<Seen> seen(v.size());  // CUPTI's span, gap and carve-outs, second pass
   if (cupti) cupti_span_and_gap(c.nodes);  // what ran so far
   for (std::size_t i = 0; i < v.size(); ++i) first[i] = span_us(v[i].exec, c, s);
   for (std::size_t i = v.size(); i-- > 0;) {
@@ -358,7 +373,9 @@ int main(int argc, char** argv) {
     const double m = (first[i] + second[i]) / 2;
     std::printf("%-32s %9.3f us (%9.3f %9.3f)  %+7.3f us, %+6.3f us per edge, ratio %.4f", v[i].name,
                 m, first[i], second[i], m - base, (m - base) / (c.nodes - 1), m / base);
-    if (cupti) std::printf("; CUPTI: span %.3f us, median gap %+.3f us", seen[i].first, seen[i].second);
+    if (cupti)
+      std::printf("; CUPTI: span %.3f us, median gap %+.3f us, carve-outs %s", seen[i].span, seen[i].gap,
+                  seen[i].carveouts.c_str());
     std::printf("\n");
   }
   return 0;
