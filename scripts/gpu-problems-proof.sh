@@ -147,7 +147,7 @@ print("\t".join([job.get("state") or "?", v.get("gate") or "-", reason or "-", c
       else ok=MISMATCH; reason="the cases it ran are not all passed with stress among them ($cases); $reason"; fi
     fi
   fi
-  if [[ "$file" == jobs/torch/* ]] && [ "$want_state" = passed ]; then
+  if { [[ "$file" == jobs/torch/* ]] || grep -q '^  language: torch' "$file"; } && [ "$want_state" = passed ]; then
     # A torch program's verdict names each kernel's origin (the recorder's report).
     torch_jobs=$((torch_jobs + 1))
     echo "   kernels of $short: $kernels"

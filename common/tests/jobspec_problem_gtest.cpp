@@ -165,7 +165,8 @@ TEST(JobProblem, WithoutALibraryOnlyTheFormIsChecked) {
 }
 
 // jobs/problems: each of the six generic problems has its naive job, a wrong one, a do-nothing
-// one and its two shortcuts, softmax and rmsnorm a Triton kernel too, all valid against the library (so each runs the required cases)
+// one and its two shortcuts, softmax and rmsnorm a Triton kernel too, rmsnorm a torch one (torch
+// ops), all valid against the library (so each runs the required cases)
 // and listed in expected.tsv (scripts/gpu-problems-proof.sh runs that list); the problem
 // exploits of the corpus too.
 TEST(JobProblem, TheExampleProblemJobsAreValidAgainstTheLibrary) {
@@ -187,8 +188,8 @@ TEST(JobProblem, TheExampleProblemJobsAreValidAgainstTheLibrary) {
   }
   EXPECT_EQ(files, listed);
   // naive, wrong, do-nothing and two shortcuts per generic problem; two shortcuts per family;
-  // the Triton kernels of softmax and rmsnorm
-  EXPECT_EQ(files.size(), 36u);
+  // the Triton kernels of softmax and rmsnorm; rmsnorm as torch ops
+  EXPECT_EQ(files.size(), 37u);
   EXPECT_EQ(problems, (std::set<std::string>{"rmsnorm", "softmax", "rope", "grouped_gemm", "topk", "fp8_block_gemm",
                                              "attention", "scaled_mm"}));
   const auto exploit = parse_job_spec_file(

@@ -78,9 +78,13 @@ has problems '^problems/rmsnorm-fp16_sum +rejected/correctness +passed/- .* ACCE
 has problems '^exploits/23-rmsnorm-side-stream +rejected/correctness +passed/- .* ACCEPTED '
 has problems '^exploits/24-hip-lds-over-limit +rejected/resources +- .* SKIP +targets an AMD GPU'
 has problems '^exploits/python/p16-lazy-output +rejected/correctness +passed/- .* ACCEPTED '
-has problems '^gpu-problems-proof: naive kernels passing every case with the required one: 3 of 3'
-has problems '^gpu-problems-proof: verdicts of problems.* reference check: 15 of 15'
-has problems '^gpu-problems-proof: 19 job\(s\), 14 mismatch\(es\)'
+# A torch job on a problem (rmsnorm as torch ops) must name its kernels' origins, which only a
+# real recording has: here it passes with none named, a mismatch.
+has problems '^problems/rmsnorm-torch +passed/- +passed/- .* MISMATCH +the verdict names no kernels'
+has problems '^gpu-problems-proof: naive kernels passing every case with the required one: 4 of 4'
+has problems '^gpu-problems-proof: verdicts of problems.* reference check: 16 of 16'
+has problems '^gpu-problems-proof: torch programs passing with their kernels. origins in the verdict: 0 of 1'
+has problems '^gpu-problems-proof: 20 job\(s\), 15 mismatch\(es\)'
 
 run versus 0 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a
 has versus '^problems-rmsnorm +1 +llama3_8b .*x \[.*timed.*x \[.*timed .* OK$'
