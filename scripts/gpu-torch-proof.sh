@@ -45,12 +45,15 @@
 # executed config as CUPTI reports it (shared memory carve-out, registers), replay's
 # (kfleet-measure --kernel-configs) against in-process's; with NCU=path/to/ncu each kernel's DRAM
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
-# line (EDGE_DIAG=configs: the executed configs only): whether replay's gaps between kernels, or
-# a kernel's own time, come with the graph, the memory, the flush, the flip or the loading; both
-# graphs are written as DOT (replay.dot, inproc.dot: every node's launch attributes).
-# With EDGE_DIAG set (=tracer: only these), the tracer too: replay with CUPTI's hardware event
-# trace (--cupti-hw-trace), and in-process under CUPTI set up as kfleet-measure sets it
-# (bench/gpu/raw_cupti.py, not torch.profiler), without and with the hardware trace.
+# line (EDGE_DIAG=configs: the executed configs only; =swap: those and a replay with the harness's
+# empty kernel in every kernel node, kfleet-measure --replay-kernels builtin): whether replay's
+# gaps between kernels, or a kernel's own time, come with the graph, the memory, the flush, the
+# flip, the loading or the job's code objects; both graphs are written as DOT (replay.dot,
+# inproc.dot: every node's launch attributes).
+# With EDGE_DIAG set (=tracer: only these; configs and swap: in-process under CUPTI only), the
+# tracer too: replay with CUPTI's hardware event trace (--cupti-hw-trace), and in-process under
+# CUPTI set up as kfleet-measure sets it (bench/gpu/raw_cupti.py, not torch.profiler), without and
+# with the hardware trace.
 # --dry-run: no GPU; checks the script's inputs (sources, references, specs) and prints the plan.
 set -uo pipefail
 t_start=$(date +%s)
@@ -65,7 +68,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,54p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,56p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -262,6 +265,8 @@ both() {
 }
 # inproc NAME SOURCE ENTRY|- COMPILE|- ARGS...: in-process CUPTI timing on the benchmark case's
 # own inputs, as a CUDA graph; sets IN_SPAN IN_SUM.
+# EDGE_DIAG=1 (any value but tracer, configs and swap): every diagnostic variant
+diag_all() { [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != swap ]; }
 inproc() {
   local name=$1 src=$2 entry=$3 comp=$4; shift 4
   local d=$out/r/$name; mkdir -p "$d/inputs"
@@ -307,7 +312,7 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
-  if [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
+  if diag_all; then
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
     inproc_run inproc-layout --gap-ms "${GAP_MS:-0}" --layout plan
@@ -318,7 +323,7 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
   fi
   if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
-    [ "$EDGE_DIAG" = configs ] || inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
+    diag_all || [ "$EDGE_DIAG" = tracer ] && inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
   fi
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
@@ -463,7 +468,8 @@ edge_diag() {
   if [ "$EDGE_DIAG" != tracer ]; then
     rep measure-configs -- --kernel-configs
   fi
-  if [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ]; then
+  [ "$EDGE_DIAG" = swap ] && rep measure-builtin -- --replay-kernels builtin --kernel-configs
+  if diag_all; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
     rep measure-eagerload CUDA_MODULE_LOADING=EAGER --
@@ -472,7 +478,7 @@ edge_diag() {
       "${SCRATCH[@]}" --max-time-s 1 --min-samples 30 --max-samples 30 --replay "$d/launches-benchmark.txt" \
       --device 0 --device-code "$dc" >"$d/measure-ncu.out" 2>"$d/measure-ncu.err"
   fi
-  [ "$EDGE_DIAG" = configs ] || rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
+  diag_all || [ "$EDGE_DIAG" = tracer ] && rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   LAUNCH_CONFIGS=$root/bench/gpu/launch_configs.py python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
 import json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -518,6 +524,12 @@ def ncu():  # NCU: each kernel's median under Nsight Compute, replay against in-
         fm = lambda m: ", ".join("%s %.4g" % (k, statistics.median(v)) for k, v in sorted(m.items()))
         out.append("%s: replay %s; in-process %s" % (n[:48], fm(r[n]), fm(i[n])))
     return "ncu: " + (" | ".join(out) if out else "no kernel in both (replay %d, in-process %d)" % (len(r), len(i)))
+def carveouts(f, how):  # the carve-outs CUPTI read for each kernel name of a variant
+    k = last(f"{d}/{f}", "kernel_configs").get("kernels") or []
+    if not k: return None
+    by = {}
+    for c in k: by.setdefault(c.get("name", "?")[:40], set()).add(c.get("shared_executed"))
+    return "%s: carve-outs %s" % (how, ", ".join("%s %s" % (n, "/".join(map(str, sorted(v)))) for n, v in by.items()))
 def hw_state():  # whether CUPTI took the hardware trace where it was asked (0: it did)
     if not os.path.exists(f"{d}/measure-hwtrace.err"): return None
     r = [l.split("tracing ", 1)[1].strip() for l in open(f"{d}/measure-hwtrace.err", errors="replace")
@@ -537,7 +549,10 @@ print("; ".join(v for v in [
         "in-process"),
     one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
         "in-process"),
-    hw_state(), configs("measure-configs.out", "replay"), ncu()] if v))
+    one("replayed with the harness's empty kernel in every kernel node", "measure-builtin.out", "bench",
+        "median_us", med, "graph replay"),
+    hw_state(), configs("measure-configs.out", "replay"), carveouts("measure-builtin.out", "empty kernels"),
+    ncu()] if v))
 PY
   note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }

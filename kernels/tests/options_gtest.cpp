@@ -84,6 +84,29 @@ TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);
 }
 
+// The diagnostic that swaps every kernel node for the harness's empty kernel: job or builtin,
+// only with --replay, in the benchmark stage, and as a graph (its empty kernels compute nothing).
+TEST(Options, ReplayKernelsBuiltinIsAGraphDiagnosticOfTheBenchmark) {
+  const std::vector<const char*> replay = {"--replay", "l.txt", "--device-code", "a.o", "--replay-kernels"};
+  auto with = [&](std::vector<const char*> a, const char* v) {
+    a.insert(a.end(), replay.begin(), replay.end());
+    a.push_back(v);
+    return a;
+  };
+  Options b;
+  EXPECT_EQ(parse(with({"benchmark"}, "builtin"), &b), "");
+  EXPECT_TRUE(b.replay_builtin_kernels);
+  Options j;
+  EXPECT_EQ(parse(with({"benchmark"}, "job"), &j), "");
+  EXPECT_FALSE(j.replay_builtin_kernels);
+  Options bad, stage, stream, alone;
+  EXPECT_NE(parse(with({"benchmark"}, "none"), &bad).find("--replay-kernels"), std::string::npos);
+  EXPECT_NE(parse(with({"correctness"}, "builtin"), &stage).find("benchmark stage"), std::string::npos);
+  EXPECT_NE(parse(with({"benchmark", "--replay-issue", "stream"}, "builtin"), &stream).find("--replay-issue stream"),
+            std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--replay-kernels", "builtin"}, &alone).find("go with --replay"), std::string::npos);
+}
+
 TEST(Options, CuptiHardwareTraceIsForTheBenchmarkStage) {
   Options b;
   EXPECT_EQ(parse({"benchmark", "--cupti-hw-trace"}, &b), "");

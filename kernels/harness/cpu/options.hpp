@@ -48,6 +48,11 @@ struct Options {
   // method, to hold a graph's gaps between kernels against a stream's; the agent never asks it).
   bool replay_on_stream = false;
   std::string replay_dot;  // --replay-dot F: the replay's graph written there (DOT, verbose)
+  // --replay-kernels builtin (a diagnostic of the method): each of the job's kernel nodes runs the
+  // harness's own empty kernel in the job kernel's grid, block and dynamic shared memory, the job's
+  // device code still loaded. It tells what the graph, the process and the tracer add between
+  // kernels from what the job's code objects do. No output is checked; the agent never asks it.
+  bool replay_builtin_kernels = false;
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).
   bool cupti_hw_trace = false;

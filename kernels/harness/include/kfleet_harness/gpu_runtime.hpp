@@ -66,6 +66,8 @@ extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(__cl_m
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuStreamCreate hipStreamCreate
+#define gpuFuncSetAttribute hipFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
 #define gpuStreamNonBlocking hipStreamNonBlocking
@@ -109,6 +111,8 @@ extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(__cl_m
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuStreamCreate cudaStreamCreate
+#define gpuFuncSetAttribute cudaFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
 #define gpuStreamNonBlocking cudaStreamNonBlocking
