@@ -45,8 +45,9 @@
 # executed config as CUPTI reports it (shared memory carve-out, registers), replay's
 # (kfleet-measure --kernel-configs) against in-process's; with NCU=path/to/ncu each kernel's DRAM
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
-# line (EDGE_DIAG=configs: the executed configs only; =swap: those and a replay with the harness's
-# empty kernel in every kernel node, kfleet-measure --replay-kernels builtin): whether replay's
+# line (EDGE_DIAG=configs: the executed configs only; =swap: those, and replays with the graph
+# made before CUPTI is enabled (--replay-graph-before-tracer) and with the harness's empty kernel
+# in every kernel node (--replay-kernels builtin), in both orders): whether replay's
 # gaps between kernels, or a kernel's own time, come with the graph, the memory, the flush, the
 # flip, the loading or the job's code objects; both graphs are written as DOT (replay.dot,
 # inproc.dot: every node's launch attributes).
@@ -68,7 +69,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,56p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,58p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -468,7 +469,12 @@ edge_diag() {
   if [ "$EDGE_DIAG" != tracer ]; then
     rep measure-configs -- --kernel-configs
   fi
-  [ "$EDGE_DIAG" = swap ] && rep measure-builtin -- --replay-kernels builtin --kernel-configs
+  if [ "$EDGE_DIAG" = swap ]; then  # the graph made before CUPTI is enabled (the old order), and
+    # each kernel node the harness's empty kernel, in either order
+    rep measure-graphfirst -- --replay-graph-before-tracer --kernel-configs
+    rep measure-builtin -- --replay-kernels builtin --kernel-configs
+    rep measure-builtin-graphfirst -- --replay-kernels builtin --replay-graph-before-tracer --kernel-configs
+  fi
   if diag_all; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
     rep measure-noflush -- --no-l2-flush
@@ -549,10 +555,16 @@ print("; ".join(v for v in [
         "in-process"),
     one("in-process under it with the hardware trace", "inproc-hwtrace.out", None, "span_median_us", span,
         "in-process"),
+    one("replayed with the graph made before CUPTI was enabled", "measure-graphfirst.out", "bench",
+        "median_us", med, "graph replay"),
     one("replayed with the harness's empty kernel in every kernel node", "measure-builtin.out", "bench",
         "median_us", med, "graph replay"),
-    hw_state(), configs("measure-configs.out", "replay"), carveouts("measure-builtin.out", "empty kernels"),
-    ncu()] if v))
+    one("the same, the graph made before CUPTI was enabled", "measure-builtin-graphfirst.out", "bench",
+        "median_us", med, "graph replay"),
+    hw_state(), configs("measure-configs.out", "replay"),
+    carveouts("measure-configs.out", "replay"), carveouts("measure-graphfirst.out", "graph first"),
+    carveouts("measure-builtin.out", "empty kernels"),
+    carveouts("measure-builtin-graphfirst.out", "empty kernels, graph first"), ncu()] if v))
 PY
   note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }

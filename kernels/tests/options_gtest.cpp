@@ -105,6 +105,12 @@ TEST(Options, ReplayKernelsBuiltinIsAGraphDiagnosticOfTheBenchmark) {
   EXPECT_NE(parse(with({"benchmark", "--replay-issue", "stream"}, "builtin"), &stream).find("--replay-issue stream"),
             std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-kernels", "builtin"}, &alone).find("go with --replay"), std::string::npos);
+  Options order, order_alone;
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-graph-before-tracer"}, &order), "");
+  EXPECT_TRUE(order.replay_graph_before_tracer);
+  EXPECT_FALSE(b.replay_graph_before_tracer);
+  EXPECT_NE(parse({"benchmark", "--replay-graph-before-tracer"}, &order_alone).find("go with --replay"),
+            std::string::npos);
 }
 
 TEST(Options, CuptiHardwareTraceIsForTheBenchmarkStage) {

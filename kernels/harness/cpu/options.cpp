@@ -139,7 +139,8 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     } else if (flag == "--replay-kernels") {
       good = value(&v) && (v == "job" || v == "builtin");
       o->replay_builtin_kernels = v == "builtin";
-    } else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
+    } else if (flag == "--replay-graph-before-tracer") o->replay_graph_before_tracer = true;
+    else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
     else if (flag == "--cupti-hw-trace") o->cupti_hw_trace = true;
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
     else if (flag == "--plan") good = value(&o->plan_path) && !o->plan_path.empty();
@@ -190,8 +191,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
            "their references in their own way";
   if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--reference-check runs no kernel: it takes neither --record nor --replay";
-  if ((o->replay_on_stream || !o->replay_dot.empty() || o->replay_builtin_kernels) && o->replay_path.empty())
-    return "--replay-issue, --replay-kernels and --replay-dot go with --replay";
+  if ((o->replay_on_stream || !o->replay_dot.empty() || o->replay_builtin_kernels ||
+       o->replay_graph_before_tracer) && o->replay_path.empty())
+    return "--replay-issue, --replay-kernels, --replay-graph-before-tracer and --replay-dot go with --replay";
   if (o->replay_builtin_kernels && (o->replay_on_stream || o->stage != "benchmark"))
     return "--replay-kernels builtin is a diagnostic of the benchmark stage's graph: not with "
            "--replay-issue stream, nor in another stage (nothing it runs computes an output)";

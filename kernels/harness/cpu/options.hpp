@@ -53,6 +53,9 @@ struct Options {
   // device code still loaded. It tells what the graph, the process and the tracer add between
   // kernels from what the job's code objects do. No output is checked; the agent never asks it.
   bool replay_builtin_kernels = false;
+  // --replay-graph-before-tracer (a diagnostic): the replay's graph is made before CUPTI is
+  // enabled, as kfleet-measure did until 2026-12-05, to hold the two orders side by side.
+  bool replay_graph_before_tracer = false;
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).
   bool cupti_hw_trace = false;
