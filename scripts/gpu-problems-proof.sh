@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Proves on an NVIDIA GPU, through kfleetd and one sandboxed `kfleet-agent --backend cuda`, in one
 # log, that the problem library is right on real data and that the exploit corpus is refused:
-#   - every naive kernel of jobs/problems passes every case of its job, the required `stress`
-#     included (the case's time is in the table: what a required case costs);
+#   - every job of jobs/problems meant to pass (each problem's naive CUDA kernel, the Triton and
+#     torch jobs) passes every case of its job, the required `stress` included (the case's time
+#     is in the table: what a required case costs);
 #   - every shortcut, wrong and do-nothing kernel of jobs/problems is rejected by the
 #     correctness gate, its reason naming the case, the output and the check;
 #   - every verdict of a problem's job carries the measuring process's check of kfleet's GPU
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
     --backend) backend=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --reference-timeout) reference_timeout=$2; shift 2 ;;
-    -h|--help) sed -n 2,30p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,31p "$0"; exit 0 ;;
     *) echo "gpu-problems-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -173,7 +174,7 @@ for r in "${rows[@]}"; do
 done
 kill -0 "${pids[1]}" 2>/dev/null && echo "gpu-problems-proof: agent gpu0 still running after every job" ||
   { echo "gpu-problems-proof: agent gpu0 DIED"; mismatches=$((mismatches + 1)); }
-echo "gpu-problems-proof: naive kernels passing every case with the required one: $naive_ok of $naive"
+echo "gpu-problems-proof: problems' jobs meant to pass (naive CUDA, Triton, torch) passing every case with the required one: $naive_ok of $naive"
 echo "gpu-problems-proof: shortcut, wrong and do-nothing kernels rejected naming case, output and check: $rejected_ok of $rejected"
 echo "gpu-problems-proof: verdicts of problems' jobs with a passed GPU-vs-CPU reference check: $ref_ok of $refs"
 echo "gpu-problems-proof: torch programs passing with their kernels' origins in the verdict: $torch_ok of $torch_jobs"

@@ -81,7 +81,7 @@ has problems '^exploits/python/p16-lazy-output +rejected/correctness +passed/- .
 # A torch job on a problem (rmsnorm as torch ops) must name its kernels' origins, which only a
 # real recording has: here it passes with none named, a mismatch.
 has problems '^problems/rmsnorm-torch +passed/- +passed/- .* MISMATCH +the verdict names no kernels'
-has problems '^gpu-problems-proof: naive kernels passing every case with the required one: 4 of 4'
+has problems '^gpu-problems-proof: problems. jobs meant to pass \(naive CUDA, Triton, torch\) passing every case with the required one: 4 of 4'
 has problems '^gpu-problems-proof: verdicts of problems.* reference check: 16 of 16'
 has problems '^gpu-problems-proof: torch programs passing with their kernels. origins in the verdict: 0 of 1'
 has problems '^gpu-problems-proof: 20 job\(s\), 15 mismatch\(es\)'
