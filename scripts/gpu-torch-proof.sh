@@ -47,7 +47,8 @@
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
 # line (EDGE_DIAG=configs: the executed configs only; =swap: those, and replays with the graph
 # made before CUPTI is enabled (--replay-graph-before-tracer) and with the harness's empty kernel
-# in every kernel node (--replay-kernels builtin), in both orders): whether replay's
+# in every kernel node (--replay-kernels builtin), in both orders, and bench/gpu/graph_edge_gap
+# --shapes: those empty kernels in a process of their own): whether replay's
 # gaps between kernels, or a kernel's own time, come with the graph, the memory, the flush, the
 # flip, the loading or the job's code objects; both graphs are written as DOT (replay.dot,
 # inproc.dot: every node's launch attributes).
@@ -69,7 +70,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n 2,58p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,59p "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -474,6 +475,10 @@ edge_diag() {
     rep measure-graphfirst -- --replay-graph-before-tracer --kernel-configs
     rep measure-builtin -- --replay-kernels builtin --kernel-configs
     rep measure-builtin-graphfirst -- --replay-kernels builtin --replay-graph-before-tracer --kernel-configs
+    # and the same empty kernels in the recording's shapes in a clean process (graph_edge_gap)
+    local geg=$out/bin/graph_edge_gap
+    [ -x "$geg" ] || "$nvcc" -std=c++17 -O3 $gen -o "$geg" "$root/bench/gpu/graph_edge_gap.cu" >"$out/logs/geg-build.log" 2>&1
+    "$geg" --shapes "$d/launches-benchmark.txt" --runs 300 --cupti "$CUPTI_LIB" >"$d/shapes.out" 2>&1
   fi
   if diag_all; then
     rep measure-stream -- --replay-issue stream --replay-dot "$d/replay.dot"
@@ -536,6 +541,10 @@ def carveouts(f, how):  # the carve-outs CUPTI read for each kernel name of a va
     by = {}
     for c in k: by.setdefault(c.get("name", "?")[:40], set()).add(c.get("shared_executed"))
     return "%s: carve-outs %s" % (how, ", ".join("%s %s" % (n, "/".join(map(str, sorted(v)))) for n, v in by.items()))
+def shapes():  # graph_edge_gap --shapes: the recording's shapes as empty kernels in a clean process
+    try: got = [l.split(": ", 1)[1].strip() for l in open(f"{d}/shapes.out", errors="replace") if l.startswith("shapes of ")]
+    except OSError: return None
+    return "empty kernels in the recording's shapes, a clean process: " + (" | ".join(got) or "no result (shapes.out)")
 def hw_state():  # whether CUPTI took the hardware trace where it was asked (0: it did)
     if not os.path.exists(f"{d}/measure-hwtrace.err"): return None
     r = [l.split("tracing ", 1)[1].strip() for l in open(f"{d}/measure-hwtrace.err", errors="replace")
@@ -561,7 +570,7 @@ print("; ".join(v for v in [
         "median_us", med, "graph replay"),
     one("the same, the graph made before CUPTI was enabled", "measure-builtin-graphfirst.out", "bench",
         "median_us", med, "graph replay"),
-    hw_state(), configs("measure-configs.out", "replay"),
+    shapes(), hw_state(), configs("measure-configs.out", "replay"),
     carveouts("measure-configs.out", "replay"), carveouts("measure-graphfirst.out", "graph first"),
     carveouts("measure-builtin.out", "empty kernels"),
     carveouts("measure-builtin-graphfirst.out", "empty kernels, graph first"), ncu()] if v))

@@ -13,6 +13,7 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90a -cubin -o edge.cubin bench/gpu/graph_edge_gap.cu
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
 //   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB] [--only I]
+//   ./graph_edge_gap --shapes launches.txt [--runs 300] [--cupti LIB]
 // --cupti: with CUPTI's kernel tracing on (libcupti.so by path), as when kfleet-measure times;
 // each variant then also prints CUPTI's median span and gap between kernels (its second pass).
 // --only I: variant I alone (0 = captured, compiled in; the order printed), in a context where no
@@ -60,6 +61,10 @@ extern "C" __global__ void edge_smem(float* dst, const float* src, long n, Pad p
     __syncthreads();
   }
 }
+
+// --shapes: an empty kernel standing in, in a clean process, for each kernel of a replayed graph
+// (kfleet-measure --replay-kernels builtin runs the same in the measuring process).
+extern "C" __global__ void edge_idle() {}
 
 #ifndef __CUDA_ARCH__
 namespace {
@@ -244,18 +249,91 @@ double span_us(cudaGraphExec_t e, const Chain& c, cudaStream_t s) {
   return ms[ms.size() / 2] * 1000.0;
 }
 
+// --shapes LIST: each kernel line of a kfleet launch list (kernel NAME grid[3] block[3] cluster[3]
+// dynamic-shared-bytes ...) as a node of a chain of edge_idle, captured and built, under CUPTI
+// when --cupti is given: whether a replayed graph's gaps between kernels come with its shapes
+// (grids, blocks, dynamic shared memory) or with the process that replays it.
+struct Shape { dim3 grid, block; unsigned smem; };
+std::vector<Shape> shapes_of(const char* path) {
+  std::vector<Shape> v;
+  FILE* f = std::fopen(path, "r");
+  if (!f) { std::perror(path); std::exit(2); }
+  char line[1 << 16];
+  while (std::fgets(line, sizeof line, f)) {
+    char name[4096];
+    unsigned g[3], b[3], cl[3], smem;
+    if (std::sscanf(line, "kernel %4095s %u %u %u %u %u %u %u %u %u %u", name, &g[0], &g[1], &g[2], &b[0], &b[1],
+                    &b[2], &cl[0], &cl[1], &cl[2], &smem) == 11)
+      v.push_back({dim3(g[0], g[1], g[2]), dim3(b[0], b[1], b[2]), smem});
+  }
+  std::fclose(f);
+  return v;
+}
+
+int run_shapes(const char* path, const char* cupti, int runs) {
+  const std::vector<Shape> sh = shapes_of(path);
+  if (sh.size() < 2) { std::fprintf(stderr, "%s: fewer than two kernel lines\n", path); return 2; }
+  for (const auto& x : sh)
+    if (x.smem > 48u << 10)
+      CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(edge_idle), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(x.smem)));
+  cudaStream_t s{};
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto make = [&](bool capture) {
+    cudaGraph_t g{};
+    if (capture) {
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      for (const auto& x : sh) edge_idle<<<x.grid, x.block, x.smem, s>>>();
+      CK(cudaStreamEndCapture(s, &g));
+    } else {
+      CK(cudaGraphCreate(&g, 0));
+      cudaGraphNode_t last{};
+      for (std::size_t i = 0; i < sh.size(); ++i) {
+        cudaKernelNodeParams kp{};
+        kp.func = reinterpret_cast<void*>(edge_idle);
+        kp.gridDim = sh[i].grid, kp.blockDim = sh[i].block, kp.sharedMemBytes = sh[i].smem;
+        cudaGraphNode_t n{};
+        CK(cudaGraphAddKernelNode(&n, g, i ? &last : nullptr, i ? 1 : 0, &kp));
+        last = n;
+      }
+    }
+    cudaGraphExec_t e{};
+    CK(cudaGraphInstantiate(&e, g));
+    CK(cudaGraphDestroy(g));
+    return e;
+  };
+  Chain c;
+  c.runs = runs;
+  c.nodes = static_cast<int>(sh.size());
+  for (bool capture : {true, false}) {
+    cudaGraphExec_t e = make(capture);
+    if (cupti) cupti_span_and_gap(c.nodes);  // what ran so far
+    const double span = span_us(e, c, s);
+    std::printf("shapes of %s, %d kernels, %s: events span %.3f us", path, c.nodes, capture ? "captured" : "built", span);
+    if (cupti) {
+      const Seen seen = cupti_span_and_gap(c.nodes);
+      std::printf("; CUPTI: span %.3f us, median gap %+.3f us (%.3f us over %d edges), carve-outs %s", seen.span,
+                  seen.gap, seen.gap * (c.nodes - 1), c.nodes - 1, seen.carveouts.c_str());
+    }
+    std::printf("\n");
+    CK(cudaGraphExecDestroy(e));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help")) {
-    std::printf("usage: graph_edge_gap CUBIN [--nodes N] [--elems N] [--runs N] [--cupti LIB] [--only I]\n");
+    std::printf("usage: graph_edge_gap CUBIN [--nodes N] [--elems N] [--runs N] [--cupti LIB] [--only I]\n"
+                "       graph_edge_gap --shapes LAUNCH_LIST [--runs N] [--cupti LIB]\n");
     return argc < 2 ? 2 : 0;
   }
   Chain c;
   const char* cubin = argv[1];
   const char* cupti = nullptr;
   int only = -1;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = std::strcmp(cubin, "--shapes") ? 2 : 3; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--nodes")) c.nodes = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--elems")) c.elems = std::atol(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--runs")) c.runs = std::atoi(argv[i + 1]);
@@ -264,6 +342,7 @@ int main(int argc, char** argv) {
     else { std::fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
   }
   if (cupti && !trace_with_cupti(cupti)) return 2;
+  if (!std::strcmp(cubin, "--shapes")) return run_shapes(argv[2], cupti, c.runs);
   CK(cudaMalloc(&c.a, c.elems * sizeof(float)));
   CK(cudaMalloc(&c.b, c.elems * sizeof(float)));
   CK(cudaMemset(c.a, 0, c.elems * sizeof(float)));
