@@ -121,17 +121,15 @@ cudaGraphExec_t captured(const Chain& c, F func, cudaStream_t s) {
   return e;
 }
 
-template <class F>
-cudaGraphExec_t built(const Chain& c, F func) {
-  std::vector<Args> args = args_of(c);
+// A chain of `nodes` kernel nodes built one by one (cudaGraphAddKernelNode), node i as fill(i, kp)
+// sets it, instantiated.
+cudaGraphExec_t built_chain(int nodes, const std::function<void(int, cudaKernelNodeParams&)>& fill) {
   cudaGraph_t g{};
   CK(cudaGraphCreate(&g, 0));
   cudaGraphNode_t last{};
-  for (int i = 0; i < c.nodes; ++i) {
+  for (int i = 0; i < nodes; ++i) {
     cudaKernelNodeParams kp{};
-    kp.func = const_cast<void*>(func(i));
-    kp.gridDim = c.grid, kp.blockDim = c.block;
-    kp.kernelParams = args[i].ptrs;
+    fill(i, kp);
     cudaGraphNode_t n{};
     CK(cudaGraphAddKernelNode(&n, g, i ? &last : nullptr, i ? 1 : 0, &kp));
     last = n;
@@ -140,6 +138,16 @@ cudaGraphExec_t built(const Chain& c, F func) {
   CK(cudaGraphInstantiate(&e, g));
   CK(cudaGraphDestroy(g));
   return e;
+}
+
+template <class F>
+cudaGraphExec_t built(const Chain& c, F func) {
+  std::vector<Args> args = args_of(c);
+  return built_chain(c.nodes, [&](int i, cudaKernelNodeParams& kp) {
+    kp.func = const_cast<void*>(func(i));
+    kp.gridDim = c.grid, kp.blockDim = c.block;
+    kp.kernelParams = args[i].ptrs;
+  });
 }
 
 // CUPTI's concurrent-kernel activity on, as the measuring process has it while it times, loaded
@@ -280,23 +288,15 @@ int run_shapes(const char* path, const char* cupti, int runs) {
   cudaStream_t s{};
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto make = [&](bool capture) {
-    cudaGraph_t g{};
-    if (capture) {
-      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      for (const auto& x : sh) edge_idle<<<x.grid, x.block, x.smem, s>>>();
-      CK(cudaStreamEndCapture(s, &g));
-    } else {
-      CK(cudaGraphCreate(&g, 0));
-      cudaGraphNode_t last{};
-      for (std::size_t i = 0; i < sh.size(); ++i) {
-        cudaKernelNodeParams kp{};
+    if (!capture)
+      return built_chain(static_cast<int>(sh.size()), [&](int i, cudaKernelNodeParams& kp) {
         kp.func = reinterpret_cast<void*>(edge_idle);
         kp.gridDim = sh[i].grid, kp.blockDim = sh[i].block, kp.sharedMemBytes = sh[i].smem;
-        cudaGraphNode_t n{};
-        CK(cudaGraphAddKernelNode(&n, g, i ? &last : nullptr, i ? 1 : 0, &kp));
-        last = n;
-      }
-    }
+      });
+    cudaGraph_t g{};
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (const auto& x : sh) edge_idle<<<x.grid, x.block, x.smem, s>>>();
+    CK(cudaStreamEndCapture(s, &g));
     cudaGraphExec_t e{};
     CK(cudaGraphInstantiate(&e, g));
     CK(cudaGraphDestroy(g));
