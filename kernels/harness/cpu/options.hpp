@@ -51,7 +51,8 @@ struct Options {
   // --replay-kernels builtin (a diagnostic of the method): each of the job's kernel nodes runs the
   // harness's own empty kernel in the job kernel's grid, block and dynamic shared memory, the job's
   // device code still loaded. It tells what the graph, the process and the tracer add between
-  // kernels from what the job's code objects do. No output is checked; the agent never asks it.
+  // kernels from what the job's code objects do. A recording of one kernel, issued on the stream,
+  // is left as it is. No output is checked; the agent never asks it.
   bool replay_builtin_kernels = false;
   // --replay-graph-before-tracer (a diagnostic): the replay's graph is made before CUPTI is
   // enabled, as kfleet-measure did until 2026-12-05, to hold the two orders side by side.

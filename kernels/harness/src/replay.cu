@@ -349,9 +349,6 @@ __global__ void harness_copy_kernel(unsigned char* dst, const unsigned char* src
   for (std::uint64_t j = done + i; j < bytes; j += stride) dst[j] = src[j];
 }
 
-// The recording as a graph, instantiated. A kernel node's `func` is the job's kernel as this
-// process loaded it (on HIP a module's function, which HIP's graph API takes as it does when
-// capturing hipModuleLaunchKernel).
 // --replay-kernels builtin: what stands in for each of the job's kernels (a diagnostic).
 __global__ void harness_idle_kernel() {}
 
@@ -364,6 +361,9 @@ void allow_idle_shared(int bytes) {
   allowed = bytes;
 }
 
+// The recording as a graph, instantiated. A kernel node's `func` is the job's kernel as this
+// process loaded it (on HIP a module's function, which HIP's graph API takes as it does when
+// capturing hipModuleLaunchKernel), or with --replay-kernels builtin the harness's empty kernel.
 gpuGraphExec_t build_graph(const Options& o, const LaunchList& l, const GraphPlan& plan) {
   gpuGraph_t g{};
   KFLEET_GPU_CHECK(gpuGraphCreate(&g, 0));
