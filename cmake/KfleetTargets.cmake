@@ -23,8 +23,9 @@ target_include_directories(kfleet_test_support INTERFACE ${CMAKE_CURRENT_LIST_DI
 # compile time for code that only drives the code under test (a unity batch of core_gtest: 39 s
 # of CPU at -O2, 28 s at -O1, 24 s at -O0). -O0 rather than -O1 took the tests' build (after the
 # demo's, ccache off, 2 cores; the fuzz build at -O0 in both, measured so) from 243 s / 466 s of
-# CPU to 220 s / 417 s; every test binary ran as long as at -O1 but problems_gtest, whose CPU references loop in the test's own code (12 s of
-# CPU at -O1, 22 s at -O0): a test target's KFLEET_TEST_CODE_OPT property overrides the level.
+# CPU to 220 s / 417 s; every test binary ran as long as at -O1 but problems_gtest, whose CPU
+# references loop in the test's own code (12 s of CPU at -O1, 22 s at -O0): a test target's
+# KFLEET_TEST_CODE_OPT property overrides the level.
 # Empty: the build type's level for the tests too.
 set(KFLEET_TEST_CODE_OPT -O0 CACHE STRING "optimisation of the tests' own code in optimised builds")
 if(KFLEET_TEST_CODE_OPT)
