@@ -198,7 +198,8 @@ class ColdBenchmark {
     // and bench/gpu/graph_edge_gap.cu enable it before their graphs. The order changes no time (an
     // H100, 2026-12-05: the compiled softmax 49.20 against 49.19 us, the same gaps), but CUPTI's
     // records give the graph's kernels the carve-out they ran with only when it was on before the
-    // graph was made (0 otherwise), so --kernel-configs compares them with in-process's.
+    // graph was made (0 otherwise; a stream's kernels read 0 in this order), so --kernel-configs
+    // compares a graph's kernels with in-process's.
     // --replay-graph-before-tracer keeps the old order (a diagnostic).
     const bool graph_first = o_.replay_graph_before_tracer;
     if (!graph_first) tracer_ = ActivityTracer::start(&no_tracer_);
