@@ -281,10 +281,11 @@ std::vector<Shape> shapes_of(const char* path) {
 int run_shapes(const char* path, const char* cupti, int runs) {
   const std::vector<Shape> sh = shapes_of(path);
   if (sh.size() < 2) { std::fprintf(stderr, "%s: fewer than two kernel lines\n", path); return 2; }
-  for (const auto& x : sh)
-    if (x.smem > 48u << 10)
-      CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(edge_idle), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(x.smem)));
+  unsigned most = 0;  // the largest dynamic shared memory a node asks, allowed once
+  for (const auto& x : sh) most = std::max(most, x.smem);
+  if (most > 48u << 10)
+    CK(cudaFuncSetAttribute(reinterpret_cast<const void*>(edge_idle), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            static_cast<int>(most)));
   cudaStream_t s{};
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto make = [&](bool capture) {
@@ -324,10 +325,10 @@ int run_shapes(const char* path, const char* cupti, int runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help")) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || (!std::strcmp(argv[1], "--shapes") && argc < 3)) {
     std::printf("usage: graph_edge_gap CUBIN [--nodes N] [--elems N] [--runs N] [--cupti LIB] [--only I]\n"
                 "       graph_edge_gap --shapes LAUNCH_LIST [--runs N] [--cupti LIB]\n");
-    return argc < 2 ? 2 : 0;
+    return argc >= 2 && !std::strcmp(argv[1], "--help") ? 0 : 2;
   }
   Chain c;
   const char* cubin = argv[1];
