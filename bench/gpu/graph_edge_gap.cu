@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -257,10 +258,49 @@ double span_us(cudaGraphExec_t e, const Chain& c, cudaStream_t s) {
   return ms[ms.size() / 2] * 1000.0;
 }
 
+// As kfleet-measure's ColdTimer times a launch: before it, 2x the L2 (at least 64 MiB) overwritten
+// on a stream of the harness's own and the device synchronized; the events and the graph on the
+// legacy NULL stream; the device synchronized from a thread spawned for the launch. Median span
+// in us, as span_us.
+double span_us_as_measured(cudaGraphExec_t e, const Chain& c) {
+  static cudaStream_t hs = [] {
+    cudaStream_t made{};
+    CK(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking));
+    return made;
+  }();
+  int l2 = 0;
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  const std::size_t flush_bytes = std::max<std::size_t>(2 * static_cast<std::size_t>(l2), 64u << 20);
+  void* flush = nullptr;
+  CK(cudaMalloc(&flush, flush_bytes));
+  cudaEvent_t t0, t1;
+  CK(cudaEventCreate(&t0));
+  CK(cudaEventCreate(&t1));
+  std::vector<float> ms;
+  for (int r = 0; r < c.runs + 10; ++r) {
+    CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, hs));
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventRecord(t0, nullptr));
+    CK(cudaGraphLaunch(e, nullptr));
+    CK(cudaEventRecord(t1, nullptr));
+    CK(std::async(std::launch::async, [] { return cudaDeviceSynchronize(); }).get());
+    float m = 0;
+    CK(cudaEventElapsedTime(&m, t0, t1));
+    if (r >= 10) ms.push_back(m);
+  }
+  CK(cudaEventDestroy(t0));
+  CK(cudaEventDestroy(t1));
+  CK(cudaFree(flush));
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2] * 1000.0;
+}
+
 // --shapes LIST: each kernel line of a kfleet launch list (kernel NAME grid[3] block[3] cluster[3]
 // dynamic-shared-bytes ...) as a node of a chain of edge_idle, captured and built, under CUPTI
 // when --cupti is given: whether a replayed graph's gaps between kernels come with its shapes
-// (grids, blocks, dynamic shared memory) or with the process that replays it.
+// (grids, blocks, dynamic shared memory) or with the process that replays it. Each graph is timed
+// twice: on a stream of its own, each launch on an idle GPU (span_us), and as kfleet-measure
+// times it (span_us_as_measured: the flush, the NULL stream, the synchronizing thread).
 struct Shape { dim3 grid, block; unsigned smem; };
 std::vector<Shape> shapes_of(const char* path) {
   std::vector<Shape> v;
@@ -306,19 +346,22 @@ int run_shapes(const char* path, const char* cupti, int runs) {
   Chain c;
   c.runs = runs;
   c.nodes = static_cast<int>(sh.size());
-  for (bool capture : {true, false}) {
-    cudaGraphExec_t e = make(capture);
-    if (cupti) cupti_span_and_gap(c.nodes);  // what ran so far
-    const double span = span_us(e, c, s);
-    std::printf("shapes of %s, %d kernels, %s: events span %.3f us", path, c.nodes, capture ? "captured" : "built", span);
-    if (cupti) {
-      const Seen seen = cupti_span_and_gap(c.nodes);
-      std::printf("; CUPTI: span %.3f us, median gap %+.3f us (%.3f us over %d edges), carve-outs %s", seen.span,
-                  seen.gap, seen.gap * (c.nodes - 1), c.nodes - 1, seen.carveouts.c_str());
+  for (bool as_measured : {false, true})
+    for (bool capture : {true, false}) {
+      cudaGraphExec_t e = make(capture);
+      if (cupti) cupti_span_and_gap(c.nodes);  // what ran so far
+      const double span = as_measured ? span_us_as_measured(e, c) : span_us(e, c, s);
+      std::printf("shapes of %s, %d kernels, %s, %s: events span %.3f us", path, c.nodes,
+                  capture ? "captured" : "built", as_measured ? "as kfleet-measure times" : "own stream", span);
+      if (cupti) {
+        // The flush's memset is not a kernel record, so each launch is still `nodes` records.
+        const Seen seen = cupti_span_and_gap(c.nodes);
+        std::printf("; CUPTI: span %.3f us, median gap %+.3f us (%.3f us over %d edges), carve-outs %s", seen.span,
+                    seen.gap, seen.gap * (c.nodes - 1), c.nodes - 1, seen.carveouts.c_str());
+      }
+      std::printf("\n");
+      CK(cudaGraphExecDestroy(e));
     }
-    std::printf("\n");
-    CK(cudaGraphExecDestroy(e));
-  }
   return 0;
 }
 
