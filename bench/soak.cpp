@@ -11,6 +11,7 @@
 #include "soak.hpp"
 
 #include <dirent.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,6 +91,7 @@ struct Options {
   double jobs_per_s = 2;
   int run_s = 10, heartbeat_ms = 5000, poll_wait_ms = 5000;
   bool takeover = false;
+  int swarm_cpu = -1;  // >= 0: the swarm on this CPU alone, everything else on the others
 };
 
 Agent enrol(HttpClient& c, const std::string& name, const std::string& gpu) {
@@ -262,6 +264,7 @@ void soak_one(const std::string& bin, const std::string& backend, const Options&
   so.heartbeat_ms = o.heartbeat_ms;
   so.poll_wait_ms = o.poll_wait_ms;
   so.run_ms = o.run_s * 1000;
+  so.cpu = o.swarm_cpu;
   Swarm swarm(live, so);
   swarm.start();
   // Every agent makes its first heartbeat and long poll (spread over a heartbeat period)
@@ -431,6 +434,9 @@ void print(const std::string& backend, SoakResult& r, const Options& o) {
               "retired, %d queued for a GPU no agent serves, work %.1f jobs/s held %d s, %d s\n\n",
               backend.c_str(), o.live, o.poll_wait_ms, o.retired, o.backlog, o.jobs_per_s,
               o.run_s, o.seconds);
+  if (o.swarm_cpu >= 0)
+    std::printf("the simulated agents on CPU %d alone; kfleetd, the database servers and the user on the "
+                "others\n\n", o.swarm_cpu);
   std::printf("| request | count | errors | p50 (ms) | p99 (ms) | max (ms) |\n"
               "|---|---:|---:|---:|---:|---:|\n");
   for (auto& [name, s] : r.user)
@@ -516,7 +522,11 @@ int run_soak(int argc, char** argv, const std::string& bin) {
         "and kfleetd's RSS, open files and CPU, per backend. Goals: the user's p99 <= 5 ms,\n"
         "the heartbeats' <= 20 ms, no errors, no lease lost.\n"
         "--takeover (PostgreSQL, with standbys): then kills the leader with -9 and times a\n"
-        "standby's takeover and the agents' return.");
+        "standby's takeover and the agents' return.\n"
+        "--swarm-cpu N: the simulated agents' thread runs on CPU N alone and everything else\n"
+        "(kfleetd, the database servers, the user and the submitter) on the other CPUs, as\n"
+        "when the agents are other machines: what kfleetd holds on the cores it does not share\n"
+        "with the load generator.");
     return 0;
   }
   Options o;
@@ -530,12 +540,30 @@ int run_soak(int argc, char** argv, const std::string& bin) {
   o.heartbeat_ms = int_arg(argc, argv, "--heartbeat-ms", 5000);
   o.poll_wait_ms = int_arg(argc, argv, "--poll-wait-ms", 5000);
   o.takeover = flag(argc, argv, "--takeover");
+  o.swarm_cpu = int_arg(argc, argv, "--swarm-cpu", -1);
   const std::string db = str_arg(argc, argv, "--db", "sqlite");
   if (o.seconds < 1 || o.live < 1 || o.retired < 0 || o.standbys < 0 || o.backlog < 2 ||
       o.jobs_per_s < 0 || o.run_s < 0 || o.heartbeat_ms < 100 || o.poll_wait_ms < 0) {
     std::fprintf(stderr, "kfleet_bench --soak: --soak-s and --live must be >= 1, --backlog >= 2, "
                          "--heartbeat-ms >= 100, the others >= 0\n");
     return 2;
+  }
+  if (o.swarm_cpu >= 0) {
+    // Every process and thread made from here on inherits the other CPUs; the swarm's thread
+    // then takes swarm_cpu alone (Swarm::start).
+    cpu_set_t all, rest;
+    CPU_ZERO(&rest);
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || !CPU_ISSET(o.swarm_cpu, &all) || CPU_COUNT(&all) < 2) {
+      std::fprintf(stderr, "kfleet_bench --soak: --swarm-cpu %d: this process may run on %d CPUs, and N must be "
+                           "one of them with another left for kfleetd\n", o.swarm_cpu, CPU_COUNT(&all));
+      return 2;
+    }
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &all) && c != o.swarm_cpu) CPU_SET(c, &rest);
+    if (sched_setaffinity(0, sizeof rest, &rest) != 0) {
+      std::perror("kfleet_bench --soak: sched_setaffinity");
+      return 2;
+    }
   }
   std::vector<std::string> backends =
       db == "both" ? std::vector<std::string>{"sqlite", "postgres"} : std::vector<std::string>{db};

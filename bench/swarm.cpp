@@ -1,10 +1,14 @@
 #include "swarm.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <random>
 
@@ -303,7 +307,18 @@ void Swarm::start() {
   }
   for (std::size_t i = 0; i < impl_->agents.size(); ++i)
     asio::co_spawn(impl_->io, impl_->agent(i), asio::detached);
-  thread_ = std::thread([this] { impl_->io.run(); });
+  thread_ = std::thread([this] {
+    if (impl_->o.cpu >= 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(impl_->o.cpu, &one);
+      if (const int e = pthread_setaffinity_np(pthread_self(), sizeof one, &one)) {
+        std::fprintf(stderr, "swarm: cannot run on CPU %d: %s\n", impl_->o.cpu, std::strerror(e));
+        std::exit(2);
+      }
+    }
+    impl_->io.run();
+  });
 }
 
 void Swarm::stop() {

@@ -30,6 +30,7 @@ struct SwarmOptions {
   int run_ms = 10000;             // a run is held this long, heartbeating, before its finish
   int events_per_run = 20;        // uploaded in one batch before the finish
   std::int64_t drain_target = 0;  // drain: stop once this many leases were finished
+  int cpu = -1;                   // >= 0: the swarm's thread runs on this CPU alone
 };
 
 // What the agents saw. Written by the swarm's thread; read once it has stopped (or, for the

@@ -3,12 +3,14 @@
 # other, each on a fresh kfleetd and database, with the machine's load (uptime) written beside
 # every run. Prints a table of the points last (docs/performance.md quotes it).
 #   scripts/soak-curve.sh [--live 500,2000,5000,10000] [--db sqlite,postgres] [--soak-s 60]
-#                         [--retired 1000] [--takeover] [--out DIR]
+#                         [--retired 1000] [--takeover] [--swarm-cpu N] [--out DIR]
 # --takeover: on PostgreSQL, each point ends with a kill -9 of the leader (its standby's
-# takeover and the agents' return are timed). Needs a built kfleet_bench and kfleetd in ./build.
+# takeover and the agents' return are timed). --swarm-cpu N: the simulated agents on CPU N
+# alone, kfleetd and the databases on the others (kfleet_bench --soak --help). Needs a built
+# kfleet_bench and kfleetd in ./build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-live=500,2000,5000,10000 dbs=sqlite,postgres secs=60 retired=1000 takeover="" out=""
+live=500,2000,5000,10000 dbs=sqlite,postgres secs=60 retired=1000 takeover="" pin="" out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --live) live=$2; shift 2 ;;
@@ -16,6 +18,7 @@ while [ $# -gt 0 ]; do
     --soak-s) secs=$2; shift 2 ;;
     --retired) retired=$2; shift 2 ;;
     --takeover) takeover=--takeover; shift ;;
+    --swarm-cpu) pin="--swarm-cpu $2"; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "soak-curve: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -34,6 +37,7 @@ for db in ${dbs//,/ }; do
     log="$out/soak-$db-$n.txt"
     extra=""
     [ "$db" = postgres ] && extra=$takeover
+    extra="$extra $pin"
     echo "soak-curve: $db, $n live agents, $secs s -> $log ($(uptime))" >&2
     { echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) uptime: $(uptime)"
       echo "# $bench --soak --live $n --retired $retired --soak-s $secs --db $db $extra"
