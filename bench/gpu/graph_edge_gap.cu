@@ -14,6 +14,9 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
 //   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB] [--only I]
 //   ./graph_edge_gap --shapes launches.txt [--runs 300] [--cupti LIB]
+//   ./graph_edge_gap --one-kernel --cupti LIB [--elems N] [--runs 300]
+// --cupti-all: CUPTI's memcpy and memset records enabled beside its kernel records, as
+// kfleet-measure's tracer has them (the clean process's CUPTI gaps were 0 with kernels alone).
 // --cupti: with CUPTI's kernel tracing on (libcupti.so by path), as when kfleet-measure times;
 // each variant then also prints CUPTI's median span and gap between kernels (its second pass).
 // --only I: variant I alone (0 = captured, compiled in; the order printed), in a context where no
@@ -164,6 +167,7 @@ struct Cupti {
   std::vector<Record> kernels;
 };
 Cupti g_cupti;
+bool g_cupti_all = false;
 
 bool trace_with_cupti(const char* lib) {
   void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -199,7 +203,13 @@ bool trace_with_cupti(const char* lib) {
     std::free(b);
   };
   constexpr int kConcurrentKernel = 10;  // CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-  return reg(req, done) == 0 && enable(kConcurrentKernel) == 0;
+  if (reg(req, done) != 0 || enable(kConcurrentKernel) != 0) return false;
+  // --cupti-all: memcpy (1) and memset (2) records too, as kfleet-measure's tracer enables them
+  // (their records are read and dropped here).
+  if (g_cupti_all)
+    for (int kind : {1, 2})
+      if (enable(kind) != 0) return false;
+  return true;
 }
 
 // CUPTI's view of the launches since the last call: the median span (first start to last end
@@ -365,19 +375,64 @@ int run_shapes(const char* path, const char* cupti, int runs) {
   return 0;
 }
 
+// --one-kernel: one edge_copy of --elems floats, issued on a stream (as replay issues a one-kernel
+// recording) and as a one-node captured graph (as torch's in-process run launches it), each
+// launch on an idle GPU after a 2 x L2 flush; CUPTI's median kernel duration of each (--cupti
+// required): whether the way a single kernel is launched moves the time CUPTI gives it.
+int run_one_kernel(Chain c, cudaStream_t s) {
+  Chain one = c;
+  one.nodes = 1;
+  std::vector<Args> args = args_of(one);
+  cudaGraphExec_t g = captured(one, [](int) { return reinterpret_cast<const void*>(edge_copy); }, s);
+  int l2 = 0;
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  const std::size_t flush_bytes = std::max<std::size_t>(2 * static_cast<std::size_t>(l2), 64u << 20);
+  void* flush = nullptr;
+  CK(cudaMalloc(&flush, flush_bytes));
+  auto durations = [&](bool graph) {
+    cupti_span_and_gap(1);  // what ran so far
+    for (int r = 0; r < c.runs + 10; ++r) {
+      CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, s));
+      CK(cudaDeviceSynchronize());
+      if (graph) {
+        CK(cudaGraphLaunch(g, s));
+      } else {
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = one.grid, cfg.blockDim = one.block, cfg.stream = s;
+        CK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(edge_copy), args[0].ptrs));
+      }
+      CK(cudaDeviceSynchronize());
+    }
+    return cupti_span_and_gap(1).span;  // one kernel a launch: its duration
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    const double st = durations(false), gr = durations(true);
+    std::printf("one copy kernel of %ld floats, CUPTI%s, pass %d: on a stream %.3f us, a one-node graph %.3f us, "
+                "ratio %.4f\n", c.elems, g_cupti_all ? " (kernels, memcpys, memsets)" : " (kernels)", pass + 1, st, gr,
+                st / gr);
+  }
+  CK(cudaFree(flush));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || (!std::strcmp(argv[1], "--shapes") && argc < 3)) {
     std::printf("usage: graph_edge_gap CUBIN [--nodes N] [--elems N] [--runs N] [--cupti LIB] [--only I]\n"
-                "       graph_edge_gap --shapes LAUNCH_LIST [--runs N] [--cupti LIB]\n");
+                "       graph_edge_gap --shapes LAUNCH_LIST [--runs N] [--cupti LIB]\n"
+                "       graph_edge_gap --one-kernel --cupti LIB [--elems N] [--runs N]\n"
+                "--cupti-all (with --cupti): memcpy and memset records enabled too, as kfleet-measure has them\n");
     return argc >= 2 && !std::strcmp(argv[1], "--help") ? 0 : 2;
   }
   Chain c;
   const char* cubin = argv[1];
   const char* cupti = nullptr;
   int only = -1;
-  for (int i = std::strcmp(cubin, "--shapes") ? 2 : 3; i + 1 < argc; i += 2) {
+  const bool one_kernel = !std::strcmp(cubin, "--one-kernel");
+  for (int i = !std::strcmp(cubin, "--shapes") ? 3 : 2; i < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--cupti-all")) { g_cupti_all = true; --i; continue; }
+    if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", argv[i]); return 2; }
     if (!std::strcmp(argv[i], "--nodes")) c.nodes = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--elems")) c.elems = std::atol(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--runs")) c.runs = std::atoi(argv[i + 1]);
@@ -387,6 +442,15 @@ int main(int argc, char** argv) {
   }
   if (cupti && !trace_with_cupti(cupti)) return 2;
   if (!std::strcmp(cubin, "--shapes")) return run_shapes(argv[2], cupti, c.runs);
+  if (one_kernel) {
+    if (!cupti) { std::fprintf(stderr, "--one-kernel needs --cupti LIB\n"); return 2; }
+    CK(cudaMalloc(&c.a, c.elems * sizeof(float)));
+    CK(cudaMalloc(&c.b, c.elems * sizeof(float)));
+    CK(cudaMemset(c.a, 0, c.elems * sizeof(float)));
+    cudaStream_t s{};
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return run_one_kernel(c, s);
+  }
   CK(cudaMalloc(&c.a, c.elems * sizeof(float)));
   CK(cudaMalloc(&c.b, c.elems * sizeof(float)));
   CK(cudaMemset(c.a, 0, c.elems * sizeof(float)));
