@@ -180,6 +180,7 @@ struct Cupti {
 };
 Cupti g_cupti;
 bool g_cupti_all = false;
+bool g_flip_warmups = false;  // the records to read hold one warm-up kernel before each launch
 
 bool trace_with_cupti(const char* lib) {
   void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -239,6 +240,12 @@ Seen cupti_span_and_gap(int nodes) {
     k.swap(g_cupti.kernels);
   }
   std::sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  if (g_flip_warmups) {  // --flip: each launch follows its warm-up kernel; drop those records
+    std::vector<Cupti::Record> graph_only;
+    for (std::size_t i = 0; i < k.size(); ++i)
+      if (i % (static_cast<std::size_t>(nodes) + 1) != 0) graph_only.push_back(k[i]);
+    k.swap(graph_only);
+  }
   std::vector<double> spans, gaps;
   std::vector<std::uint32_t> carve;
   for (const auto& r : k)
@@ -282,7 +289,7 @@ double span_us(cudaGraphExec_t e, const Chain& c, cudaStream_t s) {
 
 // --arena GIB: the measuring process's address space around the graph: 1 TiB reserved at
 // 0x600000000000 (the replay arena's) with GIB GiB mapped at its start (a torch recording's python
-// scratch is about 1 GiB); --flip: that mapping's first 64 MiB flipped read-only before each timed
+// scratch is about 1 GiB); --flip: that mapping flipped read-only before each timed
 // launch and back after it, its translations warmed again as protect.cu does (the inputs'
 // protection); --big-smem: a kernel with 200 KiB of dynamic shared memory run once first (on an
 // H200 in 2026-12-04 library kernels' edges grew after one such). Driver calls through libcuda by
@@ -332,12 +339,12 @@ void open_arena() {
 }
 
 void flip(bool read_only, cudaStream_t hs) {
-  constexpr std::size_t kFlip = 64u << 20;
+  const std::size_t kFlip = g_vmm.mapped;  // the whole mapping, as protect.cu flips each input's
   const AccessDesc d{1, 0, read_only ? 1 : 3};
   if (g_vmm.set_access(g_vmm.base, kFlip, &d, 1) != 0) { std::fprintf(stderr, "--flip: set access failed\n"); std::exit(2); }
   if (!read_only) return;
   static unsigned int* sink = [] { unsigned int* p = nullptr; CK(cudaMalloc(&p, 4)); return p; }();
-  warm_pages<<<(kFlip / (64u << 10) + 127) / 128, 128, 0, hs>>>(reinterpret_cast<const unsigned int*>(g_vmm.base), kFlip / 4, sink);
+  warm_pages<<<static_cast<unsigned>((kFlip / (64u << 10) + 127) / 128), 128, 0, hs>>>(reinterpret_cast<const unsigned int*>(g_vmm.base), kFlip / 4, sink);
   CK(cudaStreamSynchronize(hs));
 }
 
@@ -447,6 +454,7 @@ int run_shapes(const char* path, const char* cupti, int runs) {
       cudaGraphExec_t e = make(capture);
       if (cupti) cupti_span_and_gap(c.nodes);  // what ran so far
       const double span = as_measured ? span_us_as_measured(e, c) : span_us(e, c, s);
+      g_flip_warmups = as_measured && g_flip;
       std::printf("shapes of %s, %d kernels, %s, %s: events span %.3f us", path, c.nodes,
                   capture ? "captured" : "built", as_measured ? "as kfleet-measure times" : "own stream", span);
       if (cupti) {
@@ -456,6 +464,7 @@ int run_shapes(const char* path, const char* cupti, int runs) {
                     seen.gap, seen.gap * (c.nodes - 1), c.nodes - 1, seen.carveouts.c_str());
       }
       std::printf("\n");
+      g_flip_warmups = false;
       CK(cudaGraphExecDestroy(e));
     }
   return 0;
