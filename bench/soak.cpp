@@ -543,15 +543,16 @@ int run_soak(int argc, char** argv, const std::string& bin) {
   o.swarm_cpu = int_arg(argc, argv, "--swarm-cpu", -1);
   const std::string db = str_arg(argc, argv, "--db", "sqlite");
   if (o.seconds < 1 || o.live < 1 || o.retired < 0 || o.standbys < 0 || o.backlog < 2 ||
-      o.jobs_per_s < 0 || o.run_s < 0 || o.heartbeat_ms < 100 || o.poll_wait_ms < 0) {
+      o.jobs_per_s < 0 || o.run_s < 0 || o.heartbeat_ms < 100 || o.poll_wait_ms < 0 || o.swarm_cpu < -1) {
     std::fprintf(stderr, "kfleet_bench --soak: --soak-s and --live must be >= 1, --backlog >= 2, "
-                         "--heartbeat-ms >= 100, the others >= 0\n");
+                         "--heartbeat-ms >= 100, --swarm-cpu a CPU's number, the others >= 0\n");
     return 2;
   }
   if (o.swarm_cpu >= 0) {
     // Every process and thread made from here on inherits the other CPUs; the swarm's thread
     // then takes swarm_cpu alone (Swarm::start).
     cpu_set_t all, rest;
+    CPU_ZERO(&all);
     CPU_ZERO(&rest);
     if (sched_getaffinity(0, sizeof all, &all) != 0 || !CPU_ISSET(o.swarm_cpu, &all) || CPU_COUNT(&all) < 2) {
       std::fprintf(stderr, "kfleet_bench --soak: --swarm-cpu %d: this process may run on %d CPUs, and N must be "
