@@ -339,12 +339,13 @@ void open_arena() {
 }
 
 void flip(bool read_only, cudaStream_t hs) {
-  const std::size_t kFlip = g_vmm.mapped;  // the whole mapping, as protect.cu flips each input's
+  const std::size_t bytes = g_vmm.mapped;  // the whole mapping, as protect.cu flips each input's
   const AccessDesc d{1, 0, read_only ? 1 : 3};
-  if (g_vmm.set_access(g_vmm.base, kFlip, &d, 1) != 0) { std::fprintf(stderr, "--flip: set access failed\n"); std::exit(2); }
+  if (g_vmm.set_access(g_vmm.base, bytes, &d, 1) != 0) { std::fprintf(stderr, "--flip: set access failed\n"); std::exit(2); }
   if (!read_only) return;
   static unsigned int* sink = [] { unsigned int* p = nullptr; CK(cudaMalloc(&p, 4)); return p; }();
-  warm_pages<<<static_cast<unsigned>((kFlip / (64u << 10) + 127) / 128), 128, 0, hs>>>(reinterpret_cast<const unsigned int*>(g_vmm.base), kFlip / 4, sink);
+  warm_pages<<<static_cast<unsigned>((bytes / (64u << 10) + 127) / 128), 128, 0, hs>>>(
+      reinterpret_cast<const unsigned int*>(g_vmm.base), bytes / 4, sink);
   CK(cudaStreamSynchronize(hs));
 }
 
