@@ -13,10 +13,11 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90a -cubin -o edge.cubin bench/gpu/graph_edge_gap.cu
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
 //   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB] [--only I]
-//   ./graph_edge_gap --shapes launches.txt [--runs 300] [--cupti LIB]
-//   ./graph_edge_gap --one-kernel --cupti LIB [--elems N] [--runs 300]
+//   ./graph_edge_gap --shapes launches.txt [--runs 300] [--cupti LIB [--cupti-all]]
+//                    [--arena GIB [--flip]] [--big-smem]
+//   ./graph_edge_gap --one-kernel --cupti LIB [--cupti-all] [--elems N] [--runs 300]
 // --cupti-all: CUPTI's memcpy and memset records enabled beside its kernel records, as
-// kfleet-measure's tracer has them (the clean process's CUPTI gaps were 0 with kernels alone).
+// kfleet-measure's tracer has them (12-05: no gap in a process of its own, with or without).
 // --cupti: with CUPTI's kernel tracing on (libcupti.so by path), as when kfleet-measure times;
 // each variant then also prints CUPTI's median span and gap between kernels (its second pass).
 // --only I: variant I alone (0 = captured, compiled in; the order printed), in a context where no
