@@ -14,7 +14,7 @@
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o graph_edge_gap bench/gpu/graph_edge_gap.cu
 //   ./graph_edge_gap edge.cubin [--nodes 16] [--elems 4194304] [--runs 300] [--cupti LIB] [--only I]
 //   ./graph_edge_gap --shapes launches.txt [--runs 300] [--cupti LIB [--cupti-all]]
-//                    [--arena GIB [--flip]] [--big-smem]
+//                    [--arena GIB [--flip]] [--big-smem] [--rest-ms MS]
 //   ./graph_edge_gap --one-kernel --cupti LIB [--cupti-all] [--elems N] [--runs 300]
 // --cupti-all: CUPTI's memcpy and memset records enabled beside its kernel records, as
 // kfleet-measure's tracer has them (12-05: no gap in a process of its own, with or without).
@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +38,7 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 struct Pad { unsigned char bytes[1024]; };  // what a TensorIterator kernel's offset calculator weighs
@@ -310,6 +312,7 @@ struct Vmm {
 Vmm g_vmm;
 int g_arena_gib = 0;
 bool g_flip = false, g_big_smem = false;
+double g_rest_ms = 0;  // --rest-ms: the host's wait before each timed run's flush (as measured)
 
 // CUmemAllocationProp / CUmemAccessDesc as the driver lays them out (cuda.h), without cuda.h.
 struct AllocProp { int type, handle_types, loc_type, loc_id; void* win32; unsigned char compression, gpu_direct, usage, pad[5]; };
@@ -370,6 +373,8 @@ double span_us_as_measured(cudaGraphExec_t e, const Chain& c) {
   CK(cudaEventCreate(&t1));
   std::vector<float> ms;
   for (int r = 0; r < c.runs + 10; ++r) {
+    if (g_rest_ms > 0)  // the replay's runs are about 3.5 ms apart (refresh, re-checks) before the flush
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(g_rest_ms * 1000)));
     CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, hs));
     CK(cudaDeviceSynchronize());
     if (g_flip) flip(true, hs);
@@ -520,8 +525,8 @@ int main(int argc, char** argv) {
                 "       graph_edge_gap --shapes LAUNCH_LIST [--runs N] [--cupti LIB]\n"
                 "       graph_edge_gap --one-kernel --cupti LIB [--elems N] [--runs N]\n"
                 "--cupti-all (with --cupti): memcpy and memset records enabled too, as kfleet-measure has them\n"
-                "--shapes with --arena GIB [--flip] [--big-smem]: the measuring process's address space, protection flip\n"
-                "and a large shared-memory kernel around the graph\n");
+                "--shapes with --arena GIB [--flip] [--big-smem] [--rest-ms MS]: the measuring process's address space,\n"
+                "protection flip, a large shared-memory kernel and its rest between runs around the graph\n");
     return argc >= 2 && !std::strcmp(argv[1], "--help") ? 0 : 2;
   }
   Chain c;
@@ -540,6 +545,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--cupti")) cupti = argv[i + 1];
     else if (!std::strcmp(argv[i], "--only")) only = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--arena")) g_arena_gib = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--rest-ms")) g_rest_ms = std::atof(argv[i + 1]);
     else { std::fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
   }
   if (cupti && !trace_with_cupti(cupti)) return 2;
