@@ -47,7 +47,8 @@
 # bytes and cache hit rates under Nsight Compute too (caches and clocks untouched); in an INFO
 # line (EDGE_DIAG=configs: the executed configs only; =swap: those, and replays with the graph
 # made before CUPTI is enabled (--replay-graph-before-tracer) and with the harness's empty kernel
-# in every kernel node (--replay-kernels builtin), in both orders, and bench/gpu/graph_edge_gap
+# in every kernel node (--replay-kernels builtin), in both orders and with the job's device code
+# never loaded (builtin-unloaded), and bench/gpu/graph_edge_gap
 # --shapes: those empty kernels in a process of their own): whether replay's
 # gaps between kernels, or a kernel's own time, come with the graph, the memory, the flush, the
 # flip, the loading or the job's code objects; both graphs are written as DOT (replay.dot,
@@ -475,6 +476,7 @@ edge_diag() {
     rep measure-graphfirst -- --replay-graph-before-tracer --kernel-configs
     rep measure-builtin -- --replay-kernels builtin --kernel-configs
     rep measure-builtin-graphfirst -- --replay-kernels builtin --replay-graph-before-tracer --kernel-configs
+    rep measure-builtin-unloaded -- --replay-kernels builtin-unloaded --kernel-configs
     # and the same empty kernels in the recording's shapes in a clean process (graph_edge_gap)
     local geg=$out/bin/graph_edge_gap
     [ -x "$geg" ] || "$nvcc" -std=c++17 -O3 $gen -o "$geg" "$root/bench/gpu/graph_edge_gap.cu" >"$out/logs/geg-build.log" 2>&1
@@ -569,6 +571,8 @@ print("; ".join(v for v in [
     one("replayed with the harness's empty kernel in every kernel node", "measure-builtin.out", "bench",
         "median_us", med, "graph replay"),
     one("the same, the graph made before CUPTI was enabled", "measure-builtin-graphfirst.out", "bench",
+        "median_us", med, "graph replay"),
+    one("the same, the job's device code never loaded", "measure-builtin-unloaded.out", "bench",
         "median_us", med, "graph replay"),
     shapes(), hw_state(), configs("measure-configs.out", "replay"),
     carveouts("measure-configs.out", "replay"), carveouts("measure-graphfirst.out", "graph first"),

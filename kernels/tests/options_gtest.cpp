@@ -96,9 +96,15 @@ TEST(Options, ReplayKernelsBuiltinIsAGraphDiagnosticOfTheBenchmark) {
   Options b;
   EXPECT_EQ(parse(with({"benchmark"}, "builtin"), &b), "");
   EXPECT_TRUE(b.replay_builtin_kernels);
+  EXPECT_FALSE(b.replay_builtin_unloaded);
+  Options u;
+  EXPECT_EQ(parse(with({"benchmark"}, "builtin-unloaded"), &u), "");
+  EXPECT_TRUE(u.replay_builtin_kernels);
+  EXPECT_TRUE(u.replay_builtin_unloaded);
   Options j;
   EXPECT_EQ(parse(with({"benchmark"}, "job"), &j), "");
   EXPECT_FALSE(j.replay_builtin_kernels);
+  EXPECT_FALSE(j.replay_builtin_unloaded);
   Options bad, stage, stream, alone;
   EXPECT_NE(parse(with({"benchmark"}, "none"), &bad).find("--replay-kernels"), std::string::npos);
   EXPECT_NE(parse(with({"correctness"}, "builtin"), &stage).find("benchmark stage"), std::string::npos);

@@ -137,8 +137,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
       good = value(&v) && (v == "graph" || v == "stream");
       o->replay_on_stream = v == "stream";
     } else if (flag == "--replay-kernels") {
-      good = value(&v) && (v == "job" || v == "builtin");
-      o->replay_builtin_kernels = v == "builtin";
+      good = value(&v) && (v == "job" || v == "builtin" || v == "builtin-unloaded");
+      o->replay_builtin_kernels = v == "builtin" || v == "builtin-unloaded";
+      o->replay_builtin_unloaded = v == "builtin-unloaded";
     } else if (flag == "--replay-graph-before-tracer") o->replay_graph_before_tracer = true;
     else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
     else if (flag == "--cupti-hw-trace") o->cupti_hw_trace = true;

@@ -54,6 +54,9 @@ struct Options {
   // kernels from what the job's code objects do. A recording of one kernel, issued on the stream,
   // is left as it is. No output is checked; the agent never asks it.
   bool replay_builtin_kernels = false;
+  // --replay-kernels builtin-unloaded: the same, with the job's device code never loaded into the
+  // context (a graph's kernels are not looked up), to tell what loaded code objects add.
+  bool replay_builtin_unloaded = false;
   // --replay-graph-before-tracer (a diagnostic): the replay's graph is made before CUPTI is
   // enabled, as kfleet-measure did until 2026-12-05, to hold the two orders side by side.
   bool replay_graph_before_tracer = false;

@@ -384,7 +384,7 @@ gpuGraphExec_t build_graph(const Options& o, const LaunchList& l, const GraphPla
         std::vector<void*> ptrs;
         for (const auto& s : k.slots) ptrs.push_back(params[i].data() + s.offset);
         gpuKernelNodeParams kp{};
-        kp.func = reinterpret_cast<void*>(find_kernel(o, k));
+        if (!o.replay_builtin_unloaded) kp.func = reinterpret_cast<void*>(find_kernel(o, k));
         kp.gridDim = dim3(k.grid[0], k.grid[1], k.grid[2]);
         kp.blockDim = dim3(k.block[0], k.block[1], k.block[2]);
         kp.sharedMemBytes = k.shared_bytes;
