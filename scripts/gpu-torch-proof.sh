@@ -48,7 +48,7 @@
 # line (EDGE_DIAG=configs: the executed configs only; =swap: those, and replays with the graph
 # made before CUPTI is enabled (--replay-graph-before-tracer) and with the harness's empty kernel
 # in every kernel node (--replay-kernels builtin), in both orders and with the job's device code
-# never loaded (builtin-unloaded), and bench/gpu/graph_edge_gap
+# never loaded (builtin-unloaded), and bench/gpu/replay_shapes
 # --shapes: those empty kernels in a process of their own): whether replay's
 # gaps between kernels, or a kernel's own time, come with the graph, the memory, the flush, the
 # flip, the loading or the job's code objects; both graphs are written as DOT (replay.dot,
@@ -137,6 +137,7 @@ if [ "$dry" = 1 ]; then
   chk() { if "$@" >/dev/null 2>&1; then echo "  ok   $*"; else echo "  FAIL $*"; fail=1; fi; }
   chk bash -n "$0"
   chk test -s "$root/bench/gpu/graph_edge_gap.cu"
+  chk test -s "$root/bench/gpu/replay_shapes.cu"
   for f in "$REC" "$INPROC" "$root/jobs/torch/attention_torch.py" "$root/jobs/gpu/quality-triton/attention_pair.py" \
            "$P"/*/reference_torch.py "$P"/softmax/triton.py "$P"/rmsnorm/triton.py; do
     chk python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$f"
@@ -477,9 +478,9 @@ edge_diag() {
     rep measure-builtin -- --replay-kernels builtin --kernel-configs
     rep measure-builtin-graphfirst -- --replay-kernels builtin --replay-graph-before-tracer --kernel-configs
     rep measure-builtin-unloaded -- --replay-kernels builtin-unloaded --kernel-configs
-    # and the same empty kernels in the recording's shapes in a clean process (graph_edge_gap)
-    local geg=$out/bin/graph_edge_gap
-    [ -x "$geg" ] || "$nvcc" -std=c++17 -O3 $gen -o "$geg" "$root/bench/gpu/graph_edge_gap.cu" >"$out/logs/geg-build.log" 2>&1
+    # and the same empty kernels in the recording's shapes in a process of its own (replay_shapes)
+    local geg=$out/bin/replay_shapes
+    [ -x "$geg" ] || "$nvcc" -std=c++17 -O3 $gen -o "$geg" "$root/bench/gpu/replay_shapes.cu" >"$out/logs/geg-build.log" 2>&1
     "$geg" --shapes "$d/launches-benchmark.txt" --runs 300 --cupti "$CUPTI_LIB" >"$d/shapes.out" 2>&1
   fi
   if diag_all; then
@@ -543,7 +544,7 @@ def carveouts(f, how):  # the carve-outs CUPTI read for each kernel name of a va
     by = {}
     for c in k: by.setdefault(c.get("name", "?")[:40], set()).add(c.get("shared_executed"))
     return "%s: carve-outs %s" % (how, ", ".join("%s %s" % (n, "/".join(map(str, sorted(v)))) for n, v in by.items()))
-def shapes():  # graph_edge_gap --shapes: the recording's shapes as empty kernels in a clean process
+def shapes():  # replay_shapes --shapes: the recording's shapes as empty kernels in a clean process
     try: got = [l.split(": ", 1)[1].strip() for l in open(f"{d}/shapes.out", errors="replace") if l.startswith("shapes of ")]
     except OSError: return None
     return "empty kernels in the recording's shapes, a clean process: " + (" | ".join(got) or "no result (shapes.out)")
