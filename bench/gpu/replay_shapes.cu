@@ -3,7 +3,8 @@
 // time, set apart from the graph and the kernel themselves (docs/measurement.md, "Still apart").
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o replay_shapes bench/gpu/replay_shapes.cu
 //   ./replay_shapes --shapes launches.txt [--runs 300] [--cupti LIB [--cupti-all]]
-//                   [--arena GIB [--flip]] [--big-smem] [--rest-ms MS]
+//                   [--arena GIB [--flip]] [--big-smem] [--rest-ms MS] [--flush-each]
+//                   [--real DEVICE_CODE[,...] [--load module|library]]
 //   ./replay_shapes --one-kernel --cupti LIB [--cupti-all] [--elems N] [--runs 300]
 // --shapes: each kernel of a kfleet launch list as the empty kernel in its grid, block and dynamic
 // shared memory, chained captured and built, each timed on a stream of its own and as
@@ -13,6 +14,11 @@
 // --cupti-all: CUPTI's memcpy and memset records enabled beside its kernel records, as
 // kfleet-measure's tracer has them (12-05: no gap in a process of its own, with or without).
 #include "edge_common.cuh"
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <utility>
 
 // --shapes: an empty kernel standing in, in a clean process, for each kernel of a replayed graph
 // (kfleet-measure --replay-kernels builtin runs the same in the measuring process).
@@ -53,6 +59,9 @@ struct Vmm {
 Vmm g_vmm;
 int g_arena_gib = 0;
 bool g_flip = false, g_big_smem = false;
+// --flush-each: CUPTI's buffers flushed (forced) after each timed run, as kfleet-measure does to
+// judge each sample by its own records; the in-process yardstick flushes once, at the end.
+bool g_flush_each = false;
 double g_rest_ms = 0;  // --rest-ms: the host's wait before each timed run's flush (as measured)
 
 // CUmemAllocationProp / CUmemAccessDesc as the driver lays them out (cuda.h), without cuda.h.
@@ -124,6 +133,7 @@ double span_us_as_measured(cudaGraphExec_t e, const Chain& c) {
     CK(cudaEventRecord(t1, nullptr));
     CK(std::async(std::launch::async, [] { return cudaDeviceSynchronize(); }).get());
     if (g_flip) flip(false, hs);
+    if (g_flush_each && g_cupti.flush) g_cupti.flush(1);  // as kfleet-measure judges each sample
     float m = 0;
     CK(cudaEventElapsedTime(&m, t0, t1));
     if (r >= 10) ms.push_back(m);
@@ -158,10 +168,136 @@ std::vector<Shape> shapes_of(const char* path) {
   return v;
 }
 
+// --real DC[,DC...] (with --shapes LIST): the recording's own kernels with their recorded
+// parameter bytes instead of the empty kernel, in a process of its own. Each device-code file
+// (the recorder's dc-benchmark images) is loaded as Triton and torch load theirs, a module by
+// cuModuleLoadData (--load module), or as kfleet-measure's replay loads the job's, a library by
+// cuLibraryLoadData (--load library); each launch is captured through cuLaunchKernel as Triton's
+// launcher issues it. The list's buffers lie in the arena (mapped over all of them, filled with
+// 0x3c bytes: 0.0115 as fp32, 1.06 as fp16). The bisection of docs/measurement.md's "Still apart":
+// the kernels' gaps and time with the job's code in a clean process, loaded either way.
+struct RealKernel {
+  std::string name;
+  dim3 grid, block;
+  unsigned smem = 0;
+  int max_dynamic_shared = 0;
+  std::vector<std::pair<unsigned, unsigned>> slots;  // offset, size
+  std::vector<unsigned char> params;
+  void* fn = nullptr;  // a CUfunction, or a CUkernel cast to one (cuLaunchKernel takes either)
+  std::vector<void*> ptrs;
+};
+struct Driver {
+  int (*module_load)(void**, const void*) = nullptr;
+  int (*module_function)(void**, void*, const char*) = nullptr;
+  int (*func_attr)(void*, int, int) = nullptr;
+  int (*library_load)(void**, const void*, void*, void**, unsigned, void*, void**, unsigned) = nullptr;
+  int (*library_kernel)(void**, void*, const char*) = nullptr;
+  int (*kernel_attr)(int, int, void*, int) = nullptr;
+  int (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**) = nullptr;
+};
+const char* g_real = nullptr;
+int (*g_launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**) = nullptr;
+bool g_load_library = false;
+unsigned long long g_arena_end = 0;  // --real: the end of the list's last buffer
+
+std::vector<unsigned char> unhex(const std::string& h) {
+  std::vector<unsigned char> v(h.size() / 2);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<unsigned char>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
+  return v;
+}
+
+std::vector<RealKernel> real_kernels_of(const char* path) {
+  std::vector<RealKernel> v;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream w(line);
+    std::string kind;
+    w >> kind;
+    if (kind == "buffer") {
+      unsigned long long va = 0, bytes = 0;
+      w >> std::hex >> va >> std::dec >> bytes;
+      g_arena_end = std::max(g_arena_end, va + bytes);
+    }
+    if (kind != "kernel") continue;
+    RealKernel k;
+    unsigned g[3], b[3], cl[3];
+    int portable = 0;
+    std::string slots, hex;
+    w >> k.name >> g[0] >> g[1] >> g[2] >> b[0] >> b[1] >> b[2] >> cl[0] >> cl[1] >> cl[2] >> k.smem >>
+        k.max_dynamic_shared >> portable >> slots >> hex;
+    if (!w) { std::fprintf(stderr, "%s: a kernel line I cannot read: %.80s\n", path, line.c_str()); std::exit(2); }
+    if (cl[0] > 0) { std::fprintf(stderr, "--real: %s has a cluster shape, not supported here\n", k.name.c_str()); std::exit(2); }
+    k.grid = dim3(g[0], g[1], g[2]), k.block = dim3(b[0], b[1], b[2]);
+    std::istringstream sl(slots == "-" ? std::string() : slots);
+    std::string one;
+    while (std::getline(sl, one, ','))
+      k.slots.push_back({static_cast<unsigned>(std::stoul(one.substr(0, one.find(':')))),
+                         static_cast<unsigned>(std::stoul(one.substr(one.find(':') + 1)))});
+    k.params = unhex(hex);
+    v.push_back(std::move(k));
+  }
+  for (auto& k : v)
+    for (const auto& s : k.slots) k.ptrs.push_back(k.params.data() + s.first);
+  return v;
+}
+
+void load_real(std::vector<RealKernel>& ks) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) { std::fprintf(stderr, "--real: cannot load libcuda.so.1\n"); std::exit(2); }
+  Driver d;
+  d.module_load = reinterpret_cast<decltype(d.module_load)>(dlsym(h, "cuModuleLoadData"));
+  d.module_function = reinterpret_cast<decltype(d.module_function)>(dlsym(h, "cuModuleGetFunction"));
+  d.func_attr = reinterpret_cast<decltype(d.func_attr)>(dlsym(h, "cuFuncSetAttribute"));
+  d.library_load = reinterpret_cast<decltype(d.library_load)>(dlsym(h, "cuLibraryLoadData"));
+  d.library_kernel = reinterpret_cast<decltype(d.library_kernel)>(dlsym(h, "cuLibraryGetKernel"));
+  d.kernel_attr = reinterpret_cast<decltype(d.kernel_attr)>(dlsym(h, "cuKernelSetAttribute"));
+  d.launch = reinterpret_cast<decltype(d.launch)>(dlsym(h, "cuLaunchKernel"));
+  if (!d.module_load || !d.module_function || !d.func_attr || !d.library_load || !d.library_kernel || !d.kernel_attr ||
+      !d.launch) { std::fprintf(stderr, "--real: the driver lacks a call\n"); std::exit(2); }
+  std::vector<void*> handles;
+  std::istringstream files(g_real);
+  std::string file;
+  while (std::getline(files, file, ',')) {
+    std::ifstream f(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    void* handle = nullptr;
+    const int r = g_load_library ? d.library_load(&handle, bytes.data(), nullptr, nullptr, 0, nullptr, nullptr, 0)
+                                 : d.module_load(&handle, bytes.data());
+    if (r != 0) { std::fprintf(stderr, "--real: %s did not load (%d)\n", file.c_str(), r); std::exit(2); }
+    handles.push_back(handle);
+  }
+  for (auto& k : ks) {
+    for (void* handle : handles)
+      if ((g_load_library ? d.library_kernel(&k.fn, handle, k.name.c_str()) : d.module_function(&k.fn, handle, k.name.c_str())) == 0)
+        break;
+    if (!k.fn) { std::fprintf(stderr, "--real: no kernel %s in the device code\n", k.name.c_str()); std::exit(2); }
+    constexpr int kMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    if (k.smem > 0 && k.max_dynamic_shared > (48 << 10) &&
+        (g_load_library ? d.kernel_attr(kMaxDynamicShared, k.max_dynamic_shared, k.fn, 0)
+                        : d.func_attr(k.fn, kMaxDynamicShared, k.max_dynamic_shared)) != 0) {
+      std::fprintf(stderr, "--real: cannot allow %s %d bytes of shared memory\n", k.name.c_str(), k.max_dynamic_shared);
+      std::exit(2);
+    }
+  }
+  g_launch = d.launch;  // the modules and libraries stay loaded for the process
+}
+
 int run_shapes(const char* path, const char* cupti, int runs) {
   const std::vector<Shape> sh = shapes_of(path);
+  std::vector<RealKernel> real;
+  if (g_real) {
+    real = real_kernels_of(path);
+    const unsigned long long need = g_arena_end > 0x600000000000ull ? g_arena_end - 0x600000000000ull : 0;
+    g_arena_gib = std::max<int>(g_arena_gib, static_cast<int>((need + (1ull << 30) - 1) >> 30));
+  }
   if (g_arena_gib > 0) open_arena();
   if (g_flip && g_arena_gib <= 0) { std::fprintf(stderr, "--flip needs --arena\n"); return 2; }
+  if (g_real && g_flip) { std::fprintf(stderr, "--real writes the arena: no --flip with it\n"); return 2; }
+  if (g_real) {
+    CK(cudaMemset(reinterpret_cast<void*>(g_vmm.base), 0x3c, g_vmm.mapped));
+    load_real(real);
+  }
   if (g_big_smem) {
     float* out = nullptr;
     CK(cudaMalloc(&out, 132 * sizeof(float)));
@@ -171,7 +307,7 @@ int run_shapes(const char* path, const char* cupti, int runs) {
   }
   std::printf("process: %s%s%s\n", g_arena_gib > 0 ? "arena mapped, " : "", g_flip ? "flip each run, " : "",
               g_big_smem ? "a 200 KiB shared-memory kernel run first" : "");
-  if (sh.size() < 2) { std::fprintf(stderr, "%s: fewer than two kernel lines\n", path); return 2; }
+  if (sh.size() < (g_real ? 1u : 2u)) { std::fprintf(stderr, "%s: too few kernel lines\n", path); return 2; }
   unsigned most = 0;  // the largest dynamic shared memory a node asks, allowed once
   for (const auto& x : sh) most = std::max(most, x.smem);
   if (most > 48u << 10)
@@ -180,6 +316,21 @@ int run_shapes(const char* path, const char* cupti, int runs) {
   cudaStream_t s{};
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   auto make = [&](bool capture) {
+    if (g_real) {  // captured as Triton's launcher issues each kernel (capture or not: one way)
+      cudaGraph_t g{};
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      for (auto& k : real)
+        if (g_launch(k.fn, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z, k.smem, s,
+                     k.ptrs.empty() ? nullptr : k.ptrs.data(), nullptr) != 0) {
+          std::fprintf(stderr, "--real: cuLaunchKernel of %s failed\n", k.name.c_str());
+          std::exit(2);
+        }
+      CK(cudaStreamEndCapture(s, &g));
+      cudaGraphExec_t e{};
+      CK(cudaGraphInstantiate(&e, g));
+      CK(cudaGraphDestroy(g));
+      return e;
+    }
     if (!capture)
       return built_chain(static_cast<int>(sh.size()), [&](int i, cudaKernelNodeParams& kp) {
         kp.func = reinterpret_cast<void*>(edge_idle);
@@ -199,11 +350,13 @@ int run_shapes(const char* path, const char* cupti, int runs) {
   c.nodes = static_cast<int>(sh.size());
   for (bool as_measured : {false, true})
     for (bool capture : {true, false}) {
+      if (g_real && !capture) continue;
       cudaGraphExec_t e = make(capture);
       if (cupti) cupti_span_and_gap(c.nodes);  // what ran so far
       const double span = as_measured ? span_us_as_measured(e, c) : span_us(e, c, s);
-      std::printf("shapes of %s, %d kernels, %s, %s: events span %.3f us", path, c.nodes,
-                  capture ? "captured" : "built", as_measured ? "as kfleet-measure times" : "own stream", span);
+      std::printf("%s of %s, %d kernels, %s, %s: events span %.3f us",
+                  !g_real ? "shapes" : g_load_library ? "real kernels loaded as libraries" : "real kernels loaded as modules",
+                  path, c.nodes, capture ? "captured" : "built", as_measured ? "as kfleet-measure times" : "own stream", span);
       if (cupti) {
         // The flush's memset is not a kernel record, so each launch is still `nodes` records.
         const Seen seen = cupti_span_and_gap(c.nodes, as_measured && g_flip);
@@ -265,9 +418,12 @@ int main(int argc, char** argv) {
   if (!shapes && !one_kernel) {
     std::printf("usage: replay_shapes --shapes LAUNCH_LIST [--runs N] [--cupti LIB [--cupti-all]]\n"
                 "                     [--arena GIB [--flip]] [--big-smem] [--rest-ms MS]\n"
+                "                     [--flush-each] [--real DEVICE_CODE[,...] [--load module|library]]\n"
                 "       replay_shapes --one-kernel --cupti LIB [--cupti-all] [--elems N] [--runs N]\n"
                 "--arena, --flip, --big-smem, --rest-ms: the measuring process's address space, protection flip,\n"
-                "a large shared-memory kernel and its rest between runs around the graph\n");
+                "a large shared-memory kernel and its rest between runs around the graph\n"
+                "--real: the list's own kernels and parameters, its device code loaded as modules (as Triton)\n"
+                "or libraries (as kfleet-measure's replay)\n");
     return argc >= 2 && !std::strcmp(argv[1], "--help") ? 0 : 2;
   }
   Chain c;
@@ -276,12 +432,22 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--cupti-all")) { g_cupti_all = true; --i; continue; }
     if (!std::strcmp(argv[i], "--flip")) { g_flip = true; --i; continue; }
     if (!std::strcmp(argv[i], "--big-smem")) { g_big_smem = true; --i; continue; }
+    if (!std::strcmp(argv[i], "--flush-each")) { g_flush_each = true; --i; continue; }
+    if (!std::strcmp(argv[i], "--load") && i + 1 < argc) {
+      if (std::strcmp(argv[i + 1], "module") && std::strcmp(argv[i + 1], "library")) {
+        std::fprintf(stderr, "--load wants module or library\n");
+        return 2;
+      }
+      g_load_library = !std::strcmp(argv[i + 1], "library");
+      continue;
+    }
     if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", argv[i]); return 2; }
     if (!std::strcmp(argv[i], "--elems")) c.elems = std::atol(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--runs")) c.runs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--cupti")) cupti = argv[i + 1];
     else if (!std::strcmp(argv[i], "--arena")) g_arena_gib = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rest-ms")) g_rest_ms = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--real")) g_real = argv[i + 1];
     else { std::fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
   }
   if (cupti && !trace_with_cupti(cupti)) return 2;
