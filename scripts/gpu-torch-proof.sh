@@ -48,8 +48,9 @@
 # line (EDGE_DIAG=configs: the executed configs only; =swap: those, and replays with the graph
 # made before CUPTI is enabled (--replay-graph-before-tracer) and with the harness's empty kernel
 # in every kernel node (--replay-kernels builtin), in both orders and with the job's device code
-# never loaded (builtin-unloaded), and bench/gpu/replay_shapes
-# --shapes: those empty kernels in a process of their own): whether replay's
+# never loaded (builtin-unloaded), timed without the sample loop (--replay-bare; =bare: only
+# that, with the loop's steps added one at a time and at each stage of the run), and
+# bench/gpu/replay_shapes --shapes: those empty kernels in a process of their own): whether replay's
 # gaps between kernels, or a kernel's own time, come with the graph, the memory, the flush, the
 # flip, the loading or the job's code objects; both graphs are written as DOT (replay.dot,
 # inproc.dot: every node's launch attributes).
@@ -269,8 +270,8 @@ both() {
 }
 # inproc NAME SOURCE ENTRY|- COMPILE|- ARGS...: in-process CUPTI timing on the benchmark case's
 # own inputs, as a CUDA graph; sets IN_SPAN IN_SUM.
-# EDGE_DIAG=1 (any value but tracer, configs and swap): every diagnostic variant
-diag_all() { [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != swap ]; }
+# EDGE_DIAG=1 (any value but tracer, configs, swap and bare): every diagnostic variant
+diag_all() { [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != swap ] && [ "$EDGE_DIAG" != bare ]; }
 inproc() {
   local name=$1 src=$2 entry=$3 comp=$4; shift 4
   local d=$out/r/$name; mkdir -p "$d/inputs"
@@ -469,7 +470,12 @@ edge_diag() {
     env "${envs[@]}" "$M" benchmark "${bargs[@]}" "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 \
       --replay "$d/launches-benchmark.txt" --device 0 --device-code "$dc" "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
-  if [ "$EDGE_DIAG" != tracer ]; then
+  if [ "$EDGE_DIAG" = bare ]; then  # only the replay timed without the sample loop, step by step
+    rep measure-bare -- --replay-bare 200
+    rep measure-bare-builtin -- --replay-kernels builtin --replay-bare 200
+    rep measure-bare-preload -- --replay-bare 200 --replay-preload-harness
+    rep measure-bare-eager CUDA_MODULE_LOADING=EAGER -- --replay-bare 200
+  elif [ "$EDGE_DIAG" != tracer ]; then
     rep measure-configs -- --kernel-configs
   fi
   if [ "$EDGE_DIAG" = swap ]; then  # the graph made before CUPTI is enabled (the old order), and
@@ -478,6 +484,10 @@ edge_diag() {
     rep measure-builtin -- --replay-kernels builtin --kernel-configs
     rep measure-builtin-graphfirst -- --replay-kernels builtin --replay-graph-before-tracer --kernel-configs
     rep measure-builtin-unloaded -- --replay-kernels builtin-unloaded --kernel-configs
+    # and the replay timed in the measuring process as replay_shapes times it alone (--replay-bare:
+    # no refresh, poison, flip, clock probe or re-check between launches), job's kernels and empty
+    rep measure-bare -- --replay-bare 200
+    rep measure-bare-builtin -- --replay-kernels builtin --replay-bare 200
     # and the same empty kernels in the recording's shapes in a process of its own (replay_shapes)
     local geg=$out/bin/replay_shapes
     [ -x "$geg" ] || "$nvcc" -std=c++17 -O3 $gen -o "$geg" "$root/bench/gpu/replay_shapes.cu" >"$out/logs/geg-build.log" 2>&1
@@ -548,6 +558,15 @@ def shapes():  # replay_shapes --shapes: the recording's shapes as empty kernels
     try: got = [l.split(": ", 1)[1].strip() for l in open(f"{d}/shapes.out", errors="replace") if l.startswith("shapes of ")]
     except OSError: return None
     return "empty kernels in the recording's shapes, a clean process: " + (" | ".join(got) or "no result (shapes.out)")
+def bare(f, how):  # --replay-bare: the replay timed in the measuring process without its sample loop
+    if not os.path.exists(f"{d}/{f}"): return None
+    got = []
+    for l in open(f"{d}/{f}", errors="replace"):
+        if '"replay_bare"' not in l: continue
+        try: x = json.loads(l)
+        except ValueError: continue
+        got.append("%s %.3f us, gaps %.2f us" % (x.get("when"), x.get("span_us") or 0, x.get("gaps_us") or 0))
+    return "%s, timed without the sample loop: %s" % (how, ", ".join(got) or "none")
 def hw_state():  # whether CUPTI took the hardware trace where it was asked (0: it did)
     if not os.path.exists(f"{d}/measure-hwtrace.err"): return None
     r = [l.split("tracing ", 1)[1].strip() for l in open(f"{d}/measure-hwtrace.err", errors="replace")
@@ -575,6 +594,9 @@ print("; ".join(v for v in [
         "median_us", med, "graph replay"),
     one("the same, the job's device code never loaded", "measure-builtin-unloaded.out", "bench",
         "median_us", med, "graph replay"),
+    bare("measure-bare.out", "the job's kernels"), bare("measure-bare-builtin.out", "empty kernels"),
+    bare("measure-bare-preload.out", "the job's kernels, the harness's empty kernel loaded before the graph"),
+    bare("measure-bare-eager.out", "the job's kernels, every module loaded eagerly"),
     shapes(), hw_state(), configs("measure-configs.out", "replay"),
     carveouts("measure-configs.out", "replay"), carveouts("measure-graphfirst.out", "graph first"),
     carveouts("measure-builtin.out", "empty kernels"),

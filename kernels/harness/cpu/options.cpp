@@ -141,6 +141,8 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
       o->replay_builtin_kernels = v == "builtin" || v == "builtin-unloaded";
       o->replay_builtin_unloaded = v == "builtin-unloaded";
     } else if (flag == "--replay-graph-before-tracer") o->replay_graph_before_tracer = true;
+    else if (flag == "--replay-preload-harness") o->replay_preload_harness = true;
+    else if (flag == "--replay-bare") { good = integer(&n) && n >= 1 && n <= 100000; o->replay_bare = (int)n; }
     else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
     else if (flag == "--cupti-hw-trace") o->cupti_hw_trace = true;
     else if (flag == "--device-code") good = value(&o->device_code) && !o->device_code.empty();
@@ -193,8 +195,11 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--reference-check runs no kernel: it takes neither --record nor --replay";
   if ((o->replay_on_stream || !o->replay_dot.empty() || o->replay_builtin_kernels ||
-       o->replay_graph_before_tracer) && o->replay_path.empty())
-    return "--replay-issue, --replay-kernels, --replay-graph-before-tracer and --replay-dot go with --replay";
+       o->replay_graph_before_tracer || o->replay_bare || o->replay_preload_harness) && o->replay_path.empty())
+    return "--replay-issue, --replay-kernels, --replay-graph-before-tracer, --replay-bare, "
+           "--replay-preload-harness and --replay-dot go with --replay";
+  if (o->replay_bare && o->stage != "benchmark")
+    return "--replay-bare is a diagnostic of the benchmark stage: it times more launches of the replay";
   if (o->replay_builtin_kernels && (o->replay_on_stream || o->stage != "benchmark"))
     return "--replay-kernels builtin is a diagnostic of the benchmark stage's graph: not with "
            "--replay-issue stream, nor in another stage (nothing it runs computes an output)";

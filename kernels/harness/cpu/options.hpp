@@ -60,6 +60,17 @@ struct Options {
   // --replay-graph-before-tracer (a diagnostic): the replay's graph is made before CUPTI is
   // enabled, as kfleet-measure did until 2026-12-05, to hold the two orders side by side.
   bool replay_graph_before_tracer = false;
+  // --replay-bare N (a diagnostic, src/replay_bare.cu): at each stage of the benchmark (before
+  // and after the warm-up, after the cross-check's calibration, after the timed runs), N more
+  // launches of the replay timed as bench/gpu/replay_shapes.cu times a graph in a process of its
+  // own, then with each step of the sample loop added to every launch: a `replay_bare` line each,
+  // with the kernels' median span and gaps. It tells what the measuring process's state adds
+  // from what its sample loop adds. Samples and the verdict are untouched.
+  int replay_bare = 0;
+  // --replay-preload-harness (a diagnostic): the harness's empty kernel (what calibrate_cross_check
+  // launches) run once before the replay's graph is made, so that no kernel of the harness is first
+  // loaded after it (with --replay-bare: whether that first load is what slows the graph's edges).
+  bool replay_preload_harness = false;
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).
   bool cupti_hw_trace = false;

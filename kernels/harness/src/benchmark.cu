@@ -172,11 +172,30 @@ class ColdBenchmark {
 
   int operator()() {
     initialize();
+    bare_runs("before_warmup");
     if (!warm_up()) return declined();
+    bare_runs("after_warmup");
+    // With the sample loop's steps one at a time, each added to every launch, in this order.
+    bare_runs("with_tracer_flush", kBareTracerFlush);
+    bare_runs("with_clock_probe", kBareClockProbe);
+    bare_runs("with_poison", kBarePoison);
+    bare_runs("with_malloc_free", kBareMallocFree);
+    bare_runs("with_refresh", kBareRefresh);
+    bare_runs("kernel_flush", kBareKernelFlush);
+    bare_runs("with_refresh_kernel_flush", kBareRefresh | kBareKernelFlush);
+    bare_runs("with_poison_kernel_flush", kBarePoison | kBareKernelFlush);
+    // Last: on H100s (2026-12-05) the graph's edges grew for good across calibrate_cross_check,
+    // which waits on the main thread and whose only launch of its own is harness_noop's (its
+    // first, so its load, after the graph was made).
+    bare_runs("with_main_thread_sync", kBareMainThreadSync);
+    bare_runs("with_noop", kBareNoop);
     start_trials();
+    bare_runs("after_arm_flush");
     calibrate_cross_check();
+    bare_runs("after_calibrate");
     if (tracer_ && o_.kernel_configs) tracer_->count_kernel_configs();
     if (!run_trials()) return declined();
+    bare_runs("after_trials");
     if (tracer_ && o_.kernel_configs)  // before replay_probe's launches (a diagnostic line)
       JsonLine("kernel_configs").str("case", o_.case_name).raw("kernels", tracer_->kernel_configs_json()).print();
     replay_probe();
@@ -201,11 +220,22 @@ class ColdBenchmark {
     // graph was made (0 otherwise; a stream's kernels read 0 in this order), so --kernel-configs
     // compares a graph's kernels with in-process's.
     // --replay-graph-before-tracer keeps the old order (a diagnostic).
+    if (o_.replay_preload_harness) {  // --replay-preload-harness: harness_noop loaded before the graph
+      harness_noop<<<1, 1, 0, harness_stream()>>>();
+      KFLEET_GPU_CHECK(gpuGetLastError());
+      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    }
     const bool graph_first = o_.replay_graph_before_tracer;
     if (!graph_first) tracer_ = ActivityTracer::start(&no_tracer_);
     if (!o_.replay_path.empty()) attach_replay(o_, *problem_, recording_name(o_.stage, 0));
     if (graph_first) tracer_ = ActivityTracer::start(&no_tracer_);
     timer_ = std::make_unique<ColdTimer>(o_, tracer_);
+  }
+
+  // --replay-bare N (a diagnostic, replay_bare.cu): the replay timed without the sample loop.
+  void bare_runs(const char* when, unsigned with = 0) {
+    if (o_.replay_bare > 0 && tracer_)
+      replay_bare_runs(o_, std::max<std::size_t>(2 * dev_.l2_bytes, kMinFlushBytes), *problem_, *tracer_, when, with);
   }
 
   // Warm-up: untimed in spirit (its times only show when they have settled). The clock seen
@@ -524,5 +554,10 @@ class ColdBenchmark {
 }  // namespace
 
 int run_benchmark(const Options& o, const DeviceInfo& dev) { return ColdBenchmark(o, dev)(); }
+
+void launch_harness_noop(gpuStream_t stream) {
+  harness_noop<<<1, 1, 0, stream>>>();
+  KFLEET_GPU_CHECK(gpuGetLastError());
+}
 
 }  // namespace kfleet::harness

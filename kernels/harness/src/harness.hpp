@@ -146,6 +146,21 @@ struct DeviceCheck {
 DeviceCheck check_on_device(const void* out, kfleet_dtype out_dtype, const float* ref,
                             std::size_t n, double atol, double rtol);
 
+// kfleet-measure --replay-bare N (a diagnostic of the method, replay_bare.cu): N + 10 launches of
+// the replay timed as bench/gpu/replay_shapes.cu times a graph in a process of its own (the L2
+// flush of `flush_bytes` on the harness's stream, the device synchronized, the launch between two
+// events on the legacy stream, a thread to wait), the first 10 dropped, with `with`'s steps of the
+// sample loop (BareStep) added to each; one `replay_bare` line with the kernels' median span and
+// gaps. The tracer's records so far are dropped: it runs between the stages of the run.
+enum BareStep : unsigned {
+  kBareTracerFlush = 1, kBareClockProbe = 2, kBarePoison = 4, kBareRefresh = 8, kBareMallocFree = 16,
+  kBareKernelFlush = 32, kBareNoop = 64, kBareMainThreadSync = 128
+};
+class Problem;
+void replay_bare_runs(const Options& o, std::size_t flush_bytes, Problem& p, ActivityTracer& tracer, const char* when,
+                      unsigned with);
+void launch_harness_noop(gpuStream_t stream);  // benchmark.cu: calibrate_cross_check's empty kernel
+
 class ReplayGraph;  // replay.cu
 
 // One case of a family at one seed: inputs on the device, the fp32 reference, the launch.

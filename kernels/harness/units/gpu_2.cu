@@ -10,5 +10,6 @@
 #include "../src/record.cu"
 #include "../src/record_hip.cu"
 #include "../src/replay.cu"
+#include "../src/replay_bare.cu"
 #include "../src/replay_hip.cu"
 #include "../src/report.cu"
