@@ -221,8 +221,7 @@ class ColdBenchmark {
     // compares a graph's kernels with in-process's.
     // --replay-graph-before-tracer keeps the old order (a diagnostic).
     if (o_.replay_preload_harness) {  // --replay-preload-harness: harness_noop loaded before the graph
-      harness_noop<<<1, 1, 0, harness_stream()>>>();
-      KFLEET_GPU_CHECK(gpuGetLastError());
+      launch_harness_noop(harness_stream());
       KFLEET_GPU_CHECK(gpuDeviceSynchronize());
     }
     const bool graph_first = o_.replay_graph_before_tracer;
