@@ -49,7 +49,9 @@
 # made before CUPTI is enabled (--replay-graph-before-tracer) and with the harness's empty kernel
 # in every kernel node (--replay-kernels builtin), in both orders and with the job's device code
 # never loaded (builtin-unloaded), timed without the sample loop (--replay-bare; =bare: only
-# that, with the loop's steps added one at a time and at each stage of the run), and
+# that, with the loop's steps added one at a time and at each stage of the run; =trigger: one
+# launch kind between two such runs (--replay-bare-trigger), and in-process with its inputs
+# written before each launch (--refresh-inputs)), and
 # bench/gpu/replay_shapes --shapes: those empty kernels in a process of their own): whether replay's
 # gaps between kernels, or a kernel's own time, come with the graph, the memory, the flush, the
 # flip, the loading or the job's code objects; both graphs are written as DOT (replay.dot,
@@ -270,8 +272,8 @@ both() {
 }
 # inproc NAME SOURCE ENTRY|- COMPILE|- ARGS...: in-process CUPTI timing on the benchmark case's
 # own inputs, as a CUDA graph; sets IN_SPAN IN_SUM.
-# EDGE_DIAG=1 (any value but tracer, configs, swap and bare): every diagnostic variant
-diag_all() { [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != swap ] && [ "$EDGE_DIAG" != bare ]; }
+# EDGE_DIAG=1 (any value but tracer, configs, swap, bare and trigger): every diagnostic variant
+diag_all() { [ -n "${EDGE_DIAG:-}" ] && [ "$EDGE_DIAG" != tracer ] && [ "$EDGE_DIAG" != configs ] && [ "$EDGE_DIAG" != swap ] && [ "$EDGE_DIAG" != bare ] && [ "$EDGE_DIAG" != trigger ]; }
 inproc() {
   local name=$1 src=$2 entry=$3 comp=$4; shift 4
   local d=$out/r/$name; mkdir -p "$d/inputs"
@@ -329,6 +331,8 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
   if [ -n "${EDGE_DIAG:-}" ]; then  # the tracer: CUPTI set up as kfleet-measure sets it, then with HES
     inproc_run inproc-rawcupti --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --graph-dot "$d/inproc.dot"
     diag_all || [ "$EDGE_DIAG" = tracer ] && inproc_run inproc-hwtrace --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --cupti-hw-trace
+    # =trigger: the inputs written with other content before each launch, as the replay's refresh does
+    [ "$EDGE_DIAG" = trigger ] && inproc_run inproc-refresh --gap-ms "${GAP_MS:-0}" --cupti-raw "$CUPTI_LIB" --refresh-inputs
   fi
   rm -rf "$d/inputs"
   [ -n "$IN_SPAN" ]
@@ -473,8 +477,15 @@ edge_diag() {
   if [ "$EDGE_DIAG" = bare ]; then  # only the replay timed without the sample loop, step by step
     rep measure-bare -- --replay-bare 200
     rep measure-bare-builtin -- --replay-kernels builtin --replay-bare 200
-    rep measure-bare-preload -- --replay-bare 200 --replay-preload-harness
     rep measure-bare-eager CUDA_MODULE_LOADING=EAGER -- --replay-bare 200
+  elif [ "$EDGE_DIAG" = trigger ]; then  # which launch lengthens the edges for good, each in a
+    # process of its own
+    local t
+    for t in noop-legacy noop-harness noop-nonblocking noop-blocking param-legacy noop-graph memset-legacy \
+             noop-legacy-pregraph; do
+      rep "measure-trig-$t" -- --replay-bare 100 --replay-bare-trigger "$t"
+    done
+    rep measure-bare -- --replay-bare 200
   elif [ "$EDGE_DIAG" != tracer ]; then
     rep measure-configs -- --kernel-configs
   fi
@@ -595,7 +606,10 @@ print("; ".join(v for v in [
     one("the same, the job's device code never loaded", "measure-builtin-unloaded.out", "bench",
         "median_us", med, "graph replay"),
     bare("measure-bare.out", "the job's kernels"), bare("measure-bare-builtin.out", "empty kernels"),
-    bare("measure-bare-preload.out", "the job's kernels, the harness's empty kernel loaded before the graph"),
+    *[bare("measure-trig-%s.out" % t, "around %s" % t) for t in ("noop-legacy", "noop-harness", "noop-nonblocking",
+      "noop-blocking", "param-legacy", "noop-graph", "memset-legacy", "noop-legacy-pregraph")],
+    one("in-process, its inputs refreshed before each launch", "inproc-refresh.out", None, "span_median_us", span,
+        "in-process"),
     bare("measure-bare-eager.out", "the job's kernels, every module loaded eagerly"),
     shapes(), hw_state(), configs("measure-configs.out", "replay"),
     carveouts("measure-configs.out", "replay"), carveouts("measure-graphfirst.out", "graph first"),

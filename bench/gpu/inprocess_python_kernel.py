@@ -7,7 +7,7 @@ against.
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
                              [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
-                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]]
+                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--refresh-inputs]
                              [--layout torch|plan]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
@@ -209,8 +209,8 @@ def before_launch(i, a, inouts, flush, outs):
     """What precedes launch i, as kfleet-measure's timed runs have it: in-place inputs given back,
     the L2 flush, the outputs poisoned; then (unless --back-to-back) an idle GPU and --gap-ms."""
     import torch
-    for x, pristine in inouts:
-        x.copy_(pristine)
+    for x, pristine in inouts:  # a list: --refresh-inputs's contents, in turn
+        x.copy_(pristine[i % len(pristine)] if isinstance(pristine, list) else pristine)
     if flush is not None:
         flush.fill_(i & 0xff)
     for out in outs:
@@ -271,6 +271,9 @@ def main():
     ap.add_argument("--layout", choices=("torch", "plan"), default="torch",
                     help="plan: the case's buffers at the arena's relative addresses (one allocation, "
                          "2 MiB aligned, each buffer at its offset in the plan), not torch's own")
+    ap.add_argument("--refresh-inputs", action="store_true",
+                    help="each floating-point input written with other content before each launch "
+                         "(as kfleet-measure's refresh writes it), not left as it was")
     ap.add_argument("--cupti-hw-trace", action="store_true",
                     help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA context)")
     a = ap.parse_args()
@@ -357,6 +360,8 @@ def main():
             outs.append(x)
         elif t.get("role") == "inout":
             inouts.append((x, x.clone()))
+        elif a.refresh_inputs and x.is_floating_point():
+            inouts.append((x, [torch.randn_like(x, dtype=torch.float16).to(dt) for _ in range(2)]))
     args = Args(**kw)
     stream = torch.cuda.Stream(device=dev)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size

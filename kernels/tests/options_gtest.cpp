@@ -119,8 +119,8 @@ TEST(Options, ReplayKernelsBuiltinIsAGraphDiagnosticOfTheBenchmark) {
             std::string::npos);
 }
 
-// The diagnostics that time the replay without the sample loop (--replay-bare N) and load the
-// harness's empty kernel before the graph is made: a replayed benchmark only, N from 1.
+// The diagnostics that time the replay without the sample loop (--replay-bare N, and one launch
+// kind between two such runs): a replayed benchmark only, N from 1, the kinds named.
 TEST(Options, ReplayBareIsAReplayedBenchmarksDiagnostic) {
   const std::vector<const char*> replay = {"benchmark", "--replay", "l.txt", "--device-code", "a.o"};
   auto with = [&](std::vector<const char*> extra) {
@@ -128,20 +128,22 @@ TEST(Options, ReplayBareIsAReplayedBenchmarksDiagnostic) {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  Options b, p, none;
+  Options b, t, none;
   EXPECT_EQ(parse(with({"--replay-bare", "200"}), &b), "");
   EXPECT_EQ(b.replay_bare, 200);
-  EXPECT_FALSE(b.replay_preload_harness);
-  EXPECT_EQ(parse(with({"--replay-preload-harness"}), &p), "");
-  EXPECT_TRUE(p.replay_preload_harness);
-  EXPECT_EQ(p.replay_bare, 0);
+  EXPECT_EQ(b.replay_bare_trigger, "");
+  EXPECT_EQ(parse(with({"--replay-bare", "20", "--replay-bare-trigger", "noop-graph"}), &t), "");
+  EXPECT_EQ(t.replay_bare_trigger, "noop-graph");
   EXPECT_EQ(parse(replay, &none), "");
   EXPECT_EQ(none.replay_bare, 0);
-  Options zero, word, alone, preload_alone, stage;
+  Options zero, word, alone, trigger_alone, kind, stage;
   EXPECT_NE(parse(with({"--replay-bare", "0"}), &zero).find("--replay-bare"), std::string::npos);
   EXPECT_NE(parse(with({"--replay-bare", "many"}), &word).find("--replay-bare"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-bare", "5"}, &alone).find("go with --replay"), std::string::npos);
-  EXPECT_NE(parse({"benchmark", "--replay-preload-harness"}, &preload_alone).find("go with --replay"), std::string::npos);
+  EXPECT_NE(parse(with({"--replay-bare-trigger", "noop-legacy"}), &trigger_alone).find("goes with --replay-bare N"),
+            std::string::npos);
+  EXPECT_NE(parse(with({"--replay-bare", "5", "--replay-bare-trigger", "fork"}), &kind).find("--replay-bare-trigger"),
+            std::string::npos);
   EXPECT_NE(parse({"correctness", "--replay", "l.txt", "--device-code", "a.o", "--replay-bare", "5"}, &stage)
                 .find("--replay-bare is a diagnostic of the benchmark stage"),
             std::string::npos);

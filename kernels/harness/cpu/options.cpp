@@ -141,7 +141,12 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
       o->replay_builtin_kernels = v == "builtin" || v == "builtin-unloaded";
       o->replay_builtin_unloaded = v == "builtin-unloaded";
     } else if (flag == "--replay-graph-before-tracer") o->replay_graph_before_tracer = true;
-    else if (flag == "--replay-preload-harness") o->replay_preload_harness = true;
+    else if (flag == "--replay-bare-trigger") {
+      good = value(&v) && (v == "noop-legacy" || v == "noop-harness" || v == "noop-nonblocking" ||
+                           v == "noop-blocking" || v == "param-legacy" || v == "noop-graph" ||
+                           v == "memset-legacy" || v == "noop-legacy-pregraph");
+      o->replay_bare_trigger = v;
+    }
     else if (flag == "--replay-bare") { good = integer(&n) && n >= 1 && n <= 100000; o->replay_bare = (int)n; }
     else if (flag == "--replay-dot") good = value(&o->replay_dot) && !o->replay_dot.empty();
     else if (flag == "--cupti-hw-trace") o->cupti_hw_trace = true;
@@ -195,9 +200,11 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--reference-check runs no kernel: it takes neither --record nor --replay";
   if ((o->replay_on_stream || !o->replay_dot.empty() || o->replay_builtin_kernels ||
-       o->replay_graph_before_tracer || o->replay_bare || o->replay_preload_harness) && o->replay_path.empty())
-    return "--replay-issue, --replay-kernels, --replay-graph-before-tracer, --replay-bare, "
-           "--replay-preload-harness and --replay-dot go with --replay";
+       o->replay_graph_before_tracer || o->replay_bare) && o->replay_path.empty())
+    return "--replay-issue, --replay-kernels, --replay-graph-before-tracer, --replay-bare and "
+           "--replay-dot go with --replay";
+  if (!o->replay_bare_trigger.empty() && !o->replay_bare)
+    return "--replay-bare-trigger goes with --replay-bare N: it times the replay before and after the launches";
   if (o->replay_bare && o->stage != "benchmark")
     return "--replay-bare is a diagnostic of the benchmark stage: it times more launches of the replay";
   if (o->replay_builtin_kernels && (o->replay_on_stream || o->stage != "benchmark"))

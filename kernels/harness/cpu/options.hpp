@@ -67,10 +67,13 @@ struct Options {
   // with the kernels' median span and gaps. It tells what the measuring process's state adds
   // from what its sample loop adds. Samples and the verdict are untouched.
   int replay_bare = 0;
-  // --replay-preload-harness (a diagnostic): the harness's empty kernel (what calibrate_cross_check
-  // launches) run once before the replay's graph is made, so that no kernel of the harness is first
-  // loaded after it (with --replay-bare: whether that first load is what slows the graph's edges).
-  bool replay_preload_harness = false;
+  // --replay-bare-trigger T (a diagnostic, with --replay-bare): one launch kind T, nine times, between
+  // a bare run before it and one after it, then the process ends: which launch lengthens the
+  // graph's edges for good (a kernel on any stream but the harness's did on H100s, 2026-12-05).
+  // T: noop-legacy, noop-harness, noop-nonblocking, noop-blocking (the empty kernel on that
+  // stream), param-legacy (a kernel with an argument), noop-graph (the empty kernel as a graph, on
+  // the legacy stream), memset-legacy, noop-legacy-pregraph (before the graph is made).
+  std::string replay_bare_trigger;
   // --cupti-hw-trace: CUPTI's kernel timestamps from its hardware event system, asked before the
   // CUDA context is made (a diagnostic of the tracer, PROTOCOL.md; the agent never asks it).
   bool cupti_hw_trace = false;

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "harness.hpp"
+#include "replay_mode.hpp"
 #include "../cpu/bench_summary.hpp"
 #include "../cpu/throttle_filter.hpp"
 #include "../cpu/warmup_rule.hpp"
@@ -54,6 +55,7 @@ class ColdTimer {
   ColdTimer& operator=(const ColdTimer&) = delete;
   ~ColdTimer() {
     flush_.reset();
+    if (noop_graph_) KFLEET_GPU_CHECK(gpuGraphExecDestroy(noop_graph_));
     KFLEET_GPU_CHECK(gpuEventDestroy(start_));
     KFLEET_GPU_CHECK(gpuEventDestroy(stop_));
   }
@@ -103,12 +105,19 @@ class ColdTimer {
     return l;
   }
 
-  // The harness's own empty kernel, timed like a launch (calibrates the cross-check bound).
-  Launch time_noop() {
+  // The harness's own empty kernel, timed like a launch (calibrates the cross-check bound), and
+  // issued as the job's launch is: as a graph of one node where the replay is a graph. Any kernel
+  // launched on a stream but the harness's lengthened every edge of the replayed graph after it,
+  // for good (0.33 us each on H100s, 2026-12-05: `--replay-bare-trigger`); a graph's did not.
+  Launch time_noop(const Problem& p) {
     Launch l;
+    if (p.replay && replay_is_graph(*p.replay) && !noop_graph_) noop_graph_ = make_noop_graph();
     l.t0 = tracer_->now();
     KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
-    harness_noop<<<1, 1, 0, nullptr>>>();
+    if (noop_graph_)
+      KFLEET_GPU_CHECK(gpuGraphLaunch(noop_graph_, nullptr));
+    else
+      harness_noop<<<1, 1, 0, nullptr>>>();
     KFLEET_GPU_CHECK(gpuGetLastError());
     KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
     l.t_return = tracer_->now();
@@ -130,6 +139,7 @@ class ColdTimer {
   const Options& o_;
   const ActivityTracer* tracer_;
   gpuEvent_t start_{}, stop_{};
+  gpuGraphExec_t noop_graph_{};  // time_noop's, for a replayed graph
   std::size_t flush_bytes_ = 0;
   std::unique_ptr<DeviceBuffer> flush_;
   bool read_only_ = false;
@@ -172,6 +182,12 @@ class ColdBenchmark {
 
   int operator()() {
     initialize();
+    if (!o_.replay_bare_trigger.empty()) {  // --replay-bare-trigger: before and after, then done
+      bare_runs("before_trigger");
+      if (o_.replay_bare_trigger != "noop-legacy-pregraph") replay_bare_trigger(o_.replay_bare_trigger);
+      bare_runs(("after_" + o_.replay_bare_trigger).c_str());
+      return 0;
+    }
     bare_runs("before_warmup");
     if (!warm_up()) return declined();
     bare_runs("after_warmup");
@@ -181,14 +197,9 @@ class ColdBenchmark {
     bare_runs("with_poison", kBarePoison);
     bare_runs("with_malloc_free", kBareMallocFree);
     bare_runs("with_refresh", kBareRefresh);
+    bare_runs("with_refresh_same", kBareRefresh | kBareSameSeed);  // the same bytes rewritten
+    bare_runs("with_refresh_seed1", kBareRefresh | kBareSeedOne);  // other bytes, the same each time
     bare_runs("kernel_flush", kBareKernelFlush);
-    bare_runs("with_refresh_kernel_flush", kBareRefresh | kBareKernelFlush);
-    bare_runs("with_poison_kernel_flush", kBarePoison | kBareKernelFlush);
-    // Last: on H100s (2026-12-05) the graph's edges grew for good across calibrate_cross_check,
-    // which waits on the main thread and whose only launch of its own is harness_noop's (its
-    // first, so its load, after the graph was made).
-    bare_runs("with_main_thread_sync", kBareMainThreadSync);
-    bare_runs("with_noop", kBareNoop);
     start_trials();
     bare_runs("after_arm_flush");
     calibrate_cross_check();
@@ -220,10 +231,7 @@ class ColdBenchmark {
     // graph was made (0 otherwise; a stream's kernels read 0 in this order), so --kernel-configs
     // compares a graph's kernels with in-process's.
     // --replay-graph-before-tracer keeps the old order (a diagnostic).
-    if (o_.replay_preload_harness) {  // --replay-preload-harness: harness_noop loaded before the graph
-      launch_harness_noop(harness_stream());
-      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    }
+    if (o_.replay_bare_trigger == "noop-legacy-pregraph") replay_bare_trigger("noop-legacy");
     const bool graph_first = o_.replay_graph_before_tracer;
     if (!graph_first) tracer_ = ActivityTracer::start(&no_tracer_);
     if (!o_.replay_path.empty()) attach_replay(o_, *problem_, recording_name(o_.stage, 0));
@@ -275,7 +283,7 @@ class ColdBenchmark {
     std::vector<double> gaps;
     for (int i = 0; i < 9; ++i) {
       KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-      const Launch l = timer_->time_noop();
+      const Launch l = timer_->time_noop(*problem_);
       const SampleTiming t = judge(l);
       gaps.push_back(std::max(0.0, l.event_us - t.span_us));
     }

@@ -154,11 +154,14 @@ DeviceCheck check_on_device(const void* out, kfleet_dtype out_dtype, const float
 // gaps. The tracer's records so far are dropped: it runs between the stages of the run.
 enum BareStep : unsigned {
   kBareTracerFlush = 1, kBareClockProbe = 2, kBarePoison = 4, kBareRefresh = 8, kBareMallocFree = 16,
-  kBareKernelFlush = 32, kBareNoop = 64, kBareMainThreadSync = 128
+  kBareKernelFlush = 32,
+  kBareSameSeed = 64, kBareSeedOne = 128  // with kBareRefresh: seed 0 (the inputs' own) or 1 each time
 };
 class Problem;
 void replay_bare_runs(const Options& o, std::size_t flush_bytes, Problem& p, ActivityTracer& tracer, const char* when,
                       unsigned with);
+// --replay-bare-trigger (options.hpp): one launch kind, nine times, the device synchronized after each.
+void replay_bare_trigger(const std::string& kind);
 void launch_harness_noop(gpuStream_t stream);  // benchmark.cu: calibrate_cross_check's empty kernel
 
 class ReplayGraph;  // replay.cu
@@ -274,6 +277,7 @@ const LaunchList& checked_recording(const Options& o, Problem& p, const std::str
                                     const std::function<bool(std::uint64_t)>& is_device_address,
                                     GraphPlan* plan);
 int replay_launch(ReplayGraph& r, gpuStream_t stream);
+bool replay_is_graph(const ReplayGraph& r);  // launched as its graph, not op by op on the stream
 
 int run_correctness(const Options& o);
 int run_benchmark(const Options& o, const DeviceInfo& dev);

@@ -294,6 +294,7 @@ class ReplayGraph {
   ~ReplayGraph() {
     if (exec_) (void)gpuGraphExecDestroy(exec_);
   }
+  bool is_graph() const { return exec_ && chain_.empty(); }
   int launch(gpuStream_t stream) {
     if (status_ != KFLEET_OK) return status_;
     if (exec_ && chain_.empty()) {
@@ -489,6 +490,7 @@ void attach_replay(const Options& o, Problem& p, const std::string& what) {
 }
 
 int replay_launch(ReplayGraph& r, gpuStream_t stream) { return r.launch(stream); }
+bool replay_is_graph(const ReplayGraph& r) { return r.is_graph(); }
 
 int Problem::launch(gpuStream_t stream) {
   return replay ? replay_launch(*replay, stream) : launch_entry(stream);

@@ -1,14 +1,19 @@
 // kfleet-measure --replay-bare N (a diagnostic of the method, harness.hpp and options.hpp): the
 // replay timed inside the measuring process without its sample loop, then with each step of the
-// loop added to every launch. On H100s (2026-12-05) it showed the replayed graph's edges as short
-// as in a process of its own until calibrate_cross_check had run, and longer for good after it
-// (docs/measurement.md, "Still apart"). Samples and the verdict never see these launches.
+// loop added to every launch; with --replay-bare-trigger, before and after one kind of launch.
+// On H100s (2026-12-05) they showed the replayed graph's edges as short as in a process of its
+// own until a kernel was launched on a stream other than the harness's (the legacy stream, one
+// made blocking or not, before or after the graph), and about 0.33 us longer each for good after
+// it; a graph of that kernel, a memset, and kernels on the harness's stream left them as they
+// were. calibrate_cross_check's empty kernel had been that launch; it is now issued as a graph
+// where the replay is one (docs/measurement.md). Samples and the verdict never see these launches.
 #include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
 #include "harness.hpp"
+#include "replay_mode.hpp"
 #include "../cpu/bench_summary.hpp"
 
 namespace kfleet::harness {
@@ -24,6 +29,43 @@ __global__ void harness_flush_fill(uint4* p, std::size_t n, unsigned v) {
 
 }  // namespace
 
+gpuGraphExec_t make_noop_graph() {
+  gpuStream_t s{};
+  gpuGraph_t g{};
+  gpuGraphExec_t e{};
+  KFLEET_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  KFLEET_GPU_CHECK(gpuStreamBeginCapture(s, gpuStreamCaptureModeGlobal));
+  launch_harness_noop(s);
+  KFLEET_GPU_CHECK(gpuStreamEndCapture(s, &g));
+  KFLEET_GPU_CHECK(gpuGraphInstantiate(&e, g));
+  KFLEET_GPU_CHECK(gpuGraphDestroy(g));
+  KFLEET_GPU_CHECK(gpuStreamDestroy(s));
+  return e;
+}
+
+void replay_bare_trigger(const std::string& kind) {
+  gpuStream_t own{};
+  gpuGraphExec_t graph{};
+  if (kind == "noop-nonblocking") KFLEET_GPU_CHECK(gpuStreamCreateWithFlags(&own, gpuStreamNonBlocking));
+  if (kind == "noop-blocking") KFLEET_GPU_CHECK(gpuStreamCreate(&own));
+  if (kind == "noop-graph") graph = make_noop_graph();
+  DeviceBuffer small(256);
+  for (int i = 0; i < 9; ++i) {  // as calibrate_cross_check's nine
+    if (kind == "noop-legacy") launch_harness_noop(nullptr);
+    if (kind == "noop-harness") launch_harness_noop(harness_stream());
+    if (own) launch_harness_noop(own);
+    if (kind == "param-legacy") {
+      harness_flush_fill<<<1, 1, 0, nullptr>>>(static_cast<uint4*>(small.get()), 1, 0);
+      KFLEET_GPU_CHECK(gpuGetLastError());
+    }
+    if (graph) KFLEET_GPU_CHECK(gpuGraphLaunch(graph, nullptr));
+    if (kind == "memset-legacy") KFLEET_GPU_CHECK(gpuMemsetAsync(small.get(), i, 256, nullptr));
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+  }
+  if (graph) KFLEET_GPU_CHECK(gpuGraphExecDestroy(graph));
+  if (own) KFLEET_GPU_CHECK(gpuStreamDestroy(own));
+}
+
 void replay_bare_runs(const Options& o, std::size_t bytes, Problem& p, ActivityTracer& tracer, const char* when,
                       unsigned with) {
   DeviceBuffer flush(bytes);
@@ -36,9 +78,9 @@ void replay_bare_runs(const Options& o, std::size_t bytes, Problem& p, ActivityT
   std::vector<ActivityRecord> records;
   (void)tracer.flush();
   for (int i = 0; i < o.replay_bare + 10; ++i) {
-    if (with & kBareRefresh) p.refresh_inputs(static_cast<std::uint64_t>(i) + 1);
+    if (with & kBareRefresh)
+      p.refresh_inputs((with & kBareSameSeed) ? 0 : (with & kBareSeedOne) ? 1 : static_cast<std::uint64_t>(i) + 1);
     if (with & kBareMallocFree) DeviceBuffer(4096).upload(&i, sizeof i);  // as refresh's row draws
-    if (with & kBareNoop) launch_harness_noop(nullptr);  // as calibrate_cross_check
     if (with & kBareKernelFlush)
       harness_flush_fill<<<1024, 256, 0, hs>>>(static_cast<uint4*>(flush.get()), bytes / sizeof(uint4),
                                                0x01010101u * static_cast<unsigned>(i & 0xff));
@@ -50,10 +92,7 @@ void replay_bare_runs(const Options& o, std::size_t bytes, Problem& p, ActivityT
     KFLEET_GPU_CHECK(gpuEventRecord(a, nullptr));
     if (p.launch(nullptr) != KFLEET_OK) break;
     KFLEET_GPU_CHECK(gpuEventRecord(b, nullptr));
-    if (with & kBareMainThreadSync)  // as time_noop waits, not from a thread of its own
-      KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    else
-      device_sync_bounded(o.idle_timeout_s, [] {});
+    device_sync_bounded(o.idle_timeout_s, [] {});
     float ms = 0;
     KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, a, b));
     if (i >= 10) windows.push_back({t0, tracer.now()}), events.push_back(1000.0 * ms);

@@ -104,6 +104,10 @@ inline gpuError_t gpuGraphInstantiate(gpuGraphExec_t* exec, gpuGraph_t g) {
 #endif
 }
 
+// The harness's empty kernel captured as a graph of one node (replay_bare.cu): calibrate_cross_check's
+// launch where the replay is a graph, and a --replay-bare-trigger.
+gpuGraphExec_t make_noop_graph();
+
 // Whether `v` is device memory (managed memory included): the addresses of a recording that
 // lie outside the harness's buffers must not be (check_addresses).
 inline bool is_device_address(std::uint64_t v) {
