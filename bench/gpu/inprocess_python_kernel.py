@@ -18,8 +18,8 @@ operands through float16), calls the launch function once to compile and a few t
 up, then times it two ways:
 
 - CUPTI (the number the check uses): torch.profiler with ProfilerActivity.CUDA around --samples
-  launches, each after the L2 flush the job's benchmark setting gives (a memset of 2 x L2, with
-  --l2-flush 1) and the output poisoned, as the harness does. Each launch runs inside a
+  launches, each with the output poisoned and then the L2 flush the job's benchmark setting
+  gives (a memset of 2 x L2, with --l2-flush 1), as the harness does. Each launch runs inside a
   record_function range of its own; the device work (kernels, memsets, copies) whose runtime or
   driver call fell inside that range is the launch's, matched by CUPTI's correlation id. Per
   launch: the sum of those device durations (`median_us`, the kernel's own GPU time; the
@@ -207,14 +207,15 @@ def raw_launch_times(records, windows):
 
 def before_launch(i, a, inouts, flush, outs):
     """What precedes launch i, as kfleet-measure's timed runs have it: in-place inputs given back,
-    the L2 flush, the outputs poisoned; then (unless --back-to-back) an idle GPU and --gap-ms."""
+    the outputs poisoned, then the L2 flush (last: nothing the launch touches is in the L2); then
+    (unless --back-to-back) an idle GPU and --gap-ms."""
     import torch
     for x, pristine in inouts:  # a list: --refresh-inputs's contents, in turn
         x.copy_(pristine[i % len(pristine)] if isinstance(pristine, list) else pristine)
-    if flush is not None:
-        flush.fill_(i & 0xff)
     for out in outs:
         out.view(torch.uint8).fill_(0xff)
+    if flush is not None:
+        flush.fill_(i & 0xff)
     if not a.back_to_back:
         torch.cuda.synchronize()
         if a.gap_ms > 0:

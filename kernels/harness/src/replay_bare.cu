@@ -81,12 +81,12 @@ void replay_bare_runs(const Options& o, std::size_t bytes, Problem& p, ActivityT
     if (with & kBareRefresh)
       p.refresh_inputs((with & kBareSameSeed) ? 0 : (with & kBareSeedOne) ? 1 : static_cast<std::uint64_t>(i) + 1);
     if (with & kBareMallocFree) DeviceBuffer(4096).upload(&i, sizeof i);  // as refresh's row draws
+    if (with & kBarePoison) p.prepare_outputs(hs);  // before the flush, as ColdTimer::prepare
     if (with & kBareKernelFlush)
       harness_flush_fill<<<1024, 256, 0, hs>>>(static_cast<uint4*>(flush.get()), bytes / sizeof(uint4),
                                                0x01010101u * static_cast<unsigned>(i & 0xff));
     else
       KFLEET_GPU_CHECK(gpuMemsetAsync(flush.get(), i & 0xff, bytes, hs));
-    if (with & kBarePoison) p.prepare_outputs(hs);
     KFLEET_GPU_CHECK(gpuDeviceSynchronize());
     const std::uint64_t t0 = tracer.now();
     KFLEET_GPU_CHECK(gpuEventRecord(a, nullptr));
