@@ -515,7 +515,7 @@ edge_diag() {
   fi
   diag_all || [ "$EDGE_DIAG" = tracer ] && rep measure-hwtrace -- --cupti-hw-trace --replay-dot "$d/replay.dot"
   LAUNCH_CONFIGS=$root/bench/gpu/launch_configs.py python3 - "$d" "$med" "$span" <<'PY' >>"$d/edge-diag.txt"
-import json, os, sys
+import glob, json, os, sys
 d, med, span = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 def last(path, want):
     r = {}
@@ -606,8 +606,8 @@ print("; ".join(v for v in [
     one("the same, the job's device code never loaded", "measure-builtin-unloaded.out", "bench",
         "median_us", med, "graph replay"),
     bare("measure-bare.out", "the job's kernels"), bare("measure-bare-builtin.out", "empty kernels"),
-    *[bare("measure-trig-%s.out" % t, "around %s" % t) for t in ("noop-legacy", "noop-harness", "noop-nonblocking",
-      "noop-blocking", "param-legacy", "noop-graph", "memset-legacy", "noop-legacy-pregraph")],
+    *[bare(os.path.basename(f), "around " + f.rsplit("measure-trig-", 1)[1][:-len(".out")])
+      for f in sorted(glob.glob(f"{d}/measure-trig-*.out"))],
     one("in-process, its inputs refreshed before each launch", "inproc-refresh.out", None, "span_median_us", span,
         "in-process"),
     bare("measure-bare-eager.out", "the job's kernels, every module loaded eagerly"),

@@ -492,6 +492,20 @@ void attach_replay(const Options& o, Problem& p, const std::string& what) {
 int replay_launch(ReplayGraph& r, gpuStream_t stream) { return r.launch(stream); }
 bool replay_is_graph(const ReplayGraph& r) { return r.is_graph(); }
 
+gpuGraphExec_t make_noop_graph() {
+  gpuStream_t s{};
+  gpuGraph_t g{};
+  gpuGraphExec_t e{};
+  KFLEET_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  KFLEET_GPU_CHECK(gpuStreamBeginCapture(s, gpuStreamCaptureModeGlobal));
+  launch_harness_noop(s);
+  KFLEET_GPU_CHECK(gpuStreamEndCapture(s, &g));
+  KFLEET_GPU_CHECK(gpuGraphInstantiate(&e, g));
+  KFLEET_GPU_CHECK(gpuGraphDestroy(g));
+  KFLEET_GPU_CHECK(gpuStreamDestroy(s));
+  return e;
+}
+
 int Problem::launch(gpuStream_t stream) {
   return replay ? replay_launch(*replay, stream) : launch_entry(stream);
 }

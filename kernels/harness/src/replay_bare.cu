@@ -29,20 +29,6 @@ __global__ void harness_flush_fill(uint4* p, std::size_t n, unsigned v) {
 
 }  // namespace
 
-gpuGraphExec_t make_noop_graph() {
-  gpuStream_t s{};
-  gpuGraph_t g{};
-  gpuGraphExec_t e{};
-  KFLEET_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
-  KFLEET_GPU_CHECK(gpuStreamBeginCapture(s, gpuStreamCaptureModeGlobal));
-  launch_harness_noop(s);
-  KFLEET_GPU_CHECK(gpuStreamEndCapture(s, &g));
-  KFLEET_GPU_CHECK(gpuGraphInstantiate(&e, g));
-  KFLEET_GPU_CHECK(gpuGraphDestroy(g));
-  KFLEET_GPU_CHECK(gpuStreamDestroy(s));
-  return e;
-}
-
 void replay_bare_trigger(const std::string& kind) {
   gpuStream_t own{};
   gpuGraphExec_t graph{};

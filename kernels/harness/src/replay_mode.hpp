@@ -104,7 +104,7 @@ inline gpuError_t gpuGraphInstantiate(gpuGraphExec_t* exec, gpuGraph_t g) {
 #endif
 }
 
-// The harness's empty kernel captured as a graph of one node (replay_bare.cu): calibrate_cross_check's
+// The harness's empty kernel captured as a graph of one node (replay.cu): calibrate_cross_check's
 // launch where the replay is a graph, and a --replay-bare-trigger.
 gpuGraphExec_t make_noop_graph();
 
