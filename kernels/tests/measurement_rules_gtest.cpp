@@ -66,6 +66,43 @@ TEST(ThrottleFilter, ReferenceRisesWithFasterReadings) {
   EXPECT_DOUBLE_EQ(f.reference_mhz(), 1980);
 }
 
+// A large FP8 GEMM on an H100 (scaled_mm's n8192): the first warm-up launches run at the
+// boost clock, then the kernel's own power draw holds the GPU lower. Against the best clock seen
+// every one of its samples was discarded and the kernel had no result at all.
+TEST(ThrottleFilter, AKernelThatHoldsTheGpuAtItsPowerLimitKeepsItsSamples) {
+  ThrottleFilter f(2.0);
+  for (double c : {2085.0, 2040.0, 1950.0, 1830.0, 1815.0, 1800.0, 1810.0, 1805.0, 1795.0, 1800.0})
+    f.observe(c);
+  f.settle();
+  EXPECT_DOUBLE_EQ(f.reference_mhz(), 1800);  // the median of the second half, not 2085
+  EXPECT_DOUBLE_EQ(f.best_mhz(), 2085);
+  EXPECT_FALSE(f.throttled(1790));  // the kernel's own clock: kept
+  EXPECT_FALSE(f.throttled(1900));  // faster than the reference: kept, and the reference stays
+  EXPECT_DOUBLE_EQ(f.reference_mhz(), 1800);
+  EXPECT_TRUE(f.throttled(1700));   // 5.6 % below what the kernel holds: slowed by something else
+  EXPECT_EQ(f.discarded(), 1u);
+}
+
+TEST(ThrottleFilter, AKernelThatRunsAtTheBoostClockStillLosesItsSlowedSamples) {
+  ThrottleFilter f(2.0);
+  for (int i = 0; i < 40; ++i) f.observe(i % 2 ? 1980 : 1975);
+  f.settle();
+  EXPECT_FALSE(f.throttled(1970));
+  EXPECT_TRUE(f.throttled(1900));  // a thermal event during sampling
+  EXPECT_EQ(f.discarded(), 1u);
+  f.settle();  // settles once: later readings never move the reference
+  EXPECT_DOUBLE_EQ(f.reference_mhz(), 1980);
+}
+
+TEST(ThrottleFilter, WithoutAWarmUpTheBestClockSeenIsTheReference) {
+  ThrottleFilter f(2.0);
+  f.settle();  // no reading: nothing to settle on
+  EXPECT_FALSE(f.settled());
+  EXPECT_FALSE(f.throttled(1980));
+  EXPECT_TRUE(f.throttled(1900));
+  EXPECT_DOUBLE_EQ(f.reference_mhz(), 1980);
+}
+
 TEST(ThrottleFilter, UnknownClocksAndADisabledFilterNeverDiscard) {
   ThrottleFilter off(0.0);
   off.observe(2000);

@@ -248,8 +248,9 @@ class ColdBenchmark {
       replay_bare_runs(o_, std::max<std::size_t>(2 * dev_.l2_bytes, kMinFlushBytes), *problem_, *tracer_, when, with);
   }
 
-  // Warm-up: untimed in spirit (its times only show when they have settled). The clock seen
-  // while the GPU is busy sets the reference the throttle filter compares samples with. False
+  // Warm-up: untimed in spirit (its times only show when they have settled). The clock the GPU
+  // settles at while busy with this kernel is the reference the throttle filter compares
+  // samples with (throttle_filter.hpp). False
   // when the kernel declined the case.
   bool warm_up() {
     const auto warm_start = Clock::now();
@@ -264,10 +265,12 @@ class ColdBenchmark {
       throttle_.observe(measure_sm_clock_mhz());
       warm_end = warm.add(warm_last_us, seconds_since(warm_start));
     }
+    throttle_.settle();  // the clock the GPU holds running this kernel: the filter's reference
     JsonLine("warmup").integer("launches", (long long)warm.launches())
         .num("seconds", seconds_since(warm_start)).num("last_us", warm_last_us)
         .num("last_change_pct", warm.last_change_pct()).boolean("stable", warm_end == "stable")
-        .num("clock_reference_mhz", throttle_.reference_mhz()).print();
+        .num("clock_reference_mhz", throttle_.reference_mhz())
+        .num("clock_best_mhz", throttle_.best_mhz()).print();
     return true;
   }
 
@@ -450,8 +453,9 @@ class ColdBenchmark {
     JsonLine("bench").str("case", o_.case_name).boolean("unsupported", true)
         .str("no_result", rc.reason.empty() ? "gpu_throttled" : "recheck_failed")
         .str("reason", "every sample ran with the SM clock over " + std::to_string(o_.throttle_pct) +
-                           " % below its best (" + std::to_string(throttle_.reference_mhz()) +
-                           " MHz): the GPU is throttled; let it cool or pass --throttle-pct 0")
+                           " % below the clock the GPU held while warming up on this kernel (" +
+                           std::to_string(throttle_.reference_mhz()) +
+                           " MHz): the GPU was slowed while sampling; let it cool or pass --throttle-pct 0")
         .integer("throttled_discarded", (long long)throttle_.discarded())
         .raw("recheck", JsonLine("recheck").boolean("pass", rc.reason.empty())
                             .integer("checked_runs", (long long)rc.checked_runs)
@@ -494,6 +498,7 @@ class ColdBenchmark {
         .str("stop_reason", log_.stop_reason)
         .integer("throttled_discarded", (long long)throttle_.discarded())
         .num("clock_reference_mhz", throttle_.reference_mhz())
+        .num("clock_best_mhz", throttle_.best_mhz())
         .integer("l2_flush_bytes", (long long)timer_->flush_bytes())
         .nums("samples_us", samples).nums("sm_clock_mhz", log_.clocks)
         .num("gpu_timer_ppm", timer_rate_.ppm).num("timer_scale", timer_rate_.scale)
