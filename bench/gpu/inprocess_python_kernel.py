@@ -370,6 +370,7 @@ def main():
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
     result = {"l2_flush_bytes": flush_bytes, "entry": entry, "graph": a.graph,
               "torch_compile": a.torch_compile, "idle_before_launch": not a.back_to_back,
+              "inputs_refreshed": a.refresh_inputs,
               "gap_ms": 0 if a.back_to_back else a.gap_ms}
     with torch.cuda.stream(stream):
         r = fn(args, stream)  # compiles (Triton's JIT, load_inline's build is at import)
