@@ -13,12 +13,14 @@
 #   triton     Triton kernels of two problems of the library (softmax, rmsnorm): every case.
 #   refs       kfleet's eager and torch.compile (max-autotune-no-cudagraphs) references of every
 #              problem and both families on their largest case: recorded and replayed (the
-#              median), then timed in-process on the same inputs (CUPTI through torch.profiler,
-#              the launch captured in a CUDA graph as replay runs it, each launch on an idle GPU
-#              and as far apart as the replay's timed runs; beside it, not judged, with its inputs
-#              written anew before each launch, as replay's samples are): the ratio of the spans
-#              within 1 %,
-#              or of the device times where torch's graph used a copy engine (replay does not).
+#              median), then timed in-process (CUPTI through torch.profiler, the launch captured
+#              in a CUDA graph as replay runs it, each launch on an idle GPU and as far apart as
+#              the replay's timed runs). Judged on the same inputs: the replay's samples rewriting
+#              the plan's draw (--same-inputs) against in-process rewriting the same bytes before
+#              each launch (--rewrite-inputs): the ratio of the spans within 1 %, or of the device
+#              times where torch's graph used a copy engine (replay does not). Beside it: the
+#              sampled replay (a new draw each sample) against in-process with its inputs left as
+#              they were, and in-process with them written anew by torch's randn.
 #   naive      each problem's naive CUDA kernel timed by replay: "x eager, x compile".
 # refs and naive run per problem (and refs per mode): --only refs:softmax,naive:softmax takes one
 # problem, --only 'refs:[a-z_]*:eager' every eager reference.
@@ -134,6 +136,24 @@ print(v if not isinstance(v,(dict,list)) else json.dumps(v))' "$1" "${2:-}"; }
 ratio() { python3 -c "a,b=float('$1'),float('$2'); print(f'{a/b:.4f}')" 2>/dev/null; }
 within() {  # RATIO MEDIAN_US: 1 % or 0.3 us under 30 us
   python3 -c "r,m=float('$1'),float('$2'); import sys; sys.exit(0 if abs(r-1)<=0.01 or (m<30 and abs(r-1)*m<=0.3) else 1)" 2>/dev/null
+}
+# judge MEASURE.out INPROC.out: RATIO, BASIS and MEDIAN separated by \x1f (not a tab: read would
+# merge empty fields). The spans are compared, unless torch's own graph sent a memset or a copy
+# to a copy engine: its span then holds the engine's wake-up, which replay (memsets and copies as
+# kernels) does not have, and the launches' own device time is compared (replay's busy time in
+# its windows against the in-process sum).
+judge() {
+  local med span sum busy r rb ce
+  med=$(field median_us bench <"$1"); span=$(field span_median_us <"$2"); sum=$(field median_us <"$2")
+  busy=$(field window_activity bench <"$1" |
+         python3 -c 'import json,sys; print(round(sum(w.get("median_busy_us",0) for w in json.load(sys.stdin)),3))' 2>/dev/null)
+  r=$(ratio "$med" "$span"); rb=$(ratio "${busy:-0}" "$sum")
+  ce=$(field copy_engine_ops <"$2"); ce=${ce:-0}
+  if [ "$ce" -gt 0 ] 2>/dev/null; then
+    printf '%s\x1f%s\x1f%s\n' "$rb" "device time: replay busy $busy us, in-process sum $sum us, ratio $rb (torch's graph ran $ce op(s) on a copy engine; spans $med and $span us, ratio $r)" "$med"
+  else
+    printf '%s\x1f%s\x1f%s\n' "$r" "span: replay $med us, in-process $span us, ratio $r (device time: busy $busy against $sum us, ratio $rb)" "$med"
+  fi
 }
 
 if [ "$dry" = 1 ]; then
@@ -317,17 +337,19 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
     timeout "$limit" "${pre[@]}" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
       --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
-  # Judged: the inputs left as they were, as a program that reuses its tensors runs. Beside it,
-  # not judged: each floating-point input written with other content before each launch, as a
-  # replayed sample's refresh writes its inputs (a kernel can run slower on freshly written
-  # inputs: the compiled rmsnorm's does by 10-15 % on an H100, in-process as in replay; the
-  # refresh here is torch's randn, not the harness's generator, so it is not the replay's own).
+  # Three ways. inproc: the inputs left as they were, as a program that reuses its tensors runs
+  # (the gap part's yardstick; refs shows it beside the sampled replay). inproc-refresh: each
+  # floating-point input written with torch's randn before each launch (a kernel can run slower
+  # on freshly written inputs: the compiled rmsnorm's does by 10-15 % on an H100; not the
+  # harness's draw, so only shown). inproc-same: the plan's draw written again before each launch,
+  # refs' judged yardstick against kfleet-measure --same-inputs.
   inproc_run inproc --gap-ms "${GAP_MS:-0}" || return 1
   IN_SPAN=$(field span_median_us <"$d/inproc.out")
   IN_SUM=$(field median_us <"$d/inproc.out")
   IN_FRESH=""
   inproc_run inproc-refresh --gap-ms "${GAP_MS:-0}" --refresh-inputs &&
     IN_FRESH=$(field span_median_us <"$d/inproc-refresh.out")
+  inproc_run inproc-same --gap-ms "${GAP_MS:-0}" --rewrite-inputs
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
@@ -396,6 +418,13 @@ ref_one() {  # NAME SOURCE MODE(eager|compile) ARGS...
   local med; med=$(field median_us bench <"$out/r/$name/measure-benchmark.out")
   [ -n "$med" ] || { note refs "$name" "replayed" MISMATCH "$(why "$name" benchmark)"; return; }
   REF_US[$name]=$med
+  # The judged pair: the sampled replay on the plan's draw, rewritten before each sample
+  # (--same-inputs), against in-process on the same bytes rewritten before each launch: a problem
+  # whose time moves with the draw (grouped GEMM's group sizes) is then timed on one draw by both.
+  # shellcheck disable=SC2068
+  "$M" benchmark $@ "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 --same-inputs --replay "$out/r/$name/launches-benchmark.txt" \
+    --device 0 --device-code "$(ls "$out/r/$name/dc-benchmark"/* 2>/dev/null | paste -sd, -)" \
+    >"$out/r/$name/measure-same.out" 2>"$out/r/$name/measure-same.err"
   # The in-process launches as far apart as the replay's timed runs were (its refresh and
   # re-checks between them), at most 20 ms: a long GEMM then starts as rested in both.
   GAP_MS=$(python3 -c 'import json,sys
@@ -411,22 +440,17 @@ print(round(min(20.0,max(0.0,1000*wall/n-float(d.get("median_us",0) or 0)/1000))
   if ! inproc "$name" "$src" - "$comp" $@; then
     note refs "$name" "in-process" MISMATCH "$(tail -2 "$out/r/$name/inproc.err" "$out/r/$name/plan.err" 2>/dev/null | tr '\n' ' ')"; return
   fi
-  # The spans are compared, unless torch's own graph sent a memset or a copy to a copy engine:
-  # its span then holds the engine's wake-up, which replay (memsets and copies as kernels) does
-  # not have, and the launches' own device time is compared (replay's busy time in its windows
-  # against the in-process sum of the device durations).
-  local r busy rb ce basis judged
-  r=$(ratio "$med" "$IN_SPAN")
-  busy=$(field window_activity bench <"$out/r/$name/measure-benchmark.out" |
-         python3 -c 'import json,sys; print(round(sum(w.get("median_busy_us",0) for w in json.load(sys.stdin)),3))' 2>/dev/null)
-  rb=$(ratio "${busy:-0}" "$IN_SUM")
-  ce=$(field copy_engine_ops <"$out/r/$name/inproc.out"); ce=${ce:-0}
-  if [ "$ce" -gt 0 ] 2>/dev/null; then
-    judged=$rb basis="device time: replay busy $busy us, in-process sum $IN_SUM us, ratio $rb (torch's graph ran $ce op(s) on a copy engine; spans $med and $IN_SPAN us, ratio $r)"
+  local js sampled judged basis jmed ok=OK
+  js=$(judge "$out/r/$name/measure-same.out" "$out/r/$name/inproc-same.out" 2>/dev/null)
+  sampled=$(judge "$out/r/$name/measure-benchmark.out" "$out/r/$name/inproc.out")
+  IFS=$'\x1f' read -r judged basis jmed <<<"$js"
+  if [ -n "$jmed" ] && [ -n "$judged" ]; then
+    basis="the same inputs, the plan's draw rewritten before each launch: $basis; the sampled replay (a new draw each sample) against in-process with its inputs left as they were: $(cut -d$'\x1f' -f2 <<<"$sampled")"
+    within "$judged" "$jmed" || ok=MISMATCH
   else
-    judged=$r basis="span: replay $med us, in-process $IN_SPAN us, ratio $r (device time: busy $busy against $IN_SUM us, ratio $rb)"
+    ok=MISMATCH basis="the same-inputs pair did not run ($(cat "$out/r/$name/measure-same.err" "$out/r/$name/inproc-same.err" 2>/dev/null | tail -2 | tr '\n' ' ')); the sampled replay against in-process: $(cut -d$'\x1f' -f2 <<<"$sampled")"
   fi
-  local ok=OK; within "$judged" "$med" || ok=MISMATCH
+
   # Where the spans differ: each gap between consecutive operations, replay beside in-process
   # (both medians by position; the full lists in edge-gaps.txt).
   local gaps; gaps=$(python3 - "$out/r/$name/measure-benchmark.out" "$out/r/$name/inproc.out" "$out/r/$name/edge-gaps.txt" <<'PY' 2>/dev/null

@@ -7,7 +7,7 @@ against.
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
                              [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
-                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--refresh-inputs]
+                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--refresh-inputs | --rewrite-inputs]
                              [--layout torch|plan]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
@@ -275,6 +275,9 @@ def main():
     ap.add_argument("--refresh-inputs", action="store_true",
                     help="each floating-point input written with other content before each launch "
                          "(as kfleet-measure's refresh writes it), not left as it was")
+    ap.add_argument("--rewrite-inputs", action="store_true",
+                    help="each input (any dtype) written again with its own bytes before each launch, "
+                         "as kfleet-measure --same-inputs rewrites the plan's draw before each sample")
     ap.add_argument("--cupti-hw-trace", action="store_true",
                     help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA context)")
     a = ap.parse_args()
@@ -361,6 +364,8 @@ def main():
             outs.append(x)
         elif t.get("role") == "inout":
             inouts.append((x, x.clone()))
+        elif a.rewrite_inputs:  # its own bytes, written again: the plan's draw, as --same-inputs
+            inouts.append((x, x.clone()))
         elif a.refresh_inputs and x.is_floating_point():
             inouts.append((x, [torch.randn_like(x, dtype=torch.float16).to(dt) for _ in range(2)]))
     args = Args(**kw)
@@ -370,7 +375,7 @@ def main():
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
     result = {"l2_flush_bytes": flush_bytes, "entry": entry, "graph": a.graph,
               "torch_compile": a.torch_compile, "idle_before_launch": not a.back_to_back,
-              "inputs_refreshed": a.refresh_inputs,
+              "inputs_refreshed": a.refresh_inputs, "inputs_rewritten": a.rewrite_inputs,
               "gap_ms": 0 if a.back_to_back else a.gap_ms}
     with torch.cuda.stream(stream):
         r = fn(args, stream)  # compiles (Triton's JIT, load_inline's build is at import)

@@ -121,6 +121,19 @@ TEST(Options, ReplayKernelsBuiltinIsAGraphDiagnosticOfTheBenchmark) {
 
 // The diagnostics that time the replay without the sample loop (--replay-bare N, and one launch
 // kind between two such runs): a replayed benchmark only, N from 1, the kinds named.
+TEST(Options, SameInputsIsAReplayedBenchmarksDiagnostic) {
+  Options o;
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs"}, &o), "");
+  EXPECT_TRUE(o.same_inputs);
+  Options plain;
+  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o"}, &plain), "");
+  EXPECT_FALSE(plain.same_inputs);  // the agent's samples draw new inputs each time
+  Options bad;
+  EXPECT_NE(parse({"benchmark", "--same-inputs"}, &bad).find("--same-inputs is a diagnostic"), std::string::npos);
+  EXPECT_NE(parse({"correctness", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs"}, &bad)
+                .find("--same-inputs is a diagnostic"), std::string::npos);
+}
+
 TEST(Options, ReplayBareIsAReplayedBenchmarksDiagnostic) {
   const std::vector<const char*> replay = {"benchmark", "--replay", "l.txt", "--device-code", "a.o"};
   auto with = [&](std::vector<const char*> extra) {

@@ -106,6 +106,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--bias") o->bias = true;
     else if (flag == "--no-l2-flush") o->l2_flush = false;
     else if (flag == "--inputs-writable") o->inputs_writable = true;
+    else if (flag == "--same-inputs") o->same_inputs = true;
     else if (flag == "--kernel-configs") o->kernel_configs = true;
     else if (flag == "--softmax-scale") good = number(&o->softmax_scale);
     else if (flag == "--b-layout") {
@@ -191,6 +192,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (o->inputs_writable && (o->replay_path.empty() || o->stage != "benchmark"))
     return "--inputs-writable is a diagnostic of a replayed benchmark (with --replay): it times the "
            "launch without making its inputs read-only";
+  if (o->same_inputs && (o->replay_path.empty() || o->stage != "benchmark"))
+    return "--same-inputs is a diagnostic of a replayed benchmark (with --replay): its samples "
+           "rewrite one draw of the inputs, the plan's, instead of drawing new ones";
   if (o->kernel_configs && o->stage != "benchmark")
     return "--kernel-configs is a diagnostic of the benchmark stage: it reports the timed kernels' "
            "executed configs";

@@ -309,7 +309,8 @@ class ColdBenchmark {
   // One timed run: refresh, timed launch, judge, re-check draw, then the stop rule.
   bool run_trial() {
     const auto prep = Clock::now();
-    timer_->prepare(*problem_, sample_input_seed(nonce_, log_.timed_runs),
+    // --same-inputs (a diagnostic): the plan's draw, rewritten; else a draw no kernel can know
+    timer_->prepare(*problem_, o_.same_inputs ? 0 : sample_input_seed(nonce_, log_.timed_runs),
                     static_cast<int>(log_.timed_runs & 0xFF));
     const double prep_s = seconds_since(prep);
     wall_.refresh_s += prep_s;
