@@ -20,7 +20,7 @@
 #              each launch (--rewrite-inputs): the ratio of the spans within 1 %, or of the device
 #              times where torch's graph used a copy engine (replay does not). Beside it: the
 #              sampled replay (a new draw each sample) against in-process with its inputs left as
-#              they were, and in-process with them written anew by torch's randn.
+#              they were.
 #   naive      each problem's naive CUDA kernel timed by replay: "x eager, x compile".
 # refs and naive run per problem (and refs per mode): --only refs:softmax,naive:softmax takes one
 # problem, --only 'refs:[a-z_]*:eager' every eager reference.
@@ -337,18 +337,14 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
     timeout "$limit" "${pre[@]}" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
       --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
-  # Three ways. inproc: the inputs left as they were, as a program that reuses its tensors runs
-  # (the gap part's yardstick; refs shows it beside the sampled replay). inproc-refresh: each
-  # floating-point input written with torch's randn before each launch (a kernel can run slower
-  # on freshly written inputs: the compiled rmsnorm's does by 10-15 % on an H100; not the
-  # harness's draw, so only shown). inproc-same: the plan's draw written again before each launch,
-  # refs' judged yardstick against kfleet-measure --same-inputs.
+  # Two ways. inproc: the inputs left as they were, as a program that reuses its tensors runs
+  # (the gap part's yardstick; refs shows it beside the sampled replay). inproc-same: the plan's
+  # draw written again before each launch, refs' judged yardstick against kfleet-measure
+  # --same-inputs (a kernel can run slower on freshly written inputs: the compiled rmsnorm's
+  # did by 10-15 % on an H100, in-process as in replay).
   inproc_run inproc --gap-ms "${GAP_MS:-0}" || return 1
   IN_SPAN=$(field span_median_us <"$d/inproc.out")
   IN_SUM=$(field median_us <"$d/inproc.out")
-  IN_FRESH=""
-  inproc_run inproc-refresh --gap-ms "${GAP_MS:-0}" --refresh-inputs &&
-    IN_FRESH=$(field span_median_us <"$d/inproc-refresh.out")
   inproc_run inproc-same --gap-ms "${GAP_MS:-0}" --rewrite-inputs
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
@@ -491,7 +487,7 @@ for l in open(sys.argv[1], errors="replace"):
   # Each kernel's grid and block, the recording's against the in-process run's: the same names
   # with other configs are another autotuning's kernels, and the ratio then compares two kernels.
   local configs; configs=$(python3 "$root/bench/gpu/launch_configs.py" "$out/r/$name/launches-benchmark.txt" "$out/r/$name/inproc.out" 2>/dev/null)
-  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${tuned:+$tuned; }${configs:+$configs; }${GAP_MS} ms apart${IN_FRESH:+, in-process with its inputs written anew before each launch $IN_FRESH us}${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
+  note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${tuned:+$tuned; }${configs:+$configs; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
   [ -n "${EDGE_DIAG:-}" ] && edge_diag "$name" "$med" "$IN_SPAN" "$@"
 }
 # edge_diag NAME REPLAY_SPAN INPROC_SPAN ARGS...: the same recording replayed op by op on the
