@@ -9,8 +9,7 @@
 // large GEMM on an H100, most heavy kernels on a power-limited L4) lowers the clock itself and
 // holds it there; that clock is its speed, so its samples are kept. Comparing with the best
 // clock ever seen instead discarded every sample of such a kernel: no result at all (PROTOCOL.md,
-// "The rest of the line"). Before the warm-up has settled
-// (a process with no warm-up), the reference is the best clock seen so far.
+// "The rest of the line"). Without a warm-up, the reference is the best clock seen so far.
 // Pure logic, tested without a GPU.
 #include <algorithm>
 #include <cmath>

@@ -250,8 +250,7 @@ class ColdBenchmark {
 
   // Warm-up: untimed in spirit (its times only show when they have settled). The clock the GPU
   // settles at while busy with this kernel is the reference the throttle filter compares
-  // samples with (throttle_filter.hpp). False
-  // when the kernel declined the case.
+  // samples with (throttle_filter.hpp). False when the kernel declined the case.
   bool warm_up() {
     const auto warm_start = Clock::now();
     WarmupRule warm({std::min(o_.warmup_min_s, o_.warmup_max_s), o_.warmup_max_s});
