@@ -4,7 +4,10 @@
 # run directly: kfleet_record.py records (the job's Python, CUPTI watching every module load,
 # torch allocating from the arena's python scratch), kfleet-measure replays.
 #   scripts/gpu-torch-proof.sh --out DIR [--python PY] [--arch sm_90a] [--specs DIR]
-#                              [--only REGEX] [--compile-timeout S] [--dry-run]
+#                              [--only REGEX] [--compile-timeout S] [--caches DIR] [--dry-run]
+# --caches DIR: each recorder's caches (Triton's, inductor's) under DIR/NAME instead of the run's
+# folder, kept after it: a compile reference whose autotuning outlasts one GPU call (scaled_mm's,
+# over 400 s on an H100) is recorded again in a later call with the kernels already compiled.
 # Parts (--only matches their names; a comma list is an alternation):
 #   launches   torch programs as jobs write them, each recorded, checked (correctness) and timed:
 #              a Triton attention that first zeroes its output with args.o.zero_(); the attention
@@ -67,7 +70,7 @@
 set -uo pipefail
 t_start=$(date +%s)
 cd "$(dirname "$0")/.." || exit 2
-src_root=$PWD out=$PWD/torch-proof py=python3 arch="" specs="" only=. ctimeout=240 dry=0 out_given=0
+src_root=$PWD out=$PWD/torch-proof py=python3 arch="" specs="" only=. ctimeout=240 dry=0 out_given=0 caches=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; out_given=1; shift 2 ;;
@@ -76,18 +79,23 @@ while [ $# -gt 0 ]; do
     --specs) specs=$(realpath "$2"); shift 2 ;;
     --only) only=${2//,/|}; shift 2 ;;
     --compile-timeout) ctimeout=$2; shift 2 ;;
+    --caches) caches=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
     -h|--help) awk 'NR > 1 && /^set -uo/ {exit} NR > 1' "$0"; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 case "$out" in /*) ;; *) out=$src_root/$out ;; esac
+case "$caches" in ""|/*) ;; *) caches=$src_root/$caches ;; esac
 # A dry run without --out checks a copy in a folder of its own, removed after: never the tree.
 if [ "$dry" = 1 ] && [ "$out_given" = 0 ]; then
   out=$(mktemp -d) || exit 2
   trap 'rm -rf "$out"' EXIT
 fi
 die() { echo "gpu-torch-proof: $*" >&2; exit 2; }
+# The recorder's caches of NAME (Triton's, inductor's, the allocator's build): in the run's
+# folder, or under --caches, which outlives the run
+cache_of() { if [ -n "$caches" ]; then echo "$caches/$1"; else echo "$out/r/$1/cache"; fi; }
 elapsed() { echo $(( $(date +%s) - t_start )); }
 
 # The problems, their largest case (the one a verdict times) and a small one for the Triton part.
@@ -238,7 +246,7 @@ record() {
   [ "$entry" != - ] && extra+=(--entry "$entry")
   [ "$comp" != - ] && extra+=(--torch-compile "$comp")
   timeout "$ctimeout" "$py" -B -s "$REC" --measure "$M" --source "$src" --language "$lang" "${extra[@]}" \
-    --device-code-dir "$d/dc-$1" --cache-dir "$d/cache" "$@" --record "$d/launches-$1.txt" --device 0 \
+    --device-code-dir "$d/dc-$1" --cache-dir "$(cache_of "$name")" "$@" --record "$d/launches-$1.txt" --device 0 \
     >"$d/record-$1.out" 2>"$d/record-$1.err"
   local rc=$?
   [ "$rc" = 124 ] && echo "the recording ran past --compile-timeout $ctimeout s and was stopped" >>"$d/record-$1.err"
@@ -333,7 +341,7 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
     local o=$1; shift
     local pre=() limit=$ctimeout
     [ "$o" = inproc-ncu-run ] && pre=("$NCU" "${NCU_ARGS[@]}" --log-file "$d/ncu-inproc.csv") limit=120
-    TORCHINDUCTOR_CACHE_DIR=$d/cache/inductor \
+    TORCHINDUCTOR_CACHE_DIR=$(cache_of "$name")/inductor \
     timeout "$limit" "${pre[@]}" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
       --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
