@@ -346,14 +346,14 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
       --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
   # Two ways. inproc: the inputs left as they were, as a program that reuses its tensors runs
-  # (the gap part's yardstick; refs shows it beside the sampled replay). inproc-same: the plan's
-  # draw written again before each launch, refs' judged yardstick against kfleet-measure
-  # --same-inputs (a kernel can run slower on freshly written inputs: the compiled rmsnorm's
-  # did by 10-15 % on an H100, in-process as in replay).
+  # (the gap part's yardstick; refs shows it beside the sampled replay). inproc-same (with
+  # IN_SAME=1): the plan's draw written again before each launch, refs' judged yardstick against
+  # kfleet-measure --same-inputs (a kernel can run slower on freshly written inputs: the compiled
+  # rmsnorm's did by 10-15 % on an H100, in-process as in replay).
   inproc_run inproc --gap-ms "${GAP_MS:-0}" || return 1
   IN_SPAN=$(field span_median_us <"$d/inproc.out")
   IN_SUM=$(field median_us <"$d/inproc.out")
-  inproc_run inproc-same --gap-ms "${GAP_MS:-0}" --rewrite-inputs
+  [ "${IN_SAME:-}" = 1 ] && inproc_run inproc-same --gap-ms "${GAP_MS:-0}" --rewrite-inputs
   # Beside it, not judged: the same launches queued back to back, the GPU never idle.
   IN_B2B=""
   [ -n "${B2B:-}" ] && inproc_run inproc-b2b --back-to-back && IN_B2B=$(field span_median_us <"$d/inproc-b2b.out")
@@ -441,7 +441,7 @@ for l in sys.stdin:
 n=max(1,int(d.get("n",1) or 1)); wall=sum(float(d.get(k,0) or 0) for k in ("sampling_s","refresh_s","recheck_s"))
 print(round(min(20.0,max(0.0,1000*wall/n-float(d.get("median_us",0) or 0)/1000)),3))' <"$out/r/$name/measure-benchmark.out")
   # shellcheck disable=SC2068
-  if ! inproc "$name" "$src" - "$comp" $@; then
+  if ! IN_SAME=1 inproc "$name" "$src" - "$comp" $@; then
     note refs "$name" "in-process" MISMATCH "$(tail -2 "$out/r/$name/inproc.err" "$out/r/$name/plan.err" 2>/dev/null | tr '\n' ' ')"; return
   fi
   local js sampled judged basis jmed ok=OK
