@@ -539,7 +539,8 @@ edge_diag() {
     rep measure-bare-builtin -- --replay-kernels builtin --replay-bare 200
     # and the same empty kernels in the recording's shapes in a process of its own (replay_shapes)
     local geg=$out/bin/replay_shapes
-    [ -x "$geg" ] || "$nvcc" -std=c++17 -O3 $gen -o "$geg" "$root/bench/gpu/replay_shapes.cu" >"$out/logs/geg-build.log" 2>&1
+    [ -x "$geg" ] || "$nvcc" -std=c++17 -O3 $gen -o "$geg" "$root/bench/gpu/replay_shapes.cu" \
+      "$H/cpu/launch_list.cpp" >"$out/logs/geg-build.log" 2>&1
     "$geg" --shapes "$d/launches-benchmark.txt" --runs 300 --cupti "$CUPTI_LIB" >"$d/shapes.out" 2>&1
   fi
   if diag_all; then

@@ -2,6 +2,7 @@
 // measuring process (kfleet-measure) adds between a replayed graph's kernels, and to one kernel's
 // time, set apart from the graph and the kernel themselves (docs/measurement.md, "Still apart").
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o replay_shapes bench/gpu/replay_shapes.cu
+//        kernels/harness/cpu/launch_list.cpp        (the lists are read by the harness's parser)
 //   ./replay_shapes --shapes launches.txt [--runs 300] [--cupti LIB [--cupti-all]]
 //                   [--arena GIB [--flip]] [--big-smem] [--rest-ms MS] [--flush-each]
 //                   [--real DEVICE_CODE[,...] [--load module|library]]
@@ -14,6 +15,7 @@
 // --cupti-all: CUPTI's memcpy and memset records enabled beside its kernel records, as
 // kfleet-measure's tracer has them (12-05: no gap in a process of its own, with or without).
 #include "edge_common.cuh"
+#include "../../kernels/harness/cpu/launch_list.hpp"
 
 #include <fstream>
 #include <iterator>
@@ -151,20 +153,28 @@ double span_us_as_measured(cudaGraphExec_t e, const Chain& c) {
 // (grids, blocks, dynamic shared memory) or with the process that replays it. Each graph is timed
 // twice: on a stream of its own, each launch on an idle GPU (span_us), and as kfleet-measure
 // times it (span_us_as_measured: the flush, the NULL stream, the synchronizing thread).
-struct Shape { dim3 grid, block; unsigned smem; };
-std::vector<Shape> shapes_of(const char* path) {
-  std::vector<Shape> v;
-  FILE* f = std::fopen(path, "r");
+// The kernel nodes of a kfleet launch list file, read by the harness's own parser (ABI.md's
+// grammar), and where its last buffer ends.
+std::vector<kfleet::harness::KernelNode> kernels_of(const char* path, unsigned long long* buffers_end) {
+  std::ifstream f(path);
   if (!f) { std::perror(path); std::exit(2); }
-  char line[1 << 16];
-  while (std::fgets(line, sizeof line, f)) {
-    char name[4096];
-    unsigned g[3], b[3], cl[3], smem;
-    if (std::sscanf(line, "kernel %4095s %u %u %u %u %u %u %u %u %u %u", name, &g[0], &g[1], &g[2], &b[0], &b[1],
-                    &b[2], &cl[0], &cl[1], &cl[2], &smem) == 11)
-      v.push_back({dim3(g[0], g[1], g[2]), dim3(b[0], b[1], b[2]), smem});
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<kfleet::harness::LaunchList> lists;
+  const std::string err = kfleet::harness::parse_launch_lists(text, &lists);
+  if (!err.empty()) { std::fprintf(stderr, "%s: %s\n", path, err.c_str()); std::exit(2); }
+  std::vector<kfleet::harness::KernelNode> v;
+  for (const auto& l : lists) {
+    for (const auto& b : l.buffers) *buffers_end = std::max<unsigned long long>(*buffers_end, b.va + b.bytes);
+    for (const auto& n : l.nodes)
+      if (n.kind == kfleet::harness::LaunchNode::Kind::kernel) v.push_back(n.kernel);
   }
-  std::fclose(f);
+  return v;
+}
+struct Shape { dim3 grid, block; unsigned smem; };
+std::vector<Shape> shapes_of(const std::vector<kfleet::harness::KernelNode>& ks) {
+  std::vector<Shape> v;
+  for (const auto& k : ks)
+    v.push_back({dim3(k.grid[0], k.grid[1], k.grid[2]), dim3(k.block[0], k.block[1], k.block[2]), k.shared_bytes});
   return v;
 }
 
@@ -198,47 +208,22 @@ struct Driver {
 const char* g_real = nullptr;
 int (*g_launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**) = nullptr;
 bool g_load_library = false;
-unsigned long long g_arena_end = 0;  // --real: the end of the list's last buffer
 
-std::vector<unsigned char> unhex(const std::string& h) {
-  std::vector<unsigned char> v(h.size() / 2);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<unsigned char>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
-  return v;
-}
-
-std::vector<RealKernel> real_kernels_of(const char* path) {
+std::vector<RealKernel> real_kernels_of(const std::vector<kfleet::harness::KernelNode>& nodes) {
   std::vector<RealKernel> v;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream w(line);
-    std::string kind;
-    w >> kind;
-    if (kind == "buffer") {
-      unsigned long long va = 0, bytes = 0;
-      w >> std::hex >> va >> std::dec >> bytes;
-      g_arena_end = std::max(g_arena_end, va + bytes);
-    }
-    if (kind != "kernel") continue;
+  for (const auto& n : nodes) {
+    if (n.cluster[0] > 0) { std::fprintf(stderr, "--real: %s has a cluster shape, not supported here\n", n.function.c_str()); std::exit(2); }
     RealKernel k;
-    unsigned g[3], b[3], cl[3];
-    int portable = 0;
-    std::string slots, hex;
-    w >> k.name >> g[0] >> g[1] >> g[2] >> b[0] >> b[1] >> b[2] >> cl[0] >> cl[1] >> cl[2] >> k.smem >>
-        k.max_dynamic_shared >> portable >> slots >> hex;
-    if (!w) { std::fprintf(stderr, "%s: a kernel line I cannot read: %.80s\n", path, line.c_str()); std::exit(2); }
-    if (cl[0] > 0) { std::fprintf(stderr, "--real: %s has a cluster shape, not supported here\n", k.name.c_str()); std::exit(2); }
-    k.grid = dim3(g[0], g[1], g[2]), k.block = dim3(b[0], b[1], b[2]);
-    std::istringstream sl(slots == "-" ? std::string() : slots);
-    std::string one;
-    while (std::getline(sl, one, ','))
-      k.slots.push_back({static_cast<unsigned>(std::stoul(one.substr(0, one.find(':')))),
-                         static_cast<unsigned>(std::stoul(one.substr(one.find(':') + 1)))});
-    k.params = unhex(hex);
+    k.name = n.function;
+    k.grid = dim3(n.grid[0], n.grid[1], n.grid[2]), k.block = dim3(n.block[0], n.block[1], n.block[2]);
+    k.smem = n.shared_bytes;
+    k.max_dynamic_shared = n.max_dynamic_shared;
+    for (const auto& sl : n.slots) k.slots.push_back({sl.offset, sl.size});
+    k.params.assign(n.params.begin(), n.params.end());
     v.push_back(std::move(k));
   }
   for (auto& k : v)
-    for (const auto& s : k.slots) k.ptrs.push_back(k.params.data() + s.first);
+    for (const auto& sl : k.slots) k.ptrs.push_back(k.params.data() + sl.first);
   return v;
 }
 
@@ -284,11 +269,13 @@ void load_real(std::vector<RealKernel>& ks) {
 }
 
 int run_shapes(const char* path, const char* cupti, int runs) {
-  const std::vector<Shape> sh = shapes_of(path);
+  unsigned long long buffers_end = 0;
+  const std::vector<kfleet::harness::KernelNode> nodes = kernels_of(path, &buffers_end);
+  const std::vector<Shape> sh = shapes_of(nodes);
   std::vector<RealKernel> real;
   if (g_real) {
-    real = real_kernels_of(path);
-    const unsigned long long need = g_arena_end > 0x600000000000ull ? g_arena_end - 0x600000000000ull : 0;
+    real = real_kernels_of(nodes);
+    const unsigned long long need = buffers_end > 0x600000000000ull ? buffers_end - 0x600000000000ull : 0;
     g_arena_gib = std::max<int>(g_arena_gib, static_cast<int>((need + (1ull << 30) - 1) >> 30));
   }
   if (g_arena_gib > 0) open_arena();
