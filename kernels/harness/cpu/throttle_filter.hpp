@@ -41,7 +41,8 @@ class ThrottleFilter {
   // Records a sample's clock; true when that sample should be discarded as throttled. Unknown
   // clocks (NaN: HIP) and a filter with tolerance <= 0 never discard.
   bool throttled(double clock_mhz) {
-    observe(clock_mhz);
+    // A sample's reading raises the best clock seen, but is not one the warm-up settles on.
+    if (std::isfinite(clock_mhz) && clock_mhz > 0) best_ = std::max(best_, clock_mhz);
     const double ref = reference_mhz();
     const bool t = tolerance_pct_ > 0 && std::isfinite(clock_mhz) && ref > 0 &&
                    clock_mhz < ref * (1 - tolerance_pct_ / 100);
