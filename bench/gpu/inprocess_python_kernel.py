@@ -7,7 +7,7 @@ against.
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
                              [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
-                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--refresh-inputs | --rewrite-inputs]
+                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--rewrite-inputs]
                              [--layout torch|plan]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
@@ -210,8 +210,8 @@ def before_launch(i, a, inouts, flush, outs):
     the outputs poisoned, then the L2 flush (last: nothing the launch touches is in the L2); then
     (unless --back-to-back) an idle GPU and --gap-ms."""
     import torch
-    for x, pristine in inouts:  # a list: --refresh-inputs's contents, in turn
-        x.copy_(pristine[i % len(pristine)] if isinstance(pristine, list) else pristine)
+    for x, pristine in inouts:
+        x.copy_(pristine)
     for out in outs:
         out.view(torch.uint8).fill_(0xff)
     if flush is not None:
@@ -272,9 +272,6 @@ def main():
     ap.add_argument("--layout", choices=("torch", "plan"), default="torch",
                     help="plan: the case's buffers at the arena's relative addresses (one allocation, "
                          "2 MiB aligned, each buffer at its offset in the plan), not torch's own")
-    ap.add_argument("--refresh-inputs", action="store_true",
-                    help="each floating-point input written with other content before each launch "
-                         "(as kfleet-measure's refresh writes it), not left as it was")
     ap.add_argument("--rewrite-inputs", action="store_true",
                     help="each input (any dtype) written again with its own bytes before each launch, "
                          "as kfleet-measure --same-inputs rewrites the plan's draw before each sample")
@@ -362,12 +359,8 @@ def main():
         kw[t["name"]] = x
         if t.get("role") == "output" or (family != "problem" and t["name"] == OUTPUTS.get(family)):
             outs.append(x)
-        elif t.get("role") == "inout":
-            inouts.append((x, x.clone()))
-        elif a.rewrite_inputs:  # its own bytes, written again: the plan's draw, as --same-inputs
-            inouts.append((x, x.clone()))
-        elif a.refresh_inputs and x.is_floating_point():
-            inouts.append((x, [torch.randn_like(x, dtype=torch.float16).to(dt) for _ in range(2)]))
+        elif t.get("role") == "inout" or a.rewrite_inputs:  # given back (--rewrite-inputs: every
+            inouts.append((x, x.clone()))                    # input, as --same-inputs rewrites it)
     args = Args(**kw)
     stream = torch.cuda.Stream(device=dev)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
@@ -375,7 +368,7 @@ def main():
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
     result = {"l2_flush_bytes": flush_bytes, "entry": entry, "graph": a.graph,
               "torch_compile": a.torch_compile, "idle_before_launch": not a.back_to_back,
-              "inputs_refreshed": a.refresh_inputs, "inputs_rewritten": a.rewrite_inputs,
+              "inputs_rewritten": a.rewrite_inputs,
               "gap_ms": 0 if a.back_to_back else a.gap_ms}
     with torch.cuda.stream(stream):
         r = fn(args, stream)  # compiles (Triton's JIT, load_inline's build is at import)
