@@ -245,7 +245,9 @@ record() {
   local extra=()
   [ "$entry" != - ] && extra+=(--entry "$entry")
   [ "$comp" != - ] && extra+=(--torch-compile "$comp")
-  timeout "$ctimeout" "$py" -B -s "$REC" --measure "$M" --source "$src" --language "$lang" "${extra[@]}" \
+  # As the agent does: 15 s before the limit the recorder writes every thread's Python stack to
+  # its log, so a recording that runs out of time says where it was (scaled_mm's compile did not).
+  KFLEET_STACKS_AFTER_S=$(( ctimeout > 30 ? ctimeout - 15 : 0 )) timeout "$ctimeout" "$py" -B -s "$REC" --measure "$M" --source "$src" --language "$lang" "${extra[@]}" \
     --device-code-dir "$d/dc-$1" --cache-dir "$(cache_of "$name")" "$@" --record "$d/launches-$1.txt" --device 0 \
     >"$d/record-$1.out" 2>"$d/record-$1.err"
   local rc=$?
