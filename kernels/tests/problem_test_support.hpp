@@ -1,13 +1,19 @@
-// What the problem-library tests share: the library as it stands in the source tree, and an
-// input element as the device reads it (decoded from the bytes the harness uploads).
+// What the problem-library tests share: the library as it stands in the source tree, a
+// problem's spec read back as the harness reads it, and an input element as the device reads it
+// (decoded from the bytes the harness uploads).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
 
 #include "../../common/tests/test_paths.hpp"
+#include "case_spec.hpp"
 #include "numeric.hpp"
 #include "problem_cpu.hpp"
+#include "problem_spec.hpp"
 
 namespace kfleet::problems::test_support {
 
@@ -22,6 +28,17 @@ inline bool small(const ProblemDef& def, const ProblemCase& c) {
   auto f = def.flops->eval(c.dims);
   auto b = def.bytes->eval(c.dims);
   return f && b && *f <= 20'000'000 && *b <= 1'000'000;
+}
+
+// The spec kfleet writes for a problem (case_spec.hpp), as the harness reads it back.
+inline harness::ProblemSpec read_back(const ProblemDef& def) {
+  auto text = problem_spec_text(def);
+  EXPECT_TRUE(text.ok()) << def.name;
+  harness::ProblemSpec s;
+  if (!text) return s;
+  const std::string err = harness::parse_problem_spec(*text, &s);
+  EXPECT_EQ(err, "") << def.name << "\n" << *text;
+  return s;
 }
 
 // Element i of an input as the device reads it (from its bytes).
