@@ -1,7 +1,7 @@
 #pragma once
-// The contract every kfleet::store::Store backend passes. A backend's test binary compiles
-// store_contract.cpp and store_contract_runs.cpp and instantiates the suite with a factory
-// that returns a fresh, empty store per call:
+// The contract every kfleet::store::Store backend passes. A backend's test binary links the
+// suite (tests/store_contract*.cpp, the kfleet_store_contract object library) and instantiates
+// it with a factory that returns a fresh, empty store per call:
 //   INSTANTIATE_TEST_SUITE_P(Sqlite, StoreContract,
 //       ::testing::Values(StoreBackend{"memory", [] { return ...; }}), StoreBackendName{});
 #include <functional>
