@@ -22,7 +22,7 @@ using Response = http::response<http::string_body>;
 
 // Who may call a route. The table in routes.cpp gives each route one; openapi.yaml declares
 // the same as `x-kfleet-access` (tests/openapi_gtest.cpp keeps them equal) and the server
-// enforces it in one place (server.cpp) before any handler runs.
+// enforces it in one place (authorizer.cpp, called by server.cpp) before any handler runs.
 enum class Access {
   open,      // anyone (health)
   metrics,   // anyone with kfleetd --metrics-open, else a read token

@@ -10,8 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cmath>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 
@@ -30,10 +28,10 @@
 #include <boost/beast/ssl.hpp>
 #endif
 
+#include "authorizer.hpp"
 #include "http.hpp"
 #include "standby_responder.hpp"
 #include "kfleet/common/log.hpp"
-#include "kfleet/common/sha256.hpp"
 
 namespace kfleet::api {
 
@@ -52,64 +50,6 @@ bool tls_available() {
 }
 
 namespace {
-
-// Token buckets: `per_minute` calls a minute per key, bursts up to `per_minute`. Both API
-// threads (the control plane's and the read thread) use them: each call takes the lock.
-class RateLimiter {
- public:
-  explicit RateLimiter(int per_minute) : per_minute_(per_minute) {}
-  // Seconds to wait before the next call is allowed (0: allowed now; nothing is taken).
-  int retry_after(const std::string& key) {
-    if (per_minute_ <= 0) return 0;
-    std::lock_guard lk(mu_);
-    Bucket& b = refill(key);
-    if (b.tokens >= 1.0) return 0;
-    const double rate = per_minute_ / 60.0;
-    return std::max(1, static_cast<int>(std::ceil((1.0 - b.tokens) / rate)));
-  }
-  void take(const std::string& key) {
-    if (per_minute_ <= 0) return;
-    std::lock_guard lk(mu_);
-    Bucket& b = refill(key);
-    b.tokens = std::max(0.0, b.tokens - 1.0);
-  }
-
- private:
-  struct Bucket {
-    double tokens = 0;
-    std::chrono::steady_clock::time_point at;
-  };
-  Bucket& refill(const std::string& key) {
-    const auto now = std::chrono::steady_clock::now();
-    if (buckets_.size() > 50'000) buckets_.clear();  // bounded memory under a flood of keys
-    auto [it, fresh] = buckets_.try_emplace(key);
-    Bucket& b = it->second;
-    if (fresh) {
-      b.tokens = per_minute_;
-    } else {
-      const double secs = std::chrono::duration<double>(now - b.at).count();
-      b.tokens = std::min<double>(per_minute_, b.tokens + secs * per_minute_ / 60.0);
-    }
-    b.at = now;
-    return b;
-  }
-  int per_minute_;
-  std::mutex mu_;
-  std::map<std::string, Bucket> buckets_;
-};
-
-Response too_many(const Request& req, int retry_after_s, const std::string& what) {
-  Response res = error_response(req, http::status::too_many_requests, "rate_limited",
-                                what + "; retry in " + std::to_string(retry_after_s) + " s");
-  res.set(http::field::retry_after, std::to_string(retry_after_s));
-  return res;
-}
-
-Response unauthorized(const Request& req, const std::string& message) {
-  Response res = error_response(req, http::status::unauthorized, "unauthorized", message);
-  res.set(http::field::www_authenticate, "Bearer realm=\"kfleetd\"");
-  return res;
-}
 
 // Each connection is a socket (a file descriptor) and the coroutine that serves it: an agent
 // waiting in a long poll holds one (kfleet-agent keeps a second for its heartbeats), so the
@@ -132,18 +72,6 @@ bool out_of_descriptors(const boost::system::error_code& ec) {
   const int e = ec.value();
   return ec.category() == boost::system::system_category() &&
          (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM);
-}
-
-Response forbidden(const Request& req, const std::string& message) {
-  return error_response(req, http::status::forbidden, "forbidden", message);
-}
-
-core::Scope needed_scope(Access a) {
-  switch (a) {
-    case Access::submit: return core::Scope::submit;
-    case Access::admin: return core::Scope::admin;
-    default: return core::Scope::read;
-  }
 }
 
 template <class Stream>
@@ -177,7 +105,8 @@ bool client_cert_verified(beast::ssl_stream<beast::tcp_stream>& s) {
 struct Server::Impl {
   Impl(asio::io_context& io, core::ControlPlane& cp, ServerOptions o)
       : io(io), cp(&cp), opts(std::move(o)), acceptor(io), routes(make_routes()),
-        submit_limit(opts.submit_per_minute), auth_fail_limit(opts.auth_failures_per_minute) {
+        auth(AuthRules{opts.metrics_open, !opts.tls_client_ca_file.empty(), opts.submit_per_minute,
+                       opts.auth_failures_per_minute}) {
     for (auto& r : routes)
       if (!r.handler) {
         const std::int64_t max_wait = opts.max_lease_wait_ms;
@@ -318,7 +247,7 @@ struct Server::Impl {
     if (v.substr(0, 7) != "Bearer ") return false;
     auto p = cp->cached_user(std::string(v.substr(7)));
     if (!p) return false;
-    return auth_fail_limit.retry_after("ip:" + peer) == 0;
+    return !auth.held_back(peer);
   }
 
   // Moves a plain connection to the other thread's io_context with the request it just read
@@ -341,93 +270,6 @@ struct Server::Impl {
                    session(beast::tcp_stream(std::move(moved)), false, to_reader, std::move(buf),
                            std::optional<Request>(std::move(req))),
                    asio::detached);
-  }
-
-  // Checks the route's access rule; sets ctx.user / ctx.agent_id. nullopt: go ahead. On the
-  // read thread (on_reader) the user comes from the tokens this leader has checked already.
-  std::optional<Response> authorize(const Route& r, Ctx& c, const std::string& peer,
-                                    bool client_cert_ok, bool on_reader = false) {
-    const Request& req = c.req;
-    auto failed = [&](Response res) {  // a token was shown and it was wrong
-      if (!c.bearer.empty()) auth_fail_limit.take("ip:" + peer);
-      return res;
-    };
-    if (r.access == Access::open) return std::nullopt;
-    if (r.access == Access::metrics && opts.metrics_open) return std::nullopt;
-    if (int wait = auth_fail_limit.retry_after("ip:" + peer); wait > 0)
-      return too_many(req, wait, "too many failed authentications from " + peer);
-
-    const bool agent_route = r.access == Access::agent || r.access == Access::agent_run ||
-                             r.access == Access::enrol;
-    if (agent_route) {
-      if (!opts.tls_client_ca_file.empty() && !client_cert_ok)
-        return forbidden(req, "agent calls need a client certificate signed by kfleetd's "
-                              "--tls-client-ca (kfleet-agent --tls-cert/--tls-key)");
-      if (c.bearer.empty())
-        return failed(unauthorized(req, r.access == Access::enrol
-                                            ? "enrolment needs an enrolment token, the fleet's or "
-                                              "one an admin minted (kfleet-agent "
-                                              "--enrol-token-file or KFLEET_ENROL_TOKEN)"
-                                            : "agent calls need the agent token that enrol returned"));
-      if (r.access == Access::enrol) {
-        if (cp->is_enrol_token(c.bearer)) return std::nullopt;
-        if (cp->agent_for_token(c.bearer) || cp->is_user_token(c.bearer))
-          return forbidden(req, "enrolment needs the enrolment token, not a user or agent token");
-        return failed(unauthorized(req, "kfleetd does not know this enrolment token"));
-      }
-      const std::int64_t aid = cp->agent_for_token(c.bearer);
-      if (aid == 0) {
-        if (cp->is_user_token(c.bearer) || cp->is_enrol_token(c.bearer))
-          return forbidden(req, "this call is for agents; a user or enrolment token cannot make it");
-        return failed(unauthorized(req, "kfleetd does not know this agent token"));
-      }
-      if (r.access == Access::agent && aid != c.id())
-        return forbidden(req, "this token is not the agent's own (it belongs to agent " +
-                                  std::to_string(aid) + ")");
-      c.agent_id = aid;
-      return std::nullopt;
-    }
-
-    const core::Scope need = needed_scope(r.access);
-    if (c.bearer.empty())
-      return failed(unauthorized(
-          req, std::string("this call needs an API token of scope ") + core::to_string(need) +
-                   " in the Authorization header (kfleet: KFLEET_TOKEN or --token-file; "
-                   "dashboards: sign in)"));
-    auto p = on_reader ? cp->cached_user(c.bearer) : cp->user_for_token(c.bearer);
-    if (!p && on_reader)  // revoked since the connection came here
-      return failed(unauthorized(req, "kfleetd does not know this API token (revoked, or never "
-                                      "made: an admin makes one with `kfleet token create`)"));
-    if (!p) {
-      if (const std::int64_t aid = cp->agent_for_token(c.bearer)) {
-        if (r.access == Access::bundle) {
-          c.agent_id = aid;
-          auto a = cp->store().get_agent(aid);
-          auto run = a && a->current_run_id ? cp->store().get_run(a->current_run_id) : std::nullopt;
-          auto job = run ? cp->store().get_job(run->job_id) : std::nullopt;
-          auto it = c.params.find("hash");
-          if (job && it != c.params.end() && job->bundle_hash == it->second) return std::nullopt;
-          return forbidden(req, "an agent may read only the bundle of the job it holds");
-        }
-        return forbidden(req, "an agent token cannot make user calls");
-      }
-      if (cp->is_enrol_token(c.bearer))
-        return forbidden(req, "the enrolment token cannot make user calls");
-      return failed(unauthorized(req, "kfleetd does not know this API token (revoked, or never "
-                                      "made: an admin makes one with `kfleet token create`)"));
-    }
-    if (static_cast<int>(p->scope) < static_cast<int>(need))
-      return forbidden(req, std::string("this call needs scope ") + core::to_string(need) +
-                                "; the token of " + p->user + " has scope " +
-                                core::to_string(p->scope));
-    c.user = std::move(p);
-    if (r.access == Access::submit) {
-      const std::string key = "submit:" + sha256_hex(c.bearer);
-      if (int wait = submit_limit.retry_after(key); wait > 0)
-        return too_many(req, wait, "too many submissions for this token");
-      submit_limit.take(key);
-    }
-    return std::nullopt;
   }
 
   template <class Stream>
@@ -459,7 +301,7 @@ struct Server::Impl {
       if (standby && !standby_serves(r.method, &r.access))
         co_return standby_redirect(req, leader_url, leader_epoch);
       ctx.params = std::move(params);
-      if (auto deny = authorize(r, ctx, peer, client_cert_ok, on_reader))
+      if (auto deny = auth.check(*cp, r, ctx, peer, client_cert_ok, on_reader))
         co_return std::move(*deny);
       co_return co_await r.handler(ctx);
     }
@@ -617,8 +459,7 @@ struct Server::Impl {
   std::int64_t leader_epoch = 0;
   tcp::acceptor acceptor;
   std::vector<Route> routes;
-  RateLimiter submit_limit;
-  RateLimiter auth_fail_limit;
+  Authorizer auth;
 #ifdef KFLEET_HAVE_TLS
   std::unique_ptr<asio::ssl::context> ssl_ctx;
 #endif

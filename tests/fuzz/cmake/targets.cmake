@@ -76,10 +76,11 @@ add_library(fz_kfleetd STATIC
   ${S}/provision/src/simulated_cloud_config.cpp ${S}/provision/src/cloud_messages.cpp
   ${S}/provision/src/agent_process.cpp ${S}/provision/src/multi_provisioner.cpp
   ${fz_core_sources}
-  ${S}/api/src/server.cpp ${S}/api/src/http.cpp ${S}/api/src/views.cpp ${S}/api/src/routes.cpp
-  ${S}/api/src/routes_jobs.cpp ${S}/api/src/routes_agents.cpp ${S}/api/src/event_batch.cpp
-  ${S}/api/src/routes_events.cpp ${S}/api/src/routes_fleet.cpp ${S}/api/src/routes_tokens.cpp
-  ${S}/api/src/static_files.cpp ${S}/api/src/standby_responder.cpp)
+  ${S}/api/src/server.cpp ${S}/api/src/authorizer.cpp ${S}/api/src/http.cpp
+  ${S}/api/src/views.cpp ${S}/api/src/routes.cpp ${S}/api/src/routes_jobs.cpp
+  ${S}/api/src/routes_agents.cpp ${S}/api/src/event_batch.cpp ${S}/api/src/routes_events.cpp
+  ${S}/api/src/routes_fleet.cpp ${S}/api/src/routes_tokens.cpp ${S}/api/src/static_files.cpp
+  ${S}/api/src/standby_responder.cpp)
 target_include_directories(fz_kfleetd PUBLIC
   ${S}/store/include ${S}/scheduler/include ${S}/provision/include ${S}/core/include
   ${S}/api/include ${S}/api/src)
