@@ -3,12 +3,15 @@
 // connection on its own thread (keep-alive honoured), answers through a handler and records
 // every request it saw. A reply can also be a fault: a connection reset (RST) or a stall that
 // answers nothing until the client gives up.
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,11 +69,11 @@ class CannedHttpServer {
     if (accept_thread_.joinable()) accept_thread_.join();
     acceptor_.close(ec);
     {
+      // Wakes each connection's thread from its read through the descriptor alone: a socket
+      // object is its thread's until that thread is joined (Asio's sockets are not safe to
+      // close from another thread while one reads them; ThreadSanitizer saw that race here).
       std::lock_guard<std::mutex> l(mu_);
-      for (auto& s : sockets_) {
-        s->shutdown(tcp::socket::shutdown_both, ec);
-        s->close(ec);
-      }
+      for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
     }
     for (auto& t : conn_threads_) t.join();
   }
@@ -92,6 +95,7 @@ class CannedHttpServer {
       connections_++;
       std::lock_guard<std::mutex> l(mu_);
       sockets_.push_back(sock);
+      open_fds_.insert(sock->native_handle());
       conn_threads_.emplace_back([this, sock] { serve(*sock); });
     }
   }
@@ -115,13 +119,13 @@ class CannedHttpServer {
       if (r.stall.count() > 0) {
         std::unique_lock<std::mutex> l(mu_);
         stall_cv_.wait_for(l, r.stall, [&] { return stopping_.load(); });
-        l.unlock();
-        sock.close(ec);
+        close_locked(sock);
         return;
       }
       if (r.reset) {
         sock.set_option(asio::socket_base::linger(true, 0), ec);
-        sock.close(ec);
+        std::lock_guard<std::mutex> l(mu_);
+        close_locked(sock);
         return;
       }
       if (!r.raw_chunks.empty()) {
@@ -143,6 +147,14 @@ class CannedHttpServer {
     }
   }
 
+  // Closes a connection's socket on its own thread, under mu_: the destructor then no longer
+  // shuts its descriptor down (the number may be reused by then).
+  void close_locked(tcp::socket& sock) {
+    boost::system::error_code ec;
+    open_fds_.erase(sock.native_handle());
+    sock.close(ec);
+  }
+
   Handler handler_;
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
@@ -152,7 +164,8 @@ class CannedHttpServer {
   mutable std::mutex mu_;
   std::condition_variable stall_cv_;
   std::vector<SeenRequest> seen_;
-  std::vector<std::shared_ptr<tcp::socket>> sockets_;
+  std::vector<std::shared_ptr<tcp::socket>> sockets_;  // closed when the server is gone
+  std::set<int> open_fds_;                              // their descriptors not yet closed
   std::vector<std::thread> conn_threads_;
   std::thread accept_thread_;
 };
