@@ -1,9 +1,6 @@
 // The access rules of kfleetd's API (authorizer.hpp), with the answers that say what to fix.
 #include "authorizer.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include "kfleet/common/sha256.hpp"
 
 namespace kfleet::api {

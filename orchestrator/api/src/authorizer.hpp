@@ -4,7 +4,9 @@
 // limits on failed authentications (per client address) and on submissions (per token). The
 // server checks every call here before any handler runs; both API threads (the control
 // plane's and the read thread) call it.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <optional>
