@@ -63,8 +63,12 @@ target_compile_definitions(fz_common PRIVATE KFLEET_VERSION="${PROJECT_VERSION}"
 # kfleetd: store (SQLite only), scheduler, provisioners, control plane, HTTP API. TLS is left
 # out: the fuzzer speaks plain HTTP to the same parser, router and handlers.
 set(S ${KFLEET_ROOT}/orchestrator)
-# The control plane whole (every source of kfleet_core), so a new file there needs no line here.
+# The control plane whole (every source of kfleet_core), and the HTTP API's but kfleetd's own
+# main and provisioner wiring, so a new file there needs no line here (authorizer.cpp, split from
+# server.cpp, first broke this build when the API's sources were listed here one by one).
 file(GLOB fz_core_sources CONFIGURE_DEPENDS ${S}/core/src/*.cpp)
+file(GLOB fz_api_sources CONFIGURE_DEPENDS ${S}/api/src/*.cpp)
+list(FILTER fz_api_sources EXCLUDE REGEX "/kfleetd_[^/]*\\.cpp$")
 add_library(fz_kfleetd STATIC
   ${S}/store/src/sqlite_db.cpp ${S}/store/src/migrations.cpp ${S}/store/src/sqlite_store.cpp
   ${S}/store/src/store_jobs.cpp ${S}/store/src/store_runs.cpp ${S}/store/src/store_agents.cpp
@@ -75,12 +79,7 @@ add_library(fz_kfleetd STATIC
   ${S}/provision/src/static_provisioner.cpp ${S}/provision/src/simulated_cloud.cpp
   ${S}/provision/src/simulated_cloud_config.cpp ${S}/provision/src/cloud_messages.cpp
   ${S}/provision/src/agent_process.cpp ${S}/provision/src/multi_provisioner.cpp
-  ${fz_core_sources}
-  ${S}/api/src/server.cpp ${S}/api/src/authorizer.cpp ${S}/api/src/http.cpp
-  ${S}/api/src/views.cpp ${S}/api/src/routes.cpp ${S}/api/src/routes_jobs.cpp
-  ${S}/api/src/routes_agents.cpp ${S}/api/src/event_batch.cpp ${S}/api/src/routes_events.cpp
-  ${S}/api/src/routes_fleet.cpp ${S}/api/src/routes_tokens.cpp ${S}/api/src/static_files.cpp
-  ${S}/api/src/standby_responder.cpp)
+  ${fz_core_sources} ${fz_api_sources})
 target_include_directories(fz_kfleetd PUBLIC
   ${S}/store/include ${S}/scheduler/include ${S}/provision/include ${S}/core/include
   ${S}/api/include ${S}/api/src)
