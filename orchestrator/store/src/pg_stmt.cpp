@@ -10,6 +10,7 @@
 #include <utility>
 
 namespace kfleet::store::pg {
+
 std::string number_placeholders(const std::string& sql) {
   std::string out;
   out.reserve(sql.size() + 16);
