@@ -51,3 +51,14 @@ function(kfleet_add_gtest name)
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   endif()
 endfunction()
+
+# kfleet_unsanitized(TARGET): a program that runs inside the job's sandbox (the syscall filter's
+# exec helper, the tests' probe) is never built with KFLEET_SANITIZE: there, under the filter and
+# with the job's environment, LeakSanitizer cannot stop the world (no ptrace) and would fail
+# every sandboxed run of an address-sanitized build. Such a program links nothing sanitized.
+function(kfleet_unsanitized target)
+  if(KFLEET_SANITIZE)
+    target_compile_options(${target} PRIVATE -fno-sanitize=all)
+    target_link_options(${target} PRIVATE -fno-sanitize=all)
+  endif()
+endfunction()
