@@ -234,8 +234,10 @@ else
 fi
 echo "   built in $(elapsed) s"
 SCRATCH=(--python-scratch-mib 256)
-# Shared across the recorder and the in-process timer: the second torch.compile of a reference
-# finds the first one's autotuning.
+# Inductor's cache for Python this script starts that sets none itself (calib's in-process
+# runs): in the run's folder, not the home directory. The recorder and the refs' yardstick share
+# cache_of NAME's instead (record, inproc_run), so a reference's second torch.compile finds the
+# first one's autotuning.
 export TORCHINDUCTOR_CACHE_DIR=$out/inductor-cache
 
 # record NAME SOURCE LANGUAGE ENTRY|- COMPILE|- STAGE ARGS...: the recorder into $out/r/NAME.
