@@ -18,12 +18,14 @@
 #              problem and both families on their largest case: recorded and replayed (the
 #              median), then timed in-process (CUPTI through torch.profiler, the launch captured
 #              in a CUDA graph as replay runs it, each launch on an idle GPU and as far apart as
-#              the replay's timed runs). Judged on the same inputs: the replay's samples rewriting
-#              the plan's draw (--same-inputs) against in-process rewriting the same bytes before
-#              each launch (--rewrite-inputs): the ratio of the spans within 1 %, or of the device
-#              times where torch's graph used a copy engine (replay does not). Beside it: the
-#              sampled replay (a new draw each sample) against in-process with its inputs left as
-#              they were.
+#              the replay's timed runs). Judged on the same inputs written the same way: the
+#              replay's samples copying the plan's draw back before each sample (--same-inputs
+#              copy) against in-process doing so with torch's copy_ (--rewrite-inputs): the ratio
+#              of the spans within 1 %, or of the device times where torch's graph used a copy
+#              engine (replay does not). Beside it: the sampled replay (a new draw each sample)
+#              against in-process with its inputs left as they were; with INPUTS_DIAG=1 also the
+#              replay on the plan's draw written by the harness's draw kernel (--same-inputs
+#              draw) and left as written once (--same-inputs kept).
 #   naive      each problem's naive CUDA kernel timed by replay: "x eager, x compile".
 # refs and naive run per problem (and refs per mode): --only refs:softmax,naive:softmax takes one
 # problem, --only 'refs:[a-z_]*:eager' every eager reference.
@@ -249,6 +251,12 @@ record() {
   [ "$comp" != - ] && extra+=(--torch-compile "$comp")
   # As the agent does: 15 s before the limit the recorder writes every thread's Python stack to
   # its log, so a recording that runs out of time says where it was (scaled_mm's compile did not).
+  # And inductor compiles on the recorder's own thread, as in the agent's sandbox, whose memory
+  # limit sets TORCHINDUCTOR_COMPILE_THREADS=1 (python_stage.hpp): with torch's default, one per
+  # CPU, scaled_mm's compile reference had built 9 of its 105 autotuning candidates in 495 s on
+  # 14 threads (an H100, 2026-12-05); its n4096 case, through the agent on an H200, had recorded
+  # within a 144 s job.
+  TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1} \
   KFLEET_STACKS_AFTER_S=$(( ctimeout > 30 ? ctimeout - 15 : 0 )) timeout "$ctimeout" "$py" -B -s "$REC" --measure "$M" --source "$src" --language "$lang" "${extra[@]}" \
     --device-code-dir "$d/dc-$1" --cache-dir "$(cache_of "$name")" "$@" --record "$d/launches-$1.txt" --device 0 \
     >"$d/record-$1.out" 2>"$d/record-$1.err"
@@ -351,9 +359,9 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
   }
   # Two ways. inproc: the inputs left as they were, as a program that reuses its tensors runs
   # (the gap part's yardstick; refs shows it beside the sampled replay). inproc-same (with
-  # IN_SAME=1): the plan's draw written again before each launch, refs' judged yardstick against
-  # kfleet-measure --same-inputs (a kernel can run slower on freshly written inputs: the compiled
-  # rmsnorm's did by 10-15 % on an H100, in-process as in replay).
+  # IN_SAME=1): the plan's draw copied back before each launch, refs' judged yardstick against
+  # kfleet-measure --same-inputs copy (a kernel can run slower on freshly written inputs: the
+  # compiled rmsnorm's did by 10-15 % on an H100, in-process as in replay).
   inproc_run inproc --gap-ms "${GAP_MS:-0}" || return 1
   IN_SPAN=$(field span_median_us <"$d/inproc.out")
   IN_SUM=$(field median_us <"$d/inproc.out")
@@ -426,13 +434,20 @@ ref_one() {  # NAME SOURCE MODE(eager|compile) ARGS...
   local med; med=$(field median_us bench <"$out/r/$name/measure-benchmark.out")
   [ -n "$med" ] || { note refs "$name" "replayed" MISMATCH "$(why "$name" benchmark)"; return; }
   REF_US[$name]=$med
-  # The judged pair: the sampled replay on the plan's draw, rewritten before each sample
-  # (--same-inputs), against in-process on the same bytes rewritten before each launch: a problem
-  # whose time moves with the draw (grouped GEMM's group sizes) is then timed on one draw by both.
-  # shellcheck disable=SC2068
-  "$M" benchmark $@ "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 --same-inputs --replay "$out/r/$name/launches-benchmark.txt" \
-    --device 0 --device-code "$(ls "$out/r/$name/dc-benchmark"/* 2>/dev/null | paste -sd, -)" \
-    >"$out/r/$name/measure-same.out" 2>"$out/r/$name/measure-same.err"
+  # The judged pair: the sampled replay on the plan's draw, copied back before each sample
+  # (--same-inputs copy), against in-process on the same bytes copied back before each launch
+  # (torch's copy_): a problem whose time moves with the draw (grouped GEMM's group sizes) is then
+  # timed on one draw by both, and a kernel slower on freshly written inputs (the compiled
+  # rmsnorm) finds them written alike. INPUTS_DIAG=1: the draw written as each sample's is
+  # (draw), and written once and left (kept), against in-process with its inputs left.
+  local modes=(copy); [ "${INPUTS_DIAG:-}" = 1 ] && modes+=(draw kept)
+  for mode in "${modes[@]}"; do
+    local mo=measure-same; [ "$mode" = copy ] || mo=measure-same-$mode
+    # shellcheck disable=SC2068
+    "$M" benchmark $@ "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 --same-inputs "$mode" --replay "$out/r/$name/launches-benchmark.txt" \
+      --device 0 --device-code "$(ls "$out/r/$name/dc-benchmark"/* 2>/dev/null | paste -sd, -)" \
+      >"$out/r/$name/$mo.out" 2>"$out/r/$name/$mo.err"
+  done
   # The in-process launches as far apart as the replay's timed runs were (its refresh and
   # re-checks between them), at most 20 ms: a long GEMM then starts as rested in both.
   GAP_MS=$(python3 -c 'import json,sys
@@ -453,7 +468,12 @@ print(round(min(20.0,max(0.0,1000*wall/n-float(d.get("median_us",0) or 0)/1000))
   sampled=$(judge "$out/r/$name/measure-benchmark.out" "$out/r/$name/inproc.out")
   IFS=$'\x1f' read -r judged basis jmed <<<"$js"
   if [ -n "$jmed" ] && [ -n "$judged" ]; then
-    basis="the same inputs, the plan's draw rewritten before each launch: $basis; the sampled replay (a new draw each sample) against in-process with its inputs left as they were: $(cut -d$'\x1f' -f2 <<<"$sampled")"
+    basis="the same inputs, the plan's draw copied back before each launch: $basis; the sampled replay (a new draw each sample) against in-process with its inputs left as they were: $(cut -d$'\x1f' -f2 <<<"$sampled")"
+    if [ "${INPUTS_DIAG:-}" = 1 ]; then
+      local dm km
+      dm=$(field median_us bench <"$out/r/$name/measure-same-draw.out"); km=$(field median_us bench <"$out/r/$name/measure-same-kept.out")
+      basis+="; the replay on the plan's draw written by the draw kernel each sample ${dm:-failed} us, written once and left ${km:-failed} us (in-process, left: span $(field span_median_us <"$out/r/$name/inproc.out") us)"
+    fi
     within "$judged" "$jmed" || ok=MISMATCH
   else
     ok=MISMATCH basis="the same-inputs pair did not run ($(cat "$out/r/$name/measure-same.err" "$out/r/$name/inproc-same.err" 2>/dev/null | tail -2 | tr '\n' ' ')); the sampled replay against in-process: $(cut -d$'\x1f' -f2 <<<"$sampled")"

@@ -273,8 +273,8 @@ def main():
                     help="plan: the case's buffers at the arena's relative addresses (one allocation, "
                          "2 MiB aligned, each buffer at its offset in the plan), not torch's own")
     ap.add_argument("--rewrite-inputs", action="store_true",
-                    help="each input (any dtype) written again with its own bytes before each launch, "
-                         "as kfleet-measure --same-inputs rewrites the plan's draw before each sample")
+                    help="each input (any dtype) copied back from a copy of its own bytes before each "
+                         "launch (torch's copy_), as kfleet-measure --same-inputs copy does before each sample")
     ap.add_argument("--cupti-hw-trace", action="store_true",
                     help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA context)")
     a = ap.parse_args()
@@ -360,7 +360,7 @@ def main():
         if t.get("role") == "output" or (family != "problem" and t["name"] == OUTPUTS.get(family)):
             outs.append(x)
         elif t.get("role") == "inout" or a.rewrite_inputs:  # given back (--rewrite-inputs: every
-            inouts.append((x, x.clone()))                    # input, as --same-inputs rewrites it)
+            inouts.append((x, x.clone()))                    # input, as --same-inputs copy does)
     args = Args(**kw)
     stream = torch.cuda.Stream(device=dev)
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size

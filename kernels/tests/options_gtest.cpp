@@ -119,21 +119,29 @@ TEST(Options, ReplayKernelsBuiltinIsAGraphDiagnosticOfTheBenchmark) {
             std::string::npos);
 }
 
-// The diagnostics that time the replay without the sample loop (--replay-bare N, and one launch
-// kind between two such runs): a replayed benchmark only, N from 1, the kinds named.
+// --same-inputs MODE: a replayed benchmark only, the mode named (how the plan's draw is there
+// before each sample: drawn again, copied back, or left).
 TEST(Options, SameInputsIsAReplayedBenchmarksDiagnostic) {
-  Options o;
-  EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs"}, &o), "");
-  EXPECT_TRUE(o.same_inputs);
+  for (const char* mode : {"draw", "copy", "kept"}) {
+    Options o;
+    EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs", mode}, &o), "");
+    EXPECT_EQ(o.same_inputs, mode);
+  }
   Options plain;
   EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o"}, &plain), "");
-  EXPECT_FALSE(plain.same_inputs);  // the agent's samples draw new inputs each time
+  EXPECT_EQ(plain.same_inputs, "");  // the agent's samples draw new inputs each time
   Options bad;
-  EXPECT_NE(parse({"benchmark", "--same-inputs"}, &bad).find("--same-inputs is a diagnostic"), std::string::npos);
-  EXPECT_NE(parse({"correctness", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs"}, &bad)
+  EXPECT_NE(parse({"benchmark", "--same-inputs", "copy"}, &bad).find("--same-inputs is a diagnostic"), std::string::npos);
+  EXPECT_NE(parse({"correctness", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs", "copy"}, &bad)
                 .find("--same-inputs is a diagnostic"), std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs", "fresh"}, &bad)
+                .find("--same-inputs wants draw, copy or kept"), std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--same-inputs"}, &bad)
+                .find("--same-inputs needs a valid value"), std::string::npos);
 }
 
+// The diagnostics that time the replay without the sample loop (--replay-bare N, and one launch
+// kind between two such runs): a replayed benchmark only, N from 1, the kinds named.
 TEST(Options, ReplayBareIsAReplayedBenchmarksDiagnostic) {
   const std::vector<const char*> replay = {"benchmark", "--replay", "l.txt", "--device-code", "a.o"};
   auto with = [&](std::vector<const char*> extra) {

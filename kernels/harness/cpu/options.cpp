@@ -106,7 +106,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--bias") o->bias = true;
     else if (flag == "--no-l2-flush") o->l2_flush = false;
     else if (flag == "--inputs-writable") o->inputs_writable = true;
-    else if (flag == "--same-inputs") o->same_inputs = true;
+    else if (flag == "--same-inputs") good = value(&o->same_inputs);
     else if (flag == "--kernel-configs") o->kernel_configs = true;
     else if (flag == "--softmax-scale") good = number(&o->softmax_scale);
     else if (flag == "--b-layout") {
@@ -192,7 +192,11 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
   if (o->inputs_writable && (o->replay_path.empty() || o->stage != "benchmark"))
     return "--inputs-writable is a diagnostic of a replayed benchmark (with --replay): it times the "
            "launch without making its inputs read-only";
-  if (o->same_inputs && (o->replay_path.empty() || o->stage != "benchmark"))
+  if (!o->same_inputs.empty() && o->same_inputs != "draw" && o->same_inputs != "copy" &&
+      o->same_inputs != "kept")
+    return "--same-inputs wants draw, copy or kept (how the plan's draw is there before each "
+           "sample), got '" + o->same_inputs + "'";
+  if (!o->same_inputs.empty() && (o->replay_path.empty() || o->stage != "benchmark"))
     return "--same-inputs is a diagnostic of a replayed benchmark (with --replay): its samples "
            "rewrite one draw of the inputs, the plan's, instead of drawing new ones";
   if (o->kernel_configs && o->stage != "benchmark")

@@ -22,12 +22,16 @@ struct Options {
   // --inputs-writable (a diagnostic for the GPU proofs, never passed by the agent): the timed
   // launch runs with its inputs writable, without the per-sample access flip and its re-warm.
   bool inputs_writable = false;
-  // --same-inputs (a diagnostic for the GPU proofs, never passed by the agent): each timed
-  // sample's refresh rewrites the same draw, the one `--plan` writes for the benchmark (seed 0 of
-  // the refresh), instead of a new draw per sample: the sampled replay on the very bytes an
+  // --same-inputs MODE (a diagnostic for the GPU proofs, never passed by the agent): every timed
+  // sample reads the same draw, the one `--plan` writes for the benchmark (seed 0 of the
+  // refresh), instead of a new draw per sample: the sampled replay on the very bytes an
   // in-process timing of the plan reads, for problems whose time moves with the draw (grouped
-  // GEMM's group sizes).
-  bool same_inputs = false;
+  // GEMM's group sizes). MODE says how the draw is there before each sample, since a kernel can
+  // run slower on freshly written inputs: `draw`, written again by the harness's draw kernel,
+  // as each sample's new draw is; `copy`, restored by a device-to-device copy from a copy taken
+  // at the first sample, as the in-process yardstick's copy_ restores it (--rewrite-inputs);
+  // `kept`, written once and left, as a yardstick that rewrites nothing. "" when not given.
+  std::string same_inputs;
   // --kernel-configs (a diagnostic for the GPU proofs): a `kernel_configs` line after the
   // benchmark, each timed kernel as CUPTI saw it run (the shared memory carve-out it executed
   // with, registers, shared memory, grid, block).

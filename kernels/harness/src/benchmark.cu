@@ -75,11 +75,25 @@ class ColdTimer {
   // ran 3.5 % faster so on an H100, 2026-12-05), and an output poisoned after it took its writes
   // in the L2 (4 to 11 % faster).
   void prepare(Problem& p, std::uint64_t input_seed, int flush_value) {
-    gpuStream_t hs = harness_stream();
     p.refresh_inputs(input_seed);
-    p.prepare_outputs(hs);  // poisoned outputs, in-place slots given their input again
-    if (flush_bytes_) KFLEET_GPU_CHECK(gpuMemsetAsync(flush_->get(), flush_value, flush_bytes_, hs));
-    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+    poison_and_flush(p, flush_value);
+  }
+
+  // prepare() for --same-inputs MODE (options.hpp): the plan's draw (seed 0 of the refresh)
+  // before every sample, drawn again (`draw`), copied back from the copy the first sample took
+  // (`copy`, as the in-process yardstick's copy_ restores it), or left as the first sample
+  // wrote it (`kept`).
+  void prepare_same(Problem& p, const std::string& mode, int flush_value) {
+    gpuStream_t hs = harness_stream();
+    if (mode == "draw" || !same_taken_) {
+      p.refresh_inputs(0);
+      if (mode == "copy") take_inputs(hs);
+      same_taken_ = true;
+    } else if (mode == "copy") {
+      for (const auto& c : same_copies_)
+        KFLEET_GPU_CHECK(gpuMemcpyAsync(c.input, c.copy->get(), c.copy->bytes(), gpuMemcpyDeviceToDevice, hs));
+    }
+    poison_and_flush(p, flush_value);
   }
 
   Launch time(Problem& p) {
@@ -133,6 +147,25 @@ class ColdTimer {
   bool read_only() const { return read_only_; }
 
  private:
+  void poison_and_flush(Problem& p, int flush_value) {
+    gpuStream_t hs = harness_stream();
+    p.prepare_outputs(hs);  // poisoned outputs, in-place slots given their input again
+    if (flush_bytes_) KFLEET_GPU_CHECK(gpuMemsetAsync(flush_->get(), flush_value, flush_bytes_, hs));
+    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
+  }
+
+  // --same-inputs copy: a plain device copy of every input the arena holds, as drawn now.
+  void take_inputs(gpuStream_t hs) {
+    for (const FixedBuffer& b : fixed_input_buffers()) {
+      void* input = reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.va));
+      auto copy = std::make_unique<DeviceBuffer>(b.bytes, Placement::plain, "a copy of " + b.name);
+      KFLEET_GPU_CHECK(gpuMemcpyAsync(copy->get(), input, b.bytes, gpuMemcpyDeviceToDevice, hs));
+      same_copies_.push_back({input, std::move(copy)});
+    }
+    if (same_copies_.empty())
+      fail_setup("--same-inputs copy: the replay arena holds no input to copy back");
+  }
+
   double elapsed_us() {
     float ms = 0;
     KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
@@ -146,6 +179,12 @@ class ColdTimer {
   std::size_t flush_bytes_ = 0;
   std::unique_ptr<DeviceBuffer> flush_;
   bool read_only_ = false;
+  struct InputCopy {
+    void* input;
+    std::unique_ptr<DeviceBuffer> copy;
+  };
+  std::vector<InputCopy> same_copies_;  // --same-inputs copy
+  bool same_taken_ = false;             // --same-inputs: the plan's draw written once
 };
 
 // What the timed runs saw, for the bench line.
@@ -308,9 +347,12 @@ class ColdBenchmark {
   // One timed run: refresh, timed launch, judge, re-check draw, then the stop rule.
   bool run_trial() {
     const auto prep = Clock::now();
-    // --same-inputs (a diagnostic): the plan's draw, rewritten; else a draw no kernel can know
-    timer_->prepare(*problem_, o_.same_inputs ? 0 : sample_input_seed(nonce_, log_.timed_runs),
-                    static_cast<int>(log_.timed_runs & 0xFF));
+    // --same-inputs (a diagnostic): the plan's draw each sample; else a draw no kernel can know
+    const int flush_value = static_cast<int>(log_.timed_runs & 0xFF);
+    if (o_.same_inputs.empty())
+      timer_->prepare(*problem_, sample_input_seed(nonce_, log_.timed_runs), flush_value);
+    else
+      timer_->prepare_same(*problem_, o_.same_inputs, flush_value);
     const double prep_s = seconds_since(prep);
     wall_.refresh_s += prep_s;
 
@@ -519,8 +561,10 @@ class ColdBenchmark {
         .boolean("inputs_read_only", timer_->read_only())
         .num("idle_median_us", quantile(log_.idle_us, 0.5))
         .integer("structural_flags", (long long)log_.structural)
-        .raw("inputs", JsonLine("inputs").str("policy", "fresh content per timed run")
-                           .integer("sets", (long long)timed_runs)
+        .raw("inputs", JsonLine("inputs")
+                           .str("policy", o_.same_inputs.empty() ? "fresh content per timed run"
+                                                                 : "the plan's draw, --same-inputs " + o_.same_inputs)
+                           .integer("sets", o_.same_inputs.empty() ? (long long)timed_runs : 1)
                            .str("nonce", std::to_string(nonce_)).text())
         .num("overhead_s", wall_.overhead_s).num("refresh_s", wall_.refresh_s)
         .num("recheck_s", wall_.recheck_s)

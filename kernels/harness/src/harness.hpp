@@ -69,6 +69,7 @@ bool fixed_arena_active();
 std::uint64_t fixed_arena_base();
 std::uint64_t fixed_arena_end();
 std::vector<FixedBuffer> fixed_buffers();
+std::vector<FixedBuffer> fixed_input_buffers();  // the inputs among them (Placement::input)
 void* fixed_alloc(std::size_t bytes, bool read_only_capable, const std::string& name);
 bool fixed_free(void* p);
 constexpr std::uint64_t kDefaultArenaBase = 0x600000000000ull;  // 96 TiB: far from the heap,

@@ -344,6 +344,13 @@ std::vector<FixedBuffer> fixed_buffers() {
   return out;
 }
 
+std::vector<FixedBuffer> fixed_input_buffers() {
+  std::vector<FixedBuffer> out;
+  for (const auto& l : g_arena.live)
+    if (l.protect) out.push_back(l.b);
+  return out;
+}
+
 namespace {
 // One read per 64 KiB of a buffer, kept alive by a store no read ever makes.
 __global__ void touch_pages(const unsigned int* p, std::uint64_t words, unsigned int* sink) {
