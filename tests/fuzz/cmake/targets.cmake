@@ -63,23 +63,21 @@ target_compile_definitions(fz_common PRIVATE KFLEET_VERSION="${PROJECT_VERSION}"
 # kfleetd: store (SQLite only), scheduler, provisioners, control plane, HTTP API. TLS is left
 # out: the fuzzer speaks plain HTTP to the same parser, router and handlers.
 set(S ${KFLEET_ROOT}/orchestrator)
-# The control plane whole (every source of kfleet_core), and the HTTP API's but kfleetd's own
-# main and provisioner wiring, so a new file there needs no line here (authorizer.cpp, split from
-# server.cpp, first broke this build when the API's sources were listed here one by one).
+# Each library's sources by folder, so that a new file needs no line here (authorizer.cpp, split
+# from server.cpp, first broke this build when the API's sources were listed one by one): the
+# store's but PostgreSQL's (pg_disabled.cpp stands in, as in a build without libpq), the
+# scheduler, the provisioners, the control plane, and the HTTP API's but kfleetd's own main and
+# provisioner wiring.
+file(GLOB fz_store_sources CONFIGURE_DEPENDS ${S}/store/src/*.cpp)
+list(FILTER fz_store_sources EXCLUDE REGEX "/pg_[^/]*\\.cpp$")
+list(APPEND fz_store_sources ${S}/store/src/pg_disabled.cpp)
+file(GLOB fz_scheduler_sources CONFIGURE_DEPENDS ${S}/scheduler/src/*.cpp)
+file(GLOB fz_provision_sources CONFIGURE_DEPENDS ${S}/provision/src/*.cpp)
 file(GLOB fz_core_sources CONFIGURE_DEPENDS ${S}/core/src/*.cpp)
 file(GLOB fz_api_sources CONFIGURE_DEPENDS ${S}/api/src/*.cpp)
 list(FILTER fz_api_sources EXCLUDE REGEX "/kfleetd_[^/]*\\.cpp$")
-add_library(fz_kfleetd STATIC
-  ${S}/store/src/sqlite_db.cpp ${S}/store/src/migrations.cpp ${S}/store/src/sqlite_store.cpp
-  ${S}/store/src/store_jobs.cpp ${S}/store/src/store_runs.cpp ${S}/store/src/store_agents.cpp
-  ${S}/store/src/store_events.cpp ${S}/store/src/records.cpp ${S}/store/src/store_fleet.cpp
-  ${S}/store/src/store_tokens.cpp ${S}/store/src/db_lock.cpp ${S}/store/src/postgres_url.cpp
-  ${S}/store/src/pg_disabled.cpp
-  ${S}/scheduler/src/plan.cpp ${S}/scheduler/src/region_block.cpp
-  ${S}/provision/src/static_provisioner.cpp ${S}/provision/src/simulated_cloud.cpp
-  ${S}/provision/src/simulated_cloud_config.cpp ${S}/provision/src/cloud_messages.cpp
-  ${S}/provision/src/agent_process.cpp ${S}/provision/src/multi_provisioner.cpp
-  ${fz_core_sources} ${fz_api_sources})
+add_library(fz_kfleetd STATIC ${fz_store_sources} ${fz_scheduler_sources} ${fz_provision_sources}
+                              ${fz_core_sources} ${fz_api_sources})
 target_include_directories(fz_kfleetd PUBLIC
   ${S}/store/include ${S}/scheduler/include ${S}/provision/include ${S}/core/include
   ${S}/api/include ${S}/api/src)
