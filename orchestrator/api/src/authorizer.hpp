@@ -5,7 +5,6 @@
 // server checks every call here before any handler runs; both API threads (the control
 // plane's and the read thread) call it.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -13,14 +12,16 @@
 #include <string>
 
 #include "http.hpp"
+#include "kfleet/common/clock.hpp"
 
 namespace kfleet::api {
 
-// Token buckets: `per_minute` calls a minute per key, bursts up to `per_minute`. Both API
-// threads (the control plane's and the read thread) use them: each call takes the lock.
+// Token buckets: `per_minute` calls a minute per key, bursts up to `per_minute`, in the time of
+// the clock it is given. Both API threads (the control plane's and the read thread) use them:
+// each call takes the lock.
 class RateLimiter {
  public:
-  explicit RateLimiter(int per_minute) : per_minute_(per_minute) {}
+  RateLimiter(int per_minute, ClockPtr clock) : per_minute_(per_minute), clock_(std::move(clock)) {}
   // Seconds to wait before the next call is allowed (0: allowed now; nothing is taken).
   int retry_after(const std::string& key) {
     if (per_minute_ <= 0) return 0;
@@ -40,23 +41,24 @@ class RateLimiter {
  private:
   struct Bucket {
     double tokens = 0;
-    std::chrono::steady_clock::time_point at;
+    TimeMs at = 0;
   };
   Bucket& refill(const std::string& key) {
-    const auto now = std::chrono::steady_clock::now();
+    const TimeMs now = clock_->now_ms();
     if (buckets_.size() > 50'000) buckets_.clear();  // bounded memory under a flood of keys
     auto [it, fresh] = buckets_.try_emplace(key);
     Bucket& b = it->second;
     if (fresh) {
       b.tokens = per_minute_;
     } else {
-      const double secs = std::chrono::duration<double>(now - b.at).count();
+      const double secs = std::max<TimeMs>(0, now - b.at) / 1000.0;
       b.tokens = std::min<double>(per_minute_, b.tokens + secs * per_minute_ / 60.0);
     }
     b.at = now;
     return b;
   }
   int per_minute_;
+  ClockPtr clock_;
   std::mutex mu_;
   std::map<std::string, Bucket> buckets_;
 };
@@ -70,9 +72,10 @@ struct AuthRules {
 
 class Authorizer {
  public:
-  explicit Authorizer(const AuthRules& rules)
-      : rules_(rules), submit_limit_(rules.submit_per_minute),
-        auth_fail_limit_(rules.auth_failures_per_minute) {}
+  // `clock`: the rate limits' time.
+  Authorizer(const AuthRules& rules, const ClockPtr& clock)
+      : rules_(rules), submit_limit_(rules.submit_per_minute, clock),
+        auth_fail_limit_(rules.auth_failures_per_minute, clock) {}
 
   // Checks route r's access rule for the call in c, against cp's tokens; sets c.user or
   // c.agent_id. nullopt: go ahead; else the answer to send (401, 403 or 429, saying what to

@@ -396,6 +396,7 @@ int main(int argc, char** argv) {
   const std::string db_name = postgres ? kfleet::store::redact_postgres_url(db) : db;
   boost::asio::io_context io;
   auto clock = std::make_shared<kfleet::SystemClock>();
+  so.clock = clock;  // the control plane's time for the API's rate limits too
   std::function<void(std::uint16_t)> write_port_file = [&](std::uint16_t p) {
     if (o.port_file.empty()) return;
     std::ofstream(o.port_file + ".tmp") << p << "\n";

@@ -106,7 +106,8 @@ struct Server::Impl {
   Impl(asio::io_context& io, core::ControlPlane& cp, ServerOptions o)
       : io(io), cp(&cp), opts(std::move(o)), acceptor(io), routes(make_routes()),
         auth(AuthRules{opts.metrics_open, !opts.tls_client_ca_file.empty(), opts.submit_per_minute,
-                       opts.auth_failures_per_minute}) {
+                       opts.auth_failures_per_minute},
+             opts.clock ? opts.clock : std::make_shared<SystemClock>()) {
     for (auto& r : routes)
       if (!r.handler) {
         const std::int64_t max_wait = opts.max_lease_wait_ms;

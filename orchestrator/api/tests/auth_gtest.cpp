@@ -346,9 +346,11 @@ TEST(Tokens, ARetiredAgentsTokenIsRefused) {
 }
 
 TEST(RateLimits, SubmissionsPerTokenAndFailedAuthenticationsGet429WithRetryAfter) {
+  auto clock = std::make_shared<ManualClock>();
   api::ServerOptions so;
   so.submit_per_minute = 2;
   so.auth_failures_per_minute = 3;
+  so.clock = clock;
   Fleet f(so);
   const std::string sam = make_token(f.url(), "sam", "submit");
   const std::string sue = make_token(f.url(), "sue", "submit");
@@ -357,7 +359,12 @@ TEST(RateLimits, SubmissionsPerTokenAndFailedAuthenticationsGet429WithRetryAfter
   EXPECT_EQ(s.post_json("/api/v1/jobs", job_body("r2"))->status, 201);
   auto r = s.post_json("/api/v1/jobs", job_body("r3"));
   EXPECT_EQ(r->status, 429) << r->body;
-  EXPECT_GE(std::stoi(r->headers["retry-after"]), 1);
+  EXPECT_EQ(r->headers["retry-after"], "30");  // 2 a minute: the next in 30 s
+  clock->advance_ms(29'000);
+  EXPECT_EQ(s.post_json("/api/v1/jobs", job_body("r3"))->status, 429);
+  clock->advance_ms(2'000);  // 31 s in all: one call's worth, and a little
+  EXPECT_EQ(s.post_json("/api/v1/jobs", job_body("r3"))->status, 201);
+  EXPECT_EQ(s.post_json("/api/v1/jobs", job_body("r3b"))->status, 429);
   // Per token: sue is not slowed down by sam.
   EXPECT_EQ(HttpClient(f.url(), sue).post_json("/api/v1/jobs", job_body("r4"))->status, 201);
   // Reads are not submissions.
@@ -367,7 +374,11 @@ TEST(RateLimits, SubmissionsPerTokenAndFailedAuthenticationsGet429WithRetryAfter
   for (int i = 0; i < 3; ++i) EXPECT_EQ(bad.get("/api/v1/jobs")->status, 401);
   auto limited = bad.get("/api/v1/jobs");
   EXPECT_EQ(limited->status, 429);
-  EXPECT_GE(std::stoi(limited->headers["retry-after"]), 1);
+  EXPECT_EQ(limited->headers["retry-after"], "20");
+  // A long quiet spell refills the bucket to its burst, no more: 3 failures, then 429 again.
+  clock->advance_ms(3'600'000);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(bad.get("/api/v1/jobs")->status, 401);
+  EXPECT_EQ(bad.get("/api/v1/jobs")->status, 429);
 }
 
 // --- TLS

@@ -1,6 +1,7 @@
 #pragma once
 // Time is injected: only SystemClock reads the real clock. Everything stores milliseconds
 // since the Unix epoch (TimeMs) so that the store, the API and the scheduler agree.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -22,16 +23,17 @@ class SystemClock final : public Clock {
   TimeMs now_ms() const override;
 };
 
-// A clock that only moves when told to: for tests of timeouts, leases and region blocks.
+// A clock that only moves when told to: for tests of timeouts, leases, region blocks and rate
+// limits. Atomic: a test moves it while the server's threads read it.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(TimeMs start = 1'700'000'000'000) : now_(start) {}
-  TimeMs now_ms() const override { return now_; }
+  TimeMs now_ms() const override { return now_.load(); }
   void advance_ms(TimeMs d) { now_ += d; }
   void set_ms(TimeMs t) { now_ = t; }
 
  private:
-  TimeMs now_;
+  std::atomic<TimeMs> now_;
 };
 
 // "2026-11-21T05:44:33.123Z"

@@ -11,6 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "kfleet/common/clock.hpp"
 #include "kfleet/common/result.hpp"
 #include "kfleet/core/control_plane.hpp"
 
@@ -32,6 +33,7 @@ struct ServerOptions {
   // per minute (0: off). Over the limit: 429 with Retry-After.
   int submit_per_minute = 120;
   int auth_failures_per_minute = 30;
+  ClockPtr clock;  // the rate limits' time; null: the system's (kfleetd passes the control plane's)
   // Several kfleetd on one PostgreSQL: "leader" or "standby", sent as X-Kfleet-Role on every
   // answer. A standby serves the reads from its (read-only) store and answers every write,
   // agent call and /metrics 503 with the leader's URL (standby_responder.hpp). "": one
