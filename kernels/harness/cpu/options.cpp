@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -143,9 +144,8 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
       o->replay_builtin_unloaded = v == "builtin-unloaded";
     } else if (flag == "--replay-graph-before-tracer") o->replay_graph_before_tracer = true;
     else if (flag == "--replay-bare-trigger") {
-      good = value(&v) && (v == "noop-legacy" || v == "noop-harness" || v == "noop-nonblocking" ||
-                           v == "noop-blocking" || v == "param-legacy" || v == "noop-graph" ||
-                           v == "memset-legacy" || v == "noop-legacy-pregraph");
+      good = value(&v) && std::find(kReplayBareTriggers.begin(), kReplayBareTriggers.end(), v) !=
+                              kReplayBareTriggers.end();
       o->replay_bare_trigger = v;
     }
     else if (flag == "--replay-bare") { good = integer(&n) && n >= 1 && n <= 100000; o->replay_bare = (int)n; }

@@ -1,5 +1,6 @@
 #pragma once
 // The harness command line (PROTOCOL.md, "Command line").
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -11,6 +12,12 @@
 #include "warmup_rule.hpp"
 
 namespace kfleet::harness {
+
+// --replay-bare-trigger's launch kinds (Options::replay_bare_trigger says what each launches;
+// replay_bare.cu launches it).
+inline constexpr std::array<const char*, 8> kReplayBareTriggers = {
+    "noop-legacy", "noop-harness", "noop-nonblocking", "noop-blocking",
+    "param-legacy", "noop-graph", "memset-legacy", "noop-legacy-pregraph"};
 
 struct Options {
   std::string stage;  // probe | correctness | benchmark

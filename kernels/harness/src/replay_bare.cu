@@ -30,6 +30,8 @@ __global__ void harness_flush_fill(uint4* p, std::size_t n, unsigned v) {
 }  // namespace
 
 void replay_bare_trigger(const std::string& kind) {
+  if (std::find(kReplayBareTriggers.begin(), kReplayBareTriggers.end(), kind) == kReplayBareTriggers.end())
+    fail_setup("--replay-bare-trigger: no launch kind '" + kind + "' here");
   gpuStream_t own{};
   gpuGraphExec_t graph{};
   if (kind == "noop-nonblocking") KFLEET_GPU_CHECK(gpuStreamCreateWithFlags(&own, gpuStreamNonBlocking));
