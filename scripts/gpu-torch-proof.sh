@@ -473,7 +473,7 @@ if want_part triton softmax rmsnorm; then
     [ "$n" = "$t" ] && note triton "$p" "every case passes" OK "$n of $t cases" ||
       note triton "$p" "every case passes" MISMATCH "$n of $t cases (see the lines above)"
     # The replay of a hand-written Triton kernel against the same launch in-process, on the
-    # largest case, judged as the references are (issue 60: a Triton softmax within 1 %).
+    # largest case, judged as the references are (docs/measurement.md, "How close replay comes").
     c=${LARGEST[$p]}
     [ -s "$out/r/triton-$p-$c/launches-benchmark.txt" ] || continue
     if judged_pair "triton-$p-$c" "$P/$p/triton.py" - - --problem-spec "$out/spec/$p.spec" --case "$c" --seed 0; then
