@@ -7,14 +7,16 @@
 //
 // Laid out as the protocol reads (as NVBench's measure_cold is): ColdBenchmark's operator() is
 // initialize, warm_up, start_trials, calibrate_cross_check, run_trials (each trial: refresh,
-// timed launch, judge, re-check draw, stop rule), replay_probe, summarize; ColdTimer owns what
-// happens around the timed window (fresh inputs, the L2 flush, the poison, the syncs).
+// timed launch, judge, re-check draw, stop rule), replay_probe, summarize; ColdTimer
+// (cold_timer.hpp) owns what happens around the timed window (fresh inputs, the L2 flush, the
+// poison, the syncs).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <random>
 
+#include "cold_timer.hpp"
 #include "harness.hpp"
 #include "replay_mode.hpp"
 #include "../cpu/bench_summary.hpp"
@@ -24,168 +26,11 @@
 namespace kfleet::harness {
 namespace {
 
-constexpr std::size_t kMinFlushBytes = 64u << 20;
-
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-__global__ void harness_noop() {}
-
-struct Launch {
-  double event_us = NAN;
-  std::uint64_t t0 = 0, t_return = 0, t1 = 0;
-  int status = KFLEET_OK;
-};
-
-// The cold timer. prepare() is everything outside the window: new input content, a cold L2,
-// a poisoned output, an idle device. time() is the window: one launch on the legacy default
-// stream between two events, inputs read-only, then a bounded wait for the device to go idle
-// (a persistent kernel never lets it). Host timestamps come from the tracer's clock when there
-// is one.
-class ColdTimer {
- public:
-  ColdTimer(const Options& o, const ActivityTracer* tracer) : o_(o), tracer_(tracer) {
-    KFLEET_GPU_CHECK(gpuEventCreate(&start_));
-    KFLEET_GPU_CHECK(gpuEventCreate(&stop_));
-  }
-  ColdTimer(const ColdTimer&) = delete;
-  ColdTimer& operator=(const ColdTimer&) = delete;
-  ~ColdTimer() {
-    flush_.reset();
-    if (noop_graph_) KFLEET_GPU_CHECK(gpuGraphExecDestroy(noop_graph_));
-    KFLEET_GPU_CHECK(gpuEventDestroy(start_));
-    KFLEET_GPU_CHECK(gpuEventDestroy(stop_));
-  }
-
-  // The flush buffer, from the first cold sample on (warm-up runs without flushes): twice the
-  // L2, at least kMinFlushBytes; none when the options turn the flush off.
-  void arm_flush(const DeviceInfo& dev) {
-    flush_bytes_ = o_.l2_flush ? std::max<std::size_t>(2 * dev.l2_bytes, kMinFlushBytes) : 0;
-    flush_ = std::make_unique<DeviceBuffer>(flush_bytes_);
-  }
-  std::size_t flush_bytes() const { return flush_bytes_; }
-
-  // Outside the window: new input content from `input_seed`, the output poisoned, then the L2
-  // overwritten (with `flush_value`, so that no two flushes write the same bytes), and the whole
-  // device idle. The flush comes last, so nothing the launch reads or writes is in the L2: an
-  // in-place slot given its input again after it started warm (a compiled rope, 40 MB in place,
-  // ran 3.5 % faster so on an H100, 2026-12-05), and an output poisoned after it took its writes
-  // in the L2 (4 to 11 % faster).
-  void prepare(Problem& p, std::uint64_t input_seed, int flush_value) {
-    p.refresh_inputs(input_seed);
-    poison_and_flush(p, flush_value);
-  }
-
-  // prepare() for --same-inputs MODE (options.hpp): the plan's draw (seed 0 of the refresh)
-  // before every sample, drawn again (`draw`), copied back from the copy the first sample took
-  // (`copy`, as the in-process yardstick's copy_ restores it), or left as the first sample
-  // wrote it (`kept`).
-  void prepare_same(Problem& p, const std::string& mode, int flush_value) {
-    gpuStream_t hs = harness_stream();
-    if (mode == "draw" || !same_taken_) {
-      p.refresh_inputs(0);
-      if (mode == "copy") take_inputs(hs);
-      same_taken_ = true;
-    } else if (mode == "copy") {
-      for (const auto& c : same_copies_)
-        KFLEET_GPU_CHECK(gpuMemcpyAsync(c.input, c.copy->get(), c.copy->bytes(), gpuMemcpyDeviceToDevice, hs));
-    }
-    poison_and_flush(p, flush_value);
-  }
-
-  Launch time(Problem& p) {
-    Launch l;
-    read_only_ = !o_.inputs_writable && inputs_read_only(true);  // a write to an input faults at once
-    if (read_only_) warm_translations();  // the flip dropped the GPU's translations
-    l.t0 = tracer_ ? tracer_->now() : 0;
-    KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
-    set_phase("kernel");
-    l.status = p.launch(nullptr);
-    KFLEET_GPU_CHECK(gpuGetLastError());
-    KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
-    l.t_return = tracer_ ? tracer_->now() : 0;
-    device_sync_bounded(o_.idle_timeout_s, [&] {
-      const std::string why = "the device did not go idle within " +
-                              JsonLine::number(o_.idle_timeout_s) +
-                              " s after the launch returned: a persistent kernel or work left "
-                              "running past the stop event";
-      JsonLine("bench").str("case", o_.case_name).boolean("suspect", true)
-          .str("suspect_reason", why).print();
-    });
-    l.t1 = tracer_ ? tracer_->now() : 0;
-    set_phase("setup");
-    inputs_read_only(false);
-    l.event_us = elapsed_us();
-    return l;
-  }
-
-  // The harness's own empty kernel, timed like a launch (calibrates the cross-check bound), and
-  // issued as the job's launch is: as a graph of one node where the replay is a graph. Any kernel
-  // launched on a stream but the harness's lengthened every edge of the replayed graph after it,
-  // for good (0.33 us each on H100s, 2026-12-05: `--replay-bare-trigger`); a graph's did not.
-  Launch time_noop(const Problem& p) {
-    Launch l;
-    if (p.replay && replay_is_graph(*p.replay) && !noop_graph_) noop_graph_ = make_noop_graph();
-    l.t0 = tracer_->now();
-    KFLEET_GPU_CHECK(gpuEventRecord(start_, nullptr));
-    if (noop_graph_)
-      KFLEET_GPU_CHECK(gpuGraphLaunch(noop_graph_, nullptr));
-    else
-      harness_noop<<<1, 1, 0, nullptr>>>();
-    KFLEET_GPU_CHECK(gpuGetLastError());
-    KFLEET_GPU_CHECK(gpuEventRecord(stop_, nullptr));
-    l.t_return = tracer_->now();
-    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-    l.t1 = tracer_->now();
-    l.event_us = elapsed_us();
-    return l;
-  }
-
-  bool read_only() const { return read_only_; }
-
- private:
-  void poison_and_flush(Problem& p, int flush_value) {
-    gpuStream_t hs = harness_stream();
-    p.prepare_outputs(hs);  // poisoned outputs, in-place slots given their input again
-    if (flush_bytes_) KFLEET_GPU_CHECK(gpuMemsetAsync(flush_->get(), flush_value, flush_bytes_, hs));
-    KFLEET_GPU_CHECK(gpuDeviceSynchronize());
-  }
-
-  // --same-inputs copy: a plain device copy of every input the arena holds, as drawn now.
-  void take_inputs(gpuStream_t hs) {
-    for (const FixedBuffer& b : fixed_input_buffers()) {
-      void* input = reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.va));
-      auto copy = std::make_unique<DeviceBuffer>(b.bytes, Placement::plain, "a copy of " + b.name);
-      KFLEET_GPU_CHECK(gpuMemcpyAsync(copy->get(), input, b.bytes, gpuMemcpyDeviceToDevice, hs));
-      same_copies_.push_back({input, std::move(copy)});
-    }
-    if (same_copies_.empty())
-      fail_setup("--same-inputs copy: the replay arena holds no input to copy back");
-  }
-
-  double elapsed_us() {
-    float ms = 0;
-    KFLEET_GPU_CHECK(gpuEventElapsedTime(&ms, start_, stop_));
-    return 1000.0 * ms;
-  }
-
-  const Options& o_;
-  const ActivityTracer* tracer_;
-  gpuEvent_t start_{}, stop_{};
-  gpuGraphExec_t noop_graph_{};  // time_noop's, for a replayed graph
-  std::size_t flush_bytes_ = 0;
-  std::unique_ptr<DeviceBuffer> flush_;
-  bool read_only_ = false;
-  struct InputCopy {
-    void* input;
-    std::unique_ptr<DeviceBuffer> copy;
-  };
-  std::vector<InputCopy> same_copies_;  // --same-inputs copy
-  bool same_taken_ = false;             // --same-inputs: the plan's draw written once
-};
 
 // What the timed runs saw, for the bench line.
 struct TrialLog {
@@ -613,10 +458,5 @@ class ColdBenchmark {
 }  // namespace
 
 int run_benchmark(const Options& o, const DeviceInfo& dev) { return ColdBenchmark(o, dev)(); }
-
-void launch_harness_noop(gpuStream_t stream) {
-  harness_noop<<<1, 1, 0, stream>>>();
-  KFLEET_GPU_CHECK(gpuGetLastError());
-}
 
 }  // namespace kfleet::harness

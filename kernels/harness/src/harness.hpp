@@ -163,7 +163,7 @@ void replay_bare_runs(const Options& o, std::size_t flush_bytes, Problem& p, Act
                       unsigned with);
 // --replay-bare-trigger (options.hpp): one launch kind, nine times, the device synchronized after each.
 void replay_bare_trigger(const std::string& kind);
-void launch_harness_noop(gpuStream_t stream);  // benchmark.cu: calibrate_cross_check's empty kernel
+void launch_harness_noop(gpuStream_t stream);  // cold_timer.cu: calibrate_cross_check's empty kernel
 
 class ReplayGraph;  // replay.cu
 

@@ -4,6 +4,7 @@
 // left out of the units, as a job's build compiles it again with the job's own define.
 #include "../src/activity.cu"
 #include "../src/benchmark.cu"
+#include "../src/cold_timer.cu"
 #include "../src/correctness.cu"
 #include "../src/device.cu"
 #include "../src/gpu_reference.cu"
