@@ -19,14 +19,14 @@
 #              problem and both families on their largest case: recorded and replayed (the
 #              median), then timed in-process (CUPTI through torch.profiler, the launch captured
 #              in a CUDA graph as replay runs it, each launch on an idle GPU and as far apart as
-#              the replay's timed runs). Judged on the same inputs written the same way: the
-#              replay's samples copying the plan's draw back before each sample (--same-inputs
-#              copy) against in-process doing so with torch's copy_ (--rewrite-inputs): the ratio
-#              of the spans within 1 %, or of the device times where torch's graph used a copy
-#              engine (replay does not). Beside it: the sampled replay (a new draw each sample)
-#              against in-process with its inputs left as they were; with INPUTS_DIAG=1 also the
-#              replay on the plan's draw written by the harness's draw kernel (--same-inputs
-#              draw) and left as written once (--same-inputs kept).
+#              the replay's timed runs). Judged on the same bytes, neither side writing them
+#              between launches: the replay on the plan's draw written once (--same-inputs kept)
+#              against in-process on the same bytes left as they were: the ratio of the spans
+#              within 1 %, or of the device times where torch's graph used a copy engine (replay
+#              does not). Beside it: the sampled replay (a new draw each sample) against the
+#              same in-process run; with INPUTS_DIAG=1 also the plan's draw copied back before
+#              each launch on both sides (--same-inputs copy against torch's copy_,
+#              --rewrite-inputs) and written by the harness's draw kernel (--same-inputs draw).
 #   naive      each problem's naive CUDA kernel timed by replay: "x eager, x compile".
 # refs and naive run per problem (and refs per mode): --only refs:softmax,naive:softmax takes one
 # problem, --only 'refs:[a-z_]*:eager' every eager reference.
@@ -361,10 +361,11 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
       --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
   # Two ways. inproc: the inputs left as they were, as a program that reuses its tensors runs
-  # (the gap part's yardstick; refs shows it beside the sampled replay). inproc-same (with
-  # IN_SAME=1): the plan's draw copied back before each launch, refs' judged yardstick against
-  # kfleet-measure --same-inputs copy (a kernel can run slower on freshly written inputs: the
-  # compiled rmsnorm's did by 10-15 % on an H100, in-process as in replay).
+  # (the judged yardstick, against kfleet-measure --same-inputs kept). inproc-same (with
+  # IN_SAME=1): the plan's draw copied back before each launch with torch's copy_, against
+  # --same-inputs copy, a diagnostic: a kernel can run slower on freshly written inputs (the
+  # compiled rmsnorm's did by 10-15 % on an H100 and an H200), and by how much depends on what
+  # wrote them (measurement.md, "Found and fixed").
   inproc_run inproc --gap-ms "${GAP_MS:-0}" || return 1
   IN_SPAN=$(field span_median_us <"$d/inproc.out")
   IN_SUM=$(field median_us <"$d/inproc.out")
@@ -403,20 +404,21 @@ if want_part launches zero-then-triton torch-ops torch-compile; then
 fi
 
 # judged_pair NAME SOURCE ENTRY|- COMPILE|- ARGS...: NAME's replay (recorded, replayed) against
-# the same launch in-process, on the same inputs written the same way: the sampled replay on the
-# plan's draw, copied back before each sample (--same-inputs copy), against in-process on the same
-# bytes copied back before each launch (torch's copy_). A problem whose time moves with the draw
-# (grouped GEMM's group sizes) is then timed on one draw by both, and a kernel slower on freshly
-# written inputs (the compiled rmsnorm) finds them written alike. INPUTS_DIAG=1 adds the draw
-# written as each sample's is (draw), and written once and left (kept), against in-process with
-# its inputs left. Sets JUDGED_OK (OK|MISMATCH: within 1 %, or 0.3 us under 30 us) and
-# JUDGED_BASIS (the numbers, the sampled pair beside); returns 1, JUDGED_BASIS saying why, when
-# the in-process run failed.
+# the same launch in-process, on the same bytes, neither side writing them between launches: the
+# replay on the plan's draw written once (--same-inputs kept) against in-process on the plan's
+# draw left as it was. A problem whose time moves with the draw (grouped GEMM's group sizes) is
+# then timed on one draw by both, and no engine's writes of the inputs (the harness's draw kernel
+# or memcpy, torch's copy_) come between the two (a kernel can run slower on freshly written
+# inputs, by as much as 12 %, and by how much depends on what wrote them). INPUTS_DIAG=1 adds the
+# draw copied back before each launch on both sides (copy against torch's copy_) and rewritten
+# by the draw kernel each sample (draw). Sets JUDGED_OK (OK|MISMATCH: within 1 %, or 0.3 us under
+# 30 us) and JUDGED_BASIS (the numbers, the sampled pair beside); returns 1, JUDGED_BASIS saying
+# why, when the in-process run failed.
 judged_pair() {
   local name=$1 src=$2 entry=$3 comp=$4; shift 4
-  local im mo
-  for im in copy $([ "${INPUTS_DIAG:-}" = 1 ] && echo draw kept); do
-    mo=measure-same; [ "$im" = copy ] || mo=measure-same-$im
+  local im mo diag=${INPUTS_DIAG:-}
+  for im in kept $([ "$diag" = 1 ] && echo copy draw); do
+    mo=measure-same; [ "$im" = kept ] || mo=measure-same-$im
     # shellcheck disable=SC2068
     "$M" benchmark $@ "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 --same-inputs "$im" --replay "$out/r/$name/launches-benchmark.txt" \
       --device 0 --device-code "$(ls "$out/r/$name/dc-benchmark"/* 2>/dev/null | paste -sd, -)" \
@@ -434,25 +436,26 @@ for l in sys.stdin:
 n=max(1,int(d.get("n",1) or 1)); wall=sum(float(d.get(k,0) or 0) for k in ("sampling_s","refresh_s","recheck_s"))
 print(round(min(20.0,max(0.0,1000*wall/n-float(d.get("median_us",0) or 0)/1000)),3))' <"$out/r/$name/measure-benchmark.out")
   # shellcheck disable=SC2068
-  if ! IN_SAME=1 inproc "$name" "$src" "$entry" "$comp" $@; then
+  if ! IN_SAME=$diag inproc "$name" "$src" "$entry" "$comp" $@; then
     JUDGED_OK=MISMATCH JUDGED_BASIS=$(tail -2 "$out/r/$name/inproc.err" "$out/r/$name/plan.err" 2>/dev/null | tr '\n' ' ')
     return 1
   fi
   local js sampled judged basis jmed
-  js=$(judge "$out/r/$name/measure-same.out" "$out/r/$name/inproc-same.out" 2>/dev/null)
+  js=$(judge "$out/r/$name/measure-same.out" "$out/r/$name/inproc.out" 2>/dev/null)
   sampled=$(judge "$out/r/$name/measure-benchmark.out" "$out/r/$name/inproc.out")
   IFS=$'\x1f' read -r judged basis jmed <<<"$js"
   JUDGED_OK=OK
   if [ -n "$jmed" ] && [ -n "$judged" ]; then
-    JUDGED_BASIS="the same inputs, the plan's draw copied back before each launch: $basis; the sampled replay (a new draw each sample) against in-process with its inputs left as they were: $(cut -d$'\x1f' -f2 <<<"$sampled")"
-    if [ "${INPUTS_DIAG:-}" = 1 ]; then
-      local dm km
-      dm=$(field median_us bench <"$out/r/$name/measure-same-draw.out"); km=$(field median_us bench <"$out/r/$name/measure-same-kept.out")
-      JUDGED_BASIS+="; the replay on the plan's draw written by the draw kernel each sample ${dm:-failed} us, written once and left ${km:-failed} us (in-process, left: span $(field span_median_us <"$out/r/$name/inproc.out") us)"
+    JUDGED_BASIS="the same inputs, the plan's draw written once and left on both sides: $basis; the sampled replay (a new draw each sample) against the same in-process run: $(cut -d$'\x1f' -f2 <<<"$sampled")"
+    if [ "$diag" = 1 ]; then
+      local copied dm
+      copied=$(judge "$out/r/$name/measure-same-copy.out" "$out/r/$name/inproc-same.out" 2>/dev/null | cut -d$'\x1f' -f2)
+      dm=$(field median_us bench <"$out/r/$name/measure-same-draw.out")
+      JUDGED_BASIS+="; the plan's draw copied back before each launch on both sides (memcpy against torch's copy_): ${copied:-failed}; rewritten by the draw kernel each sample, the replay ${dm:-failed} us"
     fi
     within "$judged" "$jmed" || JUDGED_OK=MISMATCH
   else
-    JUDGED_OK=MISMATCH JUDGED_BASIS="the same-inputs pair did not run ($(cat "$out/r/$name/measure-same.err" "$out/r/$name/inproc-same.err" 2>/dev/null | tail -2 | tr '\n' ' ')); the sampled replay against in-process: $(cut -d$'\x1f' -f2 <<<"$sampled")"
+    JUDGED_OK=MISMATCH JUDGED_BASIS="the same-inputs pair did not run ($(cat "$out/r/$name/measure-same.err" "$out/r/$name/inproc.err" 2>/dev/null | tail -2 | tr '\n' ' ')); the sampled replay against in-process: $(cut -d$'\x1f' -f2 <<<"$sampled")"
   fi
 }
 
