@@ -21,6 +21,7 @@
 #include "../cpu/python_plan.hpp"
 #include "device_codec.hpp"
 #include "harness.hpp"
+#include "problem_draw.hpp"
 #include "problem_reference.hpp"
 #include "replay_mode.hpp"  // gpuMemcpyDeviceToDevice
 
@@ -39,125 +40,7 @@ ProblemReferenceFn find_problem_reference(const std::string& problem) {
 
 namespace {
 
-// ---- Drawing and decoding on the device ----
-
-__device__ void store(void* out, kfleet_dtype t, size_t i, double x, float inv_scale) {
-  if (t == KFLEET_FP32) static_cast<float*>(out)[i] = (float)x;
-  else if (t == KFLEET_BF16) static_cast<uint16_t*>(out)[i] = kfleet_float_to_bf16_bits((float)x);
-  else if (t == KFLEET_FP16) static_cast<uint16_t*>(out)[i] = kfleet_float_to_half_bits((float)x);
-  else if (t == KFLEET_FP8_E4M3) static_cast<uint8_t*>(out)[i] = fp8_e4m3_encode_dev((float)x * inv_scale);
-}
-
-// normal / uniform into a float tensor (fp8 with one scale: inv_scale = 1 / scale); `rows` are
-// the draw's per-row factors (null when it has none).
-__global__ void fill_real(void* out, kfleet_dtype t, size_t n, RealDraw d, std::uint64_t seed,
-                          float inv_scale, const RowDraw* rows) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    store(out, t, i, draw_value(d, seed, i, rows), inv_scale);
-}
-
-// fp8 with block scales: one thread per block, amax / 448 of the block (times its amplitude),
-// the scale written to the scale tensor, then each element encoded with it (fp8_quantise_block,
-// which the CPU side runs too).
-__global__ void fill_fp8_blocks(uint8_t* out, float* scales, size_t blocks, RealDraw d,
-                                std::uint64_t seed, BlockMap m, const float* amplitudes, const RowDraw* rows) {
-  for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += (size_t)gridDim.x * blockDim.x) {
-    const double amp = amplitudes ? amplitudes[b] : 1.0;
-    scales[b] = fp8_quantise_block(
-        b, m, [&](size_t i) { return draw_value(d, seed, i, rows) * amp; },
-        [&](size_t i, uint8_t code) { out[i] = code; });
-  }
-}
-
-// The values the reference reads: fp8 times its scale (block or tensor), integers as values.
-__global__ void decode_slot(const void* in, kfleet_dtype t, size_t n, const float* block_scales,
-                            BlockMap m, float scalar_scale, float* out) {
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    float x = 0;
-    if (t == KFLEET_FP8_E4M3)
-      x = kfleet_fp8_e4m3_to_float(static_cast<const uint8_t*>(in)[i]) *
-          (block_scales ? block_scales[block_index(i, m)] : scalar_scale);
-    else if (t == KFLEET_BF16) x = kfleet_bf16_bits_to_float(static_cast<const uint16_t*>(in)[i]);
-    else if (t == KFLEET_FP16) x = kfleet_half_bits_to_float(static_cast<const uint16_t*>(in)[i]);
-    else if (t == KFLEET_FP32) x = static_cast<const float*>(in)[i];
-    else if (t == KFLEET_INT32) x = (float)static_cast<const int32_t*>(in)[i];
-    else if (t == KFLEET_INT64) x = (float)static_cast<const int64_t*>(in)[i];
-    out[i] = x;
-  }
-}
-
-__global__ void count_bytes_differing(const std::uint8_t* a, const std::uint8_t* b, size_t n,
-                                      unsigned long long* diff) {
-  unsigned long long local = 0;
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    local += a[i] != b[i];
-  if (local) atomicAdd(diff, local);
-}
-
-// ---- Host helpers ----
-
-bool is_float(kfleet_dtype t) { return t == KFLEET_FP16 || t == KFLEET_BF16 || t == KFLEET_FP32; }
-
-std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
-  char buf[240];
-  std::snprintf(buf, sizeof buf, f, a, b, c, d);
-  return buf;
-}
-
-BlockMap block_map(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& block) {
-  BlockMap m;
-  m.rank = static_cast<int>(shape.size());
-  for (std::size_t d = 0; d < shape.size() && d < KFLEET_PROBLEM_MAX_RANK; ++d) {
-    m.shape[d] = shape[d];
-    m.block[d] = d < block.size() ? block[d] : shape[d];
-  }
-  return m;
-}
-
-// The fp8 scale of a tensor scaled by one scalar: the distribution's bound / 448, fixed for the
-// tensor whatever the seed (values past it saturate), so that fresh inputs keep the args that
-// were recorded.
-double tensor_fp8_scale(const SpecInit& in) {
-  const double bound = in.dist == "normal" ? std::fabs(in.mean) + 6 * in.std
-                                           : std::max(std::fabs(in.min), std::fabs(in.max));
-  return bound > 0 ? bound / kFp8E4m3Max : 1.0;
-}
-
-// Integer inputs (int, group_ends) are drawn on the host with the same counter-based draws as
-// the CPU side's (draw_int_values).
-std::vector<std::uint8_t> host_ints(const SpecTensor& t, const SpecInit& init, const SpecCase& c,
-                                    std::size_t slot, std::uint64_t stream) {
-  const std::size_t n = c.elements(slot);
-  std::vector<std::int64_t> v;
-  const std::string err = draw_int_values(init.dist == "group_ends", static_cast<std::int64_t>(init.min),
-                                          static_cast<std::int64_t>(init.max), init.sorted, init.unique,
-                                          c.totals[slot], n, static_cast<std::size_t>(c.shapes[slot].back()), stream, &v);
-  if (!err.empty()) fail_setup("input " + t.name + ": " + err);
-  const std::size_t w = t.dtype == KFLEET_INT64 ? 8 : 4;
-  std::vector<std::uint8_t> bytes(n * w);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (w == 8) {
-      std::memcpy(&bytes[8 * i], &v[i], 8);
-    } else {
-      const auto x = static_cast<std::int32_t>(v[i]);
-      std::memcpy(&bytes[4 * i], &x, 4);
-    }
-  }
-  return bytes;
-}
-
-// A buffer's bytes, copied on the harness's stream: between timed runs (re-checks) only the
-// harness stream may show activity (PROTOCOL.md, "What a sample is"), never the legacy stream
-// DeviceBuffer::download uses.
-std::vector<std::uint8_t> download_on_harness_stream(const DeviceBuffer& b) {
-  std::vector<std::uint8_t> out(b.bytes());
-  if (!out.empty()) {
-    KFLEET_GPU_CHECK(gpuMemcpyAsync(out.data(), b.get(), out.size(), gpuMemcpyDeviceToHost, harness_stream()));
-    KFLEET_GPU_CHECK(gpuStreamSynchronize(harness_stream()));
-  }
-  return out;
-}
-
+using namespace problem_draw;
 using CheckResult = OutputCheck;
 
 }  // namespace
@@ -253,10 +136,9 @@ class GenericProblem : public Problem {
     for (std::size_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].t->role != KFLEET_TENSOR_INPUT || !again[i]->bytes()) continue;
       KFLEET_GPU_CHECK(gpuMemsetAsync(counter->get(), 0, sizeof(unsigned long long), hs));
-      count_bytes_differing<<<1024, 256, 0, hs>>>(static_cast<const std::uint8_t*>(slots_[i].device->get()),
-                                                  static_cast<const std::uint8_t*>(again[i]->get()),
-                                                  again[i]->bytes(), static_cast<unsigned long long*>(counter->get()));
-      KFLEET_GPU_CHECK(gpuGetLastError());
+      launch_count_bytes_differing(hs, static_cast<const std::uint8_t*>(slots_[i].device->get()),
+                                   static_cast<const std::uint8_t*>(again[i]->get()), again[i]->bytes(),
+                                   static_cast<unsigned long long*>(counter->get()));
       unsigned long long diff = 0;
       KFLEET_GPU_CHECK(gpuMemcpyAsync(&diff, counter->get(), sizeof diff, gpuMemcpyDeviceToHost, hs));
       KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));
@@ -282,9 +164,8 @@ class GenericProblem : public Problem {
       } else if (s.t->init.scale_scalar >= 0) {
         scalar_scale = static_cast<float>(scalars_[static_cast<std::size_t>(s.t->init.scale_scalar)]);
       }
-      decode_slot<<<1024, 256, 0, hs>>>(content(i), s.t->dtype, s.n, block_scales, m, scalar_scale,
-                                        static_cast<float*>(s.real->get()));
-      KFLEET_GPU_CHECK(gpuGetLastError());
+      launch_decode_slot(hs, content(i), s.t->dtype, s.n, block_scales, m, scalar_scale,
+                         static_cast<float*>(s.real->get()));
     }
     run_reference();
   }
@@ -487,10 +368,9 @@ class GenericProblem : public Problem {
           KFLEET_GPU_CHECK(gpuMemcpyAsync(amp->get(), f.data(), blocks * sizeof(float), gpuMemcpyHostToDevice, hs));
           KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `f` goes
         }
-        fill_fp8_blocks<<<ref_blocks(static_cast<std::int64_t>(blocks), 128), 128, 0, hs>>>(
-            static_cast<std::uint8_t*>(targets[i]), static_cast<float*>(targets[st]), blocks, d, stream,
-            block_map(case_.shapes[i], init.block), amp ? static_cast<const float*>(amp->get()) : nullptr, rows_dev);
-        KFLEET_GPU_CHECK(gpuGetLastError());
+        launch_fill_fp8_blocks(hs, static_cast<std::uint8_t*>(targets[i]), static_cast<float*>(targets[st]), blocks, d,
+                               stream, block_map(case_.shapes[i], init.block),
+                               amp ? static_cast<const float*>(amp->get()) : nullptr, rows_dev);
         KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `amp` and `rows` are freed
       } else {
         float inv_scale = 1;
@@ -499,8 +379,7 @@ class GenericProblem : public Problem {
           (*scalars)[static_cast<std::size_t>(init.scale_scalar)] = scale;
           inv_scale = static_cast<float>(1.0 / scale);
         }
-        fill_real<<<1024, 256, 0, hs>>>(targets[i], t.dtype, slots_[i].n, d, stream, inv_scale, rows_dev);
-        KFLEET_GPU_CHECK(gpuGetLastError());
+        launch_fill_real(hs, targets[i], t.dtype, slots_[i].n, d, stream, inv_scale, rows_dev);
         KFLEET_GPU_CHECK(gpuStreamSynchronize(hs));  // before `rows` is freed
       }
       KFLEET_GPU_CHECK(gpuGetLastError());

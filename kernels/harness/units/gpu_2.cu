@@ -13,3 +13,4 @@
 #include "../src/replay_bare.cu"
 #include "../src/replay_hip.cu"
 #include "../src/report.cu"
+#include "../src/problem_draw.cu"
