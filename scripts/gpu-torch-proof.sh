@@ -376,6 +376,7 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
   if diag_all; then
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True inproc_run inproc-vmm --gap-ms "${GAP_MS:-0}" --graph-dot "$d/inproc.dot"
     inproc_run inproc-noflush --gap-ms "${GAP_MS:-0}" --l2-flush 0
+    inproc_run inproc-memset --gap-ms "${GAP_MS:-0}" --flush-with memset
     inproc_run inproc-layout --gap-ms "${GAP_MS:-0}" --layout plan
     # NCU=path/to/ncu: each of the launch's kernels under Nsight Compute, its DRAM bytes and
     # cache hit rates, the caches and clocks left as they are (the replay's beside it: edge_diag)
@@ -402,6 +403,10 @@ if want_part launches zero-then-triton torch-ops torch-compile; then
   want launches:torch-compile &&
     both torch-compile "$J" torch kfleet_attention_launch_compiled - "$ATT_SMALL" "$ATT_MISSION"
 fi
+
+# edge_diag NAME REPLAY_SPAN INPROC_SPAN ARGS... (EDGE_DIAG=...): scripts/lib/torch-proof-edge-diag.sh
+# shellcheck source=lib/torch-proof-edge-diag.sh
+source "$root/scripts/lib/torch-proof-edge-diag.sh"
 
 # judged_pair NAME SOURCE ENTRY|- COMPILE|- ARGS...: NAME's replay (recorded, replayed) against
 # the same launch in-process, on the same bytes, neither side writing them between launches: the
@@ -481,6 +486,8 @@ if want_part triton softmax rmsnorm; then
     [ -s "$out/r/triton-$p-$c/launches-benchmark.txt" ] || continue
     if judged_pair "triton-$p-$c" "$P/$p/triton.py" - - --problem-spec "$out/spec/$p.spec" --case "$c" --seed 0; then
       note triton "$p-$c" "replay/in-process 0.99..1.01" "$JUDGED_OK" "$JUDGED_BASIS; ${GAP_MS} ms apart"
+      [ -n "${EDGE_DIAG:-}" ] && edge_diag "triton-$p-$c" "$(field median_us bench <"$out/r/triton-$p-$c/measure-benchmark.out")" \
+        "$IN_SPAN" --problem-spec "$out/spec/$p.spec" --case "$c" --seed 0
     else
       note triton "$p-$c" "in-process" MISMATCH "$JUDGED_BASIS"
     fi
@@ -552,9 +559,6 @@ for l in open(sys.argv[1], errors="replace"):
   note refs "$name" "replay/in-process 0.99..1.01" "$ok" "$basis; ${gaps:+$gaps; }${tuned:+$tuned; }${configs:+$configs; }${GAP_MS} ms apart${IN_B2B:+, back to back $IN_B2B us}; recorded in ${rec_s}s; kernels: $(origins "$name" benchmark)"
   [ -n "${EDGE_DIAG:-}" ] && edge_diag "$name" "$med" "$IN_SPAN" "$@"
 }
-# edge_diag NAME REPLAY_SPAN INPROC_SPAN ARGS... (EDGE_DIAG=...): scripts/lib/torch-proof-edge-diag.sh
-# shellcheck source=lib/torch-proof-edge-diag.sh
-source "$root/scripts/lib/torch-proof-edge-diag.sh"
 PART=refs
 started=0
 for p in "${PROBLEMS[@]}" attention scaled_mm; do

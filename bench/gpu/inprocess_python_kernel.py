@@ -8,7 +8,7 @@ against.
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
                              [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
                              [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--rewrite-inputs]
-                             [--layout torch|plan]
+                             [--layout torch|plan] [--flush-with fill|memset]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
@@ -19,7 +19,8 @@ up, then times it two ways:
 
 - CUPTI (the number the check uses): torch.profiler with ProfilerActivity.CUDA around --samples
   launches, each with the output poisoned and then the L2 flush the job's benchmark setting
-  gives (a memset of 2 x L2, with --l2-flush 1), as the harness does. Each launch runs inside a
+  gives (2 x L2 written, with --l2-flush 1), as the harness does: by torch's `fill_` (a kernel),
+  or with `--flush-with memset` by cudaMemsetAsync, as kfleet-measure writes it. Each launch runs inside a
   record_function range of its own; the device work (kernels, memsets, copies) whose runtime or
   driver call fell inside that range is the launch's, matched by CUPTI's correlation id. Per
   launch: the sum of those device durations (`median_us`, the kernel's own GPU time; the
@@ -215,11 +216,40 @@ def before_launch(i, a, inouts, flush, outs):
     for out in outs:
         out.view(torch.uint8).fill_(0xff)
     if flush is not None:
-        flush.fill_(i & 0xff)
+        if a.flush_with == "memset":
+            memset_async(flush, i & 0xff)
+        else:
+            flush.fill_(i & 0xff)
     if not a.back_to_back:
         torch.cuda.synchronize()
         if a.gap_ms > 0:
             time.sleep(a.gap_ms / 1000.0)
+
+
+_CUDA_MEMSET = []
+
+
+def memset_async(t, value):
+    """cudaMemsetAsync of tensor t's bytes on torch's current stream (the runtime torch loaded,
+    found by its soname), as kfleet-measure writes its L2 flush."""
+    import ctypes
+    import torch
+    if not _CUDA_MEMSET:
+        for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+            try:
+                f = ctypes.CDLL(name).cudaMemsetAsync
+            except (OSError, AttributeError):
+                continue
+            f.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p]
+            f.restype = ctypes.c_int
+            _CUDA_MEMSET.append(f)
+            break
+        else:
+            raise RuntimeError("--flush-with memset: no libcudart to call cudaMemsetAsync from")
+    rc = _CUDA_MEMSET[0](t.data_ptr(), value, t.numel() * t.element_size(),
+                         torch.cuda.current_stream().cuda_stream)
+    if rc != 0:
+        raise RuntimeError(f"--flush-with memset: cudaMemsetAsync returned {rc}")
 
 
 def raw_cupti_times(raw, a, launch, args, stream, inouts, flush, outs):
@@ -272,6 +302,9 @@ def main():
     ap.add_argument("--layout", choices=("torch", "plan"), default="torch",
                     help="plan: the case's buffers at the arena's relative addresses (one allocation, "
                          "2 MiB aligned, each buffer at its offset in the plan), not torch's own")
+    ap.add_argument("--flush-with", choices=("fill", "memset"), default="fill",
+                    help="the L2 flush written by torch's fill_ (a kernel) or by cudaMemsetAsync, as "
+                         "kfleet-measure writes it")
     ap.add_argument("--rewrite-inputs", action="store_true",
                     help="each input (any dtype) copied back from a copy of its own bytes before each "
                          "launch (torch's copy_), as kfleet-measure --same-inputs copy does before each sample")
@@ -366,7 +399,8 @@ def main():
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     flush_bytes = max(2 * l2, 64 << 20) if a.l2_flush else 0
     flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
-    result = {"l2_flush_bytes": flush_bytes, "entry": entry, "graph": a.graph,
+    result = {"l2_flush_bytes": flush_bytes, "flush_with": a.flush_with if flush_bytes else "", "entry": entry,
+              "graph": a.graph,
               "torch_compile": a.torch_compile, "idle_before_launch": not a.back_to_back,
               "inputs_rewritten": a.rewrite_inputs,
               "gap_ms": 0 if a.back_to_back else a.gap_ms}

@@ -122,5 +122,24 @@ class InProcessTrace(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn(said, r.stderr)
 
+    def test_a_flush_by_memset_that_cannot_run_says_so(self):
+        # No GPU here: cudaMemsetAsync fails (or no libcudart is found), and the flush says so
+        # rather than leaving the L2 as it was. A stand-in torch gives the stream and the tensor.
+        import types
+        fake = types.ModuleType("torch")
+        fake.cuda = types.SimpleNamespace(current_stream=lambda: types.SimpleNamespace(cuda_stream=0))
+        t = types.SimpleNamespace(data_ptr=lambda: 0x1000, numel=lambda: 64, element_size=lambda: 1)
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = fake
+        try:
+            with self.assertRaisesRegex(RuntimeError, "^--flush-with memset: (cudaMemsetAsync returned [1-9]|no libcudart)"):
+                m.memset_async(t, 7)
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+            m._CUDA_MEMSET.clear()
+
 if __name__ == "__main__":
     unittest.main()

@@ -145,6 +145,8 @@ print("; ".join(v for v in [
     one("replayed with inputs left writable", "measure-writable.out", "bench", "median_us", med, "graph replay"),
     one("in-process on mapped memory", "inproc-vmm.out", None, "span_median_us", span, "in-process"),
     one("in-process without the flush", "inproc-noflush.out", None, "span_median_us", span, "in-process"),
+    one("in-process with the flush by cudaMemsetAsync", "inproc-memset.out", None, "span_median_us", span,
+        "in-process"),
     one("in-process with the arena's layout", "inproc-layout.out", None, "span_median_us", span, "in-process"),
     one("replayed with CUPTI's hardware trace", "measure-hwtrace.out", "bench", "median_us", med, "graph replay"),
     one("in-process under CUPTI as kfleet-measure sets it", "inproc-rawcupti.out", None, "span_median_us", span,
@@ -168,5 +170,5 @@ print("; ".join(v for v in [
     carveouts("measure-builtin.out", "empty kernels"),
     carveouts("measure-builtin-graphfirst.out", "empty kernels, graph first"), ncu()] if v))
 PY
-  note refs "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
+  note "${PART:-refs}" "$name:edge-diag" "-" INFO "$(tail -1 "$d/edge-diag.txt")"
 }
