@@ -20,10 +20,10 @@ up, then times it two ways:
 - CUPTI (the number the check uses): torch.profiler with ProfilerActivity.CUDA around --samples
   launches, each with the output poisoned and then the L2 flush the job's benchmark setting
   gives (2 x L2 written, with --l2-flush 1), as the harness does: by torch's `fill_` (a kernel),
-  or with `--flush-with memset` by cudaMemsetAsync, as kfleet-measure writes it. Each launch runs inside a
-  record_function range of its own; the device work (kernels, memsets, copies) whose runtime or
-  driver call fell inside that range is the launch's, matched by CUPTI's correlation id. Per
-  launch: the sum of those device durations (`median_us`, the kernel's own GPU time; the
+  or with `--flush-with memset` by cudaMemsetAsync, as kfleet-measure writes it. Each launch runs
+  inside a record_function range of its own; the device work (kernels, memsets, copies) whose
+  runtime or driver call fell inside that range is the launch's, matched by CUPTI's correlation
+  id. Per launch: the sum of those device durations (`median_us`, the kernel's own GPU time; the
   harness's replay times the span of all the launch's device work, the same for one kernel)
   and that span (`span_median_us`). The median over launches.
   With `--cupti-raw LIBCUPTI` CUPTI is set up as kfleet-measure sets it instead (raw_cupti.py:
