@@ -22,17 +22,14 @@ __device__ void store(void* out, kfleet_dtype t, size_t i, double x, float inv_s
   else if (t == KFLEET_FP8_E4M3) static_cast<uint8_t*>(out)[i] = fp8_e4m3_encode_dev((float)x * inv_scale);
 }
 
-// normal / uniform into a float tensor (fp8 with one scale: inv_scale = 1 / scale); `rows` are
-// the draw's per-row factors (null when it has none).
+// The kernels of the launchers below (problem_draw.hpp says what each does).
 __global__ void fill_real(void* out, kfleet_dtype t, size_t n, RealDraw d, std::uint64_t seed,
                           float inv_scale, const RowDraw* rows) {
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     store(out, t, i, draw_value(d, seed, i, rows), inv_scale);
 }
 
-// fp8 with block scales: one thread per block, amax / 448 of the block (times its amplitude),
-// the scale written to the scale tensor, then each element encoded with it (fp8_quantise_block,
-// which the CPU side runs too).
+// One thread per block of scales.
 __global__ void fill_fp8_blocks(uint8_t* out, float* scales, size_t blocks, RealDraw d,
                                 std::uint64_t seed, BlockMap m, const float* amplitudes, const RowDraw* rows) {
   for (size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x; b < blocks; b += (size_t)gridDim.x * blockDim.x) {
@@ -43,7 +40,6 @@ __global__ void fill_fp8_blocks(uint8_t* out, float* scales, size_t blocks, Real
   }
 }
 
-// The values the reference reads: fp8 times its scale (block or tensor), integers as values.
 __global__ void decode_slot(const void* in, kfleet_dtype t, size_t n, const float* block_scales,
                             BlockMap m, float scalar_scale, float* out) {
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
