@@ -1,10 +1,11 @@
 #pragma once
 // The cold timer (PROTOCOL.md, "What a sample is"): what happens around a benchmark's timed
-// window. prepare() is everything outside it: new input content, a cold L2, a poisoned output,
-// an idle device. time() is the window: one launch on the legacy default stream between two
-// events, inputs read-only, then a bounded wait for the device to go idle (a persistent kernel
-// never lets it). Host timestamps come from the tracer's clock when there is one. The benchmark
-// stage (benchmark.cu) decides when each runs and what a sample is.
+// window. prepare() is everything outside it: new input content, a poisoned output, inputs
+// read-only, a cold L2, an idle device. time() is the window: one launch on the legacy default
+// stream between two events, then a bounded wait for the device to go idle (a persistent kernel
+// never lets it), then the inputs writable again. Host timestamps come from the tracer's clock
+// when there is one. The benchmark stage (benchmark.cu) decides when each runs and what a sample
+// is.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -38,12 +39,13 @@ class ColdTimer {
   void arm_flush(const DeviceInfo& dev);
   std::size_t flush_bytes() const { return flush_bytes_; }
 
-  // Outside the window: new input content from `input_seed`, the output poisoned, then the L2
-  // overwritten (with `flush_value`, so that no two flushes write the same bytes), and the whole
-  // device idle. The flush comes last, so nothing the launch reads or writes is in the L2: an
-  // in-place slot given its input again after it started warm (a compiled rope, 40 MB in place,
-  // ran 3.5 % faster so on an H100, 2026-12-05), and an output poisoned after it took its writes
-  // in the L2 (4 to 11 % faster).
+  // Outside the window: new input content from `input_seed`, the output poisoned, the inputs
+  // made read-only (their translations warmed again), then the L2 overwritten (with
+  // `flush_value`, so that no two flushes write the same bytes), and the whole device idle.
+  // The flush comes last, so nothing the launch reads or writes is in the L2: an in-place slot
+  // given its input again after it started warm (a compiled rope, 40 MB in place, ran 3.5 %
+  // faster so on an H100, 2026-12-05), and an output poisoned after it took its writes in the
+  // L2 (4 to 11 % faster); nor are the translations the flush's pages evicted warmed again.
   void prepare(Problem& p, std::uint64_t input_seed, int flush_value);
 
   // prepare() for --same-inputs MODE (options.hpp): the plan's draw (seed 0 of the refresh)
@@ -65,6 +67,9 @@ class ColdTimer {
 
  private:
   void poison_and_flush(Problem& p, int flush_value);
+  // The inputs read-only (unless --inputs-writable) and their translations warmed again, once
+  // per launch: before the flush for a sample, in time() for a warm-up launch.
+  void protect_inputs();
   // --same-inputs copy: a plain device copy of every input the arena holds, as drawn now.
   void take_inputs(gpuStream_t hs);
   double elapsed_us();
