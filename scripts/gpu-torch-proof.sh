@@ -8,7 +8,8 @@
 # --caches DIR: each recorder's caches (Triton's, inductor's) under DIR/NAME instead of the run's
 # folder, kept after it: a compile reference whose autotuning outlasts one GPU call (scaled_mm's,
 # over 400 s on an H100) is recorded again in a later call with the kernels already compiled.
-# Parts (--only matches their names; a comma list is an alternation):
+# Parts (--only is a regex matched from the start of a part's name, or of PART:SUB for the
+# per-problem checks below; a comma list is an alternation; --dry-run lists what it selects):
 #   launches   torch programs as jobs write them, each recorded, checked (correctness) and timed:
 #              a Triton attention that first zeroes its output with args.o.zero_(); the attention
 #              as torch ops (F.scaled_dot_product_attention: cuDNN or flash); the attention as a
@@ -110,6 +111,23 @@ PROBLEMS=(softmax rmsnorm rope topk grouped_gemm fp8_block_gemm)
 ATT_LONG="--shape B=4,H=16,S=2048,D=64"
 MM_N8192="--shape M=8192,N=8192,K=8192 --dtype a=fp8_e4m3,b=fp8_e4m3,out=fp16 --atol 0.028 --rtol 0.01"  # scaled_mm@4's n8192 check
 
+want() { [[ $1 =~ ^($only) ]]; }  # from the start: 'triton' is not launches:zero-then-triton
+want_part() {  # PART SUB...: the part, or one of its per-problem checks, was asked for
+  local part=$1 x; shift
+  want "$part" && return 0
+  for x in "$@"; do want "$part:$x" && return 0; done
+  return 1
+}
+# Every check --only selects, by name (the dry run lists them; a run that selects none stops).
+SELECTED=()
+for x in launches:zero-then-triton launches:torch-ops launches:torch-compile triton:softmax triton:rmsnorm \
+         $(for p in "${PROBLEMS[@]}" attention scaled_mm; do echo "refs:$p:eager refs:$p:compile"; done) \
+         $(for p in "${PROBLEMS[@]}"; do echo "naive:$p"; done) gap edges calib; do
+  case $x in gap|edges|calib) want "$x" && SELECTED+=("$x") ;; *) want_part "${x%%:*}" "${x#*:}" && SELECTED+=("$x") ;; esac
+done
+[ "$dry" = 1 ] || [ ${#SELECTED[@]} -gt 0 ] ||
+  die "--only '$only' selects no check: it is matched from the start of PART or PART:SUB (--dry-run --only ... lists them)"
+
 rm -rf "$out"; mkdir -p "$out" || die "cannot create $out"
 # The run reads a copy of what it needs (a later device call may re-sync the checkout).
 mkdir -p "$out/tree/bench" "$out/tree/scripts" && cp -a "$src_root/kernels" "$src_root/jobs" "$out/tree/" &&
@@ -125,13 +143,6 @@ note() {  # PART WHAT EXPECTED OK|MISMATCH|INFO GOT (kept in summary.tsv as it g
   printf '%s\n' "${rows[-1]}" >>"$out/summary.tsv"
   [ "$4" = MISMATCH ] && bad=$((bad + 1))
   printf '  %-8s %-9s %s: %s\n' "$1" "$4" "$2" "${5:0:300}"
-}
-want() { [[ $1 =~ $only ]]; }
-want_part() {  # PART SUB...: the part, or one of its per-problem checks, was asked for
-  local part=$1; shift
-  want "$part" && return 0
-  for x in "$@"; do want "$part:$x" && return 0; done
-  return 1
 }
 field() { python3 -c 'import json,sys
 d={}
@@ -184,6 +195,7 @@ if [ "$dry" = 1 ]; then
     [ -n "$specs" ] && chk test -s "$specs/$p.spec"
   done
   echo "plan: launches (3 programs), triton (2 problems), refs (${#PROBLEMS[@]} problems + 2 families, eager and compile), naive (${#PROBLEMS[@]}), gap, edges, calib"
+  echo "selected by --only: ${SELECTED[*]:-nothing}"
   [ "$fail" = 0 ] && echo "gpu-torch-proof: dry run OK" || echo "gpu-torch-proof: dry run FAILED"
   exit "$fail"
 fi

@@ -131,6 +131,15 @@ had=$(ls -d "$root/torch-proof" 2>/dev/null)
 (cd "$root" && scripts/gpu-torch-proof.sh --dry-run >"$tmp/torch-dry.log" 2>&1) || bad "gpu-torch-proof --dry-run failed"
 has torch-dry 'gpu-torch-proof: dry run OK'
 [ -z "$had" ] && [ -e "$root/torch-proof" ] && bad "gpu-torch-proof --dry-run wrote $root/torch-proof"
+# --only is matched from the start of a check's name: 'triton' is the triton part, not the
+# launches part's zero-then-triton; a regex that selects nothing stops before any work.
+(cd "$root" && scripts/gpu-torch-proof.sh --dry-run --only triton,refs:topk >"$tmp/torch-only.log" 2>&1) ||
+  bad "gpu-torch-proof --dry-run --only failed"
+has torch-only '^selected by --only: triton:softmax triton:rmsnorm refs:topk:eager refs:topk:compile$'
+(cd "$root" && scripts/gpu-torch-proof.sh --only softmax --out "$tmp/torch-none" >"$tmp/torch-none.log" 2>&1); rc=$?
+[ "$rc" = 2 ] || bad "gpu-torch-proof --only softmax exited $rc, want 2"
+has torch-none "--only 'softmax' selects no check"
+[ -e "$tmp/torch-none" ] && bad "gpu-torch-proof --only softmax made its --out folder before refusing"
 
 run campaigns 0 "$root/scripts/gpu-suite-campaigns.sh" --backend simulated
 has campaigns 'gpu-suite-campaigns: 0 unexpected outcome'
