@@ -364,8 +364,9 @@ void warm_translations() {
   // Changing a mapping's access (inputs_read_only) drops the GPU's cached address translations,
   // so a launch right after it pays a page walk on its first touch of every page: about 1 % of
   // an 18 us attention on an H200, a cost no kernel has in a model, where its tensors stay
-  // mapped. One read per 64 KiB of every buffer the launch may use puts them back (a few
-  // hundred bytes into the L2 the flush emptied), outside the timed window.
+  // mapped. One read per 64 KiB of every buffer the launch may use puts them back, outside the
+  // timed window and before the L2 flush (ColdTimer::poison_and_flush), which then evicts what
+  // its own pages displace, as it does in-process, and empties the L2 of these reads.
   static DeviceBuffer* sink = new DeviceBuffer(4);
   gpuStream_t hs = harness_stream();
   auto touch = [&](std::uint64_t va, std::uint64_t bytes) {
