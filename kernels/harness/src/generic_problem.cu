@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -42,6 +43,14 @@ namespace {
 
 using namespace problem_draw;
 using CheckResult = OutputCheck;
+
+bool is_float(kfleet_dtype t) { return t == KFLEET_FP16 || t == KFLEET_BF16 || t == KFLEET_FP32; }
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[240];
+  std::snprintf(buf, sizeof buf, f, a, b, c, d);
+  return buf;
+}
 
 }  // namespace
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 
 #include "../cpu/numeric.hpp"
@@ -90,14 +89,6 @@ void launch_count_bytes_differing(gpuStream_t stream, const std::uint8_t* a, con
                                   unsigned long long* diff) {
   count_bytes_differing<<<1024, 256, 0, stream>>>(a, b, n, diff);
   KFLEET_GPU_CHECK(gpuGetLastError());
-}
-
-bool is_float(kfleet_dtype t) { return t == KFLEET_FP16 || t == KFLEET_BF16 || t == KFLEET_FP32; }
-
-std::string fmt(const char* f, double a, double b, double c, double d) {
-  char buf[240];
-  std::snprintf(buf, sizeof buf, f, a, b, c, d);
-  return buf;
 }
 
 BlockMap block_map(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& block) {

@@ -1,6 +1,7 @@
 // A library problem's inputs drawn on the device, decoded for its reference and compared, and
-// the host helpers generic_problem.cu shares with them (PROBLEM-ABI.md, "Problems of the
-// library"). Each launch_* runs on `stream` and checks the launch; none synchronises.
+// the host side of the same work: block maps, fp8 tensor scales, integer draws, a buffer read
+// back on the harness's stream (PROBLEM-ABI.md, "Problems of the library"). generic_problem.cu
+// calls them. Each launch_* runs on `stream` and checks the launch; none synchronises.
 #pragma once
 
 #include <cstddef>
@@ -33,8 +34,6 @@ void launch_decode_slot(gpuStream_t stream, const void* in, kfleet_dtype t, std:
 void launch_count_bytes_differing(gpuStream_t stream, const std::uint8_t* a, const std::uint8_t* b, std::size_t n,
                                   unsigned long long* diff);
 
-bool is_float(kfleet_dtype t);
-std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);
 BlockMap block_map(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& block);
 
 // The fp8 scale of a tensor scaled by one scalar: the distribution's bound / 448, fixed for the
