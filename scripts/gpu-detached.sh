@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Runs a proof longer than one command of a lent GPU machine allows (10 minutes a call there, 30
+# held): `start` copies the checkout aside and runs the steps in the background, detached from
+# the call (setsid), into one log; each later call, made before the machine goes back, `poll`s:
+# waits up to --wait seconds, copies the log to --out and prints where the run is. The steps run
+# one after another (a GPU timed by two at once times neither), each under its own limit and all
+# within --budget, so that the run ends, logged, before the machine is given back.
+#   scripts/gpu-detached.sh start [--state DIR] [--budget S] [--tree DIR] STEP...
+#       STEP is NAME:SECONDS:COMMAND, COMMAND a bash command line run in the copy, e.g.
+#       'refs:900:scripts/gpu-torch-proof.sh --out "$KFLEET_DETACHED/refs" --only refs'
+#       ($KFLEET_DETACHED is the state folder, which holds the copy, the logs and the steps' files)
+#   scripts/gpu-detached.sh poll [--state DIR] [--wait S] [--out DIR]
+#       exit 0 once every step has ended, 3 while one still runs, 2 when nothing was started
+#   scripts/gpu-detached.sh stop [--state DIR]     ends the run (its log says so)
+#     --state DIR  where the run lives (default /tmp/kfleet-detached); start empties it first
+#     --budget S   seconds for all the steps together (default 1500): a step is cut at what is
+#                  left, and one with under 30 s left is skipped, saying so
+#     --tree DIR   the checkout to copy (default this script's); build folders and .git stay out
+#     --wait S     how long poll waits for the run to end (default 0: it only reads)
+#     --out DIR    where poll copies the log (default $OUT, where the lent machine's files come back)
+# The log (STATE/run.log) holds the GPU's name, the commit, then each step's command, its whole
+# output and its exit status and time: the one log a docs/evidence/ file is made from.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+die() { echo "gpu-detached: $*" >&2; exit 2; }
+[ $# -gt 0 ] || die "say start, poll or stop (try --help)"
+verb=$1; shift
+state=/tmp/kfleet-detached budget=1500 tree=$here wait=0 out=${OUT:-}
+steps=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --state) state=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    --tree) tree=$2; shift 2 ;;
+    --wait) wait=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    -*) die "unknown option '$1' (try --help)" ;;
+    *) steps+=("$1"); shift ;;
+  esac
+done
+case "$verb" in -h|--help) sed -n 2,24p "$0"; exit 0 ;; esac
+log=$state/run.log
+now() { date +%s; }
+
+case "$verb" in
+start)
+  [ ${#steps[@]} -gt 0 ] || die "start needs at least one NAME:SECONDS:COMMAND step"
+  for s in "${steps[@]}"; do
+    [[ "$s" =~ ^[A-Za-z0-9_.-]+:[0-9]+:.+ ]] || die "step '$s' is not NAME:SECONDS:COMMAND"
+  done
+  [[ "$budget" =~ ^[0-9]+$ ]] || die "--budget wants seconds, got '$budget'"
+  if [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; then
+    die "a run is still going in $state (stop it first)"
+  fi
+  rm -rf "$state"; mkdir -p "$state/tree" || die "cannot make $state"
+  (cd "$tree" && tar --exclude=./build --exclude='./build-*' --exclude=./.git --exclude='*/node_modules' -cf - .) |
+    (cd "$state/tree" && tar xf -) || die "cannot copy $tree to $state/tree"
+  printf '%s\n' "${steps[@]}" >"$state/steps"
+  {
+    echo "# gpu-detached: $(date -u '+%F %T') UTC, budget ${budget} s, ${#steps[@]} step(s)"
+    command -v nvidia-smi >/dev/null && nvidia-smi -L
+    echo "# commit $(git -C "$tree" log --oneline -1 2>/dev/null || echo unknown)$(git -C "$tree" status --porcelain 2>/dev/null | grep -q . && echo ' (with uncommitted changes)')"
+  } >"$log"
+  echo "$(now) $budget" >"$state/started"
+  KFLEET_DETACHED=$state setsid bash "$0" run-steps --state "$state" </dev/null >"$state/runner.err" 2>&1 &
+  echo $! >"$state/pid"
+  echo "gpu-detached: started ${#steps[@]} step(s) in $state (pid $(cat "$state/pid")); poll with: $0 poll --state $state --wait S"
+  ;;
+run-steps)
+  read -r t0 budget <"$state/started"
+  cd "$state/tree" || exit 2
+  export KFLEET_DETACHED=$state
+  while IFS= read -r s; do
+    name=${s%%:*} rest=${s#*:}; secs=${rest%%:*} cmd=${rest#*:}
+    left=$(( budget - ($(now) - t0) ))
+    [ "$secs" -gt "$left" ] && secs=$left
+    if [ "$secs" -lt 30 ]; then
+      echo "==== $name: skipped, ${left} s of the budget left" >>"$log"; continue
+    fi
+    echo "$name" >"$state/current"
+    { echo; echo "==== $name (at $(( $(now) - t0 )) s, at most $secs s): $cmd"; } >>"$log"
+    s0=$(now)
+    timeout -k 10 "$secs" bash -c "$cmd" >>"$log" 2>&1 </dev/null
+    rc=$?
+    echo "==== $name: exit $rc$([ $rc = 124 ] && echo ' (its limit)') in $(( $(now) - s0 )) s" >>"$log"
+  done <"$state/steps"
+  rm -f "$state/current"
+  echo "# gpu-detached: done at $(( $(now) - t0 )) s" >>"$log"
+  touch "$state/done"
+  ;;
+poll)
+  [ -f "$state/started" ] || { echo "gpu-detached: nothing was started in $state"; exit 2; }
+  end=$(( $(now) + wait ))
+  while [ ! -f "$state/done" ] && [ "$(now)" -lt "$end" ]; do sleep 2; done
+  if [ ! -f "$state/done" ] && ! kill -0 "$(cat "$state/pid" 2>/dev/null)" 2>/dev/null; then
+    echo "# gpu-detached: the runner is gone before the end (killed?)" >>"$log"; touch "$state/done"
+  fi
+  [ -n "$out" ] && { mkdir -p "$out" && cp "$log" "$out/run.log"; }
+  read -r t0 _ <"$state/started"
+  grep -E '^(# |==== )' "$log"
+  if [ -f "$state/done" ]; then echo "gpu-detached: every step ended ($(( $(now) - t0 )) s)"; exit 0; fi
+  echo "gpu-detached: running $(cat "$state/current" 2>/dev/null) at $(( $(now) - t0 )) s; its last lines:"
+  tail -5 "$log" | cut -c1-300
+  exit 3
+  ;;
+stop)
+  [ -f "$state/pid" ] || { echo "gpu-detached: nothing was started in $state"; exit 2; }
+  pid=$(cat "$state/pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    # The whole session the runner leads: `timeout` puts each step in a process group of its own.
+    pkill -TERM -s "$pid" 2>/dev/null || kill -TERM "$pid"
+    echo "# gpu-detached: stopped by request" >>"$log"; touch "$state/done"
+    echo "gpu-detached: stopped the run in $state"
+  else
+    echo "gpu-detached: the run in $state had already ended"
+  fi
+  ;;
+*) die "unknown verb '$verb': start, poll or stop (try --help)" ;;
+esac
