@@ -19,6 +19,7 @@
 #include "problem_inputs.hpp"
 #include "problem_reference_check.hpp"
 #include "problem_spec.hpp"
+#include "python_plan.hpp"
 
 namespace kfleet::problems {
 namespace {
@@ -286,6 +287,46 @@ TEST(ProblemSpec, ArgsFromTheSpecAreTheLibrarysBytes) {
     ASSERT_EQ(build_problem_args(ours, &b), "");
     EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << def.name;
   }
+}
+
+// A Triton or torch job of any problem of the library (PYTHON.md): the Python recorder's plan
+// gets every case's args as named fields, each tensor with its dtype, shape and role, every dim
+// and scalar, none refused for its dtype or a name two fields share.
+TEST(ProblemSpec, EveryCaseOfEveryGenericProblemHasItsPythonFields) {
+  int checked = 0;
+  for (const auto& def : library().problems) {
+    if (def.abi != "generic") continue;
+    const ProblemSpec s = read_back(def);
+    for (const auto& c : def.cases) {
+      const harness::SpecCase* sc = s.find_case(c.name);
+      ASSERT_NE(sc, nullptr) << def.name << " " << c.name;
+      std::vector<std::uint64_t> addr;
+      for (std::size_t i = 0; i < s.tensors.size(); ++i) addr.push_back(0x600000000000ull + (i << 30));
+      kfleet_problem_args a{};
+      ASSERT_EQ(build_problem_args(harness::spec_args(s, *sc, addr, sc->scalars, 0x7f0000000000ull, 1 << 20), &a), "")
+          << def.name << " " << c.name;
+      std::vector<std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(&a),
+                                      reinterpret_cast<const std::uint8_t*>(&a) + sizeof a);
+      std::string err;
+      const std::string j = harness::problem_fields_json(s, *sc, bytes, &err);
+      ASSERT_EQ(err, "") << def.name << " " << c.name;
+      for (std::size_t i = 0; i < s.tensors.size(); ++i) {
+        const std::string role = s.tensors[i].role == KFLEET_TENSOR_OUTPUT  ? "output"
+                                 : s.tensors[i].role == KFLEET_TENSOR_INOUT ? "inout" : "input";
+        std::string shape;
+        for (const auto d : sc->shapes[i]) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+        EXPECT_NE(j.find("{\"name\":\"" + s.tensors[i].name + "\",\"va\":" + std::to_string(addr[i])),
+                  std::string::npos) << def.name << " " << c.name << ": " << j;
+        EXPECT_NE(j.find("\"shape\":[" + shape + "],\"role\":\"" + role + "\"}"), std::string::npos)
+            << def.name << " " << c.name << " " << s.tensors[i].name << ": " << j;
+      }
+      for (const auto& d : s.dims) EXPECT_NE(j.find("\"" + d + "\":"), std::string::npos) << def.name << " " << d;
+      for (const auto& x : s.scalars) EXPECT_NE(j.find("\"" + x.name + "\":"), std::string::npos) << def.name << " " << x.name;
+      EXPECT_NE(j.find("\"problem\":\"" + def.name + "\""), std::string::npos) << j;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 6 * 3);  // six generic problems, three or more cases each
 }
 
 const std::string kGood =
