@@ -125,6 +125,8 @@ ks = (m.get("kernels") or {}).get("kernels") or []
 kernels = "; ".join("%s: %s%s" % (k.get("function", "?")[:48], k.get("origin", "?"),
                                   " " + " ".join(x for x in (k.get("file"), k.get("package"), k.get("how")) if x)
                                   if k.get("origin") == "library" or k.get("how") else "") for k in ks) or "-"
+if ks and (m.get("kernels") or {}).get("reported_by") != "recorder":
+    kernels = "NOT RECORDED (%s) %s" % ((m.get("kernels") or {}).get("reported_by", "?"), kernels)
 print("\t".join([job.get("state") or "?", v.get("gate") or "-", reason or "-", cases, ref, kernels.replace("\t", " ")]))')
     kf status "$id" >"$out/jobs/$name.status" 2>&1
     kf logs "$id" >"$out/jobs/$name.log" 2>&1
@@ -153,6 +155,8 @@ print("\t".join([job.get("state") or "?", v.get("gate") or "-", reason or "-", c
     torch_jobs=$((torch_jobs + 1))
     echo "   kernels of $short: $kernels"
     if [ "${kernels:--}" = - ]; then ok=MISMATCH; reason="the verdict names no kernels (metrics.kernels); $reason"
+    elif [[ "$kernels" == "NOT RECORDED"* ]]; then
+      ok=MISMATCH; reason="the verdict's kernels are not the recorder's report (a simulated agent's); $reason"
     elif [ "$ok" = OK ]; then torch_ok=$((torch_ok + 1)); fi
   fi
   if [ "$is_corpus" = 0 ] && [ "$want_state" = rejected ]; then

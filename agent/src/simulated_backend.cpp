@@ -168,6 +168,16 @@ class SimulatedBackend final : public Backend {
                                    {"pass", true}, {"simulated", true},
                                    {"against", "fp64 CPU reference (simulated: nothing was computed)"}};
     }
+    if (c.spec.kernel.language == "triton" || c.spec.kernel.language == "torch") {
+      // A GPU agent's Python recorder reports each kernel the launch ran and its origin; nothing
+      // was recorded here, and the report says so.
+      r.data["kernels"] = {{"type", "kernels"}, {"reported_by", "simulated"}, {"simulated", true},
+                           {"kernels", nlohmann::json::array({{{"function", c.spec.kernel.entry.empty()
+                                                                                ? std::string("kernel")
+                                                                                : c.spec.kernel.entry},
+                                                               {"origin", "job"},
+                                                               {"how", "simulated: nothing was recorded"}}})}};
+    }
     for (std::size_t ci = 0; ci < cases.size(); ++ci) {
       const auto& cs = cases[ci];
       auto seeds = cs.seeds.empty() ? std::vector<std::uint64_t>{0} : cs.seeds;

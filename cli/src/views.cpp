@@ -131,6 +131,16 @@ std::string render_jobs(const nlohmann::json& body, TimeMs now, bool color) {
   return t.render();
 }
 
+// One kernel a Python launch ran: "NAME (job: HOW)" or "NAME (library: FILE PACKAGE)".
+std::string kernel_origin_text(const nlohmann::json& k) {
+  std::string name = str_field(k, "function");
+  if (name.size() > 64) name = name.substr(0, 61) + "...";
+  const bool library = str_field(k, "origin") == "library";
+  std::string where = library ? str_field(k, "file") : str_field(k, "how");
+  if (library && !str_field(k, "package").empty()) where += (where.empty() ? "" : " ") + str_field(k, "package");
+  return name + " (" + (library ? "library" : "job") + (where.empty() ? "" : ": " + where) + ")";
+}
+
 std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color) {
   const auto& job = obj_field(body, "job");
   std::string out;
@@ -174,6 +184,20 @@ std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color
                              " on " + str_field(ref, "case") + " seed " + str_field(ref, "seed") +
                              (ref.value("simulated", false) ? " [simulated]" : "") +
                              (str_field(ref, "reason").empty() ? "" : ": " + str_field(ref, "reason")));
+    // A Python kernel's launch: each kernel it ran, and where its device code came from (the
+    // recorder's report: the job's own code, or a library with its file and version).
+    const auto& launched = obj_field(m, "kernels");
+    std::string ks;
+    std::size_t shown = 0;
+    const auto& list = arr_field(launched, "kernels");
+    for (const auto& k : list) {
+      if (++shown > kKernelsShown) break;
+      ks += (ks.empty() ? "" : std::string(10, ' ')) + kernel_origin_text(k) + "\n";
+    }
+    const std::size_t more = (list.size() > kKernelsShown ? list.size() - kKernelsShown : 0) +
+                             static_cast<std::size_t>(launched.value("more", 0));
+    if (more) ks += std::string(10, ' ') + "and " + std::to_string(more) + " more (kfleet --json status)\n";
+    if (!ks.empty()) field("kernels", ks.substr(0, ks.size() - 1));
   }
   // Submitted as parent + change: the one change, with its diff against the parent.
   if (job.contains("change") && job["change"].is_object())

@@ -183,6 +183,9 @@ TEST(McpTools, TheComparisonsWithPyTorchAndFastPAreInTheOutput) {
   // The tool's schema documents them (the SDK test checks every answer against it).
   EXPECT_TRUE(schema::verdict_output()["properties"]["verdict"]["properties"]["versus"]["items"]["properties"].contains("ci_low"));
   EXPECT_TRUE(schema::campaign_output()["properties"]["fast_p"]["properties"].contains("kernels"));
+  // And a Python launch's kernels with their origins (the verdict's metrics, passed on whole).
+  const json launched = schema::verdict_output()["properties"]["verdict"]["properties"]["metrics"]["properties"]["kernels"];
+  EXPECT_EQ(launched["properties"]["kernels"]["items"]["properties"]["origin"]["enum"], json({"job", "library"}));
 
   json c = {{"name", "fa"},
             {"current_best", {{"name", "fa/k1"}, {"job_id", 3}, {"median_us", 36.5}, {"versus", versus}}},

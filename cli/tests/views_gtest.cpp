@@ -136,6 +136,30 @@ TEST(Views, JobDetailShowsTheCasesRunAndTheReferenceCheck) {
   EXPECT_NE(out.find("reference GPU = fp64 CPU reference on small seed 0\n"), std::string::npos) << out;
 }
 
+// A Python launch's kernels, each with its origin as the recorder reported it: the job's code,
+// or a library with its file and version; past kKernelsShown, how many more.
+TEST(Views, JobDetailNamesEachKernelsOrigin) {
+  nlohmann::json kernels = nlohmann::json::array();
+  kernels.push_back({{"function", "_attn_fwd"}, {"origin", "job"}, {"how", "Triton cubin"}, {"file", ""}, {"package", ""}});
+  kernels.push_back({{"function", "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEviT0_T1_"},
+                     {"origin", "library"}, {"file", "libtorch_cuda.so"}, {"package", "torch 2.11.0"}, {"how", ""}});
+  for (int i = 0; i < 12; ++i)
+    kernels.push_back({{"function", "k" + std::to_string(i)}, {"origin", "library"}, {"file", "libcublasLt.so.13"}, {"package", ""}});
+  nlohmann::json body = {
+      {"job", {{"id", 3}, {"name", "torch/zero-then-triton"}, {"gpu", "sm_90"}, {"state", "passed"},
+               {"attempts", 1}, {"max_attempts", 1},
+               {"verdict", {{"outcome", "passed"}, {"reason", "passed"},
+                            {"metrics", {{"kernels", {{"type", "kernels"}, {"kernels", kernels}, {"more", 2}}}}}}}}},
+      {"runs", nlohmann::json::array()}};
+  const std::string out = render_job_detail(body, kNow, false);
+  EXPECT_NE(out.find("kernels   _attn_fwd (job: Triton cubin)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("          _ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFu... "
+                     "(library: libtorch_cuda.so torch 2.11.0)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("k9 (library: libcublasLt.so.13)\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("k10 ("), std::string::npos) << out;  // the 13th and 14th are counted, not listed
+  EXPECT_NE(out.find("and 4 more (kfleet --json status)\n"), std::string::npos) << out;
+}
+
 TEST(Views, JobDetailSaysWhoSubmittedAndWhoCancelled) {
   nlohmann::json body = {
       {"job", {{"id", 13}, {"name", "fa/iter2"}, {"gpu", "L4"}, {"state", "cancelled"},

@@ -220,6 +220,38 @@ async function main() {
     check((await page.textContent("#event-log")).includes("bench.result"), "event log lists bench.result");
     await shot(page, "job");
 
+    // A torch program's page lists the kernels its launch ran, each with its origin (a simulated
+    // agent records nothing, and its report says so).
+    writeFileSync(join(jobs, "attn_torch.py"),
+      "import torch.nn.functional as F\n\ndef kfleet_attention_launch_sdpa(args, stream):\n" +
+      "    args.o.copy_(F.scaled_dot_product_attention(args.q, args.k, args.v))\n");
+    writeFileSync(join(jobs, "torch.yaml"), `name: browser/torch-sdpa
+target: {gpu: L4}
+kernel: {family: attention, language: torch, sources: [attn_torch.py], entry: kfleet_attention_launch_sdpa}
+gates:
+  correctness:
+    dtype: fp16
+    cases: [{name: small, shape: {B: 1, H: 2, S: 128, D: 64}, seeds: [0]}]
+    tolerance: {atol: 1.0e-3, rtol: 1.0e-3}
+  performance: {case: small}
+simulate: {time_us: 90, noise_pct: 0.3, stage_ms: 50}
+`);
+    submit("torch.yaml");
+    const torchJob = await waitFor("the torch job to finish", async () => {
+      const j = (await api(base, "/api/v1/jobs")).jobs.find((x) => x.name === "browser/torch-sdpa");
+      return j && ["passed", "rejected", "error"].includes(j.state) ? j : null;
+    }, 60000, 200);
+    await page.goto(`${base}/#/jobs/${torchJob.id}`);
+    await page.waitForSelector("#kernels", { timeout: 15000 });
+    const kernelsText = (await page.textContent("#kernels")).replace(/\s+/g, " ");
+    check(kernelsText.includes("kfleet_attention_launch_sdpa") && kernelsText.includes("simulated: nothing was recorded"),
+      `the torch job's page lists its kernel and where it came from (got '${kernelsText}')`);
+    check(await page.isVisible("#kernels [data-origin=job]"), "the kernel's origin is marked (job)");
+    check(await page.isVisible("#kernels .badge.sim"), "the kernels' report is marked SIMULATED");
+    await page.goto(`${base}/#/jobs/${child.id}`);
+    await page.waitForSelector("#job-name");
+    check(!(await page.isVisible("#kernels")), "a CUDA job's page has no recorder's kernel list");
+
     // A cancelled job's page names who cancelled it.
     writeFileSync(join(jobs, "cancel-me.yaml"), jobYaml("browser/cancel-me", "", 656).replace("{gpu: L4}", "{gpu: T4}"));
     submit("cancel-me.yaml");

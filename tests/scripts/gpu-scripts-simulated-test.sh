@@ -79,8 +79,9 @@ has problems '^exploits/23-rmsnorm-side-stream +rejected/correctness +passed/- .
 has problems '^exploits/24-hip-lds-over-limit +rejected/resources +- .* SKIP +targets an AMD GPU'
 has problems '^exploits/python/p16-lazy-output +rejected/correctness +passed/- .* ACCEPTED '
 # A torch job on a problem (rmsnorm as torch ops) must name its kernels' origins, which only a
-# real recording has: here it passes with none named, a mismatch.
-has problems '^problems/rmsnorm-torch +passed/- +passed/- .* MISMATCH +the verdict names no kernels'
+# real recording has: here the simulated agent's report (marked so) is a mismatch.
+has problems '^problems/rmsnorm-torch +passed/- +passed/- .* MISMATCH +the verdict.s kernels are not the recorder.s report'
+has problems 'kernels of problems/rmsnorm-torch: NOT RECORDED \(simulated\)'
 has problems '^gpu-problems-proof: problems. jobs meant to pass \(naive CUDA, Triton, torch\) passing every case with the required one: 4 of 4'
 has problems '^gpu-problems-proof: verdicts of problems.* reference check: 16 of 16'
 has problems '^gpu-problems-proof: torch programs passing with their kernels. origins in the verdict: 0 of 1'

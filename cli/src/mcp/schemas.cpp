@@ -108,7 +108,17 @@ nlohmann::json verdict_output() {
     "verdict": {"type": ["object", "null"], "properties": {
       "outcome": {"type": "string"}, "gate": {"type": "string"}, "perf": {"type": "string"},
       "reason": {"type": "string"}, "median_us": {"type": "number"}, "baseline_us": {"type": "number"},
-      "delta_pct": {"type": "number"}, "ci_low_pct": {"type": "number"}, "ci_high_pct": {"type": "number"}}},
+      "delta_pct": {"type": "number"}, "ci_low_pct": {"type": "number"}, "ci_high_pct": {"type": "number"},
+      "metrics": {"type": "object", "properties": {
+        "kernels": {"type": "object", "description": "a Python kernel's launch (triton, torch): each kernel it ran and where its device code came from, as the recorder reported it", "properties": {
+          "kernels": {"type": "array", "items": {"type": "object", "properties": {
+            "function": {"type": "string"},
+            "origin": {"type": "string", "enum": ["job", "library"], "description": "job: the job's own code (compiled in the run or shipped); library: a library's kernel (torch, cuBLAS, cuDNN...)"},
+            "file": {"type": "string", "description": "the library file the kernel was loaded from"},
+            "package": {"type": "string", "description": "the library's package and version"},
+            "how": {"type": "string", "description": "for the job's code: how it came to be (a Triton cubin, compiled in the run)"}}}},
+          "more": {"type": "integer", "description": "kernels past the first 256, not listed"},
+          "simulated": {"type": "boolean"}}}}}}},
     "run_ids": {"type": "array", "items": {"type": "integer"}},
     "gates": {"type": "object", "properties": {
       "resources": {"type": ["object", "null"], "properties": {

@@ -32,6 +32,20 @@ export function verdictLine(v: Json, state: string): string {
     ${rest ? `<div class="versus-line" id="verdict-versus">${esc(rest)}</div>` : ""}</div>`;
 }
 
+/** A Python launch's kernels (the recorder's report, verdict.metrics.kernels): each one's name
+ *  and where its device code came from, the job's code or a library with its file and version. */
+export function kernelsCard(report: Json | undefined): string {
+  const list: Json[] = Array.isArray(report?.kernels) ? report.kernels : [];
+  if (list.length === 0) return "";
+  const rows = list.map((k) => [`<code class="kernel-name" title="${esc(k.function)}">${esc(String(k.function ?? "").slice(0, 64))}</code>`,
+    `<span class="origin" data-origin="${k.origin === "library" ? "library" : "job"}">${k.origin === "library" ? "library" : "job"}</span>`,
+    esc(k.origin === "library" ? [k.file, k.package].filter((x: unknown) => x).join(" ") : (k.how ?? ""))]);
+  const more = typeof report?.more === "number" && report.more > 0 ? `<p class="muted">and ${report.more} more</p>` : "";
+  return `<section class="card" id="kernels"><h2>Kernels launched${simBadge(report?.simulated)}
+    <span class="muted">as the recorder reported them</span></h2>
+    ${table(["Kernel", "Origin", "From"], rows, "")}${more}</section>`;
+}
+
 /** A problem's kernel against kfleet's PyTorch references: each speedup with its interval, the
  *  reference's median, whether it came from the agent's cache, the note, and the cache key. */
 export function versusCard(versus: Json[] | undefined): string {
@@ -198,6 +212,7 @@ export function mountJob(el: HTMLElement, id: number): () => void {
         ${run ? ` · run ${run.id} (${esc(run.stage || run.outcome)})${simBadge(run.simulated)}` : ""}</p>
       ${verdictLine(job.verdict, job.state)}
       ${versusCard(job.verdict?.versus)}
+      ${kernelsCard(job.verdict?.metrics?.kernels)}
       ${changeCard(job.change)}
       <div class="grid2">
         <section class="card" id="resources"><h2>Gate 1 · Resources

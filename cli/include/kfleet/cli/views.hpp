@@ -39,6 +39,11 @@ std::string paint_state(const std::string& state, bool color);
 std::string render_jobs(const nlohmann::json& body, TimeMs now, bool color);
 // {job: Job, runs: [Run]} -> the job's fields, its verdict and a table of its runs.
 std::string render_job_detail(const nlohmann::json& body, TimeMs now, bool color);
+// One kernel of a verdict's metrics.kernels (the Python recorder's report), with its origin:
+// "NAME (job: HOW)" or "NAME (library: FILE PACKAGE)". A job's page lists the first
+// kKernelsShown of them.
+std::string kernel_origin_text(const nlohmann::json& kernel);
+inline constexpr std::size_t kKernelsShown = 12;
 // {agents: [Agent], blocks: [RegionBlock]} -> agents table and region blocks table.
 std::string render_agents(const nlohmann::json& body, TimeMs now, bool color);
 // {results: [{run, job}]} -> job, gpu, outcome, gate, median, delta and CI, simulated.
