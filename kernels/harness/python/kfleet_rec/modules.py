@@ -16,7 +16,9 @@ made in the job's process: the verdict shows it as such. What the measuring proc
 image's bytes, checked and timed under every rule whatever the label says.
 
 The symbol table and origin logic are plain bytes and strings: tested without a GPU
-(tests/test_modules.py); subscribing needs CUPTI and a GPU (scripts/gpu-python-proof.sh).
+(tests/test_modules.py); subscribing needs CUPTI and a GPU (scripts/gpu-python-proof.sh). So is
+the part of the HIP design that is not hardware (PYTHON.md, "HIP"): a ROCm code object's URI
+read into its bytes and its origin.
 """
 import ctypes as C
 import glob
@@ -129,6 +131,76 @@ def describe_origin(loader, job_roots, distribution_of=None):
                     "how": "loaded by a library the job's run built (" + os.path.basename(real) + ")"}
     pkg = (distribution_of or distribution_of_file)(real)
     return {"origin": "library", "file": os.path.basename(real), "package": pkg, "how": ""}
+
+
+def parse_code_object_uri(uri):
+    """ROCm's code-object URI (what rocprofiler-sdk's code-object tracing reports for each loaded
+    code object; PYTHON.md, "HIP") as {"kind": "file", "path", "offset", "size"} for one inside
+    a file (a library's Tensile or MIOpen objects, a .hsaco), or {"kind": "memory", "pid",
+    "offset", "size"} for one made in memory (hipRTC, a module loaded from bytes). The path is
+    percent-decoded; a missing offset is 0 and a missing size is the rest of the file (None).
+    A URI of another shape raises ValueError."""
+    from urllib.parse import unquote
+    for scheme, kind in (("file://", "file"), ("memory://", "memory")):
+        if uri.startswith(scheme):
+            break
+    else:
+        raise ValueError("not a code-object URI (file:// or memory://): " + uri[:80])
+    rest = uri[len(scheme):]
+    where, _, query = rest.partition("#")
+    fields = {}
+    for part in filter(None, query.split("&")):
+        key, eq, value = part.partition("=")
+        if not eq or key not in ("offset", "size") or key in fields:
+            raise ValueError("code-object URI: unexpected '" + part[:40] + "' in " + uri[:80])
+        try:
+            fields[key] = int(value, 0)
+        except ValueError:
+            raise ValueError("code-object URI: " + key + " is not a number: " + value[:40]) from None
+        if fields[key] < 0:
+            raise ValueError("code-object URI: negative " + key)
+    out = {"kind": kind, "offset": fields.get("offset", 0), "size": fields.get("size")}
+    if kind == "file":
+        path = unquote(where)
+        if not path.startswith("/"):
+            raise ValueError("code-object URI: the path is not absolute: " + path[:80])
+        out["path"] = path
+    else:
+        if not where.isdigit() or "size" not in fields:
+            raise ValueError("code-object URI: memory:// needs a process id and a size: " + uri[:80])
+        out["pid"] = int(where)
+    return out
+
+
+def read_code_object(uri):
+    """The bytes of a code object inside a file, as its URI places them (ValueError when the URI
+    points outside the file); a memory:// object's bytes come with the tracing record itself."""
+    u = parse_code_object_uri(uri)
+    if u["kind"] != "file":
+        raise ValueError("a memory:// code object is read from the tracing record, not a file")
+    total = os.path.getsize(u["path"])
+    size = total - u["offset"] if u["size"] is None else u["size"]
+    if u["offset"] + size > total or size <= 0:
+        raise ValueError(f"code-object URI: {size} bytes at offset {u['offset']} lie outside "
+                         f"{os.path.basename(u['path'])} ({total} bytes)")
+    with open(u["path"], "rb") as f:
+        f.seek(u["offset"])
+        return f.read(size)
+
+
+def hip_code_object_origin(uri, loader, job_roots, distribution_of=None):
+    """Where a HIP code object came from: one inside a file is that file's (a library's
+    librocblas.so, its Tensile .co files, MIOpen's kernel database: named by its file and Python
+    distribution, as describe_origin names a CUDA library) without a stack walk; one made in
+    memory is its loader's, read off the stack as on CUDA (`loader`: MIOpen's hipRTC kernels are
+    MIOpen's, a Triton kernel the job's)."""
+    u = parse_code_object_uri(uri)
+    if u["kind"] == "file":
+        o = describe_origin(u["path"], job_roots, distribution_of)
+        o["how"] = (o["how"] + "; " if o["how"] else "") + \
+            f"code object at offset {u['offset']} of {os.path.basename(u['path'])}"
+        return o
+    return describe_origin(loader, job_roots, distribution_of)
 
 
 _DIST_INDEX = None

@@ -105,6 +105,46 @@ class Origins(unittest.TestCase):
             self.assertIn("cuda_utils.so", o["how"])
         self.assertEqual(modules.describe_origin("", [])["origin"], "job")
 
+    def test_a_hip_code_objects_uri_gives_its_bytes_and_its_origin(self):
+        # What rocprofiler-sdk reports for a code object a ROCm torch loads (PYTHON.md, "HIP"):
+        # one inside a library file, by offset and size, and one made in memory.
+        with tempfile.TemporaryDirectory() as d:
+            lib = os.path.join(d, "rocm libs", "librocblas.so.4")  # a space: percent-encoded
+            os.makedirs(os.path.dirname(lib))
+            co = make_elf({"Cijk_Alik_Bljk_HHS_BH_MT64x64": b"\x11" * 32}, machine=224)  # EM_AMDGPU
+            host = b"\x7fELF-host-part" * 100  # the library's own code before its device code
+            with open(lib, "wb") as f:
+                f.write(host + co + b"\0" * 64)
+            uri = "file://" + lib.replace(" ", "%20") + f"#offset={len(host)}&size={len(co)}"
+            self.assertEqual(modules.parse_code_object_uri(uri),
+                             {"kind": "file", "path": lib, "offset": len(host), "size": len(co)})
+            blob = modules.read_code_object(uri)
+            self.assertEqual(blob, co)
+            self.assertIn("Cijk_Alik_Bljk_HHS_BH_MT64x64", modules.elf_functions(blob))
+            o = modules.hip_code_object_origin(uri, loader="", job_roots=["/run/job"],
+                                               distribution_of=lambda p: "rocblas 4.4.0" if p == lib else "")
+            self.assertEqual((o["origin"], o["file"], o["package"]), ("library", "librocblas.so.4", "rocblas 4.4.0"))
+            self.assertIn(f"offset {len(host)}", o["how"])
+            # Past the file's end, or no number where one belongs: refused, not read short.
+            for bad in (f"file://{lib.replace(' ', '%20')}#offset={len(host)}&size=999999",
+                        f"file://{lib.replace(' ', '%20')}#offset=x",
+                        f"file://{lib.replace(' ', '%20')}#offset=1&offset=2",
+                        "file://relative/path#offset=0", "memory://12#offset=0x7f00",
+                        "https://example.com/x.co", "memory://abc#offset=0&size=4"):
+                with self.assertRaises(ValueError, msg=bad):
+                    modules.read_code_object(bad) if bad.startswith("file") else modules.parse_code_object_uri(bad)
+        # Made in memory (MIOpen's hipRTC kernels, a Triton kernel): its loader's, from the stack.
+        mem = "memory://4242#offset=0x7f0012340000&size=8192"
+        self.assertEqual(modules.parse_code_object_uri(mem),
+                         {"kind": "memory", "pid": 4242, "offset": 0x7f0012340000, "size": 8192})
+        o = modules.hip_code_object_origin(mem, loader="/opt/rocm/lib/libMIOpen.so.1", job_roots=["/run/job"],
+                                           distribution_of=lambda p: "")
+        self.assertEqual((o["origin"], o["file"]), ("library", "libMIOpen.so.1"))
+        with tempfile.TemporaryDirectory() as d:
+            o = modules.hip_code_object_origin(mem, loader=os.path.join(d, "triton", "hip_utils.so"),
+                                               job_roots=[d])
+            self.assertEqual(o["origin"], "job")
+
     def test_duplicate_kernels_are_told_apart_by_their_code(self):
         log = modules.ModuleLog.__new__(modules.ModuleLog)
         import threading
