@@ -197,7 +197,7 @@ std::string render_campaign(const nlohmann::json& c) {
     std::string d = pct(e, "delta_pct"), m = us(e, "median_us");
     if (!m.empty()) s += " -> " + m;
     if (!d.empty()) s += ", " + d;
-    if (e.contains("versus")) s += "; " + versus_brief(e["versus"]);
+    if (e.contains("versus") && e["versus"].is_array() && !e["versus"].empty()) s += "; " + versus_line(e["versus"]);
     if (e.value("simulated", false)) s += " [simulated]";
     return s;
   };

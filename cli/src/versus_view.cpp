@@ -16,10 +16,10 @@ std::string versus_brief(const nlohmann::json& versus) {
   for (const auto& j : versus) {
     const BaselineComparison c = baseline_comparison_from_json(j);
     char buf[32];
-    std::string one = c.baseline;
+    std::string one = baseline_label(c.baseline);
     if (c.speedup) {
       std::snprintf(buf, sizeof buf, "%.2fx ", *c.speedup);
-      one = buf + c.baseline;
+      one = buf + one;
     } else {
       one += " -";
     }

@@ -206,7 +206,7 @@ TEST(Versus, JobsTableHasAColumnForItAndOneLinePerJob) {
         {"max_attempts", 3}, {"verdict", {{"outcome", "passed"}, {"reason", "passed"}}}}}}};
   const std::string out = render_jobs(body, kNow, false);
   EXPECT_NE(out.find("VS PYTORCH"), std::string::npos) << out;
-  EXPECT_NE(out.find("improved: -6.7% (38.2 µs vs 41.0 µs)  0.93x eager, 1.41x compile"), std::string::npos) << out;
+  EXPECT_NE(out.find("improved: -6.7% (38.2 µs vs 41.0 µs)  0.93x eager, 1.41x torch.compile"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;  // the header and one line per job
   // Without any comparison there is no such column.
   nlohmann::json plain = {{"jobs", {body["jobs"][1]}}};
@@ -235,7 +235,7 @@ TEST(Versus, JobDetailShowsEachComparisonAndItsCacheKey) {
 TEST(Versus, AReferenceNotTimedIsShownWithItsNote) {
   const nlohmann::json v = {{{"baseline", "eager"}, {"speedup", 2.0}},
                             {{"baseline", "compile"}, {"note", "torch.compile needs triton"}}};
-  EXPECT_EQ(versus_brief(v), "2.00x eager, compile -");
+  EXPECT_EQ(versus_brief(v), "2.00x eager, torch.compile -");
   EXPECT_EQ(versus_detail(v, "  "), "2.00x eager (timed in this run)\n  torch.compile not timed (torch.compile needs triton)\n");
   EXPECT_EQ(versus_brief(nlohmann::json::array()), "-");
   EXPECT_EQ(versus_detail(nlohmann::json(), "  "), "");
@@ -255,7 +255,9 @@ TEST(Versus, CampaignAndRegressionPrintFastP) {
   nlohmann::json campaign = {{"name", "rms"}, {"jobs", 2}, {"current_best", entry}, {"kept_wins", nlohmann::json::array()},
                              {"rejections", {entry}}, {"roots", {entry}}, {"fast_p", fast_p}};
   const std::string c = render_campaign(campaign);
-  EXPECT_NE(c.find("rms/iter1 (job 12) -> 38.2 µs; 0.93x eager, 1.41x compile [simulated]"), std::string::npos) << c;
+  // Each entry with its intervals, as the verdict's own line has them.
+  EXPECT_NE(c.find("rms/iter1 (job 12) -> 38.2 µs; 0.93x eager [0.92, 0.94], 1.41x torch.compile [1.39, 1.43] "
+                   "(llama3_8b, simulated) [simulated]"), std::string::npos) << c;
   EXPECT_NE(c.find("REJECT (improved: -6.7% (38.2 µs vs 41.0 µs))\n"), std::string::npos) << c;
   EXPECT_NE(c.find("## Against PyTorch\nfast_1    eager 0/2 (0%)   torch.compile 2/2 (100%)\n"), std::string::npos) << c;
   EXPECT_NE(c.find("of 2 finished jobs"), std::string::npos) << c;

@@ -79,8 +79,8 @@ std::string versus_key_text(const nlohmann::json& key) {
     s += "@" + std::to_string(key["version"].get<int>());
   if (const auto c = str_at(key, "case"); !c.empty()) s += (s.empty() ? "case " : " case ") + c;
   if (const auto g = str_at(key, "gpu_class"); !g.empty()) s += (s.empty() ? "on " : " on ") + g;
-  for (const auto& [field, label] : {std::pair{"torch", "torch "}, std::pair{"driver", "driver "},
-                                     std::pair{"measurer", "measurer "}}) {
+  for (const auto& [field, label] : {std::pair{"torch", "torch "}, std::pair{"triton", "triton "},
+                                     std::pair{"driver", "driver "}, std::pair{"measurer", "measurer "}}) {
     const std::string v = str_at(key, field);
     if (!v.empty()) s += (s.empty() ? "" : ", ") + std::string(label) + v;
   }

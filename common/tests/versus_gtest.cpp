@@ -53,10 +53,10 @@ TEST(VersusLine, AReferenceNotTimedSaysWhyAndSimulatedIsMarked) {
 
 TEST(VersusKey, ShowsWhatTheTimingIsCachedBy) {
   const nlohmann::json key = {{"problem", "rmsnorm"}, {"version", 1}, {"case", "llama3_8b"},
-                              {"gpu_class", "H200"}, {"torch", "2.11.0+cu130"},
+                              {"gpu_class", "H200"}, {"torch", "2.11.0+cu130"}, {"triton", "3.6.0"},
                               {"driver", "580.95.05"}, {"measurer", "1a2b3c4d5e6f7a8b"}};
-  EXPECT_EQ(versus_key_text(key), "rmsnorm@1 case llama3_8b on H200, torch 2.11.0+cu130, driver "
-                                  "580.95.05, measurer 1a2b3c4d5e6f7a8b");
+  EXPECT_EQ(versus_key_text(key), "rmsnorm@1 case llama3_8b on H200, torch 2.11.0+cu130, triton 3.6.0, "
+                                  "driver 580.95.05, measurer 1a2b3c4d5e6f7a8b");
   // A family's job (no problem version): what is there.
   EXPECT_EQ(versus_key_text({{"problem", "attention"}, {"case", "mission"}, {"gpu_class", "L4"}}),
             "attention case mission on L4");

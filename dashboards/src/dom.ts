@@ -88,7 +88,7 @@ export function versusKeyText(key: Json | undefined): string {
   if (typeof key.version === "number" && key.version > 0) s += `@${key.version}`;
   if (key.case) s += `${s ? " " : ""}case ${key.case}`;
   if (key.gpu_class) s += `${s ? " " : ""}on ${key.gpu_class}`;
-  for (const [k, label] of [["torch", "torch"], ["driver", "driver"], ["measurer", "measurer"]])
+  for (const [k, label] of [["torch", "torch"], ["triton", "triton"], ["driver", "driver"], ["measurer", "measurer"]])
     if (key[k]) s += `${s ? ", " : ""}${label} ${key[k]}`;
   return s;
 }

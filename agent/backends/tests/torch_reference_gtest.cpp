@@ -74,8 +74,8 @@ TEST(TorchReferenceKey, NamesWhatTheTimingDependsOn) {
     EXPECT_NE(kb::torch_reference_key(p), key) << kb::torch_reference_key(p).dump();
   }
   EXPECT_EQ(kfleet::versus_key_text(key),
-            "rmsnorm@1 case llama3_8b on H200, torch 2.11.0+cu130, driver 580.95.05, measurer "
-            "aaaaaaaaaaaaaaaa");
+            "rmsnorm@1 case llama3_8b on H200, torch 2.11.0+cu130, triton 3.6.0, driver 580.95.05, "
+            "measurer aaaaaaaaaaaaaaaa");
 }
 
 TEST(TorchReference, TheLibrarysFileAndTheProblemsEntry) {
