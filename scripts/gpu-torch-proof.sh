@@ -33,6 +33,9 @@
 # problem, --only 'refs:[a-z_]*:eager' every eager reference.
 #   gap        the Triton attention of kernels/triton/attention.py on fa-s512's mission case:
 #              replay against in-process (1 %, or 0.3 us under 30 us).
+#   inline     a CUDA kernel built by torch.utils.cpp_extension.load_inline (the scaled_mm of
+#              kernels/torch/scaled_mm_ext.py, jobs/scaled-mm-torch): every case, then on the
+#              mission case the replay against in-process, judged as refs are.
 #   edges      bench/gpu/graph_edge_gap.cu: a chain of 16 copy kernels as graphs made each way
 #              (captured or built, the kernel compiled in or loaded as a library; and chains
 #              of two different kernels alternating, as a torch chain's differ), without and
@@ -122,8 +125,8 @@ want_part() {  # PART SUB...: the part, or one of its per-problem checks, was as
 SELECTED=()
 for x in launches:zero-then-triton launches:torch-ops launches:torch-compile triton:softmax triton:rmsnorm \
          $(for p in "${PROBLEMS[@]}" attention scaled_mm; do echo "refs:$p:eager refs:$p:compile"; done) \
-         $(for p in "${PROBLEMS[@]}"; do echo "naive:$p"; done) gap edges calib; do
-  case $x in gap|edges|calib) want "$x" && SELECTED+=("$x") ;; *) want_part "${x%%:*}" "${x#*:}" && SELECTED+=("$x") ;; esac
+         $(for p in "${PROBLEMS[@]}"; do echo "naive:$p"; done) gap inline edges calib; do
+  case $x in gap|inline|edges|calib) want "$x" && SELECTED+=("$x") ;; *) want_part "${x%%:*}" "${x#*:}" && SELECTED+=("$x") ;; esac
 done
 [ "$dry" = 1 ] || [ ${#SELECTED[@]} -gt 0 ] ||
   die "--only '$only' selects no check: it is matched from the start of PART or PART:SUB (--dry-run --only ... lists them)"
@@ -187,14 +190,14 @@ if [ "$dry" = 1 ]; then
   chk test -s "$root/bench/gpu/graph_edge_gap.cu"
   chk test -s "$root/bench/gpu/replay_shapes.cu"
   for f in "$REC" "$INPROC" "$root/jobs/torch/attention_torch.py" "$root/jobs/gpu/quality-triton/attention_pair.py" \
-           "$P"/*/reference_torch.py "$P"/softmax/triton.py "$P"/rmsnorm/triton.py; do
+           "$P"/*/reference_torch.py "$P"/softmax/triton.py "$P"/rmsnorm/triton.py "$root/kernels/torch/scaled_mm_ext.py"; do
     chk python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$f"
   done
   for p in "${PROBLEMS[@]}"; do
     chk grep -q "name: ${LARGEST[$p]}" "$P/$p/problem.yaml"
     [ -n "$specs" ] && chk test -s "$specs/$p.spec"
   done
-  echo "plan: launches (3 programs), triton (2 problems), refs (${#PROBLEMS[@]} problems + 2 families, eager and compile), naive (${#PROBLEMS[@]}), gap, edges, calib"
+  echo "plan: launches (3 programs), triton (2 problems), refs (${#PROBLEMS[@]} problems + 2 families, eager and compile), naive (${#PROBLEMS[@]}), gap, inline, edges, calib"
   echo "selected by --only: ${SELECTED[*]:-nothing}"
   [ "$fail" = 0 ] && echo "gpu-torch-proof: dry run OK" || echo "gpu-torch-proof: dry run FAILED"
   exit "$fail"
@@ -363,12 +366,13 @@ json.dump(k, open(sys.argv[2], "w"))' "$d/record-benchmark.out" "$d/inductor-con
     extra+=(--inductor-configs "$d/inductor-configs.json")
   fi
   # inproc_run OUT ARGS...: the in-process script on the case's inputs, into $d/OUT.out, with the
-  # recorder's inductor cache, so that its torch.compile autotuning is not done twice
+  # recorder's inductor and extension caches, so that its torch.compile autotuning (or a
+  # load_inline build) is not done twice
   inproc_run() {
     local o=$1; shift
     local pre=() limit=$ctimeout
     [ "$o" = inproc-ncu-run ] && pre=("$NCU" "${NCU_ARGS[@]}" --log-file "$d/ncu-inproc.csv") limit=120
-    TORCHINDUCTOR_CACHE_DIR=$(cache_of "$name")/inductor \
+    TORCHINDUCTOR_CACHE_DIR=$(cache_of "$name")/inductor TORCH_EXTENSIONS_DIR=$(cache_of "$name")/torch_extensions \
     timeout "$limit" "${pre[@]}" "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$src" "${extra[@]}" \
       --kernel-lib "$H/python" --l2-flush 1 --graph --no-do-bench --samples 200 "$@" >"$d/$o.out" 2>"$d/$o.err"
   }
@@ -604,6 +608,22 @@ if want_part naive "${PROBLEMS[@]}"; then
     [ -n "$c" ] && line+=", $(python3 -c "print(f'{$c/$med:.2f}')")x torch.compile ($c us)"
     note naive "$p" "x eager, x compile" INFO "$line (${LARGEST[$p]})"
   done
+fi
+
+# ---- inline: a load_inline CUDA kernel replayed against in-process ----
+if want inline; then
+  PART=inline GAP_MS=0; echo "== inline ($(elapsed) s)"
+  src=$root/kernels/torch/scaled_mm_ext.py
+  MM_SMALL="--case small --shape M=128,N=128,K=64 --dtype a=fp8_e4m3,b=fp8_e4m3,out=bf16 --seeds 0,1 --atol 1e-2 --rtol 1e-2"
+  MM_MISSION="--case mission --shape M=1024,N=1024,K=512 --dtype a=fp8_e4m3,b=fp8_e4m3,out=bf16"
+  if both torch-inline "$src" torch - - "$MM_SMALL" "$MM_MISSION --seed 0"; then
+    # shellcheck disable=SC2086
+    if judged_pair torch-inline "$src" - - $MM_MISSION --seed 0; then
+      note inline scaled_mm-ext "replay/in-process 0.99..1.01" "$JUDGED_OK" "$JUDGED_BASIS; ${GAP_MS} ms apart"
+    else
+      note inline scaled_mm-ext "in-process" MISMATCH "$JUDGED_BASIS"
+    fi
+  fi
 fi
 
 # ---- gap: a Triton attention replayed against in-process ----
