@@ -17,7 +17,8 @@
 #                    durations through torch.profiler, each launch after the same L2 flush;
 #                    triton.testing.do_bench printed beside)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
-#                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`
+#                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`, and
+#                    the 5 % copy (slow5.yaml) `regressed` once
 #                    (interleaved, 3 rounds, up to 7 when 3 disagree; each side recorded once, its later
 #                    rounds replaying that recording: PYTHON.md, "Rounds")
 #          campaign  jobs/fa-s512-triton (CUDA baseline, the Triton seed, bn64, bn16 that must be
@@ -123,7 +124,7 @@ if [ "$dry" = 1 ]; then
            "$root/kernels/torch/scaled_mm_ext.py" "$X/exploits.py"; do
     chk python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$f"
   done
-  for f in "$Q"/base.yaml "$Q"/same.yaml "$Q"/slow1.yaml jobs/fa-s512/baseline.yaml \
+  for f in "$Q"/base.yaml "$Q"/same.yaml "$Q"/slow1.yaml "$Q"/slow5.yaml jobs/fa-s512/baseline.yaml \
            jobs/scaled-mm-torch/ext.yaml "${CAMPAIGN_STEPS[@]/#/jobs/fa-s512-triton/}"; do
     f=${f%.yaml}.yaml; chk test -r "$f"
     [ -n "$bin" ] && [ -x "$bin/kfleet" ] && chk valid_job "$f"
@@ -134,12 +135,12 @@ d = json.loads(subprocess.run([sys.executable] + sys.argv[1:], capture_output=Tr
 assert d["median_us"] == 17.6 and d["samples"] == 5 and d["kernels_per_launch"] == [1, 2], d' \
     "$INPROC" --from-trace "$root/bench/gpu/testdata/inprocess-profiler-trace.json"
   chk grep -q kfleet_attention_launch_bn16 kernels/triton/attention.py
-  for e in "$(sed -n 's/^ *entry: //p' "$Q/slow1.yaml")" ${slow1_entry:+"$slow1_entry"}; do
+  for e in "$(sed -n 's/^ *entry: //p' "$Q/slow1.yaml")" "$(sed -n 's/^ *entry: //p' "$Q/slow5.yaml")" ${slow1_entry:+"$slow1_entry"}; do
     chk grep -q "^def $e(" "$Q/attention_pair.py"
   done
   n=$(grep -vc '^#\|^$' "$X/expected.tsv")
   echo "plan: direct ($([ "$fleet_only" = 0 ] && echo "3 kernels" || echo "off: --direct")$([ "$direct_corpus" = 1 ] && echo ", $n corpus rows")); fleet: agents, $n corpus" \
-       "jobs, 2 in-process comparisons, 1 + 2 x $tries pair jobs, 2 x 4 campaign jobs (kfleet submit, kfleet mcp)"
+       "jobs, 2 in-process comparisons, 2 + 2 x $tries pair jobs, 2 x 4 campaign jobs (kfleet submit, kfleet mcp)"
   [ "$fail" = 0 ] && echo "gpu-python-proof: dry run OK" || echo "gpu-python-proof: dry run FAILED"
   exit "$fail"
 fi
@@ -453,6 +454,12 @@ YAML
       note "pair:same" "same $tries/$tries" "$ok" "same $same_ok/$tries at threshold 0.5 % ($F/pair.txt)"
       [ "$slow_ok" = "$tries" ] && ok=OK || ok=MISMATCH
       note "pair:slow1" "regressed $tries/$tries" "$ok" "regressed $slow_ok/$tries at threshold 0.5 % ($F/pair.txt)"
+      # The 5 % copy (slow5.yaml, eight masked tiles more), once: a plain regression.
+      submit "$Q/slow5.yaml"
+      line="slow5 ($(sed -n 's/^ *entry: //p' "$Q/slow5.yaml")): job $JOB $STATE perf ${PERF:--} median $MEDIAN us delta $DELTA % CI $CI"
+      echo "  $line"; printf '%s\n' "$line" >>"$F/pair.txt"
+      [ "$PERF" = regressed ] && ok=OK || ok=MISMATCH
+      note "pair:slow5" regressed "$ok" "$line"
     fi
   fi
 
