@@ -82,10 +82,11 @@ has problems '^exploits/python/p16-lazy-output +rejected/correctness +passed/- .
 # real recording has: here the simulated agent's report (marked so) is a mismatch.
 has problems '^problems/rmsnorm-torch +passed/- +passed/- .* MISMATCH +the verdict.s kernels are not the recorder.s report'
 has problems 'kernels of problems/rmsnorm-torch: NOT RECORDED \(simulated\)'
-has problems '^gpu-problems-proof: problems. jobs meant to pass \(naive CUDA, Triton, torch\) passing every case with the required one: 4 of 4'
-has problems '^gpu-problems-proof: verdicts of problems.* reference check: 16 of 16'
-has problems '^gpu-problems-proof: torch programs passing with their kernels. origins in the verdict: 0 of 1'
-has problems '^gpu-problems-proof: 20 job\(s\), 15 mismatch\(es\)'
+has problems '^problems/topk-torch +passed/- +passed/- .* MISMATCH +the verdict.s kernels are not the recorder.s report'
+has problems '^gpu-problems-proof: problems. jobs meant to pass \(naive CUDA, Triton, torch\) passing every case with the required one: 5 of 5'
+has problems '^gpu-problems-proof: verdicts of problems.* reference check: 17 of 17'
+has problems '^gpu-problems-proof: torch programs passing with their kernels. origins in the verdict: 0 of 2'
+has problems '^gpu-problems-proof: 21 job\(s\), 16 mismatch\(es\)'
 
 run versus 0 "$root/scripts/gpu-versus-pytorch.sh" --backend simulated --arch sm_90a
 has versus '^problems-rmsnorm +1 +llama3_8b .*x \[.*timed.*x \[.*timed .* OK$'
