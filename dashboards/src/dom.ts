@@ -102,14 +102,16 @@ export function comparisonText(c: Json): string {
   return `${c.speedup.toFixed(2)}x ${label}${ci}`;
 }
 
-/** A verdict's `versus` for a table cell: the speedups, each interval, note and key in its tooltip. */
+/** A verdict's `versus` for a table cell: each speedup with its interval; note and key in its tooltip. */
 export function versusCell(versus: Json[] | undefined): string {
   if (!Array.isArray(versus) || versus.length === 0) return `<span class="muted">—</span>`;
   const parts = versus.map((c) => {
     const title = [comparisonText(c), c.cached ? "from the agent's cache" : "timed in this run",
       c.simulated ? "simulated" : "", c.note ?? "", versusKeyText(c.key) ? `cached by: ${versusKeyText(c.key)}` : ""]
       .filter((x) => x).join("\n");
-    const text = typeof c.speedup === "number" ? `${c.speedup.toFixed(2)}x ${esc(c.baseline)}` : `${esc(c.baseline)} —`;
+    const ci = typeof c.ci_low === "number" && typeof c.ci_high === "number"
+      ? ` <span class="ci">[${c.ci_low.toFixed(2)}, ${c.ci_high.toFixed(2)}]</span>` : "";
+    const text = typeof c.speedup === "number" ? `${c.speedup.toFixed(2)}x ${esc(c.baseline)}${ci}` : `${esc(c.baseline)} —`;
     const cls = typeof c.speedup !== "number" ? "muted" : c.speedup > 1 ? "faster" : "slower";
     return `<span class="versus ${cls}" data-baseline="${esc(c.baseline)}" title="${esc(title)}">${text}</span>`;
   });

@@ -183,7 +183,8 @@ async function main() {
     await page.waitForSelector(`#verdicts tr:has-text('browser/child') .reason:has-text("${reason}")`, { timeout: 15000 });
     check(await page.isVisible("#verdicts tr:has-text('browser/child') .badge.sim"), "verdict has a SIMULATED badge");
     const vsCell = await page.textContent("#verdicts tr:has-text('browser/child') .versus[data-baseline=eager]");
-    check(/^1\.1\dx eager$/.test(vsCell.trim()), `the verdicts table has a vs PyTorch column (got '${vsCell}')`);
+    check(/^1\.1\dx eager \[\d\.\d\d, \d\.\d\d\]$/.test(vsCell.trim()),
+      `the verdicts table has a vs PyTorch column, each speedup with its interval (got '${vsCell}')`);
     await shot(page, "queue");
 
     // 2. Fleet: both agents under their regions, L4, simulated.
