@@ -12,7 +12,8 @@
 #          agents    the agent reports torch and triton (kfleet agents' PYTHON column)
 #          corpus    every row of jobs/exploits/python/expected.tsv ends as expected
 #          inproc    a Triton attention kernel and a load_inline CUDA kernel (scaled-mm-torch)
-#                    pass in replay mode with a median within 2 % of the same kernel's GPU time
+#                    pass in replay mode with a median within 1 % (or 0.3 µs, for a kernel under
+#                    30 µs: issue 60's target) of the same kernel's GPU time
 #                    measured in-process (bench/gpu/inprocess_python_kernel.py: CUPTI kernel
 #                    durations through torch.profiler, each launch after the same L2 flush;
 #                    triton.testing.do_bench printed beside)
@@ -361,7 +362,7 @@ print(",".join(sorted(out)))' 2>/dev/null)
 
   # -- inproc: the fleet's replayed median against the same kernel timed in-process.
   # inproc NAME JOBFILE SOURCE PLAN_ARGS...: submits the job, writes kfleet-measure's plan of its
-  # mission case, times the kernel in-process on that plan, and holds the ratio to 2 %.
+  # mission case, times the kernel in-process on that plan, and holds the ratio to 1 % (0.3 µs under 30 µs).
   inproc() {
     local name=$1 job=$2 src=$3 d=$run/inproc/$1; shift 3
     mkdir -p "$d"
@@ -389,10 +390,10 @@ print(",".join(sorted(out)))' 2>/dev/null)
     fi
     local ratio ok db dbr=-
     ratio=$(python3 -c "print(f'{$MEDIAN / $own:.4f}')")
-    ok=$(python3 -c "print('OK' if abs($MEDIAN / $own - 1) <= 0.02 else 'MISMATCH')")
+    ok=$(python3 -c "print('OK' if abs($MEDIAN / $own - 1) <= 0.01 or ($own < 30 and abs($MEDIAN - $own) <= 0.3) else 'MISMATCH')")
     db=$(json_field do_bench_median_us <"$d/inproc.json")
     [ -n "$db" ] && dbr=$(python3 -c "print(f'{$MEDIAN / $db:.4f}')")
-    note "inproc:$name" "replay/in-process 0.98..1.02" "$ok" "replay $MEDIAN us, in-process ($method) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
+    note "inproc:$name" "replay/in-process within 1 % or 0.3 us" "$ok" "replay $MEDIAN us, in-process ($method) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
   }
   [[ inproc:triton =~ $only ]] || [[ inproc:torch =~ $only ]] && part inproc
   if [[ inproc:triton =~ $only ]]; then
