@@ -150,9 +150,14 @@ AwsFailure classify_aws_error(std::string_view text) {
                                     "ServiceUnavailable", "Unavailable", "RequestTimeout",
                                     "RequestTimeoutException", "IdempotentParameterMismatch"}))
     return decided(Outcome::transient, h);
-  if (auto h = earliest(server_error_status(text),
-                        leftmost_phrase(text, {"Error acquiring the state lock", "connection reset by peer",
-                                               "i/o timeout", "TLS handshake timeout", "dial tcp"})))
+  if (auto h = leftmost_phrase(text, {"connection reset by peer", "use of closed network connection",
+                                      "unexpected EOF", "broken pipe", "i/o timeout", "TLS handshake timeout",
+                                      "dial tcp"})) {
+    AwsFailure f = decided(Outcome::transient, h);
+    f.transport = true;
+    return f;
+  }
+  if (auto h = earliest(server_error_status(text), leftmost_phrase(text, {"Error acquiring the state lock"})))
     return decided(Outcome::transient, h);
   return AwsFailure{Outcome::fatal, code, cloud_words(text, code)};
 }

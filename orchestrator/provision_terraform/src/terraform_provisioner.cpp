@@ -10,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "kfleet/common/log.hpp"
 #include "kfleet/common/pem.hpp"
 #include "kfleet/provision_terraform/aws_error.hpp"
 #include "kfleet/provision_terraform/terraform_output.hpp"
@@ -171,6 +172,17 @@ class TerraformProvisionerImpl final : public TerraformProvisioner {
     auto run = region.workdir->apply(slots, tokens);
     if (!run) return CapacityResult{Outcome::fatal, run.error().message, {}, seconds()};
     (void)refresh(region);  // a partly failed apply may still have created or destroyed agents
+    if (!run->timed_out && run->exit_code != 0) {
+      // A dropped connection lost the cloud's answer, not the request: apply once more (it
+      // converges on the same slots, replacing an instance the first left half-read).
+      if (auto f = classify_aws_error(error_text_from_json_log(run->output)); f.transport) {
+        log::warn("terraform", "slot ", slot, ": the connection to the cloud failed mid-apply (", f.message,
+                  "); applying once more");
+        run = region.workdir->apply(slots, tokens);
+        if (!run) return CapacityResult{Outcome::fatal, run.error().message, {}, seconds()};
+        (void)refresh(region);
+      }
+    }
     if (run->timed_out) {
       return CapacityResult{Outcome::transient,
                             "terraform apply ran past its " + std::to_string(static_cast<int>(config_.apply_budget_s)) +

@@ -115,6 +115,32 @@ TEST(AwsErrorClassifier, ThrottlingAndServerErrorsAreTransient) {
             Outcome::transient);
 }
 
+// The connection failed mid-call: transient, and `transport` (the same apply again at once).
+TEST(AwsErrorClassifier, ADroppedConnectionIsTransientAndTransport) {
+  for (const char* text :
+       {"getting attribute (userData): operation error EC2: DescribeInstanceAttribute, exceeded maximum number of "
+        "attempts, 1, https response error StatusCode: 200, RequestID: , decomposing response: read tcp "
+        "127.0.0.1:38086->127.0.0.1:36039: use of closed network connection",
+        "reading EC2 Instance (i-0abc): operation error EC2: DescribeInstances, https response error StatusCode: "
+        "200, RequestID: , deserialization failed, failed to decode response body, unexpected EOF",
+        "creating EC2 Instance: operation error EC2: RunInstances, https response error StatusCode: 0, RequestID: "
+        ", request send failed, Post \"https://ec2.us-east-1.amazonaws.com/\": read tcp 10.0.0.2:51234->"
+        "52.46.128.1:443: read: connection reset by peer",
+        "operation error EC2: DescribeVpcs, request send failed, write tcp 10.0.0.2:1->52.46.128.1:443: write: "
+        "broken pipe"}) {
+    const AwsFailure f = classify_aws_error(text);
+    EXPECT_EQ(f.outcome, Outcome::transient) << text;
+    EXPECT_TRUE(f.transport) << text;
+  }
+  // An answer the cloud did give is not a transport failure, transient or not.
+  EXPECT_FALSE(classify_aws_error(sdk_error("DescribeInstances", 503, "Unavailable", "The server is unavailable"))
+                   .transport);
+  EXPECT_FALSE(classify_aws_error("Error acquiring the state lock: resource temporarily unavailable").transport);
+  EXPECT_FALSE(classify_aws_error(sdk_error("RunInstances", 500, "InsufficientInstanceCapacity", "no capacity; "
+                                                                                              "i/o timeout earlier"))
+                   .transport);
+}
+
 TEST(AwsErrorClassifier, VariableValidationIsFatal) {
   auto f = classify_aws_error(
       "Invalid value for variable: instance_type must be in the g6 family (NVIDIA L4), e.g. g6.xlarge; g5 is "

@@ -56,6 +56,7 @@ struct FakeEc2::State {
   std::map<std::string, int> run_calls;
   std::vector<std::string> terminated;
   std::vector<std::string> unknown;
+  std::map<std::string, int> drops;  // by action: answers still to cut off
   int next_id = 1;
 
   Reply handle(const std::string& region, const Params& p);
@@ -257,8 +258,16 @@ Reply FakeEc2::State::handle(const std::string& region, const Params& p) {
 FakeEc2::FakeEc2()
     : state_(std::make_shared<State>()),
       server_(std::make_unique<LoopbackHttpServer>([s = state_.get()](const LoopbackHttpServer::Request& req) {
-        Reply reply = s->handle(signed_region(std::string(req[http::field::authorization])), parse_form(req.body()));
+        const auto params = parse_form(req.body());
+        Reply reply = s->handle(signed_region(std::string(req[http::field::authorization])), params);
         LoopbackHttpServer::Response res{reply.status, req.version()};
+        {
+          std::lock_guard lock(s->mutex);
+          if (int& left = s->drops[param(params, "Action")]; left > 0) {
+            --left;
+            res.set(LoopbackHttpServer::kCutHeader, "1");
+          }
+        }
         res.set(http::field::content_type, "text/xml;charset=UTF-8");
         res.set(http::field::server, "AmazonEC2");
         res.body() = std::move(reply.body);
@@ -272,6 +281,11 @@ std::string FakeEc2::endpoint() const { return server_->base_url(); }
 void FakeEc2::set_behaviour(const std::string& region, RegionBehaviour b) {
   std::lock_guard lock(state_->mutex);
   state_->behaviour[region] = b;
+}
+
+void FakeEc2::drop_answers(const std::string& action, int times) {
+  std::lock_guard lock(state_->mutex);
+  state_->drops[action] = times;
 }
 
 std::vector<FakeInstance> FakeEc2::instances(const std::string& region) const {

@@ -40,6 +40,10 @@ class FakeEc2 {
     for (const auto& [region, b] : by_region) set_behaviour(region, b);
   }
 
+  // The next `times` answers to `action` are cut off after their headers (the connection
+  // closes mid-answer); the action itself is done, as when a real connection drops.
+  void drop_answers(const std::string& action, int times);
+
   std::vector<FakeInstance> instances(const std::string& region) const;
   int run_instances_calls(const std::string& region) const;
   // Every instance id a TerminateInstances call named, in the order the calls came.

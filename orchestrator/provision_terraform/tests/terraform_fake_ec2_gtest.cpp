@@ -165,6 +165,20 @@ TEST_F(TerraformAgainstFakeEc2, EachRegionGetsTheOutcomeItsCloudReported) {
   EXPECT_TRUE(provisioner_->instance_ids().empty());
 }
 
+// A connection that drops while the provider reads a new instance back (seen on a loaded
+// machine: "use of closed network connection") loses the cloud's answer, not the capacity: the
+// provisioner applies once more, and the region's outcome is the cloud's, ok, not "fatal" (which
+// would stop provisioning everywhere).
+TEST_F(TerraformAgainstFakeEc2, AnAnswerLostToADroppedConnectionIsAppliedOnceMore) {
+  make({"ap-northeast-1"});
+  ec2_.drop_answers("DescribeInstanceAttribute", 1);
+  CapacityResult ok = request("ap-northeast-1", 3);
+  ASSERT_EQ(ok.outcome, Outcome::ok) << ok.message;
+  ASSERT_EQ(ok.instance_ids.size(), 1u);
+  EXPECT_EQ(running_ids("ap-northeast-1"), ok.instance_ids.front() + " ");
+  EXPECT_EQ(provisioner_->instance_ids(), ok.instance_ids);
+}
+
 TEST_F(TerraformAgainstFakeEc2, RefusesRegionsAndGpusItDoesNotOffer) {
   make({"us-east-1"});
   CapacityResult other_region = request("sa-east-1", 1);

@@ -30,7 +30,16 @@ struct LoopbackHttpServer::Impl {
         Response res = handler(req);
         res.version(req.version());
         res.keep_alive(req.keep_alive());
+        const bool cut = res.count(kCutHeader) > 0;
+        res.erase(kCutHeader);
         res.prepare_payload();
+        if (cut) {  // the status line and headers, then the connection closes without the body
+          http::response_serializer<http::string_body> head{res};
+          co_await http::async_write_header(socket, head, asio::use_awaitable);
+          beast::error_code ignored;
+          socket.shutdown(tcp::socket::shutdown_both, ignored);
+          break;
+        }
         co_await http::async_write(socket, res, asio::use_awaitable);
         if (!req.keep_alive()) break;
       }

@@ -17,6 +17,9 @@ class LoopbackHttpServer {
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
   using Handler = std::function<Response(const Request&)>;
+  // A response carrying this header loses its body on the way: the server sends the status
+  // line and headers, then closes the connection (a connection dropped mid-answer).
+  static constexpr const char* kCutHeader = "X-Loopback-Cut";
 
   explicit LoopbackHttpServer(Handler handler);  // listening before it returns
   ~LoopbackHttpServer();                         // stops the thread; no handler call after it

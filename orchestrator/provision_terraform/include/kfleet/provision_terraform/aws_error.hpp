@@ -12,6 +12,9 @@ struct AwsFailure {
   Outcome outcome = Outcome::fatal;
   std::string code;     // the AWS error code when one was found, e.g. "InsufficientInstanceCapacity"
   std::string message;  // the cloud's own words, shortened for an event
+  // The connection to the cloud failed mid-call (reset, closed, timed out): the cloud's answer
+  // was never read, so the same apply, run again at once, is the remedy (transient as well).
+  bool transport = false;
 };
 
 // Classifies a failed terraform run from its error text (diagnostics or raw output). Unknown
