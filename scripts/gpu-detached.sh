@@ -100,7 +100,7 @@ poll)
   read -r t0 _ <"$state/started"
   grep -E '^(# |==== )' "$log"
   if [ -f "$state/done" ]; then echo "gpu-detached: every step ended ($(( $(now) - t0 )) s)"; exit 0; fi
-  echo "gpu-detached: running $(cat "$state/current" 2>/dev/null) at $(( $(now) - t0 )) s; its last lines:"
+  echo "gpu-detached: running $(cat "$state/current" 2>/dev/null || echo "(no step begun yet)") at $(( $(now) - t0 )) s; its last lines:"
   tail -5 "$log" | cut -c1-300
   exit 3
   ;;
