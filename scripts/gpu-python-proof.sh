@@ -16,7 +16,8 @@
 #                    30 µs: issue 60's target) of the same kernel's GPU time
 #                    measured in-process (bench/gpu/inprocess_python_kernel.py: CUPTI kernel
 #                    durations through torch.profiler, each launch after the same L2 flush;
-#                    triton.testing.do_bench printed beside)
+#                    triton.testing.do_bench printed beside, and as INFO the launch in a CUDA
+#                    graph, on a GPU rested 5 ms, and under CUPTI as kfleet-measure sets it)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`, and
 #                    the 5 % copy (slow5.yaml) `regressed` once
@@ -36,8 +37,8 @@
 #     --bin DIR     kfleetd/kfleet-agent/kfleet already built (fleet part; else gpu-proof.sh builds)
 #     --only REGEX  only the checks whose name matches: agents, corpus[:ROW], inproc[:triton|:torch],
 #                   pair, campaign[:cli|:mcp]; a comma list is an alternation (--only inproc,pair)
-#     --tries N     tries of each of the pair's jobs (default 1: about 2.5 minutes a try when each
-#                   round recorded again; with one recording a side, base and same took < 2 min)
+#     --tries N     tries of each of the pair's jobs (default 1; about 60 s a job on an H100 with
+#                   one recording a side, so --tries 5 with base and slow5 is ~12 minutes)
 #     --slow1-entry E  the pair's 1 % copy: the entry of attention_pair.py that
 #                   `gpu-torch-proof.sh --only calib` found 1 % +- 0.3 % slower on this GPU
 #                   (default: the one slow1.yaml names)
@@ -47,9 +48,10 @@
 # One line per check in the summary (WHAT EXPECTED CHECK GOT), every file under --out.
 # Exits 1 on any mismatch, 2 on a setup failure (no GPU, no torch/triton, a build that fails).
 # Time on an H200 with --bin (the first run, 2026-11-28, and estimates from it): agents and the
-# corpus ~3 min, inproc ~2 min (the torch row builds its extension twice), pair ~20 s + ~2.5 min a
-# try, campaign ~3 min (two routes of 4 jobs): ~11 min in all, over one device call's 10 minutes,
-# so split it with --only (the corpus alone; inproc,pair; campaign). Every part prints the time so
+# corpus ~3 min, inproc ~3 min (the torch row builds its extension twice; the yardstick's two
+# other ways), pair ~1 min a job (an H100, 12-06: 2 a try), campaign ~3 min (two routes of 4 jobs);
+# over one device call's 10 minutes, so split it with --only or run it under scripts/gpu-detached.sh
+# (the corpus alone; inproc,pair; campaign). Every part prints the time so
 # far, and the summary the total. kfleet-measure is the agent's own (its build cache) for the
 # in-process plans; only --direct builds one with nvcc (about 90 s more, then ~2 minutes).
 # The run works on a copy of the files it reads (kernels/, jobs/, bench/gpu/, scripts/lib/ and
@@ -394,6 +396,25 @@ print(",".join(sorted(out)))' 2>/dev/null)
     db=$(json_field do_bench_median_us <"$d/inproc.json")
     [ -n "$db" ] && dbr=$(python3 -c "print(f'{$MEDIAN / $db:.4f}')")
     note "inproc:$name" "replay/in-process within 1 % or 0.3 us" "$ok" "replay $MEDIAN us, in-process ($method) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
+    # The yardstick three other ways beside it (INFO, not checked): the launch captured once in a
+    # CUDA graph and its replays timed (gpu-torch-proof.sh's judged rows time it so); each launch
+    # 5 ms after the flush's end (a rested GPU, as the replay's samples are further apart than
+    # back to back); CUPTI set up as kfleet-measure sets it (raw_cupti.py), not torch.profiler.
+    # Where the replay's difference from the yardstick lies shows here.
+    local v vt cupti
+    cupti=${KFLEET_CUPTI_LIB:-$(ls "${CUDA_HOME:-/usr/local/cuda}"/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{,.13,.12} 2>/dev/null | head -1)}
+    for v in graph:--graph rested:--gap-ms=5 raw-cupti:--cupti-raw="$cupti"; do
+      if [ "$v" = raw-cupti:--cupti-raw= ]; then
+        info "inproc:$name:raw-cupti" "in-process --cupti-raw" "no libcupti.so found (KFLEET_CUPTI_LIB names one)"; continue
+      fi
+      PATH="$(dirname "$KFLEET_PYTHON"):$PATH" TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
+        "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 --no-do-bench \
+        "${v#*:}" >"$d/inproc-${v%%:*}.out" 2>"$d/inproc-${v%%:*}.err"
+      vt=$(last_json "$d/inproc-${v%%:*}.out" | json_field median_us)
+      vt=${vt:+$vt us, replay/it $(python3 -c "print(f'{$MEDIAN / $vt:.4f}')")}
+      info "inproc:$name:${v%%:*}" "in-process ${v#*:}" "${vt:-no number: $(tail -1 "$d/inproc-${v%%:*}.err")}"
+      printf '  %-9s %s: %s\n' INFO "inproc:$name:${v%%:*}" "in-process ${v#*:}: ${vt:-no number}"
+    done
   }
   [[ inproc:triton =~ $only ]] || [[ inproc:torch =~ $only ]] && part inproc
   if [[ inproc:triton =~ $only ]]; then

@@ -9,6 +9,7 @@ against.
                              [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
                              [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--rewrite-inputs]
                              [--layout torch|plan] [--flush-with fill|memset]
+                             [--entries BASE,COPY... [--rounds R]]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
 
 PLAN.json is `kfleet-measure benchmark <the job's case> --plan PLAN.json` (kfleet's own code
@@ -54,6 +55,15 @@ issues memsets and copies as kernels.
 replays a recording: then `span_median_us`, the first-to-last device activity of a launch, is
 the number to hold a replayed median against for a launch of several kernels (its gaps between
 kernels are a graph's in both), and `median_us` stays the sum of the kernels' own times.
+
+`--entries BASE,COPY,...` (a pair's calibration) times several entries of the source in this
+one process, on the same tensors, interleaved: --rounds rounds, each running every entry's
+--samples launches in turn (the order rotated each round, so none always runs first), each block
+under a profiler of its own. A copy's slowdown is paired by round, its median against the base's
+median of the same round, and the line gives the median of those ratios with their least and
+most (`interleaved`). An entry timed in a process of its own moved by up to 0.63 % from one
+process to the next on an H100 (docs/evidence/2026-12-06-h100-calib-pair-inproc-python-corpus.log),
+more than a 1 % +- 0.3 % calibration can carry.
 
 Prints one JSON line: {"median_us", "method": "cupti"|"do_bench", "cupti_median_us",
 "span_median_us", "mean_us", "min_us", "samples", "kernels_per_launch", "kernel_names",
@@ -191,6 +201,58 @@ def summarize(times):
                                sorted({c for t in times for c in t[6]})[:32]]}
 
 
+def paired_slowdowns(medians, base):
+    """The calibration's arithmetic: medians {entry: [median_us of each round]}, base the entry
+    the others are held against. Per entry but the base: each round's slowdown in percent
+    (its median over the base's median of the same round), and the median, least and most of
+    those; rounds where either side has no number are left out and counted."""
+    out = {}
+    for name, ms in medians.items():
+        if name == base:
+            continue
+        pct = [(x / b - 1.0) * 100.0 for x, b in zip(ms, medians[base]) if x and b]
+        out[name] = {"median_pct": round(statistics.median(pct), 3) if pct else None,
+                     "min_pct": round(min(pct), 3) if pct else None,
+                     "max_pct": round(max(pct), 3) if pct else None,
+                     "rounds": len(pct), "rounds_left_out": len(ms) - len(pct),
+                     "rounds_pct": [round(v, 3) for v in pct]}
+    return out
+
+
+def rotated(names, r):
+    """Round r's order: each entry first in turn."""
+    k = r % len(names)
+    return names[k:] + names[:k]
+
+
+def interleaved_times(a, fns, args, stream, inouts, flush, outs):
+    """--entries: every entry's --samples launches in turn, --rounds times, each block under a
+    profiler of its own; each block's CUPTI median (None where no device work matched)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    medians = {n: [] for n in fns}
+    for r in range(a.rounds):
+        for name in rotated(list(fns), r):
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for i in range(a.samples):
+                    before_launch(i, a, inouts, flush, outs)
+                    with record_function(f"{LABEL}{i}"):
+                        fns[name](args, stream)
+                torch.cuda.synchronize()
+            fd, path = tempfile.mkstemp(suffix=".json")
+            os.close(fd)
+            try:
+                prof.export_chrome_trace(path)
+                with open(path, encoding="utf-8") as f:
+                    s = summarize(launch_times(json.load(f)))
+            finally:
+                os.unlink(path)
+            medians[name].append(s.get("cupti_median_us"))
+    base = next(iter(fns))
+    return {"interleaved": {"rounds": a.rounds, "samples": a.samples, "base": base,
+                            "medians_us": medians, "slowdowns": paired_slowdowns(medians, base)}}
+
+
 def raw_launch_times(records, windows):
     """launch_times' tuples from raw CUPTI records (start_ns, end_ns, kind) and each launch's
     window (t0_ns, t1_ns): a launch is the device work begun inside its window; memsets and
@@ -308,6 +370,10 @@ def main():
     ap.add_argument("--rewrite-inputs", action="store_true",
                     help="each input (any dtype) copied back from a copy of its own bytes before each "
                          "launch (torch's copy_), as kfleet-measure --same-inputs copy does before each sample")
+    ap.add_argument("--entries", default="", metavar="BASE,COPY,...",
+                    help="time these entries interleaved in this process; each copy's slowdown "
+                         "against the first, paired by round (a pair's calibration)")
+    ap.add_argument("--rounds", type=int, default=8, help="with --entries: rounds of every entry")
     ap.add_argument("--cupti-hw-trace", action="store_true",
                     help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA context)")
     a = ap.parse_args()
@@ -322,6 +388,14 @@ def main():
         ap.error("--cupti-hw-trace goes with --cupti-raw")
     if a.cupti_raw and a.back_to_back:
         ap.error("--cupti-raw times launches on an idle GPU: it excludes --back-to-back")
+    entries = [e for e in a.entries.split(",") if e]
+    if a.entries and (len(entries) < 2 or len(set(entries)) != len(entries)):
+        ap.error("--entries takes a base and at least one copy, each named once")
+    if entries and (a.graph or a.cupti_raw or a.torch_compile or a.entry):
+        ap.error("--entries times each entry as it launches: it excludes --entry, --graph, "
+                 "--cupti-raw and --torch-compile")
+    if a.rounds < 1:
+        ap.error("--rounds is at least 1")
     tracer = None
     if a.cupti_raw:  # before torch makes the CUDA context: hardware tracing must precede it
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -332,7 +406,7 @@ def main():
     with open(a.plan, encoding="utf-8") as f:
         plan = json.load(f)
     family = plan["family"]
-    entry = a.entry or DEFAULT_ENTRY[family]
+    entry = (entries[0] if entries else a.entry) or DEFAULT_ENTRY[family]
     fields = plan["recordings"][-1]["fields"]  # the benchmark's recording
     if a.kernel_lib:
         sys.path.insert(0, a.kernel_lib)
@@ -344,6 +418,7 @@ def main():
     sys.modules["kfleet_job"] = mod
     spec.loader.exec_module(mod)
     fn = getattr(mod, entry)
+    fns = {e: getattr(mod, e) for e in entries}
     pinned, recorded = None, None
     if a.torch_compile:
         fn = torch.compile(fn, mode=a.torch_compile)
@@ -428,9 +503,15 @@ def main():
             except ImportError as e:  # without --kernel-lib: not said
                 result["inductor_configs"] = f"{type(e).__name__}: {e}"
         torch.cuda.synchronize()
-        for _ in range(20):
-            fn(args, stream)
+        for f in list(fns.values()) or [fn]:
+            for _ in range(20):  # the first compiles
+                f(args, stream)
         torch.cuda.synchronize()
+        if fns:
+            result.update(interleaved_times(a, fns, args, stream, inouts, flush, outs))
+            print(json.dumps(result))
+            ok = all(v["median_pct"] is not None for v in result["interleaved"]["slowdowns"].values())
+            return 0 if ok else 1
         launch = fn
         if a.graph:
             g = torch.cuda.CUDAGraph()

@@ -112,6 +112,36 @@ class InProcessTrace(unittest.TestCase):
         self.assertAlmostEqual(m.raw_launch_times(records, windows)[0][1], 20.256)
         self.assertEqual(m.raw_launch_times(records, [(200_000, 300_000)]), [])
 
+    def test_paired_slowdowns_hold_each_round_against_its_own_base(self):
+        # The base drifts 1 % between rounds; the copy is 1 % slower in each round. Paired, the
+        # slowdown is 1 % every round; pooled, the drift would widen it.
+        med = {"base": [100.0, 101.0, 100.0], "slow": [101.0, 102.01, 101.0], "gone": [101.0, None, 99.0]}
+        s = m.paired_slowdowns(med, "base")
+        self.assertNotIn("base", s)
+        self.assertEqual(s["slow"]["rounds_pct"], [1.0, 1.0, 1.0])
+        self.assertEqual((s["slow"]["median_pct"], s["slow"]["min_pct"], s["slow"]["max_pct"]), (1.0, 1.0, 1.0))
+        self.assertEqual((s["gone"]["rounds"], s["gone"]["rounds_left_out"]), (2, 1))
+        self.assertEqual((s["gone"]["min_pct"], s["gone"]["max_pct"]), (-1.0, 1.0))
+        self.assertEqual(s["gone"]["median_pct"], 0.0)
+        self.assertIsNone(m.paired_slowdowns({"b": [None], "c": [1.0]}, "b")["c"]["median_pct"])
+
+    def test_rounds_rotate_so_each_entry_comes_first_in_turn(self):
+        names = ["base", "a", "b"]
+        self.assertEqual([m.rotated(names, r)[0] for r in range(4)], ["base", "a", "b", "base"])
+        self.assertEqual(sorted(m.rotated(names, 2)), sorted(names))
+
+    def test_entries_options_are_checked(self):
+        import subprocess
+        me = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inprocess_python_kernel.py")
+        for extra, said in ((["--entries", "base"], "a base and at least one copy"),
+                            (["--entries", "base,base"], "each named once"),
+                            (["--entries", "base,slow", "--graph"], "excludes --entry, --graph"),
+                            (["--entries", "base,slow", "--rounds", "0"], "--rounds is at least 1")):
+            r = subprocess.run([sys.executable, "-B", me, "--plan", "p", "--source", "s"] + extra,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, extra)
+            self.assertIn(said, r.stderr)
+
     def test_raw_cupti_options_are_checked(self):
         import subprocess
         me = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inprocess_python_kernel.py")

@@ -7,13 +7,16 @@ the same pipelined loop, with no register or occupancy change. An extra loop aft
 (this file's first design) cost 6.5 % for one tile: a second accumulator and a loop with its own
 prologue changed the kernel, not just its work.
 
-The proof calibrates in-process (bench/gpu/inprocess_python_kernel.py, CUPTI) which entry is
+The proof calibrates in-process (bench/gpu/inprocess_python_kernel.py --entries, CUPTI: every
+entry in one process, interleaved, each copy paired with the base by round) which entry is
 1 % +- 0.3 % slower than the base on the machine at hand and submits that one
 (scripts/gpu-python-proof.sh --slow1-entry). On three H200s one tile measured +0.60 to +0.78 %
 and two +1.18 to +1.44 %, so a fixed entry does not hold everywhere; a half step (a second tile
 in every other head's programs) measured +0.79 %
 (docs/evidence/2026-12-02-h200-calib-torch-jobs-eager-refs.log). slow1.yaml names the half step,
-slow5.yaml eight tiles (+5.47 to +5.57 %).
+slow5.yaml eight tiles (+5.47 to +5.57 %). On H100s one and a half tiles read +0.79 and +0.53 %,
+two +0.93 and +1.57 %, each entry then in a process of its own, which alone moved it by up to
+0.63 % (docs/evidence/2026-12-06-h100-calib-pair-inproc-python-corpus.log).
 """
 import triton
 import triton.language as tl
