@@ -58,8 +58,8 @@ kernels are a graph's in both), and `median_us` stays the sum of the kernels' ow
 
 `--entries BASE,COPY,...` (a pair's calibration) times several entries of the source in this
 one process, on the same tensors, interleaved: --rounds rounds, each running every entry's
---samples launches in turn (the order rotated each round, so none always runs first), each block
-under a profiler of its own. A copy's slowdown is paired by round, its median against the base's
+--samples launches in turn (the order rotated each round, so none always runs first), all under
+one profiler. A copy's slowdown is paired by round, its median against the base's
 median of the same round, and the line gives the median of those ratios with their least and
 most (`interleaved`). An entry timed in a process of its own moved by up to 0.63 % from one
 process to the next on an H100 (docs/evidence/2026-12-06-h100-calib-pair-inproc-python-corpus.log),
@@ -96,7 +96,7 @@ class Args:
         self.__dict__.update(kw)
 
 
-def launch_times(trace):
+def launch_times(trace, names=None):
     """From a torch.profiler Chrome trace (a dict with traceEvents, or the list): per launch
     (record_function ranges named kfleet_launch_<i>, in order), in microseconds, (the sum of its
     device events' durations, the span from the first's start to the last's end, [their names],
@@ -105,7 +105,8 @@ def launch_times(trace):
     A launch's device events are those whose CUPTI correlation id is a runtime or driver call
     made inside its range on the host. Launches with no device event are left out. When no launch
     call was seen at all, each run of device work between this script's own (the flush and the
-    poison, whose calls were made outside every range) is one launch, in the device's order."""
+    poison, whose calls were made outside every range) is one launch, in the device's order.
+    `names`, a list, gets each launch's range name beside it (none in that last case)."""
     evs = trace.get("traceEvents", []) if isinstance(trace, dict) else list(trace)
     windows = []
     for e in evs:
@@ -140,6 +141,8 @@ def launch_times(trace):
         else:
             outside.add(c)  # the flush, the poison: this script's own work
     groups = [per[w[4]] for w in windows if per.get(w[4])]
+    if names is not None:
+        names.extend(w[4] for w in windows if per.get(w[4]))
     if not groups and outside:
         # No launch call seen on the host (a launcher whose driver calls CUPTI did not report):
         # in the device's order, each run of device work between this script's own is a launch.
@@ -226,31 +229,44 @@ def rotated(names, r):
 
 
 def interleaved_times(a, fns, args, stream, inouts, flush, outs):
-    """--entries: every entry's --samples launches in turn, --rounds times, each block under a
-    profiler of its own; each block's CUPTI median (None where no device work matched)."""
+    """--entries: every entry's --samples launches in turn, --rounds times, under one profiler;
+    each launch's range is named for its round and entry, and each (round, entry) block's CUPTI
+    median is kept (None where no device work matched)."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
-    medians = {n: [] for n in fns}
-    for r in range(a.rounds):
-        for name in rotated(list(fns), r):
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    order = list(fns)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for r in range(a.rounds):
+            for name in rotated(order, r):
                 for i in range(a.samples):
                     before_launch(i, a, inouts, flush, outs)
-                    with record_function(f"{LABEL}{i}"):
+                    with record_function(f"{LABEL}{r}.{order.index(name)}.{i}"):
                         fns[name](args, stream)
-                torch.cuda.synchronize()
-            fd, path = tempfile.mkstemp(suffix=".json")
-            os.close(fd)
-            try:
-                prof.export_chrome_trace(path)
-                with open(path, encoding="utf-8") as f:
-                    s = summarize(launch_times(json.load(f)))
-            finally:
-                os.unlink(path)
-            medians[name].append(s.get("cupti_median_us"))
-    base = next(iter(fns))
-    return {"interleaved": {"rounds": a.rounds, "samples": a.samples, "base": base,
-                            "medians_us": medians, "slowdowns": paired_slowdowns(medians, base)}}
+        torch.cuda.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as f:
+            trace = json.load(f)
+    finally:
+        os.unlink(path)
+    return interleaved_result(a.rounds, a.samples, order, trace)
+
+
+def interleaved_result(rounds, samples, order, trace):
+    """The --entries line from the profiler's trace: launches named kfleet_launch_<round>.<entry
+    index>.<sample>, grouped by round and entry."""
+    labels = []
+    times = launch_times(trace, labels)
+    blocks = {}
+    for label, t in zip(labels, times):
+        r, k, _ = label[len(LABEL):].split(".")
+        blocks.setdefault((int(r), int(k)), []).append(t[0])
+    medians = {n: [round(statistics.median(blocks[(r, k)]), 3) if blocks.get((r, k)) else None
+                   for r in range(rounds)] for k, n in enumerate(order)}
+    return {"interleaved": {"rounds": rounds, "samples": samples, "base": order[0],
+                            "medians_us": medians, "slowdowns": paired_slowdowns(medians, order[0])}}
 
 
 def raw_launch_times(records, windows):

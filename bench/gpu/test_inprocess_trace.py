@@ -125,6 +125,23 @@ class InProcessTrace(unittest.TestCase):
         self.assertEqual(s["gone"]["median_pct"], 0.0)
         self.assertIsNone(m.paired_slowdowns({"b": [None], "c": [1.0]}, "b")["c"]["median_pct"])
 
+    def test_interleaved_trace_is_grouped_by_round_and_entry(self):
+        # Two rounds of base (index 0) and slow (1), two launches a block; round 1 runs slow
+        # first. The base drifts from 10 to 11 us; slow is 1 % over it in each round.
+        ev, corr, t = [], 1, 0.0
+        plan = [(0, 0, 10.0), (0, 1, 10.1), (1, 1, 11.11), (1, 0, 11.0)]
+        for r, k, dur in plan:
+            for i in range(2):
+                ev += launch("%d.%d.%d" % (r, k, i), t, [(t + 2, dur)], corr)
+                corr, t = corr + 1, t + 100
+        x = m.interleaved_result(2, 2, ["base", "slow"], {"traceEvents": ev})["interleaved"]
+        self.assertEqual(x["medians_us"], {"base": [10.0, 11.0], "slow": [10.1, 11.11]})
+        self.assertEqual(x["slowdowns"]["slow"]["rounds_pct"], [1.0, 1.0])
+        # A block with no device work matched: that round is left out, and counted.
+        x = m.interleaved_result(3, 2, ["base", "slow"], {"traceEvents": ev})["interleaved"]
+        self.assertEqual(x["medians_us"]["slow"][2], None)
+        self.assertEqual(x["slowdowns"]["slow"]["rounds_left_out"], 1)
+
     def test_rounds_rotate_so_each_entry_comes_first_in_turn(self):
         names = ["base", "a", "b"]
         self.assertEqual([m.rotated(names, r)[0] for r in range(4)], ["base", "a", "b", "base"])
