@@ -638,6 +638,21 @@ if want gap; then
     if inproc triton-attention "$root/kernels/triton/attention.py" - - $ATT_MISSION && [ -n "$med" ]; then
       r=$(ratio "$med" "$IN_SUM"); ok=OK; within "$r" "$med" || ok=MISMATCH
       note gap triton-attention "replay/in-process 1 % or 0.3 us" "$ok" "replay $med us, in-process $IN_SUM us (span $IN_SPAN), ratio $r"
+      # Each side's launch the other way (INFO), on this machine: the replay issuing its one
+      # kernel as a graph of one node (kfleet-measure --replay-issue graph), and in-process the
+      # kernel launched as Triton launches it, on the stream (through kfleetd the replay read
+      # 1.0331 of that on an H100, 12-06, where against a graph it agrees).
+      d=$out/r/triton-attention
+      # shellcheck disable=SC2086
+      "$M" benchmark $ATT_MISSION "${SCRATCH[@]}" --min-samples 300 --max-time-s 3 --replay-issue graph \
+        --replay "$d/launches-benchmark.txt" --device 0 --device-code "$(ls "$d/dc-benchmark"/* 2>/dev/null | paste -sd, -)" \
+        >"$d/measure-graph.out" 2>"$d/measure-graph.err"
+      gmed=$(field median_us bench <"$d/measure-graph.out")
+      "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$root/kernels/triton/attention.py" \
+        --kernel-lib "$H/python" --l2-flush 1 --no-do-bench --samples 300 >"$d/inproc-stream.out" 2>"$d/inproc-stream.err"
+      smed=$(field median_us <"$d/inproc-stream.out")
+      note gap triton-attention:launches "replay and in-process, each as a graph and on the stream" INFO \
+        "replay on the stream $med us, as a graph ${gmed:-failed} us; in-process as a graph $IN_SUM us, on the stream ${smed:-failed} us"
     else
       note gap triton-attention "in-process" MISMATCH "$(tail -2 "$out/r/triton-attention/inproc.err" | tr '\n' ' ')"
     fi

@@ -68,14 +68,17 @@ TEST(Options, DotRtolWidensAllcloseAndNeedsIt) {
   EXPECT_LT(bare.tolerance.dot_rtol, 0);  // the default allclose takes no sums
 }
 
-// The diagnostic that issues a replayed chain op by op: only with --replay, graph or stream.
+// The diagnostics that issue a replayed chain op by op, or even one operation as a graph: only
+// with --replay, graph or stream.
 TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   Options o;
   EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "stream"}, &o), "");
   EXPECT_TRUE(o.replay_on_stream);
+  EXPECT_FALSE(o.replay_as_graph);
   Options g;
   EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "graph"}, &g), "");
   EXPECT_FALSE(g.replay_on_stream);
+  EXPECT_TRUE(g.replay_as_graph);  // even one operation as a graph (a diagnostic)
   Options bad;
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "host"}, &bad)
                 .find("--replay-issue"), std::string::npos);

@@ -138,6 +138,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--replay-issue") {
       good = value(&v) && (v == "graph" || v == "stream");
       o->replay_on_stream = v == "stream";
+      o->replay_as_graph = v == "graph";
     } else if (flag == "--replay-kernels") {
       good = value(&v) && (v == "job" || v == "builtin" || v == "builtin-unloaded");
       o->replay_builtin_kernels = v == "builtin" || v == "builtin-unloaded";
