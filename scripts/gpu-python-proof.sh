@@ -48,7 +48,7 @@
 # One line per check in the summary (WHAT EXPECTED CHECK GOT), every file under --out.
 # Exits 1 on any mismatch, 2 on a setup failure (no GPU, no torch/triton, a build that fails).
 # Time on an H200 with --bin (the first run, 2026-11-28, and estimates from it): agents and the
-# corpus ~3 min, inproc ~3 min (the torch row builds its extension twice; the yardstick's two
+# corpus ~3 min, inproc ~3 min (the torch row builds its extension twice; the yardstick's three
 # other ways), pair ~1 min a job (an H100, 12-06: 2 a try), campaign ~3 min (two routes of 4 jobs);
 # over one device call's 10 minutes, so split it with --only or run it under scripts/gpu-detached.sh
 # (the corpus alone; inproc,pair; campaign). Every part prints the time so
