@@ -188,5 +188,72 @@ class InProcessTrace(unittest.TestCase):
                 sys.modules["torch"] = saved
             m._CUDA_MEMSET.clear()
 
+    def test_interleaved_times_runs_every_block_in_rotated_order_under_one_profiler(self):
+        # No torch here: a stand-in torch whose profiler keeps what the launches put in it, and
+        # launch functions that each add one kernel of a known duration under the open range.
+        import contextlib
+        import types
+        st = {"t": 0.0, "corr": 0, "events": [], "calls": [], "profilers": 0}
+
+        @contextlib.contextmanager
+        def record_function(name):
+            t0 = st["t"]
+            st["t"] += 1
+            yield
+            st["t"] += 30
+            st["events"].append({"cat": "user_annotation", "name": name, "ts": t0,
+                                 "dur": st["t"] - t0, "tid": 1, "pid": 1})
+
+        class Profile:
+            def __init__(self, activities):
+                self.activities = activities
+
+            def __enter__(self):
+                st["profilers"] += 1
+                st["events"].clear()
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def export_chrome_trace(self, path):
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump({"traceEvents": list(st["events"])}, f)
+
+        def kernel_of(name, us):
+            def fn(_args, _stream):
+                st["corr"] += 1
+                st["calls"].append(name)
+                c = st["corr"]
+                st["events"].append({"cat": "cuda_runtime", "name": "cuLaunchKernelEx", "ts": st["t"] + 1,
+                                     "pid": 1, "args": {"correlation": c}})
+                st["events"].append({"cat": "kernel", "name": name, "ts": st["t"] + 5, "dur": us,
+                                     "args": {"correlation": c}})
+            return fn
+
+        fake = types.ModuleType("torch")
+        fake.cuda = types.SimpleNamespace(synchronize=lambda: None)
+        prof = types.ModuleType("torch.profiler")
+        prof.ProfilerActivity = types.SimpleNamespace(CPU="cpu", CUDA="cuda")
+        prof.profile, prof.record_function = Profile, record_function
+        fake.profiler = prof
+        saved = {k: sys.modules.get(k) for k in ("torch", "torch.profiler")}
+        sys.modules.update({"torch": fake, "torch.profiler": prof})
+        try:
+            a = types.SimpleNamespace(rounds=2, samples=3, back_to_back=True, gap_ms=0.0, flush_with="fill")
+            fns = {"base": kernel_of("base", 10.0), "slow": kernel_of("slow", 10.1)}
+            x = m.interleaved_times(a, fns, None, None, [], None, [])["interleaved"]
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+        self.assertEqual(st["profilers"], 1)
+        self.assertEqual(st["calls"], ["base"] * 3 + ["slow"] * 3 + ["slow"] * 3 + ["base"] * 3)
+        self.assertEqual(x["medians_us"], {"base": [10.0, 10.0], "slow": [10.1, 10.1]})
+        self.assertEqual(x["slowdowns"]["slow"]["rounds_pct"], [1.0, 1.0])
+
+
 if __name__ == "__main__":
     unittest.main()
