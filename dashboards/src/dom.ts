@@ -93,13 +93,18 @@ export function versusKeyText(key: Json | undefined): string {
   return s;
 }
 
+/** A comparison's confidence interval, "[1.48, 1.52]", or "" when it has none. */
+function intervalText(c: Json): string {
+  return typeof c?.ci_low === "number" && typeof c?.ci_high === "number"
+    ? `[${c.ci_low.toFixed(2)}, ${c.ci_high.toFixed(2)}]` : "";
+}
+
 /** One comparison as text: "1.50x eager [1.48, 1.52]", or "torch.compile not timed (why)". */
 export function comparisonText(c: Json): string {
   const label = baselineLabel(c?.baseline);
   if (typeof c?.speedup !== "number") return `${label} not timed${c?.note ? ` (${c.note})` : ""}`;
-  const ci = typeof c.ci_low === "number" && typeof c.ci_high === "number"
-    ? ` [${c.ci_low.toFixed(2)}, ${c.ci_high.toFixed(2)}]` : "";
-  return `${c.speedup.toFixed(2)}x ${label}${ci}`;
+  const ci = intervalText(c);
+  return `${c.speedup.toFixed(2)}x ${label}${ci ? ` ${ci}` : ""}`;
 }
 
 /** A verdict's `versus` for a table cell: each speedup with its interval; note and key in its tooltip. */
@@ -109,8 +114,7 @@ export function versusCell(versus: Json[] | undefined): string {
     const title = [comparisonText(c), c.cached ? "from the agent's cache" : "timed in this run",
       c.simulated ? "simulated" : "", c.note ?? "", versusKeyText(c.key) ? `cached by: ${versusKeyText(c.key)}` : ""]
       .filter((x) => x).join("\n");
-    const ci = typeof c.ci_low === "number" && typeof c.ci_high === "number"
-      ? ` <span class="ci">[${c.ci_low.toFixed(2)}, ${c.ci_high.toFixed(2)}]</span>` : "";
+    const ci = intervalText(c) ? ` <span class="ci">${intervalText(c)}</span>` : "";
     const text = typeof c.speedup === "number" ? `${c.speedup.toFixed(2)}x ${esc(c.baseline)}${ci}` : `${esc(c.baseline)} —`;
     const cls = typeof c.speedup !== "number" ? "muted" : c.speedup > 1 ? "faster" : "slower";
     return `<span class="versus ${cls}" data-baseline="${esc(c.baseline)}" title="${esc(title)}">${text}</span>`;
