@@ -381,10 +381,15 @@ print(",".join(sorted(out)))' 2>/dev/null)
     if ! "$M" benchmark "$@" --plan "$d/plan.json" --device 0 >"$d/plan.out" 2>"$d/plan.err"; then
       note "inproc:$name" "kfleet-measure --plan" MISMATCH "$(tail -1 "$d/plan.err") ($d)"; return
     fi
-    # The interpreter's folder first on PATH: a venv keeps ninja there (load_inline needs it).
-    PATH="$(dirname "$KFLEET_PYTHON"):$PATH" TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
-      "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 \
-      --trace "$d/trace.json" >"$d/inproc.out" 2>"$d/inproc.err"
+    # yardstick OUT ARGS...: the in-process script on the plan, into $d/OUT.out and .err. The
+    # interpreter's folder first on PATH: a venv keeps ninja there (load_inline needs it).
+    yardstick() {
+      local o=$1; shift
+      PATH="$(dirname "$KFLEET_PYTHON"):$PATH" TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
+        "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 "$@" \
+        >"$d/$o.out" 2>"$d/$o.err"
+    }
+    yardstick inproc --trace "$d/trace.json"
     last_json "$d/inproc.out" >"$d/inproc.json"  # its one JSON line, whatever torch printed
     local own method; own=$(json_field median_us <"$d/inproc.json"); method=$(json_field method <"$d/inproc.json")
     if [ -z "$own" ]; then
@@ -407,9 +412,7 @@ print(",".join(sorted(out)))' 2>/dev/null)
       if [ "$v" = raw-cupti:--cupti-raw= ]; then
         info "inproc:$name:raw-cupti" "in-process --cupti-raw" "no libcupti.so found (KFLEET_CUPTI_LIB names one)"; continue
       fi
-      PATH="$(dirname "$KFLEET_PYTHON"):$PATH" TORCH_EXTENSIONS_DIR=$d/torch_extensions TRITON_CACHE_DIR=$d/triton \
-        "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 --no-do-bench \
-        "${v#*:}" >"$d/inproc-${v%%:*}.out" 2>"$d/inproc-${v%%:*}.err"
+      yardstick "inproc-${v%%:*}" --no-do-bench "${v#*:}"
       vt=$(last_json "$d/inproc-${v%%:*}.out" | json_field median_us)
       vt=${vt:+$vt us, replay/it $(python3 -c "print(f'{$MEDIAN / $vt:.4f}')")}
       info "inproc:$name:${v%%:*}" "in-process ${v#*:}" "${vt:-no number: $(tail -1 "$d/inproc-${v%%:*}.err")}"
