@@ -283,12 +283,13 @@ record() {
   [ "$rc" = 124 ] && echo "the recording ran past --compile-timeout $ctimeout s and was stopped" >>"$d/record-$1.err"
   return "$rc"
 }
-# replay NAME STAGE ARGS...: kfleet-measure on NAME's recording of STAGE.
+# replay NAME STAGE ARGS...: kfleet-measure on NAME's recording of STAGE, into
+# $out/r/NAME/measure-STAGE.out and .err (REPLAY_OUT=X: X.out and X.err instead).
 replay() {
   local name=$1 stage=$2; shift 2
-  local d=$out/r/$name
+  local d=$out/r/$name o=${REPLAY_OUT:-measure-$stage}
   "$M" "$stage" "$@" --replay "$d/launches-$stage.txt" --device 0 \
-    --device-code "$(ls "$d/dc-$stage"/* 2>/dev/null | paste -sd, -)" >"$d/measure-$stage.out" 2>"$d/measure-$stage.err"
+    --device-code "$(ls "$d/dc-$stage"/* 2>/dev/null | paste -sd, -)" >"$d/$o.out" 2>"$d/$o.err"
 }
 why() { local d=$out/r/$1; { grep -h '"type":"error"' "$d"/record-*.out "$d"/measure-*.out 2>/dev/null | tail -1 | field message; tail -2 "$d/record-$2.err" 2>/dev/null; } | head -3 | tr '\n' ' '; }
 origins() {  # the recorder's report of its kernels' origins, one line
@@ -442,9 +443,7 @@ judged_pair() {
   for im in kept $([ "$diag" = 1 ] && echo copy draw); do
     mo=measure-same; [ "$im" = kept ] || mo=measure-same-$im
     # shellcheck disable=SC2068
-    "$M" benchmark $@ "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 --same-inputs "$im" --replay "$out/r/$name/launches-benchmark.txt" \
-      --device 0 --device-code "$(ls "$out/r/$name/dc-benchmark"/* 2>/dev/null | paste -sd, -)" \
-      >"$out/r/$name/$mo.out" 2>"$out/r/$name/$mo.err"
+    REPLAY_OUT=$mo replay "$name" benchmark $@ "${SCRATCH[@]}" --max-time-s 3 --min-samples 50 --same-inputs "$im"
   done
   # The in-process launches as far apart as the replay's timed runs were (its refresh and
   # re-checks between them), at most 20 ms: a long GEMM then starts as rested in both.
@@ -644,9 +643,8 @@ if want gap; then
       # 1.0331 of that on an H100, 12-06, where against a graph it agrees).
       d=$out/r/triton-attention
       # shellcheck disable=SC2086
-      "$M" benchmark $ATT_MISSION "${SCRATCH[@]}" --min-samples 300 --max-time-s 3 --replay-issue graph \
-        --replay "$d/launches-benchmark.txt" --device 0 --device-code "$(ls "$d/dc-benchmark"/* 2>/dev/null | paste -sd, -)" \
-        >"$d/measure-graph.out" 2>"$d/measure-graph.err"
+      REPLAY_OUT=measure-graph replay triton-attention benchmark $ATT_MISSION "${SCRATCH[@]}" --min-samples 300 \
+        --max-time-s 3 --replay-issue graph
       gmed=$(field median_us bench <"$d/measure-graph.out")
       "$py" -B "$INPROC" --plan "$d/plan.json" --inputs "$d/inputs" --source "$root/kernels/triton/attention.py" \
         --kernel-lib "$H/python" --l2-flush 1 --no-do-bench --samples 300 >"$d/inproc-stream.out" 2>"$d/inproc-stream.err"
