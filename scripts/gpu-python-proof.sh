@@ -389,7 +389,16 @@ print(",".join(sorted(out)))' 2>/dev/null)
         "$py" "$INPROC" --plan "$d/plan.json" --source "$src" --kernel-lib "$H/python" --l2-flush 1 "$@" \
         >"$d/$o.out" 2>"$d/$o.err"
     }
-    yardstick inproc --trace "$d/trace.json"
+    # The judged yardstick is CUPTI set up as kfleet-measure sets it (raw_cupti.py: the same
+    # activity kinds, no torch.profiler), so that the two sides differ in what is timed, not in
+    # the tracer: on an H100 (12-06) torch.profiler read the same stream launch 0.74 us shorter
+    # than that setup did, and in-process as a CUDA graph it read what the replay reads.
+    local cupti
+    cupti=${KFLEET_CUPTI_LIB:-$(ls "${CUDA_HOME:-/usr/local/cuda}"/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{,.13,.12} 2>/dev/null | head -1)}
+    if [ -z "$cupti" ]; then
+      note "inproc:$name" "in-process timing" MISMATCH "no libcupti.so under ${CUDA_HOME:-/usr/local/cuda} (KFLEET_CUPTI_LIB names one)"; return
+    fi
+    yardstick inproc --cupti-raw="$cupti"
     last_json "$d/inproc.out" >"$d/inproc.json"  # its one JSON line, whatever torch printed
     local own method; own=$(json_field median_us <"$d/inproc.json"); method=$(json_field method <"$d/inproc.json")
     if [ -z "$own" ]; then
@@ -400,19 +409,19 @@ print(",".join(sorted(out)))' 2>/dev/null)
     ok=$(python3 -c "print('OK' if abs($MEDIAN / $own - 1) <= 0.01 or ($own < 30 and abs($MEDIAN - $own) <= 0.3) else 'MISMATCH')")
     db=$(json_field do_bench_median_us <"$d/inproc.json")
     [ -n "$db" ] && dbr=$(python3 -c "print(f'{$MEDIAN / $db:.4f}')")
-    note "inproc:$name" "replay/in-process within 1 % or 0.3 us" "$ok" "replay $MEDIAN us, in-process ($method) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
-    # The yardstick three other ways beside it (INFO, not checked): the launch captured once in a
-    # CUDA graph and its replays timed (gpu-torch-proof.sh's judged rows time it so); each launch
-    # 5 ms after the flush's end (a rested GPU, as the replay's samples are further apart than
-    # back to back); CUPTI set up as kfleet-measure sets it (raw_cupti.py), not torch.profiler.
-    # Where the replay's difference from the yardstick lies shows here.
-    local v vt cupti
-    cupti=${KFLEET_CUPTI_LIB:-$(ls "${CUDA_HOME:-/usr/local/cuda}"/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{,.13,.12} 2>/dev/null | head -1)}
-    for v in graph:--graph rested:--gap-ms=5 raw-cupti:--cupti-raw="$cupti"; do
-      if [ "$v" = raw-cupti:--cupti-raw= ]; then
-        info "inproc:$name:raw-cupti" "in-process --cupti-raw" "no libcupti.so found (KFLEET_CUPTI_LIB names one)"; continue
+    note "inproc:$name" "replay/in-process within 1 % or 0.3 us" "$ok" "replay $MEDIAN us, in-process ($method, kfleet-measure's CUPTI setup) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
+    # The yardstick four other ways beside it (INFO, not checked): under torch.profiler (with
+    # its trace); the launch captured once in a CUDA graph and its replays timed (gpu-torch-
+    # proof.sh's judged rows time it so); each launch 5 ms after the flush's end (a rested GPU,
+    # as the replay's samples are further apart than back to back); with CUPTI's hardware event
+    # tracing asked for. Where the replay's difference from the yardstick lies shows here.
+    local v vt
+    for v in torch-profiler:--trace="$d/trace.json" graph:--graph rested:--gap-ms=5 hw-trace:--cupti-raw="$cupti"; do
+      if [ "${v%%:*}" = hw-trace ]; then
+        yardstick "inproc-${v%%:*}" --no-do-bench "${v#*:}" --cupti-hw-trace
+      else
+        yardstick "inproc-${v%%:*}" --no-do-bench "${v#*:}"
       fi
-      yardstick "inproc-${v%%:*}" --no-do-bench "${v#*:}"
       vt=$(last_json "$d/inproc-${v%%:*}.out" | json_field median_us)
       vt=${vt:+$vt us, replay/it $(python3 -c "print(f'{$MEDIAN / $vt:.4f}')")}
       info "inproc:$name:${v%%:*}" "in-process ${v#*:}" "${vt:-no number: $(tail -1 "$d/inproc-${v%%:*}.err")}"
