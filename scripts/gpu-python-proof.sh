@@ -14,10 +14,10 @@
 #          inproc    a Triton attention kernel and a load_inline CUDA kernel (scaled-mm-torch)
 #                    pass in replay mode with a median within 1 % (or 0.3 µs, for a kernel under
 #                    30 µs: issue 60's target) of the same kernel's GPU time
-#                    measured in-process (bench/gpu/inprocess_python_kernel.py: CUPTI kernel
-#                    durations through torch.profiler, each launch after the same L2 flush;
-#                    triton.testing.do_bench printed beside, and as INFO the launch in a CUDA
-#                    graph, on a GPU rested 5 ms, and under CUPTI as kfleet-measure sets it)
+#                    measured in-process (bench/gpu/inprocess_python_kernel.py --cupti-raw:
+#                    CUPTI set up as kfleet-measure sets it, each launch after the same L2 flush;
+#                    triton.testing.do_bench printed beside, and as INFO torch.profiler's reading,
+#                    the launch in a CUDA graph, on a GPU rested 5 ms, and with hardware tracing)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`, and
 #                    the 5 % copy (slow5.yaml) `regressed` once
@@ -48,7 +48,7 @@
 # One line per check in the summary (WHAT EXPECTED CHECK GOT), every file under --out.
 # Exits 1 on any mismatch, 2 on a setup failure (no GPU, no torch/triton, a build that fails).
 # Time on an H200 with --bin (the first run, 2026-11-28, and estimates from it): agents and the
-# corpus ~3 min, inproc ~3 min (the torch row builds its extension twice; the yardstick's three
+# corpus ~3 min, inproc ~3 min (the torch row builds its extension twice; the yardstick's four
 # other ways), pair ~1 min a job (an H100, 12-06: 2 a try), campaign ~3 min (two routes of 4 jobs);
 # over one device call's 10 minutes, so split it with --only or run it under scripts/gpu-detached.sh
 # (the corpus alone; inproc,pair; campaign). Every part prints the time so
