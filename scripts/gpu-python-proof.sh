@@ -16,8 +16,9 @@
 #                    30 µs: issue 60's target) of the same kernel's GPU time
 #                    measured in-process (bench/gpu/inprocess_python_kernel.py --cupti-raw:
 #                    CUPTI set up as kfleet-measure sets it, each launch after the same L2 flush;
-#                    triton.testing.do_bench printed beside, and as INFO torch.profiler's reading,
-#                    the launch in a CUDA graph, on a GPU rested 5 ms, and with hardware tracing)
+#                    triton.testing.do_bench printed beside, and as INFO torch.profiler's reading
+#                    on the stream and as a CUDA graph, and kfleet-measure's setup as a graph, on
+#                    a GPU rested 5 ms, and with torch.profiler's further CUPTI activity kinds)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`, and
 #                    the 5 % copy (slow5.yaml) `regressed` once
@@ -48,7 +49,7 @@
 # One line per check in the summary (WHAT EXPECTED CHECK GOT), every file under --out.
 # Exits 1 on any mismatch, 2 on a setup failure (no GPU, no torch/triton, a build that fails).
 # Time on an H200 with --bin (the first run, 2026-11-28, and estimates from it): agents and the
-# corpus ~3 min, inproc ~3 min (the torch row builds its extension twice; the yardstick's four
+# corpus ~3 min, inproc ~3 min (the torch row builds its extension twice; the yardstick's five
 # other ways), pair ~1 min a job (an H100, 12-06: 2 a try), campaign ~3 min (two routes of 4 jobs);
 # over one device call's 10 minutes, so split it with --only or run it under scripts/gpu-detached.sh
 # (the corpus alone; inproc,pair; campaign). Every part prints the time so
@@ -410,22 +411,26 @@ print(",".join(sorted(out)))' 2>/dev/null)
     db=$(json_field do_bench_median_us <"$d/inproc.json")
     [ -n "$db" ] && dbr=$(python3 -c "print(f'{$MEDIAN / $db:.4f}')")
     note "inproc:$name" "replay/in-process within 1 % or 0.3 us" "$ok" "replay $MEDIAN us, in-process ($method, kfleet-measure's CUPTI setup) $own us, ratio $ratio; do_bench ${db:--} us, ratio $dbr (job $JOB; span $(json_field span_median_us <"$d/inproc.json") us, kernels/launch $(json_field kernels_per_launch <"$d/inproc.json"); $d)"
-    # The yardstick four other ways beside it (INFO, not checked): under torch.profiler (with
-    # its trace); the launch captured once in a CUDA graph and its replays timed (gpu-torch-
-    # proof.sh's judged rows time it so); each launch 5 ms after the flush's end (a rested GPU,
-    # as the replay's samples are further apart than back to back); with CUPTI's hardware event
-    # tracing asked for. Where the replay's difference from the yardstick lies shows here.
+    # The yardstick five other ways beside it (INFO, not checked), to tell the tracer's part from
+    # the launch's: under torch.profiler (with its trace), on the stream and as a CUDA graph; and
+    # under kfleet-measure's setup the launch captured once in a graph and its replays timed
+    # (gpu-torch-proof.sh's judged rows time it so), each launch 5 ms after the flush's end (a
+    # rested GPU: the replay's samples are further apart than back to back), and with the further
+    # activity kinds torch.profiler enables (do they move the reading?).
     local v vt
-    for v in torch-profiler:--trace="$d/trace.json" graph:--graph rested:--gap-ms=5 hw-trace:--cupti-raw="$cupti"; do
-      if [ "${v%%:*}" = hw-trace ]; then
-        yardstick "inproc-${v%%:*}" --no-do-bench "${v#*:}" --cupti-hw-trace
-      else
-        yardstick "inproc-${v%%:*}" --no-do-bench "${v#*:}"
-      fi
-      vt=$(last_json "$d/inproc-${v%%:*}.out" | json_field median_us)
+    for v in torch-profiler torch-profiler-graph graph rested profiler-kinds; do
+      case $v in
+        torch-profiler) yardstick inproc-$v --no-do-bench --trace="$d/trace.json" ;;
+        torch-profiler-graph) yardstick inproc-$v --no-do-bench --graph ;;
+        graph) yardstick inproc-$v --no-do-bench --cupti-raw="$cupti" --graph ;;
+        rested) yardstick inproc-$v --no-do-bench --cupti-raw="$cupti" --gap-ms=5 ;;
+        profiler-kinds) yardstick inproc-$v --no-do-bench --cupti-raw="$cupti" \
+                          --cupti-kinds=runtime,driver,synchronization,overhead,external_correlation ;;
+      esac
+      vt=$(last_json "$d/inproc-$v.out" | json_field median_us)
       vt=${vt:+$vt us, replay/it $(python3 -c "print(f'{$MEDIAN / $vt:.4f}')")}
-      info "inproc:$name:${v%%:*}" "in-process ${v#*:}" "${vt:-no number: $(tail -1 "$d/inproc-${v%%:*}.err")}"
-      printf '  %-9s %s: %s\n' INFO "inproc:$name:${v%%:*}" "in-process ${v#*:}: ${vt:-no number}"
+      info "inproc:$name:$v" "in-process, $v" "${vt:-no number: $(tail -1 "$d/inproc-$v.err")}"
+      printf '  %-9s %s: %s\n' INFO "inproc:$name:$v" "${vt:-no number}"
     done
   }
   [[ inproc:triton =~ $only ]] || [[ inproc:torch =~ $only ]] && part inproc

@@ -7,7 +7,8 @@ against.
                              [--l2-flush 0|1] [--samples 300] [--kernel-lib DIR]
                              [--trace FILE] [--no-do-bench] [--inputs DIR]
                              [--torch-compile MODE] [--graph [--graph-dot F]] [--back-to-back]
-                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace]] [--rewrite-inputs]
+                             [--gap-ms MS] [--cupti-raw LIBCUPTI [--cupti-hw-trace] [--cupti-kinds K,...]]
+                             [--rewrite-inputs]
                              [--layout torch|plan] [--flush-with fill|memset]
                              [--entries BASE,COPY... [--rounds R]]
   inprocess_python_kernel.py --from-trace TRACE.json   (no GPU: the trace's numbers, for tests)
@@ -32,7 +33,9 @@ up, then times it two ways:
   CUPTI's host timestamps around it), to tell the tracer's part in a difference from the launch's;
   the line then has `cupti_kernel_configs` too: each kernel as its records say it ran (the shared
   memory carve-out executed, registers, shared memory, grid, block: kfleet-measure
-  --kernel-configs prints the same of a replay).
+  --kernel-configs prints the same of a replay). `--cupti-kinds runtime,driver,...` enables
+  the further kinds torch.profiler enables as well (raw_cupti.EXTRA_KINDS), to see whether they
+  move a kernel's reading (on two H100s torch.profiler read a stream launch 0.7 µs shorter).
 - triton.testing.do_bench (median, its own L2 clearing): events around each call, so a short
   kernel's Python launch cost is in it; printed beside, not checked.
 
@@ -80,6 +83,10 @@ import statistics
 import sys
 import tempfile
 import time
+
+from raw_cupti import EXTRA_KINDS, RawCupti  # ctypes only: CUPTI is loaded when --cupti-raw asks for it
+
+EXTRA_KIND_NAMES = set(EXTRA_KINDS)
 
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
                 "fp32": "float32", "u8": "uint8", "int32": "int32", "int64": "int64"}
@@ -346,8 +353,9 @@ def raw_cupti_times(raw, a, launch, args, stream, inouts, flush, outs):
     raw.flush()
     times = raw_launch_times(raw.records, windows)
     s = summarize(times)
-    s["tracer"] = "raw CUPTI (%s%s)" % (a.cupti_raw, ", hardware trace %s" % raw.hw_trace
-                                        if a.cupti_hw_trace else "")
+    s["tracer"] = "raw CUPTI (%s%s%s)" % (a.cupti_raw, ", hardware trace %s" % raw.hw_trace
+                                          if a.cupti_hw_trace else "",
+                                          ", also " + a.cupti_kinds if a.cupti_kinds else "")
     s["cupti_kernel_configs"] = raw.configs
     return s if times else {"cupti_error": "raw CUPTI recorded no device work in the launches"}
 
@@ -391,7 +399,11 @@ def main():
                          "against the first, paired by round (a pair's calibration)")
     ap.add_argument("--rounds", type=int, default=8, help="with --entries: rounds of every entry")
     ap.add_argument("--cupti-hw-trace", action="store_true",
-                    help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA context)")
+                    help="with --cupti-raw: CUPTI's hardware event tracing (asked before the CUDA "
+                         "context; Blackwell only, CUPTI says)")
+    ap.add_argument("--cupti-kinds", default="", metavar="KIND,...",
+                    help="with --cupti-raw: these activity kinds enabled as well (of %s: those "
+                         "torch.profiler enables), their records not kept" % ",".join(sorted(EXTRA_KIND_NAMES)))
     a = ap.parse_args()
     if a.from_trace:
         with open(a.from_trace, encoding="utf-8") as f:
@@ -402,6 +414,12 @@ def main():
         ap.error("--plan and --source are needed (or --from-trace)")
     if a.cupti_hw_trace and not a.cupti_raw:
         ap.error("--cupti-hw-trace goes with --cupti-raw")
+    kinds = [k for k in a.cupti_kinds.split(",") if k]
+    if kinds and not a.cupti_raw:
+        ap.error("--cupti-kinds goes with --cupti-raw")
+    if set(kinds) - EXTRA_KIND_NAMES:
+        ap.error("--cupti-kinds: no kind %s (known: %s)" % (",".join(sorted(set(kinds) - EXTRA_KIND_NAMES)),
+                                                           ",".join(sorted(EXTRA_KIND_NAMES))))
     if a.cupti_raw and a.back_to_back:
         ap.error("--cupti-raw times launches on an idle GPU: it excludes --back-to-back")
     entries = [e for e in a.entries.split(",") if e]
@@ -414,9 +432,7 @@ def main():
         ap.error("--rounds is at least 1")
     tracer = None
     if a.cupti_raw:  # before torch makes the CUDA context: hardware tracing must precede it
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from raw_cupti import RawCupti
-        tracer = RawCupti(a.cupti_raw, hw_trace=a.cupti_hw_trace)
+        tracer = RawCupti(a.cupti_raw, hw_trace=a.cupti_hw_trace, extra_kinds=kinds)
     import torch
 
     with open(a.plan, encoding="utf-8") as f:

@@ -8,6 +8,7 @@ measuring process does.
   t = RawCupti(lib)            # loads libcupti by path; hw_trace=True asks for CUPTI's
                                # hardware event tracing: after cuInit, before the CUDA context
   t.enable()                   # the activity kinds, as kfleet-measure's tracer enables them
+                               # (extra_kinds=("runtime", ...): EXTRA_KINDS's as well)
   t0 = t.now(); ...; t1 = t.now()
   t.flush(); t.records         # [(start_ns, end_ns, kind)] of the device work so far
   t.configs                    # each kernel's config as its records say, counted (the fields
@@ -16,6 +17,11 @@ measuring process does.
 import ctypes
 
 KERNEL, MEMCPY, MEMSET = 10, 1, 2  # CUPTI_ACTIVITY_KIND_{CONCURRENT_KERNEL, MEMCPY, MEMSET}
+# The further kinds torch.profiler's CUPTI (kineto) enables for a CUDA trace, by name
+# (cupti_activity.h): asked with `extra_kinds`, they tell whether enabling them moves a kernel's
+# reading. Their records are not kept.
+EXTRA_KINDS = {"driver": 4, "runtime": 5, "overhead": 17, "cuda_event": 36,
+               "synchronization": 38, "external_correlation": 39}
 _BUF = 8 << 20
 
 
@@ -36,7 +42,8 @@ def kernel_config(addr):
 
 
 class RawCupti:
-    def __init__(self, lib, hw_trace=False):
+    def __init__(self, lib, hw_trace=False, extra_kinds=()):
+        self.extra_kinds = [EXTRA_KINDS[k] for k in extra_kinds]  # KeyError names an unknown one
         self.lib = ctypes.CDLL(lib)
         self.records = []
         self.configs = []
@@ -84,7 +91,7 @@ class RawCupti:
         self.configs.append(dict(c, count=1))
 
     def enable(self):
-        for kind in (KERNEL, MEMCPY, MEMSET):
+        for kind in (KERNEL, MEMCPY, MEMSET, *self.extra_kinds):
             r = self.lib.cuptiActivityEnable(ctypes.c_int(kind))
             if r != 0:
                 raise RuntimeError(f"cuptiActivityEnable({kind}) failed ({r})")

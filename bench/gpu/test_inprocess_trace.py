@@ -163,11 +163,29 @@ class InProcessTrace(unittest.TestCase):
         import subprocess
         me = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inprocess_python_kernel.py")
         for extra, said in ((["--cupti-hw-trace"], "goes with --cupti-raw"),
-                            (["--cupti-raw", "x.so", "--back-to-back"], "excludes --back-to-back")):
+                            (["--cupti-raw", "x.so", "--back-to-back"], "excludes --back-to-back"),
+                            (["--cupti-kinds", "runtime"], "--cupti-kinds goes with --cupti-raw"),
+                            (["--cupti-raw", "x.so", "--cupti-kinds", "runtime,bogus"],
+                             "no kind bogus (known: cuda_event,driver,external_correlation")):
             r = subprocess.run([sys.executable, "-B", me, "--plan", "p", "--source", "s"] + extra,
                                capture_output=True, text=True)
             self.assertEqual(r.returncode, 2)
             self.assertIn(said, r.stderr)
+
+    def test_raw_cupti_enables_the_asked_kinds_after_its_own(self):
+        import types
+        import raw_cupti
+        with self.assertRaises(KeyError):  # before any library is loaded
+            raw_cupti.RawCupti("no-such-libcupti.so", extra_kinds=["bogus"])
+        calls = []
+        t = raw_cupti.RawCupti.__new__(raw_cupti.RawCupti)
+        t.lib = types.SimpleNamespace(cuptiActivityEnable=lambda k: calls.append(k.value) or 0)
+        t.extra_kinds = [raw_cupti.EXTRA_KINDS[k] for k in ("runtime", "synchronization")]
+        t.enable()
+        self.assertEqual(calls, [10, 1, 2, 5, 38])
+        t.lib = types.SimpleNamespace(cuptiActivityEnable=lambda k: 1 if k.value == 38 else 0)
+        with self.assertRaisesRegex(RuntimeError, r"cuptiActivityEnable\(38\) failed \(1\)"):
+            t.enable()
 
     def test_a_flush_by_memset_that_cannot_run_says_so(self):
         # No GPU here: cudaMemsetAsync fails (or no libcudart is found), and the flush says so
