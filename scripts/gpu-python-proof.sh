@@ -18,7 +18,8 @@
 #                    CUPTI set up as kfleet-measure sets it, each launch after the same L2 flush;
 #                    triton.testing.do_bench printed beside, and as INFO torch.profiler's reading
 #                    on the stream and as a CUDA graph, and kfleet-measure's setup as a graph, on
-#                    a GPU rested 5 ms, and with torch.profiler's further CUPTI activity kinds)
+#                    a GPU rested 5 ms, and with torch.profiler's further CUPTI activity kinds;
+#                    inproc:tracer, bench/gpu/tracer_truth.cu: which tracer reads a kernel's own span)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`, and
 #                    the 5 % copy (slow5.yaml) `regressed` once
@@ -363,6 +364,10 @@ print(",".join(sorted(out)))' 2>/dev/null)
     note "corpus:$(basename "$file" .yaml)" "$want_state" "$ok" "$STATE/${GATE:--}: $REASON"
   done <"$X/expected.tsv"
 
+  # libcupti: the CUPTI library the in-process yardsticks load by path ("" if none).
+  libcupti() {
+    echo "${KFLEET_CUPTI_LIB:-$(ls "${CUDA_HOME:-/usr/local/cuda}"/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{,.13,.12} 2>/dev/null | head -1)}"
+  }
   # -- inproc: the fleet's replayed median against the same kernel timed in-process.
   # inproc NAME JOBFILE SOURCE PLAN_ARGS...: submits the job, writes kfleet-measure's plan of its
   # mission case, times the kernel in-process on that plan, and holds the ratio to 1 % (0.3 µs under 30 µs).
@@ -392,10 +397,9 @@ print(",".join(sorted(out)))' 2>/dev/null)
     }
     # The judged yardstick is CUPTI set up as kfleet-measure sets it (raw_cupti.py: the same
     # activity kinds, no torch.profiler), so that the two sides differ in what is timed, not in
-    # the tracer: on an H100 (12-06) torch.profiler read the same stream launch 0.74 us shorter
-    # than that setup did, and in-process as a CUDA graph it read what the replay reads.
-    local cupti
-    cupti=${KFLEET_CUPTI_LIB:-$(ls "${CUDA_HOME:-/usr/local/cuda}"/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{,.13,.12} 2>/dev/null | head -1)}
+    # the tracer: on two H100s (12-06) torch.profiler read the same stream launch 0.72 and
+    # 0.80 us shorter than that setup did (which of the two is the kernel's own is not known).
+    local cupti; cupti=$(libcupti)
     if [ -z "$cupti" ]; then
       note "inproc:$name" "in-process timing" MISMATCH "no libcupti.so under ${CUDA_HOME:-/usr/local/cuda} (KFLEET_CUPTI_LIB names one)"; return
     fi
@@ -433,7 +437,7 @@ print(",".join(sorted(out)))' 2>/dev/null)
       printf '  %-9s %s: %s\n' INFO "inproc:$name:$v" "${vt:-no number}"
     done
   }
-  [[ inproc:triton =~ $only ]] || [[ inproc:torch =~ $only ]] && part inproc
+  [[ inproc:triton =~ $only ]] || [[ inproc:torch =~ $only ]] || [[ inproc:tracer =~ $only ]] && part inproc
   if [[ inproc:triton =~ $only ]]; then
     cat >"$run/jobs/inproc-triton.yaml" <<YAML
 # gpu-python-proof: kernels/triton/attention.py's seed on fa-s512's mission case, alone
@@ -461,6 +465,29 @@ YAML
     # shellcheck disable=SC2054
     inproc torch "$root/jobs/scaled-mm-torch/ext.yaml" "$root/kernels/torch/scaled_mm_ext.py" \
       --case mission --shape M=1024,N=1024,K=512 --dtype a=fp8_e4m3,b=fp8_e4m3,out=bf16 --seed 0
+  fi
+  if [[ inproc:tracer =~ $only ]]; then
+    # The tracers' part (INFO): bench/gpu/tracer_truth.cu's kernel, which knows its own span
+    # (16 us, about the attention's), timed under kfleet-measure's CUPTI kinds and under
+    # torch.profiler's, on a stream and in a graph: which reading moves from the kernel's own.
+    td=$run/inproc/tracer; mkdir -p "$td"
+    nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
+    if [ -z "$(libcupti)" ]; then
+      info inproc:tracer "tracer_truth" "no libcupti.so found (KFLEET_CUPTI_LIB names one)"
+    elif ! "$nvcc" -std=c++17 -O3 -arch="$arch" -o "$td/tracer_truth" "$root/bench/gpu/tracer_truth.cu" >"$td/build.log" 2>&1; then
+      info inproc:tracer "tracer_truth builds" "$(grep -m2 -i error "$td/build.log" | tr '\n' ' ') ($td/build.log)"
+    else
+      for k in kfleet profiler; do
+        "$td/tracer_truth" "$(libcupti)" --kinds "$k" >"$td/$k.out" 2>&1 ||
+          info "inproc:tracer:$k" "tracer_truth --kinds $k" "exit $?: $(tail -1 "$td/$k.out")"
+        while IFS= read -r line; do
+          case $line in '{'*) ;; *) continue ;; esac
+          got=$(python3 -c 'import json, sys; d = json.loads(sys.argv[1]); print("%s: CUPTI %s us, own span %s us, excess %s us" % (d["way"], d["cupti_median_us"], d["own_span_median_us"], d["excess_median_us"]))' "$line")
+          info "inproc:tracer:$k" "CUPTI against the kernel's own span" "$got"
+          printf '  %-9s %s: %s\n' INFO "inproc:tracer:$k" "$got"
+        done <"$td/$k.out"
+      done
+    fi
   fi
 
   # -- pair: a Triton copy 1 % slower is regressed, an identical copy same, each --tries times.
