@@ -508,7 +508,7 @@ YAML
         for kind in same slow1; do
           want=$([ "$kind" = same ] && echo same || echo regressed)
           submit "$Q/$kind.yaml"
-          line="try $i $kind: job $JOB $STATE perf ${PERF:--} median $MEDIAN us delta $DELTA % CI $CI"
+          line="try $i $kind: job $JOB $STATE perf ${PERF:--} median $MEDIAN us delta $DELTA % CI $CI rounds (%) $(json_field job.verdict.metrics.round_deltas_pct <"$F/jobs/$kind.status.json")"
           echo "  $line"; pair_log+="$line"$'\n'
           if [ "$PERF" = "$want" ]; then
             if [ "$kind" = same ]; then same_ok=$((same_ok + 1)); else slow_ok=$((slow_ok + 1)); fi

@@ -139,6 +139,21 @@ Verdict verdict_from_benchmark_numbers(const nlohmann::json& bench) {
     v.metrics["interleaved"] = true;
     v.metrics["rounds"] = rounds;
   }
+  // Each round's candidate against the reference around it, in %: an inconclusive verdict says
+  // which rounds disagreed (one disturbed round, or a spread that more rounds would not settle).
+  std::string per_round;
+  if (bench.contains("round_ratios") && bench["round_ratios"].is_array()) {
+    nlohmann::json deltas = nlohmann::json::array();
+    for (const auto& r : bench["round_ratios"]) {
+      if (!r.is_number()) continue;
+      const double d = std::round((r.get<double>() - 1.0) * 1e5) / 1e3;
+      deltas.push_back(d);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%+.2f", d);
+      per_round += (per_round.empty() ? "" : ", ") + std::string(buf);
+    }
+    v.metrics["round_deltas_pct"] = deltas;
+  }
   std::string label = bench.value("baseline_label", std::string());
   if (!label.empty()) v.metrics["baseline_label"] = label;
   if (perf == "regressed") {
@@ -154,6 +169,7 @@ Verdict verdict_from_benchmark_numbers(const nlohmann::json& bench) {
   } else {
     v.reason = "inconclusive: " + numbers + ", CI [" + format_pct(v.ci_low_pct.value_or(0)) +
                ", " + format_pct(v.ci_high_pct.value_or(0)) + "] straddles the threshold";
+    if (!per_round.empty()) v.reason += "; rounds (%): " + per_round;
   }
   return v;
 }

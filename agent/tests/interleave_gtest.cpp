@@ -118,6 +118,10 @@ TEST(Interleave, IdenticalReferenceIsSameDespiteRoundDrift) {
   EXPECT_NE(v->reason.find("interleaved, " + std::to_string(rounds) + " rounds"), std::string::npos)
       << v->reason;
   EXPECT_TRUE(v->metrics.value("interleaved", false));
+  // Each round's delta, in %, as the verdict keeps it.
+  ASSERT_EQ(v->metrics["round_deltas_pct"].size(), static_cast<std::size_t>(rounds));
+  for (int i = 0; i < rounds; ++i)
+    EXPECT_NEAR(v->metrics["round_deltas_pct"][i].get<double>(), (b["round_ratios"][i].get<double>() - 1) * 100, 1e-3);
   // The reference's sources were fetched beside the candidate's.
   EXPECT_TRUE(fs::exists(r.dir / "reference-src" / "k.cu"));
 }
@@ -154,6 +158,7 @@ TEST(Interleave, UndecidableStopsAtTheRoundCap) {
   EXPECT_LE(bench[0].value("rounds", 0), 7);
   if (v->perf == "inconclusive") {
     EXPECT_EQ(bench[0].value("rounds", 0), 7);
+    EXPECT_NE(v->reason.find("; rounds (%): "), std::string::npos) << v->reason;
   }
 }
 

@@ -63,6 +63,25 @@ TEST(Verdict, AProblemsKernelsReasonEndsWithItsComparisonWithPyTorch) {
   EXPECT_EQ(verdict_from_benchmark(bench).reason.find('\n'), std::string::npos);
 }
 
+// Interleaved rounds: each round's delta is kept, and an inconclusive verdict's reason lists
+// them, so a reader sees whether one round or the spread left it undecided.
+TEST(Verdict, InterleavedRoundsAreKeptAndAnInconclusiveOneListsThem) {
+  nlohmann::json bench = {{"median_us", 191.0}, {"timing", "activity"}, {"perf", "inconclusive"},
+                          {"delta_pct", 0.093}, {"ci_low_pct", -0.1}, {"ci_high_pct", 0.68},
+                          {"baseline_us", 190.8}, {"interleaved", true}, {"rounds", 3},
+                          {"threshold_pct", 0.5}, {"round_ratios", {1.00093, 0.999, 1.0068}}};
+  const Verdict v = verdict_from_benchmark(bench);
+  EXPECT_EQ(v.outcome, RunOutcome::passed);
+  EXPECT_EQ(v.metrics["round_deltas_pct"], nlohmann::json({0.093, -0.1, 0.68}));
+  EXPECT_NE(v.reason.find("straddles the threshold; rounds (%): +0.09, -0.10, +0.68"), std::string::npos)
+      << v.reason;
+  // A decided verdict keeps the rounds in its metrics but not in its reason.
+  bench["perf"] = "same";
+  const Verdict same = verdict_from_benchmark(bench);
+  EXPECT_EQ(same.metrics["round_deltas_pct"].size(), 3u);
+  EXPECT_EQ(same.reason.find("rounds (%)"), std::string::npos) << same.reason;
+}
+
 }  // namespace
 }  // namespace kfleet::agent
 
