@@ -16,16 +16,15 @@
 // GPU, of CUPTI's duration, the kernel's own span and their difference (us).
 #include <cuda_runtime.h>
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "cupti_records.cuh"
 
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
@@ -51,57 +50,6 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) { std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e)); std::exit(2); }
 }
 #define CK(x) check((x), #x)
-
-// CUPTI loaded by path; its concurrent-kernel records' start@16 and end@24 (kfleet-measure's
-// offsets) kept, every other record read and dropped.
-struct Cupti {
-  int (*next)(std::uint8_t*, std::size_t, void**) = nullptr;
-  int (*flush)(std::uint32_t) = nullptr;
-  std::mutex mu;  // CUPTI may hand buffers back on a thread of its own
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> kernels;
-};
-Cupti g_cupti;
-
-// kfleet: the kinds kfleet-measure's tracer enables; profiler: those and the further kinds
-// torch.profiler enables (bench/gpu/raw_cupti.py's EXTRA_KINDS but CUDA events).
-bool trace(const char* lib, const std::string& kinds) {
-  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!h) { std::fprintf(stderr, "cannot load %s: %s\n", lib, dlerror()); return false; }
-  using Request = void (*)(std::uint8_t**, std::size_t*, std::size_t*);
-  using Complete = void (*)(void*, std::uint32_t, std::uint8_t*, std::size_t, std::size_t);
-  auto reg = reinterpret_cast<int (*)(Request, Complete)>(dlsym(h, "cuptiActivityRegisterCallbacks"));
-  auto enable = reinterpret_cast<int (*)(int)>(dlsym(h, "cuptiActivityEnable"));
-  g_cupti.next = reinterpret_cast<int (*)(std::uint8_t*, std::size_t, void**)>(dlsym(h, "cuptiActivityGetNextRecord"));
-  g_cupti.flush = reinterpret_cast<int (*)(std::uint32_t)>(dlsym(h, "cuptiActivityFlushAll"));
-  if (!reg || !enable || !g_cupti.next || !g_cupti.flush) return false;
-  Request req = [](std::uint8_t** b, std::size_t* size, std::size_t* max) {
-    *size = 8 << 20;
-    *b = static_cast<std::uint8_t*>(std::aligned_alloc(8, *size));
-    *max = 0;
-  };
-  Complete done = [](void*, std::uint32_t, std::uint8_t* b, std::size_t, std::size_t valid) {
-    void* rec = nullptr;
-    while (g_cupti.next(b, valid, &rec) == 0) {
-      const auto* r = static_cast<const std::uint8_t*>(rec);
-      std::uint32_t kind = 0;
-      std::uint64_t start = 0, end = 0;
-      std::memcpy(&kind, r, 4);
-      std::memcpy(&start, r + 16, 8);
-      std::memcpy(&end, r + 24, 8);
-      if (kind == 10) {
-        std::lock_guard<std::mutex> lock(g_cupti.mu);
-        g_cupti.kernels.emplace_back(start, end);
-      }
-    }
-    std::free(b);
-  };
-  if (reg(req, done) != 0) return false;
-  std::vector<int> on = {10, 1, 2};  // CONCURRENT_KERNEL, MEMCPY, MEMSET
-  if (kinds == "profiler") on.insert(on.end(), {5, 4, 38, 17, 39});
-  for (int k : on)
-    if (enable(k) != 0) { std::fprintf(stderr, "cuptiActivityEnable(%d) failed\n", k); return false; }
-  return true;
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -129,7 +77,15 @@ int main(int argc, char** argv) {
   }
   if (kinds != "kfleet" && kinds != "profiler") { std::fprintf(stderr, "--kinds is kfleet or profiler\n"); return 2; }
   if (ns == 0 || runs < 1 || blocks < 1) { std::fprintf(stderr, "--ns, --runs and --blocks are positive\n"); return 2; }
-  if (!trace(argv[1], kinds)) return 2;  // before the CUDA context, as kfleet-measure does
+  // kfleet: the kinds kfleet-measure's tracer enables (concurrent kernel, memcpy, memset);
+  // profiler: those and the further kinds torch.profiler enables (runtime, driver,
+  // synchronization, overhead, external correlation: bench/gpu/raw_cupti.py's EXTRA_KINDS).
+  g_cupti_all = true;
+  if (kinds == "profiler") g_cupti_extra_kinds = {5, 4, 38, 17, 39};
+  if (!trace_with_cupti(argv[1])) {  // before the CUDA context, as kfleet-measure does
+    std::fprintf(stderr, "cannot set CUPTI up from %s (kinds: %s)\n", argv[1], kinds.c_str());
+    return 2;
+  }
 
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -159,19 +115,19 @@ int main(int argc, char** argv) {
       if (r >= 10) own.push_back((got[1] - got[0]) / 1000.0);
     }
     g_cupti.flush(1);
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> k;
+    std::vector<Cupti::Record> k;
     {
       std::lock_guard<std::mutex> lock(g_cupti.mu);
       k.swap(g_cupti.kernels);
     }
-    std::sort(k.begin(), k.end());
+    std::sort(k.begin(), k.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
     if (k.size() != static_cast<std::size_t>(runs + 10)) {
       std::fprintf(stderr, "%s: CUPTI recorded %zu kernels of %d launches\n", way, k.size(), runs + 10);
       return 1;
     }
     std::vector<double> traced, excess;
     for (int r = 10; r < runs + 10; ++r) {
-      traced.push_back((k[r].second - k[r].first) / 1000.0);
+      traced.push_back((k[r].end - k[r].start) / 1000.0);
       excess.push_back(traced.back() - own[r - 10]);
     }
     std::printf("{\"kinds\": \"%s\", \"way\": \"%s\", \"ns\": %llu, \"blocks\": %d, \"runs\": %d, "
