@@ -73,17 +73,16 @@ TEST(Options, DotRtolWidensAllcloseAndNeedsIt) {
 TEST(Options, ReplayIssueIsGraphOrStreamAndGoesWithReplay) {
   Options o;
   EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "stream"}, &o), "");
-  EXPECT_TRUE(o.replay_on_stream);
-  EXPECT_FALSE(o.replay_as_graph);
+  EXPECT_EQ(o.replay_issue, "stream");
   Options g;
   EXPECT_EQ(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "graph"}, &g), "");
-  EXPECT_FALSE(g.replay_on_stream);
-  EXPECT_TRUE(g.replay_as_graph);  // even one operation as a graph (a diagnostic)
+  EXPECT_EQ(g.replay_issue, "graph");  // even one operation as a graph (a diagnostic)
   Options bad;
   EXPECT_NE(parse({"benchmark", "--replay", "l.txt", "--device-code", "a.o", "--replay-issue", "host"}, &bad)
                 .find("--replay-issue"), std::string::npos);
-  Options alone, dot;
+  Options alone, alone_graph, dot;
   EXPECT_NE(parse({"benchmark", "--replay-issue", "stream"}, &alone).find("go with --replay"), std::string::npos);
+  EXPECT_NE(parse({"benchmark", "--replay-issue", "graph"}, &alone_graph).find("go with --replay"), std::string::npos);
   EXPECT_NE(parse({"benchmark", "--replay-dot", "g.dot"}, &dot).find("go with --replay"), std::string::npos);
 }
 

@@ -135,11 +135,9 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     else if (flag == "--throttle-pct") good = number(&o->throttle_pct) && o->throttle_pct >= 0;
     else if (flag == "--record") good = value(&o->record_path) && !o->record_path.empty();
     else if (flag == "--replay") good = value(&o->replay_path) && !o->replay_path.empty();
-    else if (flag == "--replay-issue") {
-      good = value(&v) && (v == "graph" || v == "stream");
-      o->replay_on_stream = v == "stream";
-      o->replay_as_graph = v == "graph";
-    } else if (flag == "--replay-kernels") {
+    else if (flag == "--replay-issue")
+      good = value(&o->replay_issue) && (o->replay_issue == "graph" || o->replay_issue == "stream");
+    else if (flag == "--replay-kernels") {
       good = value(&v) && (v == "job" || v == "builtin" || v == "builtin-unloaded");
       o->replay_builtin_kernels = v == "builtin" || v == "builtin-unloaded";
       o->replay_builtin_unloaded = v == "builtin-unloaded";
@@ -208,7 +206,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
            "their references in their own way";
   if (o->reference_check && (!o->record_path.empty() || !o->replay_path.empty()))
     return "--reference-check runs no kernel: it takes neither --record nor --replay";
-  if ((o->replay_on_stream || !o->replay_dot.empty() || o->replay_builtin_kernels ||
+  if ((!o->replay_issue.empty() || !o->replay_dot.empty() || o->replay_builtin_kernels ||
        o->replay_graph_before_tracer || o->replay_bare) && o->replay_path.empty())
     return "--replay-issue, --replay-kernels, --replay-graph-before-tracer, --replay-bare and "
            "--replay-dot go with --replay";
@@ -216,7 +214,7 @@ std::string parse_options(int argc, const char* const* argv, Options* o) {
     return "--replay-bare-trigger goes with --replay-bare N: it times the replay before and after the launches";
   if (o->replay_bare && o->stage != "benchmark")
     return "--replay-bare is a diagnostic of the benchmark stage: it times more launches of the replay";
-  if (o->replay_builtin_kernels && (o->replay_on_stream || o->stage != "benchmark"))
+  if (o->replay_builtin_kernels && (o->replay_issue == "stream" || o->stage != "benchmark"))
     return "--replay-kernels builtin is a diagnostic of the benchmark stage's graph: not with "
            "--replay-issue stream, nor in another stage (nothing it runs computes an output)";
   if (o->cupti_hw_trace && o->stage != "benchmark")

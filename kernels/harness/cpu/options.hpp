@@ -65,8 +65,8 @@ struct Options {
   // method, to hold a graph's gaps between kernels against a stream's; the agent never asks it).
   // One operation is issued on the stream as the launch function did; --replay-issue graph (a
   // diagnostic too) issues it as a graph of one node, to hold the two launches against each other.
-  bool replay_on_stream = false;
-  bool replay_as_graph = false;
+  // "" (as above), "stream" or "graph".
+  std::string replay_issue;
   std::string replay_dot;  // --replay-dot F: the replay's graph written there (DOT, verbose)
   // --replay-kernels builtin (a diagnostic of the method): each of the job's kernel nodes runs the
   // harness's own empty kernel in the job kernel's grid, block and dynamic shared memory, the job's

@@ -480,15 +480,16 @@ void attach_replay(const Options& o, Problem& p, const std::string& what) {
   // the GPU, not the host's pace of issuing it.
   // --replay-issue stream (a diagnostic, PROTOCOL.md) issues any chain op by op; --replay-issue
   // graph issues even one operation as a graph.
-  const bool streamable = is_chain(plan) && !o.replay_as_graph && (l.nodes.size() <= 1 || o.replay_on_stream);
+  const bool on_stream = o.replay_issue == "stream", as_graph = o.replay_issue == "graph";
+  const bool streamable = is_chain(plan) && !as_graph && (l.nodes.size() <= 1 || on_stream);
   gpuGraphExec_t exec = kGraphForEveryRecording || !streamable ? build_graph(o, l, plan) : nullptr;
   std::vector<ReplayOp> chain;
   if (streamable) chain = chain_of(o, l, plan);
-  if (o.replay_on_stream || o.replay_as_graph)
+  if (!o.replay_issue.empty())
     std::fprintf(stderr, "replay of %s: %zu operation(s) issued %s\n", what.c_str(), l.nodes.size(),
-                 streamable           ? "op by op on the stream"
-                 : o.replay_as_graph ? "as a graph (--replay-issue graph)"
-                                     : "as its graph (not a chain)");
+                 streamable ? "op by op on the stream"
+                 : as_graph ? "as a graph (--replay-issue graph)"
+                            : "as its graph (not a chain)");
   p.replay = std::make_shared<ReplayGraph>(exec, l.status, std::move(chain));
 }
 
