@@ -639,8 +639,8 @@ if want gap; then
       note gap triton-attention "replay/in-process 1 % or 0.3 us" "$ok" "replay $med us, in-process $IN_SUM us (span $IN_SPAN), ratio $r"
       # Each side's launch the other way (INFO), on this machine: the replay issuing its one
       # kernel as a graph of one node (kfleet-measure --replay-issue graph), and in-process the
-      # kernel launched as Triton launches it, on the stream (through kfleetd the replay read
-      # 1.0331 of that on an H100, 12-06, where against a graph it agrees).
+      # kernel launched as Triton launches it, on the stream (torch.profiler reads that launch
+      # 0.7 us shorter than kfleet-measure's CUPTI setup does: gpu-python-proof.sh inproc, 12-06).
       d=$out/r/triton-attention
       # shellcheck disable=SC2086
       REPLAY_OUT=measure-graph replay triton-attention benchmark $ATT_MISSION "${SCRATCH[@]}" --min-samples 300 \

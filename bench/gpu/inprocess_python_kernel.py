@@ -250,15 +250,23 @@ def interleaved_times(a, fns, args, stream, inouts, flush, outs):
                     with record_function(f"{LABEL}{r}.{order.index(name)}.{i}"):
                         fns[name](args, stream)
         torch.cuda.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
+    return interleaved_result(a.rounds, a.samples, order, profiler_trace(prof))
+
+
+def profiler_trace(prof, keep=""):
+    """The profiler's Chrome trace, read back; written to `keep` and left there when given (--trace),
+    else to a temporary file that is removed."""
+    path = keep
+    if not keep:
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
     try:
         prof.export_chrome_trace(path)
         with open(path, encoding="utf-8") as f:
-            trace = json.load(f)
+            return json.load(f)
     finally:
-        os.unlink(path)
-    return interleaved_result(a.rounds, a.samples, order, trace)
+        if not keep:
+            os.unlink(path)
 
 
 def interleaved_result(rounds, samples, order, trace):
@@ -574,12 +582,7 @@ def main():
                         with record_function(f"{LABEL}{i}"):
                             launch(args, stream)
                     torch.cuda.synchronize()
-                path = a.trace or tempfile.mkstemp(suffix=".json")[1]
-                prof.export_chrome_trace(path)
-                with open(path, encoding="utf-8") as f:
-                    trace = json.load(f)
-                if not a.trace:
-                    os.unlink(path)
+                trace = profiler_trace(prof, a.trace)
                 s = summarize(launch_times(trace))
                 if s:
                     result.update(s)
