@@ -23,7 +23,7 @@
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`, and
 #                    the 5 % copy (slow5.yaml) `regressed` once
-#                    (interleaved, 3 rounds, up to 7 when 3 disagree; each side recorded once, its later
+#                    (interleaved, 3 rounds, up to 11 when 3 disagree; each side recorded once, its later
 #                    rounds replaying that recording: PYTHON.md, "Rounds")
 #          campaign  jobs/fa-s512-triton (CUDA baseline, the Triton seed, bn64, bn16 that must be
 #                    rejected) through `kfleet submit`, then again through `kfleet mcp` (JSON-RPC

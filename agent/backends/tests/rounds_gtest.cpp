@@ -117,6 +117,36 @@ TEST(Rounds, OneOutlyingRoundIsOutvotedBySevenNotByThree) {
   EXPECT_EQ(agree.data.value("rounds", 0), 3);
 }
 
+TEST(Rounds, TwoOutlyingRoundsAreOutvotedByElevenNotBySeven) {
+  // An identical copy on an H100 (2026-12-06): one try of five ended inconclusive at 7 rounds,
+  // CI [-0.10, 0.68], its upper end the second-highest round. Two disturbed rounds of seven decide
+  // the bootstrap CI of the median; of eleven they do not.
+  const std::vector<double> candidate = {100.0,  100.7, 100.05, 99.95, 100.8, 100.02,
+                                         99.98,  100.01, 99.99, 100.03, 99.97};
+  auto run = [&](int max_rounds) {
+    ka::StopFlag stop;
+    LogSink sink;
+    ka::Comparison cmp;
+    cmp.label = "reference";
+    kb::RoundPlan plan;
+    plan.min_rounds = 3;
+    plan.max_rounds = max_rounds;
+    plan.threshold_pct = 0.5;
+    std::size_t next = 0;
+    return kb::run_rounds(plan, [&](bool baseline, int) {
+      return baseline ? timed(100) : timed(candidate[next++ % candidate.size()]);
+    }, cmp, stop, sink);
+  };
+  const auto seven = run(7);
+  ASSERT_TRUE(seven.ok) << seven.reason;
+  EXPECT_EQ(seven.data.value("perf", ""), "inconclusive") << seven.data.dump();
+  EXPECT_EQ(seven.data.value("rounds", 0), 7);
+  const auto eleven = run(11);
+  ASSERT_TRUE(eleven.ok) << eleven.reason;
+  EXPECT_EQ(eleven.data.value("perf", ""), "same") << eleven.data.dump();
+  EXPECT_GT(eleven.data.value("rounds", 0), 7);
+}
+
 TEST(Rounds, AGpuThatStaysThrottledFailsTheStageAsTheFleetsWithItsCause) {
   ka::StopFlag stop;
   int calls = 0;
