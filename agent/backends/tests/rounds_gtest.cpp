@@ -39,6 +39,23 @@ kb::TimedRun timed(double us) {
   return t;
 }
 
+// Interleaved rounds at a 0.5 % threshold, the reference always 100 us and the candidate's
+// rounds taken in turn from `candidate`.
+ka::StageResult rounds_against(const std::vector<double>& candidate, int min_rounds, int max_rounds) {
+  ka::StopFlag stop;
+  LogSink sink;
+  ka::Comparison cmp;
+  cmp.label = "reference";
+  kb::RoundPlan plan;
+  plan.min_rounds = min_rounds;
+  plan.max_rounds = max_rounds;
+  plan.threshold_pct = 0.5;
+  std::size_t next = 0;
+  return kb::run_rounds(plan, [&](bool baseline, int) {
+    return baseline ? timed(100) : timed(candidate[next++ % candidate.size()]);
+  }, cmp, stop, sink);
+}
+
 }  // namespace
 
 TEST(Rounds, AThrottledPooledProcessIsTimedAgainAndTheStageHasAMedian) {
@@ -79,24 +96,10 @@ TEST(Rounds, AThrottledRoundIsTimedAgainAndTheVerdictHasAMedian) {
 // max_rounds 7 decides after 3 when every round agrees and goes on only when they do not.
 TEST(Rounds, OneOutlyingRoundIsOutvotedBySevenNotByThree) {
   const std::vector<double> candidate = {100.0, 100.6, 100.05, 99.95, 100.0, 100.02, 99.98};
-  auto run = [&](int min_rounds, int max_rounds) {
-    ka::StopFlag stop;
-    LogSink sink;
-    ka::Comparison cmp;
-    cmp.label = "reference";
-    kb::RoundPlan plan;
-    plan.min_rounds = min_rounds;
-    plan.max_rounds = max_rounds;
-    plan.threshold_pct = 0.5;
-    std::size_t next = 0;
-    return kb::run_rounds(plan, [&](bool baseline, int) {
-      return baseline ? timed(100) : timed(candidate[next++ % candidate.size()]);
-    }, cmp, stop, sink);
-  };
-  const auto three = run(3, 3);
+  const auto three = rounds_against(candidate, 3, 3);
   ASSERT_TRUE(three.ok) << three.reason;
   EXPECT_EQ(three.data.value("perf", ""), "inconclusive");
-  const auto seven = run(3, 7);
+  const auto seven = rounds_against(candidate, 3, 7);
   ASSERT_TRUE(seven.ok) << seven.reason;
   EXPECT_EQ(seven.data.value("perf", ""), "same") << seven.data.dump();
   EXPECT_GT(seven.data.value("rounds", 0), 5);  // the outlier outvoted, not merely diluted at 4 or 5
@@ -123,25 +126,11 @@ TEST(Rounds, TwoOutlyingRoundsAreOutvotedByElevenNotBySeven) {
   // the bootstrap CI of the median; of eleven they do not.
   const std::vector<double> candidate = {100.0,  100.7, 100.05, 99.95, 100.8, 100.02,
                                          99.98,  100.01, 99.99, 100.03, 99.97};
-  auto run = [&](int max_rounds) {
-    ka::StopFlag stop;
-    LogSink sink;
-    ka::Comparison cmp;
-    cmp.label = "reference";
-    kb::RoundPlan plan;
-    plan.min_rounds = 3;
-    plan.max_rounds = max_rounds;
-    plan.threshold_pct = 0.5;
-    std::size_t next = 0;
-    return kb::run_rounds(plan, [&](bool baseline, int) {
-      return baseline ? timed(100) : timed(candidate[next++ % candidate.size()]);
-    }, cmp, stop, sink);
-  };
-  const auto seven = run(7);
+  const auto seven = rounds_against(candidate, 3, 7);
   ASSERT_TRUE(seven.ok) << seven.reason;
   EXPECT_EQ(seven.data.value("perf", ""), "inconclusive") << seven.data.dump();
   EXPECT_EQ(seven.data.value("rounds", 0), 7);
-  const auto eleven = run(11);
+  const auto eleven = rounds_against(candidate, 3, 11);
   ASSERT_TRUE(eleven.ok) << eleven.reason;
   EXPECT_EQ(eleven.data.value("perf", ""), "same") << eleven.data.dump();
   EXPECT_GT(eleven.data.value("rounds", 0), 7);
