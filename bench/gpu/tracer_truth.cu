@@ -5,11 +5,14 @@
 // synchronization, overhead, external correlation). This program times a kernel that knows its
 // own span under either set of kinds, on a stream and in a CUDA graph, and prints how far
 // CUPTI's record is from that span.
-// The kernel: every block reads %globaltimer first and spins until --ns have passed since its
-// own start; the first start and the last end over all blocks (atomicMin / atomicMax) are the
-// span the SMs saw. A tracer's duration minus that span is the tracer's part: the block launch
-// ramp and its own bookkeeping. A set of kinds that moves that excess moves every kernel's
-// reading by as much.
+// The kernel: every block, one warp, reads %globaltimer first and spins until --ns have passed
+// since its own start; the first start and the last end over all blocks (atomicMin / atomicMax)
+// are the span the SMs saw. A tracer's duration minus that span is the tracer's part: the block
+// launch ramp and its own bookkeeping (and the kernel's last atomics). A set of kinds that moves
+// that excess moves every kernel's reading by as much. A block is one warp because spinning
+// warps of one block did not all run at once: with blocks of four warps and lane 0 of warp 0
+// alone recording, 1,056 blocks read a 16 us span that CUPTI timed at 32.9 us (an H100,
+// docs/evidence/2026-12-06-h100-tracer-truth-grids.log).
 //   nvcc -std=c++17 -O3 -arch=sm_90a -o tracer_truth bench/gpu/tracer_truth.cu
 //   ./tracer_truth LIBCUPTI [--kinds kfleet|profiler] [--ns 16000] [--runs 200] [--blocks 132]
 // One JSON line per launch way (stream, graph): medians over --runs launches, each on an idle
@@ -37,7 +40,7 @@ extern "C" __global__ void spin_for(unsigned long long ns, unsigned long long* s
   const unsigned long long t0 = global_ns();
   unsigned long long t = t0;
   while (t - t0 < ns) t = global_ns();
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0) {  // a block is one warp: its lane 0 saw the block's whole span
     atomicMin(&span[0], t0);
     atomicMax(&span[1], t);
   }
@@ -96,7 +99,7 @@ int main(int argc, char** argv) {
   {
     cudaGraph_t g{};
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    spin_for<<<blocks, 128, 0, s>>>(ns, span);
+    spin_for<<<blocks, 32, 0, s>>>(ns, span);
     CK(cudaStreamEndCapture(s, &g));
     CK(cudaGraphInstantiate(&graph, g));
     CK(cudaGraphDestroy(g));
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
       CK(cudaMemcpyAsync(span, reset, sizeof reset, cudaMemcpyHostToDevice, s));
       CK(cudaStreamSynchronize(s));  // an idle GPU before each launch
       if (!std::strcmp(way, "graph")) CK(cudaGraphLaunch(graph, s));
-      else spin_for<<<blocks, 128, 0, s>>>(ns, span);
+      else spin_for<<<blocks, 32, 0, s>>>(ns, span);
       CK(cudaGetLastError());
       unsigned long long got[2];
       CK(cudaMemcpyAsync(got, span, sizeof got, cudaMemcpyDeviceToHost, s));
