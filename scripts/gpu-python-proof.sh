@@ -19,7 +19,8 @@
 #                    triton.testing.do_bench printed beside, and as INFO torch.profiler's reading
 #                    on the stream and as a CUDA graph, and kfleet-measure's setup as a graph, on
 #                    a GPU rested 5 ms, and with torch.profiler's further CUPTI activity kinds;
-#                    inproc:tracer, bench/gpu/tracer_truth.cu: which tracer reads a kernel's own span)
+#                    inproc:tracer, bench/gpu/tracer_truth.cu: how far CUPTI reads past a kernel's
+#                    own span, with kfleet-measure's kinds and with torch.profiler's further ones)
 #          pair      jobs/gpu/quality-triton: a Triton copy 1 % slower is `regressed` at
 #                    threshold_pct 0.5, --tries times of --tries, an identical copy `same`, and
 #                    the 5 % copy (slow5.yaml) `regressed` once
@@ -80,7 +81,7 @@ while [ $# -gt 0 ]; do
     --cpp-corpus) cpp_corpus=1; shift ;;
     --dry-run) dry=1; shift ;;
     --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,55p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,62p "$0"; exit 0 ;;
     *) echo "gpu-python-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -397,8 +398,9 @@ print(",".join(sorted(out)))' 2>/dev/null)
     }
     # The judged yardstick is CUPTI set up as kfleet-measure sets it (raw_cupti.py: the same
     # activity kinds, no torch.profiler), so that the two sides differ in what is timed, not in
-    # the tracer: on two H100s (12-06) torch.profiler read the same stream launch 0.72 and
-    # 0.80 us shorter than that setup did (which of the two is the kernel's own is not known).
+    # the tracer: on three H100s (12-06) torch.profiler read the same stream launch 0.72 to
+    # 0.87 us shorter than that setup did, which reads a kernel 0.83 to 0.93 us past the span its
+    # blocks saw (inproc:tracer below; docs/evidence/2026-12-06-h100-tracer-truth-grids.log).
     local cupti; cupti=$(libcupti)
     if [ -z "$cupti" ]; then
       note "inproc:$name" "in-process timing" MISMATCH "no libcupti.so under ${CUDA_HOME:-/usr/local/cuda} (KFLEET_CUPTI_LIB names one)"; return
@@ -467,9 +469,10 @@ YAML
       --case mission --shape M=1024,N=1024,K=512 --dtype a=fp8_e4m3,b=fp8_e4m3,out=bf16 --seed 0
   fi
   if [[ inproc:tracer =~ $only ]]; then
-    # The tracers' part (INFO): bench/gpu/tracer_truth.cu's kernel, which knows its own span
-    # (16 us, about the attention's), timed under kfleet-measure's CUPTI kinds and under
-    # torch.profiler's, on a stream and in a graph: which reading moves from the kernel's own.
+    # The tracer's part (INFO): bench/gpu/tracer_truth.cu's kernel, which knows its own span
+    # (16 us, about the attention's), timed by CUPTI with kfleet-measure's activity kinds and with
+    # torch.profiler's further kinds as well, on a stream and in a graph: how far each reading
+    # lies past the kernel's own span, and whether the kinds move it.
     td=$run/inproc/tracer; mkdir -p "$td"
     nvcc=$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")
     if [ -z "$(libcupti)" ]; then

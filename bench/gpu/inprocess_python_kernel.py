@@ -86,8 +86,6 @@ import time
 
 from raw_cupti import EXTRA_KINDS, RawCupti  # ctypes only: CUPTI is loaded when --cupti-raw asks for it
 
-EXTRA_KIND_NAMES = set(EXTRA_KINDS)
-
 TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
                 "fp32": "float32", "u8": "uint8", "int32": "int32", "int64": "int64"}
 DEFAULT_ENTRY = {"attention": "kfleet_attention_launch", "scaled_mm": "kfleet_scaled_mm_launch",
@@ -411,7 +409,7 @@ def main():
                          "context; Blackwell only, CUPTI says)")
     ap.add_argument("--cupti-kinds", default="", metavar="KIND,...",
                     help="with --cupti-raw: these activity kinds enabled as well (of %s: those "
-                         "torch.profiler enables), their records not kept" % ",".join(sorted(EXTRA_KIND_NAMES)))
+                         "torch.profiler enables), their records not kept" % ",".join(sorted(EXTRA_KINDS)))
     a = ap.parse_args()
     if a.from_trace:
         with open(a.from_trace, encoding="utf-8") as f:
@@ -425,9 +423,9 @@ def main():
     kinds = [k for k in a.cupti_kinds.split(",") if k]
     if kinds and not a.cupti_raw:
         ap.error("--cupti-kinds goes with --cupti-raw")
-    if set(kinds) - EXTRA_KIND_NAMES:
-        ap.error("--cupti-kinds: no kind %s (known: %s)" % (",".join(sorted(set(kinds) - EXTRA_KIND_NAMES)),
-                                                           ",".join(sorted(EXTRA_KIND_NAMES))))
+    unknown = sorted(set(kinds) - EXTRA_KINDS.keys())
+    if unknown:
+        ap.error("--cupti-kinds: no kind %s (known: %s)" % (",".join(unknown), ",".join(sorted(EXTRA_KINDS))))
     if a.cupti_raw and a.back_to_back:
         ap.error("--cupti-raw times launches on an idle GPU: it excludes --back-to-back")
     entries = [e for e in a.entries.split(",") if e]
