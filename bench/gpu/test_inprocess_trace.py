@@ -187,6 +187,34 @@ class InProcessTrace(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, r"cuptiActivityEnable\(38\) failed \(1\)"):
             t.enable()
 
+    def test_extra_kinds_are_cuptis_numbers_and_tracer_truths(self):
+        # raw_cupti names its kinds and holds their numbers; tracer_truth.cu (which loads CUPTI
+        # without its headers) holds the profiler set as bare numbers. Both against
+        # cupti_activity.h of this machine's CUDA: a renumbered or mistyped kind fails here.
+        import re
+        import raw_cupti
+        cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+        header = next((h for h in (os.path.join(cuda, "include", "cupti_activity.h"),
+                                   os.path.join(cuda, "extras", "CUPTI", "include", "cupti_activity.h"))
+                       if os.path.isfile(h)), None)
+        self.assertIsNotNone(header, "no cupti_activity.h under " + cuda + " (set CUDA_HOME)")
+        enum = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"CUPTI_ACTIVITY_KIND_([A-Z_]+)\s*=\s*(\d+)", open(header, encoding="utf-8").read())}
+        for name, number in raw_cupti.EXTRA_KINDS.items():
+            self.assertEqual(enum.get(name.upper()), number, name)
+        self.assertEqual((raw_cupti.KERNEL, raw_cupti.MEMCPY, raw_cupti.MEMSET),
+                         (enum["CONCURRENT_KERNEL"], enum["MEMCPY"], enum["MEMSET"]))
+        here = os.path.dirname(os.path.abspath(__file__))
+        src = open(os.path.join(here, "tracer_truth.cu"), encoding="utf-8").read()
+        got = re.search(r'kinds == "profiler"\) g_cupti_extra_kinds = \{([0-9, ]+)\}', src)
+        self.assertIsNotNone(got, "tracer_truth.cu no longer sets its profiler kinds as a list")
+        profiler = ("runtime", "driver", "synchronization", "overhead", "external_correlation")
+        self.assertEqual(sorted(int(x) for x in got.group(1).split(",")),
+                         sorted(raw_cupti.EXTRA_KINDS[k] for k in profiler))
+        # gpu-python-proof's profiler-kinds row asks raw_cupti for the same set by name
+        proof = open(os.path.join(here, "..", "..", "scripts", "gpu-python-proof.sh"), encoding="utf-8").read()
+        self.assertIn("--cupti-kinds=" + ",".join(profiler), proof)
+
     def test_a_flush_by_memset_that_cannot_run_says_so(self):
         # No GPU here: cudaMemsetAsync fails (or no libcudart is found), and the flush says so
         # rather than leaving the L2 as it was. A stand-in torch gives the stream and the tensor.

@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   if (ns == 0 || runs < 1 || blocks < 1) { std::fprintf(stderr, "--ns, --runs and --blocks are positive\n"); return 2; }
   // kfleet: the kinds kfleet-measure's tracer enables (concurrent kernel, memcpy, memset);
   // profiler: those and the further kinds torch.profiler enables (runtime, driver,
-  // synchronization, overhead, external correlation: bench/gpu/raw_cupti.py's EXTRA_KINDS).
+  // synchronization, overhead, external correlation: bench/gpu/raw_cupti.py's EXTRA_KINDS; the
+  // numbers are held against cupti_activity.h by bench/gpu/test_inprocess_trace.py).
   g_cupti_all = true;
   if (kinds == "profiler") g_cupti_extra_kinds = {5, 4, 38, 17, 39};
   if (!trace_with_cupti(argv[1])) {  // before the CUDA context, as kfleet-measure does
