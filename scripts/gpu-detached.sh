@@ -12,20 +12,28 @@
 #   scripts/gpu-detached.sh poll [--state DIR] [--wait S] [--out DIR]
 #       exit 0 once every step has ended, 3 while one still runs, 2 when nothing was started
 #   scripts/gpu-detached.sh stop [--state DIR]     ends the run (its log says so)
+#   scripts/gpu-detached.sh code-hash [--tree DIR] [--commit C]
+#       the measured code's hash (the log's "# code" line): each file of the tree (git's tracked and
+#       untracked-not-ignored files, or every file where DIR is no checkout; --commit: commit C's
+#       files) but docs/, Markdown and the CPU tests (tests/ folders, bar the problems' own, and
+#       test_*.py), hashed by path and content. Two runs whose lines match ran the same code,
+#       whatever commit a lent machine's stale .git names; compare with --commit for a past run.
 #     --state DIR  where the run lives (default /tmp/kfleet-detached); start empties it first
 #     --budget S   seconds for all the steps together (default 1500): a step is cut at what is
 #                  left, and one with under 30 s left is skipped, saying so
 #     --tree DIR   the checkout to copy (default this script's); build folders and .git stay out
 #     --wait S     how long poll waits for the run to end (default 0: it only reads)
 #     --out DIR    where poll copies the log (default $OUT, where the lent machine's files come back)
-# The log (STATE/run.log) holds the GPU's name, the commit, then each step's command, its whole
-# output and its exit status and time: the one log a docs/evidence/ file is made from.
+# The log (STATE/run.log) holds the GPU's name, the commit, the code's hash (code-hash), then each
+# step's command, its whole output and its exit status and time: the one log a docs/evidence/ file
+# is made from.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "gpu-detached: $*" >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }  # this header, to its last comment line
 [ $# -gt 0 ] || die "say start, poll or stop (try --help)"
 verb=$1; shift
-state=/tmp/kfleet-detached budget=1500 tree=$here wait=0 out=${OUT:-}
+state=/tmp/kfleet-detached budget=1500 tree=$here wait=0 out=${OUT:-} commit=
 steps=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,14 +42,33 @@ while [ $# -gt 0 ]; do
     --tree) tree=$2; shift 2 ;;
     --wait) wait=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    --commit) commit=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
     -*) die "unknown option '$1' (try --help)" ;;
     *) steps+=("$1"); shift ;;
   esac
 done
-case "$verb" in -h|--help) sed -n 2,24p "$0"; exit 0 ;; esac
+case "$verb" in -h|--help) usage; exit 0 ;; esac
 log=$state/run.log
 now() { date +%s; }
+# code_hash DIR: "<16 hex digits> (<N> files)" of the measured code in DIR (code-hash above).
+code_hash() {
+  local t=$1
+  (
+    cd "$t" || exit 2
+    if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
+      git -c core.quotePath=false ls-files -co --exclude-standard
+    else
+      find . -type f -not -path './.git/*' -not -path './build/*' -not -path './build-*' \
+        -not -path '*/node_modules/*' -not -path './.device/*' -not -path '*/__pycache__/*' | sed 's|^\./||'
+    fi | awk '!/^docs\// && !/\.md$/ && !/(^|\/)test_[^\/]*\.py$/ && !(/(^|\/)tests\// && !/^kernels\/problems\//)' |
+      LC_ALL=C sort -u | while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done >"${TMPDIR:-/tmp}/kfleet-code-list.$$"
+    n=$(wc -l <"${TMPDIR:-/tmp}/kfleet-code-list.$$")
+    h=$(xargs -d '\n' -r sha256sum -- <"${TMPDIR:-/tmp}/kfleet-code-list.$$" | sha256sum | cut -c1-16)
+    rm -f "${TMPDIR:-/tmp}/kfleet-code-list.$$"
+    echo "$h ($n files)"
+  )
+}
 
 case "$verb" in
 start)
@@ -61,6 +88,7 @@ start)
     echo "# gpu-detached: $(date -u '+%F %T') UTC, budget ${budget} s, ${#steps[@]} step(s)"
     command -v nvidia-smi >/dev/null && nvidia-smi -L
     echo "# commit $(git -C "$tree" log --oneline -1 2>/dev/null || echo unknown)$(git -C "$tree" status --porcelain 2>/dev/null | grep -q . && echo ' (with uncommitted changes)')"
+    echo "# code $(code_hash "$tree") (scripts/gpu-detached.sh code-hash: the same line, the same code)"
   } >"$log"
   echo "$(now) $budget" >"$state/started"
   KFLEET_DETACHED=$state setsid bash "$0" run-steps --state "$state" </dev/null >"$state/runner.err" 2>&1 &
@@ -116,5 +144,14 @@ stop)
     echo "gpu-detached: the run in $state had already ended"
   fi
   ;;
-*) die "unknown verb '$verb': start, poll or stop (try --help)" ;;
+code-hash)
+  if [ -n "$commit" ]; then
+    d=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-code-XXXXXX") || die "no temporary folder"
+    git -C "$tree" archive "$commit" | tar -x -C "$d" || { rm -rf "$d"; die "cannot read commit '$commit' in $tree"; }
+    code_hash "$d"; rc=$?
+    rm -rf "$d"; exit $rc
+  fi
+  code_hash "$tree"
+  ;;
+*) die "unknown verb '$verb': start, poll, stop or code-hash (try --help)" ;;
 esac

@@ -51,6 +51,29 @@ grep -q "^never$" "$L" && bad "the skipped step ran"
 grep -q "state $tmp/st" "$tmp/st/mark" 2>/dev/null || bad "KFLEET_DETACHED was not the state folder"
 [ -f "$tmp/tree/mark" ] && bad "a step wrote into the tree it was copied from"
 has "$tmp/poll2.out" "every step ended"
+# The log's code line is code-hash's of the tree, the build folder left out.
+has "$L" "^# code [0-9a-f]{16} \(1 files\) "
+grep -qF "# code $(bash "$S" code-hash --tree "$tmp/tree") " "$L" || bad "the log's code line is not code-hash's"
+
+# code-hash: content and paths count, docs, Markdown and CPU tests do not, the problems' own
+# tests/ do; --commit hashes a commit's files as its clean checkout does.
+ch() { bash "$S" code-hash --tree "$tmp/tree"; }
+h0=$(ch)
+mkdir -p "$tmp/tree/docs" "$tmp/tree/tests" "$tmp/tree/agent/tests" "$tmp/tree/kernels/problems/p/tests" "$tmp/tree/bench"
+echo x >"$tmp/tree/docs/page.txt"; echo x >"$tmp/tree/NOTES.md"; echo x >"$tmp/tree/tests/t.sh"
+echo x >"$tmp/tree/agent/tests/a_gtest.cpp"; echo x >"$tmp/tree/bench/test_b.py"
+[ "$(ch)" = "$h0" ] || bad "docs, Markdown or a CPU test changed the code hash"
+echo x >"$tmp/tree/kernels/problems/p/tests/shortcut.cu"
+h1=$(ch); [ "$h1" != "$h0" ] || bad "a problem's shortcut kernel did not change the code hash"
+echo "the tree's file, edited" >"$tmp/tree/file.txt"
+[ "$(ch)" != "$h1" ] || bad "an edited file did not change the code hash"
+g=$tmp/git; mkdir -p "$g/src" "$g/build"; echo k >"$g/src/k.cu"; echo d >"$g/README.md"; echo o >"$g/build/o"
+echo /build/ >"$g/.gitignore"
+git -C "$g" init -q && git -C "$g" add -A && git -C "$g" -c user.name=t -c user.email=t@t commit -qm one
+hc=$(bash "$S" code-hash --tree "$g" --commit HEAD); hw=$(bash "$S" code-hash --tree "$g")
+[ -n "$hc" ] && [ "$hc" = "$hw" ] || bad "--commit HEAD ($hc) is not the clean checkout's ($hw)"
+grep -q "(2 files)" <<<"$hw" || bad "the checkout's hash did not count .gitignore and src/k.cu alone: $hw"
+bash "$S" code-hash --tree "$g" --commit no-such-commit >/dev/null 2>&1 && bad "code-hash of no commit succeeded"
 
 # stop: a running step and its children end, and the log says so.
 bash "$S" start --state "$tmp/st2" --tree "$tmp/tree" "long:300:sleep 3000.$$ & wait" >/dev/null || bad "second start failed"
