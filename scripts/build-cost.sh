@@ -15,6 +15,8 @@
 #                 (repeatable), as a second command with other settings would
 #     --targets "T..."  build only these targets, in one phase (to compare settings on a part)
 #   scripts/build-cost.sh --launch LOG COMMAND...   (the launcher itself; internal)
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 if [ "${1:-}" = --launch ]; then
   log=$2; shift 2
@@ -41,7 +43,7 @@ while [ $# -gt 0 ]; do
     --then) then+=("$2"); shift 2 ;;
     --targets) targets=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "build-cost: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -11,6 +11,8 @@
 #     --keep       keep the clone (default: removed at the end)
 #     --runs LIST  the -j value of each ctest run, in order (default "2 2 2 4")
 #     --ref REF    the commit to clone (default HEAD; uncommitted changes are NOT included)
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD log="" keep=0 runs="2 2 2 4" ref=HEAD
@@ -20,7 +22,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1; shift ;;
     --runs) runs=$2; shift 2 ;;
     --ref) ref=$2; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "clean-clone-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

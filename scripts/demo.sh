@@ -15,6 +15,8 @@
 #   scripts/demo.sh --no-build      skip install-deps and the build (use what build/ has)
 #   scripts/demo.sh --build-dir DIR the built binaries are in DIR (default: build)
 #   scripts/demo.sh --help
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keep=1 build=1 bdir=build force_keep=0
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --build-dir) [ $# -ge 2 ] || { echo "demo: --build-dir needs a folder" >&2; exit 2; }
                  bdir=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "demo: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift

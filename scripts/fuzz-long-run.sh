@@ -39,6 +39,8 @@
 # beside the binaries or the script is put on LD_LIBRARY_PATH.
 # Exit status: 0 when the run completed (crashes found are in the summary, not the status),
 # 2 on a usage or setup error.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,7 +63,7 @@ while [ $# -gt 0 ]; do
     --corpus) corpus=${2-}; shift 2 ;;
     --dict) dict=${2-}; shift 2 ;;
     --make-kit) make_kit=${2-}; shift 2 ;;
-    -h|--help) sed -n '2,/^set -uo/p' "$me" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (try --help)" ;;
   esac
 done

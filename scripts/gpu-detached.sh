@@ -27,10 +27,11 @@
 # The log (STATE/run.log) holds the GPU's name, the commit, the code's hash (code-hash), then each
 # step's command, its whole output and its exit status and time: the one log a docs/evidence/ file
 # is made from.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "gpu-detached: $*" >&2; exit 2; }
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }  # this header, to its last comment line
 [ $# -gt 0 ] || die "say start, poll or stop (try --help)"
 verb=$1; shift
 state=/tmp/kfleet-detached budget=1500 tree=$here wait=0 out=${OUT:-} commit=
@@ -56,17 +57,15 @@ code_hash() {
   local t=$1
   (
     cd "$t" || exit 2
-    if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
-      git -c core.quotePath=false ls-files -co --exclude-standard
-    else
-      find . -type f -not -path './.git/*' -not -path './build/*' -not -path './build-*' \
-        -not -path '*/node_modules/*' -not -path './.device/*' -not -path '*/__pycache__/*' | sed 's|^\./||'
-    fi | awk '!/^docs\// && !/\.md$/ && !/(^|\/)test_[^\/]*\.py$/ && !(/(^|\/)tests\// && !/^kernels\/problems\//)' |
-      LC_ALL=C sort -u | while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done >"${TMPDIR:-/tmp}/kfleet-code-list.$$"
-    n=$(wc -l <"${TMPDIR:-/tmp}/kfleet-code-list.$$")
-    h=$(xargs -d '\n' -r sha256sum -- <"${TMPDIR:-/tmp}/kfleet-code-list.$$" | sha256sum | cut -c1-16)
-    rm -f "${TMPDIR:-/tmp}/kfleet-code-list.$$"
-    echo "$h ($n files)"
+    local list
+    list=$(if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
+             git -c core.quotePath=false ls-files -co --exclude-standard
+           else
+             find . -type f -not -path './.git/*' -not -path './build/*' -not -path './build-*' \
+               -not -path '*/node_modules/*' -not -path './.device/*' -not -path '*/__pycache__/*' | sed 's|^\./||'
+           fi | awk '!/^docs\// && !/\.md$/ && !/(^|\/)test_[^\/]*\.py$/ && !(/(^|\/)tests\// && !/^kernels\/problems\//)' |
+             LC_ALL=C sort -u | while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done)
+    echo "$(xargs -d '\n' -r sha256sum -- <<<"$list" | sha256sum | cut -c1-16) ($(grep -c . <<<"$list") files)"
   )
 }
 

@@ -10,6 +10,8 @@
 #   scripts/gpu-exclusive-check.sh [--bin DIR] [--run-dir DIR]
 # GPU only: it needs nvcc and a CUDA GPU (the busy process is a real CUDA context), so unlike the
 # other gpu-*.sh scripts it has no simulated mode.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" run=$PWD/gpu-exclusive-run
@@ -17,7 +19,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --run-dir) run=$2; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "gpu-exclusive-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -16,13 +16,15 @@
 #     --job FILE            the job to run (its `benchmark:` a one-line {...} map); e.g.
 #                           jobs/gpu/multi-gpu-fa-s512.yaml, a 7 µs kernel, where sharing a host
 #                           would show sooner than in the 9.6 ms reference kernel
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 start=$PWD
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD bin="" run=$PWD/gpu-multi-run backend=cuda gpus="" rounds=3 job=jobs/gpu/01-correct.yaml
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,19 --bin=bin --run-dir=run --gpus=gpus --rounds=rounds --backend=backend --job=job -- "$@"
+parse_options --bin=bin --run-dir=run --gpus=gpus --rounds=rounds --backend=backend --job=job -- "$@"
 case $backend in cuda|simulated) ;; *) die "--backend must be cuda or simulated" ;; esac
 case $job in /*) ;; *) [ -f "$start/$job" ] && job=$start/$job ;; esac  # else from the clone
 [ -f "$job" ] || die "no job file '$job'"

@@ -14,6 +14,8 @@
 # a C++ compiler and the repository; no network. The problems' specs are written by
 # kfleet-problem-spec (kfleet's host code, built here with CMake, the orchestrator off), or by
 # the one --spec-tool names.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD out=$root/problems-direct arch=sm_90a only="" spec_tool=""
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
     --arch) arch=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --spec-tool) spec_tool=$(realpath "$2"); shift 2 ;;
-    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "gpu-problems-direct: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -29,6 +29,8 @@
 #                          (default 300: the comparisons are not what this run proves, and one
 #                          torch.compile reference autotuned for over 7 minutes on an H200;
 #                          scripts/gpu-versus-pytorch.sh keeps the agent's 1800)
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" out="$root/problems-run" only=. backend=cuda arch="" py=python3 python_corpus=1
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
     --backend) backend=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
     --reference-timeout) reference_timeout=$2; shift 2 ;;
-    -h|--help) sed -n 2,31p "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "gpu-problems-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -13,12 +13,14 @@
 #                    told to fail correctness (simulate:), and the stored values, not ncu's,
 #                    are only checked to be there
 # On a GPU machine, from the repository root: scripts/gpu-profile-check.sh
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" run=$PWD/gpu-profile-run backend=cuda
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,15 --bin=bin --run-dir=run --backend=backend -- "$@"
+parse_options --bin=bin --run-dir=run --backend=backend -- "$@"
 case "$backend" in cuda|simulated) ;; *) die "--backend is cuda or simulated, not '$backend'" ;; esac
 need_bins
 rm -rf "$run"; mkdir -p "$run/jobs"

@@ -11,13 +11,15 @@
 # Hosts without libsqlite3-dev (the lent GPU machines: Ubuntu 24.04 has libsqlite3.so.0 through
 # Python, but no sqlite3.h) get the header from .device/sqlite/sqlite3.h, an ignored copy of the
 # header this repo's Debian machine has; the SQLite C API is stable, so any 3.x header fits.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin="" run="$root/gpu-run" backend=cuda arch="" build_only=0
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,12 --bin=bin --run-dir=run --backend=backend --arch=arch --build-only=build_only! -- "$@"
+parse_options --bin=bin --run-dir=run --backend=backend --arch=arch --build-only=build_only! -- "$@"
 
 build() {
   local b=$root/build-gpu cm=()

@@ -60,6 +60,8 @@
 # The run works on a copy of the files it reads (kernels/, jobs/, bench/gpu/, scripts/lib/ and
 # the binaries, under --out): a device call that re-syncs the checkout while this runs in the
 # background no longer pulls the tree from under the agent.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 t_start=$(date +%s)
 cd "$(dirname "$0")/.." || exit 2
@@ -81,7 +83,7 @@ while [ $# -gt 0 ]; do
     --cpp-corpus) cpp_corpus=1; shift ;;
     --dry-run) dry=1; shift ;;
     --backend) backend=$2; shift 2 ;;
-    -h|--help) sed -n 2,62p "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "gpu-python-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -7,12 +7,14 @@
 # each median (GPU activity spans, CUPTI) and the replay/in-process ratio.
 #   scripts/gpu-replay-check.sh [--out DIR] [--arch sm_90a] [--only NAME]
 # Exits 1 when a correctness run fails or a replayed median is more than 1 % from in-process.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD out=$root/replay-check arch=sm_90a only=""
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,9 --out=out --arch=arch --only=only -- "$@"
+parse_options --out=out --arch=arch --only=only -- "$@"
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$nvcc" ] || { echo "gpu-replay-check: no nvcc" >&2; exit 2; }
 mkdir -p "$out/obj"

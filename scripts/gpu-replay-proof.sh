@@ -7,12 +7,14 @@
 # Each step's log goes to DIR (default ./replay-proof) and one line per step to DIR/summary.log.
 # A full run takes about 25 minutes; --steps splits it across device calls (the build is reused
 # when build-gpu/bin exists). Exits 1 when any step fails.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD out=$root/replay-proof steps=suite,proof,round1,round2 tries=10
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,9 --out=out --steps=steps --tries=tries -- "$@"
+parse_options --out=out --steps=steps --tries=tries -- "$@"
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 bin=$root/build-gpu/bin

@@ -15,6 +15,8 @@
 #     --kernels LIST    a subset of the suite (default: all four)
 # Exits 0 when every job got a verdict and every sandboxed median is within 1 % of its
 # unsandboxed one, 1 otherwise, 2 on a setup failure.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -22,7 +24,7 @@ bin="" run="$root/gpu-sandbox-run" gpu=sm_90 rounds=2 deb="" throttle=0
 kernels=(fa-s512/baseline fa-s512/iter1 fp8-sdpa/stage2 fp8-sdpa/stage3-step2-xor)
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,17 --bin=bin --run-dir=run --gpu=gpu --rounds=rounds --bwrap-deb=deb --throttle-pct=throttle --kernels=kernel_list -- "$@"
+parse_options --bin=bin --run-dir=run --gpu=gpu --rounds=rounds --bwrap-deb=deb --throttle-pct=throttle --kernels=kernel_list -- "$@"
 [ -z "${kernel_list:-}" ] || read -r -a kernels <<<"$kernel_list"
 [ "$(id -u)" = 0 ] || die "run as root: the agent starts each job's processes as uid 65534"
 

@@ -10,13 +10,15 @@
 #                                  [--backend cuda|simulated]   (simulated: tests the script; a ctest does)
 # Exits 0 when every parent passed and every child got a verdict (kept or rejected), else 1;
 # 2 on a setup failure.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 bin="" run="$root/gpu-suite-run" gpu=sm_90 throttle=0 backend=cuda
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,12 --bin=bin --run-dir=run --gpu=gpu --throttle-pct=throttle --backend=backend -- "$@"
+parse_options --bin=bin --run-dir=run --gpu=gpu --throttle-pct=throttle --backend=backend -- "$@"
 need_bins
 rm -rf "$run"; mkdir -p "$run/jobs"
 export KFLEET_TOKEN=suite-user KFLEET_ENROL_TOKEN=suite-enrol

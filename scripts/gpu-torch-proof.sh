@@ -75,6 +75,8 @@
 # CUPTI set up as kfleet-measure sets it (bench/gpu/raw_cupti.py, not torch.profiler), without and
 # with the hardware trace.
 # --dry-run: no GPU; checks the script's inputs (sources, references, specs) and prints the plan.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 t_start=$(date +%s)
 cd "$(dirname "$0")/.." || exit 2
@@ -89,7 +91,7 @@ while [ $# -gt 0 ]; do
     --compile-timeout) ctimeout=$2; shift 2 ;;
     --caches) caches=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) awk 'NR > 1 && /^set -uo/ {exit} NR > 1' "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "gpu-torch-proof: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

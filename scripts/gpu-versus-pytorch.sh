@@ -25,6 +25,8 @@
 #                    agent's own): past it the verdict carries a note, not a comparison, and
 #                    the run goes on (a GPU call with a time limit of its own wants it shorter)
 # The agent's Python is $KFLEET_PYTHON (else python3): it needs torch and triton.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD bin="" out="$root/versus-pytorch-run" gpu=sm_90 only=. backend=cuda arch="" keep=0 reference_timeout=1800
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
     --arch) arch=$2; shift 2 ;;
     --keep-cache) keep=1; shift ;;
     --reference-timeout) reference_timeout=$2; shift 2 ;;
-    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "gpu-versus-pytorch: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -3,6 +3,8 @@
 # through apt and npm only. Safe to run again: installed packages are skipped.
 #   scripts/install-deps.sh          build + test dependencies (CI uses this)
 #   scripts/install-deps.sh --no-browser   skip chromium + playwright-core
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +12,7 @@ want_browser=1
 for a in "$@"; do
   case "$a" in
     --no-browser) want_browser=0 ;;
-    -h|--help) sed -n 2,5p "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "install-deps: unknown option '$a' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -12,12 +12,14 @@
 # Without --bin it builds first (scripts/gpu-proof.sh --build-only). --parts picks criteria, so a
 # run can be split across calls (c alone first submits one quality/base as its baseline).
 # Every job's timeline (submit -> lease -> each stage -> verdict seen) goes to RUN/timeline.txt.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD bin="" run="$root/quality-run" tries=10 itries=3 parts=abc
 # shellcheck source=lib/options.sh
 source "$root/scripts/lib/options.sh"
-parse_options 2,15 --bin=bin --run-dir=run --tries=tries --itries=itries --parts=parts -- "$@"
+parse_options --bin=bin --run-dir=run --tries=tries --itries=itries --parts=parts -- "$@"
 need_bins
 
 rm -rf "$run"; mkdir -p "$run"

@@ -11,6 +11,8 @@
 #     --log FILE   where the log goes (default: newcomer-timing-<date>.log in the current folder)
 #     --ref REF    the commit to clone (default HEAD; uncommitted changes are NOT included)
 #     --keep       keep the clone (default: removed at the end)
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 log="$PWD/newcomer-timing-$(date -u +%Y-%m-%d).log" ref=HEAD keep=0
@@ -19,7 +21,7 @@ while [ $# -gt 0 ]; do
     --log) log=$2; shift 2 ;;
     --ref) ref=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "newcomer-timing: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -19,6 +19,8 @@
 #                    scripts/build.sh's build/bench/kfleet_bench.
 #     --log FILE     also write the whole log to FILE
 # Each binary's output is in DIR/logs/NAME.log; a report's summary lines are printed.
+# shellcheck source=lib/usage.sh
+source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 san=thread build="" only=. log="" soak=0
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --soak) soak=$2; shift 2 ;;
     --log) log=$2; shift 2 ;;
-    -h|--help) sed -n '2,/^set -uo/{/^#/p}' "$0"; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "sanitizer-check: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,9 +1,9 @@
 # Sourced by the GPU scripts (gpu-proof, gpu-exploits, measure-quality and the checks): their
 # command lines, their one way to fail, and the binaries they run.
-#   parse_options HELP SPEC... -- "$@"
+#   parse_options SPEC... -- "$@"
 #     each SPEC is `--name=var` (takes a value, into $var), `--name=var!` (a flag: var=1), or
-#     `--a|--b=var` (two spellings); -h/--help prints lines HELP of the script (e.g. 2,11);
-#     anything else is an error
+#     `--a|--b=var` (two spellings); -h/--help prints the script's header (lib/usage.sh, which
+#     the script sources first); anything else is an error
 #   die MESSAGE   "SCRIPT: MESSAGE" on stderr, then exit 2 (a setup failure)
 #   need_bins     $bin: the folder of kfleetd, kfleet-agent and kfleet, as given or else built by
 #                 scripts/gpu-proof.sh --build-only (from the repository root, $root); dies
@@ -14,12 +14,11 @@ script_name=${script_name%.sh}
 die() { echo "$script_name: $*" >&2; exit 2; }
 
 parse_options() {
-  local help=$1 specs=() s names var matched
-  shift
+  local specs=() s names var matched
   while [ $# -gt 0 ] && [ "$1" != -- ]; do specs+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   while [ $# -gt 0 ]; do
-    case "$1" in -h|--help) sed -n "${help}p" "$0"; exit 0 ;; esac
+    case "$1" in -h|--help) usage; exit 0 ;; esac
     matched=""
     for s in "${specs[@]}"; do
       names=${s%%=*} var=${s#*=}
