@@ -3,12 +3,20 @@
 # held): `start` copies the checkout aside and runs the steps in the background, detached from
 # the call (setsid), into one log; each later call, made before the machine goes back, `poll`s:
 # waits up to --wait seconds, copies the log to --out and prints where the run is. The steps run
-# one after another (a GPU timed by two at once times neither), each under its own limit and all
-# within --budget, so that the run ends, logged, before the machine is given back.
+# one after another on a GPU (a GPU timed by two at once times neither), each under its own limit
+# and all within --budget, so that the run ends, logged, before the machine is given back.
 #   scripts/gpu-detached.sh start [--state DIR] [--budget S] [--tree DIR] STEP...
 #       STEP is NAME:SECONDS:COMMAND, COMMAND a bash command line run in the copy, e.g.
 #       'refs:900:scripts/gpu-torch-proof.sh --out "$KFLEET_DETACHED/refs" --only refs'
 #       ($KFLEET_DETACHED is the state folder, which holds the copy, the logs and the steps' files)
+#       or NAME@G:SECONDS:COMMAND, a step of lane G, the machine's GPU G: on a host of several
+#       GPUs, one proof per GPU at once, so that proofs longer than one lease fit one lease and
+#       one log. Consecutive lane steps run as a group, each lane's in order, the lanes side by
+#       side; a step without a lane waits for every step before it and runs alone (deps, the
+#       build). A lane's commands see KFLEET_GPU=G, which the local fleet's agent takes as --gpu G
+#       (scripts/lib/local-cluster.sh), and CUDA_VISIBLE_DEVICES=<GPU G's UUID>, which pins the
+#       direct runs (the recorder, kfleet-measure --device 0). Each step's output goes to
+#       STATE/steps/NAME.log and, whole, into the log when the step ends.
 #   scripts/gpu-detached.sh poll [--state DIR] [--wait S] [--out DIR]
 #       exit 0 once every step has ended, 3 while one still runs, 2 when nothing was started
 #   scripts/gpu-detached.sh stop [--state DIR]     ends the run (its log says so)
@@ -73,8 +81,18 @@ case "$verb" in
 start)
   [ ${#steps[@]} -gt 0 ] || die "start needs at least one NAME:SECONDS:COMMAND step"
   for s in "${steps[@]}"; do
-    [[ "$s" =~ ^[A-Za-z0-9_.-]+:[0-9]+:.+ ]] || die "step '$s' is not NAME:SECONDS:COMMAND"
+    [[ "$s" =~ ^[A-Za-z0-9_.-]+(@[0-9]+)?:[0-9]+:.+ ]] || die "step '$s' is not NAME[@GPU]:SECONDS:COMMAND"
   done
+  dup=$(printf '%s\n' "${steps[@]}" | sed 's/[@:].*//' | sort | uniq -d | head -1)
+  [ -z "$dup" ] || die "two steps are named '$dup' (each step's log is STATE/steps/NAME.log)"
+  if command -v nvidia-smi >/dev/null; then  # a lane of a GPU this machine lacks: said now
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    for s in "${steps[@]}"; do
+      [[ "$s" =~ ^[^:@]*@([0-9]+): ]] && [ "${BASH_REMATCH[1]}" -ge "$ngpu" ] &&
+        die "step '${s%%:*}' wants GPU ${BASH_REMATCH[1]}; this machine has $ngpu"
+    done
+  fi
+
   [[ "$budget" =~ ^[0-9]+$ ]] || die "--budget wants seconds, got '$budget'"
   if [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; then
     die "a run is still going in $state (stop it first)"
@@ -82,7 +100,7 @@ start)
   rm -rf "$state"; mkdir -p "$state/tree" || die "cannot make $state"
   (cd "$tree" && tar --exclude=./build --exclude='./build-*' --exclude=./.git --exclude='*/node_modules' -cf - .) |
     (cd "$state/tree" && tar xf -) || die "cannot copy $tree to $state/tree"
-  printf '%s\n' "${steps[@]}" >"$state/steps"
+  printf '%s\n' "${steps[@]}" >"$state/steps.list"
   {
     echo "# gpu-detached: $(date -u '+%F %T') UTC, budget ${budget} s, ${#steps[@]} step(s)"
     command -v nvidia-smi >/dev/null && nvidia-smi -L
@@ -98,21 +116,52 @@ run-steps)
   read -r t0 budget <"$state/started"
   cd "$state/tree" || exit 2
   export KFLEET_DETACHED=$state
-  while IFS= read -r s; do
+  mkdir -p "$state/steps"
+  # GPU G's UUID, for a lane's CUDA_VISIBLE_DEVICES (the index where nvidia-smi cannot say)
+  uuid_of() { local u; u=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i "$1" 2>/dev/null | head -1); echo "${u:-$1}"; }
+  # one STEP, its output into steps/NAME.log, then its whole block into the log (under a lock:
+  # two lanes end steps at once)
+  run_step() {
+    local s=$1 name rest secs cmd lane='' left rc s0 at
     name=${s%%:*} rest=${s#*:}; secs=${rest%%:*} cmd=${rest#*:}
+    [[ "$name" == *@* ]] && lane=${name#*@} name=${name%@*}
     left=$(( budget - ($(now) - t0) ))
     [ "$secs" -gt "$left" ] && secs=$left
     if [ "$secs" -lt 30 ]; then
-      echo "==== $name: skipped, ${left} s of the budget left" >>"$log"; continue
+      (flock 9; echo "==== $name: skipped, ${left} s of the budget left" >>"$log") 9>"$state/log.lock"; return
     fi
-    echo "$name" >"$state/current"
-    { echo; echo "==== $name (at $(( $(now) - t0 )) s, at most $secs s): $cmd"; } >>"$log"
+    at=$(( $(now) - t0 ))
+    echo "$name${lane:+ (GPU $lane)}" >"$state/current-${lane:-all}"
     s0=$(now)
-    timeout -k 10 "$secs" bash -c "$cmd" >>"$log" 2>&1 </dev/null
+    if [ -n "$lane" ]; then
+      KFLEET_GPU=$lane CUDA_VISIBLE_DEVICES=$(uuid_of "$lane") timeout -k 10 "$secs" bash -c "$cmd" >"$state/steps/$name.log" 2>&1 </dev/null
+    else
+      timeout -k 10 "$secs" bash -c "$cmd" >"$state/steps/$name.log" 2>&1 </dev/null
+    fi
     rc=$?
-    echo "==== $name: exit $rc$([ $rc = 124 ] && echo ' (its limit)') in $(( $(now) - s0 )) s" >>"$log"
-  done <"$state/steps"
-  rm -f "$state/current"
+    rm -f "$state/current-${lane:-all}"
+    (
+      flock 9
+      { echo; echo "==== $name${lane:+ on GPU $lane} (at $at s, at most $secs s): $cmd"; cat "$state/steps/$name.log"
+        echo "==== $name: exit $rc$([ $rc = 124 ] && echo ' (its limit)') in $(( $(now) - s0 )) s"; } >>"$log"
+    ) 9>"$state/log.lock"
+  }
+  # a group of lane steps: each lane's in order, the lanes side by side
+  run_group() {
+    local lanes l s
+    lanes=$(printf '%s\n' "$@" | sed -E 's/^[^@:]*@([0-9]+):.*/\1/' | sort -un)
+    for l in $lanes; do
+      ( for s in "$@"; do [[ "$s" =~ ^[^:@]*@$l: ]] && run_step "$s"; done ) &
+    done
+    wait
+  }
+  group=()
+  while IFS= read -r s; do
+    if [[ "$s" =~ ^[^:@]*@[0-9]+: ]]; then group+=("$s"); continue; fi
+    [ ${#group[@]} -gt 0 ] && { run_group "${group[@]}"; group=(); }
+    run_step "$s"
+  done <"$state/steps.list"
+  [ ${#group[@]} -gt 0 ] && run_group "${group[@]}"
   echo "# gpu-detached: done at $(( $(now) - t0 )) s" >>"$log"
   touch "$state/done"
   ;;
@@ -127,8 +176,12 @@ poll)
   read -r t0 _ <"$state/started"
   grep -E '^(# |==== )' "$log"
   if [ -f "$state/done" ]; then echo "gpu-detached: every step ended ($(( $(now) - t0 )) s)"; exit 0; fi
-  echo "gpu-detached: running $(cat "$state/current" 2>/dev/null || echo "(no step begun yet)") at $(( $(now) - t0 )) s; its last lines:"
-  tail -5 "$log" | cut -c1-300
+  running=$(cat "$state"/current-* 2>/dev/null | paste -sd, - | sed 's/,/, /g')
+  echo "gpu-detached: running ${running:-(no step begun yet)} at $(( $(now) - t0 )) s; the last lines:"
+  for f in "$state"/current-*; do
+    [ -f "$f" ] || continue
+    n=$(sed 's/ (GPU.*//' "$f"); echo "-- $n"; tail -5 "$state/steps/$n.log" 2>/dev/null | cut -c1-300
+  done
   exit 3
   ;;
 stop)

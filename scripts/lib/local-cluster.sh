@@ -48,8 +48,13 @@ start_local_cluster() {
   export KFLEET_SERVER="http://127.0.0.1:$(cat "$run/port")"
   # The agent reads its enrolment token from a 0600 file, as the systemd units have it.
   (umask 077; printf '%s\n' "$KFLEET_ENROL_TOKEN" >"$run/enrol.token")
-  env -u KFLEET_ENROL_TOKEN "$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 \
-    --enrol-token-file "$run/enrol.token" --work-dir "$run/agent" "$@" >"$run/agent.log" 2>&1 &
+  # KFLEET_GPU=G (a lane of scripts/gpu-detached.sh on a host of several GPUs): the agent serves
+  # GPU G, found by NVML, and pins its children to it itself; the lane's CUDA_VISIBLE_DEVICES,
+  # which NVML does not read, is not passed on.
+  local gpu=()
+  [ -n "${KFLEET_GPU:-}" ] && gpu=(--gpu "$KFLEET_GPU")
+  env -u KFLEET_ENROL_TOKEN ${KFLEET_GPU:+-u CUDA_VISIBLE_DEVICES} "$bin/kfleet-agent" --server "$KFLEET_SERVER" --name gpu0 \
+    --enrol-token-file "$run/enrol.token" --work-dir "$run/agent" "${gpu[@]}" "$@" >"$run/agent.log" 2>&1 &
   pids+=($!)
   local agent=$!
   for _ in $(seq 300); do

@@ -10,7 +10,7 @@ S=$root/scripts/gpu-detached.sh
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kfleet-gpu-detached-XXXXXX")
-trap 'bash "$S" stop --state "$tmp/st" >/dev/null 2>&1; bash "$S" stop --state "$tmp/st2" >/dev/null 2>&1
+trap 'for st in st st2 st3; do bash "$S" stop --state "$tmp/$st" >/dev/null 2>&1; done
       if [ "$fail" = 0 ]; then rm -rf "$tmp"; else echo "kept $tmp" >&2; fi' EXIT
 has() { grep -qE -- "$2" "$1" || bad "$1: no line matching '$2'"; }
 mkdir -p "$tmp/tree/build" "$tmp/out"
@@ -74,6 +74,28 @@ hc=$(bash "$S" code-hash --tree "$g" --commit HEAD); hw=$(bash "$S" code-hash --
 [ -n "$hc" ] && [ "$hc" = "$hw" ] || bad "--commit HEAD ($hc) is not the clean checkout's ($hw)"
 grep -q "(2 files)" <<<"$hw" || bad "the checkout's hash did not count .gitignore and src/k.cu alone: $hw"
 bash "$S" code-hash --tree "$g" --commit no-such-commit >/dev/null 2>&1 && bad "code-hash of no commit succeeded"
+
+# Lanes: a@0 and b@1 run side by side (each waits for the other's mark), each with its GPU in
+# KFLEET_GPU and CUDA_VISIBLE_DEVICES (the index: no nvidia-smi here); c@0 follows a in lane 0;
+# the laneless step after them waits for all three; each step's block is whole in the log.
+bash "$S" start --state "$tmp/st3" --tree "$tmp/tree" --budget 120 \
+  'a@0:40:echo "a gpu=$KFLEET_GPU cvd=$CUDA_VISIBLE_DEVICES"; touch "$KFLEET_DETACHED/a"; for i in $(seq 100); do [ -f "$KFLEET_DETACHED/b" ] && break; sleep 0.1; done; [ -f "$KFLEET_DETACHED/b" ] && echo a saw b' \
+  'b@1:40:echo "b gpu=$KFLEET_GPU cvd=$CUDA_VISIBLE_DEVICES"; touch "$KFLEET_DETACHED/b"; for i in $(seq 100); do [ -f "$KFLEET_DETACHED/a" ] && break; sleep 0.1; done; [ -f "$KFLEET_DETACHED/a" ] && echo b saw a; sleep 2' \
+  'c@0:40:[ -f "$KFLEET_DETACHED/b" ] && echo "c after a gpu=$KFLEET_GPU"' \
+  'after:40:ls "$KFLEET_DETACHED/steps"; echo "after gpu=${KFLEET_GPU:-none}"' >/dev/null || bad "the lanes' start failed"
+bash "$S" poll --state "$tmp/st3" --wait 60 --out "$tmp/out3" >/dev/null; rc=$?
+[ $rc = 0 ] || bad "poll of the lanes: exit $rc, want 0"
+L3=$tmp/out3/run.log
+has "$L3" "^a gpu=0 cvd=0$"; has "$L3" "^b gpu=1 cvd=1$"
+has "$L3" "^a saw b$"; has "$L3" "^b saw a$"       # side by side, not one after the other
+has "$L3" "^c after a gpu=0$"; has "$L3" "^after gpu=none$"
+has "$L3" "^==== a on GPU 0 \(at [0-9]+ s"; has "$L3" "^==== b: exit 0"
+# the laneless step began after b, the slowest lane, had ended
+[ "$(grep -n '^==== after ' "$L3" | cut -d: -f1)" -gt "$(grep -n '^==== b: exit' "$L3" | cut -d: -f1)" ] ||
+  bad "the step after the lanes did not wait for them"
+# each block whole: between b's header and its exit line only b's lines
+awk '/^==== b on GPU 1/{f=1; next} /^==== b: exit/{f=0} f && /^(a |c )/' "$L3" | grep -q . && bad "a's or c's lines inside b's block"
+bash "$S" start --state "$tmp/st4" 'x@0:10:true' 'x@1:10:true' >/dev/null 2>&1 && bad "two steps of one name accepted"
 
 # stop: a running step and its children end, and the log says so.
 bash "$S" start --state "$tmp/st2" --tree "$tmp/tree" "long:300:sleep 3000.$$ & wait" >/dev/null || bad "second start failed"

@@ -47,6 +47,10 @@ has proof '^08-correct-after-faults\.yaml +passed/- +passed/- .* OK '
 has proof 'agent gpu0 still running after every job'
 
 run profile 0 "$root/scripts/gpu-profile-check.sh" --backend simulated
+# A lane of gpu-detached.sh (KFLEET_GPU=G) starts the local fleet's agent on GPU G: the simulated
+# host has one GPU, so G=1 is refused by the agent, naming the flag it was given.
+KFLEET_GPU=1 run lane 2 "$root/scripts/gpu-profile-check.sh" --backend simulated
+grep -q -- '--gpu 1: backend simulated found 1 GPU' "$tmp/lane/agent.log" || bad "KFLEET_GPU=1 did not reach the agent as --gpu 1"
 has profile 'passing job: submit rc=0 \(want 0\) profile rc=0 \| rejected job: submit rc=1 \(want 1\) profile rc=0'
 [ "$(grep -c 'profile metric values stored: True' "$tmp/profile.log")" = 2 ] || bad "profile: not both jobs' values"
 
