@@ -31,7 +31,8 @@
 #                  left, and one with under 30 s left is skipped, saying so
 #     --tree DIR   the checkout to copy (default this script's); build folders and .git stay out
 #     --wait S     how long poll waits for the run to end (default 0: it only reads)
-#     --out DIR    where poll copies the log (default $OUT, where the lent machine's files come back)
+#     --out DIR    where poll copies the log and the steps' (default $OUT, where the lent machine's
+#                  files come back)
 # The log (STATE/run.log) holds the GPU's name, the commit, the code's hash (code-hash), then each
 # step's command, its whole output and its exit status and time: the one log a docs/evidence/ file
 # is made from.
@@ -172,7 +173,9 @@ poll)
   if [ ! -f "$state/done" ] && ! kill -0 "$(cat "$state/pid" 2>/dev/null)" 2>/dev/null; then
     echo "# gpu-detached: the runner is gone before the end (killed?)" >>"$log"; touch "$state/done"
   fi
-  [ -n "$out" ] && { mkdir -p "$out" && cp "$log" "$out/run.log"; }
+  # the log, and each step's own (a step still running is in the log only once it ends: should
+  # the machine go back first, what it had written comes back all the same)
+  [ -n "$out" ] && { mkdir -p "$out/steps" && cp "$log" "$out/run.log" && cp "$state"/steps/*.log "$out/steps/" 2>/dev/null; }
   read -r t0 _ <"$state/started"
   grep -E '^(# |==== )' "$log"
   if [ -f "$state/done" ]; then echo "gpu-detached: every step ended ($(( $(now) - t0 )) s)"; exit 0; fi

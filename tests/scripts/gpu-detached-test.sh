@@ -89,6 +89,7 @@ L3=$tmp/out3/run.log
 has "$L3" "^a gpu=0 cvd=0$"; has "$L3" "^b gpu=1 cvd=1$"
 has "$L3" "^a saw b$"; has "$L3" "^b saw a$"       # side by side, not one after the other
 has "$L3" "^c after a gpu=0$"; has "$L3" "^after gpu=none$"
+grep -q "^b saw a$" "$tmp/out3/steps/b.log" 2>/dev/null || bad "poll did not copy b's own log"
 has "$L3" "^==== a on GPU 0 \(at [0-9]+ s"; has "$L3" "^==== b: exit 0"
 # the laneless step began after b, the slowest lane, had ended
 [ "$(grep -n '^==== after ' "$L3" | cut -d: -f1)" -gt "$(grep -n '^==== b: exit' "$L3" | cut -d: -f1)" ] ||
