@@ -127,9 +127,11 @@ run-steps)
     name=${s%%:*} rest=${s#*:}; secs=${rest%%:*} cmd=${rest#*:}
     [[ "$name" == *@* ]] && lane=${name#*@} name=${name%@*}
     left=$(( budget - ($(now) - t0) ))
+    local why="${left} s of the budget left"
+    [ "$secs" -lt 30 ] && why="its limit, $secs s, is under 30 s"
     [ "$secs" -gt "$left" ] && secs=$left
     if [ "$secs" -lt 30 ]; then
-      (flock 9; echo "==== $name: skipped, ${left} s of the budget left" >>"$log") 9>"$state/log.lock"; return
+      (flock 9; echo "==== $name: skipped, $why" >>"$log") 9>"$state/log.lock"; return
     fi
     at=$(( $(now) - t0 ))
     echo "$name${lane:+ (GPU $lane)}" >"$state/current-${lane:-all}"

@@ -81,7 +81,7 @@ bash "$S" code-hash --tree "$g" --commit no-such-commit >/dev/null 2>&1 && bad "
 bash "$S" start --state "$tmp/st3" --tree "$tmp/tree" --budget 120 \
   'a@0:40:echo "a gpu=$KFLEET_GPU cvd=$CUDA_VISIBLE_DEVICES"; touch "$KFLEET_DETACHED/a"; for i in $(seq 100); do [ -f "$KFLEET_DETACHED/b" ] && break; sleep 0.1; done; [ -f "$KFLEET_DETACHED/b" ] && echo a saw b' \
   'b@1:40:echo "b gpu=$KFLEET_GPU cvd=$CUDA_VISIBLE_DEVICES"; touch "$KFLEET_DETACHED/b"; for i in $(seq 100); do [ -f "$KFLEET_DETACHED/a" ] && break; sleep 0.1; done; [ -f "$KFLEET_DETACHED/a" ] && echo b saw a; sleep 2' \
-  'c@0:40:[ -f "$KFLEET_DETACHED/b" ] && echo "c after a gpu=$KFLEET_GPU"' \
+  'c@0:40:[ -f "$KFLEET_DETACHED/b" ] && echo "c after a gpu=$KFLEET_GPU"' 'tiny@1:20:echo tiny ran' \
   'after:40:ls "$KFLEET_DETACHED/steps"; echo "after gpu=${KFLEET_GPU:-none}"' >/dev/null || bad "the lanes' start failed"
 bash "$S" poll --state "$tmp/st3" --wait 60 --out "$tmp/out3" >/dev/null; rc=$?
 [ $rc = 0 ] || bad "poll of the lanes: exit $rc, want 0"
@@ -90,6 +90,7 @@ has "$L3" "^a gpu=0 cvd=0$"; has "$L3" "^b gpu=1 cvd=1$"
 has "$L3" "^a saw b$"; has "$L3" "^b saw a$"       # side by side, not one after the other
 has "$L3" "^c after a gpu=0$"; has "$L3" "^after gpu=none$"
 grep -q "^b saw a$" "$tmp/out3/steps/b.log" 2>/dev/null || bad "poll did not copy b's own log"
+has "$L3" "^==== tiny: skipped, its limit, 20 s, is under 30 s$"; grep -q "^tiny ran" "$L3" && bad "a step under 30 s ran"
 has "$L3" "^==== a on GPU 0 \(at [0-9]+ s"; has "$L3" "^==== b: exit 0"
 # the laneless step began after b, the slowest lane, had ended
 [ "$(grep -n '^==== after ' "$L3" | cut -d: -f1)" -gt "$(grep -n '^==== b: exit' "$L3" | cut -d: -f1)" ] ||
