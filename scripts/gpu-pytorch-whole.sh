@@ -26,25 +26,19 @@
 # shellcheck source=lib/usage.sh
 source "$(dirname "$0")/lib/usage.sh"
 set -uo pipefail
-py=/opt/torch/.venv/bin/python3 specs=.device/specs budget=1500 gpus='' dry=0 pass=()
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --python) py=$2; shift 2 ;;
-    --specs) specs=$2; shift 2 ;;
-    --budget) budget=$2; shift 2 ;;
-    --gpus) gpus=$2; shift 2 ;;
-    --dry-run) dry=1; shift ;;
-    --tree|--state) pass+=("$1" "$2"); shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "gpu-pytorch-whole: unknown argument '$1' (try --help)" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=lib/options.sh
+source "$(dirname "$0")/lib/options.sh"
+py=/opt/torch/.venv/bin/python3 specs=.device/specs budget=1500 gpus='' dry='' tree='' state=''
+parse_options --python=py --specs=specs --budget=budget --gpus=gpus --dry-run=dry! --tree=tree --state=state -- "$@"
+pass=()
+[ -n "$tree" ] && pass+=(--tree "$tree")
+[ -n "$state" ] && pass+=(--state "$state")
 if [ -z "$gpus" ]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-  [ "$gpus" -ge 1 ] || { echo "gpu-pytorch-whole: nvidia-smi lists no GPU (--gpus N to say how many)" >&2; exit 2; }
+  [ "$gpus" -ge 1 ] || die "nvidia-smi lists no GPU (--gpus N to say how many)"
   [ "$gpus" -gt 4 ] && gpus=4
 fi
-[[ "$gpus" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-pytorch-whole: --gpus wants a count, got '$gpus'" >&2; exit 2; }
+[[ "$gpus" =~ ^[1-9][0-9]*$ ]] || die "--gpus wants a count, got '$gpus'"
 # shellcheck disable=SC2016  # expanded by each step's bash, in the run's state folder
 T='"$KFLEET_DETACHED"'
 lane() { echo $(( $1 % gpus )); }
@@ -59,7 +53,7 @@ steps=(
   "pair@$(lane 1):1000:e=\$(cat $T/tp/calibrated-slow1-entry 2>/dev/null); scripts/gpu-python-proof.sh --bin build-gpu/bin --out $T/pair --python $py --only 'inproc,pair' --tries 5 \${e:+--slow1-entry kfleet_attention_launch_\$e}"
   "families@$(lane 3):600:KFLEET_PYTHON=$py scripts/gpu-versus-pytorch.sh --bin build-gpu/bin --out $T/versus --only 'gpu/01|scaled-mm'"
 )
-if [ "$dry" = 1 ]; then
+if [ -n "$dry" ]; then
   printf '%q ' "$(dirname "$0")/gpu-detached.sh" start "${pass[@]}" --budget "$budget" "${steps[@]}"; echo
   exit 0
 fi

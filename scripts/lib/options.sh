@@ -14,27 +14,29 @@ script_name=${script_name%.sh}
 die() { echo "$script_name: $*" >&2; exit 2; }
 
 parse_options() {
-  local specs=() s names var matched
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do specs+=("$1"); shift; done
+  # Its locals are prefixed: `printf -v` into a caller's variable that a local shares a name with
+  # sets the local instead (a script's `--specs=specs` was silently dropped so).
+  local _po_specs=() _po_s _po_names _po_var _po_matched
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do _po_specs+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   while [ $# -gt 0 ]; do
     case "$1" in -h|--help) usage; exit 0 ;; esac
-    matched=""
-    for s in "${specs[@]}"; do
-      names=${s%%=*} var=${s#*=}
-      [[ "|$names|" == *"|$1|"* ]] || continue
-      matched=1
-      if [ "${var%!}" != "$var" ]; then
-        printf -v "${var%!}" 1
+    _po_matched=""
+    for _po_s in "${_po_specs[@]}"; do
+      _po_names=${_po_s%%=*} _po_var=${_po_s#*=}
+      [[ "|$_po_names|" == *"|$1|"* ]] || continue
+      _po_matched=1
+      if [ "${_po_var%!}" != "$_po_var" ]; then
+        printf -v "${_po_var%!}" 1
         shift
       else
         [ $# -ge 2 ] || die "$1 needs a value"
-        printf -v "$var" '%s' "$2"
+        printf -v "$_po_var" '%s' "$2"
         shift 2
       fi
       break
     done
-    [ -n "$matched" ] || die "unknown option '$1' (try --help)"
+    [ -n "$_po_matched" ] || die "unknown option '$1' (try --help)"
   done
 }
 
