@@ -17,7 +17,8 @@
 #   scripts/gpu-pytorch-whole.sh [--python PY] [--specs DIR] [--budget S] [--gpus N] [--dry-run]
 #     --python PY  the Python with torch and triton (default /opt/torch/.venv/bin/python3)
 #     --specs DIR  the problems' specs (default .device/specs; gpu-torch-proof.sh --specs)
-#     --budget S   gpu-detached.sh's budget (default 1,500: four H100s end in about 1,250)
+#     --budget S   gpu-detached.sh's budget (default 1,500: four H100s end in about 1,250); at most
+#                  the device seconds left less ~200 (the machine's start, the polls)
 #     --gpus N     lanes to use (default: every GPU nvidia-smi lists, at most 4)
 #     --dry-run    print the gpu-detached.sh command line, start nothing
 #     --tree DIR, --state DIR  passed to gpu-detached.sh (tests/scripts/gpu-pytorch-whole-test.sh
