@@ -4,7 +4,8 @@
 # What a simulated run can check is the script's own plumbing (it builds nothing, times
 # nothing): each must reach its table, read every job back through the API, and judge it.
 #   gpu-proof.sh           8 jobs, a table row each; the two correct kernels OK; the agent alive
-#   gpu-profile-check.sh   both jobs' profile events read back (with the token) and checked
+#   gpu-profile-check.sh   both jobs' profile events read back (with the token) and checked;
+#                          under KFLEET_GPU=1 (a gpu-detached.sh lane) its agent is given --gpu 1
 #   gpu-exploits.sh        the control OK, each exploit reported ACCEPTED (nothing runs, so all
 #                          "pass"): the script must say so and fail; and the jobs with shell in
 #                          a define, a flag or an entry refused at submit, as expected
@@ -47,12 +48,12 @@ has proof '^08-correct-after-faults\.yaml +passed/- +passed/- .* OK '
 has proof 'agent gpu0 still running after every job'
 
 run profile 0 "$root/scripts/gpu-profile-check.sh" --backend simulated
+has profile 'passing job: submit rc=0 \(want 0\) profile rc=0 \| rejected job: submit rc=1 \(want 1\) profile rc=0'
+[ "$(grep -c 'profile metric values stored: True' "$tmp/profile.log")" = 2 ] || bad "profile: not both jobs' values"
 # A lane of gpu-detached.sh (KFLEET_GPU=G) starts the local fleet's agent on GPU G: the simulated
 # host has one GPU, so G=1 is refused by the agent, naming the flag it was given.
 KFLEET_GPU=1 run lane 2 "$root/scripts/gpu-profile-check.sh" --backend simulated
 grep -q -- '--gpu 1: backend simulated found 1 GPU' "$tmp/lane/agent.log" || bad "KFLEET_GPU=1 did not reach the agent as --gpu 1"
-has profile 'passing job: submit rc=0 \(want 0\) profile rc=0 \| rejected job: submit rc=1 \(want 1\) profile rc=0'
-[ "$(grep -c 'profile metric values stored: True' "$tmp/profile.log")" = 2 ] || bad "profile: not both jobs' values"
 
 # The honest control and three exploits are enough to exercise the script's reads and table.
 run exploits 1 "$root/scripts/gpu-exploits.sh" --backend simulated --only '^0[0-3]-'
