@@ -3,7 +3,8 @@
 # its steps are command lines in strings, and a quoting slip would cost a lent machine's lease.
 # Here they run over a tree whose GPU scripts are stand-ins that print their arguments: every
 # part runs with the arguments it needs, in its lane (two GPUs: parts 0 and 2 on GPU 0, 1 and 3
-# on GPU 1), the pair step is given the entry calib wrote, and everything lands in one log.
+# on GPU 1), the pair step is given the entry calib wrote, and everything lands in one log;
+# --parts takes some of the parts.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 fail=0
@@ -49,6 +50,14 @@ has '^RAN gpu-python-proof gpu=1 .*\[--only\] \[inproc,pair\] \[--tries\] \[5\] 
 has '^RAN gpu-versus-pytorch gpu=1 py=/py/bin/python3 .*\[--only\] \[gpu/01\|scaled-mm\]$'
 grep -q "st/fleet\]" "$L" || bad "the fleet part's --out is not in the run's state folder"
 [ "$(grep -c '^==== [a-z-]*: exit 0' "$L")" = 9 ] || bad "not 9 steps ended with exit 0: $(grep '^==== ' "$L")"
+# --parts: only those parts, the lanes dealt among them; an unknown part is refused
+d=$(bash "$root/scripts/gpu-pytorch-whole.sh" --gpus 2 --parts refs,corpus --dry-run)
+for want in 'deps:60:' 'build:300:' 'refs@0:1300:' 'pycorpus@1:600:' 'families@1:600:'; do
+  grep -qF -- "$want" <<<"$d" || bad "--parts refs,corpus: no step $want in: $d"
+done
+grep -qE '(^| )(fleet|cppcorpus|pair-torch|pair)@' <<<"$d" && bad "--parts refs,corpus ran other parts: $d"
+bash "$root/scripts/gpu-pytorch-whole.sh" --gpus 1 --parts refs,nope --dry-run >/dev/null 2>&1
+[ $? = 2 ] || bad "an unknown part was not refused"
 # without a GPU, nvidia-smi lists none: said, nothing started
 PATH=$tmp/bin:/usr/bin:/bin bash "$root/scripts/gpu-pytorch-whole.sh" --state "$tmp/st2" >/dev/null 2>&1
 [ $? = 2 ] || command -v nvidia-smi >/dev/null || bad "no GPU and no --gpus: not exit 2"
