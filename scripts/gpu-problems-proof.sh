@@ -65,7 +65,8 @@ agent_flags=(--backend "$backend" --problems-dir "$KFLEET_PROBLEMS_DIR" --refere
 [ -n "$arch" ] && agent_flags+=(--arch "$arch" --gpu-class "$arch")
 start_local_cluster "$bin" "$out" "${agent_flags[@]}" || die "kfleetd and agent gpu0 did not come up"
 kf() { "$bin/kfleet" --no-color "$@"; }
-gpu=$(nvidia-smi -L 2>/dev/null | head -1); [ -n "$gpu" ] || gpu="no nvidia-smi: backend $backend"
+# the agent's GPU (KFLEET_GPU: a gpu-detached lane's)
+gpu=$(nvidia-smi -L 2>/dev/null | sed -n "$(( ${KFLEET_GPU:-0} + 1 ))p"); [ -n "$gpu" ] || gpu="no nvidia-smi: backend $backend"
 echo "gpu-problems-proof: $gpu; kfleetd $KFLEET_SERVER, agent gpu0 (--backend $backend), problems $KFLEET_PROBLEMS_DIR"
 kf problems | sed 's/^/  /'
 python_ok=0

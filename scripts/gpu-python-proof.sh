@@ -169,7 +169,7 @@ if [ "$sim" = 1 ]; then
   M=/nonexistent
 else
 command -v nvidia-smi >/dev/null || die "no nvidia-smi: this needs an NVIDIA GPU"
-nvidia-smi -L
+nvidia-smi -L | sed -n "${KFLEET_GPU:+$(( KFLEET_GPU + 1 ))}p"  # a gpu-detached lane's GPU alone
 "$py" -c 'import torch, triton; assert torch.cuda.is_available(); print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__)' ||
   die "$py cannot import torch with a GPU and triton"
 if [ -z "$arch" ]; then
@@ -625,7 +625,7 @@ fi
 elapsed=$(elapsed_s)
 echo
 if [ "$sim" = 1 ]; then where="simulated backend"
-else where="$(nvidia-smi -L | head -1); $("$py" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"; fi
+else where="$(nvidia-smi -L | sed -n "$(( ${KFLEET_GPU:-0} + 1 ))p"); $("$py" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"; fi
 echo "== gpu-python-proof results ($where; ${elapsed} s)"
 printf '%-34s %-30s %-9s %s\n' WHAT EXPECTED CHECK GOT
 for r in "${rows[@]}"; do

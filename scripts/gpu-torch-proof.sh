@@ -207,7 +207,7 @@ if [ "$dry" = 1 ]; then
 fi
 
 command -v nvidia-smi >/dev/null || die "no nvidia-smi: this needs an NVIDIA GPU"
-nvidia-smi -L | tee "$out/gpu.txt"
+nvidia-smi -L | sed -n "${KFLEET_GPU:+$(( KFLEET_GPU + 1 ))}p" | tee "$out/gpu.txt"  # a gpu-detached lane's GPU alone
 "$py" -c 'import torch, triton; assert torch.cuda.is_available(); print("torch", torch.__version__, "triton", triton.__version__)' \
   | tee -a "$out/gpu.txt" || die "$py cannot import torch with a GPU and triton"
 PATH="$(dirname "$(command -v "$py")"):$PATH:/usr/local/cuda/bin"; export PATH

@@ -64,7 +64,7 @@ agent_flags=(--backend "$backend" --problems-dir "$KFLEET_PROBLEMS_DIR" --refere
 [ -n "$arch" ] && agent_flags+=(--arch "$arch" --gpu-class "$arch")
 start_local_cluster "$bin" "$out" "${agent_flags[@]}" || die "kfleetd and agent gpu0 did not come up"
 kf() { "$bin/kfleet" --no-color "$@"; }
-command -v nvidia-smi >/dev/null && nvidia-smi -L
+command -v nvidia-smi >/dev/null && nvidia-smi -L | sed -n "${KFLEET_GPU:+$(( KFLEET_GPU + 1 ))}p"  # a gpu-detached lane's GPU alone
 echo "gpu-versus-pytorch: kfleetd $KFLEET_SERVER, agent gpu0 (--backend $backend), problems $KFLEET_PROBLEMS_DIR"
 kf agents | sed 's/^/  /'
 
