@@ -14,7 +14,11 @@ for f in "$root"/scripts/*.sh; do
   name=${f##*/}
   if ! grep -qE -- '-h\|--help\)|^parse_options ' "$f"; then continue; fi
   grep -q 'source "$(dirname "$0")/lib/usage.sh"' "$f" || { bad "$name takes -h/--help but does not source lib/usage.sh"; continue; }
-  want=$(awk 'NR == 1 { next } !/^#/ || /^# shellcheck / { exit } { sub(/^# ?/, ""); print }' "$f")
+  # the header found another way than usage.sh's: every line from the second to the one before
+  # the shellcheck directive that precedes the source line, each without its "# "
+  stop=$(grep -n '^# shellcheck source=lib/usage.sh$' "$f" | head -1 | cut -d: -f1)
+  [ -n "$stop" ] || { bad "$name: no '# shellcheck source=lib/usage.sh' line before it sources usage.sh"; continue; }
+  want=$(sed -n "2,$((stop - 1))p" "$f" | sed -E 's/^# ?//')
   [ "$(wc -l <<<"$want")" -ge 3 ] || bad "$name: a header of under 3 lines"
   rel=$(realpath --relative-to="$tmp" "$f")
   got=$(cd "$tmp" && timeout 30 bash "$rel" --help 2>&1); rc=$?
