@@ -364,9 +364,6 @@ class Runner(unittest.TestCase):
         self.assertIn("defines no function nope(args, stream)", str(cm.exception))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class NameDriver:
     """A driver whose image defines a kernel when the kernel's name is in its bytes."""
@@ -406,6 +403,21 @@ class ExtensionImages(unittest.TestCase):
             path, note, origin = images.resolve(0x1234, "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_nn")
             self.assertIsNone(path)
             self.assertIn("could not watch module loads", note)
+
+    def test_two_extension_fatbins_that_define_it_are_a_refusal(self):
+        # Which of two would be the code the launch ran is not known: neither is taken.
+        from test_recording import DeviceCode
+        with tempfile.TemporaryDirectory() as d:
+            for ext in ("mm_ext", "mm_ext_v2"):
+                os.makedirs(os.path.join(d, "torch_extensions", ext))
+                with open(os.path.join(d, "torch_extensions", ext, ext + ".so"), "wb") as f:
+                    f.write(DeviceCode.elf_with(DeviceCode.fatbin(b"kfleet_scaled_mm_fp8".ljust(24, b"\0"))))
+            images = runner.Images(NameDriver(), os.path.join(d, "staging"), os.path.join(d, "torch_extensions"),
+                                   os.path.join(d, "triton"))
+            path, note, origin = images.resolve(0x1234, "kfleet_scaled_mm_fp8")
+            self.assertIsNone(path)
+            self.assertIsNone(origin)
+            self.assertEqual(note, "2 of the job's extension fatbins define it")
 
     def test_a_library_kernel_comes_from_the_module_the_process_loaded(self):
         with tempfile.TemporaryDirectory() as d:
@@ -495,6 +507,27 @@ class TheCodeThatRan(unittest.TestCase):
             self.assertIsNone(path)
             self.assertIn("not the code the launch ran (registers 22 in the image, 30 as launched)", note)
 
+    def test_a_handle_whose_module_lacks_the_name_does_not_choose_among_them(self):
+        # Two modules define the kernel; the module the function's handle names defines other
+        # kernels only (a stale or forged handle): no one of the two is taken for it.
+        mods = self.candidates(22, 30)
+        mods.of_handle = lambda handle: {"blob": b"\x7fELF other", "stack": [], "functions": {"other": b""}}
+        with tempfile.TemporaryDirectory() as d:
+            images = runner.Images(RegsDriver({0x7: 30}), os.path.join(d, "staging"), None, None,
+                                   roots=[d], modules=mods)
+            path, note, _ = images.resolve(0x7, "triton_red_fused_0")
+            self.assertIsNone(path)
+            self.assertEqual(note, "2 loaded modules define a kernel of this name with different code")
+
+    def test_two_other_modules_with_the_code_that_ran_are_a_refusal_not_a_pick(self):
+        with tempfile.TemporaryDirectory() as d:
+            images = runner.Images(RegsDriver({0x7: 30}), os.path.join(d, "staging"), None, None,
+                                   roots=[d], modules=self.candidates(22, 30, 30))
+            path, note, _ = images.resolve(0x7, "triton_red_fused_0")
+            self.assertIsNone(path)
+            self.assertIn("not the code the launch ran (registers 22 in the image, 30 as launched), "
+                          "and 2 other loaded modules are", note)
+
     def test_a_triton_cubin_caught_at_load_is_checked_too(self):
         with tempfile.TemporaryDirectory() as d:
             images = runner.Images(RegsDriver({0x9: 30}), os.path.join(d, "staging"), None, None)
@@ -529,3 +562,7 @@ class StacksBeforeTheLimit(unittest.TestCase):
             r = self.run_recorder_stub(after)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertNotIn("most recent call first", r.stderr, after)
+
+
+if __name__ == "__main__":
+    unittest.main()
