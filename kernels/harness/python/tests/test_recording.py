@@ -270,12 +270,59 @@ class Refusals(Base):
                       ll.difference(mul(0x600000612340), mul(0x600000900000), _in_arena))
         self.assertNotEqual(ll.difference(mul(0x600000612340, "job"), mul(0x7ffe00000057, "job"), _in_arena), "")
 
+    def test_each_operation_replay_cannot_hold_is_refused_in_the_recorders_words(self):
+        # Node by node, each in both captures: a kernel whose parameters came through 'extra', a
+        # parameter layout past the node's bytes, a grid the list cannot write, a memset of
+        # 8-byte elements, a 2-D copy; then an edge to a node the graph does not have.
+        def kernel(**kw):
+            return lambda n: n.update(kw) if n["type"] == "kernel" else None
+
+        def memset(**kw):
+            return lambda n: n.update(kw) if n["type"] == "memset" else None
+        cases = [
+            (kernel(extra=True), "kernel _attn_fwd was given its parameters through 'extra'"),
+            (kernel(slots=[[0, 1 << 20]]), "kernel _attn_fwd: its parameter layout (cuFuncGetParamInfo) "
+                                           "lies past the parameter bytes the node holds"),
+            (kernel(grid=[4, 16]), "operation 0: kernel _attn_fwd: grid wants 3 dimensions, got 2"),
+            (memset(element_size=8), "a memset whose element size is not 1, 2 or 4"),
+            (lambda n: n.update({"type": "memcpy", "dst": 0x600000600000, "src": 0x600000700000,
+                                 "bytes": 64, "flat": False}) if n["type"] == "memset" else None,
+             "a memcpy with arrays or more than one dimension"),
+        ]
+        for change, words in cases:
+            doc = copy.deepcopy(self.doc)
+            for pair in doc["captures"]:
+                for cap in pair:
+                    for n in cap["nodes"]:
+                        change(n)
+            msg = self.refused(doc)
+            self.assertIn(words, msg)
+            self.assertTrue(msg.startswith("replay mode refused the launch ("), msg)
+        doc = copy.deepcopy(self.doc)
+        for pair in doc["captures"]:
+            for cap in pair:
+                cap["edges"] = [[0, len(cap["nodes"]), 0]]
+        self.assertIn("an edge to a node outside the captured graph", self.refused(doc))
+
     def test_a_memset_outside_the_buffers_is_refused(self):
         doc = copy.deepcopy(self.doc)
         for pair in doc["captures"]:
             for cap in pair:
                 cap["nodes"][1]["width"] = 1 << 30
         self.assertIn("memset (operation 1) writes 0x600000800000 +1073741824", self.refused(doc))
+
+    def test_a_pitched_memset_is_bounded_by_its_last_row(self):
+        # Rows of 4096 bytes, 16 MiB apart, in the 64 MiB workspace: four rows end inside it,
+        # the fifth row starts past 64 MiB.
+        for height, inside in ((4, True), (5, False)):
+            doc = copy.deepcopy(self.doc)
+            for pair in doc["captures"]:
+                for cap in pair:
+                    cap["nodes"][1].update(pitch=1 << 24, height=height)
+            if inside:
+                self.run_doc(doc)
+            else:
+                self.assertIn("memset (operation 1) writes 0x600000800000 +67112960", self.refused(doc))
 
     def test_a_host_copy_is_refused(self):
         doc = copy.deepcopy(self.doc)
