@@ -190,6 +190,60 @@ class ModuleHandles(unittest.TestCase):
         self.assertIsNone(log.modules[1]["handle"])
 
 
+class Installed(unittest.TestCase):
+    """What the recorder reads off the Python install and the process: a library's package, the
+    CUPTI it subscribes through, and the libraries on a call stack."""
+
+    def test_a_shared_library_is_named_by_the_distribution_that_installed_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            lib = os.path.join(d, "fakecublas", "lib")
+            os.makedirs(lib)
+            for f in ("libfakeblas.so.13", "README.txt"):
+                open(os.path.join(lib, f), "wb").close()
+            info = os.path.join(d, "nvidia_fakeblas-13.1.0.3.dist-info")
+            os.makedirs(info)
+            with open(os.path.join(info, "METADATA"), "w") as f:
+                f.write("Metadata-Version: 2.1\nName: nvidia-fakeblas\nVersion: 13.1.0.3\n")
+            with open(os.path.join(info, "RECORD"), "w") as f:
+                f.write("fakecublas/lib/libfakeblas.so.13,,\nfakecublas/lib/README.txt,,\n")
+            sys.path.insert(0, d)
+            modules._DIST_INDEX = None
+            try:
+                self.assertEqual(modules.distribution_of_file(os.path.join(lib, "libfakeblas.so.13")),
+                                 "nvidia-fakeblas 13.1.0.3")
+                self.assertEqual(modules.distribution_of_file(os.path.join(lib, "README.txt")), "")
+            finally:
+                sys.path.remove(d)
+                modules._DIST_INDEX = None
+
+    def test_cupti_is_looked_for_where_it_was_named_then_in_the_wheels_then_in_cuda(self):
+        with tempfile.TemporaryDirectory() as d:
+            wheel = os.path.join(d, "site", "nvidia", "cu13", "lib")
+            cuda = os.path.join(d, "cuda", "extras", "CUPTI", "lib64")
+            for p in (wheel, cuda):
+                os.makedirs(p)
+                open(os.path.join(p, "libcupti.so.13"), "wb").close()
+            saved = {k: os.environ.get(k) for k in ("KFLEET_CUPTI_LIB", "CUDA_HOME", "CUDA_PATH")}
+            os.environ.update(KFLEET_CUPTI_LIB="/named/libcupti.so", CUDA_HOME=os.path.join(d, "cuda"))
+            os.environ.pop("CUDA_PATH", None)
+            sys.path.insert(0, os.path.join(d, "site"))
+            try:
+                got = modules.find_cupti()
+            finally:
+                sys.path.remove(os.path.join(d, "site"))
+                for k, v in saved.items():
+                    os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            self.assertEqual(got[:3], ["/named/libcupti.so", os.path.join(wheel, "libcupti.so.13"),
+                                       os.path.join(cuda, "libcupti.so.13")])
+            self.assertEqual(got[-1], "libcupti.so")
+
+    def test_a_call_stack_names_each_library_once_in_a_row(self):
+        stack = modules.ModuleLog()._stack()
+        self.assertTrue(stack, "backtrace and dladdr named no library")
+        self.assertTrue(any("libc.so" in f or "python" in f for f in stack), stack)
+        self.assertFalse([a for a, b in zip(stack, stack[1:]) if a == b], stack)
+
+
 class ScratchAllocator(unittest.TestCase):
     def test_a_bump_allocator_over_one_range(self):
         with tempfile.TemporaryDirectory() as d:

@@ -456,6 +456,57 @@ class ExtensionImages(unittest.TestCase):
             self.assertEqual(other.resolve(0x1, "triton_poi_fused_0")[2]["origin"], "library")
 
 
+class InductorHook(unittest.TestCase):
+    """torch.compile's kernels load through inductor's own launcher: the hook keeps each one's
+    cubin by the function handle its load made, from the bytes or from the file it names."""
+
+    NAMES = ("torch", "torch._inductor", "torch._inductor.runtime",
+             "torch._inductor.runtime.static_cuda_launcher")
+
+    def setUp(self):
+        self.saved = {k: sys.modules.get(k) for k in self.NAMES}
+        for k in self.NAMES:
+            sys.modules[k] = types.ModuleType(k)
+
+        class StaticallyLaunchedCudaKernel:
+            handles = iter(range(0x70, 0x80))
+
+            def __init__(self, name, **attrs):
+                self.name, self.function = name, None
+                self.__dict__.update(attrs)
+
+            def load_kernel(self, device):
+                self.function = next(self.handles)
+        self.cls = StaticallyLaunchedCudaKernel
+        sys.modules[self.NAMES[-1]].StaticallyLaunchedCudaKernel = StaticallyLaunchedCudaKernel
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+    def test_each_loaded_kernel_is_kept_by_its_handle(self):
+        with tempfile.TemporaryDirectory() as d:
+            images = runner.Images(NameDriver(), os.path.join(d, "staging"), None, None)
+            self.assertTrue(images.install_inductor_hook())
+            with open(os.path.join(d, "k1.cubin"), "wb") as f:
+                f.write(b"\x7fELF triton_per_fused_1")
+            a = self.cls("triton_poi_fused_0", cubin_raw=b"\x7fELF triton_poi_fused_0")
+            b = self.cls("triton_per_fused_1", cubin_path=os.path.join(d, "k1.cubin"))
+            c = self.cls("triton_red_fused_2", cubin_path=os.path.join(d, "gone.cubin"))
+            for k in (a, b, c):
+                k.load_kernel(0)
+            self.assertEqual(images.triton, {a.function: ("triton_poi_fused_0", b"\x7fELF triton_poi_fused_0"),
+                                             b.function: ("triton_per_fused_1", b"\x7fELF triton_per_fused_1")})
+
+    def test_a_torch_without_the_launcher_is_no_hook(self):
+        del sys.modules[self.NAMES[-1]].StaticallyLaunchedCudaKernel.load_kernel
+        with tempfile.TemporaryDirectory() as d:
+            self.assertFalse(runner.Images(NameDriver(), os.path.join(d, "s"), None, None).install_inductor_hook())
+
+
 class RegsDriver(NameDriver):
     """A driver whose image's kernel has the register count written after "regs=" in its bytes,
     and whose launched functions are {handle: register count}."""
