@@ -347,6 +347,26 @@ class Runner(unittest.TestCase):
         self.assertIn("cannot import its kfleet module", str(cm.exception))
         self.assertNotIn("kfleet_job", sys.modules)  # the job's code never ran
 
+    def test_a_triton_job_where_triton_does_not_import_is_a_setup_error(self):
+        sys.modules["triton"] = None  # import triton raises ImportError (tearDown puts it back)
+        with self.assertRaises(runner.SetupError) as cm:
+            runner.record(self.opts(), recording.read_plan(PLAN))
+        self.assertIn("the agent's Python cannot import triton", str(cm.exception))
+        self.assertNotIn("kfleet_job", sys.modules)  # the job's code never ran
+
+    def test_a_capture_invalidated_at_its_end_is_its_error_not_a_graph_to_read(self):
+        # The job raised nothing, but capture_end found the capture broken (a side stream left
+        # unjoined): the error is the capture's, and the graph is never read.
+        torch = sys.modules["torch"]
+
+        @contextlib.contextmanager
+        def graph(g, stream=None, capture_error_mode=None, pool=None):
+            yield
+            raise RuntimeError("operation not permitted when stream is capturing")
+        torch.cuda.graph = graph
+        cap = runner._capture(torch, FakeDriver(), None, lambda a, s: None, None, torch.cuda.Stream(), {})
+        self.assertEqual(cap, {"error": "RuntimeError: operation not permitted when stream is capturing"})
+
     def test_the_jobs_own_kfleet_py_does_not_replace_the_harnesss(self):
         with open(os.path.join(self.tmp.name, "kfleet.py"), "w") as f:
             f.write("OK = 99\n")
