@@ -237,6 +237,39 @@ class Installed(unittest.TestCase):
                                        os.path.join(cuda, "libcupti.so.13")])
             self.assertEqual(got[-1], "libcupti.so")
 
+    def test_cupti_that_refuses_the_subscription_or_the_callback_is_named(self):
+        # Three stand-ins for libcupti, built with the host's compiler: one already taken by
+        # another subscriber (a profiler), one that will not enable the module callback, one
+        # that takes both. The log says why of each refusal, and subscribes through the third.
+        import shutil
+        import subprocess
+        cc = shutil.which("cc") or shutil.which("gcc")
+        self.assertIsNotNone(cc, "no C compiler (cc or gcc) on PATH")
+        src = ("int cuptiSubscribe(void **s, void *cb, void *u) { *s = (void *)1; return SUB; }\n"
+               "int cuptiEnableCallback(unsigned e, void *s, int d, unsigned id) { return EN; }\n")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "cupti.c"), "w") as f:
+                f.write(src)
+            libs = []
+            for name, sub, en in (("taken", 1, 0), ("no-callback", 0, 7), ("good", 0, 0)):
+                out = os.path.join(d, f"libcupti-{name}.so")
+                subprocess.run([cc, "-shared", "-fPIC", f"-DSUB={sub}", f"-DEN={en}", "-o", out,
+                                os.path.join(d, "cupti.c")], check=True)
+                libs.append(out)
+            saved = modules.find_cupti
+            try:
+                modules.find_cupti = lambda: libs[:2]
+                log = modules.ModuleLog()
+                self.assertFalse(log.subscribe())
+                self.assertIn(f"{libs[0]}: cuptiSubscribe returned 1 (another subscriber", log.error)
+                self.assertIn(f"{libs[1]}: cuptiEnableCallback returned 7", log.error)
+                modules.find_cupti = lambda: libs
+                log = modules.ModuleLog()
+                self.assertTrue(log.subscribe())
+                self.assertEqual(log.error, "")
+            finally:
+                modules.find_cupti = saved
+
     def test_a_call_stack_names_each_library_once_in_a_row(self):
         stack = modules.ModuleLog()._stack()
         self.assertTrue(stack, "backtrace and dladdr named no library")

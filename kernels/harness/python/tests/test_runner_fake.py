@@ -299,6 +299,23 @@ class Runner(unittest.TestCase):
             runner.scratchmod.Scratch.exhausted = saved
         self.assertIn("needed more than the 4 MiB; under capture: RuntimeError", str(cm.exception))
 
+    def test_scratch_run_out_in_a_capture_that_went_on_is_still_a_refusal(self):
+        # The launch caught torch's out-of-memory itself and went on: both captures end without
+        # an error, but an allocation failed, so what was captured is not the launch's work.
+        doc = dict(PLAN)
+        doc["recordings"] = [dict(r, buffers=r["buffers"] + [{"name": "python scratch",
+                                                              "va": 0x600000400000, "bytes": 1 << 22}])
+                             for r in PLAN["recordings"]]
+        saved = runner.scratchmod.Scratch.exhausted
+        runner.scratchmod.Scratch.exhausted = lambda s: "the launch's torch allocations needed more than the 4 MiB"
+        try:
+            with self.assertRaises(recording.Refusal) as cm:
+                runner.record(self.opts(), recording.read_plan(doc))
+        finally:
+            runner.scratchmod.Scratch.exhausted = saved
+        self.assertEqual(cm.exception.why, "the launch's torch allocations needed more than the 4 MiB")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "dc")) and os.listdir(os.path.join(self.tmp.name, "dc")))
+
     def test_a_reference_is_compiled_before_its_first_call(self):
         o = self.opts()
         o.torch_compile = "max-autotune-no-cudagraphs"
