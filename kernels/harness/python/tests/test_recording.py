@@ -500,6 +500,50 @@ class CommandLine(Base):
             self.assertEqual(p.returncode, want_rc, p.stderr[-400:])
             self.assertEqual(json.loads(p.stdout.splitlines()[-1])["type"], want)
 
+    def rec(self, *args):
+        """kfleet_record.py with ARGS (not from captures) -> (exit code, its last JSON line)."""
+        p = subprocess.run([sys.executable, "-B", os.path.join(PYDIR, "kfleet_record.py"), *args,
+                            "--record", os.path.join(self.dir, "l.txt"),
+                            "--device-code-dir", os.path.join(self.dir, "dc")],
+                           capture_output=True, text=True)
+        lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        return p.returncode, lines[-1] if lines else {}
+
+    def measure(self, body):
+        """A stand-in kfleet-measure: Python that runs BODY with `plan` the --plan path."""
+        path = os.path.join(self.dir, "measure")
+        with open(path, "w") as f:
+            f.write(f"#!{sys.executable}\nimport json, sys\nplan = sys.argv[sys.argv.index('--plan') + 1]\n"
+                    + body)
+        os.chmod(path, 0o755)
+        return path
+
+    def test_what_a_recording_needs_is_named(self):
+        job = ("--source", os.path.join(self.dir, "job.py"))
+        rc, m = self.rec(*job, "--language", "triton", "correctness")
+        self.assertEqual((rc, m.get("phase")), (2, "usage"))
+        self.assertEqual(m["message"], "--measure is required")
+        rc, m = self.rec("--measure", "/bin/true", *job, "--language", "cuda", "correctness")
+        self.assertEqual((rc, m.get("phase")), (2, "usage"))
+        self.assertEqual(m["message"], "--language cuda: triton or torch")
+
+    def test_a_plan_that_fails_is_quoted_from_the_measuring_process(self):
+        job = ("--source", os.path.join(self.dir, "job.py"), "--language", "triton", "correctness")
+        for code, phase in ((3, "setup"), (2, "usage")):
+            m = self.measure('print(json.dumps({"type": "error", "message": "no problem spec softmax@9"}))\n'
+                             f"print('a line of its own')\nsys.exit({code})\n")
+            rc, last = self.rec("--measure", m, *job)
+            self.assertEqual((rc, last.get("phase")), (code, phase))
+            self.assertEqual(last["message"], "kfleet-measure --plan failed: no problem spec softmax@9")
+
+    def test_a_family_without_a_python_launch_abi_is_a_setup_error(self):
+        m = self.measure('json.dump({"type": "plan", "version": 1, "family": "conv2d", "arena": [0, 1], '
+                         '"recordings": []}, open(plan, "w"))\n')
+        rc, last = self.rec("--measure", m, "--source", os.path.join(self.dir, "job.py"),
+                            "--language", "torch", "correctness")
+        self.assertEqual((rc, last.get("phase")), (3, "setup"))
+        self.assertEqual(last["message"], "family conv2d has no Python launch ABI yet")
+
     def test_usage(self):
         p = subprocess.run([sys.executable, "-B", os.path.join(PYDIR, "kfleet_record.py"), "correctness"],
                            capture_output=True, text=True)
