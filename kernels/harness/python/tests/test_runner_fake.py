@@ -627,6 +627,55 @@ class TheCodeThatRan(unittest.TestCase):
             self.assertEqual(images.resolve(0x9, "_attn_fwd")[1], "")
 
 
+class JobWorkspace(unittest.TestCase):
+    """kfleet.Workspace: a job's scratch carved from the harness's workspace, aligned, and never
+    past its end (an address past it would be refused at record time; this says why first)."""
+
+    class Bytes:  # a uint8 tensor's numel, slices and views, as byte offsets
+        def __init__(self, n, start=0):
+            self.n, self.start, self.dtype = n, start, "uint8"
+
+        def numel(self):
+            return self.n
+
+        def __getitem__(self, s):
+            return JobWorkspace.Bytes(s.stop - s.start, self.start + s.start)
+
+        def view(self, how):
+            if isinstance(how, str):
+                self.dtype = how
+            return self
+
+    def setUp(self):
+        self.saved = sys.modules.get("torch")
+        torch = types.ModuleType("torch")
+        torch.float32, torch.float16, torch.int8 = "float32", "float16", "int8"
+        size = {"float32": 4, "float16": 2, "int8": 1}
+        torch.empty = lambda n, dtype: types.SimpleNamespace(element_size=lambda: size[dtype])
+        sys.modules["torch"] = torch
+        import kfleet
+        self.kfleet, self.torch = kfleet, torch
+
+    def tearDown(self):
+        if self.saved is None:
+            sys.modules.pop("torch", None)
+        else:
+            sys.modules["torch"] = self.saved
+
+    def test_each_take_is_aligned_and_the_end_is_a_clear_error(self):
+        ws = self.kfleet.Workspace(self.Bytes(4096))
+        a = ws.take((3,), self.torch.float32)
+        b = ws.take((2, 1), self.torch.float16)
+        self.assertEqual([(t.start, t.n, t.dtype) for t in (a, b)], [(0, 12, "float32"), (256, 4, "float16")])
+        with self.assertRaises(MemoryError) as cm:
+            ws.take((2000,), self.torch.float32)
+        self.assertEqual(str(cm.exception), "kfleet.Workspace: 8512 bytes wanted, the workspace has 4096 "
+                                            "(job option --workspace-mib)")
+        # Triton's allocator takes its alignment from the request, from then on
+        t = ws.triton_allocator()(100, 1024, None)
+        self.assertEqual((t.start, t.n), (1024, 100))
+
+
 class StacksBeforeTheLimit(unittest.TestCase):
     """KFLEET_STACKS_AFTER_S: a recorder still running then writes every thread's Python stack to
     its stderr (the run's log), so a hang says where it waits before the agent kills it."""
