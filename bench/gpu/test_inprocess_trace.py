@@ -36,6 +36,23 @@ class InProcessTrace(unittest.TestCase):
         self.assertEqual(s["kernels_per_launch"], [3])
         self.assertEqual(s["edge_gaps_us"], [0.5, -0.1])
 
+    def test_without_launch_calls_each_run_between_the_scripts_own_work_is_a_launch(self):
+        # CUPTI reported no launch call (a launcher whose driver calls it did not see): the
+        # flush before each launch, a call outside every range with its memset, splits the
+        # device's work into launches, in the device's order.
+        ev = [{"cat": "user_annotation", "name": m.LABEL + str(i), "ts": t, "dur": 5, "tid": 1, "pid": 1}
+              for i, t in ((0, 100), (1, 200))]
+        for corr, t in ((1, 90), (3, 190)):
+            ev += [{"cat": "cuda_runtime", "name": "cudaMemsetAsync", "ts": t, "pid": 1, "args": {"correlation": corr}},
+                   {"cat": "gpu_memset", "name": "Memset", "ts": t + 5, "dur": 2, "args": {"correlation": corr}}]
+        ev += [{"cat": "kernel", "name": "k0", "ts": 121, "dur": 4, "args": {"correlation": 2}},
+               {"cat": "kernel", "name": "k1", "ts": 110, "dur": 10, "args": {"correlation": 2}},
+               {"cat": "kernel", "name": "k0", "ts": 210, "dur": 9, "args": {"correlation": 4}}]
+        names = []
+        got = m.launch_times({"traceEvents": ev}, names)
+        self.assertEqual([(t[0], t[1], t[2], t[3]) for t in got], [(14.0, 15.0, ["k0", "k1"], 2), (9.0, 9.0, ["k0"], 1)])
+        self.assertEqual(names, [])  # no range holds them: none is named
+
     def test_each_kernels_launch_configuration_is_reported(self):
         # Two launches of one kernel; the second ran with another grid (a config tuned again).
         ev = launch(0, 0, [(10, 10)], 7) + launch(1, 100, [(110, 10)], 8)
@@ -67,6 +84,24 @@ class InProcessTrace(unittest.TestCase):
                          "1024,1,1 block 512,1,1, in-process grid 256,1,1 block 64,1,1")
         self.assertEqual(lc.compare(rec, same[1:], dm), "launch configs the same (1 kernels); 1 of 2 names not matched")
         self.assertEqual(lc.compare(rec, [], dm), "launch configs: none reported in-process")
+
+    def test_the_command_line_reads_the_list_and_the_last_in_process_configs_with_cxxfilt(self):
+        # As gpu-torch-proof.sh runs it: the recording's launch list, the in-process run's
+        # output (its last kernel_configs line counts), mangled names through the host's c++filt.
+        import shutil
+        self.assertIsNotNone(shutil.which("c++filt"), "no c++filt (binutils) on PATH")
+        with tempfile.TemporaryDirectory() as d:
+            lst, out = os.path.join(d, "launches.txt"), os.path.join(d, "inproc.out")
+            with open(lst, "w") as f:
+                f.write("kfleet-launch-list 1\nlist benchmark\n"
+                        "kernel _Z3fooi 256 1 1 64 1 1 0 0 0 64 49152 0 0:8 00\nend\n")
+            with open(out, "w") as f:
+                for grid in ("8,1,1", "256,1,1"):
+                    f.write("noise\n" + json.dumps({"kernel_configs": [
+                        {"name": "foo(int)", "grid": grid, "block": "64,1,1"}]}) + "\n")
+            p = subprocess.run([sys.executable, "-B", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "launch_configs.py"), lst, out], capture_output=True, text=True)
+            self.assertEqual((p.returncode, p.stdout.strip()), (0, "launch configs the same (1 kernels)"), p.stderr)
 
     def test_executed_configs_are_held_against_the_in_process_ones(self):
         import launch_configs as lc
