@@ -11,6 +11,7 @@ import sys
 import tempfile
 import types
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -284,36 +285,28 @@ class Runner(unittest.TestCase):
         self.assertEqual(self.log.count(("capture", "begin", "pool", ("pool", 1))), 4)
         self.assertEqual(FakeDriver.instances[0].maps[:3], [0x600000000000, 0x600000200000, 0x600000400000])
 
-    def test_scratch_run_out_under_capture_is_named_with_its_sizes(self):
-        # torch says "CUDA out of memory" with the GPU nearly free: the scratch ran out
+    def refused_with_scratch_run_out(self, mode):
+        """The Refusal of recording in MODE with a 4 MiB python scratch buffer that ran out."""
         doc = dict(PLAN)
         doc["recordings"] = [dict(r, buffers=r["buffers"] + [{"name": "python scratch",
                                                               "va": 0x600000400000, "bytes": 1 << 22}])
                              for r in PLAN["recordings"]]
-        saved = runner.scratchmod.Scratch.exhausted
-        runner.scratchmod.Scratch.exhausted = lambda s: "the launch's torch allocations needed more than the 4 MiB"
-        try:
+        with mock.patch.object(runner.scratchmod.Scratch, "exhausted",
+                               lambda s: "the launch's torch allocations needed more than the 4 MiB"):
             with self.assertRaises(recording.Refusal) as cm:
-                runner.record(self.opts("raise"), recording.read_plan(doc))
-        finally:
-            runner.scratchmod.Scratch.exhausted = saved
-        self.assertIn("needed more than the 4 MiB; under capture: RuntimeError", str(cm.exception))
+                runner.record(self.opts(mode), recording.read_plan(doc))
+        return cm.exception
+
+    def test_scratch_run_out_under_capture_is_named_with_its_sizes(self):
+        # torch says "CUDA out of memory" with the GPU nearly free: the scratch ran out
+        self.assertIn("needed more than the 4 MiB; under capture: RuntimeError",
+                      str(self.refused_with_scratch_run_out("raise")))
 
     def test_scratch_run_out_in_a_capture_that_went_on_is_still_a_refusal(self):
         # The launch caught torch's out-of-memory itself and went on: both captures end without
         # an error, but an allocation failed, so what was captured is not the launch's work.
-        doc = dict(PLAN)
-        doc["recordings"] = [dict(r, buffers=r["buffers"] + [{"name": "python scratch",
-                                                              "va": 0x600000400000, "bytes": 1 << 22}])
-                             for r in PLAN["recordings"]]
-        saved = runner.scratchmod.Scratch.exhausted
-        runner.scratchmod.Scratch.exhausted = lambda s: "the launch's torch allocations needed more than the 4 MiB"
-        try:
-            with self.assertRaises(recording.Refusal) as cm:
-                runner.record(self.opts(), recording.read_plan(doc))
-        finally:
-            runner.scratchmod.Scratch.exhausted = saved
-        self.assertEqual(cm.exception.why, "the launch's torch allocations needed more than the 4 MiB")
+        self.assertEqual(self.refused_with_scratch_run_out("ok").why,
+                         "the launch's torch allocations needed more than the 4 MiB")
         dc = os.path.join(self.tmp.name, "dc")
         self.assertEqual(os.listdir(dc) if os.path.isdir(dc) else [], [])  # no device code written
 
@@ -501,9 +494,9 @@ class InductorHook(unittest.TestCase):
              "torch._inductor.runtime.static_cuda_launcher")
 
     def setUp(self):
-        self.saved = {k: sys.modules.get(k) for k in self.NAMES}
-        for k in self.NAMES:
-            sys.modules[k] = types.ModuleType(k)
+        patch = mock.patch.dict(sys.modules, {k: types.ModuleType(k) for k in self.NAMES})
+        patch.start()
+        self.addCleanup(patch.stop)
 
         class StaticallyLaunchedCudaKernel:
             handles = iter(range(0x70, 0x80))
@@ -516,13 +509,6 @@ class InductorHook(unittest.TestCase):
                 self.function = next(self.handles)
         self.cls = StaticallyLaunchedCudaKernel
         sys.modules[self.NAMES[-1]].StaticallyLaunchedCudaKernel = StaticallyLaunchedCudaKernel
-
-    def tearDown(self):
-        for k, v in self.saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
 
     def test_each_loaded_kernel_is_kept_by_its_handle(self):
         with tempfile.TemporaryDirectory() as d:
@@ -647,20 +633,15 @@ class JobWorkspace(unittest.TestCase):
             return self
 
     def setUp(self):
-        self.saved = sys.modules.get("torch")
         torch = types.ModuleType("torch")
         torch.float32, torch.float16, torch.int8 = "float32", "float16", "int8"
         size = {"float32": 4, "float16": 2, "int8": 1}
         torch.empty = lambda n, dtype: types.SimpleNamespace(element_size=lambda: size[dtype])
-        sys.modules["torch"] = torch
+        patch = mock.patch.dict(sys.modules, {"torch": torch})
+        patch.start()
+        self.addCleanup(patch.stop)
         import kfleet
         self.kfleet, self.torch = kfleet, torch
-
-    def tearDown(self):
-        if self.saved is None:
-            sys.modules.pop("torch", None)
-        else:
-            sys.modules["torch"] = self.saved
 
     def test_each_take_is_aligned_and_the_end_is_a_clear_error(self):
         ws = self.kfleet.Workspace(self.Bytes(4096))
