@@ -81,5 +81,67 @@ TEST(Metrics, BoundsNameTheFailedMetric) {
   EXPECT_EQ(check_tolerance(m, 0, t), "");
 }
 
+// The relative floor is kRelFloor times the largest |reference|, and a reference exactly on it
+// counts: 0.1 = 1e-3 * 100 is measured (its error 0.05 / 0.1), 0.09 is not.
+TEST(Metrics, RelativeFloorIsAFractionOfTheLargestReference) {
+  const float on[] = {0.15f, 100.0f};
+  const double r_on[] = {0.1, 100.0};
+  EXPECT_NEAR(compute_metrics(on, r_on, 2).max_rel, 0.5, 1e-6);
+  const float under[] = {0.14f, 100.0f};
+  const double r_under[] = {0.09, 100.0};
+  EXPECT_DOUBLE_EQ(compute_metrics(under, r_under, 2).max_rel, 0.0);
+}
+
+// An all-zero reference has no norm: rel_l2 is then the error's own norm, finite, not err / 0.
+TEST(Metrics, RelL2OfAnAllZeroReferenceIsTheErrorsNorm) {
+  const float x[] = {3.0f, 4.0f};
+  const double r[] = {0.0, 0.0};
+  const Metrics m = compute_metrics(x, r, 2);
+  EXPECT_DOUBLE_EQ(m.rel_l2, 5.0);
+  EXPECT_DOUBLE_EQ(m.max_rel, 0.0);  // no reference is past the floor of a zero maximum
+}
+
+// An element exactly on allclose's band passes (<=, as numpy's allclose); one ulp past fails.
+TEST(Metrics, AllcloseBandIsInclusive) {
+  const float x[] = {1.5f};
+  const double r[] = {1.0};
+  EXPECT_EQ(allclose_violations(x, r, 1, 0.25, 0.25), 0u);  // |0.5| <= 0.25 + 0.25 * 1
+  EXPECT_EQ(allclose_violations(x, r, 1, 0.25, 0.2499999), 1u);
+}
+
+// NaN alone, or Inf alone, fails a tolerance that bounds only metrics NaN and Inf are left out
+// of: a kernel that writes NaN into every element must not pass a max_abs bound.
+TEST(Metrics, NanAloneOrInfAloneFailsEveryBound) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const double r[] = {1.0, 1.0};
+  Tolerance t;
+  t.max_abs = 1e30;
+  t.max_rel = 1e30;
+  t.rel_l2 = 1e30;
+  const float nans[] = {nan, nan};
+  EXPECT_EQ(check_tolerance(compute_metrics(nans, r, 2), 0, t), "output has 2 NaN and 0 Inf of 2 elements");
+  const float infs[] = {1.0f, -inf};
+  EXPECT_EQ(check_tolerance(compute_metrics(infs, r, 2), 0, t), "output has 0 NaN and 1 Inf of 2 elements");
+}
+
+// atol 0 is a bound (rtol alone), not "unchecked": its violations fail the case, and the message
+// names each term, rtol as given and dot_rtol 0 included.
+TEST(Metrics, ZeroAtolAndZeroDotRtolAreBounds) {
+  const float x[] = {1.02f};
+  const double r[] = {1.0};
+  Tolerance t;
+  t.atol = 0;
+  t.rtol = 0.01;
+  const Metrics m = compute_metrics(x, r, 1);
+  EXPECT_EQ(allclose_violations(x, r, 1, t.atol, t.rtol), 1u);
+  EXPECT_EQ(check_tolerance(m, 1, t), "1 of 1 elements outside atol 0 + rtol 0.01 * |ref|");
+  t.dot_rtol = 0;
+  EXPECT_EQ(check_tolerance(m, 1, t), "1 of 1 elements outside atol 0 + rtol 0.01 * |ref| + dot_rtol 0 * sum |terms|");
+  t.rtol = -1;  // atol alone: the message reads rtol 0, not a negative "unchecked" marker
+  t.dot_rtol = -1;
+  EXPECT_EQ(check_tolerance(m, 1, t), "1 of 1 elements outside atol 0 + rtol 0 * |ref|");
+}
+
 }  // namespace
 }  // namespace kfleet::harness
