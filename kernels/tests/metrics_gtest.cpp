@@ -143,5 +143,24 @@ TEST(Metrics, ZeroAtolAndZeroDotRtolAreBounds) {
   EXPECT_EQ(check_tolerance(m, 1, t), "1 of 1 elements outside atol 0 + rtol 0 * |ref|");
 }
 
+// Each bound holds up to and including its value, and 0 is a bound (an exact match), not
+// "unchecked" (which is negative).
+TEST(Metrics, BoundsAreInclusiveAndZeroIsABound) {
+  const float x[] = {1.5f};
+  const double r[] = {1.0};
+  const Metrics m = compute_metrics(x, r, 1);  // 0.5 by every metric
+  const char* names[] = {"max_abs", "max_rel", "rel_l2"};
+  for (int which = 0; which < 3; ++which) {
+    auto bound = [&](double v) {
+      Tolerance t;
+      (which == 0 ? t.max_abs : which == 1 ? t.max_rel : t.rel_l2) = v;
+      return t;
+    };
+    EXPECT_EQ(check_tolerance(m, 0, bound(0.5)), "") << names[which];
+    EXPECT_EQ(check_tolerance(m, 0, bound(0)), std::string(names[which]) + " 0.5 > 0");
+    EXPECT_EQ(check_tolerance(compute_metrics(x, r, 0), 0, bound(0)), "") << names[which] << ": nothing to differ";
+  }
+}
+
 }  // namespace
 }  // namespace kfleet::harness
