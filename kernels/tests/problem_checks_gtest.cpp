@@ -173,6 +173,30 @@ TEST(HarnessProblemChecks, PoisonLeftIsCountedPerDtype) {
   EXPECT_EQ(round_to_dtype(KFLEET_BF16, 1.0 + 1.0 / 512), 1.0);  // bf16 has 8 significant bits
 }
 
+// Each integer width reads its own bytes at its own stride, and -1 counts as poison only where
+// the reference does not hold -1: three elements, so that counting the other way gives another
+// number (1, not 2).
+TEST(HarnessProblemChecks, IntegerPoisonIsMinusOneTheReferenceDoesNotHold) {
+  std::size_t unwritten = 9;
+  const std::vector<double> ref = {-1, 5, 7};
+  const std::vector<std::uint8_t> i32 = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  EXPECT_EQ(decode_output(KFLEET_INT32, i32, 3, &ref, &unwritten), (std::vector<double>{-1, -1, -1}));
+  EXPECT_EQ(unwritten, 2u);
+  const std::vector<double> ref4 = {-1, 5, 7, 9};
+  std::vector<std::uint8_t> i64(32, 0xff);  // -1, 3 * 2^32 + 2, -1, -1
+  const std::uint8_t second[8] = {2, 0, 0, 0, 3, 0, 0, 0};
+  std::copy(second, second + 8, i64.begin() + 8);
+  EXPECT_EQ(decode_output(KFLEET_INT64, i64, 4, &ref4, &unwritten),
+            (std::vector<double>{-1, 3.0 * 4294967296.0 + 2, -1, -1}));
+  EXPECT_EQ(unwritten, 2u);  // the first -1 is the reference's, the last two are poison
+  decode_output(KFLEET_INT64, i64, 4, nullptr, &unwritten);
+  EXPECT_EQ(unwritten, 0u);  // without a reference no -1 is taken for poison
+  const std::vector<std::uint8_t> f16 = {0x00, 0x3c, 0xff, 0xff};  // 1.0, poison
+  const auto h = decode_output(KFLEET_FP16, f16, 2, nullptr, &unwritten);
+  EXPECT_EQ(h[0], 1.0);
+  EXPECT_EQ(unwritten, 1u);
+}
+
 }  // namespace
 }  // namespace kfleet::harness
 
@@ -212,6 +236,119 @@ TEST(ProblemInputs, BlockWalkCoversEveryElementOnceInItsBlock) {
     }
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "element " << i << " of " << t[0] << "x" << t[1];
   }
+}
+
+// An output's checks as problem.yaml states them, on a spec of four fp32 values: CHECK is the
+// `check` line's rest.
+ProblemSpec four_values(const std::string& check) {
+  ProblemSpec s;
+  const std::string text =
+      "kfleet-problem-spec 2\n"
+      "problem four 1\n"
+      "dims N\n"
+      "tensor x input fp32\n"
+      "tensor y output fp32\n"
+      "init x normal mean=0 std=1\n"
+      "output y y\n"
+      "check y " + check + "\n"
+      "lazy y zeros\n"
+      "case c\n"
+      "case_dims c 4\n"
+      "case_scalars c\n"
+      "case_shape c x 4\n"
+      "case_shape c y 4\n"
+      "case_cost c 4 32 0\n"
+      "end\n";
+  EXPECT_EQ(parse_problem_spec(text, &s), "") << check;
+  return s;
+}
+
+// atol 0 is a bound: rtol alone then judges every element, and 2 % off fails rtol 1 %.
+TEST(HarnessProblemChecks, ToleranceWithZeroAtolIsRtolAlone) {
+  const ProblemSpec s = four_values("tolerance atol=0 rtol=0.01");
+  const SpecInputs inputs(2);
+  const std::vector<double> ref = {1, 2, 4, 8};
+  EXPECT_EQ(problem_output_check(s, s.cases[0], 0, {1, 2, 4.02, 8}, ref, inputs).reason, "");
+  const OutputCheck r = problem_output_check(s, s.cases[0], 0, {1, 2, 4, 8.16}, ref, inputs);
+  EXPECT_EQ(r.violations, 1u);
+  EXPECT_EQ(r.reason, "output y (tolerance check): 1 of 4 elements outside atol 0 + rtol 0.01 * |ref|");
+}
+
+// The exact check reads every element, and names the first that differs: here only the last.
+TEST(HarnessProblemChecks, ExactCheckReadsEveryElement) {
+  const ProblemSpec s = four_values("exact");
+  const SpecInputs inputs(2);
+  const std::vector<double> ref = {1, 2, 3, 4};
+  EXPECT_EQ(problem_output_check(s, s.cases[0], 0, {1, 2, 3, 4}, ref, inputs).reason, "");
+  const OutputCheck r = problem_output_check(s, s.cases[0], 0, {1, 2, 3, 5}, ref, inputs);
+  EXPECT_EQ(r.violations, 1u);
+  EXPECT_EQ(r.reason, "output y (exact check): 1 of 4 elements differ from the reference; first at 3: 5, want 4");
+  EXPECT_EQ(problem_output_check(s, s.cases[0], 0, {1, 7, 3, 5}, ref, inputs).reason,
+            "output y (exact check): 2 of 4 elements differ from the reference; first at 1: 7, want 2");
+}
+
+// topk judges every row, not only the first: the second row's wrong index is named.
+TEST(HarnessProblemChecks, TopkReadsEveryRow) {
+  std::string text = kTopkSpec;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"case_dims c 1 6 2", "case_dims c 2 6 2"}, {"case_shape c x 1 6", "case_shape c x 2 6"},
+           {"case_shape c idx 1 2", "case_shape c idx 2 2"}}) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  }
+  ProblemSpec s;
+  ASSERT_EQ(parse_problem_spec(text, &s), "");
+  SpecInputs inputs = {{3, 1, 3, 2, 3, 0, 0, 9, 1, 8, 2, 3}, {}};
+  const std::vector<double> ref = {0, 2, 1, 3};  // row 0: 3, 3; row 1: 9, 8
+  EXPECT_EQ(problem_output_check(s, s.cases[0], 0, {0, 4, 1, 3}, ref, inputs).reason, "");
+  EXPECT_EQ(problem_output_check(s, s.cases[0], 0, {0, 4, 1, 5}, ref, inputs).reason,
+            "output idx (topk check): row 1, entry 1: index 5 holds 3; the top-k value there is 8 (ties may come "
+            "in any order)");
+  // A reference index one past the row is the reference's fault, not the kernel's.
+  const auto past = problem_output_check(s, s.cases[0], 0, {0, 4, 1, 3}, {0, 2, 1, 6}, inputs);
+  EXPECT_TRUE(past.reference_fault);
+  EXPECT_EQ(past.reason, "output idx (topk check): row 1, entry 1: the reference's index 6 is out of range");
+}
+
+// The do-nothing outputs a check must fail (the gate-strength test) hold what their names say:
+// the reference's mean everywhere, a copy of an input, each row's own indices.
+TEST(HarnessProblemChecks, LazyOutputsHoldWhatTheirNamesSay) {
+  ProblemSpec s;
+  ASSERT_EQ(parse_problem_spec("kfleet-problem-spec 2\n"
+                               "problem lazy 1\n"
+                               "dims R C\n"
+                               "tensor x input fp32\n"
+                               "tensor y output bf16\n"
+                               "init x normal mean=0 std=1\n"
+                               "output y y\n"
+                               "check y tolerance atol=0.01 rtol=0.01\n"
+                               "lazy y mean\n"
+                               "lazy y copy x\n"
+                               "lazy y iota\n"
+                               "lazy y zeros\n"
+                               "case c\n"
+                               "case_dims c 2 3\n"
+                               "case_scalars c\n"
+                               "case_shape c x 2 3\n"
+                               "case_shape c y 2 3\n"
+                               "case_cost c 6 36 0\n"
+                               "end\n",
+                               &s),
+            "");
+  const auto& lazy = s.outputs[0].lazy;
+  ASSERT_EQ(lazy.size(), 4u);
+  const SpecInputs inputs = {{1.001, 2, 3, 4, 5, 6}, {}};
+  const std::vector<double> ref = {1, 2, 3, 4, 5, 7};  // mean 22 / 6 = 3.667, 3.671875 in bf16
+  EXPECT_EQ(problem_lazy_output(s, s.cases[0], 0, lazy[0], ref, inputs), std::vector<double>(6, 3.671875));
+  EXPECT_EQ(problem_lazy_output(s, s.cases[0], 0, lazy[1], ref, inputs),
+            (std::vector<double>{1, 2, 3, 4, 5, 6}));  // 1.001 rounds to 1 in bf16
+  EXPECT_EQ(problem_lazy_output(s, s.cases[0], 0, lazy[2], ref, inputs), (std::vector<double>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(problem_lazy_output(s, s.cases[0], 0, lazy[3], ref, inputs), std::vector<double>(6, 0.0));
+  EXPECT_EQ(lazy_name(s, lazy[0]), "mean");
+  EXPECT_EQ(lazy_name(s, lazy[1]), "copy of x");
+  EXPECT_EQ(lazy_name(s, lazy[2]), "iota");
+  EXPECT_EQ(slots_checks_read(s), std::vector<int>{0});  // the copy reads x
 }
 
 }  // namespace
