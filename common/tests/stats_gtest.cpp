@@ -49,6 +49,11 @@ TEST(Decide, ClassifiesIntervalsAgainstThreshold) {
   EXPECT_EQ(decide(-0.4, 0.6, 1.0), "same");
   EXPECT_EQ(decide(0.5, 1.5, 1.0), "inconclusive");
   EXPECT_EQ(decide(-3.0, 3.0, 1.0), "inconclusive");
+  // On the threshold: a change must clear it to count, and an interval that reaches it is same.
+  EXPECT_EQ(decide(1.0, 2.0, 1.0), "inconclusive");
+  EXPECT_EQ(decide(-2.0, -1.0, 1.0), "inconclusive");
+  EXPECT_EQ(decide(-1.0, 1.0, 1.0), "same");
+  EXPECT_EQ(decide(-1.0, 1.0, -1.0), "same");  // the threshold's sign does not matter
 }
 
 TEST(CompareSamples, IdenticalDistributionsAreSame) {
@@ -105,6 +110,42 @@ TEST(CompareRounds, TooFewRoundsNeverGiveAVerdict) {
   EXPECT_EQ(compare_rounds({1.5, 1.5}, 1.0).verdict, "inconclusive");
   EXPECT_EQ(compare_rounds({}, 1.0).verdict, "inconclusive");
   EXPECT_EQ(compare_rounds({1.1, NAN, 1.1, 1.1}, 1.0).verdict, "inconclusive");
+}
+
+// Three rounds are the fewest that give a verdict; an inconclusive one still reports its point
+// estimate, and the interval narrows with the confidence asked for.
+TEST(CompareRounds, ThreeRoundsDecideAndTheIntervalFollowsTheConfidence) {
+  EXPECT_EQ(compare_rounds({1.05, 1.06, 1.07}, 1.0).verdict, "regressed");
+  const PerfComparison two = compare_rounds({1.04, 1.06}, 1.0);
+  EXPECT_EQ(two.verdict, "inconclusive");
+  EXPECT_NEAR(two.delta_pct, 5.0, 1e-9);
+  EXPECT_EQ(two.n, 2u);
+  const auto ratios = noisy(1.0, 0.01, 40, 11);
+  const PerfComparison wide = compare_rounds(ratios, 1.0, 0.99), narrow = compare_rounds(ratios, 1.0, 0.5);
+  EXPECT_LT(narrow.ci_high_pct, wide.ci_high_pct);
+  EXPECT_GT(narrow.ci_low_pct, wide.ci_low_pct);
+  EXPECT_LT(narrow.ci_low_pct, narrow.ci_high_pct);
+}
+
+// Samples of two sizes: n is the smaller, which is also what the minimum for a verdict counts;
+// a baseline whose median is 0 gives no ratio at all.
+TEST(CompareSamples, CountsTheSmallerSideAndRefusesAZeroBaseline) {
+  const PerfComparison c = compare_samples({106, 106, 106}, noisy(100, 0.001, 30, 12), 1.0);
+  EXPECT_EQ(c.n, 3u);
+  EXPECT_EQ(c.verdict, "regressed");
+  EXPECT_EQ(compare_samples({106, 106}, noisy(100, 0.001, 30, 12), 1.0).verdict, "inconclusive");
+  const PerfComparison zero = compare_samples({1, 1, 1, 1}, {0, 0, 0, 0}, 1.0);
+  EXPECT_EQ(zero.verdict, "inconclusive");
+  EXPECT_EQ(zero.delta_pct, 0);
+}
+
+// Confidence outside (0, 1) or no resamples is a caller's bug, stopped at once.
+TEST(CompareRoundsDeathTest, RefusesParametersOutsideTheirRange) {
+  const std::vector<double> r = {1, 1, 1};
+  EXPECT_DEATH(compare_rounds(r, 1.0, 0.0), "");
+  EXPECT_DEATH(compare_rounds(r, 1.0, 1.0), "");
+  EXPECT_DEATH(compare_rounds(r, 1.0, 0.95, 0), "");
+  EXPECT_EQ(compare_rounds(r, 1.0, 0.95, 1).verdict, "same");
 }
 
 TEST(CompareToValue, MeasuresAgainstAFixedBaseline) {
