@@ -60,6 +60,9 @@ TEST(VersusKey, ShowsWhatTheTimingIsCachedBy) {
   // A family's job (no problem version): what is there.
   EXPECT_EQ(versus_key_text({{"problem", "attention"}, {"case", "mission"}, {"gpu_class", "L4"}}),
             "attention case mission on L4");
+  // A family's reference is keyed with version 0 (it has none): no "@0".
+  EXPECT_EQ(versus_key_text({{"problem", "scaled_mm"}, {"version", 0}, {"case", "mission"}}),
+            "scaled_mm case mission");
   EXPECT_EQ(versus_key_text(nlohmann::json()), "");
 }
 
