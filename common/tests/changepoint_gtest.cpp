@@ -46,6 +46,20 @@ TEST(ChangePoint, ShiftAtTheLastPointsIsFoundWithMinSegment) {
   EXPECT_EQ(cps[0].index, 10u);
 }
 
+// min_segment points on each side are enough: a series of exactly twice that, split in its
+// middle, has its change found, and a split one point nearer an end is not considered.
+TEST(ChangePoint, ASegmentOfExactlyMinSegmentPointsCounts) {
+  ChangePointOptions o;
+  o.min_segment = 6;
+  auto cps = detect_change_points(series({{6, 100}, {6, 106}}, 0.2, 13), o);
+  ASSERT_EQ(cps.size(), 1u);
+  EXPECT_EQ(cps[0].index, 6u);
+  // A shift after 5 points, or 5 before the end, is nearer an end than min_segment: no split
+  // may isolate it there.
+  for (const auto& c : detect_change_points(series({{5, 100}, {7, 106}}, 0.2, 13), o)) EXPECT_EQ(c.index, 6u);
+  for (const auto& c : detect_change_points(series({{7, 100}, {5, 106}}, 0.2, 13), o)) EXPECT_EQ(c.index, 6u);
+}
+
 TEST(ChangePoint, ShiftBelowTheFloorIsIgnoredAndShortSeriesAreSafe) {
   EXPECT_TRUE(detect_change_points(series({{15, 100}, {15, 100.2}}, 0.01, 2)).empty());
   EXPECT_TRUE(detect_change_points({}).empty());
