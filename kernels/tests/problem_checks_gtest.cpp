@@ -174,8 +174,8 @@ TEST(HarnessProblemChecks, PoisonLeftIsCountedPerDtype) {
 }
 
 // Each integer width reads its own bytes at its own stride, and -1 counts as poison only where
-// the reference does not hold -1: three elements, so that counting the other way gives another
-// number (1, not 2).
+// the reference does not hold -1: each array is chosen so that counting the other way (poison
+// where the reference holds -1, or where the value is not -1) gives another number.
 TEST(HarnessProblemChecks, IntegerPoisonIsMinusOneTheReferenceDoesNotHold) {
   std::size_t unwritten = 9;
   const std::vector<double> ref = {-1, 5, 7};
@@ -238,8 +238,8 @@ TEST(ProblemInputs, BlockWalkCoversEveryElementOnceInItsBlock) {
   }
 }
 
-// An output's checks as problem.yaml states them, on a spec of four fp32 values: CHECK is the
-// `check` line's rest.
+// An output's check as the harness reads it from a problem's spec, on four fp32 values: CHECK
+// is the rest of the spec's `check` line.
 ProblemSpec four_values(const std::string& check) {
   ProblemSpec s;
   const std::string text =
