@@ -261,9 +261,93 @@ TEST(ProblemSpec, TheReferenceCheckComparesWithTheCpuReferenceByEachOutputsCheck
     const auto off = harness::check_gpu_reference(s, c, from_gpu, gpu);
     EXPECT_FALSE(off.pass) << def.name;
     EXPECT_EQ(off.reason.rfind("output " + s.outputs[0].name + " (", 0), 0u) << off.reason;
+    // A GPU reference that returned no outputs fails on the first, saying which side lacks it.
+    const auto none = harness::check_gpu_reference(s, c, from_gpu, {});
+    EXPECT_FALSE(none.pass) << def.name;
+    EXPECT_EQ(none.reason, "output " + s.outputs[0].name + ": the GPU reference has no value of it");
     ++checked;
   }
   EXPECT_EQ(checked, 6);
+}
+
+// The case the reference check rebuilds from the GPU's bytes, for what no problem of the library
+// has yet: an int64 input, two scalars, fp8 inputs scaled by a tensor in slot 0 and by scalar 0,
+// an fp8 output, a buffer shorter than its shape and an input the GPU returned no bytes for. The
+// last two read as zeros, so that the check against them fails loudly rather than read past the
+// buffer.
+TEST(ProblemSpec, SpecCaseDataDecodesEachDtypeAndEveryScalar) {
+  ProblemSpec s;
+  s.problem = "hand";
+  s.dims = {"M", "N"};
+  s.scalars = {{"alpha", "fp32"}, {"beta", "fp32"}};
+  auto tensor = [](const char* name, kfleet_dtype dt, int role) {
+    harness::SpecTensor t;
+    t.name = name;
+    t.dtype = dt;
+    t.role = role;
+    return t;
+  };
+  const int in = KFLEET_TENSOR_INPUT, out = KFLEET_TENSOR_OUTPUT;
+  s.tensors = {tensor("s", KFLEET_FP32, in),       tensor("idx", KFLEET_INT64, in), tensor("x", KFLEET_FP32, in),
+               tensor("q", KFLEET_FP8_E4M3, in),   tensor("p", KFLEET_FP8_E4M3, in), tensor("h", KFLEET_FP16, in),
+               tensor("w", KFLEET_BF16, in),       tensor("y", KFLEET_FP32, out),   tensor("z", KFLEET_FP8_E4M3, out)};
+  s.tensors[3].init.scale_tensor = 0;  // q: blocks of 2 elements, each scaled by one of s
+  s.tensors[3].init.block = {2};
+  s.tensors[4].init.scale_scalar = 0;  // p: scaled by alpha
+  harness::SpecOutput y, z;
+  y.name = "y";
+  y.slot = 7;
+  z.name = "z";
+  z.slot = 8;
+  s.outputs = {y, z};
+  harness::SpecCase c;
+  c.name = "one";
+  c.dims = {3, 2};
+  c.shapes = {{2}, {3}, {2}, {4}, {2}, {2}, {2}, {2}, {2}};
+  auto bytes_of = [](const auto& values) {
+    std::vector<std::uint8_t> b(sizeof(values[0]) * values.size());
+    std::memcpy(b.data(), values.data(), b.size());
+    return b;
+  };
+  const std::vector<std::int64_t> idx = {5, -7, std::int64_t{1} << 40};
+  // fp8 e4m3 codes 0x38 and 0x40 are 1.0 and 2.0; fp16 0x3c00 is 1.0. h is a byte short.
+  const std::vector<std::vector<std::uint8_t>> raw = {bytes_of(std::vector<float>{2.0f, 4.0f}), bytes_of(idx),
+                                                      bytes_of(std::vector<float>{1.5f, -2.0f}),
+                                                      {0x38, 0x40, 0x38, 0x40}, {0x38, 0x40}, {0x00, 0x3c, 0x00}};
+  const CaseData d = harness::spec_case_data(s, c, raw, {0.5, 0.25});
+  EXPECT_EQ(d.dims, (std::map<std::string, std::int64_t>{{"M", 3}, {"N", 2}}));
+  EXPECT_EQ(d.scalars, (std::map<std::string, double>{{"alpha", 0.5}, {"beta", 0.25}}));
+  EXPECT_EQ(d.inputs.at("idx").real, (std::vector<double>{5, -7, 1099511627776.0}));
+  EXPECT_EQ(d.inputs.at("idx").dtype, "int64");
+  EXPECT_EQ(d.inputs.at("x").real, (std::vector<double>{1.5, -2.0}));
+  EXPECT_EQ(d.inputs.at("q").real, (std::vector<double>{2, 4, 4, 8})) << "codes 1, 2, 1, 2 times s[k / 2]";
+  EXPECT_EQ(d.inputs.at("p").real, (std::vector<double>{0.5, 1.0})) << "codes 1, 2 times alpha";
+  EXPECT_EQ(d.inputs.at("h").real, (std::vector<double>{0, 0})) << "3 bytes of a 4-byte fp16 tensor";
+  EXPECT_EQ(d.inputs.at("w").real, (std::vector<double>{0, 0})) << "no bytes returned";
+  EXPECT_TRUE(d.inputs.at("w").bytes.empty());
+  EXPECT_EQ(d.inputs.size(), 7u) << "outputs are not inputs, fp8 or not";
+  EXPECT_EQ(d.outputs.at("y").real, (std::vector<double>{0, 0}));
+  EXPECT_EQ(d.outputs.at("y").bytes.size(), 8u);
+  EXPECT_EQ(d.outputs.at("z").bytes.size(), 2u);
+  EXPECT_EQ(d.outputs.at("z").dtype, "fp8_e4m3");
+}
+
+// The reference check's case is the smallest by bytes, then by flops; of equals, the first.
+TEST(ProblemSpec, SmallestCaseIsFewestBytesThenFewestFlopsThenFirst) {
+  ProblemSpec s;
+  auto add = [&s](const char* name, double bytes, double flops) {
+    harness::SpecCase c;
+    c.name = name;
+    c.bytes = bytes;
+    c.flops = flops;
+    s.cases.push_back(c);
+  };
+  add("big", 10, 5);
+  add("small_slow", 4, 9);
+  add("small_fast", 4, 3);
+  add("small_fast_too", 4, 3);
+  add("bigger", 12, 1);
+  EXPECT_EQ(harness::smallest_case(s).name, "small_fast");
 }
 
 // The harness builds the struct from the spec; the library's args_spec from the parsed
