@@ -277,6 +277,10 @@ TEST(JobSpecParse, RejectsEachOutOfRangeOrMalformedValue) {
        "gates.performance.compare_to"},
       {"gates: {correctness: {dtype: [fp16], cases: [{name: a, shape: {B: 1}}]}}\n", "gates.correctness.dtype"},
       {"gates: {correctness: {cases: [{name: a, shape: {B: 0}}]}}\n", "gates.correctness.cases[0].shape.B"},
+      // A job of no problem: each case gives its shape, a non-empty map.
+      {"gates: {correctness: {cases: [{name: a}]}}\n", "gates.correctness.cases[0].shape"},
+      {"gates: {correctness: {cases: [{name: a, shape: {}}]}}\n", "gates.correctness.cases[0].shape"},
+      {"gates: {correctness: {cases: [{name: a, shape: [1, 2]}]}}\n", "gates.correctness.cases[0].shape"},
       {"profile: {tool: rocprofv3}\n", "profile.tool"},
       {"profile: {tool: ncu, when: sometimes}\n", "profile.when"},
       {"simulate: {fail_stage: compile}\n", "simulate.fail_stage"},

@@ -61,6 +61,11 @@ TEST(JobProblem, AttentionAndScaledMmAreTheFamilies) {
     ASSERT_TRUE(p.ok()) << p.error_text();
     EXPECT_EQ(p.spec->kernel.family, "attention");
     EXPECT_FALSE(is_generic_problem(p.spec->kernel));
+    // The job's own case keeps the shape it gives; the problem's case gives its own.
+    const auto& cases = p.spec->gates.correctness->cases;
+    ASSERT_EQ(cases.size(), 2u);
+    EXPECT_EQ(cases[0].shape.dims.size(), 4u);
+    EXPECT_TRUE(cases[1].shape.dims.empty());
   }
   // A family job that names no problem is unchanged, and so is its JSON form (hashes, stores).
   const auto f = parse_job_spec(problem_job("{family: attention, language: cuda, sources: [k.cu]}", "{cases: [{name: s, shape: {B: 1, H: 2, S: 128, D: 64}}]}"), "j.yaml");
