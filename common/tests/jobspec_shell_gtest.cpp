@@ -162,9 +162,98 @@ TEST(JobSpecShell, TheJsonFormIsCheckedToo) {
 TEST(JobSpecShell, ValuesAreShownOnOneLineAndCut) {
   EXPECT_EQ(shown_safely("a\nb\x1b[31m\\"), "a\\nb\\x1B[31m\\\\");
   EXPECT_EQ(shown_safely(std::string(100, 'x'), 10), "xxxxxxxxxx...");
+  EXPECT_EQ(shown_safely(std::string(10, 'x'), 10), "xxxxxxxxxx");
+  EXPECT_EQ(shown_safely(" ~\x7F\x80"), " ~\\x7F\\x80");
   auto p = define_value_problem("\xFF");
   ASSERT_TRUE(p.has_value());
   EXPECT_NE(p->find("'\\xFF' has the byte 0xFF, which is not UTF-8"), std::string::npos) << *p;
+}
+
+// Every byte, at the edges of each range the checks allow: a value, a flag and a name accept
+// exactly the characters their messages list, and no neighbour of a range's first or last one.
+TEST(JobSpecShell, EachByteIsAllowedExactlyWhereTheMessagesSayItIs) {
+  const std::string value_set = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:./-";
+  const std::string name_set = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+  for (int b = 1; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    const bool in_value = value_set.find(c) != std::string::npos;
+    const bool in_name = name_set.find(c) != std::string::npos;
+    const std::string mid = std::string("a") + c + "b";
+    EXPECT_EQ(!define_value_problem(mid).has_value(), in_value) << "byte " << b;
+    EXPECT_EQ(!compile_flags_problem({"-DX=a" + std::string(1, c)}).has_value(), in_value)
+        << "byte " << b;
+    EXPECT_EQ(!define_name_problem(mid).has_value(), in_name) << "byte " << b;
+    EXPECT_EQ(!entry_problem(std::string(1, c) + "k").has_value(), in_name && !(c >= '0' && c <= '9'))
+        << "byte " << b;
+  }
+  for (const std::string name : {"0k", "9k"})
+    EXPECT_NE(define_name_problem(name).value_or("").find("'" + name + "' is not a C identifier (it starts with a digit)"),
+              std::string::npos) << name;
+}
+
+// A refused character is named as the code point a terminal would show, or as the byte where the
+// text is not UTF-8: at each edge of each sequence length, overlong forms, surrogates and the
+// end of Unicode.
+TEST(JobSpecShell, RefusedCharactersAreDecodedAtTheEdgesOfUtf8) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\x7F", "U+007F, which is a control character"},
+      {"\x80", "the byte 0x80, which is not UTF-8"},
+      {"\xC1\xBF", "the byte 0xC1, which is not UTF-8"},        // overlong U+007F
+      {std::string(1, '\0'), "U+0000, which is a control character"},
+      {"\xC2\x80", "U+0080, which is a control character"},
+      {"\xC2\x9F", "U+009F, which is a control character"},
+      {"\xC2\xA0", "U+00A0, which is not ASCII"},
+      {"\xDF\xBF", "U+07FF, which is not ASCII"},
+      {"\xE0\x9F\xBF", "the byte 0xE0, which is not UTF-8"},    // overlong U+07FF
+      {"\xE0\xA0\x80", "U+0800, which is not ASCII"},
+      {"\xED\x9F\xBF", "U+D7FF, which is not ASCII"},
+      {"\xED\xA0\x80", "the byte 0xED, which is not UTF-8"},    // U+D800, a surrogate
+      {"\xED\xBF\xBF", "the byte 0xED, which is not UTF-8"},    // U+DFFF
+      {"\xEE\x80\x80", "U+E000, which is not ASCII"},
+      {"\xEF\xBF\xBD", "U+FFFD, which is not ASCII"},
+      {"\xF0\x8F\xBF\xBF", "the byte 0xF0, which is not UTF-8"},  // overlong U+FFFF
+      {"\xF0\x90\x80\x80", "U+10000, which is not ASCII"},
+      {"\xF4\x8F\xBF\xBF", "U+10FFFF, which is not ASCII"},
+      {"\xF4\x90\x80\x80", "the byte 0xF4, which is not UTF-8"},  // past U+10FFFF
+      {"\xF5\x80\x80\x80", "the byte 0xF5, which is not UTF-8"},
+      {"\xC1\x80\x80\x80", "the byte 0xC1, which is not UTF-8"},  // no lead byte, then 3 more
+      {"\xE2\x82", "the byte 0xE2, which is not UTF-8"},          // cut short
+      {"\xE2\x28\xA1", "the byte 0xE2, which is not UTF-8"},      // not a continuation byte
+  };
+  for (const auto& [bytes, shown] : cases) {
+    const auto p = define_value_problem("x" + bytes);
+    ASSERT_TRUE(p.has_value()) << shown;
+    EXPECT_NE(p->find("' has " + shown + ";"), std::string::npos) << *p;
+    const auto n = define_name_problem("x" + bytes);
+    ASSERT_TRUE(n.has_value()) << shown;
+    EXPECT_NE(n->find("(it has " + shown + ")"), std::string::npos) << *n;
+  }
+}
+
+// The message names the part of a -D flag that is wrong, and a bare -v is ptxas's word only
+// right after -Xptxas, wherever it stands.
+TEST(JobSpecShell, AFlagsMessageNamesItsWrongPart) {
+  auto value = compile_flags_problem({"-DA=1,2"});
+  ASSERT_TRUE(value.has_value());
+  EXPECT_NE(value->message.find("'-DA=1,2': '1,2' has U+002C ','"), std::string::npos) << value->message;
+  auto bare = compile_flags_problem({"-O3", "-D"});
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->index, 1u);
+  EXPECT_NE(bare->message.find("'-D' is not allowed: a flag may choose how the sources compile"),
+            std::string::npos) << bare->message;
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"-O3", "-v"}, {"-v"}, {"-Xptxas", "-v", "-v"}}) {
+    auto v = compile_flags_problem(flags);
+    ASSERT_TRUE(v.has_value()) << flags.size();
+    EXPECT_EQ(v->index, flags.size() - 1);
+  }
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"-O3", "-Xptxas"}, {"-Xptxas", "-g"}, {"-g", "-Xptxas", "-lineinfo"}}) {
+    auto x = compile_flags_problem(flags);
+    ASSERT_TRUE(x.has_value()) << flags.back();
+    EXPECT_NE(x->message.find("'-Xptxas' is not allowed"), std::string::npos) << x->message;
+  }
+  EXPECT_FALSE(compile_flags_problem({"-O3", "-Xptxas", "-v", "-g", "-Xptxas", "-O2"}).has_value());
 }
 
 }  // namespace
