@@ -144,6 +144,19 @@ TEST(LibrarySources, LibraryFromFlagThenEnvThenClone) {
   // A job without lib: sources never needs a library.
   lone.write("a.cu", "x");
   EXPECT_TRUE(pack_job_bundle(lone.path().string(), {"a.cu"}).ok());
+  // Only a folder named kernels/ that holds harness/ABI.md is a library: not another name with
+  // harness/ABI.md, nor kernels/ without it.
+  lone.write("mylib/harness/ABI.md", "abi");
+  lone.write("mylib/jobs/x/job.yaml", "name: x");
+  lone.write("kernels/jobs/x/job.yaml", "name: x");
+  for (const char* job : {"mylib/jobs/x", "kernels/jobs/x"}) {
+    auto r = find_kernel_library((lone.path() / job).string());
+    EXPECT_FALSE(r.ok()) << job << " found " << (r.ok() ? *r : "");
+  }
+  lone.write("kernels/harness/ABI.md", "abi");
+  auto inside = find_kernel_library((lone.path() / "kernels" / "jobs" / "x").string());
+  ASSERT_TRUE(inside.ok()) << inside.error().message;
+  EXPECT_EQ(*inside, fs::canonical(lone.path() / "kernels").string());
   auto bad_flag = find_kernel_library(c.job(), (lone.path() / "nope").string());
   ASSERT_FALSE(bad_flag.ok());
   EXPECT_NE(bad_flag.error().message.find("--kernel-lib"), std::string::npos);
@@ -196,6 +209,14 @@ TEST(Bundle, RefusesEscapesMissingAndFolders) {
   auto big = pack_bundle(base, {"a.cu"}, 0);
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().code, Errc::too_large);
+  EXPECT_NE(big.error().message.find("'a.cu' is 1 bytes; the limit is 0"), std::string::npos)
+      << big.error().message;
+  EXPECT_TRUE(pack_bundle(base, {"a.cu"}, 1).ok()) << "a file of exactly the limit";
+  // The bundle's folder must be a folder.
+  auto file_base = pack_bundle((d.path() / "job" / "a.cu").string(), {"a.cu"});
+  ASSERT_FALSE(file_base.ok());
+  EXPECT_NE(file_base.error().message.find("does not exist or is not a folder"), std::string::npos)
+      << file_base.error().message;
 }
 
 TEST(Bundle, JsonRoundTripAndHashCheck) {
@@ -241,6 +262,16 @@ TEST(Bundle, UnpackWritesTreeAndRefusesEscape) {
   via_link.files = {{"out/f.txt", "F"}};
   EXPECT_FALSE(unpack_bundle(via_link, d.path().string()).ok());
   EXPECT_FALSE(fs::exists(outside.path() / "f.txt"));
+
+  // Into a file, or a folder that is not there: refused, nothing written.
+  for (const fs::path& into : {d.path() / "a.cu", d.path() / "none"}) {
+    auto r = unpack_bundle(b, into.string());
+    ASSERT_FALSE(r.ok()) << into;
+    EXPECT_NE(r.error().message.find("does not exist or is not a folder"), std::string::npos)
+        << r.error().message;
+  }
+  EXPECT_EQ(read(d.path() / "a.cu"), "A");
+  EXPECT_FALSE(fs::exists(d.path() / "none"));
 }
 
 TEST(Base64, RoundTripsAllLengthsAndRejectsJunk) {
