@@ -61,7 +61,8 @@ TEST(JobProblem, AttentionAndScaledMmAreTheFamilies) {
     ASSERT_TRUE(p.ok()) << p.error_text();
     EXPECT_EQ(p.spec->kernel.family, "attention");
     EXPECT_FALSE(is_generic_problem(p.spec->kernel));
-    // The job's own case keeps the shape it gives; the problem's case gives its own.
+    // The job's own case keeps the shape it gives; `stress`, the problem's required case, is
+    // named only: its shape comes from the problem, not the job.
     const auto& cases = p.spec->gates.correctness->cases;
     ASSERT_EQ(cases.size(), 2u);
     EXPECT_EQ(cases[0].shape.dims.size(), 4u);
