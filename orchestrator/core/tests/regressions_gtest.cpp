@@ -122,6 +122,23 @@ TEST(Regressions, WithoutGpusTheSuiteRunsOnEveryClassOfTheLiveFleetOnce) {
   EXPECT_EQ(job->spec["target"]["regions"], nlohmann::json({"ap-south-1"}));
 }
 
+// A job without a target, or with a class alone, gets the cell's target all the same.
+TEST(Regressions, AJobWithoutATargetMapGetsTheCellsTarget) {
+  RegPlane p;
+  auto req = reg_request(kRegSuite, {"fa", "sdpa"});
+  const std::string rest = "kernel: {family: attention, language: cuda, sources: [k.cu]}\n";
+  req["jobs"][0]["spec_yaml"] = "name: fa\n" + rest;
+  req["jobs"][1]["spec_yaml"] = "name: sdpa\ntarget: A100\n" + rest;
+  const auto reg = p.start(req);
+  ASSERT_EQ(reg.cells.size(), 4u);
+  for (const auto& c : reg.cells) {
+    auto job = p.st->get_job(c["job_id"].get<std::int64_t>());
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->spec["target"]["gpu"], c["gpu_class"]) << job->spec.dump();
+    EXPECT_EQ(job->spec["target"]["regions"], nlohmann::json({"eu-west-1"})) << job->spec.dump();
+  }
+}
+
 TEST(Regressions, ABadRequestIsRefusedWithTheFixAndCreatesNothing) {
   RegPlane p;
   auto refused = [&](const nlohmann::json& req, const std::string& words) {
@@ -165,6 +182,10 @@ TEST(Regressions, ABadRequestIsRefusedWithTheFixAndCreatesNothing) {
     r = good;  // the second job, on the second class, fails the job parser: nothing is created
     r["jobs"][1]["spec_yaml"] = reg_job_yaml("sdpa") + "surprise: 1\n";
     refused(r, "surprise");
+    r = good;  // a performance gate that is no map is the job parser's to explain
+    r["jobs"][1]["spec_yaml"] = "name: x\nkernel: {family: attention, language: cuda, sources: [k.cu]}\n"
+                                "gates: {performance: fast}\n";
+    refused(r, "gates.performance");
     r = good;
     r["jobs"][1]["spec_yaml"] =
         "name: p\ntarget: {gpu: L4}\nkernel: {problem: rmsnorm@1, language: cuda, sources: [k.cu]}\n"
@@ -196,7 +217,13 @@ TEST(Regressions, EachCellsVerdictFollowsItsJob) {
   slower.ci_low_pct = 4.5;
   slower.ci_high_pct = 5.5;
   p.finish(RegPlane::cell(v0, "fa", "L4"), slower);
-  p.finish(RegPlane::cell(v0, "fa", "H100"), reg_verdict(RunOutcome::passed, "", "same", 50));
+  Verdict same = reg_verdict(RunOutcome::passed, "", "same", 50);
+  same.simulated = true;  // a real agent's result that says it is simulated is shown so
+  BaselineComparison eager;
+  eager.baseline = "eager";
+  eager.speedup = 1.25;
+  same.versus = {eager};
+  p.finish(RegPlane::cell(v0, "fa", "H100"), same);
   p.finish(RegPlane::cell(v0, "sdpa", "L4"), reg_verdict(RunOutcome::rejected, "correctness", "", std::nullopt));
 
   auto v = p.view(reg.id);
@@ -214,6 +241,11 @@ TEST(Regressions, EachCellsVerdictFollowsItsJob) {
   EXPECT_EQ(fa_l4["history"], 1);
   const auto fa_h100 = RegPlane::cell(v, "fa", "H100");
   EXPECT_EQ(fa_h100["verdict"], "same");
+  EXPECT_EQ(fa_h100["simulated"], true);
+  ASSERT_EQ(fa_h100["versus"].size(), 1u) << fa_h100.dump();
+  EXPECT_EQ(fa_h100["versus"][0]["speedup"], 1.25);
+  EXPECT_EQ(fa_l4["simulated"], false);
+  EXPECT_FALSE(fa_l4.contains("versus")) << "no comparison, no versus: " << fa_l4.dump();
   EXPECT_TRUE(fa_h100["baseline_us"].is_null() && fa_h100["delta_pct"].is_null());
   const auto sdpa_l4 = RegPlane::cell(v, "sdpa", "L4");
   EXPECT_EQ(sdpa_l4["verdict"], "error") << "a rejection by another gate is no timing";
@@ -230,6 +262,11 @@ TEST(Regressions, EachCellsVerdictFollowsItsJob) {
   EXPECT_EQ(p.st->get_regression(reg.id)->state, "done") << "the leader stores what it computed";
   EXPECT_EQ(p.st->get_regression(reg.id)->cells, v["cells"]);
   EXPECT_EQ(v["spec"]["suite"], "nightly");
+  // A look that finds nothing new writes nothing.
+  const auto stored = p.st->get_regression(reg.id)->updated_ms;
+  p.clock->advance_ms(60'000);
+  EXPECT_EQ(p.view(reg.id)["cells"], v["cells"]);
+  EXPECT_EQ(p.st->get_regression(reg.id)->updated_ms, stored);
   EXPECT_TRUE(v.contains("fast_p"));
 }
 
@@ -307,6 +344,13 @@ TEST(Regressions, AStandbyComputesTheMatrixButWritesNothing) {
   EXPECT_EQ(RegPlane::cell(*v, "fa", "L4")["verdict"], "same");
   EXPECT_EQ(leader.st->get_regression(reg.id)->cells, reg.cells) << "the standby wrote";
   EXPECT_EQ(leader.st->get_regression(reg.id)->updated_ms, 0);
+}
+
+TEST(Regressions, FastPTakesACellsVersusOnlyAsAList) {
+  const nlohmann::json cells = {{{"problem_kernel", true}, {"verdict", "same"}, {"correct", true}, {"versus", "1.5x"}}};
+  const auto f = regression_fast_p(cells);
+  EXPECT_EQ(f["kernels"], 1) << f.dump();
+  for (const auto& b : f["baselines"]) EXPECT_EQ(b["timed"], 0) << f.dump();
 }
 
 TEST(Regressions, AnUnknownRunIsNotFound) {
