@@ -6,7 +6,7 @@
 # GPU, --parts takes what fits a lease. Its steps (gpu-detached.sh's names) in brackets:
 #   fleet   gpu-problems-proof.sh: each problem's naive, Triton and torch jobs and the three torch
 #           programs through kfleetd (every verdict with its eager / torch.compile line) [fleet],
-#           then the C++ corpus [cppcorpus] (~1,080 s on an H100)
+#           then the C++ corpus [cppcorpus] (~1,130 s on an H100: 973 and 159 s on 12-06)
 #   pair    gpu-torch-proof.sh triton,gap,inline,calib (the Triton, load_inline and attention
 #           replays against in-process; the 1 % copy picked) [pair-torch], then gpu-python-proof.sh
 #           inproc,pair: the calibrated copy `regressed` 5 of 5 at 0.5 %, its twin `same` 5 of 5
@@ -15,6 +15,7 @@
 #           in-process [refs] (~1,000 s)
 #   corpus  the Python corpus through kfleetd [pycorpus] (~420 s), then gpu-versus-pytorch.sh on
 #           the families' kernels (attention, scaled_mm) against their references [families]
+#           (~190 s)
 #   scripts/gpu-pytorch-whole.sh [--parts LIST] [--python PY] [--specs DIR] [--budget S] [--gpus N] [--dry-run]
 #     --parts LIST the parts to run, a comma list (default fleet,pair,refs,corpus)
 #     --python PY  the Python with torch and triton (default /opt/torch/.venv/bin/python3)
