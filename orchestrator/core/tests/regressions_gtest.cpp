@@ -270,6 +270,29 @@ TEST(Regressions, EachCellsVerdictFollowsItsJob) {
   EXPECT_TRUE(v.contains("fast_p"));
 }
 
+// A cell with no baseline yet takes its first passed result as one, set by whoever started
+// the run; a failed result sets none, and a later run's result does not replace it.
+TEST(Regressions, ACellsFirstPassedResultIsItsBaseline) {
+  RegPlane p;
+  const auto reg = p.start(reg_request(kRegSuite, {"fa", "sdpa"}));
+  auto v0 = p.view(reg.id);
+  p.finish(RegPlane::cell(v0, "fa", "L4"), reg_verdict(RunOutcome::passed, "", "", 100));
+  p.finish(RegPlane::cell(v0, "fa", "H100"), reg_verdict(RunOutcome::rejected, "correctness", "", 50));
+  const auto first = p.st->current_baseline("fa", "mission", "L4", false);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->median_us, 100);
+  EXPECT_EQ(first->reason, "first result in regression run " + std::to_string(reg.id));
+  EXPECT_EQ(first->set_by, "alice");
+  EXPECT_FALSE(p.st->current_baseline("fa", "mission", "H100", false));
+  // The finish refreshed the stored matrix without anyone looking.
+  EXPECT_EQ(RegPlane::cell(nlohmann::json{{"cells", p.st->get_regression(reg.id)->cells}}, "fa", "L4")["verdict"],
+            "missing baseline");
+
+  const auto again = p.start(reg_request(kRegSuite, {"fa", "sdpa"}));
+  p.finish(RegPlane::cell(p.view(again.id), "fa", "L4"), reg_verdict(RunOutcome::passed, "", "same", 90));
+  EXPECT_EQ(p.st->current_baseline("fa", "mission", "L4", false)->median_us, 100);
+}
+
 TEST(Regressions, ACancelledOrFailedJobIsAnErrorCell) {
   RegPlane p;
   const auto reg = p.start(reg_request(kRegSuite, {"fa", "sdpa"}));
