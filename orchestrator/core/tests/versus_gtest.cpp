@@ -24,9 +24,9 @@ BaselineComparison cmp(const char* baseline, std::optional<double> speedup) {
   return c;
 }
 
-struct Plane : test::Plane {
+struct VsPlane : test::Plane {
   std::int64_t agent;
-  explicit Plane(bool simulated) : agent(enrol_agent("a", "L4", simulated).agent_id) {}
+  explicit VsPlane(bool simulated) : agent(enrol_agent("a", "L4", simulated).agent_id) {}
 
   std::int64_t submit(const std::string& name, const std::string& parent, const std::string& family) {
     return test::Plane::submit(
@@ -59,7 +59,7 @@ Verdict verdict(RunOutcome o, const std::string& gate, std::vector<BaselineCompa
 }
 
 TEST(Versus, ASimulatedAgentsComparisonsAreSimulatedWhateverItSays) {
-  Plane p(/*simulated=*/true);
+  VsPlane p(/*simulated=*/true);
   const auto j = p.submit("vs/root", "", "attention");
   p.run(j, verdict(RunOutcome::passed, "", {cmp("eager", 1.2), cmp("compile", 0.9)}));
   auto job = p.st->get_job(j);
@@ -71,7 +71,7 @@ TEST(Versus, ASimulatedAgentsComparisonsAreSimulatedWhateverItSays) {
 // A campaign: each entry carries its comparisons; fast_p counts every finished job on a
 // problem's kernel (not a custom job's, not a cancelled one) and only the correct ones as fast.
 TEST(Versus, ACampaignCarriesItsComparisonsAndFastP) {
-  Plane p(/*simulated=*/false);
+  VsPlane p(/*simulated=*/false);
   const auto root = p.submit("vs/root", "", "attention");
   p.run(root, verdict(RunOutcome::passed, "", {cmp("eager", 1.6), cmp("compile", 1.2)}));
   const auto slower = p.submit("vs/slower", "vs/root", "attention");
