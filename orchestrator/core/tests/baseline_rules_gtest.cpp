@@ -49,7 +49,8 @@ TEST(BaselineRules, ATimingModeIsReadOnlyFromItsOwnField) {
 }
 
 TEST(BaselineRules, AModeMismatchSaysWhichBaselineToSetInstead) {
-  const nlohmann::json in_process = {{"kind", "baseline"}, {"label", "baseline fa on L4 (run 7)"}, {"timing_mode", "in_process"}};
+  const nlohmann::json in_process = {
+      {"kind", "baseline"}, {"label", "baseline fa on L4 (run 7)"}, {"timing_mode", "in_process"}};
   const auto note = refuse_other_timing_mode(in_process, "replay")["note"].get<std::string>();
   EXPECT_EQ(note.rfind("baseline fa on L4 (run 7) was timed in-process", 0), 0u) << note;
   EXPECT_NE(note.find("this job replayed"), std::string::npos) << note;
