@@ -69,5 +69,44 @@ TEST(JobChange, OtherFieldsAndEmptyChanges) {
   EXPECT_FALSE(change_is_empty(order));
 }
 
+// Lines 0..n-1 of a file, every even one and the last rewritten in the second: no common head
+// or tail to trim, so the alignment table is n by n, and about half the lines are common.
+std::pair<std::string, std::string> half_rewritten(int n) {
+  std::string before, after;
+  for (int i = 0; i < n; ++i) {
+    before += "x" + std::to_string(i) + "\n";
+    after += (i % 2 && i != n - 1 ? "x" : "y") + std::to_string(i) + "\n";
+  }
+  return {before, after};
+}
+
+// Lines of the diff's hunks (not its ---/+++ header) that start with `prefix`.
+std::size_t lines_starting(const std::string& diff, const std::string& prefix) {
+  std::size_t count = 0, at = diff.find("\n@@");
+  while ((at = diff.find("\n" + prefix, at)) != std::string::npos) ++count, ++at;
+  return count;
+}
+
+// Up to 4,000,000 cells of the alignment table (2,000 lines by 2,000) the common lines stay
+// context; past it the change is said as all removed, then all added, rather than spend seconds
+// aligning it.
+TEST(JobChange, AVeryLargeChangeIsSaidAsAWholeReplacement) {
+  const auto [before, after] = half_rewritten(2000);
+  const std::string aligned = unified_diff(before, after, "k.cu");
+  EXPECT_NE(aligned.find("\n-x0\n+y0\n x1\n-x2\n+y2\n"), std::string::npos) << aligned.substr(0, 200);
+  EXPECT_EQ(lines_starting(aligned, "-"), 1001u);
+  EXPECT_EQ(lines_starting(aligned, "+"), 1001u);
+
+  const auto [big_before, big_after] = half_rewritten(2001);
+  const std::string whole = unified_diff(big_before, big_after, "k.cu");
+  EXPECT_EQ(whole.rfind("--- a/k.cu\n+++ b/k.cu\n@@ -1,2001 +1,2001 @@\n-x0\n-x1\n-x2\n", 0), 0u)
+      << whole.substr(0, 200);
+  EXPECT_EQ(lines_starting(whole, "-"), 2001u);
+  EXPECT_EQ(lines_starting(whole, "+"), 2001u);
+  EXPECT_EQ(lines_starting(whole, " "), 0u);
+  EXPECT_NE(whole.find("\n-x2000\n+y0\n+x1\n"), std::string::npos);
+  EXPECT_EQ(whole.substr(whole.size() - 7), "+y2000\n");
+}
+
 }  // namespace
 }  // namespace kfleet::core
