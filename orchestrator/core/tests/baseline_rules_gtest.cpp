@@ -130,12 +130,7 @@ struct BrPlane : test::Plane {
 };
 
 Verdict br_verdict(RunOutcome o, const std::string& perf, std::optional<double> median) {
-  Verdict v;
-  v.outcome = o;
-  v.gate = o == RunOutcome::rejected ? "correctness" : "";
-  v.perf = perf;
-  v.median_us = median;
-  return v;
+  return test::verdict_of(o, o == RunOutcome::rejected ? "correctness" : "", perf, median);
 }
 
 // The last event whose samples_us is a non-empty list; else the verdict's metrics.

@@ -39,13 +39,7 @@ struct CvPlane : test::Plane {
 };
 
 Verdict cv_verdict(RunOutcome o, const std::string& gate, const std::string& perf, const std::string& reason) {
-  Verdict v;
-  v.outcome = o;
-  v.gate = gate;
-  v.perf = perf;
-  v.reason = reason;
-  v.median_us = 90;
-  return v;
+  return test::verdict_of(o, gate, perf, 90, reason);
 }
 
 nlohmann::json cv_by_name(const nlohmann::json& list, const std::string& name) {

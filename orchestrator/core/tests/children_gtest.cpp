@@ -55,13 +55,8 @@ struct ChPlane : test::Plane {
   }
   void ch_run(std::int64_t job, RunOutcome o, const std::string& gate, const std::string& perf,
               std::optional<double> delta, const std::string& reason) {
-    Verdict v;
-    v.outcome = o;
-    v.gate = gate;
-    v.perf = perf;
+    Verdict v = test::verdict_of(o, gate, perf, 10, reason);
     v.delta_pct = delta;
-    v.median_us = 10;
-    v.reason = reason;
     EXPECT_TRUE(run_to_verdict(job, agent, v).ok());
   }
 };

@@ -54,6 +54,19 @@ inline Bundle k_cu() {
   return b;
 }
 
+// A verdict as an agent sends it: the outcome, the gate that rejected it, the comparison with
+// what it was measured against, its median and its reason.
+inline Verdict verdict_of(RunOutcome outcome, const std::string& gate, const std::string& perf,
+                          std::optional<double> median_us, const std::string& reason = "") {
+  Verdict v;
+  v.outcome = outcome;
+  v.gate = gate;
+  v.perf = perf;
+  v.median_us = median_us;
+  v.reason = reason;
+  return v;
+}
+
 struct Plane {
   boost::asio::io_context io;
   std::unique_ptr<store::Store> st;

@@ -36,14 +36,9 @@ nlohmann::json reg_request(const std::string& suite_yaml, const std::vector<std:
 
 const char* kRegSuite = "suite: nightly\njobs: [fa.yaml, sdpa.yaml]\non: {gpus: [L4, H100], regions: [eu-west-1]}\n";
 
+// Its reason says which gate or comparison it was.
 Verdict reg_verdict(RunOutcome o, const std::string& gate, const std::string& perf, std::optional<double> median) {
-  Verdict v;
-  v.outcome = o;
-  v.gate = gate;
-  v.perf = perf;
-  v.median_us = median;
-  v.reason = "because " + (perf.empty() ? gate : perf);
-  return v;
+  return test::verdict_of(o, gate, perf, median, "because " + (perf.empty() ? gate : perf));
 }
 
 struct RegPlane : test::Plane {
