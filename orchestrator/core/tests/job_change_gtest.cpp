@@ -69,6 +69,25 @@ TEST(JobChange, OtherFieldsAndEmptyChanges) {
   EXPECT_FALSE(change_is_empty(order));
 }
 
+// A field only one side has is said whole, at its own name: not one entry per key inside it.
+TEST(JobChange, AFieldAddedOrRemovedIsSaidWhole) {
+  json parent = spec(nullptr, nullptr);
+  json child = parent;
+  parent["kernel"]["params"] = {{"timing", "in_process"}};  // gone from the child
+  child["target"] = {{"gpu", "L4"}};                        // new in the child
+  auto c = job_change(parent, bundle(kParent), child, bundle(kParent));
+  ASSERT_EQ(c["other"].size(), 2u) << c.dump();
+  EXPECT_EQ(c["other"][0], json({{"field", "kernel.params"}, {"from", {{"timing", "in_process"}}}, {"to", nullptr}}));
+  EXPECT_EQ(c["other"][1], json({{"field", "target"}, {"from", nullptr}, {"to", {{"gpu", "L4"}}}}));
+}
+
+TEST(JobChange, ABinaryFileOnEitherSideIsSaidToDiffer) {
+  const std::string bin("\0\1", 2);
+  const std::string said = "--- a/w.bin\n+++ b/w.bin\nBinary file w.bin differs\n";
+  EXPECT_EQ(unified_diff("text\n", bin, "w.bin"), said);
+  EXPECT_EQ(unified_diff(bin, "text\n", "w.bin"), said);
+}
+
 // Lines 0..n-1 of a file, every even one and the last rewritten in the second: no common head
 // or tail to trim, so the alignment table is n by n, and about half the lines are common.
 std::pair<std::string, std::string> half_rewritten(int n) {
