@@ -48,12 +48,8 @@ struct VsPlane : test::Plane {
 };
 
 Verdict verdict(RunOutcome o, const std::string& gate, std::vector<BaselineComparison> versus) {
-  Verdict v;
-  v.outcome = o;
-  v.gate = gate;
-  v.perf = o == RunOutcome::passed ? "improved" : gate == "performance" ? "regressed" : "";
-  v.median_us = 100;
-  v.reason = "r";
+  Verdict v = test::verdict_of(
+      o, gate, o == RunOutcome::passed ? "improved" : gate == "performance" ? "regressed" : "", 100, "r");
   v.versus = std::move(versus);
   return v;
 }
